@@ -1,0 +1,30 @@
+"""GPU memory planner for LLM inference: pure computation, integer bytes.
+
+Pipeline: per-layer cache specs (:mod:`planner.layers`) -> model KV profile
+(:mod:`planner.kv`) -> per-GPU budget, capacity, users, max context
+(:mod:`planner.budget`) -> curves (:mod:`planner.sweep`). No Streamlit,
+pydantic or transformers import here; ``model_catalog`` builds the inputs.
+"""
+
+from planner.budget import Plan, PlanRequest, estimate_overhead, max_context_len, plan
+from planner.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
+from planner.kv import attention_variants, cache_dtypes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token
+from planner.layers import (
+    CacheDtypes,
+    ChunkedLocalAttention,
+    FullAttention,
+    MLAAttention,
+    NoCache,
+    RecurrentState,
+    SlidingWindowAttention,
+)
+from planner.model import ModelSpec
+from planner.units import GB, GiB, MiB
+
+__all__ = [
+    "GB", "GiB", "MiB", "KV_CACHE_DTYPES", "KV_CACHE_DTYPE_CHOICES", "WEIGHT_DTYPES",
+    "CacheDtypes", "ChunkedLocalAttention", "FullAttention", "MLAAttention", "ModelSpec", "NoCache",
+    "Plan", "PlanRequest", "RecurrentState", "SlidingWindowAttention", "attention_variants",
+    "cache_dtypes", "estimate_overhead", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
+    "max_context_len", "plan",
+]

@@ -1,0 +1,419 @@
+"""Per-GPU memory budget: from card memory to KV capacity, users and max context.
+
+The chain (one small function each), per GPU:
+
+    usable  = floor(gpu_memory_bytes * gpu_memory_utilization)
+    budget  = usable - weights_per_gpu - overhead_per_gpu          (KV cache budget)
+    blocks  = budget // (block_size * kv_bytes_per_token_per_gpu)
+    tokens  = blocks * block_size                                   (capacity)
+    users   = budget // kv_bytes_per_sequence_per_gpu(context_len)  (paged, windows applied)
+    context = largest C with batch_size * kv_bytes_per_sequence_per_gpu(C) <= budget
+
+Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py:
+requested memory = total x gpu_memory_utilization, minus weights, profiled
+activation peak and non-torch memory) and ``get_kv_cache_configs`` /
+``get_max_concurrency_for_kv_cache_config`` (vllm/v1/core/kv_cache_utils.py);
+DOMAIN.md sections 1 and 4; PagedAttention (Kwon et al., SOSP 2023) for blocks.
+
+Design notes:
+    1. ``gpu_memory_bytes`` is the total the framework sees
+       (``torch.cuda.mem_get_info()[1]``), not the marketed size.
+    2. Tensor parallelism (``num_gpus`` GPUs, one model replica): weights are
+       split (norms replicated) and each GPU holds ``max(1, kv_heads // tp)`` KV
+       heads; MLA latents are replicated. Budgets are per GPU, never pooled.
+    3. Per-sequence bytes are rounded up to whole blocks per layer, so a
+       window-capped layer costs ``ceil(min(C, w) / B)`` blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
+from planner.kv import KVProfile, cache_dtypes, kv_profile
+from planner.model import ModelSpec
+from planner.params import weight_bytes
+from planner.units import GiB, MiB
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
+
+DEFAULT_BLOCK_SIZE = 16
+"""vLLM's KV block size for ordinary attention backends on CUDA [tokens] (vllm/platforms/cuda.py)."""
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+"""Tokens in the engine's largest forward pass (vLLM V1 chunked-prefill default on
+datacenter GPUs in 2025 builds; ENGINES.md 1.5) [tokens]."""
+
+DEFAULT_MAX_NUM_SEQS = 256
+"""Sequences sampled in one step (vLLM ``max_num_seqs`` default, vllm/config/scheduler.py)."""
+
+RUNTIME_OVERHEAD_BYTES = 512 * MiB
+"""Non-torch memory per GPU: CUDA context, cuBLAS/NCCL workspaces [bytes]. vLLM
+logs show 0.13-0.35 GiB of non-torch memory after its baseline snapshot
+(shared/reference/engine_cases.csv V01, V20, V21); 512 MiB also covers the
+allocator slack seen in practice."""
+
+MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
+"""Upper bound of the max-context search when the model states no limit [tokens]."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverheadEstimate:
+    """Memory per GPU that is neither weights nor KV cache.
+
+    Attributes:
+        activation_bytes: Transient activation peak of the largest forward pass [bytes].
+        logits_bytes: fp32 logits of one sampling step [bytes].
+        runtime_bytes: Non-torch runtime memory [bytes].
+        overridden: True when the user supplied the total.
+        formula: The arithmetic as text, for the formula panel.
+    """
+
+    activation_bytes: int
+    logits_bytes: int
+    runtime_bytes: int
+    overridden: bool
+    formula: str
+
+    @property
+    def total_bytes(self) -> int:
+        """Sum of the three terms [bytes]."""
+        return self.activation_bytes + self.logits_bytes + self.runtime_bytes
+
+
+def estimate_overhead(
+    model: ModelSpec,
+    activation_bytes_per_element: int,
+    tensor_parallel_size: int = 1,
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+) -> OverheadEstimate:
+    """Rough activation + runtime overhead per GPU (an estimate, not a measurement).
+
+    ``activation = T * e * (2 * hidden + (q + 2 * kv) / tp + 3 * ffn / tp)``: the
+    residual stream and its norm output, the q/k/v projections, and the MLP's
+    gate, up and activated tensors live at once for ``T = max_num_batched_tokens``
+    tokens of ``e`` bytes each. ``logits = max_num_seqs * vocab_size * 4`` (fp32).
+    ``runtime`` = :data:`RUNTIME_OVERHEAD_BYTES`.
+
+    Engines measure this term instead (vLLM's profile run); compare with the
+    breakdown rows in shared/reference/engine_cases.csv, where vLLM V1 measured
+    4.76 GiB of peak activation for Llama-3.1-8B: this simple formula is lower
+    (torch.compile and sampler buffers are not modelled), so the UI lets users
+    override it. The engine-faithful model is a later issue.
+
+    Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py); ENGINES.md 1.4.
+    """
+    tp = tensor_parallel_size
+    e = activation_bytes_per_element
+    q = model.num_attention_heads * model.head_dim
+    kv = model.num_key_value_heads * model.head_dim
+    ffn = model.intermediate_size or 4 * model.hidden_size
+    per_token = 2 * model.hidden_size + (q + 2 * kv) // tp + 3 * ffn // tp
+    activation = max_num_batched_tokens * e * per_token
+    logits = max_num_seqs * model.vocab_size * 4 // tp
+    formula = (
+        f"{max_num_batched_tokens:,} tokens x {e} B x (2 x {model.hidden_size:,} + "
+        f"({q:,} + 2 x {kv:,}) / {tp} + 3 x {ffn:,} / {tp}) + "
+        f"{max_num_seqs} x {model.vocab_size:,} x 4 B logits + "
+        f"{RUNTIME_OVERHEAD_BYTES // MiB} MiB runtime"
+    )
+    return OverheadEstimate(
+        activation_bytes=activation, logits_bytes=logits, runtime_bytes=RUNTIME_OVERHEAD_BYTES,
+        overridden=False, formula=formula,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest:
+    """What the user asks for. Field names are the CLI flags and URL keys.
+
+    Attributes:
+        context_len: Tokens per sequence, prompt + output [tokens], >= 1.
+        batch_size: Concurrent sequences wanted, >= 1.
+        weight_dtype: Key of :data:`planner.dtypes.WEIGHT_DTYPES`.
+        kv_cache_dtype: ``auto`` or a key of :data:`planner.dtypes.KV_CACHE_DTYPES`.
+        num_gpus: GPUs holding one replica (tensor parallel size), >= 1.
+        gpu_memory_utilization: Fraction of framework-visible memory the engine
+            may use, in (0, 1].
+        block_size: KV page size [tokens], >= 1.
+        max_num_batched_tokens: Largest forward pass, for the activation estimate [tokens].
+        overhead_bytes: Per-GPU overhead override [bytes]; None = estimate.
+    """
+
+    context_len: int
+    batch_size: int = 1
+    weight_dtype: str = "bf16"
+    kv_cache_dtype: str = "auto"
+    num_gpus: int = 1
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    block_size: int = DEFAULT_BLOCK_SIZE
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    overhead_bytes: int | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError with an actionable message for any out-of-range field."""
+        checks = (
+            (self.context_len >= 1, f"context_len must be at least 1 token, got {self.context_len}"),
+            (self.batch_size >= 1, f"batch_size must be at least 1 sequence, got {self.batch_size}"),
+            (self.num_gpus >= 1, f"num_gpus must be at least 1, got {self.num_gpus}"),
+            (0 < self.gpu_memory_utilization <= 1,
+             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
+            (self.block_size >= 1, f"block_size must be at least 1 token, got {self.block_size}"),
+            (self.max_num_batched_tokens >= 1,
+             f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}"),
+            (self.overhead_bytes is None or self.overhead_bytes >= 0,
+             f"overhead must be >= 0 bytes, got {self.overhead_bytes}"),
+            (self.weight_dtype in WEIGHT_DTYPES,
+             f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}"),
+            (self.kv_cache_dtype in KV_CACHE_DTYPE_CHOICES,
+             f"unknown KV-cache dtype {self.kv_cache_dtype!r}; choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """The answer for one model on one GPU type. Sizes in bytes, per GPU unless named.
+
+    ``fits`` is False with ``reasons`` when the request does not fit; that is a
+    normal result, not an error. ``suggestions`` name the knob to turn.
+    JSON keys (``to_dict``) are a public contract of the CLI.
+    """
+
+    model_id: str
+    gpu_id: str
+    num_gpus: int
+    weight_dtype: str
+    kv_cache_dtype: str
+    context_len: int
+    batch_size: int
+    gpu_memory_utilization: float
+    block_size: int
+    params: int
+    weights_bytes: int
+    weights_bytes_per_gpu: int
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes_per_token_per_gpu: int
+    kv_cache_bytes_per_sequence: int
+    kv_cache_bytes_per_sequence_per_gpu: int
+    kv_cache_bytes_total: int
+    gpu_memory_bytes: int
+    usable_memory_bytes: int
+    overhead_bytes: int
+    activation_bytes: int
+    logits_bytes: int
+    runtime_bytes: int
+    overhead_overridden: bool
+    overhead_formula: str
+    kv_cache_budget_bytes: int
+    kv_cache_bytes_in_use: int
+    free_bytes: int
+    kv_cache_capacity_tokens: int
+    max_concurrent_sequences: int
+    max_context_len: int
+    max_context_len_limited_by: str
+    max_context_len_before_overheads: int
+    max_position_embeddings: int | None
+    fits: bool
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    suggestions: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON output (tuples become lists)."""
+        out = asdict(self)
+        for key in ("reasons", "suggestions", "notes"):
+            out[key] = list(out[key])
+        return out
+
+
+def gib(num_bytes: int) -> str:
+    """Bytes as a GiB string for messages (2 decimals, labelled)."""
+    return f"{num_bytes / GiB:.2f} GiB"
+
+
+def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limit: int) -> int:
+    """Largest ``C <= limit`` whose ``batch_size`` sequences fit in ``budget_bytes``.
+
+    Binary search on the non-decreasing ``profile.bytes_per_sequence``; 0 when
+    not even one token fits.
+
+    Sources: vLLM ``_estimate_max_model_len_from_groups`` (binary search),
+    vllm/v1/core/kv_cache_utils.py.
+    """
+    if budget_bytes < 0:
+        return 0
+
+    def fits(c: int) -> bool:
+        return batch_size * profile.bytes_per_sequence(c) <= budget_bytes
+
+    if fits(limit):
+        return limit
+    lo, hi = 0, limit  # fits(lo) is True (0 tokens cost at most the fixed state), fits(hi) False
+    if not fits(0):
+        return 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str = "") -> Plan:
+    """Plan one model on ``request.num_gpus`` GPUs of ``gpu_memory_bytes`` each.
+
+    Args:
+        model: The model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes], > 0.
+        request: The workload and knobs.
+        gpu_id: Catalog id, echoed in the result.
+
+    Returns:
+        A :class:`Plan`; ``fits`` False with reasons when it does not fit.
+
+    Raises:
+        ValueError: invalid request fields or ``gpu_memory_bytes <= 0``.
+
+    Sources: see the module docstring.
+    """
+    request.validate()
+    if gpu_memory_bytes <= 0:
+        raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
+    tp = request.num_gpus
+    fmt = weight_dtype(request.weight_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    weights_total = weight_bytes(model.params, fmt, model.torch_dtype)
+    weights_gpu = weight_bytes(model.params, fmt, model.torch_dtype, tp)
+
+    exact_1 = kv_profile(model, dtypes, 1, 1)
+    exact_gpu = kv_profile(model, dtypes, tp, 1)
+    paged_gpu = kv_profile(model, dtypes, tp, request.block_size)
+
+    if request.overhead_bytes is None:
+        overhead = estimate_overhead(
+            model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens)
+    else:
+        overhead = OverheadEstimate(
+            activation_bytes=request.overhead_bytes, logits_bytes=0, runtime_bytes=0,
+            overridden=True, formula=f"user override: {gib(request.overhead_bytes)}")
+
+    usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
+    budget = usable - weights_gpu - overhead.total_bytes
+    per_token_gpu = paged_gpu.bytes_per_token
+    per_seq_gpu_paged = paged_gpu.bytes_per_sequence(request.context_len)
+
+    if budget > 0 and per_token_gpu:
+        blocks = budget // (request.block_size * per_token_gpu)
+        capacity_tokens = blocks * request.block_size
+    else:
+        capacity_tokens = 0
+    if budget <= 0:
+        max_seqs = 0
+    elif per_seq_gpu_paged:
+        max_seqs = budget // per_seq_gpu_paged
+    else:
+        max_seqs = 0
+
+    model_limit = model.max_position_embeddings
+    limit = model_limit or MAX_CONTEXT_SEARCH_LIMIT
+    max_ctx = max_context_len(paged_gpu, budget, request.batch_size, limit)
+    limited_by = "model" if (max_ctx == limit and model_limit) else (
+        "search limit" if max_ctx == limit else "memory")
+    raw_budget = gpu_memory_bytes - weights_gpu
+    max_ctx_raw = max_context_len(exact_gpu, raw_budget, request.batch_size, limit)
+
+    in_use = min(request.batch_size * per_seq_gpu_paged, max(budget, 0))
+    reasons, suggestions, notes = _diagnose(
+        model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
+        budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
+        gpu_memory_bytes=gpu_memory_bytes)
+
+    return Plan(
+        model_id=model.model_id, gpu_id=gpu_id, num_gpus=tp,
+        weight_dtype=request.weight_dtype, kv_cache_dtype=dtypes.kv.name,
+        context_len=request.context_len, batch_size=request.batch_size,
+        gpu_memory_utilization=request.gpu_memory_utilization, block_size=request.block_size,
+        params=model.num_parameters, weights_bytes=weights_total, weights_bytes_per_gpu=weights_gpu,
+        kv_cache_bytes_per_token=exact_1.bytes_per_token,
+        kv_cache_bytes_per_token_per_gpu=per_token_gpu,
+        kv_cache_bytes_per_sequence=exact_1.bytes_per_sequence(request.context_len),
+        kv_cache_bytes_per_sequence_per_gpu=exact_gpu.bytes_per_sequence(request.context_len),
+        kv_cache_bytes_total=request.batch_size * tp * exact_gpu.bytes_per_sequence(request.context_len),
+        gpu_memory_bytes=gpu_memory_bytes, usable_memory_bytes=usable,
+        overhead_bytes=overhead.total_bytes, activation_bytes=overhead.activation_bytes,
+        logits_bytes=overhead.logits_bytes, runtime_bytes=overhead.runtime_bytes,
+        overhead_overridden=overhead.overridden, overhead_formula=overhead.formula,
+        kv_cache_budget_bytes=budget, kv_cache_bytes_in_use=in_use,
+        free_bytes=max(budget, 0) - in_use,
+        kv_cache_capacity_tokens=capacity_tokens, max_concurrent_sequences=max_seqs,
+        max_context_len=max_ctx, max_context_len_limited_by=limited_by,
+        max_context_len_before_overheads=max_ctx_raw, max_position_embeddings=model_limit,
+        fits=not reasons, reasons=tuple(reasons), suggestions=tuple(suggestions), notes=tuple(notes),
+    )
+
+
+def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
+              budget: int, per_seq: int, max_seqs: int, max_ctx: int,
+              gpu_memory_bytes: int) -> tuple[list[str], list[str], list[str]]:
+    """Reasons a plan does not fit, the knobs that would fix it, and notes."""
+    reasons: list[str] = []
+    suggestions: list[str] = []
+    notes: list[str] = []
+    tp = request.num_gpus
+    limit = model.max_position_embeddings
+    if limit and request.context_len > limit:
+        reasons.append(
+            f"context_len {request.context_len:,} is longer than the model supports "
+            f"(max_position_embeddings {limit:,})")
+        suggestions.append(f"lower context_len to at most {limit:,}")
+    if weights_gpu + overhead > usable:
+        reasons.append(
+            f"weights ({gib(weights_gpu)}) + overhead ({gib(overhead)}) per GPU exceed the usable "
+            f"{gib(usable)} ({request.gpu_memory_utilization:g} x {gib(gpu_memory_bytes)})")
+        suggestions.extend(_weight_fixes(model, request, usable, overhead))
+    elif request.batch_size * per_seq > budget:
+        need = request.batch_size * per_seq
+        reasons.append(
+            f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
+            f"cache per GPU; the budget is {gib(budget)}")
+        if max_seqs:
+            suggestions.append(f"lower batch_size to {max_seqs:,} (fits at this context)")
+        if max_ctx:
+            suggestions.append(f"lower context_len to {max_ctx:,} (fits this batch)")
+        if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
+            suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
+        suggestions.append(f"add GPUs (num_gpus {tp * 2}) or raise gpu_memory_utilization")
+    if tp > 1 and model.num_attention_heads % tp:
+        notes.append(
+            f"engines require num_attention_heads ({model.num_attention_heads}) to be divisible by "
+            f"the tensor parallel size ({tp})")
+    if tp > model.num_key_value_heads and model.attention_kind != "MLA":
+        notes.append(
+            f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
+            f"so KV per GPU stops shrinking")
+    return reasons, suggestions, notes
+
+
+def _weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:
+    """Smallest GPU count, then smaller weight dtypes, that would hold the weights."""
+    fixes: list[str] = []
+    fmt = weight_dtype(request.weight_dtype)
+    for n in (2, 4, 8, 16, 32, 64):
+        if n > request.num_gpus and weight_bytes(model.params, fmt, model.torch_dtype, n) + overhead <= usable:
+            fixes.append(f"use num_gpus {n} (tensor parallel)")
+            break
+    current = weight_bytes(model.params, fmt, model.torch_dtype, request.num_gpus)
+    for name in ("fp8", "int4"):
+        smaller = weight_bytes(model.params, WEIGHT_DTYPES[name], model.torch_dtype, request.num_gpus)
+        if smaller < current and smaller + overhead <= usable:
+            fixes.append(f"use weight_dtype {name} ({gib(smaller)} per GPU)")
+            break
+    if not fixes:
+        fixes.append("choose a GPU with more memory")
+    return fixes

@@ -1,0 +1,152 @@
+"""Curves over context length, for charts and for the catalog-wide sweep.
+
+Each curve evaluates the same arithmetic as :func:`planner.budget.plan`, with
+the per-model parts (weights, KV profile, overhead) computed once per curve, so
+a sweep of every catalog model x GPU x 256 context points stays cheap.
+
+Sources: as planner.budget (vLLM kv_cache_utils; DOMAIN.md section 4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.budget import PlanRequest, estimate_overhead
+from planner.dtypes import weight_dtype
+from planner.kv import cache_dtypes, kv_profile
+from planner.model import ModelSpec
+from planner.params import weight_bytes
+
+
+def context_points(min_tokens: int = 128, max_tokens: int = 131072, num_points: int = 64) -> tuple[int, ...]:
+    """Log-spaced integer context lengths from ``min_tokens`` to ``max_tokens`` inclusive.
+
+    Raises:
+        ValueError: ``min_tokens < 1``, ``max_tokens < min_tokens`` or ``num_points < 2``.
+    """
+    if min_tokens < 1 or max_tokens < min_tokens or num_points < 2:
+        raise ValueError(
+            f"need 1 <= min_tokens <= max_tokens and num_points >= 2, got {min_tokens}, {max_tokens}, {num_points}")
+    ratio = math.log(max_tokens / min_tokens)
+    points = {round(min_tokens * math.exp(ratio * i / (num_points - 1))) for i in range(num_points)}
+    points.add(min_tokens)
+    points.add(max_tokens)
+    return tuple(sorted(points))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerGPUCosts:
+    """What one GPU of a plan spends before any KV cache [bytes], and the KV profile."""
+
+    weights_bytes_per_gpu: int
+    overhead_bytes: int
+    profile_exact: object
+    profile_paged: object
+
+
+def per_gpu_costs(model: ModelSpec, request: PlanRequest) -> PerGPUCosts:
+    """Weights, overhead and KV profiles on one GPU for ``request``.
+
+    Raises:
+        ValueError: invalid request fields.
+    """
+    request.validate()
+    tp = request.num_gpus
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    weights = weight_bytes(model.params, weight_dtype(request.weight_dtype), model.torch_dtype, tp)
+    if request.overhead_bytes is None:
+        overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens).total_bytes
+    else:
+        overhead = request.overhead_bytes
+    return PerGPUCosts(
+        weights_bytes_per_gpu=weights, overhead_bytes=overhead,
+        profile_exact=kv_profile(model, dtypes, tp, 1),
+        profile_paged=kv_profile(model, dtypes, tp, request.block_size),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryPoint:
+    """Memory one GPU needs at one context length [bytes]."""
+
+    context_len: int
+    weights_bytes: int
+    overhead_bytes: int
+    kv_cache_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        """Weights + overhead + KV cache [bytes]."""
+        return self.weights_bytes + self.overhead_bytes + self.kv_cache_bytes
+
+
+def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ...]) -> tuple[MemoryPoint, ...]:
+    """Per-GPU memory for ``request.batch_size`` sequences at each context length.
+
+    KV bytes are exact (no block rounding), windows and states applied.
+
+    Raises:
+        ValueError: invalid request fields or a negative context.
+    """
+    costs = per_gpu_costs(model, request)
+    return tuple(
+        MemoryPoint(
+            context_len=c, weights_bytes=costs.weights_bytes_per_gpu, overhead_bytes=costs.overhead_bytes,
+            kv_cache_bytes=request.batch_size * costs.profile_exact.bytes_per_sequence(c),
+        )
+        for c in contexts
+    )
+
+
+def concurrency_curve(
+    model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, contexts: tuple[int, ...]
+) -> tuple[int, ...]:
+    """Max concurrent sequences at each context length (paged, per GPU budget).
+
+    Same arithmetic as ``plan(...).max_concurrent_sequences``.
+
+    Raises:
+        ValueError: invalid request fields or ``gpu_memory_bytes <= 0``.
+    """
+    if gpu_memory_bytes <= 0:
+        raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
+    costs = per_gpu_costs(model, request)
+    budget = int(gpu_memory_bytes * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
+    return concurrency_for_budget(costs.profile_paged, budget, contexts)
+
+
+def concurrency_for_budget(profile, budget_bytes: int, contexts: tuple[int, ...]) -> tuple[int, ...]:
+    """``budget_bytes // bytes_per_sequence(c)`` for each ``c`` (0 when the budget is not positive)."""
+    if budget_bytes <= 0:
+        return tuple(0 for _ in contexts)
+    out = []
+    for c in contexts:
+        per_seq = profile.bytes_per_sequence(c)
+        out.append(budget_bytes // per_seq if per_seq else 0)
+    return tuple(out)
+
+
+def catalog_sweep(
+    models: tuple[ModelSpec, ...], gpu_memory_bytes: tuple[int, ...], request: PlanRequest,
+    contexts: tuple[int, ...],
+) -> list[list[tuple[int, ...]]]:
+    """Max concurrent sequences for every model x GPU x context (benchmark and tables).
+
+    Returns:
+        ``result[m][g][c]`` = max concurrent sequences of model ``m`` on GPU ``g``
+        at ``contexts[c]``.
+    """
+    result = []
+    for model in models:
+        costs = per_gpu_costs(model, request)
+        per_seq = [costs.profile_paged.bytes_per_sequence(c) for c in contexts]
+        rows = []
+        for mem in gpu_memory_bytes:
+            budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
+            if budget <= 0:
+                rows.append(tuple(0 for _ in per_seq))
+            else:
+                rows.append(tuple(budget // s if s else 0 for s in per_seq))
+        result.append(rows)
+    return result

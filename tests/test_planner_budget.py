@@ -1,0 +1,203 @@
+"""Budget, capacity, users and max context on a hand-checkable model.
+
+The factory model (tests/factories.py) has 4 layers x 8 KV heads x 128 dims, so
+one bf16 token costs 4 x 2 x 8 x 128 x 2 = 16,384 B (16 KiB), and
+134,226,944 parameters (268,453,888 B in bf16).
+"""
+
+import pytest
+
+from planner.budget import PlanRequest, estimate_overhead, max_context_len, plan
+from planner.kv import attention_variants, cache_dtypes, kv_profile
+from planner.sweep import catalog_sweep, concurrency_curve, context_points, memory_curve
+from planner.units import GiB, MiB
+from tests.factories import dense_model
+
+MODEL = dense_model()
+WEIGHTS = 268_453_888
+PER_TOKEN = 16_384
+
+
+def exact_request(**kw) -> PlanRequest:
+    """No overhead, whole card usable: the budget is memory minus weights."""
+    base = dict(context_len=1024, gpu_memory_utilization=1.0, overhead_bytes=0)
+    base.update(kw)
+    return PlanRequest(**base)
+
+
+def test_factory_counts():
+    assert MODEL.num_parameters == 134_226_944
+    assert MODEL.attention_kind == "MHA"
+
+
+def test_eight_gib_budget_holds_524288_tokens_and_512_sequences_of_1024():
+    result = plan(MODEL, WEIGHTS + 8 * GiB, exact_request())
+    assert result.weights_bytes == WEIGHTS
+    assert result.kv_cache_bytes_per_token == PER_TOKEN
+    assert result.kv_cache_budget_bytes == 8 * GiB
+    assert result.kv_cache_capacity_tokens == 8 * GiB // PER_TOKEN == 524_288
+    assert result.kv_cache_bytes_per_sequence == 1024 * PER_TOKEN == 16 * MiB
+    assert result.max_concurrent_sequences == 512
+    assert result.max_context_len == 524_288
+    assert result.max_context_len_limited_by == "memory"
+    assert result.fits
+
+
+def test_one_token_past_a_block_costs_a_whole_block():
+    # 1025 tokens -> 65 blocks of 16 = 1040 slots x 16 KiB = 16.25 MiB; 8 GiB / 16.25 MiB = 504.6
+    result = plan(MODEL, WEIGHTS + 8 * GiB, exact_request(context_len=1025))
+    assert result.max_concurrent_sequences == 504
+    assert result.kv_cache_bytes_per_sequence == 1025 * PER_TOKEN  # reported exactly, unrounded
+
+
+def test_budget_one_byte_short_of_a_block_loses_that_block():
+    budget = 8 * GiB - 1
+    result = plan(MODEL, WEIGHTS + budget, exact_request())
+    assert result.kv_cache_capacity_tokens == 524_288 - 16
+
+
+def test_max_context_halves_with_batch_two():
+    result = plan(MODEL, WEIGHTS + 8 * GiB, exact_request(batch_size=2))
+    assert result.max_context_len == 262_144
+
+
+def test_utilization_and_overhead_come_off_the_card():
+    mem = 10 * GiB
+    result = plan(MODEL, mem, exact_request(gpu_memory_utilization=0.9, overhead_bytes=GiB))
+    assert result.usable_memory_bytes == int(mem * 0.9)
+    assert result.kv_cache_budget_bytes == int(mem * 0.9) - WEIGHTS - GiB
+    assert result.overhead_overridden
+
+
+def test_weights_that_do_not_fit_give_reasons_and_knobs():
+    result = plan(MODEL, WEIGHTS // 2, exact_request())
+    assert not result.fits
+    assert result.max_concurrent_sequences == 0
+    assert result.kv_cache_capacity_tokens == 0
+    assert any("weights" in r for r in result.reasons)
+    assert any("num_gpus" in s or "weight_dtype" in s for s in result.suggestions)
+
+
+def test_batch_too_large_suggests_the_batch_that_fits():
+    result = plan(MODEL, WEIGHTS + 8 * GiB, exact_request(batch_size=513))
+    assert not result.fits
+    assert "lower batch_size to 512 (fits at this context)" in result.suggestions
+
+
+def test_context_beyond_model_limit_does_not_fit():
+    model = dense_model(max_position_embeddings=4096)
+    result = plan(model, WEIGHTS + 8 * GiB, exact_request(context_len=8192))
+    assert not result.fits
+    assert "max_position_embeddings 4,096" in result.reasons[0]
+    assert result.max_context_len == 4096
+    assert result.max_context_len_limited_by == "model"
+
+
+def test_tensor_parallel_splits_weights_and_kv_heads():
+    result = plan(MODEL, WEIGHTS + 8 * GiB, exact_request(num_gpus=2))
+    norms = 9 * 1024 * 2  # 9 RMSNorm vectors of 1024 bf16 values stay replicated
+    assert result.weights_bytes_per_gpu == (WEIGHTS - norms) // 2 + norms
+    assert result.kv_cache_bytes_per_token_per_gpu == PER_TOKEN // 2
+    assert result.kv_cache_bytes_total == 2 * result.kv_cache_bytes_per_sequence_per_gpu
+
+
+def test_tensor_parallel_past_kv_heads_replicates():
+    model = dense_model(num_key_value_heads=2, num_attention_heads=16)
+    result = plan(model, 80 * GiB, exact_request(num_gpus=4))
+    assert result.kv_cache_bytes_per_token_per_gpu == 4 * 2 * 1 * 128 * 2
+    assert any("replicated" in n for n in result.notes)
+
+
+def test_sliding_window_model_context_is_limited_by_the_model_not_memory():
+    model = dense_model(sliding_window=4096, max_position_embeddings=32768)
+    result = plan(model, WEIGHTS + 8 * GiB, exact_request(context_len=32768))
+    assert result.kv_cache_bytes_per_sequence == 4096 * PER_TOKEN
+    assert result.max_context_len == 32768
+    assert result.max_context_len_limited_by == "model"
+
+
+def test_before_overheads_uses_the_whole_card():
+    result = plan(MODEL, WEIGHTS + 8 * GiB, PlanRequest(context_len=1024))
+    assert result.max_context_len_before_overheads == 8 * GiB // PER_TOKEN
+    assert result.max_context_len < result.max_context_len_before_overheads
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("context_len", 0, "context_len must be at least 1"),
+    ("batch_size", 0, "batch_size must be at least 1"),
+    ("num_gpus", 0, "num_gpus must be at least 1"),
+    ("gpu_memory_utilization", 1.5, r"gpu_memory_utilization must be in \(0, 1\]"),
+    ("gpu_memory_utilization", 0.0, r"gpu_memory_utilization must be in \(0, 1\]"),
+    ("block_size", 0, "block_size must be at least 1"),
+    ("weight_dtype", "int3", "unknown weight dtype"),
+    ("kv_cache_dtype", "fp4x", "unknown KV-cache dtype"),
+    ("overhead_bytes", -1, "overhead must be >= 0"),
+])
+def test_bad_requests_raise_value_error_with_message(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        plan(MODEL, 8 * GiB, exact_request(**{field: value}))
+
+
+def test_zero_memory_raises():
+    with pytest.raises(ValueError, match="gpu_memory_bytes must be > 0"):
+        plan(MODEL, 0, exact_request())
+
+
+def test_max_context_binary_search_boundaries():
+    profile = kv_profile(MODEL, cache_dtypes(MODEL, "bf16", "auto"), 1, 1)
+    assert max_context_len(profile, 100 * PER_TOKEN, 1, 10**6) == 100
+    assert max_context_len(profile, 100 * PER_TOKEN - 1, 1, 10**6) == 99
+    assert max_context_len(profile, PER_TOKEN - 1, 1, 10**6) == 0
+    assert max_context_len(profile, -5, 1, 10**6) == 0
+    assert max_context_len(profile, 10**12, 1, 4096) == 4096
+
+
+def test_fp8_kv_halves_per_token_and_doubles_users():
+    bf = plan(MODEL, WEIGHTS + 8 * GiB, exact_request())
+    f8 = plan(MODEL, WEIGHTS + 8 * GiB, exact_request(kv_cache_dtype="fp8"))
+    assert f8.kv_cache_bytes_per_token * 2 == bf.kv_cache_bytes_per_token
+    assert f8.max_concurrent_sequences == 2 * bf.max_concurrent_sequences
+
+
+def test_int4_weights_keep_embeddings_16_bit():
+    result = plan(MODEL, 80 * GiB, exact_request(weight_dtype="int4"))
+    embeddings = 2 * 32768 * 1024 * 2  # embed_tokens + lm_head stay bf16
+    assert embeddings < result.weights_bytes < WEIGHTS
+
+
+def test_overhead_estimate_formula_terms():
+    est = estimate_overhead(MODEL, 2, 1, max_num_batched_tokens=1024, max_num_seqs=256)
+    # per token: 2 x 1024 + (1024 + 2 x 1024) + 3 x 4096 = 17,408 elements x 2 B x 1024 tokens
+    assert est.activation_bytes == 1024 * 2 * 17_408
+    assert est.logits_bytes == 256 * 32768 * 4
+    assert est.total_bytes == est.activation_bytes + est.logits_bytes + est.runtime_bytes
+
+
+def test_attention_variants_of_gqa_model():
+    model = dense_model(num_attention_heads=32, num_key_value_heads=8, hidden_size=4096)
+    variants = {v.name: v for v in attention_variants(model)}
+    assert set(variants) == {"MHA", "GQA", "MQA"}
+    assert variants["GQA"].as_built
+    bf = cache_dtypes(model, "bf16", "auto")
+    per_token = {name: kv_profile(v.model, bf).bytes_per_token for name, v in variants.items()}
+    assert per_token["MHA"] == 4 * per_token["GQA"] == 32 * per_token["MQA"]
+
+
+def test_sweeps_agree_with_plan():
+    request = PlanRequest(context_len=1024)
+    contexts = context_points(128, 65536, 16)
+    mem = 24 * GiB
+    users = concurrency_curve(MODEL, mem, request, contexts)
+    for c, u in zip(contexts, users):
+        assert u == plan(MODEL, mem, PlanRequest(context_len=c)).max_concurrent_sequences
+    assert catalog_sweep((MODEL,), (mem,), request, contexts)[0][0] == users
+    curve = memory_curve(MODEL, request, contexts)
+    assert [p.kv_cache_bytes for p in curve] == [c * PER_TOKEN for c in contexts]
+
+
+def test_context_points_are_sorted_and_inclusive():
+    pts = context_points(128, 131072, 64)
+    assert pts[0] == 128 and pts[-1] == 131072
+    assert list(pts) == sorted(set(pts))
+    with pytest.raises(ValueError):
+        context_points(0, 10, 5)
