@@ -182,6 +182,14 @@ class Plan:
     ``fits`` is False with ``reasons`` when the request does not fit; that is a
     normal result, not an error. ``suggestions`` name the knob to turn.
     JSON keys (``to_dict``) are a public contract of the CLI.
+
+    Context fields [tokens]: ``max_context_len`` is the longest context
+    ``batch_size`` sequences reach, capped by the model's
+    ``max_position_embeddings``; ``max_context_len_limited_by`` says which
+    bound applied (``memory``, ``model``, or ``none`` when no layer grows with
+    context); ``max_context_len_by_memory`` ignores the model's limit;
+    ``max_context_len_before_overheads`` also ignores ``gpu_memory_utilization``
+    and the overhead (whole framework-visible memory minus weights, no paging).
     """
 
     model_id: str
@@ -216,6 +224,7 @@ class Plan:
     max_concurrent_sequences: int
     max_context_len: int
     max_context_len_limited_by: str
+    max_context_len_by_memory: int
     max_context_len_before_overheads: int
     max_position_embeddings: int | None
     fits: bool
@@ -321,12 +330,15 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         max_seqs = 0
 
     model_limit = model.max_position_embeddings
-    limit = model_limit or MAX_CONTEXT_SEARCH_LIMIT
-    max_ctx = max_context_len(paged_gpu, budget, request.batch_size, limit)
-    limited_by = "model" if (max_ctx == limit and model_limit) else (
-        "search limit" if max_ctx == limit else "memory")
+    by_memory = max_context_len(paged_gpu, budget, request.batch_size, MAX_CONTEXT_SEARCH_LIMIT)
+    if model_limit and by_memory >= model_limit:
+        max_ctx, limited_by = model_limit, "model"
+    elif by_memory >= MAX_CONTEXT_SEARCH_LIMIT:
+        max_ctx, limited_by = by_memory, "none"  # window-capped or recurrent layers only
+    else:
+        max_ctx, limited_by = by_memory, "memory"
     raw_budget = gpu_memory_bytes - weights_gpu
-    max_ctx_raw = max_context_len(exact_gpu, raw_budget, request.batch_size, limit)
+    max_ctx_raw = max_context_len(exact_gpu, raw_budget, request.batch_size, MAX_CONTEXT_SEARCH_LIMIT)
 
     in_use = min(request.batch_size * per_seq_gpu_paged, max(budget, 0))
     reasons, suggestions, notes = _diagnose(
@@ -353,6 +365,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         free_bytes=max(budget, 0) - in_use,
         kv_cache_capacity_tokens=capacity_tokens, max_concurrent_sequences=max_seqs,
         max_context_len=max_ctx, max_context_len_limited_by=limited_by,
+        max_context_len_by_memory=by_memory,
         max_context_len_before_overheads=max_ctx_raw, max_position_embeddings=model_limit,
         fits=not reasons, reasons=tuple(reasons), suggestions=tuple(suggestions), notes=tuple(notes),
     )

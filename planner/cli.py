@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Sequence
 
+from planner import cli_traffic
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead-gib", type=_non_negative_float, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    cli_traffic.add_parsers(sub)
     return parser
 
 
@@ -160,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 2 bad arguments or unknown ids)."""
     args = build_parser().parse_args(argv)
     try:
+        handled = cli_traffic.run(args)
+        if handled is not None:
+            return handled
         if args.command == "models":
             rows = _models_rows()
         elif args.command == "gpus":

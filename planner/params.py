@@ -218,7 +218,9 @@ def merge_groups(groups: tuple[ParamGroup, ...]) -> tuple[ParamGroup, ...]:
     )
 
 
-def router(prefix: str, *, hidden_size: int, num_experts: int, bias: bool = False, count: int = 1) -> tuple[ParamGroup, ...]:
+def router(
+    prefix: str, *, hidden_size: int, num_experts: int, bias: bool = False, count: int = 1
+) -> tuple[ParamGroup, ...]:
     """MoE router (gate): weight ``(num_experts, hidden)`` [+ bias ``(num_experts,)``].
 
     Kept in the activation dtype and replicated across GPUs (kind ``router``),
@@ -270,7 +272,8 @@ def moe_experts(
         ParamGroup(name=f"{prefix}.down_proj", shape=(hidden_size, intermediate_size), count=n, kind="linear"),
     ]
     if bias:
-        groups.insert(1, ParamGroup(name=f"{prefix}.gate_up_proj_bias", shape=(2 * intermediate_size,), count=n, kind="bias"))
+        up_bias = ParamGroup(name=f"{prefix}.gate_up_proj_bias", shape=(2 * intermediate_size,), count=n, kind="bias")
+        groups.insert(1, up_bias)
         groups.append(ParamGroup(name=f"{prefix}.down_proj_bias", shape=(hidden_size,), count=n, kind="bias"))
     return tuple(groups)
 

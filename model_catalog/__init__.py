@@ -1,0 +1,81 @@
+"""Catalog of models (Hugging Face config.json + metadata), validated at the edge.
+
+GPU API (model_catalog.gpus): :func:`load_gpus`, :func:`gpu_ids`, :func:`get_gpu`.
+
+Model API:
+    * :func:`model_ids` - sorted canonical ids.
+    * :func:`get_model_entry` - the validated entry for an id or alias.
+    * :func:`model_spec` - the planner's :class:`~planner.model.ModelSpec` (cached).
+    * :func:`model_spec_from_config` - a ModelSpec from any config.json dict.
+
+transformers is imported only when a spec is built, so importing this package
+(e.g. for GPU data) stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from model_catalog.gpus import GPU, get_gpu, gpu_ids, load_gpus
+from model_catalog.model_registry import MODELS_DIR, load_catalog, resolve_model_id
+from model_catalog.schema_models import ModelEntry, OfficialParams
+
+if TYPE_CHECKING:
+    from planner.model import ModelSpec
+
+
+def model_ids() -> tuple[str, ...]:
+    """Canonical ids of every catalog model, sorted."""
+    return tuple(sorted(load_catalog().entries))
+
+
+def get_model_entry(model_id: str) -> ModelEntry:
+    """The catalog entry for an id or alias (case-insensitive).
+
+    Raises:
+        ValueError: unknown id; the message suggests close matches.
+    """
+    return load_catalog().entries[resolve_model_id(model_id)]
+
+
+def model_spec(model_id: str) -> ModelSpec:
+    """The planner's view of a catalog model (id or alias), cached.
+
+    Raises:
+        ValueError: unknown id, or a config the planner cannot read.
+    """
+    return _cached_model_spec(resolve_model_id(model_id))
+
+
+@lru_cache(maxsize=None)
+def _cached_model_spec(canonical_id: str) -> ModelSpec:
+    entry = load_catalog().entries[canonical_id]
+    return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name)
+
+
+def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, display_name: str = "") -> ModelSpec:
+    """A ModelSpec from a config.json dict (e.g. one pasted by the user).
+
+    Raises:
+        ValueError: ``"<model_id>: ..."`` naming the missing or bad key.
+    """
+    from model_catalog.hf_config import model_spec_from_config as build
+
+    return build(raw_config, model_id, display_name=display_name)
+
+
+__all__ = [
+    "GPU",
+    "MODELS_DIR",
+    "get_gpu",
+    "gpu_ids",
+    "load_gpus",
+    "ModelEntry",
+    "OfficialParams",
+    "get_model_entry",
+    "model_ids",
+    "model_spec",
+    "model_spec_from_config",
+]

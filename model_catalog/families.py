@@ -1,0 +1,697 @@
+"""Per-family adapters: a transformers config object -> parameter groups + cache facts.
+
+Each adapter mirrors the ``nn.Module`` tree that transformers builds for the
+family's ``*ForCausalLM`` class, so that ``count_parameters`` equals
+``sum(p.numel() for p in model.parameters())`` exactly (tied ``lm_head``
+counted once). Group names drop the outer wrapper (``model.``, ``transformer.``,
+``gpt_neox.``) and keep the rest of the module path, layers as ``layers.*``
+(or ``h.*``).
+
+Families are one table, :data:`FAMILIES`, keyed by the (text) config's
+``model_type``; Llama-like decoders share :func:`_decoder` and the attention /
+MLP helpers, so a family entry only states how it differs.
+
+Design notes (assumptions):
+    1. Values are read from the transformers config object, never from the raw
+       dict, so defaults, attribute maps (``n_embd`` -> ``hidden_size``) and
+       derived fields (``head_dim``, ``layer_types``, Jamba's
+       ``layers_num_experts``) are the library's own.
+    2. Fused or 3-D tensors (Phi-3 ``qkv_proj``, GPT-2 ``Conv1D``, transformers 5
+       expert tensors) become ``(out, in)`` linear groups with the same element
+       count; GPT-2's Conv1D stores ``(in, out)`` but the count is the same.
+
+Sources: transformers 5.24 ``models/<family>/modeling_<family>.py`` (named on
+each adapter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from planner.layers import MLAAttention, RecurrentState
+from planner.params import (
+    ParamGroup,
+    attention,
+    embedding,
+    gated_mlp,
+    linear,
+    mamba_mixer,
+    merge_groups,
+    mla_attention,
+    moe_experts,
+    norm,
+    router,
+)
+
+Groups = tuple[ParamGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyParts:
+    """What a family adapter knows about one config.
+
+    Attributes:
+        params: Parameter groups of the ``*ForCausalLM`` model.
+        num_key_value_heads: KV heads of an attention layer (query heads for MLA).
+        head_dim: Per-head K width [elements] (``qk_nope + qk_rope`` for MLA).
+        num_experts: Routed experts per MoE layer (0 when dense).
+        num_experts_per_tok: Experts each token is routed to (0 when dense).
+        latent: For MLA families, the cache spec of every attention layer.
+        recurrent: For hybrid families, the cache spec of a ``linear_attention``
+            (Mamba) layer.
+    """
+
+    params: Groups
+    num_key_value_heads: int
+    head_dim: int
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    latent: MLAAttention | None = None
+    recurrent: RecurrentState | None = None
+
+
+# --- config readers --------------------------------------------------------------------
+
+
+def config_int(cfg: Any, key: str) -> int:
+    """Read a positive integer attribute of a transformers config.
+
+    Raises:
+        ValueError: the key is missing, not an int, or < 1; the message names it.
+    """
+    value = getattr(cfg, key, None)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config key {key!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def config_head_dim(cfg: Any) -> int:
+    """Per-head width: the config's ``head_dim`` when set, else ``hidden_size // heads``.
+
+    Sources: DOMAIN.md section 3 (Qwen3-4B: head_dim 128, not 2560/32 = 80);
+    transformers ``LlamaAttention`` (``getattr(config, "head_dim", hidden // heads)``).
+    """
+    head_dim = getattr(cfg, "head_dim", None)
+    if head_dim is not None:
+        return config_int(cfg, "head_dim")
+    return config_int(cfg, "hidden_size") // config_int(cfg, "num_attention_heads")
+
+
+def config_kv_heads(cfg: Any) -> int:
+    """KV heads: ``num_key_value_heads`` when the config has it, else the query heads (MHA)."""
+    if getattr(cfg, "num_key_value_heads", None) is not None:
+        return config_int(cfg, "num_key_value_heads")
+    return config_int(cfg, "num_attention_heads")
+
+
+def _tied(cfg: Any) -> bool:
+    return bool(getattr(cfg, "tie_word_embeddings", False))
+
+
+# --- shared building blocks ------------------------------------------------------------
+
+
+def _gqa(cfg: Any, prefix: str, *, qkv_bias: bool, o_bias: bool) -> Groups:
+    """q/k/v/o projections with the config's heads, KV heads and head_dim."""
+    return attention(
+        prefix,
+        hidden_size=config_int(cfg, "hidden_size"),
+        num_attention_heads=config_int(cfg, "num_attention_heads"),
+        num_key_value_heads=config_kv_heads(cfg),
+        head_dim=config_head_dim(cfg),
+        qkv_bias=qkv_bias,
+        o_bias=o_bias,
+    )
+
+
+def _head_norms(cfg: Any, prefix: str) -> Groups:
+    """Per-head RMSNorms on q and k over ``head_dim`` (Qwen3, Gemma 3)."""
+    head_dim = config_head_dim(cfg)
+    return (*norm(f"{prefix}.q_norm", head_dim), *norm(f"{prefix}.k_norm", head_dim))
+
+
+def _swiglu(cfg: Any, prefix: str, intermediate_size: int, *, bias: bool = False) -> Groups:
+    return gated_mlp(prefix, hidden_size=config_int(cfg, "hidden_size"), intermediate_size=intermediate_size, bias=bias)
+
+
+def _layer_norms(cfg: Any, *names: str, bias: bool = False) -> Groups:
+    hidden = config_int(cfg, "hidden_size")
+    return tuple(group for name in names for group in norm(f"layers.*.{name}", hidden, bias=bias))
+
+
+def _routed_moe(
+    cfg: Any, prefix: str, *, num_experts: int, intermediate_size: int, gate: str = "gate", bias: bool = False
+) -> Groups:
+    """Router + routed experts of one MoE block."""
+    hidden = config_int(cfg, "hidden_size")
+    return (
+        *router(f"{prefix}.{gate}", hidden_size=hidden, num_experts=num_experts, bias=bias),
+        *moe_experts(
+            f"{prefix}.experts",
+            hidden_size=hidden,
+            intermediate_size=intermediate_size,
+            num_experts=num_experts,
+            bias=bias,
+        ),
+    )
+
+
+def _decoder(
+    cfg: Any,
+    layer: Callable[[int], Groups],
+    *,
+    embed: str = "embed_tokens",
+    final_norm: str = "norm",
+    norm_bias: bool = False,
+    lm_head_bias: bool = False,
+    extra: Groups = (),
+) -> Groups:
+    """Embeddings, ``num_hidden_layers`` x ``layer(i)``, final norm, lm_head (unless tied).
+
+    Identical per-layer tensors are merged into one group with ``count`` = layers.
+
+    Sources: transformers ``LlamaModel`` / ``LlamaForCausalLM``
+    (models/llama/modeling_llama.py); ``tie_word_embeddings`` shares ``lm_head``
+    with the input embedding (``PreTrainedModel.tie_weights``).
+    """
+    hidden = config_int(cfg, "hidden_size")
+    vocab = config_int(cfg, "vocab_size")
+    groups: list[ParamGroup] = [*embedding(embed, vocab, hidden), *extra]
+    for index in range(config_int(cfg, "num_hidden_layers")):
+        groups += layer(index)
+    groups += norm(final_norm, hidden, bias=norm_bias)
+    if not _tied(cfg):
+        groups += embedding("lm_head", vocab, hidden, kind="lm_head")
+    if lm_head_bias:
+        groups.append(ParamGroup(name="lm_head.bias", shape=(vocab,), kind="bias"))
+    return merge_groups(tuple(groups))
+
+
+def _parts(cfg: Any, params: Groups, **overrides: Any) -> FamilyParts:
+    """FamilyParts with the config's KV heads and head_dim unless overridden."""
+    return FamilyParts(
+        params=params,
+        num_key_value_heads=overrides.pop("num_key_value_heads", None) or config_kv_heads(cfg),
+        head_dim=overrides.pop("head_dim", None) or config_head_dim(cfg),
+        **overrides,
+    )
+
+
+# --- Llama-like families ----------------------------------------------------------------
+
+_ATTN = "layers.*.self_attn"
+_MLP = "layers.*.mlp"
+_PRE_POST = ("input_layernorm", "post_attention_layernorm")
+
+
+def _llama(cfg: Any) -> FamilyParts:
+    """Llama / Yi / DeepSeek-R1-Distill-Llama: optional ``attention_bias`` and ``mlp_bias``.
+
+    Sources: transformers models/llama/modeling_llama.py (``LlamaAttention``, ``LlamaMLP``).
+    """
+    bias = bool(cfg.attention_bias)
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias),
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size"), bias=bool(cfg.mlp_bias)),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _mistral(cfg: Any) -> FamilyParts:
+    """Mistral: Llama layout without biases.
+
+    Sources: transformers models/mistral/modeling_mistral.py.
+    """
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=False, o_bias=False),
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size")),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _mixtral(cfg: Any) -> FamilyParts:
+    """Mixtral: Mistral attention, every MLP a sparse MoE (``num_local_experts``).
+
+    Sources: transformers models/mixtral/modeling_mixtral.py (``MixtralSparseMoeBlock``).
+    """
+    experts = config_int(cfg, "num_local_experts")
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=False, o_bias=False),
+            *_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=config_int(cfg, "intermediate_size")),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(
+        cfg, _decoder(cfg, layer), num_experts=experts, num_experts_per_tok=config_int(cfg, "num_experts_per_tok")
+    )
+
+
+def _qwen2(cfg: Any) -> FamilyParts:
+    """Qwen2 / Qwen2.5: biases on q, k and v (not o).
+
+    Sources: transformers models/qwen2/modeling_qwen2.py (``Qwen2Attention``).
+    """
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=True, o_bias=False),
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size")),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _qwen3_attention(cfg: Any) -> Groups:
+    bias = bool(cfg.attention_bias)
+    return (*_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias), *_head_norms(cfg, _ATTN))
+
+
+def _qwen3(cfg: Any) -> FamilyParts:
+    """Qwen3 dense: Llama layout plus q_norm / k_norm over ``head_dim``.
+
+    Sources: transformers models/qwen3/modeling_qwen3.py (``Qwen3Attention``).
+    """
+
+    def layer(_: int) -> Groups:
+        return (
+            *_qwen3_attention(cfg),
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size")),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _qwen3_moe(cfg: Any) -> FamilyParts:
+    """Qwen3-MoE: sparse MLP on layers ``(i + 1) % decoder_sparse_step == 0`` not in
+    ``mlp_only_layers``; dense ``intermediate_size`` MLP elsewhere.
+
+    Sources: transformers models/qwen3_moe/modeling_qwen3_moe.py (``Qwen3MoeDecoderLayer``).
+    """
+    experts = int(cfg.num_experts or 0)
+
+    def is_sparse(index: int) -> bool:
+        return index not in cfg.mlp_only_layers and experts > 0 and (index + 1) % cfg.decoder_sparse_step == 0
+
+    def layer(index: int) -> Groups:
+        if is_sparse(index):
+            moe_inter = config_int(cfg, "moe_intermediate_size")
+            mlp = _routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=moe_inter)
+        else:
+            mlp = _swiglu(cfg, _MLP, config_int(cfg, "intermediate_size"))
+        return (*_qwen3_attention(cfg), *mlp, *_layer_norms(cfg, *_PRE_POST))
+
+    per_token = config_int(cfg, "num_experts_per_tok") if experts else 0
+    return _parts(cfg, _decoder(cfg, layer), num_experts=experts, num_experts_per_tok=per_token)
+
+
+def _gemma(cfg: Any) -> FamilyParts:
+    """Gemma 2 and Gemma 3 text: four RMSNorms per layer; Gemma 3 adds q_norm / k_norm.
+
+    Sources: transformers models/gemma2/modeling_gemma2.py (``Gemma2DecoderLayer``),
+    models/gemma3/modeling_gemma3.py (``Gemma3Attention``).
+    """
+    bias = bool(cfg.attention_bias)
+    head_norms = _head_norms(cfg, _ATTN) if cfg.model_type == "gemma3_text" else ()
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias),
+            *head_norms,
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size")),
+            *_layer_norms(
+                cfg, *_PRE_POST, "pre_feedforward_layernorm", "post_feedforward_layernorm"
+            ),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _phi3(cfg: Any) -> FamilyParts:
+    """Phi-3 / Phi-4: fused ``qkv_proj`` and ``gate_up_proj``, no biases.
+
+    Sources: transformers models/phi3/modeling_phi3.py (``Phi3Attention``, ``Phi3MLP``).
+    """
+    hidden = config_int(cfg, "hidden_size")
+    heads, kv_heads, head_dim = config_int(cfg, "num_attention_heads"), config_kv_heads(cfg), config_head_dim(cfg)
+    inter = config_int(cfg, "intermediate_size")
+
+    def layer(_: int) -> Groups:
+        return (
+            *linear(f"{_ATTN}.qkv_proj", hidden, (heads + 2 * kv_heads) * head_dim),
+            *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden),
+            *linear(f"{_MLP}.gate_up_proj", hidden, 2 * inter),
+            *linear(f"{_MLP}.down_proj", inter, hidden),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _cohere(cfg: Any) -> FamilyParts:
+    """Command-R: parallel attention + MLP behind one LayerNorm (weight only);
+    optional per-head ``q_norm (heads, head_dim)`` / ``k_norm (kv_heads, head_dim)``.
+
+    Sources: transformers models/cohere/modeling_cohere.py (``CohereLayerNorm``,
+    ``CohereAttention``, ``CohereDecoderLayer``).
+    """
+    bias = bool(cfg.attention_bias)
+    head_dim, heads = config_head_dim(cfg), config_int(cfg, "num_attention_heads")
+    qk_norm: Groups = ()
+    if cfg.use_qk_norm:
+        qk_norm = (
+            ParamGroup(name=f"{_ATTN}.q_norm.weight", shape=(heads, head_dim), kind="norm"),
+            ParamGroup(name=f"{_ATTN}.k_norm.weight", shape=(config_kv_heads(cfg), head_dim), kind="norm"),
+        )
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias),
+            *qk_norm,
+            *_swiglu(cfg, _MLP, config_int(cfg, "intermediate_size")),
+            *_layer_norms(cfg, "input_layernorm"),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer))
+
+
+def _starcoder2(cfg: Any) -> FamilyParts:
+    """Starcoder2: ``use_bias`` on every projection, two-matrix MLP, LayerNorms with bias.
+
+    Sources: transformers models/starcoder2/modeling_starcoder2.py.
+    """
+    bias = bool(cfg.use_bias)
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias),
+            *linear(f"{_MLP}.c_fc", config_int(cfg, "hidden_size"), config_int(cfg, "intermediate_size"), bias=bias),
+            *linear(f"{_MLP}.c_proj", config_int(cfg, "intermediate_size"), config_int(cfg, "hidden_size"), bias=bias),
+            *_layer_norms(cfg, *_PRE_POST, bias=True),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer, norm_bias=True))
+
+
+def _gpt_oss(cfg: Any) -> FamilyParts:
+    """gpt-oss: biased attention with per-head ``sinks``, biased router and experts.
+
+    Sources: transformers models/gpt_oss/modeling_gpt_oss.py (``GptOssAttention``,
+    ``GptOssTopKRouter``, ``GptOssExperts``).
+    """
+    experts = config_int(cfg, "num_local_experts")
+    sinks = ParamGroup(name=f"{_ATTN}.sinks", shape=(config_int(cfg, "num_attention_heads"),), kind="other")
+
+    def layer(_: int) -> Groups:
+        return (
+            *_gqa(cfg, _ATTN, qkv_bias=True, o_bias=True),
+            sinks,
+            *_routed_moe(
+                cfg, _MLP, num_experts=experts, intermediate_size=config_int(cfg, "intermediate_size"),
+                gate="router", bias=True,
+            ),
+            *_layer_norms(cfg, *_PRE_POST),
+        )
+
+    return _parts(
+        cfg, _decoder(cfg, layer), num_experts=experts, num_experts_per_tok=config_int(cfg, "num_experts_per_tok")
+    )
+
+
+def _llama4(cfg: Any) -> FamilyParts:
+    """Llama 4 text model: MoE (router, experts, one shared expert) on ``moe_layers``,
+    dense ``intermediate_size_mlp`` MLP elsewhere; q/k L2 norm has no weights.
+
+    Sources: transformers models/llama4/modeling_llama4.py (``Llama4TextMoe``,
+    ``Llama4TextDecoderLayer``, ``Llama4ForCausalLM``).
+    """
+    experts = config_int(cfg, "num_local_experts")
+    bias = bool(cfg.attention_bias)
+    ffn = "layers.*.feed_forward"
+
+    def layer(index: int) -> Groups:
+        if index in cfg.moe_layers:
+            inter = config_int(cfg, "intermediate_size")
+            mlp = (
+                *_routed_moe(cfg, ffn, num_experts=experts, intermediate_size=inter, gate="router"),
+                *_swiglu(cfg, f"{ffn}.shared_expert", inter),
+            )
+        else:
+            mlp = _swiglu(cfg, ffn, config_int(cfg, "intermediate_size_mlp"))
+        return (*_gqa(cfg, _ATTN, qkv_bias=bias, o_bias=bias), *mlp, *_layer_norms(cfg, *_PRE_POST))
+
+    return _parts(
+        cfg, _decoder(cfg, layer), num_experts=experts, num_experts_per_tok=config_int(cfg, "num_experts_per_tok")
+    )
+
+
+def _jamba(cfg: Any) -> FamilyParts:
+    """Jamba: attention or Mamba mixer per ``layers_block_type``; MoE where
+    ``layers_num_experts[i] > 1``, else a dense SwiGLU MLP.
+
+    Mamba cache per layer (transformers ``HybridMambaAttentionDynamicCache``):
+    conv state ``d_inner x d_conv``, SSM state ``d_inner x d_state``, with
+    ``d_inner = mamba_expand * hidden_size``.
+
+    Sources: transformers models/jamba/modeling_jamba.py (``JambaMambaMixer``,
+    ``JambaAttentionDecoderLayer``, ``JambaMambaDecoderLayer``).
+    """
+    hidden = config_int(cfg, "hidden_size")
+    d_inner = config_int(cfg, "mamba_expand") * hidden
+    d_state, d_conv = config_int(cfg, "mamba_d_state"), config_int(cfg, "mamba_d_conv")
+    mixer = mamba_mixer(
+        "layers.*.mamba", hidden_size=hidden, d_inner=d_inner, d_state=d_state, d_conv=d_conv,
+        dt_rank=config_int(cfg, "mamba_dt_rank"), conv_bias=bool(cfg.mamba_conv_bias),
+        proj_bias=bool(cfg.mamba_proj_bias), inner_norms=True,
+    )
+    ffn = "layers.*.feed_forward"
+    inter = config_int(cfg, "intermediate_size")
+
+    def layer(index: int) -> Groups:
+        if cfg.layers_block_type[index] == "attention":
+            mix = _gqa(cfg, _ATTN, qkv_bias=False, o_bias=False)
+        else:
+            mix = mixer
+        experts = cfg.layers_num_experts[index]
+        if experts > 1:
+            mlp = _routed_moe(cfg, ffn, num_experts=experts, intermediate_size=inter, gate="router")
+        else:
+            mlp = _swiglu(cfg, ffn, inter)
+        return (*mix, *mlp, *_layer_norms(cfg, "input_layernorm", "pre_ff_layernorm"))
+
+    has_moe = max(cfg.layers_num_experts) > 1
+    return _parts(
+        cfg,
+        _decoder(cfg, layer, final_norm="final_layernorm"),
+        num_experts=config_int(cfg, "num_experts") if has_moe else 0,
+        num_experts_per_tok=config_int(cfg, "num_experts_per_tok") if has_moe else 0,
+        recurrent=RecurrentState(conv_state_elements=d_inner * d_conv, ssm_state_elements=d_inner * d_state),
+    )
+
+
+def _deepseek(cfg: Any) -> FamilyParts:
+    """DeepSeek-V2 / V3: MLA attention; dense MLP for the first ``first_k_dense_replace``
+    layers, then router + routed experts + ``n_shared_experts`` fused shared MLP.
+
+    The MTP module (``num_nextn_predict_layers``) is not part of
+    ``DeepseekV3ForCausalLM`` and is not counted.
+
+    Sources: transformers models/deepseek_v2/modeling_deepseek_v2.py
+    (``DeepseekV2Attention``, ``DeepseekV2Moe``), models/deepseek_v3/modeling_deepseek_v3.py
+    (``DeepseekV3MoE``, ``DeepseekV3DecoderLayer``).
+    """
+    heads = config_int(cfg, "num_attention_heads")
+    kv_lora, rope, nope = (config_int(cfg, k) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"))
+    q_lora = None if cfg.q_lora_rank is None else config_int(cfg, "q_lora_rank")
+    experts, moe_inter = config_int(cfg, "n_routed_experts"), config_int(cfg, "moe_intermediate_size")
+    attn = mla_attention(
+        _ATTN, hidden_size=config_int(cfg, "hidden_size"), num_attention_heads=heads, q_lora_rank=q_lora,
+        kv_lora_rank=kv_lora, qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+        v_head_dim=config_int(cfg, "v_head_dim"), bias=bool(cfg.attention_bias),
+    )
+    mlp_bias = bool(getattr(cfg, "mlp_bias", False))  # DeepseekV2MLP reads it; V3 has none
+
+    def layer(index: int) -> Groups:
+        if index >= cfg.first_k_dense_replace:
+            mlp = (
+                *_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=moe_inter),
+                *_swiglu(cfg, f"{_MLP}.shared_experts", moe_inter * config_int(cfg, "n_shared_experts"), bias=mlp_bias),
+            )
+        else:
+            mlp = _swiglu(cfg, _MLP, config_int(cfg, "intermediate_size"), bias=mlp_bias)
+        return (*attn, *mlp, *_layer_norms(cfg, *_PRE_POST))
+
+    return _parts(
+        cfg,
+        _decoder(cfg, layer),
+        head_dim=nope + rope,
+        num_experts=experts,
+        num_experts_per_tok=config_int(cfg, "num_experts_per_tok"),
+        latent=MLAAttention(
+            kv_lora_rank=kv_lora,
+            qk_rope_head_dim=rope,
+            num_attention_heads=config_int(cfg, "num_attention_heads"),
+            qk_nope_head_dim=nope,
+            v_head_dim=config_int(cfg, "v_head_dim"),
+        ),
+    )
+
+
+# --- GPT-style families -----------------------------------------------------------------
+
+
+def _gpt2(cfg: Any) -> FamilyParts:
+    """GPT-2: learned positions ``wpe``, Conv1D projections with biases, LayerNorms
+    with bias, ``lm_head`` tied to ``wte`` by default.
+
+    Sources: transformers models/gpt2/modeling_gpt2.py (``GPT2Attention``, ``GPT2MLP``,
+    ``GPT2Block``).
+    """
+    if getattr(cfg, "add_cross_attention", False):
+        raise ValueError("config key 'add_cross_attention' is true: encoder-decoder GPT-2 is not a causal LM")
+    hidden = config_int(cfg, "hidden_size")
+    inner = cfg.n_inner if cfg.n_inner is not None else 4 * hidden
+    attn, mlp = "h.*.attn", "h.*.mlp"
+
+    def layer(_: int) -> Groups:
+        return (
+            *norm("h.*.ln_1", hidden, bias=True),
+            *linear(f"{attn}.c_attn", hidden, 3 * hidden, bias=True),
+            *linear(f"{attn}.c_proj", hidden, hidden, bias=True),
+            *norm("h.*.ln_2", hidden, bias=True),
+            *linear(f"{mlp}.c_fc", hidden, inner, bias=True),
+            *linear(f"{mlp}.c_proj", inner, hidden, bias=True),
+        )
+
+    wpe = embedding("wpe", config_int(cfg, "max_position_embeddings"), hidden)
+    return _parts(cfg, _decoder(cfg, layer, embed="wte", final_norm="ln_f", norm_bias=True, extra=wpe))
+
+
+def _gptj(cfg: Any) -> FamilyParts:
+    """GPT-J: parallel attention + MLP behind ``ln_1``; q/k/v/out without bias;
+    ``fc_in`` / ``fc_out`` with bias; untied ``lm_head`` with bias.
+
+    Sources: transformers models/gptj/modeling_gptj.py.
+    """
+    hidden = config_int(cfg, "hidden_size")
+    inner = cfg.n_inner if cfg.n_inner is not None else 4 * hidden
+    attn = "h.*.attn"
+
+    def layer(_: int) -> Groups:
+        projections = (f"{attn}.{name}" for name in ("k_proj", "v_proj", "q_proj", "out_proj"))
+        return (
+            *norm("h.*.ln_1", hidden, bias=True),
+            *(group for name in projections for group in linear(name, hidden, hidden)),
+            *linear("h.*.mlp.fc_in", hidden, inner, bias=True),
+            *linear("h.*.mlp.fc_out", inner, hidden, bias=True),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer, embed="wte", final_norm="ln_f", norm_bias=True, lm_head_bias=True))
+
+
+def _gpt_neox(cfg: Any) -> FamilyParts:
+    """GPT-NeoX: fused ``query_key_value``, ``attention_bias``, biased MLP, LayerNorms with bias.
+
+    Sources: transformers models/gpt_neox/modeling_gpt_neox.py.
+    """
+    hidden = config_int(cfg, "hidden_size")
+    bias = bool(cfg.attention_bias)
+    attn = "layers.*.attention"
+
+    def layer(_: int) -> Groups:
+        return (
+            *_layer_norms(cfg, *_PRE_POST, bias=True),
+            *linear(f"{attn}.query_key_value", hidden, 3 * hidden, bias=bias),
+            *linear(f"{attn}.dense", hidden, hidden, bias=bias),
+            *linear(f"{_MLP}.dense_h_to_4h", hidden, config_int(cfg, "intermediate_size"), bias=True),
+            *linear(f"{_MLP}.dense_4h_to_h", config_int(cfg, "intermediate_size"), hidden, bias=True),
+        )
+
+    return _parts(cfg, _decoder(cfg, layer, embed="embed_in", final_norm="final_layer_norm", norm_bias=True))
+
+
+def falcon_kv_heads(cfg: Any) -> int:
+    """Falcon KV heads: ``num_kv_heads`` with the new decoder or without multi-query, else 1.
+
+    Sources: transformers models/falcon/modeling_falcon.py (``FalconAttention.num_kv_heads``).
+    """
+    if cfg.new_decoder_architecture or not cfg.multi_query:
+        return config_int(cfg, "num_kv_heads")
+    return 1
+
+
+def _falcon(cfg: Any) -> FamilyParts:
+    """Falcon: fused ``query_key_value`` (MQA for falcon-7b, grouped KV with the new
+    decoder architecture), two-matrix MLP, LayerNorms with bias.
+
+    Norms per layer: ``input_layernorm`` + ``post_attention_layernorm`` without
+    parallel attention; ``ln_attn`` + ``ln_mlp`` when ``num_ln_in_parallel_attn``
+    is 2 (the default with the new decoder architecture); else ``input_layernorm``.
+
+    Sources: transformers models/falcon/modeling_falcon.py (``FalconAttention``,
+    ``FalconMLP``, ``FalconDecoderLayer``).
+    """
+    hidden, heads = config_int(cfg, "hidden_size"), config_int(cfg, "num_attention_heads")
+    head_dim, kv_heads = hidden // heads, falcon_kv_heads(cfg)
+    ffn = config_int(cfg, "ffn_hidden_size")
+    bias = bool(cfg.bias)
+    num_ln = cfg.num_ln_in_parallel_attn
+    if num_ln is None and cfg.new_decoder_architecture:
+        num_ln = 2
+    if not cfg.parallel_attn:
+        norms = ("h.*.input_layernorm", "h.*.post_attention_layernorm")
+    elif num_ln == 2:
+        norms = ("h.*.ln_attn", "h.*.ln_mlp")
+    else:
+        norms = ("h.*.input_layernorm",)
+    attn = "h.*.self_attention"
+
+    def layer(_: int) -> Groups:
+        return (
+            *linear(f"{attn}.query_key_value", hidden, (heads + 2 * kv_heads) * head_dim, bias=bias),
+            *linear(f"{attn}.dense", hidden, hidden, bias=bias),
+            *linear("h.*.mlp.dense_h_to_4h", hidden, ffn, bias=bias),
+            *linear("h.*.mlp.dense_4h_to_h", ffn, hidden, bias=bias),
+            *(group for name in norms for group in norm(name, hidden, bias=True)),
+        )
+
+    params = _decoder(cfg, layer, embed="word_embeddings", final_norm="ln_f", norm_bias=True)
+    return _parts(cfg, params, num_key_value_heads=kv_heads, head_dim=head_dim)
+
+
+FAMILIES: dict[str, Callable[[Any], FamilyParts]] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma2": _gemma,
+    "gemma3_text": _gemma,
+    "phi3": _phi3,
+    "cohere": _cohere,
+    "starcoder2": _starcoder2,
+    "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4,
+    "jamba": _jamba,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "gpt2": _gpt2,
+    "gptj": _gptj,
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+}
+"""Adapter per (text) config ``model_type``."""

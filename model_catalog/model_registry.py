@@ -1,0 +1,125 @@
+"""Loading and looking up catalog entries (``model_catalog/models/*.json``).
+
+Loading is cached with ``functools.lru_cache`` (the UI adds ``st.cache_data``
+on top). A malformed file fails with a ``ValueError`` naming the file and the
+field; an unknown id fails with close matches from ``difflib``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+
+from pydantic import ValidationError
+
+from model_catalog.schema_models import ModelEntry
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+"""Folder of the catalog's model entries, one ``ORG__NAME.json`` per model."""
+
+_LIST_HINT = "(see `python -m planner models`)"
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    """All entries of one models folder.
+
+    Attributes:
+        entries: Entry per canonical id.
+        lookup: Canonical id per lower-cased id or alias.
+    """
+
+    entries: Mapping[str, ModelEntry]
+    lookup: Mapping[str, str]
+
+
+def _describe(error: ValidationError) -> str:
+    """``field 'a.b': message; ...`` for each pydantic error."""
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "<entry>"
+        parts.append(f"field '{field}': {item['msg']}")
+    return "; ".join(parts)
+
+
+def load_entry_file(path: Path) -> ModelEntry:
+    """Read and validate one entry file.
+
+    Raises:
+        ValueError: not JSON, a field fails validation, or the file name does
+            not match the ``id`` field; the message names the file and field.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not valid JSON ({exc})") from None
+    try:
+        entry = ModelEntry.model_validate(raw)
+    except ValidationError as exc:
+        raise ValueError(f"{path.name}: invalid model entry: {_describe(exc)}") from None
+    if entry.file_stem != path.stem:
+        raise ValueError(f"{path.name}: field 'id' is {entry.id!r}, so the file must be named {entry.file_stem}.json")
+    return entry
+
+
+@lru_cache(maxsize=8)
+def load_catalog(models_dir: Path = MODELS_DIR) -> ModelCatalog:
+    """Load every ``*.json`` entry of ``models_dir`` (cached per folder).
+
+    Raises:
+        ValueError: a malformed entry, or an id / alias claimed twice
+            (case-insensitive); the message names the files.
+    """
+    entries: dict[str, ModelEntry] = {}
+    lookup: dict[str, str] = {}
+    for path in sorted(Path(models_dir).glob("*.json")):
+        entry = load_entry_file(path)
+        for name in (entry.id, *entry.aliases):
+            owner = lookup.setdefault(name.lower(), entry.id)
+            if owner != entry.id:
+                raise ValueError(f"{path.name}: field 'aliases' or 'id': {name!r} is already used by {owner!r}")
+        entries[entry.id] = entry
+    if not entries:
+        raise ValueError(f"no model entries (*.json) found in {models_dir}")
+    return ModelCatalog(entries=MappingProxyType(entries), lookup=MappingProxyType(lookup))
+
+
+def _similarity(query: str, name: str) -> float:
+    """Best difflib ratio of ``query`` to ``name`` or to its part after ``/``, plus 1
+    when a query of 4+ characters appears inside the name (so substrings rank first)."""
+    short = name.rsplit("/", 1)[-1]
+    ratio = max(difflib.SequenceMatcher(None, query, text).ratio() for text in (name, short))
+    return ratio + (1.0 if len(query) >= 4 and query in name else 0.0)
+
+
+def _suggestions(query: str, catalog: ModelCatalog, limit: int = 3, cutoff: float = 0.6) -> list[str]:
+    """Up to ``limit`` canonical ids closest to ``query`` (by id, alias or name part)."""
+    wanted = query.lower()
+    best: dict[str, float] = {}
+    for name, model_id in catalog.lookup.items():
+        best[model_id] = max(best.get(model_id, 0.0), _similarity(wanted, name))
+    ranked = sorted((model_id for model_id, score in best.items() if score >= cutoff), key=lambda m: (-best[m], m))
+    return ranked[:limit]
+
+
+def resolve_model_id(model_id: str, models_dir: Path = MODELS_DIR) -> str:
+    """Canonical id for an id or alias (case-insensitive).
+
+    Raises:
+        ValueError: ``unknown model id 'X'; did you mean 'A', 'B'? (see `python -m planner models`)``.
+    """
+    catalog = load_catalog(models_dir)
+    found = catalog.lookup.get(str(model_id).strip().lower())
+    if found is not None:
+        return found
+    suggestions = _suggestions(str(model_id).strip(), catalog)
+    if suggestions:
+        hint = "did you mean " + ", ".join(repr(s) for s in suggestions) + "?"
+    else:
+        hint = "no close match in the catalog"
+    raise ValueError(f"unknown model id {model_id!r}; {hint} {_LIST_HINT}")

@@ -1,0 +1,106 @@
+"""Validated shape of one model catalog entry (``model_catalog/models/*.json``).
+
+One JSON file per model holds the model's Hugging Face ``config.json``
+(architecture keys only, original key names and values) plus catalog metadata.
+Entries are validated here, at the edge, with frozen pydantic models; the rest
+of the code base only sees :class:`planner.model.ModelSpec`.
+
+Sources: pydantic v2 docs, "Models" (``ConfigDict(frozen=True, extra="forbid")``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class OfficialParams(BaseModel):
+    """A parameter count stated by the model's authors (or a source quoting them).
+
+    Attributes:
+        total: Stated total, as written (``"671B"``, ``"~109B"``).
+        active: Stated parameters active per token (MoE), as written.
+        experts: Stated routed experts, where the statement gives them.
+        quote: The sentence the numbers come from.
+        source: Where the quote was read (URL or repository file).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total: str = Field(min_length=1)
+    active: str | None = None
+    experts: int | None = None
+    quote: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+class ModelEntry(BaseModel):
+    """One catalog model: its config.json plus where it came from.
+
+    Attributes:
+        id: Hugging Face repo id whose config was read, ``ORG/NAME``.
+        display_name: Short name for the UI.
+        aliases: Other ids that resolve to this entry (renamed repos,
+            variants with the same architecture).
+        source: Where the config was read (copied from the reference file's
+            ``_source``).
+        confidence: ``high`` (verbatim official config), ``medium`` (mirror or
+            test fixture, some keys may be missing) or ``low`` (proxy).
+        params_official: Stated parameter count, or None when none was read.
+        notes: Caveats: missing keys and the transformers defaults that fill
+            them, proxies, variants.
+        config: The config.json keys, original names and values; must hold
+            ``model_type``. No keys starting with ``_`` (metadata lives above).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    display_name: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+    source: str = Field(min_length=1)
+    confidence: Literal["high", "medium", "low"]
+    params_official: OfficialParams | None = None
+    notes: str = ""
+    config: dict[str, Any]
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_repo_id(cls, value: str) -> str:
+        if not _REPO_ID.match(value):
+            raise ValueError(f"must look like 'ORG/NAME' (a Hugging Face repo id), got {value!r}")
+        return value
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases_not_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for alias in value:
+            if not alias.strip():
+                raise ValueError("aliases must be non-empty strings")
+        return value
+
+    @field_validator("config")
+    @classmethod
+    def _config_has_model_type(cls, value: dict[str, Any]) -> dict[str, Any]:
+        model_type = value.get("model_type")
+        if not isinstance(model_type, str) or not model_type:
+            raise ValueError("config needs a 'model_type' string (as in config.json)")
+        private = sorted(key for key in value if key.startswith("_"))
+        if private:
+            raise ValueError(f"config holds metadata keys {private}; put them beside 'config', not inside it")
+        return value
+
+    @model_validator(mode="after")
+    def _aliases_differ_from_id(self) -> ModelEntry:
+        if self.id in self.aliases:
+            raise ValueError(f"aliases repeat the id {self.id!r}")
+        return self
+
+    @property
+    def file_stem(self) -> str:
+        """File name (without ``.json``) this entry must be stored under: ``ORG__NAME``."""
+        return self.id.replace("/", "__")

@@ -1,0 +1,505 @@
+"""Tests for the accelerator catalog (model_catalog/gpus.py + gpus.json).
+
+Reference values are copied from ``shared/reference`` (gpus.csv, gpus.md section 1 and 5,
+README.md), never from the catalog under test. Where that folder is present, the
+catalog is also checked cell by cell against gpus.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from model_catalog.gpus import (
+    AMD_RESERVED_BYTES,
+    GPU,
+    NVIDIA_RULE_MAX_ERROR_BYTES,
+    _ALIASES,
+    estimate_framework_memory_bytes,
+    get_gpu,
+    gpu_ids,
+    load_gpus,
+)
+from planner.units import GiB, MiB
+
+PRINT_RESOLUTION_BYTES = round(0.005 * GiB)  # two-decimal GiB prints are +/-0.005 GiB
+
+# PyTorch totals printed in public logs [GiB], as listed in shared/reference:
+# gpus.md section 1 (B200 pytorch/ao#4002, T4 Open-Sora#697, RTX 5090 Wan2.1#465, MI300X,
+# MI325X, MI355X) and README.md / DOMAIN.md section 1 (H100, A100 80GB, A100 40GB, RTX 3090).
+MEASURED_TORCH_GIB = {
+    "nvidia-h100-sxm-80gb": 79.19,
+    "nvidia-a100-sxm-80gb": 79.25,
+    "nvidia-a100-sxm-40gb": 39.39,  # README.md: 39.39-39.50; the catalog keeps the lower
+    "nvidia-rtx-3090": 23.58,
+    "nvidia-b200": 178.35,
+    "nvidia-t4": 14.75,
+    "nvidia-rtx-5090": 31.37,
+    "amd-mi300x": 191.98,
+    "amd-mi325x": 255.98,
+    "amd-mi355x": 287.98,
+}
+
+# nvidia-smi memory.total [MiB] for the measured NVIDIA parts, from gpus.csv.
+NVIDIA_SMI_MIB = {
+    "nvidia-h100-sxm-80gb": 81559,
+    "nvidia-a100-sxm-80gb": 81920,
+    "nvidia-a100-sxm-40gb": 40960,
+    "nvidia-rtx-3090": 24576,
+    "nvidia-b200": 183359,
+    "nvidia-t4": 15360,
+    "nvidia-rtx-5090": 32607,
+}
+
+# Metal recommendedMaxWorkingSetSize [GiB] and RAM label [GB], gpus.md section 5.
+APPLE_WORKING_SET_GIB = {
+    "apple-m2-ultra-192gb": (144, 192),
+    "apple-m3-max-128gb": (96, 128),
+}
+
+REFERENCE_CSV_CANDIDATES = (
+    Path(__file__).resolve().parents[1] / "shared" / "reference" / "gpus.csv",
+    Path("/work/shared/reference/gpus.csv"),
+)
+
+# Catalog id -> gpus.csv ``name`` cell.
+CSV_NAME = {
+    "nvidia-b200": "B200 (HGX/DGX B200, SXM)",
+    "nvidia-gb200": "GB200 (per B200 GPU in GB200 NVL72/NVL4)",
+    "nvidia-b300": "B300 (HGX B300 / Blackwell Ultra, SXM)",
+    "nvidia-gb300": "GB300 (per B300 GPU in GB300 NVL72)",
+    "nvidia-h200-sxm": "H200 SXM 141GB",
+    "nvidia-h200-nvl": "H200 NVL (PCIe, dual-slot)",
+    "nvidia-h100-sxm-80gb": "H100 SXM5 80GB",
+    "nvidia-h100-pcie-80gb": "H100 PCIe 80GB",
+    "nvidia-h100-nvl-94gb": "H100 NVL 94GB (per GPU)",
+    "nvidia-h800-sxm-80gb": "H800 SXM 80GB (China export variant of H100)",
+    "nvidia-h20-96gb": "H20 96GB (China export variant)",
+    "nvidia-h20-141gb": "H20 141GB (H20E / H20-3e, HBM3e)",
+    "nvidia-gh200-96gb": "GH200 96GB HBM3 (Grace Hopper; GPU side)",
+    "nvidia-gh200-144gb": "GH200 144GB HBM3e (Grace Hopper; GPU side)",
+    "nvidia-a100-sxm-80gb": "A100 SXM4 80GB",
+    "nvidia-a100-sxm-40gb": "A100 SXM4 40GB",
+    "nvidia-a100-pcie-80gb": "A100 PCIe 80GB",
+    "nvidia-l40s": "L40S",
+    "nvidia-l40": "L40",
+    "nvidia-l4": "L4",
+    "nvidia-a10g": "A10G (AWS G5 only)",
+    "nvidia-a10": "A10",
+    "nvidia-a40": "A40",
+    "nvidia-t4": "T4",
+    "nvidia-v100-sxm-16gb": "V100 SXM2 16GB",
+    "nvidia-v100-sxm-32gb": "V100 SXM2 32GB",
+    "nvidia-rtx-pro-6000-server": "RTX PRO 6000 Blackwell Server Edition",
+    "nvidia-rtx-pro-6000-workstation": "RTX PRO 6000 Blackwell Workstation Edition (600 W)",
+    "nvidia-rtx-a6000": "RTX A6000",
+    "nvidia-rtx-6000-ada": "RTX 6000 Ada Generation",
+    "nvidia-rtx-5090": "GeForce RTX 5090",
+    "nvidia-rtx-4090": "GeForce RTX 4090",
+    "nvidia-rtx-4080": "GeForce RTX 4080 (16GB)",
+    "nvidia-rtx-3090": "GeForce RTX 3090",
+    "nvidia-rtx-3060-12gb": "GeForce RTX 3060 12GB",
+    "amd-mi300x": "Instinct MI300X (OAM)",
+    "amd-mi325x": "Instinct MI325X (OAM)",
+    "amd-mi355x": "Instinct MI355X (OAM, liquid)",
+    "amd-mi250x-gcd": "Instinct MI250X (OAM, 2 GCDs)",
+    "apple-m2-ultra-192gb": "M2 Ultra (max config, unified memory)",
+    "apple-m3-max-128gb": "M3 Max (16C CPU / 40C GPU, max config)",
+    "apple-m4-max-128gb": "M4 Max (16C CPU / 40C GPU, max config)",
+}
+
+# Cells where the catalog deliberately departs from gpus.csv (each explained in notes).
+CSV_OVERRIDES = {
+    ("nvidia-h20-141gb", "memory_reported_mib"),  # blank in csv; 143771 from public logs
+    ("nvidia-rtx-pro-6000-workstation", "memory_reported_mib"),  # blank; 97887 (Max-Q WS)
+    ("nvidia-gh200-144gb", "bandwidth_gb_s"),  # blank in csv
+    ("amd-mi250x-gcd", "memory_gb_marketed"),  # per GCD: 128 / 2
+    ("amd-mi250x-gcd", "bandwidth_gb_s"),
+    ("amd-mi250x-gcd", "bf16_dense_tflops"),
+}
+
+
+@pytest.fixture(scope="module")
+def gpus() -> dict[str, GPU]:
+    return load_gpus()
+
+
+def _reference_rows() -> dict[str, dict[str, str]]:
+    for candidate in REFERENCE_CSV_CANDIDATES:
+        if candidate.is_file():
+            with candidate.open(encoding="utf-8", newline="") as handle:
+                return {row["name"]: row for row in csv.DictReader(handle)}
+    pytest.skip("shared/reference/gpus.csv not available")
+
+
+def _entry(**overrides) -> dict:
+    """A valid catalog entry (a 16 GiB card) with selected fields replaced."""
+    entry = {
+        "id": "test-card-16gb",
+        "vendor": "NVIDIA",
+        "name": "Test Card 16GB",
+        "segment": "datacenter",
+        "memory_gb_marketed": 16,
+        "memory_reported_mib": 16384,
+        "framework_memory_bytes": 16384 * MiB - 512 * MiB,
+        "framework_memory_basis": "estimated",
+        "framework_memory_source": "rule 2",
+        "unified_memory": False,
+        "bandwidth_gb_s": 500.0,
+        "bf16_dense_tflops": 100.0,
+        "fp8_native": False,
+        "price_usd_per_hour": None,
+        "price_source": None,
+        "notes": "",
+        "source": "https://example.org/spec",
+    }
+    entry.update(overrides)
+    return entry
+
+
+def _write_catalog(tmp_path: Path, entries: list, name: str = "broken_gpus.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"gpus": entries}), encoding="utf-8")
+    return path
+
+
+# --- size, coverage, sources ------------------------------------------------------------
+
+
+def test_catalog_has_at_least_30_entries(gpus):
+    assert len(gpus) >= 30
+
+
+def test_every_entry_has_a_source_with_a_reference(gpus):
+    for gpu in gpus.values():
+        assert gpu.source.strip(), gpu.id
+        assert gpu.framework_memory_source.strip(), gpu.id
+
+
+@pytest.mark.parametrize(
+    ("group", "predicate"),
+    [
+        ("NVIDIA datacenter", lambda g: g.vendor == "NVIDIA" and g.segment == "datacenter"),
+        ("NVIDIA consumer", lambda g: g.vendor == "NVIDIA" and g.segment == "consumer"),
+        ("NVIDIA workstation", lambda g: g.vendor == "NVIDIA" and g.segment == "workstation"),
+        ("AMD Instinct", lambda g: g.vendor == "AMD" and g.name.startswith("Instinct")),
+        ("Apple unified memory", lambda g: g.vendor == "Apple" and g.unified_memory),
+    ],
+)
+def test_each_vendor_group_is_present(gpus, group, predicate):
+    assert any(predicate(gpu) for gpu in gpus.values()), group
+
+
+@pytest.mark.parametrize(
+    "gpu_id",
+    [
+        "nvidia-h100-sxm-80gb", "nvidia-h100-pcie-80gb", "nvidia-h100-nvl-94gb",
+        "nvidia-h200-sxm", "nvidia-a100-sxm-40gb", "nvidia-a100-sxm-80gb", "nvidia-l40s",
+        "nvidia-l4", "nvidia-a10g", "nvidia-t4", "nvidia-v100-sxm-16gb", "nvidia-b200",
+        "nvidia-gb200", "nvidia-rtx-3090", "nvidia-rtx-4090", "nvidia-rtx-5090",
+        "nvidia-rtx-a6000", "nvidia-rtx-6000-ada", "amd-mi300x", "amd-mi325x", "amd-mi355x",
+        "amd-mi250x-gcd", "apple-m2-ultra-192gb",
+    ],
+)
+def test_requested_accelerators_are_present(gpus, gpu_id):
+    assert gpu_id in gpus
+
+
+def test_ids_are_unique_slugs_in_file_order(gpus):
+    ids = gpu_ids()
+    assert ids == tuple(gpus)
+    assert len(set(ids)) == len(ids)
+    for gpu_id in ids:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", gpu_id), gpu_id
+        assert gpu_id.split("-")[0] in {"nvidia", "amd", "apple"}, gpu_id
+
+
+# --- measured figures -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("gpu_id", "printed_gib"), sorted(MEASURED_TORCH_GIB.items()))
+def test_measured_framework_memory_equals_printed_value(gpus, gpu_id, printed_gib):
+    gpu = gpus[gpu_id]
+    assert gpu.framework_memory_basis == "measured"
+    assert gpu.framework_memory_bytes == round(printed_gib * 2**30)
+
+
+def test_rtx_3090_worked_value(gpus):
+    # DOMAIN.md section 1: 23.58 GiB = 23.58 * 1,073,741,824 = 25,318,832,209.92 B -> rounded.
+    assert gpus["nvidia-rtx-3090"].framework_memory_bytes == 25_318_832_210
+
+
+def test_a100_40gb_lies_in_the_printed_range(gpus):
+    # README.md: 39.39-39.50 GiB on an A100 40GB.
+    framework = gpus["nvidia-a100-sxm-40gb"].framework_memory_bytes
+    assert round(39.39 * GiB) <= framework <= round(39.50 * GiB)
+
+
+@pytest.mark.parametrize(("gpu_id", "gib_and_label"), sorted(APPLE_WORKING_SET_GIB.items()))
+def test_apple_measured_working_set(gpus, gpu_id, gib_and_label):
+    working_set_gib, label_gb = gib_and_label
+    gpu = gpus[gpu_id]
+    assert gpu.unified_memory
+    assert gpu.memory_gb_marketed == label_gb
+    assert gpu.framework_memory_basis == "measured"
+    assert gpu.framework_memory_bytes == working_set_gib * GiB
+
+
+@pytest.mark.parametrize(("gpu_id", "reported_mib"), sorted(NVIDIA_SMI_MIB.items()))
+def test_reported_mib_matches_reference(gpus, gpu_id, reported_mib):
+    assert gpus[gpu_id].memory_reported_mib == reported_mib
+
+
+# --- estimation rules -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("gpu_id", "reported_mib"), sorted(NVIDIA_SMI_MIB.items()))
+def test_nvidia_rule_reproduces_measured_pairs_within_stated_error(gpu_id, reported_mib):
+    measured = round(MEASURED_TORCH_GIB[gpu_id] * GiB)
+    estimate = estimate_framework_memory_bytes("NVIDIA", 0, reported_mib)
+    assert abs(estimate - measured) <= NVIDIA_RULE_MAX_ERROR_BYTES + PRINT_RESOLUTION_BYTES
+
+
+def test_nvidia_rule_error_bound_is_tight():
+    # The docstring states 256 MiB; the T4 and A100 80GB pairs sit on it.
+    assert NVIDIA_RULE_MAX_ERROR_BYTES == 256 * MiB
+    errors = [
+        estimate_framework_memory_bytes("NVIDIA", 0, mib) - round(MEASURED_TORCH_GIB[i] * GiB)
+        for i, mib in NVIDIA_SMI_MIB.items()
+    ]
+    assert max(abs(e) for e in errors) > NVIDIA_RULE_MAX_ERROR_BYTES - PRINT_RESOLUTION_BYTES
+
+
+@pytest.mark.parametrize(
+    ("label_gb", "printed_gib"), [(192, 191.98), (256, 255.98), (288, 287.98)]
+)
+def test_amd_rule_reproduces_measured_pairs(label_gb, printed_gib):
+    estimate = estimate_framework_memory_bytes("AMD", label_gb, None)
+    assert abs(estimate - round(printed_gib * GiB)) <= PRINT_RESOLUTION_BYTES
+    assert AMD_RESERVED_BYTES == round(0.02 * GiB)
+
+
+@pytest.mark.parametrize(("gpu_id", "gib_and_label"), sorted(APPLE_WORKING_SET_GIB.items()))
+def test_apple_rule_reproduces_measured_pairs(gpu_id, gib_and_label):
+    working_set_gib, label_gb = gib_and_label
+    assert estimate_framework_memory_bytes("Apple", label_gb, None) == working_set_gib * GiB
+
+
+def test_apple_rule_for_small_macs():
+    # gpus.md section 5: M2 Max 32 GB -> 21845 MiB (ollama#434), i.e. 2/3 of 32 GiB.
+    estimate = estimate_framework_memory_bytes("Apple", 32, None)
+    assert estimate // MiB == 21845
+
+
+def test_estimation_rules_raise_when_none_applies():
+    with pytest.raises(ValueError, match="no estimation rule"):
+        estimate_framework_memory_bytes("NVIDIA", 80, None)
+
+
+def test_every_estimated_entry_follows_the_documented_rules(gpus):
+    measured = {
+        (g.vendor, g.memory_reported_mib): g.framework_memory_bytes
+        for g in gpus.values()
+        if g.framework_memory_basis == "measured" and g.memory_reported_mib is not None
+    }
+    for gpu in gpus.values():
+        if gpu.framework_memory_basis != "estimated":
+            continue
+        expected = estimate_framework_memory_bytes(
+            gpu.vendor,
+            gpu.memory_gb_marketed,
+            gpu.memory_reported_mib,
+            measured.get((gpu.vendor, gpu.memory_reported_mib)),
+        )
+        assert gpu.framework_memory_bytes == expected, gpu.id
+        assert gpu.framework_memory_source.startswith("Estimated, rule"), gpu.id
+
+
+def test_sibling_rule_shares_measured_totals(gpus):
+    h100 = gpus["nvidia-h100-sxm-80gb"].framework_memory_bytes
+    assert gpus["nvidia-h100-pcie-80gb"].framework_memory_bytes == h100
+    assert gpus["nvidia-h800-sxm-80gb"].framework_memory_bytes == h100
+    a100 = gpus["nvidia-a100-sxm-80gb"].framework_memory_bytes
+    assert gpus["nvidia-a100-pcie-80gb"].framework_memory_bytes == a100
+
+
+# --- physical consistency ---------------------------------------------------------------
+
+
+def test_framework_memory_never_exceeds_physical(gpus):
+    for gpu in gpus.values():
+        if gpu.memory_reported_mib is not None:
+            assert gpu.framework_memory_bytes <= gpu.memory_reported_mib * MiB, gpu.id
+            assert gpu.memory_reported_mib * MiB <= gpu.memory_gb_marketed * GiB, gpu.id
+        assert gpu.framework_memory_bytes <= gpu.memory_gb_marketed * GiB, gpu.id
+
+
+def test_unified_memory_only_on_apple(gpus):
+    for gpu in gpus.values():
+        assert gpu.unified_memory == (gpu.vendor == "Apple"), gpu.id
+        if gpu.unified_memory:
+            assert gpu.framework_memory_bytes < gpu.memory_gb_marketed * GiB
+
+
+def test_priced_entries_name_their_price_source(gpus):
+    for gpu in gpus.values():
+        if gpu.price_usd_per_hour is not None:
+            assert gpu.price_source, gpu.id
+
+
+# --- cross-check against the reference table --------------------------------------------
+
+
+def test_every_catalog_entry_maps_to_a_reference_row(gpus):
+    assert set(CSV_NAME) == set(gpus)
+
+
+@pytest.mark.parametrize("gpu_id", sorted(CSV_NAME))
+def test_entry_matches_reference_csv(gpus, gpu_id):
+    row = _reference_rows()[CSV_NAME[gpu_id]]
+    gpu = gpus[gpu_id]
+    assert gpu.vendor == row["vendor"]
+
+    def cell(column: str) -> float | None:
+        return float(row[column]) if row[column] else None
+
+    expected = {
+        "memory_gb_marketed": cell("memory_gb_marketed"),
+        "memory_reported_mib": cell("memory_reported_mib"),
+        "bandwidth_gb_s": cell("bandwidth_gb_s"),
+        "bf16_dense_tflops": cell("bf16_dense_tflops"),
+        "price_usd_per_hour": cell("price_usd_per_hour"),
+    }
+    for field, value in expected.items():
+        if (gpu_id, field) not in CSV_OVERRIDES:
+            assert getattr(gpu, field) == value, (gpu_id, field)
+    for url in re.findall(r"https?://[^\s;,)]+", row["sources"]):
+        assert url in gpu.source, (gpu_id, url)
+
+
+# --- loading errors ---------------------------------------------------------------------
+
+
+def test_valid_temp_catalog_loads(tmp_path):
+    path = _write_catalog(tmp_path, [_entry()])
+    loaded = load_gpus(path)
+    assert list(loaded) == ["test-card-16gb"]
+    assert loaded["test-card-16gb"].framework_memory_bytes == 15872 * MiB
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        (_entry(framework_memory_bytes=-1), "framework_memory_bytes"),
+        (_entry(framework_memory_bytes=15.5e9), "framework_memory_bytes"),  # not an int
+        (_entry(memory_gb_marketed=0), "memory_gb_marketed"),
+        (_entry(framework_memory_basis="guessed"), "framework_memory_basis"),
+        (_entry(id="Test_Card"), "id"),
+        (_entry(vendor="Nvidia"), "vendor"),
+        (_entry(colour="green"), "colour"),  # unknown key
+        ({k: v for k, v in _entry().items() if k != "source"}, "source"),  # missing
+        (_entry(source=""), "source"),
+        (_entry(framework_memory_bytes=16385 * MiB), "framework_memory_bytes"),  # > reported
+        (_entry(memory_reported_mib=17000), "memory_reported_mib"),  # > 16 GiB label
+        (_entry(price_usd_per_hour=1.0), "price_source"),
+    ],
+)
+def test_malformed_entry_names_file_entry_and_field(tmp_path, entry, field):
+    path = _write_catalog(tmp_path, [_entry(id="good-card"), entry])
+    with pytest.raises(ValueError) as excinfo:
+        load_gpus(path)
+    message = str(excinfo.value)
+    assert "broken_gpus.json" in message
+    assert f"gpus[1] (id={entry.get('id')!r})" in message
+    assert f"field '{field}'" in message
+
+
+def test_non_object_entry_is_rejected(tmp_path):
+    path = _write_catalog(tmp_path, [_entry(), "nvidia-t4"])
+    with pytest.raises(ValueError, match=r"broken_gpus\.json: gpus\[1\] \(id=None\)"):
+        load_gpus(path)
+
+
+def test_duplicate_id_is_rejected(tmp_path):
+    path = _write_catalog(tmp_path, [_entry(), _entry()])
+    with pytest.raises(ValueError, match=r"broken_gpus\.json: gpus\[1\].*duplicate id"):
+        load_gpus(path)
+
+
+def test_invalid_json_names_the_file(tmp_path):
+    path = tmp_path / "not_json.json"
+    path.write_text('{"gpus": [', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"not_json\.json: invalid JSON at line 1"):
+        load_gpus(path)
+
+
+@pytest.mark.parametrize("document", [[], {"gpus": {}}, {"gpus": [], "extra": 1}])
+def test_wrong_top_level_shape_names_the_file(tmp_path, document):
+    path = tmp_path / "shape.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"shape\.json"):
+        load_gpus(path)
+
+
+def test_entries_are_frozen(gpus):
+    with pytest.raises(ValidationError):
+        gpus["nvidia-t4"].framework_memory_bytes = 1
+
+
+def test_load_gpus_returns_a_fresh_dict():
+    first = load_gpus()
+    first.pop("nvidia-t4")
+    assert "nvidia-t4" in load_gpus()
+
+
+# --- lookup -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("nvidia-rtx-3090", "nvidia-rtx-3090"),
+        ("NVIDIA-RTX-3090", "nvidia-rtx-3090"),
+        ("  nvidia rtx 3090 ", "nvidia-rtx-3090"),
+        ("rtx-3090", "nvidia-rtx-3090"),
+        ("GeForce RTX 4090", "nvidia-rtx-4090"),
+        ("mi300x", "amd-mi300x"),
+        ("h100", "nvidia-h100-sxm-80gb"),
+        ("nvidia-a100", "nvidia-a100-sxm-80gb"),
+        ("A100_40GB", "nvidia-a100-sxm-40gb"),
+        ("amd-mi250x", "amd-mi250x-gcd"),
+    ],
+)
+def test_get_gpu_accepts_case_and_aliases(query, expected):
+    assert get_gpu(query).id == expected
+
+
+def test_every_alias_targets_a_catalog_id(gpus):
+    for alias, target in _ALIASES.items():
+        assert target in gpus, alias
+        assert alias not in gpus, alias
+
+
+def test_unknown_id_suggests_close_matches():
+    message = re.escape("unknown GPU id 'nvidia-h100-sxm-81gb'; did you mean ")
+    with pytest.raises(ValueError, match=message) as excinfo:
+        get_gpu("nvidia-h100-sxm-81gb")
+    assert "'nvidia-h100-sxm-80gb'" in str(excinfo.value)
+    assert "python -m planner gpus" in str(excinfo.value)
+
+
+def test_unknown_id_without_close_match_still_points_at_the_list():
+    with pytest.raises(ValueError, match=r"unknown GPU id 'tpu-v9'.*python -m planner gpus"):
+        get_gpu("tpu-v9")
+
+
+def test_get_gpu_searches_a_given_catalog(tmp_path):
+    catalog = load_gpus(_write_catalog(tmp_path, [_entry()]))
+    assert get_gpu("TEST-CARD-16GB", catalog).name == "Test Card 16GB"
+    with pytest.raises(ValueError, match="did you mean 'test-card-16gb'"):
+        get_gpu("test-card-32gb", catalog)

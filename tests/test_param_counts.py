@@ -1,0 +1,294 @@
+"""Exact parameter counts: the planner's groups vs transformers' own model classes.
+
+Every pinned value below was computed with transformers 5.24.0 (torch 2.13 CPU)
+as ``sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())``
+with the model built under ``torch.device("meta")``, ``cfg`` being the catalog
+config read by ``model_catalog.hf_config.load_text_config`` (the text config for
+multimodal entries). ``scripts/verify_param_counts.py`` recomputes them (dev-only,
+needs torch); these tests do not import torch.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model_catalog import get_model_entry, model_ids, model_spec
+from planner.params import (
+    ParamGroup,
+    count_parameters,
+    mamba_mixer,
+    merge_groups,
+    mla_attention,
+    moe_experts,
+    router,
+)
+
+PINNED_PARAMS: dict[str, int] = {
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "01-ai/Yi-34B": 34_388_917_248,
+    # source: transformers 5.24.0 CohereForCausalLM on meta device
+    "CohereForAI/c4ai-command-r-v01": 34_980_831_232,
+    # source: transformers 5.24.0 GPTJForCausalLM on meta device
+    "EleutherAI/gpt-j-6b": 6_050_882_784,
+    # source: transformers 5.24.0 GPTNeoXForCausalLM on meta device
+    "EleutherAI/gpt-neox-20b": 20_554_567_680,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-0.5B": 494_032_768,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-1.5B-Instruct": 1_543_714_304,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-14B": 14_770_033_664,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-32B": 32_763_876_352,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-72B-Instruct": 72_706_203_648,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "Qwen/Qwen2.5-7B": 7_615_616_512,
+    # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
+    "Qwen/Qwen3-0.6B": 596_049_920,
+    # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
+    "Qwen/Qwen3-14B": 14_768_307_200,
+    # source: transformers 5.24.0 Qwen3MoeForCausalLM on meta device
+    "Qwen/Qwen3-235B-A22B": 235_093_634_560,
+    # source: transformers 5.24.0 Qwen3MoeForCausalLM on meta device
+    "Qwen/Qwen3-30B-A3B": 30_532_122_624,
+    # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
+    "Qwen/Qwen3-32B": 32_762_123_264,
+    # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
+    "Qwen/Qwen3-4B": 4_022_468_096,
+    # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
+    "Qwen/Qwen3-8B": 8_190_735_360,
+    # source: transformers 5.24.0 JambaForCausalLM on meta device
+    "ai21labs/Jamba-v0.1": 51_570_323_328,
+    # source: transformers 5.24.0 Starcoder2ForCausalLM on meta device
+    "bigcode/starcoder2-15b": 15_957_889_024,
+    # source: transformers 5.24.0 DeepseekV2ForCausalLM on meta device
+    "deepseek-ai/DeepSeek-Coder-V2-Instruct": 235_741_434_880,
+    # source: transformers 5.24.0 DeepseekV3ForCausalLM on meta device
+    "deepseek-ai/DeepSeek-R1": 671_026_404_352,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,
+    # source: transformers 5.24.0 Qwen2ForCausalLM on meta device
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    # source: transformers 5.24.0 DeepseekV2ForCausalLM on meta device
+    "deepseek-ai/DeepSeek-V2-Lite": 15_706_484_224,
+    # source: transformers 5.24.0 DeepseekV3ForCausalLM on meta device
+    "deepseek-ai/DeepSeek-V3": 671_026_404_352,
+    # source: transformers 5.24.0 Gemma2ForCausalLM on meta device
+    "google/gemma-2-27b": 27_227_128_320,
+    # source: transformers 5.24.0 Gemma2ForCausalLM on meta device
+    "google/gemma-2-2b": 2_614_341_888,
+    # source: transformers 5.24.0 Gemma2ForCausalLM on meta device
+    "google/gemma-2-9b-it": 9_241_705_984,
+    # source: transformers 5.24.0 Gemma3ForCausalLM on meta device
+    "google/gemma-3-12b-it": 11_766_034_176,
+    # source: transformers 5.24.0 Gemma3ForCausalLM on meta device
+    "google/gemma-3-1b-it": 999_885_952,
+    # source: transformers 5.24.0 Gemma3ForCausalLM on meta device
+    "google/gemma-3-27b-it": 27_009_346_304,
+    # source: transformers 5.24.0 Gemma3ForCausalLM on meta device
+    "google/gemma-3-4b-it": 3_880_263_168,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-2-13b-hf": 13_015_864_320,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-2-70b-hf": 68_976_648_192,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-2-7b-hf": 6_738_415_616,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-3.2-1B-Instruct": 1_235_814_400,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-3.2-3B": 3_212_749_824,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Llama-3.3-70B-Instruct": 70_553_706_496,
+    # source: transformers 5.24.0 Llama4ForCausalLM on meta device
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": 107_769_861_120,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Meta-Llama-3-70B": 70_553_706_496,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Meta-Llama-3-8B": 8_030_261_248,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Meta-Llama-3.1-405B": 405_853_388_800,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Meta-Llama-3.1-70B": 70_553_706_496,
+    # source: transformers 5.24.0 LlamaForCausalLM on meta device
+    "meta-llama/Meta-Llama-3.1-8B": 8_030_261_248,
+    # source: transformers 5.24.0 Phi3ForCausalLM on meta device
+    "microsoft/Phi-3-medium-4k-instruct": 13_960_238_080,
+    # source: transformers 5.24.0 Phi3ForCausalLM on meta device
+    "microsoft/Phi-3-mini-4k-instruct": 3_821_079_552,
+    # source: transformers 5.24.0 Phi3ForCausalLM on meta device
+    "microsoft/phi-4": 14_659_507_200,
+    # source: transformers 5.24.0 MistralForCausalLM on meta device
+    "mistralai/Mistral-7B-Instruct-v0.3": 7_248_023_552,
+    # source: transformers 5.24.0 MistralForCausalLM on meta device
+    "mistralai/Mistral-7B-v0.1": 7_241_732_096,
+    # source: transformers 5.24.0 MistralForCausalLM on meta device
+    "mistralai/Mistral-Large-Instruct-2411": 122_610_069_504,
+    # source: transformers 5.24.0 MistralForCausalLM on meta device
+    "mistralai/Mistral-Nemo-Base-2407": 12_247_782_400,
+    # source: transformers 5.24.0 MistralForCausalLM on meta device
+    "mistralai/Mistral-Small-24B-Instruct-2501": 23_572_403_200,
+    # source: transformers 5.24.0 MixtralForCausalLM on meta device
+    "mistralai/Mixtral-8x22B-v0.1": 140_620_634_112,
+    # source: transformers 5.24.0 MixtralForCausalLM on meta device
+    "mistralai/Mixtral-8x7B-v0.1": 46_702_792_704,
+    # source: transformers 5.24.0 GPT2LMHeadModel on meta device
+    "openai-community/gpt2": 124_439_808,
+    # source: transformers 5.24.0 GptOssForCausalLM on meta device
+    "openai/gpt-oss-120b": 116_829_156_672,
+    # source: transformers 5.24.0 GptOssForCausalLM on meta device
+    "openai/gpt-oss-20b": 20_914_757_184,
+    # source: transformers 5.24.0 FalconForCausalLM on meta device
+    "tiiuae/falcon-40b": 41_303_293_952,
+    # source: transformers 5.24.0 FalconForCausalLM on meta device
+    "tiiuae/falcon-7b": 6_921_720_704,
+}
+"""Total parameters per catalog model (all experts, tied lm_head counted once)."""
+
+
+@pytest.mark.parametrize("model_id", sorted(PINNED_PARAMS))
+def test_parameter_count_matches_transformers(model_id: str) -> None:
+    assert count_parameters(model_spec(model_id).params) == PINNED_PARAMS[model_id]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "expected"),
+    [
+        # DOMAIN.md section 2 reference counts, taken from transformers' model classes.
+        ("meta-llama/Meta-Llama-3-8B", 8_030_261_248),
+        ("mistralai/Mixtral-8x7B-v0.1", 46_702_792_704),
+        ("meta-llama/Llama-2-7b-hf", 6_738_415_616),
+    ],
+)
+def test_domain_reference_counts(model_id: str, expected: int) -> None:
+    assert model_spec(model_id).num_parameters == expected
+    assert PINNED_PARAMS[model_id] == expected
+
+
+def test_every_catalog_model_has_a_pinned_count() -> None:
+    missing = sorted(set(model_ids()) - set(PINNED_PARAMS))
+    assert not missing, f"run scripts/verify_param_counts.py and pin: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("model_id", "low", "high"),
+    [
+        # Stated totals (entry params_official) bracket the exact count.
+        ("deepseek-ai/DeepSeek-V3", 670e9, 672e9),  # "671B total"
+        ("Qwen/Qwen3-30B-A3B", 30.4e9, 30.6e9),  # "30.5B total"
+        ("openai/gpt-oss-120b", 116e9, 118e9),  # "117B"
+        ("openai/gpt-oss-20b", 20.5e9, 21.5e9),  # "21B"
+        ("ai21labs/Jamba-v0.1", 51e9, 53e9),  # "52B"
+        ("deepseek-ai/DeepSeek-V2-Lite", 15.5e9, 16.5e9),  # "16B"
+    ],
+)
+def test_counts_agree_with_stated_totals(model_id: str, low: float, high: float) -> None:
+    assert get_model_entry(model_id).params_official is not None
+    assert low <= model_spec(model_id).num_parameters <= high
+
+
+@pytest.mark.parametrize(
+    ("model_id", "tied"),
+    [
+        ("openai-community/gpt2", True),
+        ("google/gemma-3-1b-it", True),
+        ("Qwen/Qwen2.5-0.5B", True),
+        ("tiiuae/falcon-7b", True),
+        ("CohereForAI/c4ai-command-r-v01", True),
+        ("meta-llama/Meta-Llama-3-8B", False),
+        ("EleutherAI/gpt-j-6b", False),
+    ],
+)
+def test_tied_embeddings_have_no_lm_head(model_id: str, tied: bool) -> None:
+    kinds = {group.kind for group in model_spec(model_id).params}
+    assert ("lm_head" in kinds) is (not tied)
+
+
+def _kinds_by_name(model_id: str) -> dict[str, str]:
+    return {group.name: group.kind for group in model_spec(model_id).params}
+
+
+def test_moe_kinds_deepseek_v3() -> None:
+    kinds = _kinds_by_name("deepseek-ai/DeepSeek-V3")
+    assert kinds["layers.*.mlp.experts.gate_up_proj"] == "linear"
+    assert kinds["layers.*.mlp.experts.down_proj"] == "linear"
+    assert kinds["layers.*.mlp.gate.weight"] == "router"
+    assert kinds["layers.*.self_attn.kv_a_layernorm.weight"] == "norm"
+    assert kinds["embed_tokens.weight"] == "embedding"
+    assert kinds["lm_head.weight"] == "lm_head"
+
+
+def test_gpt_oss_kinds_and_expert_biases() -> None:
+    kinds = _kinds_by_name("openai/gpt-oss-20b")
+    assert kinds["layers.*.mlp.router.weight"] == "router"
+    assert kinds["layers.*.mlp.router.bias"] == "router"
+    assert kinds["layers.*.mlp.experts.gate_up_proj_bias"] == "bias"
+    assert kinds["layers.*.self_attn.sinks"] == "other"
+
+
+def test_jamba_mamba_kinds() -> None:
+    kinds = _kinds_by_name("ai21labs/Jamba-v0.1")
+    assert kinds["layers.*.mamba.conv1d.weight"] == "conv"
+    assert kinds["layers.*.mamba.in_proj.weight"] == "linear"
+    assert kinds["layers.*.mamba.A_log"] == "other"
+    assert kinds["layers.*.mamba.dt_layernorm.weight"] == "norm"
+
+
+def test_gpt2_has_learned_positions() -> None:
+    groups = {group.name: group for group in model_spec("gpt2").params}
+    assert groups["wpe.weight"].shape == (1024, 768)
+    assert groups["wpe.weight"].kind == "embedding"
+
+
+def test_deepseek_v3_expert_group_counts() -> None:
+    groups = {group.name: group for group in model_spec("deepseek-ai/DeepSeek-V3").params}
+    # 58 MoE layers (61 - first_k_dense_replace 3) x 256 routed experts.
+    assert groups["layers.*.mlp.experts.gate_up_proj"].count == 58 * 256
+    assert groups["layers.*.mlp.experts.gate_up_proj"].shape == (2 * 2048, 7168)
+    assert groups["layers.*.mlp.gate_proj.weight"].count == 3
+
+
+# --- builders -----------------------------------------------------------------------------
+
+
+def test_mla_attention_deepseek_v3_layer() -> None:
+    # q_a 1536x7168 + 1536 + q_b 24576x1536 + kv_a 576x7168 + 512 + kv_b 32768x512 + o 7168x16384
+    groups = mla_attention(
+        "a", hidden_size=7168, num_attention_heads=128, q_lora_rank=1536, kv_lora_rank=512,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+    )
+    assert count_parameters(groups) == 187_107_328
+
+
+def test_mla_attention_without_q_lora_uses_q_proj() -> None:
+    groups = mla_attention(
+        "a", hidden_size=2048, num_attention_heads=16, q_lora_rank=None, kv_lora_rank=512,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+    )
+    names = {group.name: group.shape for group in groups}
+    assert names["a.q_proj.weight"] == (16 * 192, 2048)
+    assert "a.q_a_proj.weight" not in names
+
+
+def test_mamba_mixer_jamba_layer() -> None:
+    groups = mamba_mixer(
+        "m", hidden_size=4096, d_inner=8192, d_state=16, d_conv=4, dt_rank=256, inner_norms=True
+    )
+    assert count_parameters(groups) == 105_308_448
+
+
+def test_moe_experts_and_router_numel() -> None:
+    experts = moe_experts("e", hidden_size=8, intermediate_size=4, num_experts=2, bias=True, count=3)
+    # per expert: gate_up 8x8 + bias 8 + down 8x4 + bias 8 = 112; x 2 experts x 3 layers
+    assert count_parameters(experts) == 112 * 2 * 3
+    assert count_parameters(router("r", hidden_size=8, num_experts=2, bias=True)) == 18
+
+
+def test_merge_groups_adds_counts_and_keeps_order() -> None:
+    a = ParamGroup(name="a", shape=(2, 2), kind="linear")
+    b = ParamGroup(name="b", shape=(2,), kind="norm")
+    merged = merge_groups((a, b, a, a))
+    assert merged == (
+        ParamGroup(name="a", shape=(2, 2), count=3, kind="linear"),
+        ParamGroup(name="b", shape=(2,), kind="norm"),
+    )
