@@ -8,6 +8,9 @@ Model API:
     * :func:`model_spec` - the planner's :class:`~planner.model.ModelSpec` (cached).
     * :func:`model_spec_from_config` - a ModelSpec from any config.json dict.
 
+Verification API (no torch): :func:`verification_table`, :func:`verification_checks`,
+:func:`verification_summary` read ``verification.json``, written by ``python -m planner verify``.
+
 transformers is imported only when a spec is built, so importing this package
 (e.g. for GPU data) stays cheap.
 """
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from model_catalog.gpus import GPU, get_gpu, gpu_ids, load_gpus
 from model_catalog.model_registry import MODELS_DIR, load_catalog, resolve_model_id
 from model_catalog.schema_models import ModelEntry, OfficialParams
+from model_catalog.verification import verification_checks, verification_summary, verification_table
 
 if TYPE_CHECKING:
     from planner.model import ModelSpec
@@ -78,4 +82,7 @@ __all__ = [
     "model_ids",
     "model_spec",
     "model_spec_from_config",
+    "verification_checks",
+    "verification_summary",
+    "verification_table",
 ]

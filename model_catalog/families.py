@@ -318,6 +318,81 @@ def _qwen3_moe(cfg: Any) -> FamilyParts:
     return _parts(cfg, _decoder(cfg, layer), num_experts=experts, num_experts_per_tok=per_token)
 
 
+def _qwen3_next(cfg: Any) -> FamilyParts:
+    """Qwen3-Next: Gated DeltaNet (``linear_attention``) and gated full attention per
+    ``layer_types``; sparse MoE with one gated shared expert on the layers
+    Qwen3-MoE would make sparse.
+
+    Full attention: ``q_proj`` emits query and output gate (``2 x heads x head_dim``),
+    q_norm / k_norm over ``head_dim``. Gated DeltaNet, with
+    ``key_dim = linear_num_key_heads x linear_key_head_dim`` and
+    ``value_dim = linear_num_value_heads x linear_value_head_dim``:
+    ``in_proj_qkvz (2 key_dim + 2 value_dim, hidden)``, ``in_proj_ba (2 v_heads, hidden)``,
+    depthwise ``conv1d (2 key_dim + value_dim, 1, kernel)`` without bias,
+    ``dt_bias`` and ``A_log (v_heads,)``, gated RMSNorm over ``linear_value_head_dim``,
+    ``out_proj (hidden, value_dim)``. MoE: router ``gate (experts, hidden)``,
+    experts, ``shared_expert`` SwiGLU of ``shared_expert_intermediate_size``,
+    ``shared_expert_gate (1, hidden)``.
+
+    Recurrent cache per DeltaNet layer: conv state ``(2 key_dim + value_dim) x kernel``,
+    recurrent state ``v_heads x linear_key_head_dim x linear_value_head_dim``.
+    Worked example, Qwen3-Next-80B-A3B: conv 8192 x 4 = 32,768 elements, state
+    32 x 128 x 128 = 524,288 elements.
+
+    Sources: transformers models/qwen3_next/modeling_qwen3_next.py (``Qwen3NextAttention``,
+    ``Qwen3NextGatedDeltaNet``, ``Qwen3NextSparseMoeBlock``, ``Qwen3NextDecoderLayer``);
+    Yang et al. 2024 (Gated Delta Networks).
+    """
+    hidden = config_int(cfg, "hidden_size")
+    heads, head_dim = config_int(cfg, "num_attention_heads"), config_head_dim(cfg)
+    kv_heads, bias = config_kv_heads(cfg), bool(cfg.attention_bias)
+    k_heads, v_heads = config_int(cfg, "linear_num_key_heads"), config_int(cfg, "linear_num_value_heads")
+    key_dim = k_heads * config_int(cfg, "linear_key_head_dim")
+    value_dim = v_heads * config_int(cfg, "linear_value_head_dim")
+    kernel, conv_dim = config_int(cfg, "linear_conv_kernel_dim"), 2 * key_dim + value_dim
+    experts = int(cfg.num_experts or 0)
+    delta = "layers.*.linear_attn"
+    delta_net = (
+        ParamGroup(name=f"{delta}.conv1d.weight", shape=(conv_dim, 1, kernel), kind="conv"),
+        *linear(f"{delta}.in_proj_qkvz", hidden, 2 * key_dim + 2 * value_dim),
+        *linear(f"{delta}.in_proj_ba", hidden, 2 * v_heads),
+        ParamGroup(name=f"{delta}.dt_bias", shape=(v_heads,), kind="other"),
+        ParamGroup(name=f"{delta}.A_log", shape=(v_heads,), kind="other"),
+        *norm(f"{delta}.norm", config_int(cfg, "linear_value_head_dim")),
+        *linear(f"{delta}.out_proj", value_dim, hidden),
+    )
+    gated_attention = (
+        *linear(f"{_ATTN}.q_proj", hidden, 2 * heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.k_proj", hidden, kv_heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.v_proj", hidden, kv_heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden, bias=bias),
+        *_head_norms(cfg, _ATTN),
+    )
+
+    def layer(index: int) -> Groups:
+        mixer = delta_net if cfg.layer_types[index] == "linear_attention" else gated_attention
+        if index not in cfg.mlp_only_layers and experts > 0 and (index + 1) % cfg.decoder_sparse_step == 0:
+            mlp = (
+                *_routed_moe(cfg, _MLP, num_experts=experts,
+                             intermediate_size=config_int(cfg, "moe_intermediate_size")),
+                *_swiglu(cfg, f"{_MLP}.shared_expert", config_int(cfg, "shared_expert_intermediate_size")),
+                *linear(f"{_MLP}.shared_expert_gate", hidden, 1),
+            )
+        else:
+            mlp = _swiglu(cfg, _MLP, config_int(cfg, "intermediate_size"))
+        return (*mixer, *mlp, *_layer_norms(cfg, *_PRE_POST))
+
+    return _parts(
+        cfg,
+        _decoder(cfg, layer),
+        num_experts=experts,
+        num_experts_per_tok=config_int(cfg, "num_experts_per_tok") if experts else 0,
+        recurrent=RecurrentState(conv_state_elements=conv_dim * kernel,
+                                 ssm_state_elements=v_heads * config_int(cfg, "linear_key_head_dim")
+                                 * config_int(cfg, "linear_value_head_dim")),
+    )
+
+
 def _gemma(cfg: Any) -> FamilyParts:
     """Gemma 2 and Gemma 3 text: four RMSNorms per layer; Gemma 3 adds q_norm / k_norm.
 
@@ -679,6 +754,7 @@ FAMILIES: dict[str, Callable[[Any], FamilyParts]] = {
     "qwen2": _qwen2,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "qwen3_next": _qwen3_next,
     "gemma2": _gemma,
     "gemma3_text": _gemma,
     "phi3": _phi3,

@@ -42,6 +42,7 @@ from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
 
 from model_catalog.families import FAMILIES, FamilyParts, config_int
+from model_catalog.quantization import checkpoint_formats
 from planner.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from planner.model import ModelSpec
 
@@ -119,6 +120,18 @@ def _raw_torch_dtype(raw_config: Mapping[str, Any]) -> str | None:
             value = source.get(key)
             if isinstance(value, str):
                 return value
+    return None
+
+
+def _raw_quantization_config(raw_config: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The raw config's ``quantization_config`` (or its ``text_config``'s); None when absent.
+
+    Sources: DeepSeek-V3 and gpt-oss config.json (top-level ``quantization_config``).
+    """
+    for source in (raw_config, raw_config.get("text_config") or {}):
+        value = source.get("quantization_config") if isinstance(source, Mapping) else None
+        if isinstance(value, Mapping):
+            return value
     return None
 
 
@@ -217,13 +230,14 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
     try:
         cfg = load_text_config(raw_config)
         parts = FAMILIES[cfg.model_type](cfg)
+        params, quantization = checkpoint_formats(parts.params, _raw_quantization_config(raw_config))
         layers = layer_specs(cfg, parts)
         max_positions = getattr(cfg, "max_position_embeddings", None)
         return ModelSpec(
             model_id=model_id,
             model_type=cfg.model_type,
             layers=layers,
-            params=parts.params,
+            params=params,
             hidden_size=config_int(cfg, "hidden_size"),
             num_attention_heads=config_int(cfg, "num_attention_heads"),
             num_key_value_heads=parts.num_key_value_heads,
@@ -235,6 +249,7 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
             num_experts_per_tok=parts.num_experts_per_tok,
             intermediate_size=_activation_width(cfg, parts),
             display_name=display_name or model_id,
+            checkpoint_quantization=quantization,
         )
     except ValueError as exc:
         raise ValueError(f"{model_id}: {exc}") from exc

@@ -33,7 +33,7 @@ from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
 from planner.kv import KVProfile, cache_dtypes, kv_profile
 from planner.model import ModelSpec
 from planner.params import weight_bytes
-from planner.units import GiB, MiB
+from planner.units import GiB, MiB, largest_fitting
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
@@ -260,18 +260,7 @@ def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limi
     def fits(c: int) -> bool:
         return batch_size * profile.bytes_per_sequence(c) <= budget_bytes
 
-    if fits(limit):
-        return limit
-    lo, hi = 0, limit  # fits(lo) is True (0 tokens cost at most the fixed state), fits(hi) False
-    if not fits(0):
-        return 0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return max(0, largest_fitting(fits, 0, limit))
 
 
 def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str = "") -> Plan:

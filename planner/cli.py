@@ -1,4 +1,4 @@
-"""Command line: ``python -m planner models|gpus|plan``.
+"""Command line: ``python -m planner models|gpus|plan|verify`` (and the traffic commands).
 
 The flags and JSON keys are a public contract (scripts and design docs use
 them); the URL query keys of the app are the same names with underscores.
@@ -13,7 +13,8 @@ import json
 import sys
 from typing import Sequence
 
-from planner import cli_traffic
+from planner import cli_engine, cli_traffic
+from planner.cli_args import fraction, non_negative_float, positive_int
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
@@ -26,36 +27,6 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see `python -m planner {self.prog.split()[-1]} --help`)\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value < 0 or value != value:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m planner`` argument parser."""
     parser = _OneLineParser(prog="planner", description="GPU memory planner for LLM inference.")
@@ -65,20 +36,46 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", choices=("table", "json"), default="table")
 
     p = sub.add_parser("plan", help="weights + KV-cache budget for one model on one GPU type")
-    p.add_argument("--model", required=True, help="Hugging Face repo id, e.g. meta-llama/Meta-Llama-3-8B")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="Hugging Face repo id, e.g. meta-llama/Meta-Llama-3-8B")
+    source.add_argument("--config", metavar="PATH", help="a config.json file instead of --model (same JSON)")
+    source.add_argument("--gguf", metavar="PATH", help="a local .gguf file (header only): exact weight bytes")
     p.add_argument("--gpu", required=True, help="GPU id, e.g. nvidia-h100-sxm-80gb (see `gpus`)")
-    p.add_argument("--num-gpus", type=_positive_int, default=1, help="GPUs per replica (tensor parallel)")
+    p.add_argument("--num-gpus", type=positive_int, default=None,
+                   help="GPUs per replica (tensor parallel; default 1, or tp x pp when those are given)")
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="bf16")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
-    p.add_argument("--context-len", type=_positive_int, default=8192, help="tokens per sequence (prompt + output)")
-    p.add_argument("--batch-size", type=_positive_int, default=1, help="concurrent sequences")
-    p.add_argument("--gpu-memory-utilization", type=_fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
-    p.add_argument("--block-size", type=_positive_int, default=DEFAULT_BLOCK_SIZE, help="KV page size in tokens")
-    p.add_argument("--overhead-gib", type=_non_negative_float, default=None,
+    p.add_argument("--context-len", type=positive_int, default=8192, help="tokens per sequence (prompt + output)")
+    p.add_argument("--batch-size", type=positive_int, default=1, help="concurrent sequences")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=None,
+                   help=f"memory fraction (default {DEFAULT_GPU_MEMORY_UTILIZATION}; with --engine, the engine's)")
+    p.add_argument("--block-size", type=positive_int, default=None,
+                   help=f"KV page size in tokens (default {DEFAULT_BLOCK_SIZE}; with --engine, the engine's)")
+    p.add_argument("--overhead-gib", type=non_negative_float, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
+    cli_engine.add_engine_arguments(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     cli_traffic.add_parsers(sub)
+    p = sub.add_parser("verify", help="prove parameter counts and KV-cache bytes against transformers (needs torch)")
+    p.add_argument("--model", action="append", dest="models", metavar="ID",
+                   help="verify only this model (repeatable); the table is then not written unless --output is given")
+    p.add_argument("--output", metavar="PATH", default=None,
+                   help="table to write or --check against (default model_catalog/verification.json)")
+    p.add_argument("--check", action="store_true",
+                   help="compare a fresh run with the committed table instead of writing it (exit 1 if stale)")
+    p.add_argument("--jobs", type=positive_int, default=None,
+                   help="worker processes of one torch thread each (default: one per core, at most 2)")
     return parser
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    """``python -m planner verify``: lazily imports the torch-backed verifier."""
+    from pathlib import Path
+
+    from planner.verify import DEFAULT_TABLE_PATH, run_verify
+
+    output = Path(args.output) if args.output else (None if args.models and not args.check else DEFAULT_TABLE_PATH)
+    return run_verify(args.models, output=output, check=args.check, jobs=args.jobs)
 
 
 def _models_rows() -> list[dict]:
@@ -105,19 +102,55 @@ def run_plan(args: argparse.Namespace) -> Plan:
     Raises:
         ValueError: unknown model or GPU id, or invalid values.
     """
-    from model_catalog import model_spec
+    return _run_plans(args)[0]
+
+
+def _run_plans(args: argparse.Namespace):
+    """``(v1 plan, engine plan or None)``; the engine plan only when an engine flag is given."""
     from model_catalog.gpus import get_gpu
 
-    model = model_spec(args.model)
+    model = _model_from_args(args)
     gpu = get_gpu(args.gpu)
+    num_gpus, _, _ = cli_engine.parallel_layout(args)
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
+    extra = {} if args.max_num_batched_tokens is None else {"max_num_batched_tokens": args.max_num_batched_tokens}
     request = PlanRequest(
         context_len=args.context_len, batch_size=args.batch_size, weight_dtype=args.weight_dtype,
-        kv_cache_dtype=args.kv_cache_dtype, num_gpus=args.num_gpus,
-        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
-        overhead_bytes=overhead,
+        kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
+        gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
     )
-    return plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
+    return result, engine
+
+
+def _model_from_args(args: argparse.Namespace):
+    """The model for ``plan``: a catalog id, a config.json file (``--config``) or a GGUF header (``--gguf``).
+
+    Notes on how a custom file was read go to stderr; JSON on stdout stays clean.
+
+    Raises:
+        ValueError: one line naming the file and the bad key.
+    """
+    if getattr(args, "config", None) is None and getattr(args, "gguf", None) is None:
+        from model_catalog import model_spec
+
+        return model_spec(args.model)
+    try:
+        if args.config is not None:
+            from model_catalog.custom import load_config_file
+
+            custom = load_config_file(args.config)
+        else:
+            from model_catalog.gguf_reader import read_gguf
+
+            custom = read_gguf(args.gguf).model
+    except ValueError as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
+    for note in custom.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return custom.spec
 
 
 def _plan_table(result: Plan) -> str:
@@ -161,6 +194,8 @@ def _table(rows: list[dict]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 2 bad arguments or unknown ids)."""
     args = build_parser().parse_args(argv)
+    if args.command == "verify":
+        return _run_verify(args)
     try:
         handled = cli_traffic.run(args)
         if handled is not None:
@@ -170,8 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "gpus":
             rows = _gpus_rows()
         else:
-            result = run_plan(args)
-            print(json.dumps(result.to_dict(), indent=2) if args.format == "json" else _plan_table(result))
+            result, engine = _run_plans(args)
+            if args.format == "json":
+                out = result.to_dict() | (cli_engine.engine_json(engine) if engine else {})
+                print(json.dumps(out, indent=2))
+            else:
+                extra_lines = cli_engine.engine_table_lines(engine) if engine else []
+                print("\n".join([_plan_table(result), *extra_lines]))
             return 0
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

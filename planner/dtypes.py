@@ -41,6 +41,9 @@ class StorageFormat:
         per_channel_scale_bytes: Extra bytes per output channel (row) [bytes].
         is_float: True for plain fp32/bf16/fp16 storage (no quantization).
         label: Human-readable description for the UI.
+        block_shape: ``(rows, cols)`` of the blocks that share one scale stored
+            beside the matrix (DeepSeek-V3 FP8: 128 x 128), or None.
+        block_scale_bytes: Bytes of one such block scale (fp32: 4) [bytes].
     """
 
     name: str
@@ -49,6 +52,8 @@ class StorageFormat:
     per_channel_scale_bytes: int = 0
     is_float: bool = False
     label: str = ""
+    block_shape: tuple[int, int] | None = None
+    block_scale_bytes: int = 0
 
     def bytes_for(self, num_elements: int) -> int:
         """Bytes to store ``num_elements`` values (inline block scales included).
@@ -65,17 +70,25 @@ class StorageFormat:
     def bytes_for_matrix(self, shape: tuple[int, ...]) -> int:
         """Bytes for one weight tensor of ``shape`` (rows = output channels).
 
-        Adds the per-tensor and per-output-channel scale overheads to
-        :meth:`bytes_for`.
+        Adds the per-tensor, per-output-channel and per-block scale overheads to
+        :meth:`bytes_for`. Block scales: ``ceil(rows / br) x ceil(cols / bc)``
+        scales, ``cols`` being the product of the other dimensions. Worked
+        example: a (576, 7168) FP8 matrix with 128 x 128 fp32 block scales holds
+        576 x 7168 B + 5 x 56 x 4 B = 4,129,888 B.
         """
         numel = 1
         for dim in shape:
             numel *= dim
         rows = shape[0] if shape else 1
+        blocks = 0
+        if self.block_shape is not None and rows:
+            block_rows, block_cols = self.block_shape
+            blocks = ceil_div(rows, block_rows) * ceil_div(numel // rows, block_cols)
         return (
             self.bytes_for(numel)
             + self.per_tensor_scale_bytes
             + self.per_channel_scale_bytes * rows
+            + self.block_scale_bytes * blocks
         )
 
 
@@ -97,9 +110,38 @@ WEIGHT_DTYPES: dict[str, StorageFormat] = {
         _fmt("int8", 8, "int8 (1 B + fp32 scale per channel)", per_channel_scale_bytes=4),
         _fmt("int4", Fraction(133, 32), "int4 GPTQ/AWQ (0.5 B + fp16 scale and 4-bit zero per 128)"),
         _fmt("mxfp4", Fraction(17, 4), "MXFP4 (4.25 bits: 32 fp4 values + e8m0 scale)"),
+        _fmt("auto", 16, "as the checkpoint ships (its quantization_config; else its torch_dtype)"),
     )
 }
-"""Weight storage formats by CLI name. Quantized formats apply to linear layers only."""
+"""Weight storage formats by CLI name. Quantized formats apply to linear layers only.
+
+``auto`` is not one format: each tensor takes the format its published checkpoint
+stores it in (``ParamGroup.checkpoint``, set by ``model_catalog`` from the config's
+``quantization_config``), and unquantized tensors the checkpoint's ``torch_dtype``
+(:func:`checkpoint_dtype`). See :func:`planner.params.weight_bytes`."""
+
+AUTO_WEIGHT_DTYPE = "auto"
+"""Name of the "as the checkpoint ships" weight dtype."""
+
+FP8_BLOCK128 = _fmt(
+    "fp8_block128", 8, "FP8 e4m3 + one fp32 scale per 128 x 128 block (DeepSeek-V3 quantization_config)",
+    block_shape=(128, 128), block_scale_bytes=4,
+)
+"""DeepSeek-V3 / R1 checkpoints: 1-byte e4m3 weights and an fp32 ``weight_scale_inv``
+of shape ``(ceil(out / 128), ceil(in / 128))`` per matrix (DeepSeek-V3 README_WEIGHTS.md,
+"FP8 Weight Documentation")."""
+
+
+def checkpoint_dtype(torch_dtype: str | None) -> StorageFormat:
+    """Format of a checkpoint's unquantized tensors, from config ``torch_dtype``.
+
+    ``float32`` -> fp32, ``float16`` -> fp16, anything else (``bfloat16``, missing) -> bf16.
+    """
+    if torch_dtype in ("float32", "fp32"):
+        return FP32
+    if torch_dtype in ("float16", "fp16"):
+        return FP16
+    return BF16
 
 KV_CACHE_DTYPES: dict[str, StorageFormat] = {
     f.name: f

@@ -46,6 +46,9 @@ class ModelSpec:
             ``num_experts_per_tok * moe_intermediate_size`` plus shared experts,
             whichever is larger. Used only by the activation estimate.
         display_name: Name shown in the UI.
+        checkpoint_quantization: How the published checkpoint stores its weights
+            (from ``quantization_config``: e.g. ``mxfp4: 2 groups``), empty when it
+            ships unquantized; weight dtype ``auto`` follows it.
     """
 
     model_id: str
@@ -63,6 +66,7 @@ class ModelSpec:
     num_experts_per_tok: int = 0
     intermediate_size: int = 0
     display_name: str = ""
+    checkpoint_quantization: str = ""
 
     def __post_init__(self) -> None:
         if not self.layers:

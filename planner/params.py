@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.dtypes import StorageFormat, activation_dtype
+from planner.dtypes import AUTO_WEIGHT_DTYPE, StorageFormat, activation_dtype, checkpoint_dtype
 from planner.units import ceil_div
 
 ParamKind = Literal["embedding", "lm_head", "linear", "norm", "bias", "router", "conv", "other"]
@@ -39,12 +39,21 @@ class ParamGroup:
         shape: Tensor shape [elements]; for linear weights ``(out_features, in_features)``.
         count: Number of such tensors in the model (layers x experts ...).
         kind: One of :data:`ParamKind`; decides the storage format and TP split.
+        storage: Format fixed by the checkpoint file (a GGUF tensor's ggml
+            type); when set it replaces the format chosen from ``kind`` and the
+            requested weight dtype. None for configs read from config.json.
+        checkpoint: Format the published safetensors checkpoint stores this
+            tensor in, from the config's ``quantization_config`` (gpt-oss experts
+            ``mxfp4``, DeepSeek-V3 linears ``fp8_block128``); used only by weight
+            dtype ``auto``. None = unquantized (the checkpoint's ``torch_dtype``).
     """
 
     name: str
     shape: tuple[int, ...]
     count: int = 1
     kind: ParamKind = "other"
+    storage: StorageFormat | None = None
+    checkpoint: StorageFormat | None = None
 
     @property
     def numel(self) -> int:
@@ -80,7 +89,9 @@ def weight_bytes(
     Args:
         params: The model's parameter groups.
         weight_format: Format for linear layers; other kinds use the activation
-            dtype (:func:`planner.dtypes.activation_dtype`).
+            dtype (:func:`planner.dtypes.activation_dtype`). ``auto`` takes each
+            group's ``checkpoint`` format, else the checkpoint's ``torch_dtype``
+            (:func:`planner.dtypes.checkpoint_dtype`), whatever its kind.
         torch_dtype: Config ``torch_dtype``; picks fp16 vs bf16 for unquantized
             tensors of a quantized model.
         tensor_parallel_size: 1 for the whole model; ``tp`` for one GPU's share,
@@ -98,9 +109,16 @@ def weight_bytes(
     if tensor_parallel_size < 1:
         raise ValueError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
     other_format = activation_dtype(weight_format, torch_dtype)
+    as_shipped = weight_format.name == AUTO_WEIGHT_DTYPE
+    shipped_default = checkpoint_dtype(torch_dtype)
     total = 0
     for group in params:
-        fmt = weight_format if group.kind in QUANTIZABLE_KINDS else other_format
+        if group.storage:
+            fmt = group.storage
+        elif as_shipped:  # weight dtype "auto": the checkpoint's own format per tensor
+            fmt = group.checkpoint or shipped_default
+        else:
+            fmt = weight_format if group.kind in QUANTIZABLE_KINDS else other_format
         per_tensor = fmt.bytes_for_matrix(group.shape)
         if group.kind in SHARDED_KINDS and tensor_parallel_size > 1:
             per_tensor = ceil_div(per_tensor, tensor_parallel_size)
@@ -201,20 +219,21 @@ def plain_mlp(
 
 
 def merge_groups(groups: tuple[ParamGroup, ...]) -> tuple[ParamGroup, ...]:
-    """Merge groups with the same name, shape and kind by adding their counts.
+    """Merge groups with the same name, shape, kind and storage by adding their counts.
 
     Lets a catalog adapter list each decoder layer's tensors with ``count=1`` and
     still hand the planner one group per distinct tensor. Order of first
     appearance is kept. Example: 32 layers x ``q_proj (4096, 4096)`` become one
     group with ``count=32``.
     """
-    merged: dict[tuple[str, tuple[int, ...], str], int] = {}
+    merged: dict[tuple[str, tuple[int, ...], str, StorageFormat | None, StorageFormat | None], int] = {}
     for group in groups:
-        key = (group.name, group.shape, group.kind)
+        key = (group.name, group.shape, group.kind, group.storage, group.checkpoint)
         merged[key] = merged.get(key, 0) + group.count
     return tuple(
-        ParamGroup(name=name, shape=shape, count=count, kind=kind)  # type: ignore[arg-type]
-        for (name, shape, kind), count in merged.items()
+        ParamGroup(name=name, shape=shape, count=count, kind=kind, storage=storage,  # type: ignore[arg-type]
+                   checkpoint=checkpoint)
+        for (name, shape, kind, storage, checkpoint), count in merged.items()
     )
 
 

@@ -58,6 +58,8 @@ PINNED_PARAMS: dict[str, int] = {
     "Qwen/Qwen3-4B": 4_022_468_096,
     # source: transformers 5.24.0 Qwen3ForCausalLM on meta device
     "Qwen/Qwen3-8B": 8_190_735_360,
+    # source: transformers 5.24.0 Qwen3NextForCausalLM on meta device (model card: "80B in total")
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": 79_674_391_296,
     # source: transformers 5.24.0 JambaForCausalLM on meta device
     "ai21labs/Jamba-v0.1": 51_570_323_328,
     # source: transformers 5.24.0 Starcoder2ForCausalLM on meta device
@@ -180,6 +182,7 @@ def test_every_catalog_model_has_a_pinned_count() -> None:
         ("openai/gpt-oss-20b", 20.5e9, 21.5e9),  # "21B"
         ("ai21labs/Jamba-v0.1", 51e9, 53e9),  # "52B"
         ("deepseek-ai/DeepSeek-V2-Lite", 15.5e9, 16.5e9),  # "16B"
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", 79.5e9, 80.5e9),  # "80B in total"
     ],
 )
 def test_counts_agree_with_stated_totals(model_id: str, low: float, high: float) -> None:
@@ -292,3 +295,16 @@ def test_merge_groups_adds_counts_and_keeps_order() -> None:
         ParamGroup(name="a", shape=(2, 2), count=3, kind="linear"),
         ParamGroup(name="b", shape=(2,), kind="norm"),
     )
+
+
+def test_qwen3_next_hybrid_layout_and_state() -> None:
+    # 12 x (3 Gated DeltaNet + 1 gated attention); DeltaNet state per layer: conv (2 x 16 x 128 + 32 x 128) x 4,
+    # recurrent 32 x 128 x 128 (transformers Qwen3NextGatedDeltaNet).
+    spec = model_spec("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert spec.layer_counts == {"recurrent": 36, "full_attention": 12}
+    state = spec.layers[0]
+    assert (state.conv_state_elements, state.ssm_state_elements) == (8192 * 4, 32 * 128 * 128)
+    groups = {group.name: group for group in spec.params}
+    assert groups["layers.*.self_attn.q_proj.weight"].shape == (2 * 16 * 256, 2048)  # query + output gate
+    assert groups["layers.*.mlp.experts.gate_up_proj"].count == 48 * 512
+    assert groups["layers.*.mlp.shared_expert_gate.weight"].shape == (1, 2048)

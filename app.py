@@ -1,0 +1,39 @@
+"""Home: the memory plan for one model on one GPU type.
+
+Answers "does it fit, how many users, and at what context does it stop
+fitting?" for the inputs in the sidebar (all of them in the URL).
+Run: ``streamlit run app.py``.
+"""
+
+import streamlit as st
+
+from planner.budget import plan
+from ui import catalog, charts, engine, inputs, views
+from ui.format import format_bytes
+
+views.setup_page("GPU memory plan", "🧮",
+                 "Weights + KV-cache budget for one model on one GPU type, per GPU, as vLLM sizes it.")
+form, problems = inputs.sidebar_inputs(model="one", gpu="one")
+engine_name, engine_problems = engine.engine_selector()
+inputs.show_problems([*problems, *engine_problems])
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
+result = views.guarded(plan, model, gpu.framework_memory_bytes, form.request(), gpu_id=gpu.id,
+                       what=f"planning {form.model_id} on {gpu.name}")
+
+too_long = views.context_problem(model, form.context_len)
+if too_long:
+    st.error(too_long, icon=":material/error:")
+
+st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name}")
+st.caption(
+    f"`{model.model_id}` · {model.attention_kind} · {form.weight_dtype} weights · {result.kv_cache_dtype} KV cache"
+    f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})",
+    help=f"Framework memory source: {gpu.framework_memory_source}")
+views.verdict(result, gpu.name)
+views.seed_answer(result, model, gpu.name)
+views.plan_metrics(result)
+st.plotly_chart(charts.budget_bar(result, gpu.name), key="budget_chart")
+views.formula_panel(result, model, form)
+engine.home_engine_view(model, gpu, form, engine_name)

@@ -1,0 +1,550 @@
+"""Models and GPUs that are not in the catalog: a pasted config.json, a custom card.
+
+A user's ``config.json`` is untrusted text. It is read as JSON only (at most
+:data:`MAX_CONFIG_BYTES`), never as code: keys that name remote code
+(``auto_map``, ``trust_remote_code``) are dropped before transformers sees the
+dict, and transformers is only asked for its built-in config classes
+(``AutoConfig.for_model``), which never import a repository's files.
+
+Three readings, tried in order:
+
+1. ``model_type`` has a family adapter (:data:`model_catalog.hf_config.SUPPORTED_MODEL_TYPES`):
+   the catalog's own path, so a pasted catalog config plans exactly like the
+   catalog entry.
+2. A multimodal wrapper whose ``text_config`` has a supported ``model_type``
+   (Llava-style): the text model is planned; the vision tower is not counted.
+3. Anything else: a *generic decoder* reading of the standard keys
+   (:data:`GENERIC_REQUIRED_KEYS`, aliases in :data:`GENERIC_KEY_ALIASES`) as a
+   Llama-layout model (gated MLP, RMSNorm, no biases unless ``attention_bias`` /
+   ``mlp_bias``), or a Mixtral layout when the config names routed experts.
+   The result carries a note saying so.
+
+Design notes (assumptions):
+    1. The generic reading requires its keys explicitly instead of taking
+       transformers' Llama defaults (``intermediate_size`` 11008, ``vocab_size``
+       32000): a silent default would size a different model.
+    2. A generic MoE prices every layer as MoE with ``moe_intermediate_size``
+       (else ``intermediate_size``) experts; shared experts and dense layers of
+       the real architecture are ignored, and the note lists such keys.
+    3. Architecture keys the generic reading cannot price (MLA ranks, Mamba/SSM
+       state sizes) are listed in the note: KV for such models is likely wrong.
+    4. A custom GPU's memory is the total the framework sees
+       (``torch.cuda.mem_get_info()[1]``), the figure the catalog stores as
+       ``framework_memory_bytes``; a card labelled "24 GB" reports about 23.5 GiB.
+
+Sources: transformers ``AutoConfig.for_model`` (models/auto/configuration_auto.py);
+``PreTrainedConfig.attribute_map`` conventions for the key aliases (GPT-2
+``n_embd``/``n_layer``/``n_head``, Falcon ``num_kv_heads``, ChatGLM
+``multi_query_group_num``); DOMAIN.md section 2 for quantization formats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.model import ModelSpec
+from planner.units import GB, GiB, MiB
+
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest config.json accepted [bytes] (1 MB = 10**6 bytes); real ones are a few KB."""
+
+MAX_NAME_CHARS = 100
+"""Longest custom model or GPU name [characters]."""
+
+REMOTE_CODE_KEYS: tuple[str, ...] = ("auto_map", "trust_remote_code", "custom_pipelines")
+"""Keys that point transformers at a repository's Python files; always dropped."""
+
+GENERIC_REQUIRED_KEYS: tuple[str, ...] = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
+)
+"""Keys the generic decoder reading needs (after aliases)."""
+
+GENERIC_OPTIONAL_KEYS: tuple[str, ...] = (
+    "num_key_value_heads", "head_dim", "max_position_embeddings", "tie_word_embeddings", "sliding_window",
+    "layer_types", "attention_bias", "mlp_bias", "num_experts_per_tok", "moe_intermediate_size",
+    "torch_dtype", "dtype",
+)
+"""Keys the generic reading uses when present."""
+
+GENERIC_KEY_ALIASES: dict[str, str] = {
+    "n_embd": "hidden_size", "d_model": "hidden_size", "model_dim": "hidden_size",
+    "n_layer": "num_hidden_layers", "n_layers": "num_hidden_layers", "num_layers": "num_hidden_layers",
+    "n_head": "num_attention_heads", "n_heads": "num_attention_heads", "num_heads": "num_attention_heads",
+    "n_head_kv": "num_key_value_heads", "num_kv_heads": "num_key_value_heads",
+    "multi_query_group_num": "num_key_value_heads", "n_kv_heads": "num_key_value_heads",
+    "n_positions": "max_position_embeddings", "seq_length": "max_position_embeddings",
+    "max_sequence_length": "max_position_embeddings",
+    "n_inner": "intermediate_size", "ffn_hidden_size": "intermediate_size", "ffn_dim": "intermediate_size",
+    "padded_vocab_size": "vocab_size",
+}
+"""Other names of the standard keys (GPT-2, Falcon, ChatGLM, OPT ...) -> the standard name."""
+
+GENERIC_EXPERT_KEYS: tuple[str, ...] = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+"""Keys that give the routed expert count of an MoE layer."""
+
+GENERIC_IGNORED_ARCH_KEYS: tuple[str, ...] = (
+    "kv_lora_rank", "q_lora_rank", "n_shared_experts", "shared_expert_intermediate_size", "first_k_dense_replace",
+    "mlp_only_layers", "decoder_sparse_step", "mamba_d_state", "mamba_expand", "ssm_state_size", "state_size",
+    "linear_num_value_heads", "linear_key_head_dim", "num_kv_shared_layers", "attention_chunk_size",
+)
+"""Architecture keys the generic reading cannot price (design notes 2 and 3)."""
+
+WEIGHT_DTYPE_BY_TORCH_DTYPE: dict[str, str] = {
+    "bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "bf16": "bf16", "fp16": "fp16",
+}
+"""Unquantized checkpoints: serving dtype by config ``torch_dtype`` (fp32 is served in 16 bits)."""
+
+
+# --------------------------------------------------------------------------
+# Result types
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class CustomModel:
+    """A model read from a user's config.json (or a Hub repo, or a GGUF file).
+
+    Attributes:
+        spec: The planner's model.
+        config: The config dict that was read (remote-code keys removed).
+        reading: ``family`` (a catalog family), ``text_config`` (text model of a
+            multimodal wrapper), ``generic`` (standard keys only) or ``gguf``
+            (a GGUF header, see :mod:`model_catalog.gguf_reader`).
+        source: Where it came from: ``pasted config.json``, ``hf:ORG/NAME@SHA``,
+            ``gguf:FILE``.
+        notes: Caveats to show beside the plan.
+        weight_dtype_hint: Weight dtype that matches the checkpoint (a key of
+            ``planner.dtypes.WEIGHT_DTYPES``), or None when unknown.
+        tensors: GGUF tensor groups for the share link (name, shape, count,
+            kind, ggml type); empty for config.json models.
+    """
+
+    spec: ModelSpec
+    config: Mapping[str, Any]
+    reading: Literal["family", "text_config", "generic", "gguf"]
+    source: str
+    notes: tuple[str, ...] = ()
+    weight_dtype_hint: str | None = None
+    tensors: tuple[tuple[str, tuple[int, ...], int, str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The model id shown in plans."""
+        return self.spec.model_id
+
+
+class CustomGPU(BaseModel):
+    """A GPU the catalog lacks, with the attributes the pages read from a catalog GPU.
+
+    Attributes:
+        id: Always ``custom``.
+        name: Display name.
+        vendor: Always ``Custom``.
+        memory_value: Memory as entered, e.g. ``24``.
+        memory_unit: ``GiB``, ``GB`` or ``MiB``.
+        framework_memory_bytes: ``memory_value x unit`` [bytes], read as the
+            total the framework sees (design note 4).
+        framework_memory_basis: Always ``entered``.
+        framework_memory_source: How the figure was entered, for captions.
+        bandwidth_gb_s: Peak memory bandwidth [GB/s, 10**9 B/s].
+        price_usd_per_hour: On-demand price of one device [USD/h], optional.
+        bf16_dense_tflops: Unknown for a custom card (None).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: Literal["custom"] = "custom"
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    vendor: Literal["Custom"] = "Custom"
+    memory_value: str
+    memory_unit: Literal["GiB", "GB", "MiB"]
+    framework_memory_bytes: int = Field(gt=0, strict=True)
+    framework_memory_basis: Literal["entered"] = "entered"
+    framework_memory_source: str
+    bandwidth_gb_s: float = Field(gt=0, allow_inf_nan=False)
+    price_usd_per_hour: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    bf16_dense_tflops: None = None
+
+
+MEMORY_UNITS: dict[str, int] = {"GiB": GiB, "GB": GB, "MiB": MiB}
+"""Accepted custom-GPU memory units [bytes per unit]."""
+
+MAX_GPU_MEMORY_BYTES = 64 * 1024 * GiB
+"""Largest custom GPU memory accepted [bytes] (64 TiB): above any real device."""
+
+
+def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: float,
+               price_usd_per_hour: float | None = None) -> CustomGPU:
+    """Validate a custom GPU.
+
+    Args:
+        name: Display name (1-100 characters).
+        memory: Framework-visible memory in ``unit`` (``24``, ``"23.5"``).
+        unit: ``GiB``, ``GB`` or ``MiB``.
+        bandwidth_gb_s: Peak memory bandwidth [GB/s].
+        price_usd_per_hour: Price of one device [USD/h], or None.
+
+    Returns:
+        The validated :class:`CustomGPU`; memory is ``floor(memory x unit)`` [bytes].
+
+    Raises:
+        ValueError: naming the bad field and the accepted range.
+
+    Example:
+        ``custom_gpu("My card", 24, "GiB", 936).framework_memory_bytes == 25769803776``
+    """
+    if unit not in MEMORY_UNITS:
+        raise ValueError(f"custom GPU memory unit {unit!r} is not one of {', '.join(MEMORY_UNITS)}")
+    try:
+        amount = Decimal(str(memory).strip())
+    except InvalidOperation:
+        raise ValueError(f"custom GPU memory {memory!r} is not a number; enter e.g. 24 ({unit})") from None
+    if not amount.is_finite() or amount <= 0:
+        raise ValueError(f"custom GPU memory must be a positive number of {unit}, got {memory!r}")
+    memory_bytes = int(amount * MEMORY_UNITS[unit])
+    if not 0 < memory_bytes <= MAX_GPU_MEMORY_BYTES:
+        raise ValueError(f"custom GPU memory {memory} {unit} is outside 1 byte .. 64 TiB")
+    for label, value in (("bandwidth_gb_s", bandwidth_gb_s), ("price_usd_per_hour", price_usd_per_hour)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise ValueError(f"custom GPU {label} must be a finite number, got {value!r}")
+    try:
+        return CustomGPU(
+            name=str(name).strip() or "Custom GPU", memory_value=format(amount.normalize(), "f"),
+            memory_unit=unit,  # type: ignore[arg-type]
+            framework_memory_bytes=memory_bytes,
+            framework_memory_source=f"entered: {format(amount.normalize(), 'f')} {unit} framework-visible memory",
+            bandwidth_gb_s=float(bandwidth_gb_s),
+            price_usd_per_hour=None if price_usd_per_hour is None else float(price_usd_per_hour),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"custom GPU field '{field}': {first['msg']}") from None
+
+
+# --------------------------------------------------------------------------
+# Reading config.json text
+# --------------------------------------------------------------------------
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"config.json holds {name}, which is not valid JSON; use a number")
+
+
+def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """Parse config.json text (JSON only, nothing evaluated).
+
+    Args:
+        data: The text or raw bytes (UTF-8).
+        max_bytes: Size limit [bytes].
+
+    Returns:
+        The JSON object as a dict.
+
+    Raises:
+        ValueError: too large, not UTF-8, not JSON (with line and column), or
+            not a JSON object.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if len(raw) > max_bytes:
+        raise ValueError(
+            f"config.json is {len(raw):,} bytes; at most {max_bytes:,} bytes are accepted "
+            "(a config.json is a few KB: did you pick the weights or tokenizer file?)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError("config.json is not UTF-8 text (is it a binary file such as .safetensors?)") from None
+    if not text.strip():
+        raise ValueError("config.json is empty; paste the contents of the model's config.json")
+    try:
+        parsed = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("config.json nests too deeply to be a model config") from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f"config.json must be a JSON object ({{...}}), got a JSON {type(parsed).__name__}")
+    return parsed
+
+
+def load_config_file(path: str | Path, *, name: str | None = None) -> CustomModel:
+    """Read a config.json file from disk and plan it (the CLI's ``--config``).
+
+    Args:
+        path: The file.
+        name: Model id for the plan; defaults to the parent folder's name when
+            the file is called ``config.json``, else the file stem.
+
+    Raises:
+        ValueError: unreadable, too large, not JSON, or a config the planner
+            cannot read (the message names the file and the key).
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ValueError(f"{path}: {size:,} bytes; at most {MAX_CONFIG_BYTES:,} bytes are accepted")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    try:
+        return read_custom_config(parse_config_json(raw), name or default, source=f"file:{path.name}")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+# --------------------------------------------------------------------------
+# Reading the config dict
+# --------------------------------------------------------------------------
+def clean_name(name: str) -> str:
+    """A custom model name: trimmed, printable, at most :data:`MAX_NAME_CHARS` characters.
+
+    Raises:
+        ValueError: empty or with control characters.
+    """
+    text = str(name).strip()
+    if not text:
+        raise ValueError("the custom model needs a name, e.g. my-org/my-finetune")
+    if len(text) > MAX_NAME_CHARS or not text.isprintable():
+        raise ValueError(f"custom model name must be 1-{MAX_NAME_CHARS} printable characters, got {text[:40]!r}...")
+    return text
+
+
+def strip_remote_code(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The config without keys that name remote code (top level and ``text_config``).
+
+    Returns:
+        ``(config, dropped key names)``.
+    """
+    dropped: list[str] = []
+    config = {}
+    for key, value in raw.items():
+        if key in REMOTE_CODE_KEYS:
+            dropped.append(key)
+        elif key == "text_config" and isinstance(value, Mapping):
+            inner, inner_dropped = strip_remote_code(value)
+            dropped += [f"text_config.{k}" for k in inner_dropped]
+            config[key] = inner
+        else:
+            config[key] = value
+    return config, tuple(dropped)
+
+
+def weight_dtype_hint(config: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The weight dtype that matches the checkpoint, from ``quantization_config`` or ``torch_dtype``.
+
+    Returns:
+        ``(dtype or None, explanation)``; dtype is a key of
+        ``planner.dtypes.WEIGHT_DTYPES``.
+
+    Sources: quant_method names of transformers' quantizers
+    (transformers/utils/quantization_config.py: GPTQ/AWQ ``bits``, FP8
+    ``fp8``, ``mxfp4``, bitsandbytes ``load_in_4bit``/``load_in_8bit``,
+    compressed-tensors ``config_groups.*.weights.num_bits/type``).
+    """
+    quant = config.get("quantization_config")
+    if isinstance(quant, Mapping):
+        method = str(quant.get("quant_method", "")).lower()
+        bits = quant.get("bits") or quant.get("w_bit")
+        if method in ("gptq", "awq", "autoround", "auto-round") and bits in (4, 8):
+            return ("int4" if bits == 4 else "int8"), f"quantization_config: {method} {bits}-bit"
+        if method in ("fp8", "fbgemm_fp8"):
+            return "fp8", f"quantization_config: {method}"
+        if method == "mxfp4":
+            return "mxfp4", "quantization_config: mxfp4"
+        if method == "bitsandbytes":
+            if quant.get("load_in_4bit"):
+                return "int4", "quantization_config: bitsandbytes 4-bit (NF4/FP4 is about 4.1-4.5 bits; int4 is close)"
+            if quant.get("load_in_8bit"):
+                return "int8", "quantization_config: bitsandbytes 8-bit"
+        if method == "compressed-tensors":
+            for group in (quant.get("config_groups") or {}).values():
+                weights = group.get("weights") if isinstance(group, Mapping) else None
+                if isinstance(weights, Mapping):
+                    num_bits, kind = weights.get("num_bits"), weights.get("type")
+                    if num_bits == 8:
+                        return ("fp8" if kind == "float" else "int8"), f"quantization_config: compressed-tensors {kind} 8-bit"
+                    if num_bits == 4 and kind == "int":
+                        return "int4", "quantization_config: compressed-tensors int 4-bit"
+        return None, f"quantization_config {method or '(no quant_method)'} has no matching weight dtype here; pick one"
+    torch_dtype = config.get("torch_dtype") or config.get("dtype")
+    if isinstance(torch_dtype, str) and torch_dtype in WEIGHT_DTYPE_BY_TORCH_DTYPE:
+        return WEIGHT_DTYPE_BY_TORCH_DTYPE[torch_dtype], f"torch_dtype {torch_dtype}"
+    return None, "config states no torch_dtype or quantization_config"
+
+
+def _require_positive_int(config: Mapping[str, Any], key: str, example: str) -> int:
+    value = config.get(key)
+    if value is None:
+        raise ValueError(f"config key '{key}' is missing; expected a positive integer ({example})")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config key '{key}' is {value!r}; expected a positive integer ({example})")
+    return value
+
+
+_EXAMPLES = {
+    "hidden_size": "the model width, e.g. 4096",
+    "num_hidden_layers": "decoder layers, e.g. 32",
+    "num_attention_heads": "query heads, e.g. 32",
+    "intermediate_size": "the MLP width, e.g. 14336",
+    "vocab_size": "tokens in the vocabulary, e.g. 128256",
+    "num_key_value_heads": "KV heads, e.g. 8 (equal to num_attention_heads for MHA)",
+    "head_dim": "per-head width, e.g. 128",
+    "max_position_embeddings": "longest context in tokens, e.g. 131072",
+    "num_experts_per_tok": "experts per token, e.g. 2",
+    "moe_intermediate_size": "one expert's MLP width, e.g. 1408",
+    "sliding_window": "window in tokens, e.g. 4096",
+}
+
+
+def generic_config(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Map a config of unknown ``model_type`` onto a Llama (or Mixtral) config dict.
+
+    Args:
+        raw: The config.json dict (remote-code keys already removed).
+
+    Returns:
+        ``(config for transformers' llama/mixtral class, notes)``.
+
+    Raises:
+        ValueError: a required key is missing or not a positive integer; the
+            message names it and gives an example value.
+    """
+    source = dict(raw)
+    notes: list[str] = []
+    for alias, standard in GENERIC_KEY_ALIASES.items():
+        if alias in source and standard not in source:
+            source[standard] = source[alias]
+            notes.append(f"read '{alias}' as '{standard}'")
+    config: dict[str, Any] = {}
+    for key in GENERIC_REQUIRED_KEYS:
+        config[key] = _require_positive_int(source, key, _EXAMPLES[key])
+    for key in ("num_key_value_heads", "head_dim", "max_position_embeddings"):
+        if source.get(key) is not None:
+            config[key] = _require_positive_int(source, key, _EXAMPLES[key])
+    for key in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
+        if key in source:
+            if not isinstance(source[key], bool):
+                raise ValueError(f"config key '{key}' is {source[key]!r}; expected true or false")
+            config[key] = source[key]
+    for key in ("torch_dtype", "dtype"):
+        if isinstance(source.get(key), str):
+            config["torch_dtype"] = source[key]
+            break
+    window = source.get("sliding_window")
+    if window is not None and source.get("use_sliding_window", True) is not False:
+        config["sliding_window"] = _require_positive_int(source, "sliding_window", _EXAMPLES["sliding_window"])
+    if source.get("layer_types") is not None:
+        layer_types = source["layer_types"]
+        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+            raise ValueError("config key 'layer_types' must be a list of strings such as \"full_attention\"")
+        config["layer_types"] = list(layer_types)
+    experts_key = next((k for k in GENERIC_EXPERT_KEYS if isinstance(source.get(k), int) and source[k] > 1), None)
+    model_type = "llama"
+    if experts_key is not None:
+        model_type = "mixtral"
+        config["num_local_experts"] = source[experts_key]
+        config["num_experts_per_tok"] = _require_positive_int(source, "num_experts_per_tok",
+                                                              _EXAMPLES["num_experts_per_tok"])
+        if source.get("moe_intermediate_size") is not None:
+            config["intermediate_size"] = _require_positive_int(source, "moe_intermediate_size",
+                                                                _EXAMPLES["moe_intermediate_size"])
+        if config.get("attention_bias") or config.get("mlp_bias"):
+            notes.append("biases are not counted in the generic MoE reading")
+        notes.append(f"MoE read from '{experts_key}': every layer holds {config['num_local_experts']} experts of "
+                      f"width {config['intermediate_size']:,}")
+    ignored = [k for k in GENERIC_IGNORED_ARCH_KEYS if source.get(k) not in (None, 0, [], False)]
+    if ignored:
+        notes.append("ignored architecture keys the generic reading cannot price: " + ", ".join(ignored)
+                     + " (KV cache and parameters may be off)")
+    config["model_type"] = model_type
+    return config, tuple(notes)
+
+
+def _text_config_reading(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``text_config`` of a multimodal wrapper when its model_type has an adapter."""
+    from model_catalog.hf_config import SUPPORTED_MODEL_TYPES
+
+    text = raw.get("text_config")
+    if not isinstance(text, Mapping) or text.get("model_type") not in SUPPORTED_MODEL_TYPES:
+        return None
+    config = dict(text)
+    for key in ("torch_dtype", "dtype"):
+        if key not in config and isinstance(raw.get(key), str):
+            config[key] = raw[key]
+    return config
+
+
+def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
+                       source: str = "pasted config.json") -> CustomModel:
+    """Plan any config.json safely (module docstring: three readings).
+
+    Args:
+        raw: config.json as a dict (e.g. from :func:`parse_config_json`).
+        name: Model id for the plan (a repo id, or any name).
+        source: Where it came from, for captions and share links.
+
+    Returns:
+        The :class:`CustomModel`; ``reading`` says which reading applied.
+
+    Raises:
+        ValueError: a missing or bad key (named, with the expected value), an
+            encoder-decoder model, or a config transformers' class rejects.
+
+    Example:
+        ``read_custom_config(json.loads(text), "my-org/my-llama").spec.num_parameters``
+    """
+    from model_catalog.hf_config import SUPPORTED_MODEL_TYPES, model_spec_from_config
+
+    name = clean_name(name)
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"config.json must be a JSON object, got {type(raw).__name__}")
+    config, dropped = strip_remote_code(raw)
+    notes: list[str] = []
+    if dropped:
+        notes.append(f"ignored {', '.join(dropped)}: remote code is never loaded or run")
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise ValueError("config key 'model_type' is missing; expected a string such as \"llama\" "
+                         "(copy the whole config.json)")
+    if not isinstance(model_type, str) or not model_type:
+        raise ValueError(f"config key 'model_type' is {model_type!r}; expected a string such as \"llama\"")
+    if config.get("is_encoder_decoder") is True:
+        raise ValueError(f"config key 'is_encoder_decoder' is true ({model_type!r}); only decoder-only "
+                         "language models are planned")
+    hint, hint_reason = weight_dtype_hint(config)
+    if model_type in SUPPORTED_MODEL_TYPES:
+        spec = model_spec_from_config(config, name)
+        return CustomModel(spec=spec, config=config, reading="family", source=source, notes=tuple(notes),
+                           weight_dtype_hint=hint)
+    text_config = _text_config_reading(config)
+    if text_config is not None:
+        spec = model_spec_from_config(text_config, name)
+        notes.append(f"model_type {model_type!r} wraps a {text_config['model_type']!r} text model: only the "
+                     "text model is planned (vision/audio towers are not counted)")
+        return CustomModel(spec=replace(spec, model_type=f"{model_type}/{spec.model_type}"), config=config,
+                           reading="text_config", source=source, notes=tuple(notes), weight_dtype_hint=hint)
+    try:
+        generic, generic_notes = generic_config(config)
+    except ValueError as exc:
+        raise ValueError(f"{name}: model_type {model_type!r} has no adapter here, so the standard keys are "
+                         f"read: {exc}") from None
+    spec = model_spec_from_config(generic, name)
+    notes.insert(0, f"model_type {model_type!r} has no adapter here: read as a generic "
+                    f"{'Mixtral-style MoE' if generic['model_type'] == 'mixtral' else 'Llama-style'} decoder from "
+                    "the standard keys; parameter counts are an estimate")
+    notes.extend(generic_notes)
+    return CustomModel(spec=replace(spec, model_type=model_type), config=config, reading="generic",
+                       source=source, notes=tuple(notes), weight_dtype_hint=hint)
+
+
+def hint_text(model: CustomModel) -> str:
+    """One line on the weight dtype the checkpoint suggests, for the panel."""
+    hint, reason = weight_dtype_hint(model.config)
+    return f"weights look like {hint} ({reason})" if hint else reason

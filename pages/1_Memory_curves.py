@@ -1,0 +1,37 @@
+"""Memory per GPU against context length for up to six models, with GPU capacity lines."""
+
+import streamlit as st
+
+from planner.sweep import memory_curve
+from ui import catalog, charts, data, inputs, views
+
+views.setup_page("Memory vs context length", "📈",
+                 "Weights + overhead + KV cache per GPU as the context grows; dashed lines are each GPU's "
+                 "usable memory (utilization x framework memory).")
+form, problems = inputs.sidebar_inputs(
+    model="many", gpu="many",
+    default_models=("meta-llama/Meta-Llama-3-8B", "meta-llama/Llama-2-7b-hf", "Qwen/Qwen2.5-7B",
+                     "mistralai/Mistral-7B-v0.1"),
+    default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-h100-sxm-80gb"),
+    numbers=("num_gpus", "batch_size", "gpu_memory_utilization"), advanced=("overhead_gib",))
+inputs.show_problems(problems)
+views.require(form.model_ids, "model")
+views.require(form.gpu_ids, "GPU")
+
+models = [views.guarded(catalog.model_spec, m, what=f"loading {m}") for m in form.model_ids]
+gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
+request = form.request()
+contexts = data.curve_contexts(models)
+curves = {m.model_id: views.guarded(memory_curve, m, request, data.within_limit(contexts, m),
+                                    what=f"sweeping {m.model_id}") for m in models}
+grid = views.guarded(data.plan_grid, models, gpus, request, what="planning every model on every GPU")
+capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for g in gpus]
+
+st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size), key="memory_chart")
+st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
+           "sliding windows and recurrent states applied. Hover for GiB and exact bytes.")
+
+st.subheader(f"Longest context that fits, batch {form.batch_size}")
+st.dataframe(data.fit_table(grid, models, gpus), hide_index=True, key="fit_table")
+st.caption("After weights, the activation/runtime overhead and the utilization cap; open a model on the Home "
+           "page for the full breakdown.")

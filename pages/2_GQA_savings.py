@@ -1,0 +1,45 @@
+"""What grouped-query (and multi-query, latent) attention saves: KV per token and users per GPU."""
+
+import streamlit as st
+
+from planner.budget import plan
+from planner.kv import attention_variants
+from ui import catalog, charts, data, inputs, views
+from ui.format import format_tokens
+
+views.setup_page("GQA savings", "🗜️",
+                 "The chosen model rebuilt as MHA, GQA (as built), MQA, or with MLA's latent: KV cache per token "
+                 "and how many sequences one GPU holds.")
+form, problems = inputs.sidebar_inputs(model="one", gpu="one")
+inputs.show_problems(problems)
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
+too_long = views.context_problem(model, form.context_len)
+if too_long:
+    st.error(too_long, icon=":material/error:")
+variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
+plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, form.request(), gpu_id=gpu.id,
+                           what=f"planning the {v.name} variant")) for v in variants]
+rows = data.variant_rows(plans)
+
+st.subheader(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence")
+st.caption(f"`{model.model_id}` is built with {model.attention_kind}; weights {form.weight_dtype}, "
+           f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica.")
+views.variant_metrics(plans)
+left, right = st.columns(2)
+left.plotly_chart(charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",
+                                      "bytes per token"), key="kv_chart")
+right.plotly_chart(charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
+                                       "Max concurrent sequences per GPU", "sequences"), key="users_chart")
+st.dataframe(rows, hide_index=True, key="variant_table",
+             column_order=("Variant", "As built", "KV heads", "KV per token", "KV per sequence",
+                           "Max concurrent sequences", "Max context", "Design"))
+st.caption("Only the attention's KV heads change between variants; layers, windows, weights and overhead stay "
+           "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
+
+st.subheader("Across the catalog: KV cache per token vs parameters")
+st.plotly_chart(charts.kv_vs_params(data.catalog_kv_rows(form.weight_dtype, form.kv_cache_dtype),
+                                    highlight=model.model_id), key="catalog_chart")
+st.caption(f"KV dtype {form.kv_cache_dtype} (auto = each model's compute dtype with {form.weight_dtype} "
+           "weights). Every KV-holding layer counted, windows not applied; the ringed point is the chosen model.")

@@ -1,0 +1,38 @@
+"""Max concurrent sequences against context length for several GPUs, with a CSV table."""
+
+import streamlit as st
+
+from ui import catalog, charts, data, inputs, views
+
+views.setup_page("Concurrency", "👥",
+                 "How many sequences of a given length fit in each GPU's KV budget (one model replica, "
+                 "paged in whole blocks).")
+form, problems = inputs.sidebar_inputs(
+    model="one", gpu="many",
+    default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-a100-sxm-80gb", "nvidia-h100-sxm-80gb",
+                  "nvidia-h200-sxm"),
+    numbers=("num_gpus", "gpu_memory_utilization"), advanced=("block_size", "overhead_gib"))
+inputs.show_problems(problems)
+views.require(form.gpu_ids, "GPU")
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
+request = form.request()
+contexts = data.within_limit(data.curve_contexts([model]), model)
+series = views.guarded(data.concurrency_series, model, gpus, request, contexts, what="sweeping the GPUs")
+views.no_fit_warnings(series, model.model_id)
+
+st.subheader(f"{model.display_name}, {form.weight_dtype} weights, KV cache dtype {form.kv_cache_dtype}")
+st.plotly_chart(charts.concurrency_lines(contexts, series), key="concurrency_chart")
+st.caption("GPUs with the same framework memory draw the same line (A100 80GB and H100 80GB, for example); "
+           "hover or use the table. Flat tails are sliding-window or recurrent layers that stop growing.")
+
+st.subheader("Max concurrent sequences by context length")
+columns = data.table_contexts(model)
+table = data.concurrency_table(
+    views.guarded(data.concurrency_series, model, gpus, request, columns, what="tabulating"), gpus, columns)
+st.dataframe(table, hide_index=True, key="concurrency_table")
+st.download_button("Download CSV", table.to_csv(index=False), file_name="max_concurrent_sequences.csv",
+                   mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
+st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
+           "overhead. Columns stop at the model's max_position_embeddings.")

@@ -1,0 +1,24 @@
+"""Searchable tables of the model and GPU catalogs, with sources."""
+
+import streamlit as st
+
+from ui import data, views
+
+views.setup_page("Catalog", "📚",
+                 "Every model and GPU the planner knows, with where each figure comes from.")
+query = st.text_input("Search models and GPUs (id or name)", key="search", bind="query-params",
+                      placeholder="e.g. llama 70b, h100, mi300")
+
+st.subheader("Models")
+models = data.search(data.model_table(), query)
+st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
+st.caption(f"{len(models)} models. Parameters count all experts; attention kind from num_key_value_heads "
+           "(MLA when the model caches a latent).")
+
+st.subheader("GPUs")
+gpus = data.search(data.gpu_table(), query, columns=("id", "name", "vendor"))
+st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
+st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the base of "
+           "gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
+if models.empty and gpus.empty:
+    st.warning(f"Nothing matches “{query}”. Clear the search box to see every entry.")

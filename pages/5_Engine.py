@@ -1,0 +1,55 @@
+"""What a serving engine allocates and prints: per-rank budget, its own figures, launch command, log check."""
+
+import streamlit as st
+
+from planner.engines import plan_engine
+from ui import catalog, engine, inputs, views
+
+views.setup_page("Engine", "⚙️",
+                 "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
+                 "per GPU, and the lines it would print. Paste a startup log to compare.")
+form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=())
+knobs, more = engine.engine_inputs()
+problems.extend(more)
+inputs.show_problems(problems)
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
+request = views.guarded(engine.engine_request, form, knobs, gpu.name, what="reading the engine inputs")
+result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
+                       what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
+
+st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}")
+st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_size} × pipeline "
+           f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = {result.num_gpus} GPUs · "
+           f"{result.weight_dtype} weights · {result.kv_cache_dtype} KV cache")
+engine.engine_verdict(result)
+engine.engine_metrics(result)
+
+left, right = st.columns(2)
+left.markdown("**The engine would print**")
+left.code("\n".join(result.engine_log_lines), language="text")
+right.markdown("**Launch command**")
+right.code(result.launch_command, language="bash", wrap_lines=True)
+
+st.subheader("Per-GPU budget, by pipeline stage")
+st.dataframe(engine.rank_rows(result), hide_index=True, key="rank_table")
+st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured one (paste a log below, or set "
+           "the engine's available KV memory in the sidebar). The engine keeps the fewest blocks over all GPUs. "
+           "Sources: ENGINES.md; vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
+           "llama.cpp llama-kv-cache.cpp.")
+
+st.subheader("Check against your engine's startup log")
+text = st.text_area("Paste the startup log (vLLM, SGLang, llama.cpp, TensorRT-LLM or TGI)", key="engine_log",
+                    height=180, help="Lines such as 'Available KV cache memory: X GiB', 'GPU KV cache size: N "
+                                     "tokens', 'KV Cache is allocated. #tokens: N', 'llama_kv_cache: size = ...'.")
+if text.strip():
+    view = views.guarded(engine.log_view, text, model, gpu.framework_memory_bytes, request, result,
+                         what="reading the log")
+    engine.log_message(view, result.engine)
+    if view.rows:
+        st.markdown("**Estimate vs engine log, line by line**")
+        st.dataframe(engine.reconcile_rows(view.rows), hide_index=True, key="reconcile_table")
+    if view.plans:
+        st.markdown("**Re-planned with what the log measured**")
+        st.dataframe(engine.replan_rows(view.plans), hide_index=True, key="replan_table")

@@ -1,0 +1,97 @@
+"""Real traffic, not worst case: naive vs paged vs prefix-cached KV, length distributions, sampling,
+KV quantization and swap, for one model on one GPU type."""
+
+import streamlit as st
+
+from ui import catalog, inputs, traffic, views
+from ui.format import format_bytes, format_tokens
+
+views.setup_page("Allocation", "🧱",
+                 "How the KV cache is handed out decides how many users fit: naive reservation of max_model_len "
+                 "vs PagedAttention blocks vs shared prefixes, under your traffic.")
+form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "gpu_memory_utilization"),
+                                       advanced=("block_size", "overhead_gib"))
+alloc, more = traffic.number_inputs("Allocation", ("max_model_len", "mean_len", "prefix_len", "prefix_hit_fraction"))
+problems.extend(more)
+load, more = traffic.number_inputs(
+    "Traffic (Monte-Carlo)", ("users", "prompt_len", "prompt_p95", "output_len", "output_p95", "seed"),
+    defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500})
+problems.extend(more)
+extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_space_gib", "host_link_gb_s"),
+                                    expanded=False)
+problems.extend(more)
+upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv",
+                                  help="One column of total tokens, or prompt_len,output_len (header optional).")
+inputs.show_problems(problems)
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
+csv_text = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")
+workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
+                         load["output_p95"], alloc["max_model_len"], csv_text, what="building the workload")
+view = views.guarded(
+    traffic.allocation_view, model, gpu, form.request(context_len=alloc["max_model_len"]),
+    mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
+    workload=workload, users=load["users"], seed=load["seed"], num_samples=extra["num_samples"],
+    swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"],
+    what=f"comparing allocations for {form.model_id} on {gpu.name}")
+c = view.comparison
+
+st.subheader(f"{model.display_name} on {gpu.name}: naive vs paged vs paged + prefix")
+too_long = views.context_problem(model, alloc["max_model_len"])
+if too_long:
+    st.error(too_long, icon=":material/error:")
+for note in c.notes:
+    st.warning(note, icon=":material/warning:")
+traffic.metrics_row(traffic.allocation_metric_values(view))
+left, right = st.columns(2)
+left.plotly_chart(traffic.allocation_bars(c), key="allocation_bars")
+right.plotly_chart(traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
+st.dataframe(traffic.allocation_rows(c), hide_index=True, key="allocation_table")
+sentence = traffic.slice_text(view)
+if sentence:
+    st.markdown(sentence)
+st.caption("Naive: each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len. "
+           "Paged: blocks of block_size tokens on demand, waste under one block per sequence. Prefix: requests "
+           "sharing a prefix store its full blocks once. Per GPU, KV budget from the plan. Sources: Kwon et al., "
+           "SOSP 2023 (PagedAttention); DOMAIN.md section 4.")
+
+st.subheader("Your traffic: how many users fit, and how often they overflow")
+st.caption(workload.describe())
+if view.simulation is None:
+    st.warning("The KV budget holds not even one short request: fix the plan first (more GPUs, smaller weights).",
+               icon=":material/warning:")
+else:
+    traffic.metrics_row(traffic.simulation_metric_values(view))
+    st.plotly_chart(traffic.preemption_chart(view.simulation, load["users"]), key="preemption_chart")
+    st.caption(f"Seeded Monte-Carlo ({view.simulation.num_trials} trials, seed {view.simulation.seed}): requests "
+               "drawn from the distribution are admitted in order, each paged in whole blocks and sized for its "
+               "last token, until the KV budget runs out. Past that point vLLM preempts a request.")
+
+st.subheader("Prefix caching")
+if view.prefix is None:
+    st.info("Set a shared prefix (system prompt or document) in the sidebar to see what storing it once saves.",
+            icon=":material/info:")
+else:
+    traffic.metrics_row(traffic.prefix_metric_values(view.prefix))
+    st.caption("Saving = (requests hitting the prefix − 1) × ⌊prefix / block_size⌋ × block_size × KV per "
+               "token. Sources: vLLM automatic prefix caching (full blocks only); DOMAIN.md section 4.")
+
+st.subheader(f"Parallel sampling / beam search: {view.sampling.num_samples} outputs per prompt")
+traffic.metrics_row(traffic.sampling_metric_values(view.sampling))
+st.plotly_chart(traffic.sampling_bars(view.sampling), key="sampling_chart")
+st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
+           f"{format_tokens(view.sampling.output_len)} output. Without paging each sample keeps a full cache; "
+           "with paging the prompt's full blocks are shared copy-on-write (Kwon et al. 2023, section 4.4).")
+
+st.subheader(f"KV-cache quantization at {format_tokens(alloc['mean_len'])} per sequence")
+st.plotly_chart(traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
+st.dataframe(traffic.kv_dtype_rows(view.kv_dtypes), hide_index=True, key="kv_dtype_table")
+st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "
+           "vLLM docs, Quantized KV Cache; Liu et al. 2024 (KIVI); Hooper et al. 2024 (KVQuant).")
+
+st.subheader("Swap / offload to CPU memory")
+traffic.metrics_row(traffic.swap_metric_values(view.swap))
+st.caption(f"Host memory per GPU {format_bytes(view.swap.cpu_swap_bytes)}. Swapping parks preempted sequences "
+           "without losing their KV; vLLM V1 recomputes by default and offers CPU offloading "
+           "(--kv-offloading-size). Sources: vLLM docs, Optimization and Tuning; Kwon et al. 2023, section 4.5.")

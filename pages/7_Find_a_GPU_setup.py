@@ -1,0 +1,72 @@
+"""Reverse planner: the cheapest GPU setups that hold N concurrent users, with launch commands, and a
+roofline throughput / cost estimate for the best one."""
+
+import streamlit as st
+
+from ui import catalog, inputs, traffic, views
+
+views.setup_page("Find a GPU setup", "🔎",
+                 "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
+                 "size x KV dtype that holds them, ranked by catalog price per hour.")
+form, problems = inputs.sidebar_inputs(model="one", gpu=None, dtypes=False, numbers=(),
+                                       advanced=("gpu_memory_utilization", "block_size", "overhead_gib"))
+weight_dtype, kv_cache_dtypes, more = traffic.find_dtype_inputs()
+problems.extend(more)
+load, more = traffic.number_inputs(
+    "Users and lengths", ("users", "prompt_len", "output_len", "prompt_p95", "output_p95", "max_model_len"),
+    defaults={"max_model_len": None})
+problems.extend(more)
+limits, more = traffic.number_inputs("Search limits", ("max_gpus", "max_tpot_ms", "preemption_probability", "seed"))
+problems.extend(more)
+upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv",
+                                  help="One column of total tokens, or prompt_len,output_len (header optional).")
+inputs.show_problems(problems)
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+csv_text = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")
+workload = views.guarded(traffic.fixed_or_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
+                         load["output_p95"], load["max_model_len"], csv_text, what="building the workload")
+request = views.guarded(
+    traffic.find_request, users=load["users"], workload=workload, max_gpus=limits["max_gpus"],
+    kv_cache_dtypes=kv_cache_dtypes, weight_dtype=weight_dtype, max_tpot_ms=limits["max_tpot_ms"],
+    gpu_memory_utilization=form.gpu_memory_utilization, block_size=form.block_size, overhead_gib=form.overhead_gib,
+    preemption_probability=limits["preemption_probability"], seed=limits["seed"], what="reading the inputs")
+result = views.guarded(traffic.run_find, model, catalog.gpus().values(), request,
+                       what=f"searching setups for {model.model_id}")
+
+st.subheader(f"{model.display_name}: {load['users']:,} users")
+st.caption(workload.describe())
+if result.fits:
+    st.success(traffic.best_text(result), icon=":material/check_circle:")
+else:
+    st.warning(traffic.nothing_fits_text(result, limits["max_gpus"]), icon=":material/warning:")
+for note in result.notes:
+    st.info(note, icon=":material/info:")
+table = traffic.find_rows(result)
+st.dataframe(table, hide_index=True, key="setups_table",
+             column_config={"USD per hour": st.column_config.NumberColumn("USD per hour", format="$%.2f"),
+                            "Launch command": st.column_config.TextColumn("Launch command", width="large")})
+st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_setups.csv", mime="text/csv",
+                   key="download_setups", icon=":material/download:", on_click="ignore")
+best = traffic.shown_setup(result)
+if best is not None:
+    st.markdown("Launch command for the first row:")
+    st.code(best.launch_command, language="bash", wrap_lines=True)
+st.caption("Budget per GPU = utilization x framework memory - weights - overhead (as on the Home page); each "
+           "replica holds ceil(users / replicas) sequences of prompt + output tokens in whole blocks. Margin = "
+           "share of the KV budget left at that load. Prices: model_catalog/gpus.json (each with its source).")
+
+if best is not None:
+    gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")
+    estimate = views.guarded(traffic.setup_throughput, model, gpu, best, request, workload,
+                             what="estimating throughput")
+    st.subheader(f"Throughput and cost on {best.num_gpus} x {gpu.name} (one replica, tensor parallel "
+                 f"{best.tensor_parallel_size})")
+    st.warning(f"**Upper-bound estimate** ({estimate.label}). {estimate.formula}.", icon=":material/speed:")
+    st.plotly_chart(traffic.throughput_chart(estimate), key="throughput_chart")
+    st.dataframe(traffic.throughput_rows(estimate), hide_index=True, key="throughput_table")
+    for note in estimate.notes:
+        st.info(note, icon=":material/info:")
+    st.caption("Decode reads every weight once per step plus each running sequence's KV (at the mean decode "
+               "context); prefill costs 2 x active parameters FLOPs per token. Sources: DOMAIN.md section 4; "
+               "Pope et al., MLSys 2023; Williams et al., Roofline, CACM 2009.")

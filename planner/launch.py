@@ -1,0 +1,201 @@
+"""Ready-to-run launch commands that reproduce a planned capacity.
+
+One small function per engine turns a :class:`LaunchSpec` into a shell command
+with the engine's own flag names. Flags that carry the plan's capacity
+(parallelism, context length, memory fraction, KV dtype, batch limits) are
+always written out, so the command yields the planned numbers even where the
+engine's defaults change between versions.
+
+Sources (flag names): vLLM ``vllm serve --help`` (vllm/engine/arg_utils.py);
+SGLang python/sglang/srt/server_args.py; llama.cpp common/arg.cpp
+(``-c``, ``-np``, ``-ctk``, ``-ctv``, ``-ub``, ``-kvu``, ``--swa-full``, ``-fa``);
+TensorRT-LLM ``trtllm-serve`` (tensorrt_llm/commands/serve.py); TGI
+``text-generation-launcher`` (launcher/src/main.rs).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+VLLM_KV_DTYPES: dict[str, str] = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
+SGLANG_KV_DTYPES: dict[str, str] = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8_e4m3"}
+LLAMACPP_KV_TYPES: dict[str, str] = {"auto": "f16", "fp32": "f32", "fp16": "f16", "bf16": "bf16",
+                                     "q8_0": "q8_0", "q4_0": "q4_0"}
+TRTLLM_KV_DTYPES: dict[str, str] = {"auto": "auto", "fp8": "fp8", "int8": "int8"}
+TGI_KV_DTYPES: dict[str, str] = {"fp8": "fp8_e4m3fn"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    """What a launch command must pin down.
+
+    Attributes:
+        engine: Profile id (``vllm``, ``vllm-v0.10``, ``sglang``, ``llama.cpp``, ...).
+        family: Engine family of the profile.
+        model_id: Hugging Face repo id (llama.cpp: the GGUF file is named after it).
+        tensor_parallel_size, pipeline_parallel_size, data_parallel_size: Layout.
+        max_model_len: Context per request (llama.cpp: ``n_ctx`` in all) [tokens].
+        gpu_memory_utilization: Memory fraction (None when the engine has none).
+        kv_cache_dtype: Planner KV dtype name.
+        max_num_seqs: Sequences per step / slots.
+        max_num_batched_tokens: Profile-pass tokens, written when the user set them.
+        block_size: Block size, written when the user set it.
+        attention_backend: Written when the user set it.
+        n_ubatch, kv_unified, swa_full: llama.cpp knobs.
+    """
+
+    engine: str
+    family: str
+    model_id: str
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_model_len: int
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str = "auto"
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    attention_backend: str | None = None
+    n_ubatch: int = 512
+    kv_unified: bool = False
+    swa_full: bool = False
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(shlex.quote(p) if p and not p.startswith("-") and " " in p else p for p in parts)
+
+
+def _fraction(value: float | None) -> str:
+    return f"{value:g}" if value is not None else ""
+
+
+def vllm_command(spec: LaunchSpec) -> str:
+    """``vllm serve MODEL --tensor-parallel-size ... --max-num-seqs ...``."""
+    parts = ["vllm", "serve", spec.model_id,
+             "--tensor-parallel-size", str(spec.tensor_parallel_size)]
+    if spec.pipeline_parallel_size > 1:
+        parts += ["--pipeline-parallel-size", str(spec.pipeline_parallel_size)]
+    if spec.data_parallel_size > 1:
+        parts += ["--data-parallel-size", str(spec.data_parallel_size)]
+    parts += ["--max-model-len", str(spec.max_model_len),
+              "--gpu-memory-utilization", _fraction(spec.gpu_memory_utilization),
+              "--kv-cache-dtype", VLLM_KV_DTYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype),
+              "--max-num-seqs", str(spec.max_num_seqs)]
+    if spec.max_num_batched_tokens is not None:
+        parts += ["--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
+    if spec.block_size is not None:
+        parts += ["--block-size", str(spec.block_size)]
+    command = _join(parts)
+    if spec.attention_backend:
+        command = f"VLLM_ATTENTION_BACKEND={spec.attention_backend.upper()} {command}"
+    if spec.engine == "vllm-v0":
+        command = f"VLLM_USE_V1=0 {command}"
+    return command
+
+
+def sglang_command(spec: LaunchSpec) -> str:
+    """``python -m sglang.launch_server --model-path ... --tp ... --mem-fraction-static ...``."""
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", spec.model_id,
+             "--tp", str(spec.tensor_parallel_size)]
+    if spec.pipeline_parallel_size > 1:
+        parts += ["--pp-size", str(spec.pipeline_parallel_size)]
+    if spec.data_parallel_size > 1:
+        parts += ["--dp", str(spec.data_parallel_size)]
+    parts += ["--context-length", str(spec.max_model_len)]
+    if spec.gpu_memory_utilization is not None:
+        parts += ["--mem-fraction-static", _fraction(spec.gpu_memory_utilization)]
+    parts += ["--kv-cache-dtype", SGLANG_KV_DTYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype),
+              "--max-running-requests", str(spec.max_num_seqs)]
+    if spec.max_num_batched_tokens is not None:
+        parts += ["--chunked-prefill-size", str(spec.max_num_batched_tokens)]
+    if spec.block_size is not None:
+        parts += ["--page-size", str(spec.block_size)]
+    return _join(parts)
+
+
+def llamacpp_command(spec: LaunchSpec) -> str:
+    """``llama-server -m MODEL.gguf -c N_CTX -np SLOTS -ctk T -ctv T ...``.
+
+    Quantized V needs flash attention, so ``-fa on`` is added for q8_0 / q4_0.
+    """
+    kv = LLAMACPP_KV_TYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype)
+    gguf = spec.model_id.rsplit("/", 1)[-1] + ".gguf"
+    parts = ["llama-server", "-m", gguf, "-c", str(spec.max_model_len), "-np", str(spec.max_num_seqs),
+             "-ctk", kv, "-ctv", kv, "-ub", str(spec.n_ubatch), "-ngl", "999"]
+    if kv.startswith("q"):
+        parts += ["-fa", "on"]
+    if spec.kv_unified:
+        parts.append("-kvu")
+    if spec.swa_full:
+        parts.append("--swa-full")
+    devices = spec.tensor_parallel_size * spec.pipeline_parallel_size
+    if devices > 1:
+        parts += ["-sm", "layer", "-ts", ",".join(["1"] * devices)]
+    return _join(parts)
+
+
+def trtllm_command(spec: LaunchSpec) -> str:
+    """``trtllm-serve MODEL --tp_size ... --kv_cache_free_gpu_memory_fraction ...``."""
+    parts = ["trtllm-serve", spec.model_id, "--tp_size", str(spec.tensor_parallel_size),
+             "--pp_size", str(spec.pipeline_parallel_size), "--max_seq_len", str(spec.max_model_len),
+             "--max_batch_size", str(spec.max_num_seqs)]
+    if spec.gpu_memory_utilization is not None:
+        parts += ["--kv_cache_free_gpu_memory_fraction", _fraction(spec.gpu_memory_utilization)]
+    if spec.max_num_batched_tokens is not None:
+        parts += ["--max_num_tokens", str(spec.max_num_batched_tokens)]
+    command = _join(parts)
+    if spec.kv_cache_dtype != "auto":
+        command += f"  # plus kv_cache_config: {{dtype: {TRTLLM_KV_DTYPES[spec.kv_cache_dtype]}}} in --extra_llm_api_options"
+    return command
+
+
+def tgi_command(spec: LaunchSpec) -> str:
+    """``text-generation-launcher --model-id ... --num-shard ... --max-total-tokens ...``."""
+    parts = ["text-generation-launcher", "--model-id", spec.model_id,
+             "--num-shard", str(spec.tensor_parallel_size),
+             "--max-total-tokens", str(spec.max_model_len),
+             "--max-input-tokens", str(max(1, spec.max_model_len - 1)),
+             "--max-concurrent-requests", str(spec.max_num_seqs)]
+    if spec.gpu_memory_utilization is not None:
+        parts += ["--cuda-memory-fraction", _fraction(spec.gpu_memory_utilization)]
+    if spec.max_num_batched_tokens is not None:
+        parts += ["--max-batch-prefill-tokens", str(spec.max_num_batched_tokens)]
+    if spec.kv_cache_dtype in TGI_KV_DTYPES:
+        parts += ["--kv-cache-dtype", TGI_KV_DTYPES[spec.kv_cache_dtype]]
+    command = _join(parts)
+    if spec.attention_backend:
+        command = f"ATTENTION={spec.attention_backend.lower()} {command}"
+    return command
+
+
+def transformers_command(spec: LaunchSpec) -> str:
+    """A ``generate()`` one-liner with the planned batch and length."""
+    device_map = "auto" if spec.tensor_parallel_size * spec.pipeline_parallel_size > 1 else "cuda"
+    return (
+        "python -c \"from transformers import AutoModelForCausalLM, AutoTokenizer; "
+        f"m = AutoModelForCausalLM.from_pretrained('{spec.model_id}', dtype='auto', device_map='{device_map}'); "
+        f"t = AutoTokenizer.from_pretrained('{spec.model_id}'); "
+        f"x = t(['Hello'] * {spec.max_num_seqs}, return_tensors='pt').to(m.device); "
+        f"print(m.generate(**x, max_length={spec.max_model_len}).shape)\""
+    )
+
+
+_BUILDERS = {
+    "vllm": vllm_command, "sglang": sglang_command, "llama.cpp": llamacpp_command,
+    "trtllm": trtllm_command, "tgi": tgi_command, "transformers": transformers_command,
+}
+
+
+def launch_command(spec: LaunchSpec) -> str:
+    """The launch command for ``spec.family``.
+
+    Raises:
+        ValueError: an unknown engine family.
+    """
+    try:
+        return _BUILDERS[spec.family](spec)
+    except KeyError:
+        raise ValueError(f"no launch command for engine family {spec.family!r}; "
+                         f"choose one of {', '.join(_BUILDERS)}") from None

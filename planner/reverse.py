@@ -1,0 +1,509 @@
+"""Reverse planner: the cheapest GPU setups that hold N concurrent users.
+
+Input: N users, their prompt/output lengths (fixed or a :class:`Workload`
+distribution), optionally a limit on time per output token. Output: setups
+(GPU type x GPU count x tensor parallel size x KV dtype) that hold them,
+cheapest per hour first, each with its margin and a launch command; when none
+fits, the closest one and what to change.
+
+The search, per GPU type with a price, tensor parallel size ``tp`` and data
+parallel replicas ``dp`` (``tp x dp <= max_gpus``), KV dtype:
+
+    users per replica  = ceil(N / dp)
+    budget per GPU     = floor(memory x gpu_memory_utilization) - weights/GPU - overhead/GPU
+    demand per GPU     = users per replica x bytes_paged(prompt + output)      (fixed lengths)
+                       = quantile_(1 - p) of the KV of that many sampled requests (distribution)
+    fits               = demand <= budget  (and time per output token <= limit)
+    margin             = 1 - demand / budget
+    price per hour     = catalog price per GPU x tp x dp
+
+The budget arithmetic is :func:`planner.budget.plan`'s (via
+:func:`planner.sweep.per_gpu_costs`, computed once per tp and dtype), so a
+whole catalog is searched in milliseconds.
+
+Design notes (assumptions):
+    1. One replica spans one node: ``tp`` in (1, 2, 4, 8), and engines need
+       ``num_attention_heads % tp == 0`` and KV heads divisible by ``tp`` (or
+       ``tp`` by KV heads) (vLLM ``ParallelConfig`` / ``ModelConfig.verify_with_parallel_config``).
+    2. Replicas share users evenly (data parallel / a load balancer).
+    3. GPUs without a catalog price are skipped and listed.
+    4. Time per output token is the bandwidth roofline of :mod:`planner.throughput`
+       (a lower bound on the real time), at the mean decode context.
+    Worked example: 200 users x 2,500 tokens of Llama-3.1-70B (320 KiB/token
+    bf16) need 200 x 2,512 slots x 320 KiB = 153.3 GiB of KV in total.
+
+Sources: DOMAIN.md sections 1 and 4; vLLM ``vllm serve`` CLI flags
+(--tensor-parallel-size, --data-parallel-size, --kv-cache-dtype, --max-model-len,
+--max-num-seqs, --gpu-memory-utilization) written by planner.launch; GPU prices from model_catalog/gpus.json
+(each with its ``price_source``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS, PlanRequest
+from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.kv import cache_dtypes
+from planner.launch import LaunchSpec, launch_command
+from planner.model import ModelSpec
+from planner.sweep import per_gpu_costs
+from planner.throughput import time_per_output_token
+from planner.units import GiB, ceil_div
+from planner.workload import Workload, demand_quantile_bytes, draw_slot_sums, fixed_workload, simulate_concurrency
+
+DEFAULT_TP_SIZES = (1, 2, 4, 8)
+"""Tensor parallel sizes tried (one node of up to 8 GPUs)."""
+
+DEFAULT_FIND_KV_DTYPES = ("auto", "fp8")
+"""KV dtypes tried: the model dtype, then fp8 (what vLLM's --kv-cache-dtype offers)."""
+
+KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
+"""Ties on price prefer the less quantized cache."""
+
+
+class GPULike(Protocol):
+    """The GPU fields the search reads (``model_catalog.gpus.GPU`` has them)."""
+
+    id: str
+    name: str
+    framework_memory_bytes: int
+    bandwidth_gb_s: float
+    price_usd_per_hour: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindRequest:
+    """What the user wants served. Field names are the CLI flags.
+
+    Attributes:
+        users: Concurrent users (sequences) N, >= 1.
+        prompt_len, output_len: Fixed lengths [tokens]; ignored when ``workload`` is set.
+        workload: A length distribution instead of fixed lengths.
+        max_gpus: Most GPUs per setup (all replicas), >= 1.
+        tensor_parallel_sizes: TP sizes tried.
+        kv_cache_dtypes: KV dtypes tried (``auto`` = model dtype).
+        weight_dtype: Weight format (key of ``WEIGHT_DTYPES``).
+        max_time_per_output_token_s: Limit on the roofline step time [s], None = none.
+        gpu_memory_utilization: Engine memory fraction, in (0, 1].
+        block_size: KV page size [tokens].
+        overhead_bytes: Per-GPU activation + runtime overhead [bytes]; None = estimate.
+        max_preemption_probability: For distributions, the accepted chance that
+            N users run out of KV (the demand is sized at the 1 - p quantile).
+        num_trials, seed: Monte-Carlo draws for distributions.
+        top: Setups returned, >= 1.
+    """
+
+    users: int
+    prompt_len: int = 0
+    output_len: int = 0
+    workload: Workload | None = None
+    max_gpus: int = 8
+    tensor_parallel_sizes: tuple[int, ...] = DEFAULT_TP_SIZES
+    kv_cache_dtypes: tuple[str, ...] = DEFAULT_FIND_KV_DTYPES
+    weight_dtype: str = "bf16"
+    max_time_per_output_token_s: float | None = None
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    block_size: int = DEFAULT_BLOCK_SIZE
+    overhead_bytes: int | None = None
+    max_preemption_probability: float = 0.05
+    num_trials: int = 2000
+    seed: int = 0
+    top: int = 10
+
+    def resolved_workload(self) -> Workload:
+        """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
+        if self.workload is not None:
+            return self.workload
+        return fixed_workload(self.prompt_len, self.output_len)
+
+    def validate(self) -> None:
+        """Raise ValueError with an actionable message for any out-of-range field."""
+        checks = (
+            (self.users >= 1, f"users must be >= 1, got {self.users}"),
+            (self.workload is not None or self.prompt_len >= 1,
+             f"prompt_len must be >= 1 token, got {self.prompt_len}"),
+            (self.output_len >= 0, f"output_len must be >= 0 tokens, got {self.output_len}"),
+            (self.max_gpus >= 1, f"max_gpus must be >= 1, got {self.max_gpus}"),
+            (bool(self.tensor_parallel_sizes) and all(t >= 1 for t in self.tensor_parallel_sizes),
+             f"tensor_parallel_sizes must be >= 1, got {self.tensor_parallel_sizes}"),
+            (bool(self.kv_cache_dtypes) and all(d in KV_CACHE_DTYPE_CHOICES for d in self.kv_cache_dtypes),
+             f"kv_cache_dtypes must be among {', '.join(KV_CACHE_DTYPE_CHOICES)}, got {self.kv_cache_dtypes}"),
+            (self.weight_dtype in WEIGHT_DTYPES,
+             f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}"),
+            (self.max_time_per_output_token_s is None or self.max_time_per_output_token_s > 0,
+             f"max_time_per_output_token_s must be > 0, got {self.max_time_per_output_token_s}"),
+            (0 < self.gpu_memory_utilization <= 1,
+             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
+            (self.block_size >= 1, f"block_size must be >= 1 token, got {self.block_size}"),
+            (self.overhead_bytes is None or self.overhead_bytes >= 0,
+             f"overhead must be >= 0 bytes, got {self.overhead_bytes}"),
+            (0 <= self.max_preemption_probability < 1,
+             f"max_preemption_probability must be in [0, 1), got {self.max_preemption_probability}"),
+            (self.num_trials >= 20, f"num_trials must be >= 20, got {self.num_trials}"),
+            (self.top >= 1, f"top must be >= 1, got {self.top}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setup:
+    """One GPU setup and how it holds the users.
+
+    Attributes:
+        gpu_id, gpu_name: Catalog GPU.
+        num_gpus: GPUs in the setup, ``tensor_parallel_size x data_parallel_size``.
+        tensor_parallel_size: GPUs per replica.
+        data_parallel_size: Replicas sharing the users.
+        kv_cache_dtype: Resolved KV dtype (``auto`` shows as ``bf16``/``fp16``).
+        weight_dtype: Weight format.
+        price_per_hour: Catalog price x ``num_gpus`` [USD/h].
+        price_per_gpu_hour: Catalog price of one GPU [USD/h].
+        users: Users wanted N.
+        users_per_replica: ``ceil(N / data_parallel_size)``.
+        max_concurrent_sequences: Users the whole setup holds (fixed lengths:
+            ``replicas x budget // bytes per sequence``; distributions: Monte-Carlo
+            users at the accepted preemption probability).
+        kv_cache_budget_bytes_per_gpu: KV budget of one GPU [bytes] (negative when
+            weights and overhead do not fit).
+        kv_demand_bytes_per_gpu: KV the replica's users need on one GPU [bytes].
+        margin: ``1 - demand / budget``, the share of the KV budget left; None
+            when the budget is not positive.
+        time_per_output_token_s: Roofline decode step at the replica's load [s].
+        max_model_len: ``--max-model-len`` of the launch command [tokens].
+        fits: Holds the users within every limit.
+        launch_command: ``vllm serve`` command (:mod:`planner.launch`).
+        reasons: Why it does not fit.
+        notes: Caveats (fp8 without native support, raised ``--max-num-seqs``).
+
+    ``to_dict`` keys are a CLI contract (``python -m planner find``).
+    """
+
+    gpu_id: str
+    gpu_name: str
+    num_gpus: int
+    tensor_parallel_size: int
+    data_parallel_size: int
+    kv_cache_dtype: str
+    weight_dtype: str
+    price_per_hour: float
+    price_per_gpu_hour: float
+    users: int
+    users_per_replica: int
+    max_concurrent_sequences: int
+    kv_cache_budget_bytes_per_gpu: int
+    kv_demand_bytes_per_gpu: int
+    margin: float | None
+    time_per_output_token_s: float | None
+    max_model_len: int
+    fits: bool
+    launch_command: str
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def headroom_users(self) -> int:
+        """Users beyond N the setup still holds (negative when short)."""
+        return self.max_concurrent_sequences - self.users
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON."""
+        out = dict(self.__dict__)
+        out["headroom_users"] = self.headroom_users
+        out["reasons"] = list(self.reasons)
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindResult:
+    """The search's answer.
+
+    Attributes:
+        options: Fitting setups, cheapest first (at most ``top``).
+        fits: True when at least one setup fits.
+        closest: When nothing fits, the setup covering the largest share of the
+            demand (cheapest on ties); None otherwise.
+        skipped_gpus: GPU ids left out for lack of a catalog price.
+        num_evaluated: Setups evaluated.
+        suggestions: What to change when nothing fits.
+        notes: Assumptions worth showing.
+    """
+
+    options: tuple[Setup, ...]
+    fits: bool
+    closest: Setup | None
+    skipped_gpus: tuple[str, ...]
+    num_evaluated: int
+    suggestions: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def rows(self) -> list[dict]:
+        """The CLI's JSON list: fitting setups, or the closest one (``fits`` false, with ``suggestions``)."""
+        if self.options:
+            return [s.to_dict() for s in self.options]
+        if self.closest is None:
+            return []
+        return [{**self.closest.to_dict(), "suggestions": list(self.suggestions)}]
+
+
+def vllm_serve_command(
+    model_id: str,
+    *,
+    tensor_parallel_size: int = 1,
+    data_parallel_size: int = 1,
+    kv_cache_dtype: str = "auto",
+    weight_dtype: str = "bf16",
+    max_model_len: int,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+) -> str:
+    """A ``vllm serve`` command line for a setup, via :func:`planner.launch.launch_command`.
+
+    Capacity flags are always written (see :mod:`planner.launch`); ``--block-size``
+    only when it differs from vLLM's 16; fp8 weights add ``--quantization fp8``
+    (online fp8 weight quantization). Int4/MXFP4 weights need a pre-quantized
+    checkpoint, which the command cannot name.
+    Example: ``vllm serve meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4
+    --max-model-len 2500 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --max-num-seqs 200``.
+
+    Sources: vLLM engine arguments (vllm/engine/arg_utils.py); planner.launch.
+    """
+    spec = LaunchSpec(
+        engine="vllm", family="vllm", model_id=model_id, tensor_parallel_size=tensor_parallel_size,
+        data_parallel_size=data_parallel_size, max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
+        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size)
+    command = launch_command(spec)
+    if weight_dtype == "fp8":
+        command += " --quantization fp8"
+    return command
+
+
+def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
+    """Whether engines accept ``tp`` for this model (design note 1)."""
+    if model.num_attention_heads % tp:
+        return False
+    if model.attention_kind == "MLA":
+        return True
+    kv = model.num_key_value_heads
+    return kv % tp == 0 or tp % kv == 0
+
+
+@dataclass(frozen=True)
+class _Costs:
+    weights: int
+    overhead: int
+    kv_name: str
+    kv_flag: str
+    paged_per_seq: int
+    exact_decode_seq: int
+    profile: object
+
+
+def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
+                     tp_sizes: tuple[int, ...]) -> dict[tuple[int, str], _Costs]:
+    """Per (tp, kv dtype): weights, overhead and KV per sequence on one GPU (budget arithmetic of plan())."""
+    costs = {}
+    decode_ctx = min(workload.max_model_len,
+                     int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
+    for tp in tp_sizes:
+        for kv in dict.fromkeys(request.kv_cache_dtypes):
+            plan_request = PlanRequest(context_len=workload.max_model_len, weight_dtype=request.weight_dtype,
+                                       kv_cache_dtype=kv, num_gpus=tp, block_size=request.block_size,
+                                       gpu_memory_utilization=request.gpu_memory_utilization,
+                                       overhead_bytes=request.overhead_bytes)
+            c = per_gpu_costs(model, plan_request)
+            name = cache_dtypes(model, request.weight_dtype, kv).kv.name
+            if (tp, name) in costs:
+                continue  # "auto" and "bf16" resolve to the same cache
+            costs[(tp, name)] = _Costs(
+                weights=c.weights_bytes_per_gpu, overhead=c.overhead_bytes, kv_name=name, kv_flag=kv,
+                paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
+                exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged)
+    return costs
+
+
+def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], request: FindRequest) -> FindResult:
+    """Search GPU type x count x TP x KV dtype for the cheapest setups that hold the users.
+
+    Args:
+        model: The model to serve.
+        gpus: GPU catalog entries (``model_catalog.gpus.load_gpus().values()``).
+        request: Users, lengths and search limits.
+
+    Returns:
+        A :class:`FindResult`; ``fits`` False with ``closest`` and suggestions
+        when no setup within ``max_gpus`` holds the users.
+
+    Raises:
+        ValueError: invalid request fields, or requests longer than the model supports.
+
+    Sources: module docstring.
+    """
+    request.validate()
+    workload = request.resolved_workload()
+    limit = model.max_position_embeddings
+    if limit and workload.max_model_len > limit:
+        raise ValueError(
+            f"requests of up to {workload.max_model_len:,} tokens exceed what {model.model_id} supports "
+            f"({limit:,}); shorten the prompt or output")
+    priced = [g for g in gpus if g.price_usd_per_hour is not None]
+    skipped = tuple(g.id for g in gpus if g.price_usd_per_hour is None)
+    tp_sizes = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                     if t <= request.max_gpus and valid_tensor_parallel(model, t))
+    notes = []
+    bad_tp = [t for t in request.tensor_parallel_sizes if not valid_tensor_parallel(model, t)]
+    if bad_tp:
+        notes.append(f"tensor parallel sizes {bad_tp} skipped: {model.num_attention_heads} attention heads / "
+                     f"{model.num_key_value_heads} KV heads do not split evenly")
+    if skipped:
+        notes.append(f"{len(skipped)} GPUs have no price in the catalog and were skipped: {', '.join(skipped)}")
+    if not tp_sizes:
+        raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
+                         f"{model.model_id} within max_gpus {request.max_gpus}")
+    costs = _candidate_costs(model, request, workload, tp_sizes)
+    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus)
+    fitting = [s for s in setups if s.fits]
+    best: dict[tuple[str, int, str], Setup] = {}
+    for s in fitting:
+        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype)
+        if key not in best or s.margin > best[key].margin:  # fitting setups have a margin
+            best[key] = s
+    options = sorted(best.values(), key=lambda s: (
+        s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -s.margin))[:request.top]
+    if not workload.is_fixed:
+        options = [_with_simulated_users(s, costs, workload, request) for s in options]
+        notes.append(
+            f"lengths vary: each setup is sized so N users run out of KV with probability <= "
+            f"{request.max_preemption_probability:g} ({request.num_trials} Monte-Carlo trials, seed {request.seed})")
+    closest = None
+    suggestions: list[str] = []
+    if not options:
+        closest = max(setups, key=lambda s: (_coverage(s), -s.price_per_hour)) if setups else None
+        suggestions = _suggestions(model, priced, request, workload, tp_sizes)
+    return FindResult(options=tuple(options), fits=bool(options), closest=closest, skipped_gpus=skipped,
+                      num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes))
+
+
+def _coverage(s: Setup) -> float:
+    """Share of the per-GPU demand the budget covers (negative when weights do not fit)."""
+    return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
+
+
+def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
+              costs: dict[tuple[int, str], _Costs], max_gpus: int) -> list[Setup]:
+    """Every GPU x (tp, dtype) x replica count within ``max_gpus``."""
+    users = request.users
+    demand_cache: dict[tuple[int, str, int], int] = {}
+    slot_cache: dict[int, dict] = {}
+    caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
+    out = []
+    for (tp, kv_name), c in costs.items():
+        for dp in range(1, max_gpus // tp + 1):
+            if dp > users:
+                break
+            per_replica = ceil_div(users, dp)
+            key = (tp, kv_name, per_replica)
+            if key not in demand_cache:
+                if workload.is_fixed:
+                    demand_cache[key] = per_replica * c.paged_per_seq
+                else:
+                    if per_replica not in slot_cache:
+                        slot_cache[per_replica] = draw_slot_sums(
+                            workload, per_replica, request.block_size, caps,
+                            num_trials=request.num_trials, seed=request.seed)
+                    demand_cache[key] = demand_quantile_bytes(
+                        slot_cache[per_replica], c.profile, per_replica, 1 - request.max_preemption_probability)
+            demand = demand_cache[key]
+            for gpu in gpus:
+                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand))
+    return out
+
+
+def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+           tp: int, dp: int, per_replica: int, demand: int) -> Setup:
+    usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
+    budget = usable - c.weights - c.overhead
+    reasons = []
+    if budget <= 0:
+        reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({c.overhead / GiB:.1f} GiB) per GPU "
+                       f"exceed the usable {usable / GiB:.1f} GiB")
+        per_replica_max = 0
+    else:
+        per_replica_max = budget // c.paged_per_seq if workload.is_fixed else _scaled_users(budget, demand, per_replica)
+        if demand > budget:
+            reasons.append(f"{per_replica:,} users per replica need {demand / GiB:.1f} GiB of KV per GPU; "
+                           f"the budget is {budget / GiB:.1f} GiB")
+    tpot = None
+    if gpu.bandwidth_gb_s:
+        tpot = time_per_output_token(c.weights, c.exact_decode_seq, per_replica, gpu.bandwidth_gb_s)
+        limit = request.max_time_per_output_token_s
+        if limit is not None and tpot > limit:
+            reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
+                           f"{limit * 1000:.1f} ms limit")
+    elif request.max_time_per_output_token_s is not None:
+        reasons.append("no bandwidth in the catalog to check the time-per-token limit")
+    notes = []
+    if c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
+        notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+    num_gpus = tp * dp
+    price = float(gpu.price_usd_per_hour)
+    command = vllm_serve_command(
+        model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
+        weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
+        max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
+        block_size=request.block_size)
+    if per_replica > DEFAULT_MAX_NUM_SEQS:
+        notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
+    return Setup(
+        gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
+        kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
+        price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
+        max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
+        kv_demand_bytes_per_gpu=demand, margin=(1 - demand / budget) if budget > 0 else None,
+        time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
+        launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
+    )
+
+
+def _scaled_users(budget: int, demand: int, per_replica: int) -> int:
+    """Rough users per replica for a distribution before simulation: demand scales with users."""
+    return int(per_replica * budget / demand) if demand else 0
+
+
+def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequest) -> Setup:
+    """Replace a distribution setup's user count by the Monte-Carlo figure at the target probability."""
+    c = costs[(s.tensor_parallel_size, s.kv_cache_dtype)]
+    sim = simulate_concurrency(c.profile, s.kv_cache_budget_bytes_per_gpu, workload,
+                               num_trials=min(request.num_trials, 500), seed=request.seed)
+    users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
+    return replace(s, max_concurrent_sequences=users)
+
+
+def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
+                 tp_sizes: tuple[int, ...]) -> list[str]:
+    """When nothing fits: a GPU count that would, or the knobs left."""
+    out = []
+    for more in (16, 32, 64):
+        if more <= request.max_gpus:
+            continue
+        costs = _candidate_costs(model, request, workload, tp_sizes)
+        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more) if s.fits]
+        if fitting:
+            s = min(fitting, key=lambda s: s.price_per_hour)
+            out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
+                       f"(tp {s.tensor_parallel_size}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
+            break
+    if "fp8" not in request.kv_cache_dtypes:
+        out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
+    if request.weight_dtype in ("bf16", "fp16", "fp32"):
+        out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
+    if request.max_time_per_output_token_s is not None:
+        out.append("relax the time-per-output-token limit")
+    out.append("serve fewer users per setup or shorten prompts/outputs")
+    return out

@@ -1,0 +1,152 @@
+"""Performance budget of the app in a real browser, and of the catalog sweep (a benchmark, not a test).
+
+Usage::
+
+    python scripts/perf_budget.py                    # every page, 20 reruns each
+    python scripts/perf_budget.py --pages / /Concurrency --reruns 40 --json out.json
+
+Measures, on this machine, with headless Debian Chromium (``/usr/bin/chromium``)
+against ``streamlit run app.py`` on a free 127.0.0.1 port:
+
+1. **Cold first page**: a freshly started server (health check answered, no
+   script run yet), the page opened from its URL in a fresh browser context:
+   navigation start -> settled (see ``tests/e2e_helpers.py``: connected,
+   script finished, no skeleton, quiet for 400 ms; the quiet wait is not
+   counted). One fresh server per page, so each page is measured cold.
+2. **Warm first page**: the same page in further fresh browser contexts on
+   the server that has already run it (median of ``--warm``).
+3. **Rerun after a widget change**: a +/- step on a number input (or a search
+   term on the Catalog page), from the click/key event to settled; p50 and p95
+   of ``--reruns`` changes.
+4. **Catalog sweep**: ``planner.sweep.catalog_sweep`` over every catalog model
+   x every GPU x 256 contexts (``scripts/benchmark.py``), median of ``--sweep-repeats``.
+
+Targets (issue "Production-ready"): first page < 3 s, rerun p95 < 300 ms.
+Figures are printed and written with ``--json``; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from tests.e2e_helpers import (  # noqa: E402
+    PAGES,
+    StreamlitServer,
+    browser_missing,
+    change_widget,
+    chromium,
+    collect,
+    new_context,
+    open_settled,
+    percentile,
+    rerun_latency_ms,
+)
+
+FIRST_PAGE_TARGET_MS = 3000
+RERUN_P95_TARGET_MS = 300
+
+
+def measure_page(browser, path: str, *, warm: int, reruns: int, log_dir: Path) -> dict:
+    """Cold and warm first page and rerun latencies for one page, on its own fresh server."""
+    _, widget = PAGES[path]
+    log = log_dir / f"server{path.replace('/', '_') or '_home'}.log"
+    with StreamlitServer(log) as server:
+        rss_start = server.rss_bytes()
+        context = new_context(browser)
+        try:
+            page = context.new_page()
+            cold_ms = open_settled(page, server.base_url + path)
+            shown = collect(page)
+        finally:
+            context.close()
+        if shown["exceptions"]:
+            raise RuntimeError(f"{path}: exception on the page: {shown['exceptions']}")
+        warm_ms = []
+        for _ in range(warm):
+            context = new_context(browser)
+            try:
+                warm_ms.append(open_settled(context.new_page(), server.base_url + path))
+            finally:
+                context.close()
+        context = new_context(browser)
+        try:
+            page = context.new_page()
+            open_settled(page, server.base_url + path)
+            rerun_ms = []
+            for turn in range(reruns):
+                t0 = change_widget(page, widget, turn)
+                rerun_ms.append(rerun_latency_ms(page, t0))
+            if collect(page)["exceptions"]:
+                raise RuntimeError(f"{path}: exception after the widget changes")
+        finally:
+            context.close()
+        rss_end = server.rss_bytes()
+    return {"page": path, "widget": widget, "cold_first_page_ms": round(cold_ms),
+            "warm_first_page_ms": round(statistics.median(warm_ms)) if warm_ms else None,
+            "rerun_p50_ms": round(percentile(rerun_ms, 50)) if rerun_ms else None,
+            "rerun_p95_ms": round(percentile(rerun_ms, 95)) if rerun_ms else None,
+            "rerun_max_ms": round(max(rerun_ms)) if rerun_ms else None, "reruns": len(rerun_ms),
+            "server_rss_start_mib": round(rss_start / 2**20), "server_rss_end_mib": round(rss_end / 2**20)}
+
+
+def measure_sweep(repeats: int) -> dict:
+    from benchmark import bench_sweep
+
+    t0 = time.perf_counter()
+    result = bench_sweep(repeats)
+    result["wall_s_including_catalog_load"] = round(time.perf_counter() - t0, 1)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", nargs="*", default=list(PAGES), choices=list(PAGES), metavar="PATH",
+                        help=f"URL paths (default: all of {', '.join(PAGES)})")
+    parser.add_argument("--warm", type=int, default=3, help="warm first-page loads per page (median)")
+    parser.add_argument("--reruns", type=int, default=20, help="widget changes per page")
+    parser.add_argument("--sweep-repeats", type=int, default=10)
+    parser.add_argument("--no-browser", action="store_true", help="catalog sweep only")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    report: dict = {"pages": []}
+    sweep = measure_sweep(args.sweep_repeats)
+    report["sweep"] = sweep
+    print(f"catalog sweep: {sweep['models']} models x {sweep['gpus']} GPUs x {sweep['contexts']} contexts = "
+          f"{sweep['evaluations']:,} points: median {sweep['median_ms']:.1f} ms, max {sweep['max_ms']:.1f} ms",
+          flush=True)
+    if not args.no_browser:
+        missing = browser_missing()
+        if missing:
+            print(f"browser figures skipped: {missing}", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(prefix="perf_budget_") as tmp, chromium() as browser:
+            for path in args.pages:
+                row = measure_page(browser, path, warm=args.warm, reruns=args.reruns, log_dir=Path(tmp))
+                report["pages"].append(row)
+                print(f"page {path:<18} cold first page {row['cold_first_page_ms']:6,} ms | warm "
+                      f"{row['warm_first_page_ms']:6,} ms | rerun ({row['widget']}) p50 {row['rerun_p50_ms']:4} ms "
+                      f"p95 {row['rerun_p95_ms']:4} ms max {row['rerun_max_ms']:4} ms | server RSS "
+                      f"{row['server_rss_start_mib']} -> {row['server_rss_end_mib']} MiB", flush=True)
+        rows = report["pages"]
+        over = [r["page"] for r in rows if r["cold_first_page_ms"] > FIRST_PAGE_TARGET_MS]
+        slow = [r["page"] for r in rows if (r["rerun_p95_ms"] or 0) > RERUN_P95_TARGET_MS]
+        print(f"targets: first page < {FIRST_PAGE_TARGET_MS} ms (cold over: {over or 'none'}); rerun p95 < "
+              f"{RERUN_P95_TARGET_MS} ms (over: {slow or 'none'})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,425 @@
+"""Real-browser helpers shared by the end-to-end and load tests and the perf/load scripts.
+
+* :class:`StreamlitServer`: ``python -m streamlit run app.py`` on a free
+  127.0.0.1 port, in its own process group, stopped by its pid; RSS read from
+  ``/proc/<pid>/status``.
+* :func:`new_context`: a headless-Chromium browser context (one Streamlit
+  session) with a small observer injected before the page's own scripts.
+* :func:`wait_settled`: the settle signal. Streamlit publishes its state on
+  the root element (``data-test-connection-state`` and
+  ``data-test-script-state`` on ``[data-testid="stApp"]``, the signal its own
+  e2e tests use). The observer notes, on the page clock
+  (``performance.now()``, ms since navigation start), when the page last
+  became *idle*: ``CONNECTED`` + ``notRunning`` + no ``stSkeleton``
+  placeholder. A page is settled once it has stayed idle for
+  :data:`QUIET_MS`; the time reported is when that idle spell began, so the
+  quiet wait is not counted. It also notes the last click or key press, so a
+  rerun's latency is "input event -> idle again", measured inside the page.
+* Widget helpers address widgets by key: Streamlit gives every keyed
+  widget's container the class ``st-key-<key>``.
+
+Only loopback traffic: the server listens on 127.0.0.1 and Chromium runs
+with background networking, component updates and sync turned off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+VIEWPORT = {"width": 1280, "height": 900}
+SETTLE_TIMEOUT_S = float(os.environ.get("E2E_SETTLE_TIMEOUT_S", 60))
+"""Longest wait for one page load or rerun to settle [s] (a cold server imports transformers)."""
+QUIET_MS = 400.0
+"""How long the idle state must hold before a page counts as settled [ms]."""
+SERVER_START_TIMEOUT_S = 60.0
+
+
+# --------------------------------------------------------------------------
+# Availability
+# --------------------------------------------------------------------------
+def in_ci() -> bool:
+    """True when the ``CI`` environment variable is set to something other than empty/0/false."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def browser_missing() -> str | None:
+    """Why the real-browser tests cannot run here (missing playwright or Chromium), or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements-dev.txt)"
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Server
+# --------------------------------------------------------------------------
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _term_when_parent_dies() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: ask the kernel to SIGTERM the server if the test process dies without cleaning up."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of process ``pid`` [bytes], from ``/proc/<pid>/status`` (VmRSS, in KiB)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise ValueError(f"no VmRSS line for pid {pid}")
+
+
+class StreamlitServer:
+    """``python -m streamlit run app.py --server.headless true`` on a free loopback port.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. The
+    process gets its own session (process group id = its pid); :meth:`stop`
+    signals that pid's group only, so nothing else is touched.
+    """
+
+    def __init__(self, log_path: Path, *, entry: str = "app.py", extra_args: Sequence[str] = ()) -> None:
+        self.log_path = Path(log_path)
+        self.entry = entry
+        self.extra_args = tuple(extra_args)
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise RuntimeError("server not started")
+        return self.proc.pid
+
+    def start(self, timeout_s: float = SERVER_START_TIMEOUT_S) -> StreamlitServer:
+        """Start the server and wait until ``/_stcore/health`` answers ``ok``.
+
+        Raises:
+            RuntimeError: the process exited or stayed unhealthy for ``timeout_s``.
+        """
+        self.port = free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-m", "streamlit", "run", self.entry, "--server.headless", "true",
+               "--server.port", str(self.port), "--server.address", "127.0.0.1",
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *self.extra_args]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_term_when_parent_dies)
+        deadline = time.monotonic() + timeout_s
+        while not self.healthy():
+            if self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"streamlit exited with code {self.proc.returncode}; log:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"streamlit did not answer /_stcore/health within {timeout_s:.0f} s; log:\n"
+                                   f"{self.log_tail()}")
+            time.sleep(0.2)
+        return self
+
+    def healthy(self) -> bool:
+        """True when ``GET /_stcore/health`` answers 200 ``ok``."""
+        try:
+            with urllib.request.urlopen(self.base_url + "/_stcore/health", timeout=2) as response:
+                return response.status == 200 and response.read().decode().strip() == "ok"
+        except OSError:
+            return False
+
+    def rss_bytes(self) -> int:
+        """The server process's resident memory [bytes]."""
+        return rss_bytes(self.pid)
+
+    def stop(self) -> None:
+        """SIGTERM the server's process group (pgid = its pid), then SIGKILL if it lingers."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self, num_chars: int = 4000) -> str:
+        """The end of the server log."""
+        try:
+            return self.log_path.read_bytes()[-num_chars:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def __enter__(self) -> StreamlitServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------
+# Browser
+# --------------------------------------------------------------------------
+OBSERVER_JS = r"""
+(() => {
+  if (window.top !== window || window.__e2e) return;
+  const e2e = window.__e2e = {idleSince: null, inputAt: null, runs: 0};
+  const idleNow = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+      && app.getAttribute('data-test-script-state') === 'notRunning'
+      && !document.querySelector('[data-testid="stSkeleton"]');
+  };
+  const onMutations = (records) => {
+    const now = performance.now();
+    const idle = idleNow();
+    // A state attribute changed: even running -> notRunning inside one batch restarts the idle spell.
+    const flipped = records.some((r) => r.type === 'attributes');
+    if (flipped && records.some((r) => r.attributeName === 'data-test-script-state' && r.oldValue !== 'running'
+                                 && r.target.getAttribute('data-test-script-state') !== r.oldValue)) {
+      e2e.runs += 1;
+    }
+    if (!idle) e2e.idleSince = null;
+    else if (flipped || e2e.idleSince === null) e2e.idleSince = now;
+  };
+  new MutationObserver(onMutations).observe(document, {
+    subtree: true, childList: true, attributes: true, attributeOldValue: true,
+    attributeFilter: ['data-test-script-state', 'data-test-connection-state'],
+  });
+  for (const type of ['click', 'keydown']) {
+    document.addEventListener(type, () => { e2e.inputAt = performance.now(); }, true);
+  }
+})();
+"""
+
+STATE_JS = """() => ({now: performance.now(), idleSince: window.__e2e ? window.__e2e.idleSince : null,
+  inputAt: window.__e2e ? window.__e2e.inputAt : null, title: !!document.querySelector('h1')})"""
+
+
+def launch_browser(playwright):
+    """Headless Debian Chromium through ``executable_path`` (no ``playwright install``)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS))
+
+
+def new_context(browser, **kwargs):
+    """A fresh browser context (cookies, storage and Streamlit session of its own) with the observer."""
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True, **kwargs)
+    context.add_init_script(OBSERVER_JS)
+    return context
+
+
+def wait_settled(page, *, after_ms: float | None = None, quiet_ms: float = QUIET_MS,
+                 timeout_s: float = SETTLE_TIMEOUT_S) -> float:
+    """Wait until the page is idle and has stayed idle for ``quiet_ms``.
+
+    Args:
+        page: A page of a context from :func:`new_context`.
+        after_ms: Only an idle spell that began after this page-clock time
+            counts (the moment of a widget change), so the old idle state
+            before the rerun started is not mistaken for the new one.
+
+    Returns:
+        Page-clock time [ms] at which the settled idle spell began.
+
+    Raises:
+        AssertionError: not settled within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    state = {}
+    while time.monotonic() < deadline:
+        state = page.evaluate(STATE_JS)
+        idle = state["idleSince"]
+        if (idle is not None and state["title"] and (after_ms is None or idle > after_ms)
+                and state["now"] - idle >= quiet_ms):
+            return idle
+        time.sleep(0.03)
+    raise AssertionError(f"page {page.url} did not settle within {timeout_s:.0f} s: {state}")
+
+
+def open_settled(page, url: str, **kwargs) -> float:
+    """Navigate to ``url`` and wait until it settles; return ms from navigation start to settled."""
+    page.goto(url, wait_until="commit")
+    return wait_settled(page, **kwargs)
+
+
+def last_input_ms(page) -> float:
+    """Page-clock time [ms] of the last click or key press."""
+    value = page.evaluate("() => window.__e2e.inputAt")
+    if value is None:
+        raise AssertionError("no click or key press was recorded on the page")
+    return value
+
+
+def rerun_latency_ms(page, before_ms: float, **kwargs) -> float:
+    """After an input made at or after page time ``before_ms``: ms from that input event to settled."""
+    settled = wait_settled(page, after_ms=before_ms, **kwargs)
+    return settled - last_input_ms(page)
+
+
+def page_now_ms(page) -> float:
+    return page.evaluate("performance.now()")
+
+
+def key_box(page, key: str):
+    """The container of the widget with this key."""
+    return page.locator(f".st-key-{key}")
+
+
+def set_number(page, key: str, value: int | float) -> float:
+    """Type ``value`` into the number input ``key`` and press Enter; return the page time before typing."""
+    field = key_box(page, key).locator("input")
+    t0 = page_now_ms(page)
+    field.fill(str(value))
+    field.press("Enter")
+    return t0
+
+
+def step_number(page, key: str, up: bool = True) -> float:
+    """Click the +/- button of the number input ``key``; return the page time before the click."""
+    button = key_box(page, key).locator(
+        '[data-testid="stNumberInputStepUp"]' if up else '[data-testid="stNumberInputStepDown"]')
+    t0 = page_now_ms(page)
+    button.click()
+    return t0
+
+
+def choose(page, key: str, option: str) -> float:
+    """Pick ``option`` (exact text) in the selectbox ``key``; return the page time before the first click."""
+    field = key_box(page, key).locator("input")
+    t0 = page_now_ms(page)
+    field.click()
+    field.fill(option)
+    page.get_by_role("option", name=option, exact=True).click()
+    return t0
+
+
+COLLECT_JS = r"""() => {
+  const all = (root, sel) => Array.from(root.querySelectorAll(sel));
+  const text = (el) => (el ? el.innerText.trim() : '');
+  const widgets = {};
+  for (const box of all(document, '[class*="st-key-"]')) {
+    const key = Array.from(box.classList).find((c) => c.startsWith('st-key-')).slice(7);
+    const input = box.querySelector('input:not([type="file"]), textarea');
+    if (box.querySelector('[data-testid="stMultiSelect"]')) {
+      // Selected options are tags; the title holds the full (untruncated) text.
+      const tags = all(box, '.react-aria-ComboBox [data-tag] [title]');
+      widgets[key] = tags.map((t) => t.getAttribute('title'));
+    } else if (input && input.type === 'checkbox') widgets[key] = input.checked;
+    else if (input) widgets[key] = input.value;
+  }
+  return {
+    exceptions: all(document, '[data-testid="stException"]').map(text),
+    metrics: Object.fromEntries(all(document, '[data-testid="stMetric"]').map((m) => [
+      text(m.querySelector('[data-testid="stMetricLabel"]')), text(m.querySelector('[data-testid="stMetricValue"]'))])),
+    alerts: all(document, '[data-testid="stAlert"]').map(text),
+    title: text(document.querySelector('h1')),
+    widgets,
+    charts: all(document, '[data-testid="stPlotlyChart"]').map((el) => {
+      const gd = el.querySelector('.js-plotly-plot');
+      if (!gd || !gd.data) return {drawn: false, traces: 0, points: 0};
+      const points = gd.data.reduce((n, t) => n + ((t.x || t.y || []).length || 0), 0);
+      return {drawn: !!gd.querySelector('.main-svg'), traces: gd.data.length, points};
+    }),
+    url: location.href,
+  };
+}"""
+
+
+def collect(page) -> dict:
+    """What the page shows: exceptions, metrics by label, alerts, the title, widget values by key, charts."""
+    return page.evaluate(COLLECT_JS)
+
+
+def query(**params) -> str:
+    """A query string; list values become repeated keys (``?models=a&models=b``)."""
+    parts = [f"{key}={quote(str(item), safe='/')}"
+             for key, value in params.items() for item in (value if isinstance(value, list) else [value])]
+    return "?" + "&".join(parts)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation between closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    pos = (len(ordered) - 1) * q / 100
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator:
+    """A launched headless Chromium (closed on exit)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch_browser(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+PAGES: dict[str, tuple[str, str]] = {
+    "/": ("app.py", "batch_size"),
+    "/Memory_curves": ("pages/1_Memory_curves.py", "batch_size"),
+    "/GQA_savings": ("pages/2_GQA_savings.py", "batch_size"),
+    "/Concurrency": ("pages/3_Concurrency.py", "gpu_memory_utilization"),
+    "/Catalog": ("pages/4_Catalog.py", "search"),
+    "/Engine": ("pages/5_Engine.py", "num_gpus"),
+    "/Allocation": ("pages/6_Allocation.py", "users"),
+    "/Find_a_GPU_setup": ("pages/7_Find_a_GPU_setup.py", "users"),
+}
+"""URL path -> (script file, the widget key a rerun benchmark or load session changes)."""
+
+SEARCH_TERMS = ("llama", "qwen", "h100", "mi300")
+"""What :func:`change_widget` types into a text input, in turn."""
+
+
+def change_widget(page, key: str, turn: int) -> float:
+    """One input change on ``key``: +/- step on a number input (alternating), else a search term.
+
+    Returns:
+        The page time [ms] just before the change (pass to :func:`rerun_latency_ms`).
+    """
+    box = key_box(page, key)
+    if box.locator('[data-testid="stNumberInputStepUp"]').count():
+        return step_number(page, key, up=turn % 2 == 0)
+    field = box.locator("input")
+    t0 = page_now_ms(page)
+    field.fill(SEARCH_TERMS[turn % len(SEARCH_TERMS)])
+    field.press("Enter")
+    return t0

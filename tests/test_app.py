@@ -1,0 +1,274 @@
+"""AppTest smoke and value tests over every page, seeded through the URL.
+
+Every page (``app.py`` and each ``pages/*.py``) runs with defaults; the core
+pages also run from a deep link in ``at.query_params`` (the traffic pages have
+theirs in ``test_app_traffic.py``): no exception, no error element, and the numbers
+on screen equal the planner's output for the same inputs passed through the
+same formatting helper (never re-derived here). Bad links (unknown ids, zero,
+absurd or non-numeric values, context beyond the model) must give a clear
+``st.error`` and keep the rest of the link.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_ids, model_spec
+from model_catalog.gpus import get_gpu
+from planner.budget import PlanRequest, plan
+from planner.kv import attention_variants
+from planner.sweep import concurrency_curve, memory_curve
+from ui import data
+from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, gib_to_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+TIMEOUT_S = 60
+
+LLAMA2 = "meta-llama/Llama-2-7b-hf"
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+RTX3090 = "nvidia-rtx-3090"
+H100 = "nvidia-h100-sxm-80gb"
+
+
+def run_page(page: str, params: dict) -> AppTest:
+    """Run ``page`` once with ``params`` as the URL query string."""
+    at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT_S)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    """Displayed metrics by label."""
+    return {m.label: m.value for m in at.metric}
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    """The plotly figures on the page, as JSON."""
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def _plan(model_id: str, gpu_id: str, **request) -> object:
+    gpu = get_gpu(gpu_id)
+    return plan(model_spec(model_id), gpu.framework_memory_bytes, PlanRequest(**request), gpu_id=gpu.id)
+
+
+# --------------------------------------------------------------------------
+# Seeded deep links: one per page, each with its own value checks
+# --------------------------------------------------------------------------
+def check_home(at: AppTest) -> None:
+    p = _plan(LLAMA2, RTX3090, context_len=4096, batch_size=2, weight_dtype="fp16", overhead_bytes=gib_to_bytes(1.5))
+    assert metrics(at) == {
+        "Weights": format_bytes(p.weights_bytes_per_gpu),
+        "KV per token": format_bytes(p.kv_cache_bytes_per_token, "B"),
+        "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
+        "KV budget per GPU": format_bytes(p.kv_cache_budget_bytes),
+        "Max concurrent sequences": format_int(p.max_concurrent_sequences),
+        "Max context at batch 2 [tokens]": format_int(p.max_context_len),
+        "Max context before overheads [tokens]": format_int(p.max_context_len_before_overheads),
+    }
+    assert at.selectbox(key="gpu").value == RTX3090
+    assert at.number_input(key="overhead_gib").value == 1.5
+    assert (at.success if p.fits else at.warning), "the verdict is shown"
+
+
+def check_memory_curves(at: AppTest) -> None:
+    request = PlanRequest(context_len=8192, batch_size=4)
+    (fig,) = plotly_specs(at)
+    lines = {t["name"]: t for t in fig["data"] if t.get("mode") == "lines"}
+    assert set(lines) == {LLAMA2, LLAMA3}
+    for model_id, trace in lines.items():
+        spec = model_spec(model_id)
+        contexts = data.within_limit(data.curve_contexts([model_spec(LLAMA2), model_spec(LLAMA3)]), spec)
+        points = memory_curve(spec, request, contexts)
+        assert trace["x"] == [pt.context_len for pt in points]
+        assert trace["y"] == [bytes_to_gib(pt.total_bytes) for pt in points]
+    table = at.dataframe[0].value
+    p = _plan(LLAMA3, RTX3090, context_len=8192, batch_size=4)
+    row = table[table["Model"] == LLAMA3].iloc[0]
+    assert row[get_gpu(RTX3090).name].startswith(format_tokens(p.max_context_len))
+
+
+def check_gqa(at: AppTest) -> None:
+    gpu = get_gpu(H100)
+    request = PlanRequest(context_len=32768, batch_size=1)
+    expected = {}
+    for v in attention_variants(model_spec("Qwen/Qwen2.5-7B")):
+        p = plan(v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+        tag = f"{v.name} (as built)" if v.as_built else v.name
+        expected[f"KV per token, {tag}"] = format_bytes(p.kv_cache_bytes_per_token, "B")
+        expected[f"Max sequences, {tag}"] = format_int(p.max_concurrent_sequences)
+    assert metrics(at) == expected
+    assert expected["KV per token, GQA (as built)"] == "57,344 B"  # DOMAIN.md worked value
+
+
+def check_concurrency(at: AppTest) -> None:
+    spec = model_spec(LLAMA3)
+    request = PlanRequest(context_len=8192, num_gpus=2)
+    table = at.dataframe[0].value
+    contexts = data.table_contexts(spec)
+    assert list(table["gpu_id"]) == [RTX3090, H100]
+    for gpu_id in (RTX3090, H100):
+        users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts)
+        row = table[table["gpu_id"] == gpu_id].iloc[0]
+        assert [int(row[f"{c} tokens"]) for c in contexts] == list(users)
+    assert at.get("download_button"), "CSV download offered"
+
+
+def check_catalog(at: AppTest) -> None:
+    models, gpus = at.dataframe[0].value, at.dataframe[1].value
+    assert len(models) and all("llama" in (i + n).lower() for i, n in zip(models["id"], models["name"]))
+    assert len(models) < len(model_ids())
+    assert gpus.empty  # no GPU is called "llama"
+
+
+SEEDED = {
+    "app.py": ({"model": LLAMA2, "gpu": RTX3090, "weight_dtype": "fp16", "context_len": "4096",
+                "batch_size": "2", "overhead_gib": "1.5"}, check_home),
+    "pages/1_Memory_curves.py": ({"models": [LLAMA2, LLAMA3], "gpus": [RTX3090, H100], "batch_size": "4"},
+                                 check_memory_curves),
+    "pages/2_GQA_savings.py": ({"model": "Qwen/Qwen2.5-7B", "gpu": H100, "context_len": "32768"}, check_gqa),
+    "pages/3_Concurrency.py": ({"model": LLAMA3, "gpus": [RTX3090, H100], "num_gpus": "2"}, check_concurrency),
+    "pages/4_Catalog.py": ({"search": "llama"}, check_catalog),
+}
+
+
+def test_core_pages_exist():
+    assert set(SEEDED) <= set(PAGES)
+
+
+@pytest.mark.parametrize("page", list(SEEDED))
+def test_page_from_deep_link(page):
+    params, check = SEEDED[page]
+    at = run_page(page, params)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    check(at)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_with_defaults(page):
+    at = run_page(page, {})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_home_defaults_answer_with_planner_values():
+    at = run_page("app.py", {})
+    p = _plan(LLAMA3, H100, context_len=8192)
+    assert at.selectbox(key="model").value == LLAMA3
+    assert at.selectbox(key="gpu").value == H100
+    assert metrics(at)["KV per token"] == format_bytes(p.kv_cache_bytes_per_token, "B") == "131,072 B"
+
+
+def test_seed_question_llama2_fp16_on_24gb_card():
+    """Llama-2-7b fp16 on an RTX 3090: both max-context figures are on screen, as the planner gives them."""
+    at = run_page("app.py", {"model": LLAMA2, "gpu": RTX3090, "weight_dtype": "fp16", "context_len": "4096"})
+    p = _plan(LLAMA2, RTX3090, context_len=4096, weight_dtype="fp16")
+    shown = metrics(at)
+    assert shown["Max context at batch 1 [tokens]"] == format_int(p.max_context_len)
+    assert shown["Max context before overheads [tokens]"] == format_int(p.max_context_len_before_overheads)
+    assert shown["Weights"] == format_bytes(p.weights_bytes_per_gpu) == "12.55 GiB"
+    text = " ".join(m.value for m in at.markdown)
+    assert format_tokens(p.max_context_len_by_memory) in text
+    assert format_tokens(p.max_context_len_before_overheads) in text
+
+
+# --------------------------------------------------------------------------
+# Bad links
+# --------------------------------------------------------------------------
+BAD_LINKS = [
+    ("app.py", {"model": "nope/not-a-model", "gpu": RTX3090, "context_len": "2048"}, ["model=nope/not-a-model"],
+     {"model": LLAMA3, "gpu": RTX3090, "context_len": 2048}),
+    ("app.py", {"gpu": "tpu-v9000", "batch_size": "3"}, ["gpu=tpu-v9000"], {"gpu": H100, "batch_size": 3}),
+    ("app.py", {"context_len": "0"}, ["context_len=0", "too small"], {"context_len": 8192}),
+    ("app.py", {"context_len": "abc", "batch_size": "many", "gpu_memory_utilization": "5", "num_gpus": "-1"},
+     ["context_len=abc", "batch_size=many", "gpu_memory_utilization=5", "num_gpus=-1"],
+     {"context_len": 8192, "batch_size": 1, "gpu_memory_utilization": 0.9, "num_gpus": 1}),
+    ("app.py", {"model": LLAMA2, "context_len": "200000"}, ["longer than", "4,096"], {"context_len": 200000}),
+    ("app.py", {"context_len": "99999999999999"}, ["too large"], {"context_len": 8192}),
+    ("app.py", {"context_len": "inf", "batch_size": "-inf"}, ["context_len=inf", "batch_size=-inf"],
+     {"context_len": 8192, "batch_size": 1}),
+    ("app.py", {"gpu_memory_utilization": "nan", "context_len": "1e5"},
+     ["gpu_memory_utilization=nan", "context_len=1e5"],
+     {"gpu_memory_utilization": 0.9, "context_len": 8192}),
+    ("app.py", {"overhead_gib": "lots", "weight_dtype": "int3"}, ["overhead_gib=lots", "weight_dtype=int3"],
+     {"weight_dtype": "bf16"}),
+    ("pages/1_Memory_curves.py", {"models": ["nope", LLAMA2], "gpus": [RTX3090, "h9000"]},
+     ["models=nope", "gpus=h9000"], {"models": [LLAMA2], "gpus": [RTX3090]}),
+    ("pages/2_GQA_savings.py", {"model": LLAMA3, "context_len": "1e5"}, ["context_len=1e5", "whole number"],
+     {"context_len": 8192}),
+    ("pages/2_GQA_savings.py", {"model": LLAMA3, "context_len": "65536"}, ["longer than"], {"context_len": 65536}),
+    ("pages/3_Concurrency.py", {"gpus": ["xx"], "gpu_memory_utilization": "0"}, ["gpus=xx", "gpu_memory_utilization=0"],
+     {"gpu_memory_utilization": 0.9}),
+    ("pages/3_Concurrency.py", {"block_size": "-16", "model": "llama"}, ["block_size=-16", "model=llama"],
+     {"block_size": 16, "model": LLAMA3}),
+]
+
+
+def _widget_value(at: AppTest, key: str):
+    for kind in ("selectbox", "multiselect", "number_input"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            return found[0].value
+    raise KeyError(key)
+
+
+@pytest.mark.parametrize(("page", "params", "phrases", "kept"), BAD_LINKS,
+                         ids=[f"{p.split('/')[-1]}-{'-'.join(q)}" for p, q, _, _ in BAD_LINKS])
+def test_bad_link_gives_clear_error_and_keeps_the_rest(page, params, phrases, kept):
+    at = run_page(page, params)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    for phrase in phrases:
+        assert phrase in errors, errors
+    assert "sidebar" in errors, "says where to fix it"
+    for key, value in kept.items():
+        assert _widget_value(at, key) == value
+
+
+def test_alias_in_link_is_read_as_the_catalog_id():
+    at = run_page("app.py", {"gpu": "h100", "model": "meta-llama/llama-2-7b-hf", "context_len": "4096"})
+    assert not at.exception and not at.error
+    assert at.selectbox(key="gpu").value == H100
+    assert at.selectbox(key="model").value == LLAMA2
+
+
+def test_too_many_models_keeps_the_first_six():
+    ids = list(model_ids()[:8])
+    at = run_page("pages/1_Memory_curves.py", {"models": ids})
+    assert not at.exception
+    assert at.multiselect(key="models").value == ids[:6]
+    assert any("at most 6" in e.value for e in at.error)
+
+
+def test_does_not_fit_is_a_warning_not_an_error():
+    at = run_page("app.py", {"model": "meta-llama/Meta-Llama-3-70B", "gpu": RTX3090})
+    assert not at.exception and not at.error
+    assert "Does not fit" in at.warning[0].value
+
+
+def test_widget_change_reruns_with_new_plan():
+    at = run_page("app.py", {})
+    at.number_input(key="batch_size").set_value(4).run()
+    p = _plan(LLAMA3, H100, context_len=8192, batch_size=4)
+    assert not at.exception
+    assert metrics(at)["Max context at batch 4 [tokens]"] == format_int(p.max_context_len)
+
+
+# --------------------------------------------------------------------------
+# Pages hold no arithmetic
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("page", PAGES)
+def test_page_has_no_arithmetic(page):
+    tree = ast.parse((ROOT / page).read_text(encoding="utf-8"))
+    ops = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+    found = [node.lineno for node in ast.walk(tree)
+             if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ops)]
+    assert not found, f"{page}: arithmetic on lines {found}; move it to planner/ or ui/"

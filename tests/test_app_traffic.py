@@ -1,0 +1,129 @@
+"""AppTest runs of the traffic pages (Allocation, Find a GPU setup), seeded through the URL.
+
+Displayed numbers are compared with the planner's output for the same inputs,
+passed through the same ui helpers (never re-derived here).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu, load_gpus
+from planner.budget import PlanRequest
+from ui import traffic
+from ui.format import format_int
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOCATION = "pages/6_Allocation.py"
+FIND = "pages/7_Find_a_GPU_setup.py"
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+LLAMA70 = "meta-llama/Llama-3.1-70B"
+H100 = "nvidia-h100-sxm-80gb"
+
+
+def run_page(page: str, params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=90)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def check_allocation(at: AppTest) -> None:
+    """Seeded link: 8K limit, 800-token mean, 500-token prefix on half the requests, 300 users, seed 1."""
+    workload = traffic.build_workload(600, 1500, 200, 500, 8192)
+    view = traffic.allocation_view(
+        model_spec(LLAMA3), get_gpu(H100), PlanRequest(context_len=8192), mean_len=800, prefix_len=500,
+        prefix_hit_fraction=0.5, workload=workload, users=300, seed=1, num_samples=4, swap_space_gib=4.0,
+        host_link_gb_s=31.5)
+    shown = metrics(at)
+    for values in (traffic.allocation_metric_values(view), traffic.simulation_metric_values(view),
+                   traffic.prefix_metric_values(view.prefix), traffic.sampling_metric_values(view.sampling),
+                   traffic.swap_metric_values(view.swap)):
+        for label, (value, _) in values.items():
+            assert shown[label] == value, label
+    assert shown["Naive reservation unused"] == "90.2%"  # 1 - 800/8192
+    assert shown["Sequences that fit, naive"] == format_int(view.comparison.naive.max_sequences)
+    figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    assert len(figures) == 5 and all(fig["data"] for fig in figures)
+    assert any("31 of 32" in m.value or "of 32" in m.value for m in at.markdown)
+
+
+def check_find(at: AppTest) -> None:
+    """Seeded link: the issue's case, 200 users x (2,000 + 500) tokens of Llama-3.1-70B."""
+    from planner.reverse import FindRequest, find_setups
+
+    expected = find_setups(model_spec(LLAMA70), list(load_gpus().values()),
+                           FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8))
+    table = at.dataframe[0].value
+    assert list(table["gpu_id"]) == [s.gpu_id for s in expected.options]
+    assert list(table["USD per hour"]) == [s.price_per_hour for s in expected.options]
+    assert list(table["Max users"]) == [s.max_concurrent_sequences for s in expected.options]
+    assert list(table["Launch command"]) == [s.launch_command for s in expected.options]
+    assert at.success[0].value == traffic.best_text(expected)
+    figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    assert len(figures) == 1 and figures[0]["data"]
+    assert "Upper-bound estimate" in at.warning[0].value
+
+
+SEEDED = {
+    ALLOCATION: ({"model": LLAMA3, "gpu": H100, "max_model_len": "8192", "mean_len": "800", "prefix_len": "500",
+                  "prefix_hit_fraction": "0.5", "users": "300", "seed": "1"}, check_allocation),
+    FIND: ({"model": LLAMA70, "users": "200", "prompt_len": "2000", "output_len": "500", "max_gpus": "8"}, check_find),
+}
+
+
+@pytest.mark.parametrize("page", sorted(SEEDED))
+def test_traffic_page_from_deep_link(page):
+    params, check = SEEDED[page]
+    at = run_page(page, params)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    check(at)
+
+
+@pytest.mark.parametrize("page", sorted(SEEDED))
+def test_traffic_page_with_defaults(page):
+    at = run_page(page, {})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("plotly_chart")
+
+
+def test_find_nothing_fits_is_a_warning_with_the_closest_option():
+    at = run_page(FIND, {"model": LLAMA70, "users": "100000", "max_gpus": "1"})
+    assert not at.exception and not at.error
+    text = at.warning[0].value
+    assert "Nothing fits" in text and "Closest" in text and "Try" in text
+    assert list(at.dataframe[0].value["Fits"]) == [False]
+
+
+def test_find_with_a_distribution_needs_max_model_len():
+    at = run_page(FIND, {"model": LLAMA3, "prompt_p95": "4000"})
+    assert "needs max_model_len" in " ".join(e.value for e in at.error)
+    at = run_page(FIND, {"model": LLAMA3, "prompt_p95": "4000", "max_model_len": "8192", "users": "50"})
+    assert not at.exception and not at.error
+    assert at.success
+
+
+@pytest.mark.parametrize("page, params, phrases", [
+    (ALLOCATION, {"mean_len": "abc"}, ["mean_len=abc", "sidebar"]),
+    (ALLOCATION, {"mean_len": "9000", "max_model_len": "8192"}, ["raise max_model_len", "sidebar"]),
+    (ALLOCATION, {"prompt_len": "800", "prompt_p95": "100"}, ["must exceed the mean"]),
+    (FIND, {"kv_cache_dtypes": ["fp8", "fp7"]}, ["kv_cache_dtypes=fp7"]),
+    (FIND, {"users": "0"}, ["users=0", "too small"]),
+])
+def test_bad_links_give_clear_errors(page, params, phrases):
+    at = run_page(page, params)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    for phrase in phrases:
+        assert phrase in errors, errors

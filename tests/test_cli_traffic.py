@@ -1,0 +1,113 @@
+"""``python -m planner allocation`` and ``find`` against the real catalog.
+
+Meta-Llama-3-8B costs 131,072 B per bf16 token (DOMAIN.md section 3), so a
+naive 8,192-token reservation is exactly 1 GiB and 800 tokens use 100 MiB.
+"""
+
+import json
+
+import pytest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.budget import PlanRequest, plan
+from planner.cli import main
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+H100 = "nvidia-h100-sxm-80gb"
+FIND_KEYS = {"gpu_id", "num_gpus", "tensor_parallel_size", "kv_cache_dtype", "price_per_hour",
+             "max_concurrent_sequences", "launch_command"}
+
+
+def run_json(capsys, argv):
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_allocation_json(capsys):
+    out = run_json(capsys, ["allocation", "--model", LLAMA3, "--gpu", H100, "--max-model-len", "8192",
+                            "--mean-len", "800"])
+    budget = plan(model_spec(LLAMA3), get_gpu(H100).framework_memory_bytes,
+                  PlanRequest(context_len=8192)).kv_cache_budget_bytes
+    assert out["kv_cache_budget_bytes"] == budget
+    assert out["naive_unused_fraction"] == 0.90234375  # 1 - 800/8192
+    assert out["naive_max_sequences"] == budget // (1 << 30)
+    assert out["paged_max_sequences"] == budget // (800 * 131_072)
+    assert out["naive_reserved_bytes"] == out["num_sequences"] * (1 << 30)
+    assert out["paged_reserved_bytes"] == out["num_sequences"] * 800 * 131_072
+    assert out["paged_unused_fraction"] == 0.0
+
+
+def test_allocation_block_size_and_prefix(capsys):
+    out = run_json(capsys, ["allocation", "--model", LLAMA3, "--gpu", H100, "--mean-len", "1000",
+                            "--block-size", "128", "--num-sequences", "10", "--prefix-len", "600"])
+    assert out["block_size"] == 128
+    assert out["paged_reserved_bytes"] == 10 * 1024 * 131_072  # 1,000 tokens -> 8 blocks of 128
+    assert out["paged_reserved_bytes"] - out["prefix_reserved_bytes"] == 9 * 512 * 131_072  # 4 full blocks shared
+
+
+def test_allocation_table(capsys):
+    assert main(["allocation", "--model", LLAMA3, "--gpu", H100, "--mean-len", "800"]) == 0
+    text = capsys.readouterr().out
+    assert "90.2%" in text and "paged+prefix" in text
+
+
+def test_find_json_cheapest_first(capsys):
+    rows = run_json(capsys, ["find", "--model", "meta-llama/Llama-3.1-70B", "--users", "200", "--prompt-len", "2000",
+                             "--output-len", "500", "--max-gpus", "8"])
+    assert rows and all(FIND_KEYS <= row.keys() for row in rows)
+    assert all(row["fits"] for row in rows)
+    prices = [row["price_per_hour"] for row in rows]
+    assert prices == sorted(prices)
+    for row in rows:
+        assert row["max_concurrent_sequences"] >= 200
+        assert row["num_gpus"] <= 8
+        assert row["launch_command"].startswith("vllm serve meta-llama/Meta-Llama-3.1-70B")
+        assert "--max-model-len 2500" in row["launch_command"]
+
+
+def test_find_nothing_fits_returns_the_closest(capsys):
+    rows = run_json(capsys, ["find", "--model", "meta-llama/Llama-3.1-70B", "--users", "100000",
+                             "--prompt-len", "2000", "--output-len", "500", "--max-gpus", "1"])
+    assert len(rows) == 1 and rows[0]["fits"] is False and rows[0]["reasons"]
+    assert main(["find", "--model", "meta-llama/Llama-3.1-70B", "--users", "100000", "--prompt-len", "2000",
+                 "--output-len", "500", "--max-gpus", "1"]) == 0
+    assert "nothing fits" in capsys.readouterr().out
+
+
+def test_find_with_a_distribution_and_a_csv(capsys, tmp_path):
+    rows = run_json(capsys, ["find", "--model", LLAMA3, "--users", "50", "--prompt-len", "800", "--prompt-p95",
+                             "2000", "--output-len", "200", "--max-model-len", "8192", "--top", "2"])
+    assert len(rows) == 2 and all(r["max_model_len"] == 8192 for r in rows)
+    csv = tmp_path / "lengths.csv"
+    csv.write_text("prompt_len,output_len\n800,200\n1500,300\n")
+    rows = run_json(capsys, ["find", "--model", LLAMA3, "--users", "50", "--prompt-len", "1", "--output-len", "0",
+                             "--lengths-csv", str(csv), "--max-model-len", "4096", "--top", "1"])
+    assert rows[0]["fits"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["allocation", "--model", LLAMA3, "--gpu", H100, "--mean-len", "9000"], "raise max_model_len"),
+    (["allocation", "--model", "no/such-model", "--gpu", H100, "--mean-len", "800"], "no/such-model"),
+    (["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "800", "--prompt-p95", "2000",
+      "--output-len", "10"], "needs --max-model-len"),
+    (["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "10", "--output-len", "1",
+      "--lengths-csv", "/nonexistent.csv", "--max-model-len", "100"], "cannot read --lengths-csv"),
+])
+def test_bad_values_exit_2_with_a_message(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["allocation", "--model", LLAMA3, "--gpu", H100, "--mean-len", "0"],
+    ["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "10", "--output-len", "1",
+     "--kv-cache-dtypes", "fp7"],
+    ["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "10", "--output-len", "1",
+     "--preemption-probability", "1"],
+])
+def test_bad_flags_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err

@@ -1,0 +1,140 @@
+"""The custom-model panel in a real Streamlit run (AppTest): links, paste flow, tampered codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import get_model_entry
+from model_catalog.custom import custom_gpu, read_custom_config
+from model_catalog.share_codec import encode_gpu, encode_model
+
+PAGE = Path(__file__).resolve().parent / "fixtures" / "custom_panel_page.py"
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+LLAMA3_CONFIG = get_model_entry(LLAMA3).config
+
+
+def run(params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(PAGE), default_timeout=60)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def texts(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def test_panel_renders_without_codes():
+    at = run()
+    assert not at.exception and not at.error
+    assert "model: none" in texts(at) and "gpu: none" in texts(at)
+
+
+def test_link_codes_rebuild_the_model_and_gpu():
+    model = read_custom_config(LLAMA3_CONFIG, "my-org/llama-ft")
+    gpu = custom_gpu("Lab card", 24, "GiB", 936)
+    at = run({"custom_model": encode_model(model), "custom_gpu": encode_gpu(gpu)})
+    assert not at.exception and not at.error
+    shown = texts(at)
+    assert "model: my-org/llama-ft" in shown and "params: 8030261248" in shown
+    assert "resolved: my-org/llama-ft" in shown
+    assert "gpu: Lab card" in shown and f"memory: {24 << 30}" in shown
+
+
+@pytest.mark.parametrize("param", ["custom_model", "custom_gpu"])
+def test_tampered_code_is_a_message_not_a_traceback(param):
+    good = encode_model(read_custom_config(LLAMA3_CONFIG, "x")) if param == "custom_model" else encode_gpu(
+        custom_gpu("x", 24, "GiB", 900))
+    at = run({param: good[:-6] + "AAAAAA"})
+    assert not at.exception
+    assert len(at.error) == 1 and f"link parameter {param} is not a valid share code" in at.error[0].value
+    assert "model: none" in texts(at) and "gpu: none" in texts(at)
+
+
+def test_paste_flow_sets_the_link_code():
+    at = run()
+    at.text_area(key="custom_config_text").set_value(json.dumps(LLAMA3_CONFIG))
+    at.text_input(key="custom_model_name").set_value("pasted/llama")
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and not at.error
+    assert "model: pasted/llama" in texts(at)
+    assert at.text_input(key="custom_model").value.startswith("v1.")
+    assert at.success and "Pasted config.json read: pasted/llama" in at.success[0].value
+
+
+def test_paste_flow_reports_a_bad_key_and_keeps_working():
+    at = run()
+    at.text_area(key="custom_config_text").set_value('{"model_type": "acme", "hidden_size": 64}')
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "config key 'num_hidden_layers' is missing" in at.error[0].value
+    assert "model: none" in texts(at)
+
+
+def test_custom_gpu_form_sets_the_link_code():
+    at = run()
+    at.text_input(key="custom_gpu_name").set_value("Lab card")
+    at.number_input(key="custom_gpu_memory").set_value(48.0)
+    at.button(key="custom_use_gpu").click().run()
+    assert not at.exception and not at.error
+    assert "gpu: Lab card" in texts(at) and f"memory: {48 << 30}" in texts(at)
+    assert at.text_input(key="custom_gpu").value.startswith("v1.")
+
+
+# --------------------------------------------------------------------------
+# Wired into the shared sidebar: every page, deep links with model=custom
+# --------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+CUSTOM_LINK = {
+    "custom_model": encode_model(read_custom_config(LLAMA3_CONFIG, "my-org/llama-ft")),
+    "custom_gpu": encode_gpu(custom_gpu("Lab card", 24, "GiB", 936, 0.5)),
+}
+
+
+def run_page(page: str, params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_offers_the_panel_and_plans_the_custom_model(page):
+    at = run_page(page, {**CUSTOM_LINK, "model": "custom", "models": "custom", "gpu": "custom", "gpus": "custom"})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    pickers = [w.key for w in (*at.selectbox, *at.multiselect) if w.key in ("model", "models", "gpu", "gpus")]
+    if not pickers:  # a page without the shared sidebar (the catalog tables)
+        return
+    assert at.text_input(key="custom_model").value == CUSTOM_LINK["custom_model"]
+    for key in pickers:
+        widget = at.selectbox(key=key) if key in ("model", "gpu") else at.multiselect(key=key)
+        assert "custom" in (widget.value if key in ("models", "gpus") else [widget.value]), key
+
+
+def test_home_page_numbers_are_the_custom_plan():
+    from model_catalog.share_codec import decode_gpu, decode_model
+    from planner.budget import PlanRequest, plan
+    from ui.format import format_bytes, format_int
+
+    at = run_page("app.py", {**CUSTOM_LINK, "model": "custom", "gpu": "custom", "context_len": "4096"})
+    assert not at.exception and not at.error
+    spec, gpu = decode_model(CUSTOM_LINK["custom_model"]).spec, decode_gpu(CUSTOM_LINK["custom_gpu"])
+    expected = plan(spec, gpu.framework_memory_bytes, PlanRequest(context_len=4096), gpu_id=gpu.id)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Weights"] == format_bytes(expected.weights_bytes_per_gpu)
+    assert shown["Max concurrent sequences"] == format_int(expected.max_concurrent_sequences)
+
+
+def test_tampered_link_on_a_page_is_a_top_message_and_the_catalog_still_works():
+    at = run_page("app.py", {"custom_model": CUSTOM_LINK["custom_model"][:-8] + "zzzzzzzz", "context_len": "4096"})
+    assert not at.exception
+    messages = [e.value for e in at.error]
+    assert len(messages) == 1 and "link parameter custom_model is not a valid share code" in messages[0]
+    assert at.selectbox(key="model").value == "meta-llama/Meta-Llama-3-8B"
+    assert at.metric  # the catalog plan is still shown

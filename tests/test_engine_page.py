@@ -1,0 +1,121 @@
+"""The Engine page and the Home engine panel: deep links, planner values on screen, the log box.
+
+Displayed numbers are compared with :func:`planner.engines.plan_engine` output
+passed through the same formatting helpers (never re-derived here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.engines import EngineRequest, plan_engine
+from ui.engine import engine_metric_values
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = "pages/5_Engine.py"
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+H100 = "nvidia-h100-sxm-80gb"
+
+V07_LOG = """\
+(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1
+(APIServer pid=1671) INFO 09-04 01:02:38 [scheduler.py:222] Chunked prefill is enabled with max_num_batched_tokens=2048.
+(EngineCore_0 pid=1812) INFO 09-04 01:03:03 [gpu_model_runner.py:2007] Model loading took 14.2488 GiB and 4.42 seconds
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [gpu_worker.py:276] Available KV cache memory: 5.01 GiB
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [kv_cache_utils.py:849] GPU KV cache size: 93,872 tokens
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [kv_cache_utils.py:853] Maximum concurrency for 16,384 tokens per request: 5.73x
+"""
+
+
+def run(page: str, params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=90)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def shown_metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def expected(engine: str, **kw):
+    gpu = get_gpu(H100)
+    request = EngineRequest(engine=engine, gpu_name=gpu.name, **kw)
+    return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi", "transformers"])
+def test_engine_page_shows_planner_values(engine):
+    at = run(PAGE, {"engine": engine, "model": LLAMA3, "gpu": H100, "context_len": "4096"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    plan = expected(engine, max_model_len=4096)
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    codes = [c.value for c in at.code]
+    assert plan.launch_command in codes
+    assert "\n".join(plan.engine_log_lines) in codes
+
+
+def test_parallel_deep_link_splits_gpus_into_stages():
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "num_gpus": "4", "pipeline_parallel_size": "2",
+                    "data_parallel_size": "3", "context_len": "8192"})
+    assert not at.exception and not at.error
+    plan = expected("vllm", max_model_len=8192, tensor_parallel_size=2, pipeline_parallel_size=2, data_parallel_size=3)
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    assert len(at.dataframe[0].value) == 2  # one row per pipeline stage
+
+
+def test_refusal_is_a_warning_with_the_largest_length():
+    at = run(PAGE, {"model": LLAMA3, "gpu": "nvidia-rtx-3090", "max_model_len": "200000"})
+    assert not at.exception and not at.error
+    assert any("would refuse to start" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("params,phrase", [
+    ({"engine": "vllm-v9"}, "engine=vllm-v9"),
+    ({"pipeline_parallel_size": "0"}, "pipeline_parallel_size=0"),
+    ({"available_kv_memory_gib": "lots"}, "available_kv_memory_gib=lots"),
+])
+def test_bad_link_names_the_parameter_and_the_fix(params, phrase):
+    at = run(PAGE, params)
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert phrase in errors and "sidebar" in errors
+
+
+def test_uneven_stage_split_is_a_clear_error():
+    at = run(PAGE, {"num_gpus": "3", "pipeline_parallel_size": "2"})
+    assert not at.exception
+    assert "cannot be split into 2 pipeline stages" in " ".join(e.value for e in at.error)
+
+
+def test_pasted_log_is_compared_line_by_line():
+    at = run(PAGE, {"engine": "vllm-v0.10", "model": "Qwen/Qwen2.5-7B", "gpu": "nvidia-a100-sxm-80gb",
+                    "gpu_memory_utilization": "0.25", "context_len": "16384"})
+    at.text_area(key="engine_log").input(V07_LOG).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[1].value
+    assert "Available KV cache memory" in list(table["Quantity"])
+    replan = at.dataframe[2].value
+    pinned = replan[replan["Plan"] == "Engine's own available memory"].iloc[0]
+    assert pinned["Available KV per GPU"] == "5.01 GiB"
+
+
+def test_unknown_log_gets_a_message_not_an_error():
+    at = run(PAGE, {})
+    at.text_area(key="engine_log").input("hello\nworld").run()
+    assert not at.exception and not at.error
+    assert any("No engine figures recognised" in w.value for w in at.warning)
+
+
+def test_home_has_an_engine_selector_and_panel():
+    at = run("app.py", {"engine": "sglang"})
+    assert not at.exception and not at.error
+    assert at.selectbox(key="engine").value == "sglang"
+    assert any(c.value.startswith("python -m sglang.launch_server") for c in at.code)
+    default = run("app.py", {})
+    assert default.selectbox(key="engine").value == "vllm"

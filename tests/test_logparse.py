@@ -1,0 +1,220 @@
+"""Engine startup logs: figures recognised, estimate vs actual, re-planning with measured overheads.
+
+Log excerpts are the lines quoted in shared/reference/engine_cases.csv and the
+public logs behind it (dennislee22/vLLM-benchmarking, vllm-project/vllm#10517,
+vllm-project/vllm#21348, NVIDIA/TensorRT-LLM#1188, llama.cpp PR #11446).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.engines import EngineRequest, plan_engine
+from planner.layers import FullAttention, SlidingWindowAttention
+from planner.logparse import (
+    measured_available_bytes,
+    parse_engine_log,
+    reconcile,
+    request_from_log,
+    residual_overhead_bytes,
+)
+from planner.model import ModelSpec
+from planner.units import GiB, MiB
+from tests.factories import dense_model
+
+VLLM_V1 = """\
+(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1
+(APIServer pid=1671) INFO 09-04 01:02:37 [__init__.py:1750] Using max model len 16384
+(APIServer pid=1671) INFO 09-04 01:02:38 [scheduler.py:222] Chunked prefill is enabled with max_num_batched_tokens=2048.
+(EngineCore_0 pid=1812) INFO 09-04 01:03:03 [gpu_model_runner.py:2007] Model loading took 14.2488 GiB and 4.42 seconds
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [gpu_worker.py:276] Available KV cache memory: 5.01 GiB
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [kv_cache_utils.py:849] GPU KV cache size: 93,872 tokens
+(EngineCore_0 pid=1812) INFO 09-04 01:04:29 [kv_cache_utils.py:853] Maximum concurrency for 16,384 tokens per request: 5.73x
+(EngineCore_0 pid=1812) INFO 09-04 01:04:32 [gpu_model_runner.py:2708] Graph capturing finished in 3 secs, took 0.50 GiB
+"""
+
+VLLM_V0 = """\
+INFO 12-02 10:00:01 model_runner.py:1077] Loading model weights took 14.9888 GB
+INFO 12-02 10:00:05 worker.py:232] Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.25GiB \
+peak_torch_memory=17.06GiB memory_usage_post_profile=15.61GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB \
+gpu_memory_utilization=0.90
+INFO 12-02 10:00:05 gpu_executor.py:113] # GPU blocks: 1952, # CPU blocks: 2048
+INFO 12-02 10:00:05 gpu_executor.py:117] Maximum concurrency for 20000 tokens per request: 1.56x
+"""
+
+SGLANG = """\
+[2025-07-21 10:00:00 TP0] Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=19.40 GB, mem usage=55.52 GB.
+[2025-07-21 10:00:01 TP0] KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB
+[2025-07-21 10:00:02 TP0] max_total_num_tokens=367404, chunked_prefill_size=8192, max_prefill_tokens=16384, \
+max_running_requests=4096, context_len=40960, available_gpu_mem=2.81 GB
+"""
+
+LLAMACPP = """\
+llama_context: n_seq_max     = 4
+llama_context: n_ctx         = 1024
+llama_context: n_ctx_seq     = 256
+llama_kv_cache:      CUDA0 KV buffer size =     3.00 MiB
+llama_kv_cache: size =    3.00 MiB (   256 cells,   3 layers,  4/4 seqs), K (f16):    1.50 MiB, V (f16):    1.50 MiB
+llama_kv_cache_iswa: creating     SWA KV cache, size = 256 cells
+llama_kv_cache:      CUDA0 KV buffer size =    15.00 MiB
+llama_kv_cache: size =   15.00 MiB (   256 cells,  15 layers,  4/4 seqs), K (f16):    7.50 MiB, V (f16):    7.50 MiB
+"""
+
+TRTLLM = "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 4.53 GiB for max tokens in paged KV cache (395776).\n"
+TGI = "INFO text_generation_router: KV-cache blocks: 9000, size: 1\nSetting max batch total tokens to 9000\n"
+
+
+def qwen2_7b() -> ModelSpec:
+    return dense_model(num_layers=28, num_key_value_heads=4, num_attention_heads=28, head_dim=128,
+                       hidden_size=3584, model_id="Qwen/Qwen2-7B-Instruct", max_position_embeddings=32768)
+
+
+@pytest.mark.parametrize("text,engine,name,value", [
+    (VLLM_V1, "vllm", "available_kv_gib", 5.01),
+    (VLLM_V1, "vllm", "kv_cache_tokens", 93_872),
+    (VLLM_V1, "vllm", "max_concurrency", 5.73),
+    (VLLM_V1, "vllm", "concurrency_len", 16_384),
+    (VLLM_V1, "vllm", "weights_gib", 14.2488),
+    (VLLM_V1, "vllm", "cudagraph_gib", 0.5),
+    (VLLM_V1, "vllm", "max_num_batched_tokens", 2048),
+    (VLLM_V0, "vllm", "num_gpu_blocks", 1952),
+    (VLLM_V0, "vllm", "peak_torch_gib", 17.06),
+    (VLLM_V0, "vllm", "non_torch_gib", 0.35),
+    (VLLM_V0, "vllm", "available_kv_gib", 3.81),
+    (VLLM_V0, "vllm", "weights_gib", 14.9888),
+    (SGLANG, "sglang", "sglang_tokens", 367_404),
+    (SGLANG, "sglang", "sglang_k_gib", 8.23),
+    (SGLANG, "sglang", "sglang_context_len", 40_960),
+    (SGLANG, "sglang", "sglang_avail_gib", 19.40),
+    (LLAMACPP, "llama.cpp", "llamacpp_n_ctx", 1024),
+    (LLAMACPP, "llama.cpp", "llamacpp_cells", 256),
+    (TRTLLM, "trtllm", "trtllm_tokens", 395_776),
+    (TRTLLM, "trtllm", "trtllm_alloc_gib", 4.53),
+    (TGI, "tgi", "tgi_max_total_tokens", 9000),
+])
+def test_figures_are_recognised(text, engine, name, value):
+    figures = parse_engine_log(text)
+    assert figures.engine == engine
+    assert figures.value(name) == pytest.approx(value)
+
+
+def test_vllm_log_states_its_version_and_is_complete():
+    figures = parse_engine_log(VLLM_V1)
+    assert figures.version == "0.10.1.1"
+    assert figures.complete
+    assert "Recognised vllm log" in figures.message and "Not found" not in figures.message
+
+
+def test_partial_log_lists_what_is_missing():
+    figures = parse_engine_log("INFO [gpu_worker.py:276] Available KV cache memory: 5.01 GiB")
+    assert figures.engine == "vllm" and not figures.complete
+    assert "Available KV cache memory" in figures.message
+    assert "Not found: Model loading (weights)" in figures.message
+
+
+@pytest.mark.parametrize("text", ["", "hello world\nnothing to see", "\x1b[32mINFO\x1b[0m Started server"])
+def test_unknown_log_gets_a_clear_message(text):
+    figures = parse_engine_log(text)
+    assert figures.engine is None and figures.figures == ()
+    assert figures.message.startswith("No engine figures recognised")
+
+
+def test_per_worker_lines_use_the_minimum():
+    text = ("(RayWorker rank=0) Available KV cache memory: 45.32 GiB\n"
+            "(RayWorker rank=1) Available KV cache memory: 45.30 GiB\n")
+    assert measured_available_bytes(parse_engine_log(text)) == int(round(45.30 * GiB))
+
+
+def test_sglang_and_llamacpp_measured_kv():
+    assert measured_available_bytes(parse_engine_log(SGLANG)) == int(round(16.46 * GiB))
+    assert measured_available_bytes(parse_engine_log(LLAMACPP)) == 18 * MiB
+
+
+def test_reconcile_lines_up_estimate_and_actual_for_vllm():
+    model = qwen2_7b()
+    request = EngineRequest(engine="vllm-v0.10", max_model_len=16384, gpu_memory_utilization=0.25,
+                            gpu_name="A100 SXM4 80GB")
+    figures = parse_engine_log(VLLM_V1)
+    pinned = plan_engine(model, int(79.25 * GiB), request_from_log(request, figures))
+    rows = {r.quantity: r for r in reconcile(pinned, figures)}
+    assert rows["Available KV cache memory"].difference == pytest.approx(0, abs=0.005)
+    # 5.01 GiB printed -> 93,808 tokens at the printed value; the engine's exact figure gave 93,872 (one rounding)
+    assert abs(rows["GPU KV cache size"].difference) <= 0.005 * GiB / 57_344 + 16
+    assert rows["Maximum concurrency"].difference == pytest.approx(0, abs=0.011)
+    assert rows["Model loading (weights)"].actual == 14.2488
+    assert "Model loading took 14.2488 GiB" in rows["Model loading (weights)"].line
+
+
+def test_replan_with_measured_overheads_carries_them_to_new_knobs():
+    model = qwen2_7b()
+    request = EngineRequest(engine="vllm-v0.10", max_model_len=16384, gpu_memory_utilization=0.25,
+                            gpu_name="A100 SXM4 80GB")
+    estimate = plan_engine(model, int(79.25 * GiB), request)
+    figures = parse_engine_log(VLLM_V1)
+    assert residual_overhead_bytes(estimate, figures) == pytest.approx(0.5537 * GiB, abs=0.006 * GiB)
+    measured = request_from_log(request, figures, pin_available=False, plan=estimate)
+    assert measured.weights_bytes == int(round(14.2488 * GiB)) and measured.available_kv_memory_bytes is None
+    again = plan_engine(model, int(79.25 * GiB), measured)
+    assert again.available_kv_cache_bytes == pytest.approx(5.01 * GiB, abs=0.006 * GiB)
+    # the same hardware at gpu_memory_utilization 0.5: the 0.5 GiB log of that run printed 24.83 GiB
+    doubled = plan_engine(model, int(79.25 * GiB), type(measured)(**{**measured.__dict__,
+                                                                     "gpu_memory_utilization": 0.5}))
+    assert doubled.available_kv_cache_bytes / GiB == pytest.approx(24.83, abs=0.03)
+
+
+def test_v0_breakdown_gives_activation_from_peak_minus_weights():
+    request = request_from_log(EngineRequest(engine="vllm-v0"), parse_engine_log(VLLM_V0), pin_available=False)
+    assert request.activation_bytes == int(round(17.06 * GiB)) - int(round(14.9888 * GiB))
+    assert request.non_torch_bytes == int(round(0.35 * GiB))
+    assert request.max_model_len == 20000
+
+
+def test_llamacpp_log_reconciles_exactly():
+    sliding = SlidingWindowAttention(num_key_value_heads=1, head_dim=256, sliding_window=512)
+    full = FullAttention(num_key_value_heads=1, head_dim=256)
+    model = dense_model(num_layers=18, layers=((sliding,) * 5 + (full,)) * 3, num_key_value_heads=1,
+                        num_attention_heads=4, head_dim=256, hidden_size=640)
+    plan = plan_engine(model, 8 * GiB, EngineRequest(engine="llama.cpp", max_model_len=1024, max_num_seqs=4,
+                                                     kv_unified=False))
+    rows = {r.quantity: r for r in reconcile(plan, parse_engine_log(LLAMACPP))}
+    assert rows["llama.cpp KV size"].difference == 0
+    assert rows["llama.cpp cells (all streams)"].actual == rows["llama.cpp cells (all streams)"].estimate == 1024
+    assert "llama_kv_cache: size =    3.00 MiB (   256 cells,   3 layers,  4/4 seqs), K (f16):    1.50 MiB, " \
+           "V (f16):    1.50 MiB" in plan.engine_log_lines
+    # the planner's own log lines parse back to the same figures
+    assert parse_engine_log("\n".join(plan.engine_log_lines)).value("llamacpp_kv_mib") == 3.0
+
+
+@pytest.mark.parametrize("engine,names", [
+    ("vllm", ("available_kv_gib", "kv_cache_tokens", "max_concurrency", "weights_gib")),
+    ("vllm-v0", ("available_kv_gib", "num_gpu_blocks", "max_concurrency")),
+    ("sglang", ("sglang_tokens", "sglang_k_gib", "sglang_v_gib", "sglang_max_total_tokens")),
+    ("trtllm", ("trtllm_alloc_gib", "trtllm_tokens", "trtllm_blocks")),
+    ("tgi", ("tgi_blocks", "tgi_max_total_tokens")),
+    ("llama.cpp", ("llamacpp_kv_mib", "llamacpp_cells", "llamacpp_kv_buffer_mib")),
+])
+def test_the_planners_own_log_lines_parse_back(engine, names):
+    plan = plan_engine(dense_model(), 24 * GiB, EngineRequest(engine=engine, max_model_len=2048))
+    figures = parse_engine_log("\n".join(plan.engine_log_lines))
+    assert figures.engine == plan.family
+    for name in names:
+        assert figures.get(name) is not None, name
+    rows = reconcile(plan, figures)
+    assert rows and all(abs(r.difference) <= 0.006 * max(1.0, abs(r.actual)) for r in rows), rows
+
+
+@pytest.mark.parametrize("version,profile", [
+    ("0.6.4", "vllm-v0"), ("0.7.1", "vllm-v1-jan2025"), ("0.8.3.dev", "vllm-v1-2025"), ("0.10.1.1", "vllm-v0.10"),
+    ("0.11.0", "vllm-v0.11"), ("0.19.2", "vllm-v0.11"), ("0.21.0", "vllm"), ("1.2.0", "vllm"),
+])
+def test_log_version_picks_the_profile_that_prints_the_same_way(version, profile):
+    from planner.logparse import suggest_engine
+    text = f"vLLM API server version {version}\nAvailable KV cache memory: 1.00 GiB\n"
+    assert suggest_engine(parse_engine_log(text)) == profile
+
+
+def test_knobs_from_log_take_the_logs_settings():
+    from planner.logparse import knobs_from_log
+    request, adopted = knobs_from_log(EngineRequest(max_model_len=8192), parse_engine_log(VLLM_V1))
+    assert (request.max_model_len, request.max_num_batched_tokens) == (16384, 2048)
+    assert adopted == ("max_model_len", "max_num_batched_tokens")

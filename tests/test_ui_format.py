@@ -1,0 +1,179 @@
+"""Unit tests of the UI helpers: byte formatting, link value checks, table helpers, chart builders.
+
+Sizes are powers of two or ten so each expected string can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from planner.budget import PlanRequest, plan
+from planner.units import GB, GiB, MiB
+from tests.factories import dense_model
+from ui import charts, data
+from ui.format import (
+    bytes_to_gib,
+    format_bytes,
+    format_bytes_exact,
+    format_fraction,
+    format_int,
+    format_params,
+    format_tokens,
+    format_tokens_short,
+    gib_to_bytes,
+)
+from ui.inputs import NUMBER_FIELDS, PlanInputs, _number_problem
+
+
+@pytest.mark.parametrize(("num_bytes", "unit", "text"), [
+    (GiB, "GiB", "1.00 GiB"),
+    (GB, "GB", "1.00 GB"),
+    (GB, "GiB", "0.93 GiB"),            # 10**9 / 2**30 = 0.931...
+    (GiB, "GB", "1.07 GB"),             # 2**30 / 10**9 = 1.073...
+    (80 * GiB, "GiB", "80.00 GiB"),
+    (131072, "B", "131,072 B"),
+    (0, "GiB", "0.00 GiB"),
+    (-GiB // 2, "GiB", "-0.50 GiB"),    # an over-committed budget stays visible
+    (1536 * MiB, "GiB", "1.50 GiB"),
+])
+def test_format_bytes_always_labels_the_unit(num_bytes, unit, text):
+    assert format_bytes(num_bytes, unit) == text
+
+
+def test_format_bytes_rejects_unknown_units():
+    with pytest.raises(ValueError, match="unknown unit 'MB'"):
+        format_bytes(1, "MB")
+
+
+def test_format_bytes_exact_shows_both():
+    assert format_bytes_exact(GiB) == "1.00 GiB (1,073,741,824 B)"
+
+
+def test_format_bytes_digits():
+    assert format_bytes(GiB + GiB // 8, "GiB", digits=3) == "1.125 GiB"
+
+
+def test_bytes_to_gib_and_back():
+    assert bytes_to_gib(3 * GiB) == 3.0
+    assert gib_to_bytes(1.5) == 1536 * MiB
+    assert gib_to_bytes(0) == 0
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.inf, math.nan])
+def test_gib_to_bytes_rejects_bad_sizes(bad):
+    with pytest.raises(ValueError, match="finite number >= 0 GiB"):
+        gib_to_bytes(bad)
+
+
+@pytest.mark.parametrize(("value", "text"), [(1, "1 token"), (0, "0 tokens"), (8192, "8,192 tokens")])
+def test_format_tokens(value, text):
+    assert format_tokens(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (128, "128"), (1024, "1K"), (8192, "8K"), (131072, "128K"), (1 << 20, "1M"), (1536, "1,536"), (3000, "3,000"),
+])
+def test_format_tokens_short_uses_binary_k(value, text):
+    assert format_tokens_short(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (8_030_261_248, "8.03 B"), (494_032_768, "494.03 M"), (671_000_000_000, "671.00 B"), (10**12, "1.00 T"),
+])
+def test_format_params(value, text):
+    assert format_params(value) == text
+
+
+def test_small_formatters():
+    assert format_int(1234567) == "1,234,567"
+    assert format_fraction(0.9) == "0.9"
+    assert format_fraction(1.0) == "1"
+
+
+# --------------------------------------------------------------------------
+# Link values
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(("key", "raw", "problem"), [
+    ("context_len", "8192", None),
+    ("context_len", " 4096 ", None),
+    ("context_len", "abc", "is not a whole number"),
+    ("context_len", "1e5", "is not a whole number"),
+    ("context_len", "8192.5", "is not a whole number"),
+    ("context_len", "inf", "is not a whole number"),
+    ("context_len", "0", "is too small"),
+    ("context_len", "-5", "is too small"),
+    ("context_len", str(1 << 25), "is too large"),
+    ("context_len", "", "is empty"),
+    ("gpu_memory_utilization", "0.95", None),
+    ("gpu_memory_utilization", "1", None),
+    ("gpu_memory_utilization", "0", "is too small"),
+    ("gpu_memory_utilization", "1.5", "is too large"),
+    ("gpu_memory_utilization", "nan", "is not a finite number"),
+    ("gpu_memory_utilization", "ninety", "is not a number"),
+    ("overhead_gib", "", None),           # empty = use the planner's estimate
+    ("overhead_gib", "2.5", None),
+    ("overhead_gib", "-1", "is too small"),
+])
+def test_number_problem(key, raw, problem):
+    assert _number_problem(NUMBER_FIELDS[key], raw) == problem
+
+
+def test_plan_number_fields_are_the_cli_flags():
+    # Other UI modules may register more fields (traffic, engine); the plan's own are these.
+    core = {"num_gpus", "context_len", "batch_size", "gpu_memory_utilization", "block_size", "overhead_gib"}
+    assert core <= set(NUMBER_FIELDS)
+    assert all(NUMBER_FIELDS[k].key == k for k in core)
+
+
+def test_plan_inputs_request_converts_overhead_like_the_cli():
+    form = PlanInputs(model_ids=("m",), gpu_ids=("g",), context_len=4096, batch_size=2, overhead_gib=1.5)
+    request = form.request()
+    assert request == PlanRequest(context_len=4096, batch_size=2, overhead_bytes=1536 * MiB)
+    assert "--overhead-gib 1.5" in form.cli_command()
+    assert "--context-len 4096" in form.cli_command()
+
+
+# --------------------------------------------------------------------------
+# Tables and charts
+# --------------------------------------------------------------------------
+def test_search_matches_every_word_case_insensitively():
+    table = pd.DataFrame({"id": ["meta-llama/Llama-2-7b-hf", "Qwen/Qwen2.5-7B", "meta-llama/Llama-2-70b-hf"],
+                          "name": ["Llama 2 7B", "Qwen2.5 7B", "Llama 2 70B"]})
+    assert list(data.search(table, "LLAMA 70b")["id"]) == ["meta-llama/Llama-2-70b-hf"]
+    assert len(data.search(table, "")) == 3
+    assert data.search(table, "mistral").empty
+
+
+def test_table_contexts_stop_at_the_model_limit():
+    assert data.table_contexts(dense_model(max_position_embeddings=4096)) == (1024, 2048, 4096)
+    assert data.table_contexts(dense_model(max_position_embeddings=40960))[-1] == 40960
+
+
+def test_within_limit_cuts_each_curve():
+    assert data.within_limit((128, 4096, 8192), dense_model(max_position_embeddings=4096)) == (128, 4096)
+
+
+def test_first_url():
+    assert data.first_url("see https://huggingface.co/x/y/blob/abc/config.json (official)") == \
+        "https://huggingface.co/x/y/blob/abc/config.json"
+    assert data.first_url("no link") is None
+
+
+def test_budget_bar_segments_are_plan_fields():
+    model = dense_model()  # 4 layers x 2 x 8 heads x 128 x 2 B = 16,384 B per token
+    p = plan(model, 8 * GiB, PlanRequest(context_len=1024, overhead_bytes=GiB), gpu_id="test")
+    fig = charts.budget_bar(p, "test GPU")
+    bars = {t.name: t.x[0] for t in fig.data}
+    assert bars["Weights"] == bytes_to_gib(p.weights_bytes_per_gpu)
+    assert bars["KV cache in use"] == bytes_to_gib(p.kv_cache_bytes_in_use) == 0.015625  # 16 KiB x 1,024
+    assert bars["Overhead (override)"] == 1.0
+    assert [s.x0 for s in fig.layout.shapes] == [bytes_to_gib(p.usable_memory_bytes), 8.0]
+
+
+def test_concurrency_lines_drop_zero_points_for_the_log_axis():
+    fig = charts.concurrency_lines((1024, 2048, 4096), {"GPU": (4, 2, 0)})
+    assert list(fig.data[0].x) == [1024, 2048]
+    assert list(fig.data[0].y) == [4, 2]

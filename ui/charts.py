@@ -1,0 +1,191 @@
+"""Plotly figure builders. Inputs are planner results; sizes reach the axes in GiB.
+
+Every size on an axis is ``bytes_to_gib`` of a planner value, and every hover
+label is :func:`ui.format.format_bytes_exact` of it (GiB with 2 decimals and
+the exact byte count), so charts and metrics never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from planner.budget import Plan
+from planner.sweep import MemoryPoint
+from ui.format import (
+    bytes_to_gib,
+    format_bytes,
+    format_bytes_exact,
+    format_int,
+    format_params,
+    format_tokens,
+    format_tokens_short,
+)
+
+PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D")
+"""Colour per series (Tableau 10 order), colour-blind friendly."""
+
+SEGMENT_COLOURS = {
+    "Weights": "#4C78A8",
+    "KV cache in use": "#F58518",
+    "Activations": "#B279A2",
+    "Logits": "#FF9DA6",
+    "Runtime": "#9D755D",
+    "Overhead (override)": "#B279A2",
+    "Free KV budget": "#C7E9C0",
+}
+
+ATTENTION_COLOURS = {"MHA": "#E45756", "GQA": "#4C78A8", "MQA": "#54A24B", "MLA": "#F58518"}
+
+CAPACITY_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+
+_TOKEN_TICKS = tuple(1 << k for k in range(7, 25))  # 128, 256, 512, 1K, ... 16M
+TOKEN_AXIS = dict(type="log", title="Context length [tokens per sequence; K = 1,024]",
+                   tickvals=list(_TOKEN_TICKS), ticktext=[format_tokens_short(t) for t in _TOKEN_TICKS])
+_PARAM_TICKS = (10**8, 10**9, 10**10, 10**11, 10**12)
+_BYTE_TICKS = tuple(1 << k for k in range(10, 26, 2))  # 1,024 B ... 16 MiB, every second power of 2
+
+_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+               hoverlabel=dict(namelength=-1))
+
+
+def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict:
+    """A full-width (``axis="y"``) or full-height (``axis="x"``) reference line as a layout shape.
+
+    Layout shapes are much cheaper to build than ``Figure.add_hline``.
+    """
+    other = "y" if axis == "x" else "x"
+    return {"type": "line", "xref": "x" if axis == "x" else "paper", "yref": "y" if axis == "y" else "paper",
+            axis + "0": value, axis + "1": value, other + "0": 0, other + "1": 1,
+            "line": {"dash": dash, "color": colour, "width": width}}
+
+
+def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
+    """One GPU's memory as a stacked horizontal bar, with usable and total lines.
+
+    Segments: weights, KV cache in use, overhead terms, free KV budget; the
+    dashed line is usable memory (utilization x framework memory), the solid
+    line the card's framework-visible total.
+    """
+    if plan.overhead_overridden:
+        overhead = [("Overhead (override)", plan.activation_bytes)]
+    else:
+        overhead = [("Activations", plan.activation_bytes), ("Logits", plan.logits_bytes),
+                    ("Runtime", plan.runtime_bytes)]
+    segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
+                *overhead, ("Free KV budget", plan.free_bytes)]
+    fig = go.Figure()
+    for name, size in segments:
+        fig.add_bar(x=[bytes_to_gib(size)], y=[gpu_label], orientation="h", name=name,
+                    marker_color=SEGMENT_COLOURS[name], hovertext=[format_bytes_exact(size)],
+                    hovertemplate=f"{name}: %{{hovertext}}<extra></extra>")
+    lines = ((plan.usable_memory_bytes, "dash", f"usable {format_bytes(plan.usable_memory_bytes)}", 0.0, "bottom"),
+             (plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}", 1.0, "top"))
+    fig.update_layout(
+        shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _, _, _ in lines],
+        annotations=[dict(x=bytes_to_gib(size), xref="x", y=y, yref="paper", yanchor=anchor, xanchor="right",
+                          text=text, showarrow=False, font=dict(size=11, color="#333333"))
+                     for size, _, text, y, anchor in lines])
+    fig.update_layout(barmode="stack", height=230, xaxis_title="GiB per GPU (2^30 bytes)",
+                      yaxis=dict(showticklabels=False), **_LAYOUT)
+    fig.update_layout(legend_traceorder="normal")
+    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
+                  capacities: Sequence[tuple[str, int]], batch_size: int) -> go.Figure:
+    """Per-GPU memory against context length, one line per model, log x.
+
+    Args:
+        curves: Model id -> memory points (already cut at the model's limit).
+        capacities: (GPU label, usable bytes) for the horizontal capacity lines.
+        batch_size: Sequences per point, for the hover text.
+    """
+    fig = go.Figure()
+    for i, (model_id, points) in enumerate(curves.items()):
+        text = [
+            f"<b>{model_id}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
+            f"total {format_bytes_exact(p.total_bytes)}<br>weights {format_bytes_exact(p.weights_bytes)}<br>"
+            f"KV cache {format_bytes_exact(p.kv_cache_bytes)}<br>overhead {format_bytes_exact(p.overhead_bytes)}"
+            for p in points
+        ]
+        fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
+                        mode="lines", name=model_id, line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+                        hovertext=text, hovertemplate="%{hovertext}<extra></extra>")
+    fig.update_layout(
+        shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
+                for i, (_, usable) in enumerate(capacities)],
+        annotations=[dict(x=0, xref="paper", xanchor="left", y=bytes_to_gib(usable), yref="y", yanchor="bottom",
+                          text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
+                          font=dict(size=11, color="#333333"))
+                     for label, usable in capacities])
+    fig.update_layout(height=520, xaxis=TOKEN_AXIS,
+                      yaxis=dict(title="Memory per GPU [GiB]", rangemode="tozero"), hovermode="closest", **_LAYOUT)
+    return fig
+
+
+def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str) -> go.Figure:
+    """Bars per attention variant (MHA / GQA / MQA / MLA), the as-built one outlined."""
+    names = [r["Variant"] for r in rows]
+    fig = go.Figure(go.Bar(
+        x=names, y=[r[value_key] for r in rows], text=[r[text_key] for r in rows], textposition="auto",
+        marker=dict(color=[ATTENTION_COLOURS.get(n, PALETTE[0]) for n in names],
+                    line=dict(color=["#000000" if r["As built"] else "rgba(0,0,0,0)" for r in rows], width=3)),
+        hovertext=[f"{r['Variant']}: {r[text_key]}" for r in rows], hovertemplate="%{hovertext}<extra></extra>"))
+    fig.update_layout(title=title, height=340, yaxis_title=axis, showlegend=False, **_LAYOUT)
+    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Figure:
+    """Catalog scatter: KV bytes per token against parameter count, log axes, by attention kind.
+
+    Args:
+        rows: Dicts with ``model_id``, ``params``, ``kv_bytes_per_token``, ``attention``.
+        highlight: Model id to circle.
+    """
+    fig = go.Figure()
+    for kind, colour in ATTENTION_COLOURS.items():
+        group = [r for r in rows if r["attention"] == kind and r["kv_bytes_per_token"] > 0]
+        if not group:
+            continue
+        fig.add_scatter(
+            x=[r["params"] for r in group], y=[r["kv_bytes_per_token"] for r in group], mode="markers", name=kind,
+            marker=dict(color=colour, size=11, line=dict(color="#ffffff", width=1)),
+            hovertext=[f"<b>{r['model_id']}</b><br>{format_params(r['params'])} params<br>"
+                       f"KV {format_bytes(r['kv_bytes_per_token'], 'B')} per token" for r in group],
+            hovertemplate="%{hovertext}<extra></extra>")
+    chosen = [r for r in rows if r["model_id"] == highlight and r["kv_bytes_per_token"] > 0]
+    if chosen:
+        fig.add_scatter(x=[chosen[0]["params"]], y=[chosen[0]["kv_bytes_per_token"]], mode="markers",
+                        name="selected", marker=dict(size=22, color="rgba(0,0,0,0)",
+                                                     line=dict(color="#000000", width=2)), hoverinfo="skip")
+    fig.update_layout(
+        height=480,
+        xaxis=dict(type="log", title="Parameters (all experts)", tickvals=list(_PARAM_TICKS),
+                   ticktext=[format_params(p, 0) for p in _PARAM_TICKS]),
+        yaxis=dict(type="log", title="KV cache per token [bytes, all layers]", tickvals=list(_BYTE_TICKS),
+                   ticktext=[format_int(b) for b in _BYTE_TICKS]),
+        **_LAYOUT)
+    return fig
+
+
+def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
+    """Max concurrent sequences against context length, one line per GPU, log axes.
+
+    Points with zero sequences cannot sit on a log axis and are left out.
+    """
+    fig = go.Figure()
+    for i, (label, users) in enumerate(series.items()):
+        pts = [(c, u) for c, u in zip(contexts, users) if u > 0]
+        fig.add_scatter(
+            x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines+markers", name=label,
+            line=dict(color=PALETTE[i % len(PALETTE)], width=3), marker=dict(size=5),
+            hovertext=[f"<b>{label}</b><br>{format_tokens(c)}: {format_int(u)} sequences" for c, u in pts],
+            hovertemplate="%{hovertext}<extra></extra>")
+    fig.update_layout(height=500, xaxis=TOKEN_AXIS,
+                      yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,
+                                 tickformat=",d"), **_LAYOUT)
+    return fig

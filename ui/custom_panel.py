@@ -1,0 +1,356 @@
+"""The "Custom model & GPU" sidebar panel: any config.json, Hub repo or GGUF file, and any GPU.
+
+The panel turns what the user gives into two share codes
+(:mod:`model_catalog.share_codec`), each held by a text input with a stable key
+and ``bind="query-params"``, so the URL carries them like every other input:
+
+* ``custom_model=v1....``: the architecture keys the planner needs (and, for a
+  GGUF file, its tensor types);
+* ``custom_gpu=v1....``: memory with unit, bandwidth and price.
+
+Pages select them with the id :data:`CUSTOM_ID` (``model=custom``,
+``gpu=custom``); :func:`model_spec` and :func:`gpu` resolve that id and fall
+back to the catalog for every other id. A damaged or tampered code gives an
+``st.error`` (at the top of the page when the shared sidebar draws the panel)
+and is ignored; the page keeps working with the catalog.
+
+Untrusted input stays data: config.json is parsed as JSON (at most 1 MB) and
+read through transformers' built-in config classes, never with remote code;
+a GGUF file's header is parsed, never executed; the Hub is asked for
+config.json and metadata only, with short timeouts. The optional Hub token
+comes from Streamlit secrets or the ``HF_TOKEN`` environment variable.
+
+Wiring: :func:`ui.inputs.sidebar_inputs` draws the panel on every page,
+offers :func:`model_options` / :func:`gpu_options` in its selectboxes (the
+option is shown as ``custom``: Streamlit binds a selectbox to the URL by its
+label, so no ``format_func`` is used) and shows invalid codes with its link problems;
+:func:`ui.catalog.model_spec` and :func:`ui.catalog.gpu` resolve ``custom``
+through :func:`model_spec` / :func:`gpu` here, so pages need no change.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from model_catalog import custom, share_codec
+from model_catalog.custom import CustomGPU, CustomModel
+from planner.model import ModelSpec
+from ui import catalog
+from ui.format import format_bytes, format_int
+
+CUSTOM_ID = catalog.CUSTOM_ID
+"""Option id of the custom model and of the custom GPU in the sidebar selectboxes and the URL."""
+
+MODEL_PARAM = share_codec.MODEL_PARAM
+GPU_PARAM = share_codec.GPU_PARAM
+
+_MESSAGE_KEY = "_custom_panel_message"
+_GGUF_UPLOAD_LIMIT_MB = 512
+
+
+@dataclass(frozen=True)
+class CustomChoice:
+    """What the panel holds after a run.
+
+    Attributes:
+        model: The custom model, or None (none set, or the code was invalid).
+        gpu: The custom GPU, or None.
+        problems: Messages about invalid codes (already shown in the panel).
+    """
+
+    model: CustomModel | None = None
+    gpu: CustomGPU | None = None
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+
+# --------------------------------------------------------------------------
+# Decoding (cached per code: codes are data, never secrets)
+# --------------------------------------------------------------------------
+@st.cache_data(max_entries=64, show_spinner=False)
+def _decode_model(code: str) -> tuple[CustomModel | None, str | None]:
+    try:
+        return share_codec.decode_model(code), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _decode_gpu(code: str) -> tuple[CustomGPU | None, str | None]:
+    try:
+        return share_codec.decode_gpu(code), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def current_choice() -> CustomChoice:
+    """The custom model and GPU the current codes describe (session state, else the URL)."""
+    problems: list[str] = []
+    found: dict[str, object] = {}
+    for key, decode in ((MODEL_PARAM, _decode_model), (GPU_PARAM, _decode_gpu)):
+        code = st.session_state.get(key)
+        if code is None:
+            code = st.query_params.get(key)
+        if code:
+            value, problem = decode(str(code))
+            found[key] = value
+            if problem:
+                problems.append(problem)
+    return CustomChoice(model=found.get(MODEL_PARAM), gpu=found.get(GPU_PARAM),  # type: ignore[arg-type]
+                        problems=tuple(problems))
+
+
+def model_spec(model_id: str) -> ModelSpec:
+    """The spec for a sidebar model id: the custom model for :data:`CUSTOM_ID`, else the catalog's.
+
+    Raises:
+        ValueError: ``custom`` chosen but no valid custom model is set, or an
+            unknown catalog id.
+    """
+    if model_id == CUSTOM_ID:
+        chosen = current_choice().model
+        if chosen is None:
+            raise ValueError("the custom model is not set (or its link code is invalid): open 'Custom model & "
+                             "GPU' in the sidebar and set one, or pick a catalog model")
+        return chosen.spec
+    return catalog.model_spec(model_id)
+
+
+def gpu(gpu_id: str):
+    """The GPU for a sidebar GPU id: the custom GPU for :data:`CUSTOM_ID`, else the catalog's.
+
+    Raises:
+        ValueError: ``custom`` chosen but no valid custom GPU is set, or an unknown id.
+    """
+    if gpu_id == CUSTOM_ID:
+        chosen = current_choice().gpu
+        if chosen is None:
+            raise ValueError("the custom GPU is not set (or its link code is invalid): open 'Custom model & "
+                             "GPU' in the sidebar and set one, or pick a catalog GPU")
+        return chosen
+    return catalog.gpu(gpu_id)
+
+
+def model_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Catalog ids plus :data:`CUSTOM_ID` when a valid custom model is set."""
+    return (*catalog_ids, CUSTOM_ID) if current_choice().model is not None else tuple(catalog_ids)
+
+
+def gpu_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Catalog GPU ids plus :data:`CUSTOM_ID` when a valid custom GPU is set."""
+    return (*catalog_ids, CUSTOM_ID) if current_choice().gpu is not None else tuple(catalog_ids)
+
+
+# --------------------------------------------------------------------------
+# Callbacks: run before the next script run, so they may set widget state
+# --------------------------------------------------------------------------
+def _say(kind: str, text: str) -> None:
+    st.session_state[_MESSAGE_KEY] = (kind, text)
+
+
+def _adopt(model: CustomModel, how: str) -> None:
+    """Store ``model`` as the custom model, select it, and match the weight dtype to the checkpoint."""
+    st.session_state[MODEL_PARAM] = share_codec.encode_model(model)
+    if "model" in st.session_state or st.query_params.get("model") is not None:
+        st.session_state["model"] = CUSTOM_ID
+    extra = ""
+    if model.weight_dtype_hint:
+        st.session_state["weight_dtype"] = model.weight_dtype_hint
+        extra = f" Weight dtype set to {model.weight_dtype_hint} ({custom.hint_text(model)})."
+    _say("success", f"{how}: {model.name} ({format_int(model.spec.num_parameters)} parameters, "
+                    f"{model.spec.attention_kind}).{extra}")
+
+
+def _guard(action: Callable[[], None]) -> None:
+    try:
+        action()
+    except ValueError as exc:
+        _say("error", str(exc))
+
+
+def _use_pasted() -> None:
+    def run() -> None:
+        text = st.session_state.get("custom_config_text") or ""
+        name = st.session_state.get("custom_model_name") or "custom-model"
+        _adopt(custom.read_custom_config(custom.parse_config_json(text), name), "Pasted config.json read")
+    _guard(run)
+
+
+def _use_uploaded() -> None:
+    def run() -> None:
+        uploaded = st.session_state.get("custom_config_file")
+        if uploaded is None:
+            raise ValueError("choose a config.json file first")
+        if uploaded.size > custom.MAX_CONFIG_BYTES:
+            raise ValueError(f"{uploaded.name} is {uploaded.size:,} bytes; a config.json is at most "
+                             f"{custom.MAX_CONFIG_BYTES:,} bytes")
+        stem = uploaded.name.rsplit(".", 1)[0]
+        name = st.session_state.get("custom_model_name") or (stem if stem != "config" else "custom-model")
+        model = custom.read_custom_config(custom.parse_config_json(uploaded.getvalue()), name,
+                                          source=f"file:{uploaded.name}")
+        _adopt(model, f"{uploaded.name} read")
+    _guard(run)
+
+
+def _use_hub() -> None:
+    def run() -> None:
+        from model_catalog import hub
+
+        repo = (st.session_state.get("custom_hf_repo") or "").strip()
+        revision = (st.session_state.get("custom_hf_revision") or "").strip() or None
+        if not repo:
+            raise ValueError("enter a Hugging Face repo id, e.g. Qwen/Qwen2.5-7B")
+        try:
+            secrets = st.secrets
+        except Exception:  # noqa: BLE001 - no secrets file
+            secrets = None
+        fetched = hub.fetch_model(repo, revision=revision, token=hub.resolve_token(secrets))
+        st.session_state["_custom_hub_result"] = fetched
+        _adopt(fetched.model, f"Fetched {fetched.repo_id}@{(fetched.sha or fetched.revision)[:12]}")
+    _guard(run)
+
+
+def _use_gguf() -> None:
+    def run() -> None:
+        from model_catalog.gguf_reader import read_gguf
+
+        uploaded = st.session_state.get("custom_gguf_file")
+        if uploaded is None:
+            raise ValueError("choose a .gguf file (or its first 64 MB) first")
+        handle, path = tempfile.mkstemp(suffix=".gguf")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(uploaded.getbuffer())
+            name = st.session_state.get("custom_model_name") or None
+            read = read_gguf(path, name=name)
+        finally:
+            os.unlink(path)
+        st.session_state["_custom_gguf_result"] = read
+        _adopt(read.model, f"{uploaded.name} header read ({format_bytes(read.weight_bytes)} of tensors)")
+    _guard(run)
+
+
+def _clear_model() -> None:
+    st.session_state[MODEL_PARAM] = ""
+    if st.session_state.get("model") == CUSTOM_ID:
+        st.session_state["model"] = catalog.default_model_id()
+    _say("info", "Custom model cleared.")
+
+
+def _use_gpu() -> None:
+    def run() -> None:
+        state = st.session_state
+        price = state.get("custom_gpu_price")
+        made = custom.custom_gpu(state.get("custom_gpu_name") or "Custom GPU", state.get("custom_gpu_memory"),
+                                 state.get("custom_gpu_unit") or "GiB", state.get("custom_gpu_bandwidth"),
+                                 None if price in (None, 0, 0.0) else price)
+        state[GPU_PARAM] = share_codec.encode_gpu(made)
+        if "gpu" in state or st.query_params.get("gpu") is not None:
+            state["gpu"] = CUSTOM_ID
+        _say("success", f"Custom GPU set: {made.name}, {format_bytes(made.framework_memory_bytes)} "
+                        f"framework-visible memory.")
+    _guard(run)
+
+
+def _clear_gpu() -> None:
+    st.session_state[GPU_PARAM] = ""
+    if st.session_state.get("gpu") == CUSTOM_ID:
+        st.session_state["gpu"] = catalog.default_gpu_id()
+    _say("info", "Custom GPU cleared.")
+
+
+# --------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------
+def _model_sources() -> None:
+    st.text_input("Name for the plan", key="custom_model_name", placeholder="my-org/my-finetune",
+                  help="Shown as the model id; defaults to the repo id or file name.")
+    paste, upload, hub_tab, gguf_tab = st.tabs(["Paste", "Upload", "Hugging Face", "GGUF"])
+    with paste:
+        st.text_area("config.json", key="custom_config_text", height=160, max_chars=custom.MAX_CONFIG_BYTES,
+                     placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+                     help="The model's config.json (JSON only, at most 1 MB). Remote code is never run.")
+        st.button("Use pasted config", key="custom_use_pasted", on_click=_use_pasted)
+    with upload:
+        st.file_uploader("config.json file", type=["json"], key="custom_config_file", max_upload_size=1)
+        st.button("Use uploaded config", key="custom_use_uploaded", on_click=_use_uploaded)
+    with hub_tab:
+        st.text_input("Repo id", key="custom_hf_repo", placeholder="Qwen/Qwen2.5-7B")
+        st.text_input("Revision", key="custom_hf_revision", placeholder="main")
+        st.button("Fetch config.json", key="custom_use_hub", on_click=_use_hub,
+                  help="Needs network access (hosted app). Gated repos need a token: HF_TOKEN in Streamlit "
+                       "secrets or the environment.")
+        fetched = st.session_state.get("_custom_hub_result")
+        if fetched is not None and fetched.parameters_by_dtype:
+            st.caption("Safetensors parameters per dtype: " + ", ".join(
+                f"{dtype} {format_int(n)}" for dtype, n in fetched.parameters_by_dtype.items())
+                + (f"; checkpoint {format_bytes(fetched.checkpoint_bytes)}" if fetched.checkpoint_bytes else ""))
+            for note in fetched.notes:
+                st.caption(note)
+    with gguf_tab:
+        st.file_uploader("GGUF file or its header", type=["gguf"], key="custom_gguf_file",
+                         max_upload_size=_GGUF_UPLOAD_LIMIT_MB,
+                         help="Only the header is read. For a large file upload its first 64 MB: "
+                              "`head -c 64M model.gguf > header.gguf`.")
+        st.button("Read GGUF header", key="custom_use_gguf", on_click=_use_gguf)
+        read = st.session_state.get("_custom_gguf_result")
+        if read is not None:
+            st.caption("Tensor bytes by type: " + ", ".join(
+                f"{t} {format_bytes(b)}" for t, (_, _, b) in sorted(read.bytes_by_type.items())))
+
+
+def _gpu_form() -> None:
+    st.text_input("GPU name", key="custom_gpu_name", placeholder="My accelerator")
+    left, right = st.columns([2, 1])
+    left.number_input("Memory (framework-visible)", key="custom_gpu_memory", min_value=0.001, value=24.0,
+                      step=1.0, help="What PyTorch reports as total memory (torch.cuda.mem_get_info()[1]); a "
+                                     "card sold as 24 GB reports about 23.5 GiB.")
+    right.selectbox("Unit", tuple(custom.MEMORY_UNITS), key="custom_gpu_unit")
+    st.number_input("Bandwidth [GB/s]", key="custom_gpu_bandwidth", min_value=1.0, value=1000.0, step=50.0)
+    st.number_input("Price [USD/h], 0 = unknown", key="custom_gpu_price", min_value=0.0, value=0.0, step=0.1)
+    st.button("Use this GPU", key="custom_use_gpu", on_click=_use_gpu)
+
+
+def render_custom_model_panel(container=None, *, show_problems: bool = True) -> CustomChoice:
+    """Draw the "Custom model & GPU" panel (in the sidebar by default) and return the active choice.
+
+    Args:
+        container: Where to draw it; ``st.sidebar`` when None.
+        show_problems: Show invalid-code messages in the panel; the shared
+            sidebar passes False and shows them at the top of the page instead.
+
+    Returns:
+        The decoded custom model and GPU (None where unset or invalid) and the
+        problems shown.
+    """
+    box = st.sidebar if container is None else container
+    choice = current_choice()
+    with box.expander("Custom model & GPU", expanded=bool(choice.problems) or _MESSAGE_KEY in st.session_state):
+        message = st.session_state.pop(_MESSAGE_KEY, None)
+        if message is not None:
+            kind, text = message
+            {"success": st.success, "error": st.error}.get(kind, st.info)(text)
+        for problem in choice.problems if show_problems else ():
+            st.error(problem, icon=":material/link_off:")
+        st.markdown("**Model** (config.json, Hugging Face repo or GGUF)")
+        _model_sources()
+        st.text_input("Custom model link code", key=MODEL_PARAM, bind="query-params",
+                      help="The model's architecture in the URL; copy the page address to share it.")
+        if choice.model is not None:
+            st.caption(f"Active: **{choice.model.name}** ({choice.model.source}), select `{CUSTOM_ID}` as model.")
+            for note in choice.model.notes:
+                st.caption(note)
+            st.button("Clear custom model", key="custom_clear_model", on_click=_clear_model)
+        st.divider()
+        st.markdown("**GPU**")
+        _gpu_form()
+        st.text_input("Custom GPU link code", key=GPU_PARAM, bind="query-params")
+        if choice.gpu is not None:
+            st.caption(f"Active: **{choice.gpu.name}**, {format_bytes(choice.gpu.framework_memory_bytes)}, "
+                       f"{choice.gpu.bandwidth_gb_s:g} GB/s; select `{CUSTOM_ID}` as GPU.")
+            st.button("Clear custom GPU", key="custom_clear_gpu", on_click=_clear_gpu)
+    return choice

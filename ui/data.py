@@ -1,0 +1,182 @@
+"""Rows and series for the pages' tables and charts, built from planner calls.
+
+Nothing here re-derives a planner quantity: each number is a field of a
+:class:`planner.budget.Plan`, a :mod:`planner.sweep` value or a
+:mod:`planner.kv` return value; this module only arranges them (and formats
+text cells through :mod:`ui.format`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from planner.budget import Plan, PlanRequest, plan
+from planner.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
+from planner.model import ModelSpec
+from planner.sweep import concurrency_curve, context_points
+from ui import catalog
+from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens
+
+CURVE_MIN_TOKENS = 128
+"""Shortest context on the curves [tokens]."""
+
+CURVE_MAX_TOKENS = 1 << 20
+"""Longest context on the curves [tokens] (1,048,576), even for 10M-token models."""
+
+CURVE_DEFAULT_MAX_TOKENS = 131072
+"""Curve end for models whose config states no limit [tokens]."""
+
+CURVE_POINTS = 64
+"""Points per curve."""
+
+TABLE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
+"""Context lengths of the concurrency table [tokens]."""
+
+_URL = re.compile(r"https?://[^\s,;)'\"]+")
+
+
+def model_limit(model: ModelSpec) -> int:
+    """The model's stated context limit, or :data:`CURVE_DEFAULT_MAX_TOKENS` when it states none."""
+    return model.max_position_embeddings or CURVE_DEFAULT_MAX_TOKENS
+
+
+def curve_contexts(models: Iterable[ModelSpec]) -> tuple[int, ...]:
+    """Log-spaced contexts up to the longest limit among ``models`` (capped at :data:`CURVE_MAX_TOKENS`)."""
+    top = min(max(model_limit(m) for m in models), CURVE_MAX_TOKENS)
+    return context_points(CURVE_MIN_TOKENS, max(top, CURVE_MIN_TOKENS * 2), CURVE_POINTS)
+
+
+def within_limit(contexts: Sequence[int], model: ModelSpec) -> tuple[int, ...]:
+    """The contexts a model supports (its curve stops at its own limit)."""
+    limit = model_limit(model)
+    return tuple(c for c in contexts if c <= limit)
+
+
+def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest) -> dict[tuple[str, str], Plan]:
+    """``plan()`` for every model x GPU pair, keyed by (model id, GPU id)."""
+    return {(m.model_id, g.id): plan(m, g.framework_memory_bytes, request, gpu_id=g.id) for m in models for g in gpus}
+
+
+def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec], gpus: Sequence) -> pd.DataFrame:
+    """Largest context that fits at the plan's batch, model rows x GPU columns (text cells)."""
+    rows = []
+    for m in models:
+        row = {"Model": m.model_id}
+        for g in gpus:
+            p = grid[(m.model_id, g.id)]
+            if not p.max_context_len:
+                row[g.name] = "does not fit"
+            elif p.max_context_len_limited_by == "memory":
+                row[g.name] = format_tokens(p.max_context_len)
+            else:
+                row[g.name] = f"{format_tokens(p.max_context_len)} (model limit)"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
+    """One row per attention variant: KV per token, per sequence, users, max context."""
+    return [
+        {
+            "Variant": v.name,
+            "As built": v.as_built,
+            "KV heads": "latent" if v.num_key_value_heads is None else format_int(v.num_key_value_heads),
+            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "B"),
+            "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
+            "Max concurrent sequences": format_int(p.max_concurrent_sequences),
+            "Max context": format_tokens(p.max_context_len),
+            "Design": v.description,
+            "kv_bytes_per_token": p.kv_cache_bytes_per_token,
+            "max_concurrent_sequences": p.max_concurrent_sequences,
+        }
+        for v, p in plans
+    ]
+
+
+def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:
+    """Every catalog model: parameters, KV bytes per token (whole model, one GPU) and attention kind."""
+    rows = []
+    for model_id in catalog.model_ids():
+        spec = catalog.model_spec(model_id)
+        per_token = kv_cache_bytes_per_token(spec, cache_dtypes(spec, weight_dtype, kv_cache_dtype))
+        rows.append({"model_id": model_id, "params": spec.num_parameters, "kv_bytes_per_token": per_token,
+                     "attention": spec.attention_kind})
+    return rows
+
+
+def table_contexts(model: ModelSpec) -> tuple[int, ...]:
+    """:data:`TABLE_CONTEXTS` up to the model's limit, plus the limit itself when it is not listed."""
+    limit = model_limit(model)
+    chosen = [c for c in TABLE_CONTEXTS if c <= limit]
+    if limit not in chosen and limit <= CURVE_MAX_TOKENS:
+        chosen.append(limit)
+    return tuple(chosen)
+
+
+def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
+                       contexts: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """GPU name -> max concurrent sequences at each context (planner.sweep.concurrency_curve)."""
+    return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts)) for g in gpus}
+
+
+def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, contexts: Sequence[int]) -> pd.DataFrame:
+    """GPU rows x context columns of max concurrent sequences (integers, for CSV)."""
+    rows = []
+    for g in gpus:
+        row = {"gpu_id": g.id, "gpu": g.name}
+        row.update({f"{c} tokens": users for c, users in zip(contexts, series[g.name])})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def first_url(text: str) -> str | None:
+    """The first http(s) URL in a source note, for a link column."""
+    match = _URL.search(text or "")
+    return match.group(0) if match else None
+
+
+def model_table() -> pd.DataFrame:
+    """The model catalog, one row per model."""
+    rows = []
+    for model_id in catalog.model_ids():
+        spec, entry = catalog.model_spec(model_id), catalog.model_entry(model_id)
+        rows.append({
+            "id": model_id, "name": entry.display_name, "params": spec.num_parameters,
+            "attention": spec.attention_kind, "layers": spec.num_layers, "kv heads": spec.num_key_value_heads,
+            "head_dim": spec.head_dim,
+            "windows": ", ".join(format_int(w) for w in spec.sliding_windows),
+            "layer kinds": ", ".join(f"{n} {kind}" for kind, n in spec.layer_counts.items()),
+            "experts": f"{spec.num_experts_per_tok} of {spec.num_experts}" if spec.is_moe else "",
+            "max context": spec.max_position_embeddings,
+            "confidence": entry.confidence, "source": first_url(entry.source), "source note": entry.source,
+        })
+    return pd.DataFrame(rows)
+
+
+def gpu_table() -> pd.DataFrame:
+    """The GPU catalog, one row per GPU."""
+    rows = []
+    for g in catalog.gpus().values():
+        rows.append({
+            "id": g.id, "name": g.name, "vendor": g.vendor,
+            "framework memory [GiB]": bytes_to_gib(g.framework_memory_bytes),
+            "basis": g.framework_memory_basis, "marketed [GB]": g.memory_gb_marketed,
+            "bandwidth [GB/s]": g.bandwidth_gb_s, "bf16 dense TFLOPS": g.bf16_dense_tflops,
+            "price [USD/h]": g.price_usd_per_hour, "source": first_url(g.source), "source note": g.source,
+        })
+    return pd.DataFrame(rows)
+
+
+def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "name")) -> pd.DataFrame:
+    """Rows whose ``columns`` contain every word of ``query`` (case-insensitive)."""
+    words = [w for w in (query or "").lower().split() if w]
+    if not words:
+        return table
+    text = table[list(columns)].astype(str).agg(" ".join, axis=1).str.lower()
+    mask = pd.Series(True, index=table.index)
+    for word in words:
+        mask &= text.str.contains(word, regex=False)
+    return table[mask]

@@ -1,0 +1,322 @@
+"""Engine inputs, tables and the log box for the Engine page and the Home engine panel.
+
+Pages stay thin: they read these widgets (keys = CLI flags with underscores,
+bound to the URL), call :func:`planner.engines.plan_engine` and the log
+functions of :mod:`planner.logparse`, and render the rows built here. Every
+size on screen goes through :mod:`ui.format`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
+from planner.engine_profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES
+from planner.engine_types import EnginePlan, EngineRequest
+from planner.engines import plan_engine
+from planner.logparse import (
+    LogFigures,
+    ReconcileRow,
+    knobs_from_log,
+    parse_engine_log,
+    reconcile,
+    request_from_log,
+    suggest_engine,
+)
+from planner.model import ModelSpec
+from ui import inputs, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
+from ui.inputs import NumberField, PlanInputs
+
+ENGINE_FIELDS: dict[str, NumberField] = {
+    f.key: f
+    for f in (
+        NumberField(key="pipeline_parallel_size", label="Pipeline stages", min_value=1, max_value=64, default=1,
+                    step=1, unit="stages",
+                    help="Layers split over this many GPUs (`--pipeline-parallel-size`); GPUs per replica = "
+                         "tensor parallel x pipeline stages."),
+        NumberField(key="data_parallel_size", label="Replicas (data parallel)", min_value=1, max_value=1024,
+                    default=1, step=1, unit="replicas", help="Independent copies of the model (`--data-parallel-size`)."),
+        NumberField(key="max_model_len", label="max_model_len [tokens] (empty = context length)", min_value=1,
+                    max_value=MAX_CONTEXT_SEARCH_LIMIT, default=None, step=1024, unit="tokens",
+                    help="The engine's per-request limit (llama.cpp: n_ctx for all slots) (`--max-model-len`)."),
+        NumberField(key="max_num_seqs", label="max_num_seqs (empty = engine default)", min_value=1, max_value=65536,
+                    default=None, step=16, unit="sequences",
+                    help="Sequences per step; llama.cpp slots (-np); SGLang max_running_requests (`--max-num-seqs`)."),
+        NumberField(key="max_num_batched_tokens", label="max_num_batched_tokens (empty = engine default)",
+                    min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT, default=None, step=1024, unit="tokens",
+                    help="Tokens in the engine's profile pass: vLLM max_num_batched_tokens, SGLang "
+                         "chunked_prefill_size, TGI max_batch_prefill_tokens (`--max-num-batched-tokens`)."),
+        NumberField(key="available_kv_memory_gib", label="Engine's available KV memory [GiB per GPU]",
+                    min_value=0.0, max_value=4096.0, default=None, step=0.5, is_float=True, unit="GiB",
+                    help="What the engine printed ('Available KV cache memory'); skips the overhead model "
+                         "(`--available-kv-memory-gib`)."),
+    )
+}
+"""Engine-only numeric inputs by key (= CLI flag with underscores)."""
+
+for _field in ENGINE_FIELDS.values():
+    # So inputs.check_link validates them too. ``max_model_len`` is already registered by
+    # ui.traffic (same bounds); the widget below still uses this module's label and default.
+    inputs.NUMBER_FIELDS.setdefault(_field.key, _field)
+
+ENGINE_NUMBERS = ("pipeline_parallel_size", "data_parallel_size", "max_model_len", "max_num_seqs",
+                  "max_num_batched_tokens", "block_size", "gpu_memory_utilization", "available_kv_memory_gib")
+"""Engine-page numeric keys, in sidebar order."""
+
+OPTIONAL_DEFAULTS = {"block_size": None, "gpu_memory_utilization": None}
+"""Shared keys that start empty on the Engine page (empty = the engine's own default)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineInputs:
+    """The engine block of the sidebar. Field names are the URL keys."""
+
+    engine: str = DEFAULT_ENGINE
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    gpu_memory_utilization: float | None = None
+    available_kv_memory_gib: float | None = None
+
+
+def engine_label(engine: str) -> str:
+    """Selectbox label of a profile id."""
+    return f"{engine} - {ENGINE_PROFILES[engine].label}"
+
+
+def engine_selector(container=None) -> tuple[str, list[str]]:
+    """The URL-bound ``engine`` selectbox (default vLLM) and its link problems."""
+    problems = inputs.check_link({"engine": (ENGINE_CHOICES, None, "engine", DEFAULT_ENGINE)}, {}, ())
+    bar = container or st.sidebar
+    # No format_func: a bound selectbox writes its *label* into the URL (Streamlit 1.67), and the
+    # link must carry the CLI value.
+    engine = bar.selectbox("Serving engine", ENGINE_CHOICES, index=ENGINE_CHOICES.index(DEFAULT_ENGINE),
+                           key="engine", bind="query-params",
+                           help="Whose rules size the KV cache (`--engine`); vLLM eras differ in what they "
+                                "print. " + "; ".join(engine_label(e) for e in ENGINE_CHOICES))
+    return engine, problems
+
+
+def _number(container, key: str, default):
+    field = ENGINE_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
+    if field.is_float:
+        return container.number_input(
+            field.label, min_value=float(field.min_value), max_value=float(field.max_value),
+            value=None if default is None else float(default), step=float(field.step), format="%.2f", key=key,
+            help=field.help, bind="query-params")
+    return container.number_input(
+        field.label, min_value=int(field.min_value), max_value=int(field.max_value),
+        value=None if default is None else int(default), step=int(field.step), key=key, help=field.help,
+        bind="query-params")
+
+
+def engine_inputs() -> tuple[EngineInputs, list[str]]:
+    """Engine selector plus the engine knobs (empty = the engine's default), URL-bound."""
+    engine, problems = engine_selector()
+    problems += inputs.check_link({}, {}, ENGINE_NUMBERS)
+    values = {}
+    with st.sidebar.expander("Engine knobs", expanded=True):
+        for key in ENGINE_NUMBERS:
+            field = ENGINE_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
+            default = OPTIONAL_DEFAULTS.get(key, field.default)
+            values[key] = _number(st, key, default)
+    return EngineInputs(engine=engine, **values), problems
+
+
+def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str) -> EngineRequest:
+    """The planner request for the sidebar: GPUs per replica = tensor parallel x pipeline stages.
+
+    Raises:
+        ValueError: GPUs per replica not a multiple of the pipeline stages.
+    """
+    pp = knobs.pipeline_parallel_size
+    if form.num_gpus % pp:
+        raise ValueError(f"{form.num_gpus} GPUs per replica cannot be split into {pp} pipeline stages; make "
+                         "'GPUs per replica' a multiple of 'Pipeline stages'")
+    available = None if knobs.available_kv_memory_gib is None else gib_to_bytes(knobs.available_kv_memory_gib)
+    return EngineRequest(
+        engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
+        tensor_parallel_size=form.num_gpus // pp, pipeline_parallel_size=pp,
+        data_parallel_size=knobs.data_parallel_size, max_model_len=knobs.max_model_len or form.context_len,
+        gpu_memory_utilization=knobs.gpu_memory_utilization, block_size=knobs.block_size,
+        max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
+        available_kv_memory_bytes=available, gpu_name=gpu_name)
+
+
+def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
+    """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
+
+    The home utilization and block size are passed only when the link sets them.
+    """
+    explicit = st.query_params
+    return EngineRequest(
+        engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
+        tensor_parallel_size=form.num_gpus, max_model_len=form.context_len,
+        gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
+        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name)
+
+
+# --------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------
+def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
+    """Metric label -> (value, help), all from ``plan`` fields."""
+    rank = plan.limiting_rank
+    source = "the engine's own figure" if plan.available_kv_from_log else "overhead model estimate"
+    return {
+        "Available KV memory per GPU": (format_bytes(plan.available_kv_cache_bytes),
+                                        f"{format_bytes_exact(plan.available_kv_cache_bytes)}; {source}"),
+        "GPU blocks": (format_int(plan.num_gpu_blocks),
+                       f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'B')} "
+                       f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
+        "KV cache size [tokens, as printed]": (format_int(plan.engine_kv_cache_tokens), plan.engine_label),
+        "Max concurrency": (f"{plan.max_concurrency:.2f}x",
+                            f"requests of {format_tokens(plan.max_model_len)}; "
+                            f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
+        "Largest max_model_len accepted": (format_int(plan.engine_max_model_len),
+                                           f"needs {format_bytes(plan.kv_cache_bytes_needed_per_request)} per "
+                                           f"request at {format_tokens(plan.max_model_len)}"),
+    }
+
+
+def engine_metrics(plan: EnginePlan) -> None:
+    """Bordered metrics, three per row."""
+    items = list(engine_metric_values(plan).items())
+    for start in range(0, len(items), 3):  # rows of three keep labels and values readable
+        row = items[start:start + 3]
+        for col, (label, (value, help_text)) in zip(st.columns(3), row):
+            col.metric(label, value, help=help_text, border=True)
+
+
+def engine_verdict(plan: EnginePlan) -> None:
+    """Starts (``st.success``) or refuses (``st.warning`` with the engine's words); warnings and notes."""
+    if plan.starts:
+        st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
+                   f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
+                   f"{plan.max_concurrency:.2f}x concurrency per replica.", icon=":material/check_circle:")
+    else:
+        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {r}" for r in plan.reasons],
+                 f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, the "
+                 "largest it would accept here."]
+        st.warning("\n".join(lines), icon=":material/warning:")
+    for warning in plan.warnings:
+        st.warning(warning, icon=":material/warning:")
+    for note in plan.notes:
+        st.info(note, icon=":material/info:")
+
+
+def rank_rows(plan: EnginePlan) -> list[dict]:
+    """One formatted row per pipeline stage (every tensor-parallel GPU of a stage is alike)."""
+    return [{
+        "Stage": r.stage, "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
+        "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
+        "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
+        "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
+        "KV per token": format_bytes(r.kv_cache_bytes_per_token, "B"),
+        "Block": format_bytes(r.bytes_per_block, "B"), "Blocks": format_int(r.num_blocks),
+        "Measured": ", ".join(r.overridden) or "-",
+    } for r in plan.ranks]
+
+
+def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:
+    """The estimate-vs-actual table, formatted in each figure's printed unit."""
+    out = []
+    for r in rows:
+        digits = 4 if r.unit in ("GiB", "MiB") else (2 if r.unit == "x" else 0)
+        rel = "-" if r.relative_error is None else f"{r.relative_error:+.2%}"
+        out.append({"Quantity": r.quantity, "Unit": r.unit, "Estimate": f"{r.estimate:,.{digits}f}",
+                    "Engine log": f"{r.actual:,.{digits}f}", "Difference": f"{r.difference:+,.{digits}f}",
+                    "Relative": rel, "Log line": r.line})
+    return out
+
+
+def replan_rows(plans: dict[str, EnginePlan]) -> list[dict]:
+    """Side-by-side figures of the estimate and the re-plans from the log."""
+    return [{
+        "Plan": label, "Available KV per GPU": format_bytes(p.available_kv_cache_bytes),
+        "Tokens (as printed)": format_int(p.engine_kv_cache_tokens), "Max concurrency": f"{p.max_concurrency:.2f}x",
+        "Largest max_model_len": format_int(p.engine_max_model_len), "Starts": "yes" if p.starts else "no",
+    } for label, p in plans.items()]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogView:
+    """What the log box shows: the figures, the comparison and the re-plans."""
+
+    figures: LogFigures
+    suggested_engine: str | None
+    rows: tuple[ReconcileRow, ...]
+    plans: dict
+    adopted: tuple[str, ...] = ()
+
+
+def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+             estimate: EnginePlan) -> LogView:
+    """Parse a pasted log and re-plan at the log's own knobs: the overhead model, the measured
+    overheads, and the engine's own available memory.
+
+    Raises:
+        ValueError: the log's figures give an invalid request (e.g. a negative size).
+    """
+    figures = parse_engine_log(text)
+    if figures.engine is None:
+        return LogView(figures=figures, suggested_engine=None, rows=(), plans={})
+    base, adopted = knobs_from_log(replace(request, available_kv_memory_bytes=None), figures)
+    if adopted:
+        estimate = plan_engine(model, gpu_memory_bytes, base)
+    measured = plan_engine(model, gpu_memory_bytes,
+                           request_from_log(base, figures, pin_available=False, plan=estimate))
+    pinned = plan_engine(model, gpu_memory_bytes, request_from_log(base, figures))
+    plans = {"Overhead model": estimate, "Measured overheads from the log": measured,
+             "Engine's own available memory": pinned}
+    return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=reconcile(estimate, figures),
+                   plans=plans, adopted=adopted)
+
+
+def log_message(view: LogView, engine: str) -> None:
+    """What was recognised (``st.success`` / ``st.warning``) and a profile hint."""
+    if view.figures.engine is None:
+        st.warning(view.figures.message, icon=":material/help:")
+        return
+    (st.success if view.figures.complete else st.warning)(view.figures.message, icon=":material/receipt_long:")
+    if view.adopted:
+        st.info(f"Compared at the log's own settings ({', '.join(view.adopted)} taken from the log).",
+                icon=":material/tune:")
+    if view.suggested_engine and view.suggested_engine != engine and view.suggested_engine in ENGINE_CHOICES:
+        st.info(f"The log looks like `{view.suggested_engine}`"
+                f"{' (vLLM ' + view.figures.version + ')' if view.figures.version else ''}; pick that engine in "
+                "the sidebar so the token and concurrency lines are printed the same way.", icon=":material/info:")
+
+
+def home_panel(plan: EnginePlan) -> None:
+    """A compact engine view for the Home page (no metrics; text from planner fields)."""
+    with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
+        state = "starts" if plan.starts else "would refuse to start"
+        st.markdown(
+            f"**{plan.engine_label}** {state}: {format_bytes(plan.available_kv_cache_bytes)} of KV per GPU, "
+            f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
+            f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
+            f"{format_int(plan.engine_max_model_len)}.")
+        for reason in plan.reasons:
+            st.markdown(f"- {reason}")
+        st.code("\n".join(plan.engine_log_lines), language="text")
+        st.code(plan.launch_command, language="bash", wrap_lines=True)
+        st.page_link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
+                     icon=":material/arrow_forward:")
+
+
+def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> None:
+    """The Home page's engine panel; an engine/dtype mismatch is an ``st.info``, not an error."""
+    try:
+        plan = plan_engine(model, gpu.framework_memory_bytes, home_request(form, engine, gpu.name))
+    except ValueError as exc:
+        st.info(f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures.",
+                icon=":material/info:")
+        return
+    home_panel(plan)

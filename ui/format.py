@@ -1,0 +1,106 @@
+"""Numbers to text: the one place where bytes become GiB or GB.
+
+Every size on screen goes through :func:`format_bytes`, so a label always
+says which unit it is: ``GiB`` = 2**30 bytes (what PyTorch and the engines
+print), ``GB`` = 10**9 bytes (vendor labels), ``B`` for exact byte counts.
+Charts need plain floats for their axes; :func:`bytes_to_gib` is the only
+conversion for that. Pages never divide or multiply: they call these helpers.
+
+Sources: DOMAIN.md ("GB = 10^9 bytes, GiB = 2^30 bytes, never mixed");
+:mod:`planner.units` for the constants.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from planner.units import GB, GiB
+
+ByteUnit = Literal["GiB", "GB", "B"]
+
+_DIVISORS: dict[str, int] = {"GiB": GiB, "GB": GB}
+
+
+def format_bytes(num_bytes: int, unit: ByteUnit = "GiB", digits: int = 2) -> str:
+    """A byte count as labelled text.
+
+    Args:
+        num_bytes: Size [bytes]; may be negative (an over-committed budget).
+        unit: ``GiB`` (2**30), ``GB`` (10**9) or ``B`` (exact, thousands separated).
+        digits: Decimals for GiB and GB.
+
+    Returns:
+        Text such as ``"12.55 GiB"``, ``"13.48 GB"`` or ``"131,072 B"``.
+
+    Raises:
+        ValueError: an unknown unit.
+    """
+    if unit == "B":
+        return f"{num_bytes:,} B"
+    if unit not in _DIVISORS:
+        raise ValueError(f"unknown unit {unit!r}; use GiB, GB or B")
+    return f"{num_bytes / _DIVISORS[unit]:,.{digits}f} {unit}"
+
+
+def format_bytes_exact(num_bytes: int, unit: ByteUnit = "GiB", digits: int = 2) -> str:
+    """Rounded and exact: ``"12.55 GiB (13,476,831,232 B)"``, for hover text and help."""
+    return f"{format_bytes(num_bytes, unit, digits)} ({format_bytes(num_bytes, 'B')})"
+
+
+def bytes_to_gib(num_bytes: int) -> float:
+    """A byte count as a float number of GiB, for chart axes and numeric table columns."""
+    return num_bytes / GiB
+
+
+def gib_to_bytes(gib: float) -> int:
+    """A user-entered size in GiB as whole bytes (truncated, as the CLI's ``--overhead-gib``).
+
+    Raises:
+        ValueError: a negative or non-finite value.
+    """
+    if not math.isfinite(gib) or gib < 0:
+        raise ValueError(f"a size must be a finite number >= 0 GiB, got {gib}")
+    return int(gib * GiB)
+
+
+def format_int(value: int) -> str:
+    """A count with thousands separators: ``"8,192"``."""
+    return f"{value:,}"
+
+
+def format_tokens(num_tokens: int) -> str:
+    """A token count: ``"8,192 tokens"`` (``"1 token"``)."""
+    return f"{num_tokens:,} token" + ("" if num_tokens == 1 else "s")
+
+
+def format_params(num_params: int, digits: int = 2) -> str:
+    """A parameter count in billions (10**9) or millions (10**6): ``"8.03 B"``, ``"494.03 M"``."""
+    if num_params >= 10**12:
+        return f"{num_params / 10**12:,.{digits}f} T"
+    if num_params >= 10**9:
+        return f"{num_params / 10**9:,.{digits}f} B"
+    return f"{num_params / 10**6:,.{digits}f} M"
+
+
+def format_fraction(value: float) -> str:
+    """A fraction such as ``gpu_memory_utilization`` as the user typed it: ``"0.9"``."""
+    return f"{value:g}"
+
+
+def format_limited_by(limited_by: str) -> str:
+    """Plain words for ``Plan.max_context_len_limited_by``."""
+    return {
+        "memory": "limited by GPU memory",
+        "model": "limited by the model's max_position_embeddings",
+        "search limit": "search limit reached",
+        "none": "no layer grows with context",
+    }.get(limited_by, limited_by)
+
+
+def format_tokens_short(num_tokens: int) -> str:
+    """A token count for axis ticks, K = 1,024: ``"512"``, ``"8K"``, ``"1M"`` (exact multiples only)."""
+    for size, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if num_tokens >= size and num_tokens % size == 0:
+            return f"{num_tokens // size:,}{suffix}"
+    return f"{num_tokens:,}"

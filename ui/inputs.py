@@ -1,0 +1,413 @@
+"""Sidebar inputs shared by every page, bound to the URL.
+
+Every input that defines a plan is a widget with a stable key equal to the
+CLI flag with underscores (``--context-len`` -> ``context_len``) and
+``bind="query-params"``, so the address bar is the plan: a copied link
+opened on a fresh server rebuilds the same view.
+
+Streamlit (1.55+) silently drops a bound query parameter it cannot use (an
+unknown option, a number out of range, ``abc`` for a number) and shows the
+widget default. :func:`check_link` therefore reads the raw parameters
+*before* the widgets exist, says what was wrong and how to fix it, and maps
+catalog aliases (``gpu=h100``) to canonical ids through ``st.session_state``.
+Everything else in the link is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
+from planner.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
+from ui import catalog
+from ui.format import format_int, gib_to_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumberField:
+    """A numeric sidebar input.
+
+    Attributes:
+        key: Widget key, URL query key and CLI flag (with underscores).
+        label: Widget label.
+        min_value: Smallest accepted value.
+        max_value: Largest accepted value.
+        default: Value when the link does not set it (None: empty).
+        step: Step of the +/- buttons.
+        is_float: Float input (else whole numbers).
+        unit: Unit word for messages (``tokens``).
+        help: Tooltip.
+    """
+
+    key: str
+    label: str
+    min_value: int | float
+    max_value: int | float
+    default: int | float | None
+    step: int | float
+    is_float: bool = False
+    unit: str = ""
+    help: str = ""
+
+
+NUMBER_FIELDS: dict[str, NumberField] = {
+    f.key: f
+    for f in (
+        NumberField(key="num_gpus", label="GPUs per replica (tensor parallel)", min_value=1, max_value=64,
+                    default=1, step=1, unit="GPUs",
+                    help="Weights and KV heads are split over this many GPUs (`--num-gpus`). Budgets are per GPU."),
+        NumberField(key="context_len", label="Context length [tokens]", min_value=1,
+                    max_value=MAX_CONTEXT_SEARCH_LIMIT, default=8192, step=1024, unit="tokens",
+                    help="Prompt + generated tokens per sequence, sized for the end of generation (`--context-len`)."),
+        NumberField(key="batch_size", label="Concurrent sequences (batch)", min_value=1, max_value=65536,
+                    default=1, step=1, unit="sequences",
+                    help="Sequences held in the KV cache at once (`--batch-size`)."),
+        NumberField(key="gpu_memory_utilization", label="GPU memory utilization", min_value=0.01, max_value=1.0,
+                    default=DEFAULT_GPU_MEMORY_UTILIZATION, step=0.01, is_float=True,
+                    help="Fraction of the framework-visible memory the engine may use (vLLM default 0.9; "
+                         "`--gpu-memory-utilization`)."),
+        NumberField(key="block_size", label="KV block size [tokens]", min_value=1, max_value=1024,
+                    default=DEFAULT_BLOCK_SIZE, step=1, unit="tokens",
+                    help="PagedAttention page size; each sequence is rounded up to whole blocks (`--block-size`)."),
+        NumberField(key="overhead_gib", label="Overhead override [GiB per GPU]", min_value=0.0, max_value=1024.0,
+                    default=None, step=0.25, is_float=True, unit="GiB",
+                    help="Activations + runtime memory per GPU. Leave empty to use the planner's estimate "
+                         "(`--overhead-gib`)."),
+    )
+}
+"""Numeric inputs by key; bounds are what the planner accepts."""
+
+DTYPE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "weight_dtype": tuple(WEIGHT_DTYPES),
+    "kv_cache_dtype": KV_CACHE_DTYPE_CHOICES,
+}
+
+MAX_MODELS = 6
+"""Most models one chart compares."""
+
+MAX_GPUS = 8
+"""Most GPUs one chart compares."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInputs:
+    """What the sidebar holds after a run. Field names are the URL keys.
+
+    Attributes:
+        model_ids: Chosen canonical model ids (one on single-model pages).
+        gpu_ids: Chosen canonical GPU ids (one on single-GPU pages).
+        weight_dtype: Weight storage format.
+        kv_cache_dtype: KV-cache format or ``auto``.
+        num_gpus: Tensor-parallel size.
+        context_len: Tokens per sequence.
+        batch_size: Concurrent sequences.
+        gpu_memory_utilization: Usable fraction of framework memory.
+        block_size: KV page size [tokens].
+        overhead_gib: Per-GPU overhead override [GiB], None for the estimate.
+    """
+
+    model_ids: tuple[str, ...]
+    gpu_ids: tuple[str, ...]
+    weight_dtype: str = "bf16"
+    kv_cache_dtype: str = "auto"
+    num_gpus: int = 1
+    context_len: int = 8192
+    batch_size: int = 1
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    block_size: int = DEFAULT_BLOCK_SIZE
+    overhead_gib: float | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The (first) chosen model."""
+        return self.model_ids[0]
+
+    @property
+    def gpu_id(self) -> str:
+        """The (first) chosen GPU."""
+        return self.gpu_ids[0]
+
+    def request(self, context_len: int | None = None) -> PlanRequest:
+        """The planner request (overhead GiB converted as the CLI does)."""
+        overhead = None if self.overhead_gib is None else gib_to_bytes(self.overhead_gib)
+        return PlanRequest(
+            context_len=self.context_len if context_len is None else context_len,
+            batch_size=self.batch_size, weight_dtype=self.weight_dtype, kv_cache_dtype=self.kv_cache_dtype,
+            num_gpus=self.num_gpus, gpu_memory_utilization=self.gpu_memory_utilization,
+            block_size=self.block_size, overhead_bytes=overhead,
+        )
+
+    def cli_command(self) -> str:
+        """The equivalent ``python -m planner plan`` command line (first model and GPU)."""
+        parts = [f"python -m planner plan --model {self.model_id} --gpu {self.gpu_id}",
+                 f"--num-gpus {self.num_gpus} --weight-dtype {self.weight_dtype}",
+                 f"--kv-cache-dtype {self.kv_cache_dtype} --context-len {self.context_len}",
+                 f"--batch-size {self.batch_size} --gpu-memory-utilization {self.gpu_memory_utilization:g}",
+                 f"--block-size {self.block_size}"]
+        if self.overhead_gib is not None:
+            parts.append(f"--overhead-gib {self.overhead_gib:g}")
+        return " \\\n  ".join(parts)
+
+
+# --------------------------------------------------------------------------
+# Link validation (runs before the widgets exist)
+# --------------------------------------------------------------------------
+def _number_problem(field: NumberField, raw: str) -> str | None:
+    """What is wrong with ``raw`` for ``field`` (``"is not a whole number"``), or None when it is valid."""
+    if raw.strip() == "":
+        return None if field.default is None else "is empty"
+    try:
+        value = float(raw) if field.is_float else int(raw)
+    except ValueError:
+        return "is not a number" if field.is_float else "is not a whole number"
+    if field.is_float and not math.isfinite(value):
+        return "is not a finite number"
+    if value < field.min_value:
+        return "is too small"
+    if value > field.max_value:
+        return "is too large"
+    return None
+
+
+def _show(field: NumberField, value: int | float) -> str:
+    return f"{value:g}" if field.is_float else format_int(int(value))
+
+
+def _number_fix(field: NumberField) -> str:
+    """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``"""
+    shown = "the planner's estimate" if field.default is None else f"the default {_show(field, field.default)}"
+    kind = "a number" if field.is_float else "a whole number"
+    unit = f" {field.unit}" if field.unit else ""
+    return (f"Showing {shown} instead; enter {kind} from {_show(field, field.min_value)} to "
+            f"{_show(field, field.max_value)}{unit} in \"{field.label}\" in the sidebar.")
+
+
+def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], str] | None,
+                    what: str) -> tuple[str | None, str | None]:
+    """(canonical value or None, problem text or None) for one selection."""
+    if raw in options:
+        return raw, None
+    if resolve is not None:
+        try:
+            canonical = resolve(raw)
+        except ValueError as exc:
+            return None, str(exc)
+        if canonical in options:
+            return canonical, None
+        return None, f"{canonical!r} is not offered here"
+    return None, f"unknown {what} {raw!r}; choose one of {', '.join(options)}"
+
+
+def _rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[str]) -> None:
+    """Make Streamlit seed widgets from our reading of the link, and show that reading in the URL.
+
+    Streamlit seeds a bound widget from the URL values it saw at page load.
+    It crashes on some (``?context_len=inf`` raises ``OverflowError`` inside
+    its int ``number_input`` deserializer, Streamlit 1.67), quietly accepts
+    values we report as invalid (``1e5``) and drops aliases (``gpu=h100``).
+    So once :func:`check_link` has judged a parameter, the page-load values
+    are rewritten: ``None`` drops the parameter (the widget shows its
+    default), a list replaces it (canonical ids). This uses Streamlit's
+    internal ``QueryParams`` (no public hook exists); if that API changes,
+    the canonical values go through ``st.session_state`` instead and the
+    messages are still shown.
+
+    Args:
+        changes: key -> new values, or None to drop the key.
+        multi_keys: Keys whose widget holds a list (multiselect).
+    """
+    if not changes:
+        return
+    ctx = get_script_run_ctx()
+    try:
+        if ctx is None:
+            raise AttributeError("no script run context")
+        with ctx.session_state.query_params() as qp:
+            kept = []
+            for key in st.query_params:
+                values = changes[key] if key in changes else st.query_params.get_all(key)
+                kept += [(key, v) for v in values or []]
+            qp.set_initial_query_params(urlencode(kept))
+            for key, values in changes.items():
+                if qp.is_bound(key):
+                    continue
+                if values is None:
+                    qp.remove_param(key)
+                elif key in multi_keys:
+                    qp.set_corrected_value(key, values, "string_array_value")
+                else:
+                    qp.set_corrected_value(key, values[0], "string_value")
+    except AttributeError:  # pragma: no cover - a Streamlit release without these internals
+        for key, values in changes.items():
+            if values and key not in st.session_state:
+                st.session_state[key] = values if key in multi_keys else values[0]
+
+
+def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | None, str, str]],
+               multi: Mapping[str, tuple[Sequence[str], Callable[[str], str] | None, str, int]],
+               numbers: Sequence[str]) -> list[str]:
+    """Validate this page's raw URL parameters before its widgets are created.
+
+    Aliases that resolve to a catalog id are replaced by that id, so the widget
+    and the URL show it; invalid values are dropped, so the widget shows its
+    default. The rest of the link is kept (see :func:`_rewrite_link`).
+
+    Args:
+        single: key -> (options, resolver or None, noun, default shown) for selectboxes.
+        multi: key -> (options, resolver or None, noun, max items) for multiselects.
+        numbers: Keys of :data:`NUMBER_FIELDS` on this page.
+
+    Returns:
+        One message per bad parameter, saying what is wrong and how to fix it.
+    """
+    params = st.query_params
+    problems: list[str] = []
+    changes: dict[str, list[str] | None] = {}
+    for key, (options, resolve, noun, default) in single.items():
+        values = params.get_all(key)
+        if not values:
+            continue
+        raw = values[-1]
+        canonical, problem = _choice_problem(raw, options, resolve, noun)
+        if problem:
+            problems.append(f"Link parameter `{key}={raw}`: {problem}. Showing `{default}` instead; "
+                            f"pick a {noun} in the sidebar.")
+            changes[key] = None
+        elif canonical != raw or len(values) > 1:
+            changes[key] = [canonical]
+    for key, (options, resolve, noun, max_items) in multi.items():
+        values = [v for v in params.get_all(key) if v.strip()]
+        if not values:
+            continue
+        kept: list[str] = []
+        for raw in values:
+            canonical, problem = _choice_problem(raw, options, resolve, noun)
+            if problem:
+                problems.append(f"Link parameter `{key}={raw}`: {problem}. It was left out; "
+                                f"add a {noun} in the sidebar.")
+            elif canonical not in kept:
+                kept.append(canonical)
+        if len(kept) > max_items:
+            problems.append(f"Link parameter `{key}` lists {len(kept)} {noun}s; at most {max_items} fit on one "
+                            f"chart, so only the first {max_items} are shown. Remove some in the sidebar.")
+            kept = kept[:max_items]
+        if kept != values:
+            changes[key] = kept or None
+    for key in numbers:
+        field = NUMBER_FIELDS[key]
+        values = params.get_all(key)
+        if not values:
+            continue
+        problem = _number_problem(field, values[-1])
+        if problem:
+            problems.append(f"Link parameter `{key}={values[-1]}` {problem}. {_number_fix(field)}")
+            changes[key] = None
+    _rewrite_link(changes, tuple(multi))
+    return problems
+
+
+# --------------------------------------------------------------------------
+# Widgets
+# --------------------------------------------------------------------------
+def _number_widget(container, key: str, default: int | float | None = None):
+    field = NUMBER_FIELDS[key]
+    value = field.default if default is None else default
+    if field.is_float:
+        return container.number_input(
+            field.label, min_value=float(field.min_value), max_value=float(field.max_value),
+            value=None if value is None else float(value), step=float(field.step), format="%.2f",
+            key=key, help=field.help, bind="query-params")
+    return container.number_input(
+        field.label, min_value=int(field.min_value), max_value=int(field.max_value), value=int(value),
+        step=int(field.step), key=key, help=field.help, bind="query-params")
+
+
+def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
+                   default_models: Sequence[str] = (), default_gpus: Sequence[str] = (),
+                   numbers: Sequence[str] = ("num_gpus", "context_len", "batch_size", "gpu_memory_utilization"),
+                   advanced: Sequence[str] = ("block_size", "overhead_gib"),
+                   dtypes: bool = True) -> tuple[PlanInputs, list[str]]:
+    """Build this page's sidebar (validated against the link first) and read it.
+
+    Args:
+        model: ``"one"`` (selectbox ``model``), ``"many"`` (multiselect ``models``) or None.
+        gpu: ``"one"`` (selectbox ``gpu``), ``"many"`` (multiselect ``gpus``) or None.
+        default_models: Defaults for the model input (first one for ``"one"``).
+        default_gpus: Defaults for the GPU input.
+        numbers: Numeric keys shown in the main sidebar block, in order.
+        advanced: Numeric keys shown under "Advanced".
+        dtypes: Show ``weight_dtype`` and ``kv_cache_dtype``.
+
+    Returns:
+        The inputs, and the link problems to show (see :func:`show_problems`).
+    """
+    from ui import custom_panel  # the sidebar's "Custom model & GPU" panel (imports ui.catalog)
+
+    m_ids = custom_panel.model_options(catalog.model_ids())
+    g_ids = custom_panel.gpu_options(catalog.gpu_ids())
+    d_models = catalog.pick_existing(tuple(default_models), m_ids) or [catalog.default_model_id()]
+    d_gpus = catalog.pick_existing(tuple(default_gpus), g_ids) or [catalog.default_gpu_id()]
+    single, multi = {}, {}
+    if model == "one":
+        single["model"] = (m_ids, catalog.resolve_model_id, "model", d_models[0])
+    elif model == "many":
+        multi["models"] = (m_ids, catalog.resolve_model_id, "model", MAX_MODELS)
+    if gpu == "one":
+        single["gpu"] = (g_ids, catalog.resolve_gpu_id, "GPU", d_gpus[0])
+    elif gpu == "many":
+        multi["gpus"] = (g_ids, catalog.resolve_gpu_id, "GPU", MAX_GPUS)
+    if dtypes:
+        single["weight_dtype"] = (DTYPE_OPTIONS["weight_dtype"], None, "weight dtype", "bf16")
+        single["kv_cache_dtype"] = (DTYPE_OPTIONS["kv_cache_dtype"], None, "KV-cache dtype", "auto")
+    problems = check_link(single, multi, (*numbers, *advanced))
+
+    bar = st.sidebar
+    chosen_models: tuple[str, ...] = ()
+    chosen_gpus: tuple[str, ...] = ()
+    if model == "one":
+        chosen_models = (bar.selectbox("Model", m_ids, index=m_ids.index(d_models[0]), key="model",
+                                       bind="query-params", help="Hugging Face repo id (`--model`)."),)
+    elif model == "many":
+        chosen_models = tuple(bar.multiselect(
+            f"Models (up to {MAX_MODELS})", m_ids, default=d_models[:MAX_MODELS], key="models",
+            max_selections=MAX_MODELS, bind="query-params", help="Hugging Face repo ids to compare."))
+    if gpu == "one":
+        chosen_gpus = (bar.selectbox("GPU", g_ids, index=g_ids.index(d_gpus[0]), key="gpu",
+                                     bind="query-params", help="Catalog GPU id (`--gpu`)."),)
+    elif gpu == "many":
+        chosen_gpus = tuple(bar.multiselect(
+            f"GPUs (up to {MAX_GPUS})", g_ids, default=d_gpus[:MAX_GPUS], key="gpus",
+            max_selections=MAX_GPUS, bind="query-params", help="Catalog GPU ids to compare."))
+    values: dict = {}
+    if dtypes:
+        values["weight_dtype"] = bar.selectbox(
+            "Weight dtype", DTYPE_OPTIONS["weight_dtype"], index=DTYPE_OPTIONS["weight_dtype"].index("bf16"),
+            key="weight_dtype", bind="query-params",
+            help="; ".join(f"{k}: {v.label}" for k, v in WEIGHT_DTYPES.items()))
+        values["kv_cache_dtype"] = bar.selectbox(
+            "KV-cache dtype", DTYPE_OPTIONS["kv_cache_dtype"], index=0, key="kv_cache_dtype",
+            bind="query-params",
+            help="auto = the model's compute dtype; "
+                 + "; ".join(f"{k}: {v.label}" for k, v in KV_CACHE_DTYPES.items()))
+    for key in numbers:
+        values[key] = _number_widget(bar, key)
+    if advanced:
+        with bar.expander("Advanced"):
+            for key in advanced:
+                values[key] = _number_widget(st, key)
+    problems += custom_panel.render_custom_model_panel(bar, show_problems=False).problems
+    bar.caption("Every input is in the address bar: copy the URL to share this exact view.")
+    inputs = PlanInputs(model_ids=chosen_models, gpu_ids=chosen_gpus, **values)
+    return inputs, problems
+
+
+def show_problems(problems: Sequence[str]) -> None:
+    """Show each link problem as an ``st.error`` at the top of the page."""
+    for problem in problems:
+        st.error(problem, icon=":material/link_off:")

@@ -1,0 +1,274 @@
+"""Rendering blocks shared by the pages: page setup, verdict, metrics, formula panel.
+
+Every number shown is a planner return value passed through :mod:`ui.format`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import streamlit as st
+
+from planner.budget import Plan
+from planner.dtypes import WEIGHT_DTYPES
+from planner.kv import cache_dtypes, kv_cache_bytes_per_sequence
+from planner.layers import ChunkedLocalAttention, FullAttention, MLAAttention, RecurrentState, SlidingWindowAttention
+from planner.model import ModelSpec
+from ui.format import (
+    format_bytes,
+    format_bytes_exact,
+    format_fraction,
+    format_int,
+    format_limited_by,
+    format_tokens,
+)
+from ui.inputs import PlanInputs
+
+T = TypeVar("T")
+
+
+def setup_page(title: str, icon: str, intro: str) -> None:
+    """Page config, title and one line saying what the page answers.
+
+    Args:
+        title: Page title.
+        icon: An emoji (material icons would be fetched from Google's font CDN for the favicon).
+        intro: One sentence under the title.
+    """
+    st.set_page_config(page_title=f"{title} · GPU memory planner", page_icon=icon, layout="wide")
+    st.title(title)
+    st.caption(intro)
+
+
+def guarded(call: Callable[..., T], *args, what: str, **kwargs) -> T:
+    """Run a catalog or planner call; on ``ValueError`` show it as ``st.error`` and stop the page.
+
+    Args:
+        call: Function to run.
+        what: Words for the message, e.g. ``"planning meta-llama/Llama-2-7b-hf"``.
+    """
+    try:
+        return call(*args, **kwargs)
+    except ValueError as exc:
+        st.error(f"Could not finish {what}: {exc}. Change the inputs in the sidebar.", icon=":material/error:")
+        st.stop()
+        raise  # st.stop() raises; this keeps type checkers quiet
+
+
+def require(items: Sequence[str], noun: str) -> None:
+    """Stop with an ``st.info`` when a multiselect is empty."""
+    if not items:
+        st.info(f"Pick at least one {noun} in the sidebar.", icon=":material/arrow_back:")
+        st.stop()
+
+
+def context_problem(model: ModelSpec, context_len: int) -> str | None:
+    """Text when ``context_len`` exceeds the model's ``max_position_embeddings``, else None."""
+    limit = model.max_position_embeddings
+    if limit and context_len > limit:
+        return (f"Context length {format_tokens(context_len)} is longer than {model.model_id} supports "
+                f"(max_position_embeddings {format_tokens(limit)}). Lower `context_len` to at most "
+                f"{format_int(limit)} in the sidebar; the numbers below are for the requested length.")
+    return None
+
+
+def verdict(plan: Plan, gpu_label: str) -> None:
+    """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``."""
+    where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
+    if plan.fits:
+        st.success(
+            f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {plan.model_id} "
+            f"({plan.weight_dtype} weights, {plan.kv_cache_dtype} KV cache) on {where}: "
+            f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
+            f"KV budget per GPU in use; up to {format_int(plan.max_concurrent_sequences)} concurrent sequences "
+            f"at this context.", icon=":material/check_circle:")
+    else:
+        lines = [f"**Does not fit** on {where}:"]
+        lines += [f"- {reason}" for reason in plan.reasons]
+        if plan.suggestions:
+            lines.append("\n**Try:**")
+            lines += [f"- {s}" for s in plan.suggestions]
+        st.warning("\n".join(lines), icon=":material/warning:")
+    for note in plan.notes:
+        st.info(note, icon=":material/info:")
+
+
+def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
+    """The longest context that fits at this batch: capped by the model, by memory alone, and before overheads."""
+    batch = f"**Longest context at batch {format_int(plan.batch_size)}:**"
+    if not plan.max_context_len_before_overheads:
+        st.markdown(f"{batch} none. {model.display_name} with {plan.weight_dtype} weights does not fit on "
+                    f"{gpu_label} at any context length, even with no overheads; see the suggestions above.")
+        return
+    if plan.max_context_len_by_memory:
+        memory = (f"GPU memory runs out after **{format_tokens(plan.max_context_len_by_memory)}** per sequence "
+                  f"with the engine's utilization cap and overheads")
+    else:
+        memory = "with the engine's utilization cap and overheads not even one token fits"
+    st.markdown(
+        f"{batch} {model.display_name} with {plan.weight_dtype} weights on {gpu_label}: {memory}, and after "
+        f"**{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights). "
+        f"Usable here: **{format_tokens(plan.max_context_len)}** "
+        f"({format_limited_by(plan.max_context_len_limited_by)}).")
+
+
+def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
+    """Metric label -> (value, help) for the Home page, all from ``plan`` fields."""
+    per_gpu = " per GPU" if plan.num_gpus > 1 else ""
+    return {
+        "Weights" + per_gpu: (format_bytes(plan.weights_bytes_per_gpu),
+                              f"{format_bytes_exact(plan.weights_bytes)} in total, {format_int(plan.params)} params"),
+        "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "B"),
+                               "all layers, whole model; per GPU "
+                               f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')}"),
+        "KV per sequence": (format_bytes(plan.kv_cache_bytes_per_sequence),
+                                  f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} at "
+                                  f"{format_tokens(plan.context_len)}, windows applied"),
+        "KV budget per GPU": (format_bytes(plan.kv_cache_budget_bytes),
+                              f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; "
+                              f"{format_tokens(plan.kv_cache_capacity_tokens)} of capacity"),
+        "Max concurrent sequences": (format_int(plan.max_concurrent_sequences),
+                                     f"at {format_tokens(plan.context_len)} each, paged in "
+                                     f"{plan.block_size}-token blocks"),
+        f"Max context at batch {format_int(plan.batch_size)} [tokens]": (
+            format_int(plan.max_context_len),
+            f"{format_limited_by(plan.max_context_len_limited_by)}; memory alone allows "
+            f"{format_tokens(plan.max_context_len_by_memory)}"),
+        "Max context before overheads [tokens]": (
+            format_int(plan.max_context_len_before_overheads),
+            "whole card minus weights: no utilization cap, no activations or runtime, no block rounding"),
+    }
+
+
+def plan_metrics(plan: Plan) -> None:
+    """The Home metrics in two rows."""
+    items = list(plan_metric_values(plan).items())
+    for row, widths in ((items[:4], (1, 1, 1, 1.2)), (items[4:], (1, 1, 1.25))):
+        for col, (label, (value, help_text)) in zip(st.columns(widths), row):
+            col.metric(label, value, help=help_text, border=True)
+
+
+def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
+    """One row of the KV-per-token formula for ``count`` identical layers."""
+    dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
+    tp = inputs.num_gpus
+    per_layer = format_bytes(layer.bytes_per_token(dtypes, tp), "B")
+    if isinstance(layer, FullAttention):
+        heads = layer.kv_heads_per_gpu(tp)
+        if layer.v_head_dim in (None, layer.head_dim):
+            shape = f"2 (K, V) × {heads} KV heads × {layer.head_dim} head_dim"
+        else:
+            shape = f"{heads} KV heads × ({layer.head_dim} K + {layer.v_head_dim} V) head_dim"
+        kind = "full attention"
+        cap = ""
+        if isinstance(layer, SlidingWindowAttention):
+            kind, cap = "sliding window", f"; holds at most {format_tokens(layer.sliding_window)}"
+        elif isinstance(layer, ChunkedLocalAttention):
+            kind, cap = "chunked local", f"; holds at most {format_tokens(layer.attention_chunk_size)}"
+        return (f"| {count} layers, {kind} | {shape} × {dtypes.kv.label}"
+                f"{cap} | {per_layer} per layer |")
+    if isinstance(layer, MLAAttention):
+        return (f"| {count} layers, MLA latent | ({layer.kv_lora_rank} kv_lora_rank + {layer.qk_rope_head_dim} "
+                f"qk_rope_head_dim) × {dtypes.kv.label}, no factor 2 | {per_layer} per layer |")
+    if isinstance(layer, RecurrentState):
+        state = format_bytes(layer.bytes_per_sequence(0, dtypes, tp), "B")
+        return (f"| {count} layers, recurrent state | constant {state} per sequence ({dtypes.state.label}) "
+                "| 0 B per token |")
+    return f"| {count} layers, shared / no cache | reuse another layer's cache | 0 B per token |"
+
+
+def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
+    """An expander that shows the arithmetic with the user's numbers (values from the planner)."""
+    dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
+    per_seq_paged = kv_cache_bytes_per_sequence(model, plan.context_len, dtypes, plan.num_gpus, plan.block_size)
+    tp = plan.num_gpus
+    split = f" ÷ {tp} GPUs (tensor parallel)" if tp > 1 else ""
+    with st.expander("How these numbers are computed (formulas with your inputs)", icon=":material/function:"):
+        st.markdown("**KV cache per token**, per GPU: one row per kind of layer, summed over layers.")
+        rows = ["| Layers | Per layer, per token | Bytes |", "|---|---|---|"]
+        rows += [_layer_line(layer, n, model, inputs) for layer, n in Counter(model.layers).items()]
+        rows.append(f"| **Sum** | | **{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token** |")
+        st.markdown("\n".join(rows))
+        wfmt = WEIGHT_DTYPES[plan.weight_dtype]
+        lines = [
+            "| Quantity | Formula with your numbers | Result |", "|---|---|---|",
+            f"| Weights | {format_int(plan.params)} params × {wfmt.label}{split} | "
+            f"{format_bytes_exact(plan.weights_bytes_per_gpu)} |",
+            f"| KV per sequence | KV per token × {format_tokens(plan.context_len)} (windows capped){split} | "
+            f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence_per_gpu)} |",
+            f"| Usable memory | {format_fraction(plan.gpu_memory_utilization)} (utilization) × "
+            f"{format_bytes(plan.gpu_memory_bytes)} (framework-visible) | "
+            f"{format_bytes_exact(plan.usable_memory_bytes)} |",
+            f"| Overhead | {plan.overhead_formula} | {format_bytes_exact(plan.overhead_bytes)} |",
+            f"| KV budget | usable − weights − overhead = {format_bytes(plan.usable_memory_bytes)} − "
+            f"{format_bytes(plan.weights_bytes_per_gpu)} − {format_bytes(plan.overhead_bytes)} | "
+            f"{format_bytes_exact(plan.kv_cache_budget_bytes)} |",
+            f"| Capacity | whole {plan.block_size}-token blocks of "
+            f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token in the budget | "
+            f"{format_tokens(plan.kv_cache_capacity_tokens)} |",
+            f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token blocks "
+            f"({format_bytes_exact(per_seq_paged)})⌋ | {format_int(plan.max_concurrent_sequences)} |",
+            f"| Max context at batch {plan.batch_size} | largest C with {plan.batch_size} × KV(C) ≤ KV budget "
+            f"({format_limited_by(plan.max_context_len_limited_by)}) | {format_tokens(plan.max_context_len)} |",
+            f"| Max context by memory alone | largest C with {plan.batch_size} × KV(C) ≤ KV budget, ignoring "
+            f"max_position_embeddings | {format_tokens(plan.max_context_len_by_memory)} |",
+            f"| Max context before overheads | largest C with {plan.batch_size} × KV(C) ≤ "
+            f"{format_bytes(plan.gpu_memory_bytes)} − {format_bytes(plan.weights_bytes_per_gpu)} (whole card minus "
+            f"weights, exact tokens) | {format_tokens(plan.max_context_len_before_overheads)} |",
+        ]
+        st.markdown("\n".join(lines))
+        st.caption("Sizes: GiB = 2^30 bytes, GB = 10^9 bytes. Quantized weight formats apply to linear layers; "
+                   "embeddings keep 16 bits. Sources: vLLM kv_cache_utils and gpu_worker; DOMAIN.md sections 1-4.")
+        st.markdown("Same plan from the command line:")
+        st.code(inputs.cli_command(), language="bash", wrap_lines=True)
+
+
+def variant_metric_values(plans) -> dict[str, tuple[str, str]]:
+    """Metric label -> (value, help) for each attention variant's plan."""
+    out: dict[str, tuple[str, str]] = {}
+    for variant, p in plans:
+        tag = f"{variant.name} (as built)" if variant.as_built else variant.name
+        out[f"KV per token, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "B"), variant.description)
+        out[f"Max sequences, {tag}"] = (format_int(p.max_concurrent_sequences),
+                                        f"at {format_tokens(p.context_len)} each on one GPU's KV budget "
+                                        f"({format_bytes(p.kv_cache_budget_bytes)})")
+    return out
+
+
+def variant_metrics(plans) -> None:
+    """One column per attention variant, two metrics each."""
+    items = list(variant_metric_values(plans).items())
+    for col, pair in zip(st.columns(len(plans)), (items[i:i + 2] for i in range(0, len(items), 2))):
+        for label, (value, help_text) in pair:
+            col.metric(label, value, help=help_text, border=True)
+
+
+def no_fit_warnings(series, model_id: str) -> None:
+    """``st.warning`` for each GPU where not even the shortest context fits."""
+    for label, users in series.items():
+        if not any(users):
+            st.warning(f"{model_id} does not fit on {label} at any context with these settings: weights and "
+                       "overhead exceed the usable memory. Try more GPUs (num_gpus), a smaller weight dtype or "
+                       "a higher gpu_memory_utilization.", icon=":material/warning:")
+
+
+MODEL_COLUMNS = {
+    "id": st.column_config.TextColumn("id", width="medium"),
+    "params": st.column_config.NumberColumn("params", format="compact", help="All experts included"),
+    "max context": st.column_config.NumberColumn("max context [tokens]", format="localized"),
+    "source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)/.*"),
+    "source note": st.column_config.TextColumn("source note", width="large"),
+}
+"""Column formats of the model table."""
+
+GPU_COLUMNS = {
+    "framework memory [GiB]": st.column_config.NumberColumn("framework memory [GiB]", format="%.2f",
+                                                            help="GiB = 2^30 bytes"),
+    "marketed [GB]": st.column_config.NumberColumn("marketed [GB]", help="Vendor label"),
+    "price [USD/h]": st.column_config.NumberColumn("price [USD/h]", format="%.2f"),
+    "source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)/.*"),
+    "source note": st.column_config.TextColumn("source note", width="large"),
+}
+"""Column formats of the GPU table."""
