@@ -61,6 +61,8 @@ class FamilyParts:
         latent: For MLA families, the cache spec of every attention layer.
         recurrent: For hybrid families, the cache spec of a ``linear_attention``
             (Mamba) layer.
+        transformers_kv_heads: KV heads transformers' cache stores when it
+            differs from ``num_key_value_heads`` (Falcon new decoder: the query heads).
     """
 
     params: Groups
@@ -70,6 +72,7 @@ class FamilyParts:
     num_experts_per_tok: int = 0
     latent: MLAAttention | None = None
     recurrent: RecurrentState | None = None
+    transformers_kv_heads: int | None = None
 
 
 # --- config readers --------------------------------------------------------------------
@@ -744,7 +747,10 @@ def _falcon(cfg: Any) -> FamilyParts:
         )
 
     params = _decoder(cfg, layer, embed="word_embeddings", final_norm="ln_f", norm_bias=True)
-    return _parts(cfg, params, num_key_value_heads=kv_heads, head_dim=head_dim)
+    # With the new decoder architecture FalconAttention._split_heads broadcasts K and V to all
+    # query heads before cache.update, so transformers' cache holds `heads` heads (Falcon-40B: 128, not 8).
+    broadcast = heads if cfg.new_decoder_architecture and kv_heads != heads else None
+    return _parts(cfg, params, num_key_value_heads=kv_heads, head_dim=head_dim, transformers_kv_heads=broadcast)
 
 
 FAMILIES: dict[str, Callable[[Any], FamilyParts]] = {

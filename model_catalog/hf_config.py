@@ -159,7 +159,8 @@ def layer_specs(cfg: Any, parts: FamilyParts) -> tuple[LayerSpec, ...]:
         ValueError: a layer type the planner has no spec for, or a window /
             chunk size missing from the config (the message names the key).
     """
-    full = FullAttention(num_key_value_heads=parts.num_key_value_heads, head_dim=parts.head_dim)
+    full = FullAttention(num_key_value_heads=parts.num_key_value_heads, head_dim=parts.head_dim,
+                         transformers_kv_heads=parts.transformers_kv_heads)
     specs: list[LayerSpec] = []
     for layer_type in _layer_types(cfg):
         if layer_type == "full_attention":
@@ -170,6 +171,7 @@ def layer_specs(cfg: Any, parts: FamilyParts) -> tuple[LayerSpec, ...]:
                     num_key_value_heads=full.num_key_value_heads,
                     head_dim=full.head_dim,
                     sliding_window=config_int(cfg, "sliding_window"),
+                    transformers_kv_heads=full.transformers_kv_heads,
                 )
             )
         elif layer_type == "chunked_attention":
@@ -178,6 +180,7 @@ def layer_specs(cfg: Any, parts: FamilyParts) -> tuple[LayerSpec, ...]:
                     num_key_value_heads=full.num_key_value_heads,
                     head_dim=full.head_dim,
                     attention_chunk_size=config_int(cfg, "attention_chunk_size"),
+                    transformers_kv_heads=full.transformers_kv_heads,
                 )
             )
         elif layer_type == "linear_attention" and parts.recurrent is not None:

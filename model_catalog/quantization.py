@@ -83,8 +83,7 @@ def _excluded_patterns(config: Mapping[str, Any]) -> tuple[str, ...]:
     raw = config.get("modules_to_not_convert") or config.get("ignore") or config.get("ignored_layers") or ()
     patterns = []
     for pattern in raw:
-        text = str(pattern)
-        text = text[len("model."):] if text.startswith("model.") else text
+        text = str(pattern).removeprefix("model.")
         patterns.append(_LAYER_INDEX.sub(".*", text))
     return tuple(patterns)
 

@@ -20,5 +20,13 @@ gpus = data.search(data.gpu_table(), query, columns=("id", "name", "vendor"))
 st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
 st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the base of "
            "gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
+st.subheader("Verified against transformers")
+st.caption(data.verification_headline())
+verified = data.search(data.verification_frame(), query, columns=("id", "family"))
+st.dataframe(verified, hide_index=True, key="verification_table")
+st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
+           "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
+           "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
+           "tensor the cache holds.")
 if models.empty and gpus.empty:
     st.warning(f"Nothing matches “{query}”. Clear the search box to see every entry.")

@@ -52,15 +52,16 @@ from planner.layers import (
     SlidingWindowAttention,
 )
 from planner.model import ModelSpec
+from planner.overheads import activation_estimate, forward_peak_bytes, loaded_weight_bytes, pipeline_layer_ranges
+from planner.units import GiB, MiB, ceil_div
 from planner.verify_view import (
     TRANSFORMERS_KV_FORMATS,
+    transformers_bytes_per_token,
     transformers_cache_bytes,
     transformers_layer_tokens,
     transformers_peak_bytes,
     transformers_recurrent_state_bytes,
 )
-from planner.overheads import activation_estimate, forward_peak_bytes, loaded_weight_bytes, pipeline_layer_ranges
-from planner.units import GiB, MiB, ceil_div
 
 CUDA_CONTEXT_BYTES = 625 * MiB
 """Device memory in use before an engine loads anything (CUDA context): 0.61 GiB,
@@ -575,7 +576,7 @@ def transformers_bytes_per_sequence(model: ModelSpec, num_tokens: int, dtypes: C
             total += transformers_recurrent_state_bytes(layer, dtypes, tp)
             continue
         _, held = transformers_layer_tokens(layer, max(num_tokens, prompt_tokens or 0), "decode")
-        total += held * layer.bytes_per_token(dtypes, tp)
+        total += held * transformers_bytes_per_token(layer, dtypes, tp)
     return total
 
 

@@ -29,7 +29,7 @@ Design notes (assumptions):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.dtypes import StorageFormat
 from planner.units import ceil_div
@@ -69,14 +69,22 @@ class FullAttention:
         head_dim: Per-head K width [elements] (config ``head_dim``, else
             ``hidden_size // num_attention_heads``).
         v_head_dim: Per-head V width [elements]; None means ``head_dim``.
+        transformers_kv_heads: KV heads transformers' own cache stores when that
+            differs from ``num_key_value_heads`` (Falcon's new decoder
+            architecture broadcasts K and V to every query head before
+            ``cache.update``); None = ``num_key_value_heads``. Only the
+            ``transformers`` view (planner/verify_view.py) reads it; it takes no
+            part in equality, so engine views group such layers as before.
 
     Sources: Vaswani et al. 2017 (MHA); Shazeer 2019 (MQA); Ainslie et al. 2023
-    (GQA); vLLM ``FullAttentionSpec.real_page_size_bytes``.
+    (GQA); vLLM ``FullAttentionSpec.real_page_size_bytes``; transformers
+    models/falcon/modeling_falcon.py ``FalconAttention._split_heads``.
     """
 
     num_key_value_heads: int
     head_dim: int
     v_head_dim: int | None = None
+    transformers_kv_heads: int | None = field(default=None, compare=False)
 
     kind = "full_attention"
 

@@ -41,6 +41,11 @@ Design notes (assumptions, with worked examples):
        not a per-token format.
     7. Tensor parallelism (``tp_plan``) splits heads and recurrent channels like
        the engines do (``max(1, kv_heads // tp)`` per GPU); the verifier checks tp = 1.
+    8. Falcon with ``new_decoder_architecture`` (Falcon-40B/180B) broadcasts K and V
+       from ``num_kv_heads`` to all query heads in ``FalconAttention._split_heads``
+       *before* ``cache.update``: transformers caches 128 heads where engines
+       cache 8 (``FullAttention.transformers_kv_heads``). Falcon-7B (multi-query)
+       caches its single head.
 
 Sources: transformers 5.24 src/transformers/cache_utils.py (``DynamicLayer.update``,
 ``DynamicSlidingWindowLayer.update``, ``LinearAttentionLayer``,
@@ -53,7 +58,7 @@ models/qwen3_next/modeling_qwen3_next.py (``update_conv_state``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from planner.dtypes import FP32, StorageFormat
@@ -84,7 +89,8 @@ TRANSFORMERS_KV_FORMATS: frozenset[str] = frozenset({"fp32", "bf16", "fp16"})
 TRANSFORMERS_VIEW_SENTENCE = (
     "transformers keeps every token in full-attention layers and a view of the last "
     "sliding_window - 1 tokens in sliding layers (pinning the whole prompt until the first "
-    "decode step), with no page or block rounding, and stores Mamba/DeltaNet recurrent states in float32."
+    "decode step), with no page or block rounding, stores Mamba/DeltaNet recurrent states in float32, "
+    "and caches Falcon-40B's K/V for all 128 query heads."
 )
 """One sentence for the UI where the transformers view differs from the engines'."""
 
@@ -157,6 +163,20 @@ def _kv_format(dtypes: CacheDtypes) -> StorageFormat:
     return dtypes.kv
 
 
+def transformers_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
+    """K + V (or latent) bytes of one token in this layer of transformers' cache, on one GPU.
+
+    As :meth:`planner.layers.FullAttention.bytes_per_token`, except that layers whose
+    ``transformers_kv_heads`` is set store that many heads (design note 8).
+    Worked example, Falcon-40B bf16: 2 x 128 heads x 64 x 2 B = 32,768 B per layer,
+    16x vLLM's 2 x 8 x 64 x 2 B = 2,048 B.
+    """
+    heads = getattr(layer, "transformers_kv_heads", None)
+    if heads is not None:
+        layer = replace(layer, num_key_value_heads=heads)
+    return layer.bytes_per_token(dtypes, tensor_parallel_size)
+
+
 def transformers_recurrent_state_bytes(layer: RecurrentState, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
     """Conv state in the activation dtype + recurrent state in float32, on one GPU [bytes].
 
@@ -189,7 +209,7 @@ def transformers_layer_bytes(layer: LayerSpec, num_tokens: int, dtypes: CacheDty
         _check(num_tokens, phase)
         return TransformersCacheBytes(tensor_bytes=0, memory_bytes=0)
     _kv_format(dtypes)
-    per_token = layer.bytes_per_token(dtypes, tensor_parallel_size)
+    per_token = transformers_bytes_per_token(layer, dtypes, tensor_parallel_size)
     tensor, memory = transformers_layer_tokens(layer, num_tokens, phase)
     return TransformersCacheBytes(tensor_bytes=tensor * per_token, memory_bytes=memory * per_token)
 
@@ -265,6 +285,7 @@ __all__ = [
     "TransformersCacheBytes",
     "TransformersPhase",
     "differs_from_engines",
+    "transformers_bytes_per_token",
     "transformers_cache_bytes",
     "transformers_layer_bytes",
     "transformers_layer_tokens",

@@ -195,37 +195,40 @@ class StreamlitServer:
 OBSERVER_JS = r"""
 (() => {
   if (window.top !== window || window.__e2e) return;
-  const e2e = window.__e2e = {idleSince: null, inputAt: null, runs: 0};
+  const e2e = window.__e2e = {idleSince: null, inputAt: null, lastMessageAt: null, messages: 0};
+  // Every message the server sends (deltas, script started/finished) arrives on the app's websocket.
+  // A fast rerun can flip the script state running -> notRunning inside one React render, so the
+  // attribute never changes; the messages still show that it ran, and when its last message came.
+  const NativeWebSocket = window.WebSocket;
+  window.WebSocket = class extends NativeWebSocket {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { e2e.lastMessageAt = performance.now(); e2e.messages += 1; });
+    }
+  };
   const idleNow = () => {
     const app = document.querySelector('[data-testid="stApp"]');
     return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
       && app.getAttribute('data-test-script-state') === 'notRunning'
       && !document.querySelector('[data-testid="stSkeleton"]');
   };
-  const onMutations = (records) => {
-    const now = performance.now();
+  new MutationObserver((records) => {
     const idle = idleNow();
-    // A state attribute changed: even running -> notRunning inside one batch restarts the idle spell.
-    const flipped = records.some((r) => r.type === 'attributes');
-    if (flipped && records.some((r) => r.attributeName === 'data-test-script-state' && r.oldValue !== 'running'
-                                 && r.target.getAttribute('data-test-script-state') !== r.oldValue)) {
-      e2e.runs += 1;
-    }
     if (!idle) e2e.idleSince = null;
-    else if (flipped || e2e.idleSince === null) e2e.idleSince = now;
-  };
-  new MutationObserver(onMutations).observe(document, {
-    subtree: true, childList: true, attributes: true, attributeOldValue: true,
-    attributeFilter: ['data-test-script-state', 'data-test-connection-state'],
-  });
+    else if (e2e.idleSince === null || records.some((r) => r.type === 'attributes')) e2e.idleSince = performance.now();
+  }).observe(document, {subtree: true, childList: true, attributes: true,
+                        attributeFilter: ['data-test-script-state', 'data-test-connection-state']});
   for (const type of ['click', 'keydown']) {
     document.addEventListener(type, () => { e2e.inputAt = performance.now(); }, true);
   }
 })();
 """
 
-STATE_JS = """() => ({now: performance.now(), idleSince: window.__e2e ? window.__e2e.idleSince : null,
-  inputAt: window.__e2e ? window.__e2e.inputAt : null, title: !!document.querySelector('h1')})"""
+STATE_JS = """() => {
+  const e = window.__e2e || {};
+  return {now: performance.now(), idleSince: e.idleSince ?? null, lastMessageAt: e.lastMessageAt ?? null,
+          inputAt: e.inputAt ?? null, title: !!document.querySelector('h1')};
+}"""
 
 
 def launch_browser(playwright):
@@ -242,28 +245,33 @@ def new_context(browser, **kwargs):
 
 def wait_settled(page, *, after_ms: float | None = None, quiet_ms: float = QUIET_MS,
                  timeout_s: float = SETTLE_TIMEOUT_S) -> float:
-    """Wait until the page is idle and has stayed idle for ``quiet_ms``.
+    """Wait until the page is idle and quiet, and return when that began.
+
+    Idle: connected, script not running, no skeleton, a title drawn. Quiet:
+    idle and no websocket message from the server for ``quiet_ms``.
 
     Args:
         page: A page of a context from :func:`new_context`.
-        after_ms: Only an idle spell that began after this page-clock time
-            counts (the moment of a widget change), so the old idle state
-            before the rerun started is not mistaken for the new one.
+        after_ms: A rerun must have sent its messages after this page-clock
+            time (the moment of a widget change), so the idle state from
+            before the change is not mistaken for the new one.
 
     Returns:
-        Page-clock time [ms] at which the settled idle spell began.
+        Page-clock time [ms] when the settled state began: the later of the
+        last server message and the start of the idle spell.
 
     Raises:
         AssertionError: not settled within ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
-    state = {}
+    state: dict = {}
     while time.monotonic() < deadline:
         state = page.evaluate(STATE_JS)
-        idle = state["idleSince"]
-        if (idle is not None and state["title"] and (after_ms is None or idle > after_ms)
-                and state["now"] - idle >= quiet_ms):
-            return idle
+        idle, last = state["idleSince"], state["lastMessageAt"]
+        if idle is not None and last is not None and state["title"] and (after_ms is None or last > after_ms):
+            since = max(idle, last)
+            if state["now"] - since >= quiet_ms:
+                return since
         time.sleep(0.03)
     raise AssertionError(f"page {page.url} did not settle within {timeout_s:.0f} s: {state}")
 

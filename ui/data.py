@@ -170,6 +170,40 @@ def gpu_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def verification_frame() -> pd.DataFrame:
+    """The committed verification against transformers, one row per model.
+
+    Rows come from :func:`model_catalog.verification_table` (written by
+    ``python -m planner verify``); nothing is recomputed here.
+    """
+    from model_catalog import verification_table
+
+    rows = []
+    for r in verification_table():
+        rows.append({
+            "id": r["model_id"], "family": r["family"], "status": r["status_text"],
+            "params (planner)": r["params_planner"], "params (transformers)": r["params_transformers"],
+            "KV checks exact": f"{r['kv_checks_exact']} of {r['kv_checks']}",
+            "prompt tokens": ", ".join(format_int(n) for n in r["prompt_tokens"]),
+            "KV bytes (planner)": r["kv_bytes_planner"], "KV bytes (transformers)": r["kv_bytes_transformers"],
+            "transformers": r["transformers_version"],
+        })
+    return pd.DataFrame(rows)
+
+
+def verification_headline() -> str:
+    """One sentence summarising the verification table."""
+    from model_catalog import verification_summary
+    from planner.verify_view import TRANSFORMERS_VIEW_SENTENCE
+
+    s = verification_summary()
+    return (f"{s['params_exact']} of {s['models']} models match transformers {s['transformers_version']} "
+            f"exactly on parameter count, and {s['kv_checks_exact']} of {s['kv_checks']} KV-cache measurements "
+            f"(prefill and decode, below and above every window) match byte for byte; "
+            f"{s['unverifiable']} could not be built (generated {s['generated']}, torch {s['torch_version']}). "
+            f"Where serving engines differ: {TRANSFORMERS_VIEW_SENTENCE}")
+
+
 def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "name")) -> pd.DataFrame:
     """Rows whose ``columns`` contain every word of ``query`` (case-insensitive)."""
     words = [w for w in (query or "").lower().split() if w]
