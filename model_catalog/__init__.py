@@ -12,7 +12,9 @@ Verification API (no torch): :func:`verification_table`, :func:`verification_che
 :func:`verification_summary` read ``verification.json``, written by ``python -m planner verify``.
 
 transformers is imported only when a spec is built, so importing this package
-(e.g. for GPU data) stays cheap.
+(e.g. for GPU data) stays cheap; catalog specs come from the committed
+snapshot (:mod:`model_catalog.spec_snapshot`) while it is current, without
+importing transformers at all.
 """
 
 from __future__ import annotations
@@ -55,7 +57,13 @@ def model_spec(model_id: str) -> ModelSpec:
 
 @lru_cache(maxsize=None)
 def _cached_model_spec(canonical_id: str) -> ModelSpec:
+    from model_catalog import spec_snapshot
+
     entry = load_catalog().entries[canonical_id]
+    # The committed snapshot holds the same spec when it is current (no transformers import: fast cold start).
+    snapshot = spec_snapshot.lookup(entry.id, entry.display_name, entry.config)
+    if snapshot is not None:
+        return snapshot
     return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name)
 
 

@@ -110,6 +110,10 @@ def load_text_config(raw_config: Mapping[str, Any]) -> Any:
             config = AutoConfig.for_model(model_type, **kwargs)
     except (ValueError, TypeError, KeyError, StrictDataclassError) as exc:
         raise ValueError(f"transformers' {model_type!r} config class rejected it: {exc}") from exc
+    except ArithmeticError as exc:  # e.g. num_attention_heads 0 -> ZeroDivisionError inside the class
+        raise ValueError(
+            f"transformers' {model_type!r} config class could not derive its sizes ({exc}); check that "
+            "hidden_size, num_attention_heads and num_key_value_heads are positive integers") from exc
     return config.get_text_config()
 
 

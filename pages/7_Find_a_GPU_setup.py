@@ -62,7 +62,7 @@ if best is not None:
                              what="estimating throughput")
     st.subheader(f"Throughput and cost on {best.num_gpus} x {gpu.name} (one replica, tensor parallel "
                  f"{best.tensor_parallel_size})")
-    st.warning(f"**Upper-bound estimate** ({estimate.label}). {estimate.formula}.", icon=":material/speed:")
+    st.warning(f"**{estimate.label.capitalize()}.** {estimate.formula}.", icon=":material/speed:")
     st.plotly_chart(traffic.throughput_chart(estimate), key="throughput_chart")
     st.dataframe(traffic.throughput_rows(estimate), hide_index=True, key="throughput_table")
     for note in estimate.notes:

@@ -45,14 +45,12 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 """Tokens in the engine's largest forward pass (vLLM V1 chunked-prefill default on
 datacenter GPUs in 2025 builds; ENGINES.md 1.5) [tokens]."""
 
-DEFAULT_MAX_NUM_SEQS = 256
-"""Sequences sampled in one step (vLLM ``max_num_seqs`` default, vllm/config/scheduler.py)."""
+DEFAULT_MAX_NUM_SEQS = 1024
+"""Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on
+datacenter GPUs (vllm/engine/arg_utils.py ``_set_default_args``; ENGINES.md 1.5)."""
 
-RUNTIME_OVERHEAD_BYTES = 512 * MiB
-"""Non-torch memory per GPU: CUDA context, cuBLAS/NCCL workspaces [bytes]. vLLM
-logs show 0.13-0.35 GiB of non-torch memory after its baseline snapshot
-(shared/reference/engine_cases.csv V01, V20, V21); 512 MiB also covers the
-allocator slack seen in practice."""
+OVERHEAD_PROFILE = "vllm-v0.11"
+"""Engine profile whose calibrated overhead terms the default plan uses (planner.engine_profiles)."""
 
 MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-context search when the model states no limit [tokens]."""
@@ -63,8 +61,8 @@ class OverheadEstimate:
     """Memory per GPU that is neither weights nor KV cache.
 
     Attributes:
-        activation_bytes: Transient activation peak of the largest forward pass [bytes].
-        logits_bytes: fp32 logits of one sampling step [bytes].
+        activation_bytes: Forward-pass activation peak, when it is the larger peak [bytes].
+        logits_bytes: Sampler (logits) peak, when it is the larger peak [bytes].
         runtime_bytes: Non-torch runtime memory [bytes].
         overridden: True when the user supplied the total.
         formula: The arithmetic as text, for the formula panel.
@@ -89,39 +87,37 @@ def estimate_overhead(
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS,
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
 ) -> OverheadEstimate:
-    """Rough activation + runtime overhead per GPU (an estimate, not a measurement).
+    """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
-    ``activation = T * e * (2 * hidden + (q + 2 * kv) / tp + 3 * ffn / tp)``: the
-    residual stream and its norm output, the q/k/v projections, and the MLP's
-    gate, up and activated tensors live at once for ``T = max_num_batched_tokens``
-    tokens of ``e`` bytes each. ``logits = max_num_seqs * vocab_size * 4`` (fp32).
-    ``runtime`` = :data:`RUNTIME_OVERHEAD_BYTES`.
+    ``activation = max(forward, sampler)`` with ``forward = T x e x (3 h +
+    max(attention, mlp) / tp)`` and ``sampler = min(S, T) x vocab x 38 B + T x h x e``
+    for ``T = max_num_batched_tokens`` tokens of ``e`` bytes and ``S = max_num_seqs``
+    (:func:`planner.overheads.activation_estimate`); ``runtime`` = vLLM's non-torch
+    memory (133 MiB, plus 430 MiB of NCCL buffers when ``tp > 1``). Calibrated on
+    the breakdown rows of shared/reference/engine_cases.csv: Llama-3.1-8B on an
+    H100 (V20) predicts 4.71 GiB of activation peak where vLLM measured 4.76 GiB.
+    The Engine page models each engine and version in full; users can override
+    the total.
 
-    Engines measure this term instead (vLLM's profile run); compare with the
-    breakdown rows in shared/reference/engine_cases.csv, where vLLM V1 measured
-    4.76 GiB of peak activation for Llama-3.1-8B: this simple formula is lower
-    (torch.compile and sampler buffers are not modelled), so the UI lets users
-    override it. The engine-faithful model is a later issue.
-
-    Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py); ENGINES.md 1.4.
+    Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py) and
+    ``_dummy_sampler_run`` (vllm/v1/worker/gpu_model_runner.py); ENGINES.md 1.4;
+    planner/overheads.py and planner/engine_profiles.py for the constants.
     """
+    from planner.engine_profiles import engine_profile  # noqa: PLC0415 - avoids an import cycle
+    from planner.overheads import activation_estimate  # noqa: PLC0415
+
+    profile = engine_profile(OVERHEAD_PROFILE)
     tp = tensor_parallel_size
-    e = activation_bytes_per_element
-    q = model.num_attention_heads * model.head_dim
-    kv = model.num_key_value_heads * model.head_dim
-    ffn = model.intermediate_size or 4 * model.hidden_size
-    per_token = 2 * model.hidden_size + (q + 2 * kv) // tp + 3 * ffn // tp
-    activation = max_num_batched_tokens * e * per_token
-    logits = max_num_seqs * model.vocab_size * 4 // tp
-    formula = (
-        f"{max_num_batched_tokens:,} tokens x {e} B x (2 x {model.hidden_size:,} + "
-        f"({q:,} + 2 x {kv:,}) / {tp} + 3 x {ffn:,} / {tp}) + "
-        f"{max_num_seqs} x {model.vocab_size:,} x 4 B logits + "
-        f"{RUNTIME_OVERHEAD_BYTES // MiB} MiB runtime"
-    )
+    act = activation_estimate(
+        model, num_tokens=max_num_batched_tokens, num_seqs=max_num_seqs,
+        bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
+        tensor_parallel_size=tp)
+    runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
+    formula = f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run)"
     return OverheadEstimate(
-        activation_bytes=activation, logits_bytes=logits, runtime_bytes=RUNTIME_OVERHEAD_BYTES,
-        overridden=False, formula=formula,
+        activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
+        logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,
+        runtime_bytes=runtime, overridden=False, formula=formula,
     )
 
 
@@ -144,7 +140,7 @@ class PlanRequest:
 
     context_len: int
     batch_size: int = 1
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     num_gpus: int = 1
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
@@ -156,6 +152,8 @@ class PlanRequest:
         """Raise ValueError with an actionable message for any out-of-range field."""
         checks = (
             (self.context_len >= 1, f"context_len must be at least 1 token, got {self.context_len}"),
+            (self.context_len <= MAX_CONTEXT_SEARCH_LIMIT,
+             f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, got {self.context_len:,}"),
             (self.batch_size >= 1, f"batch_size must be at least 1 sequence, got {self.batch_size}"),
             (self.num_gpus >= 1, f"num_gpus must be at least 1, got {self.num_gpus}"),
             (0 < self.gpu_memory_utilization <= 1,
@@ -391,15 +389,34 @@ def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gp
         if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
             suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
         suggestions.append(f"add GPUs (num_gpus {tp * 2}) or raise gpu_memory_utilization")
-    if tp > 1 and model.num_attention_heads % tp:
-        notes.append(
-            f"engines require num_attention_heads ({model.num_attention_heads}) to be divisible by "
-            f"the tensor parallel size ({tp})")
+    valid_tp = _valid_tensor_parallel_sizes(model, 64)
+    if tp > 1 and tp not in valid_tp:
+        reasons.append(
+            f"num_gpus {tp} cannot split this model: engines need num_attention_heads "
+            f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
+            f"({model.num_key_value_heads}) divisible by it or dividing it")
+        suggestions.append("use num_gpus " + " or ".join(str(n) for n in valid_tp[:6]))
     if tp > model.num_key_value_heads and model.attention_kind != "MLA":
         notes.append(
             f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
             f"so KV per GPU stops shrinking")
     return reasons, suggestions, notes
+
+
+def _valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
+    """Tensor parallel sizes up to ``limit`` that engines accept for ``model``.
+
+    vLLM checks ``num_attention_heads % tp == 0`` (``ModelConfig.verify_with_parallel_config``)
+    and shards KV heads when ``num_key_value_heads % tp == 0`` or replicates them when
+    ``tp % num_key_value_heads == 0`` (``QKVParallelLinear``); MLA latents have no KV-head
+    constraint. Example: 32 query and 8 KV heads -> 1, 2, 4, 8, 16, 32.
+
+    Sources: vllm/config/model.py, vllm/model_executor/layers/linear.py.
+    """
+    heads, kv = model.num_attention_heads, model.num_key_value_heads
+    mla = model.attention_kind == "MLA"
+    return [n for n in range(1, limit + 1)
+            if heads % n == 0 and (mla or kv % n == 0 or n % kv == 0)]
 
 
 def _weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:

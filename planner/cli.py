@@ -20,11 +20,16 @@ from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
 
 
+DEFAULT_CONTEXT_LEN = 8192
+"""``--context-len`` when neither it nor ``--max-model-len`` is given [tokens]."""
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports bad arguments as one line on stderr, exit code 2."""
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
-        self.exit(2, f"error: {message} (see `python -m planner {self.prog.split()[-1]} --help`)\n")
+        command = "" if self.prog == "planner" else f" {self.prog.split()[-1]}"
+        self.exit(2, f"error: {message} (see `python -m planner{command} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,9 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", required=True, help="GPU id, e.g. nvidia-h100-sxm-80gb (see `gpus`)")
     p.add_argument("--num-gpus", type=positive_int, default=None,
                    help="GPUs per replica (tensor parallel; default 1, or tp x pp when those are given)")
-    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="bf16")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto",
+                   help="auto (default): as the checkpoint ships, per its quantization_config")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
-    p.add_argument("--context-len", type=positive_int, default=8192, help="tokens per sequence (prompt + output)")
+    p.add_argument("--context-len", type=positive_int, default=None,
+                   help="tokens per sequence (prompt + output); default --max-model-len if given, else 8192")
     p.add_argument("--batch-size", type=positive_int, default=1, help="concurrent sequences")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None,
                    help=f"memory fraction (default {DEFAULT_GPU_MEMORY_UTILIZATION}; with --engine, the engine's)")
@@ -105,6 +112,11 @@ def run_plan(args: argparse.Namespace) -> Plan:
     return _run_plans(args)[0]
 
 
+def _context_len(args: argparse.Namespace) -> int:
+    """``--context-len``, else ``--max-model-len`` (one request of the engine's limit), else 8192."""
+    return args.context_len or getattr(args, "max_model_len", None) or DEFAULT_CONTEXT_LEN
+
+
 def _run_plans(args: argparse.Namespace):
     """``(v1 plan, engine plan or None)``; the engine plan only when an engine flag is given."""
     from model_catalog.gpus import get_gpu
@@ -115,7 +127,7 @@ def _run_plans(args: argparse.Namespace):
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
     extra = {} if args.max_num_batched_tokens is None else {"max_num_batched_tokens": args.max_num_batched_tokens}
     request = PlanRequest(
-        context_len=args.context_len, batch_size=args.batch_size, weight_dtype=args.weight_dtype,
+        context_len=_context_len(args), batch_size=args.batch_size, weight_dtype=args.weight_dtype,
         kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
         gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,

@@ -84,7 +84,7 @@ def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
     request = EngineRequest(
         engine=args.engine or DEFAULT_ENGINE, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
         tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        max_model_len=args.max_model_len or args.context_len,
+        max_model_len=args.max_model_len or args.context_len or 8192,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu.name,

@@ -48,7 +48,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mean-len", type=positive_int, required=True, help="average tokens a sequence holds")
     p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE, help="KV page size in tokens")
     p.add_argument("--num-gpus", type=positive_int, default=1, help="GPUs per replica (tensor parallel)")
-    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="bf16")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
     p.add_argument("--overhead-gib", type=non_negative_float, default=None,
@@ -78,7 +78,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-gpus", type=positive_int, default=8, help="most GPUs per setup")
     p.add_argument("--kv-cache-dtypes", type=_kv_list, default=DEFAULT_FIND_KV_DTYPES,
                    help="comma-separated KV dtypes to try (default auto,fp8)")
-    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="bf16")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
     p.add_argument("--max-tpot-ms", type=positive_float, default=None,
                    help="limit on time per output token, ms (roofline estimate)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)

@@ -135,10 +135,10 @@ of shape ``(ceil(out / 128), ceil(in / 128))`` per matrix (DeepSeek-V3 README_WE
 def checkpoint_dtype(torch_dtype: str | None) -> StorageFormat:
     """Format of a checkpoint's unquantized tensors, from config ``torch_dtype``.
 
-    ``float32`` -> fp32, ``float16`` -> fp16, anything else (``bfloat16``, missing) -> bf16.
+    ``float16`` -> fp16, anything else (``bfloat16``, ``float32``, missing) -> bf16:
+    servers load float32 checkpoints in 16 bits (vLLM ``--dtype auto``,
+    vllm/config/model.py ``_get_and_verify_dtype``), so that is what occupies the GPU.
     """
-    if torch_dtype in ("float32", "fp32"):
-        return FP32
     if torch_dtype in ("float16", "fp16"):
         return FP16
     return BF16

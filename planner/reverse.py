@@ -102,7 +102,7 @@ class FindRequest:
     max_gpus: int = 8
     tensor_parallel_sizes: tuple[int, ...] = DEFAULT_TP_SIZES
     kv_cache_dtypes: tuple[str, ...] = DEFAULT_FIND_KV_DTYPES
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "auto"
     max_time_per_output_token_s: float | None = None
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     block_size: int = DEFAULT_BLOCK_SIZE
@@ -256,7 +256,7 @@ def vllm_serve_command(
     tensor_parallel_size: int = 1,
     data_parallel_size: int = 1,
     kv_cache_dtype: str = "auto",
-    weight_dtype: str = "bf16",
+    weight_dtype: str = "auto",
     max_model_len: int,
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -501,7 +501,7 @@ def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workloa
             break
     if "fp8" not in request.kv_cache_dtypes:
         out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
-    if request.weight_dtype in ("bf16", "fp16", "fp32"):
+    if request.weight_dtype in ("auto", "bf16", "fp16", "fp32"):
         out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
     if request.max_time_per_output_token_s is not None:
         out.append("relax the time-per-output-token limit")

@@ -56,11 +56,11 @@ FIRST_PAGE_TARGET_MS = 3000
 RERUN_P95_TARGET_MS = 300
 
 
-def measure_page(browser, path: str, *, warm: int, reruns: int, log_dir: Path) -> dict:
+def measure_page(browser, path: str, *, warm: int, reruns: int, log_dir: Path, app_dir: Path = ROOT) -> dict:
     """Cold and warm first page and rerun latencies for one page, on its own fresh server."""
     _, widget = PAGES[path]
     log = log_dir / f"server{path.replace('/', '_') or '_home'}.log"
-    with StreamlitServer(log) as server:
+    with StreamlitServer(log, app_dir=app_dir) as server:
         rss_start = server.rss_bytes()
         context = new_context(browser)
         try:
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reruns", type=int, default=20, help="widget changes per page")
     parser.add_argument("--sweep-repeats", type=int, default=10)
     parser.add_argument("--no-browser", action="store_true", help="catalog sweep only")
+    parser.add_argument("--app-dir", type=Path, action="append",
+                        help="checkout(s) to serve (default: this one); with two, pages alternate between them "
+                             "(before/after on the same machine load)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -130,11 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"browser figures skipped: {missing}", file=sys.stderr)
             return 2
+        app_dirs = args.app_dir or [ROOT]
         with tempfile.TemporaryDirectory(prefix="perf_budget_") as tmp, chromium() as browser:
-            for path in args.pages:
-                row = measure_page(browser, path, warm=args.warm, reruns=args.reruns, log_dir=Path(tmp))
+            for path, app_dir in ((path, app_dir) for path in args.pages for app_dir in app_dirs):
+                row = measure_page(browser, path, warm=args.warm, reruns=args.reruns, log_dir=Path(tmp),
+                                   app_dir=app_dir) | {"app_dir": str(app_dir)}
                 report["pages"].append(row)
-                print(f"page {path:<18} cold first page {row['cold_first_page_ms']:6,} ms | warm "
+                tag = f" [{app_dir.name}]" if len(app_dirs) > 1 else ""
+                print(f"page {path + tag:<18} cold first page {row['cold_first_page_ms']:6,} ms | warm "
                       f"{row['warm_first_page_ms']:6,} ms | rerun ({row['widget']}) p50 {row['rerun_p50_ms']:4} ms "
                       f"p95 {row['rerun_p95_ms']:4} ms max {row['rerun_max_ms']:4} ms | server RSS "
                       f"{row['server_rss_start_mib']} -> {row['server_rss_end_mib']} MiB", flush=True)

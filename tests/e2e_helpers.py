@@ -10,13 +10,19 @@
   ``data-test-script-state`` on ``[data-testid="stApp"]``, the signal its own
   e2e tests use). The observer notes, on the page clock
   (``performance.now()``, ms since navigation start), when the page last
-  became *idle*: ``CONNECTED`` + ``notRunning`` + no ``stSkeleton``
-  placeholder. A page is settled once it has stayed idle for
-  :data:`QUIET_MS`; the time reported is when that idle spell began, so the
-  quiet wait is not counted. It also notes the last click or key press, so a
-  rerun's latency is "input event -> idle again", measured inside the page.
+  became *idle* (``CONNECTED`` + ``notRunning`` + no ``stSkeleton``
+  placeholder) and when the last websocket message from the server arrived:
+  a rerun that finishes within one React render never flips the script-state
+  attribute, but its messages still arrive. A page is settled once it is idle
+  and no message has come for :data:`QUIET_MS`; the time reported is when
+  that began, so the quiet wait is not counted. The observer also notes the
+  last click or key press, so a rerun's latency is "input event -> settled",
+  measured inside the page.
 * Widget helpers address widgets by key: Streamlit gives every keyed
-  widget's container the class ``st-key-<key>``.
+  widget's container the class ``st-key-<key>``; :data:`PAGES` names the
+  input each page's rerun benchmark and load session changes.
+* :func:`run_load`: many sessions at once (Playwright async API, one
+  Chromium), with the server's RSS sampled throughout.
 
 Only loopback traffic: the server listens on 127.0.0.1 and Chromium runs
 with background networking, component updates and sync turned off.
@@ -24,6 +30,7 @@ with background networking, component updates and sync turned off.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -33,6 +40,8 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -102,9 +111,11 @@ class StreamlitServer:
     signals that pid's group only, so nothing else is touched.
     """
 
-    def __init__(self, log_path: Path, *, entry: str = "app.py", extra_args: Sequence[str] = ()) -> None:
+    def __init__(self, log_path: Path, *, entry: str = "app.py", extra_args: Sequence[str] = (),
+                 app_dir: Path = ROOT) -> None:
         self.log_path = Path(log_path)
         self.entry = entry
+        self.app_dir = Path(app_dir)
         self.extra_args = tuple(extra_args)
         self.port = 0
         self.proc: subprocess.Popen | None = None
@@ -132,7 +143,7 @@ class StreamlitServer:
         cmd = [sys.executable, "-m", "streamlit", "run", self.entry, "--server.headless", "true",
                "--server.port", str(self.port), "--server.address", "127.0.0.1",
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *self.extra_args]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(cmd, cwd=self.app_dir, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=_term_when_parent_dies)
         deadline = time.monotonic() + timeout_s
@@ -351,7 +362,10 @@ COLLECT_JS = r"""() => {
     exceptions: all(document, '[data-testid="stException"]').map(text),
     metrics: Object.fromEntries(all(document, '[data-testid="stMetric"]').map((m) => [
       text(m.querySelector('[data-testid="stMetricLabel"]')), text(m.querySelector('[data-testid="stMetricValue"]'))])),
-    alerts: all(document, '[data-testid="stAlert"]').map(text),
+    alerts: all(document, '[data-testid="stAlert"]').map((a) => {
+      const kind = a.querySelector('[data-testid^="stAlertContent"]');
+      return {kind: kind ? kind.getAttribute('data-testid').slice(14).toLowerCase() : '', text: text(a)};
+    }),
     title: text(document.querySelector('h1')),
     widgets,
     charts: all(document, '[data-testid="stPlotlyChart"]').map((el) => {
@@ -366,7 +380,15 @@ COLLECT_JS = r"""() => {
 
 
 def collect(page) -> dict:
-    """What the page shows: exceptions, metrics by label, alerts, the title, widget values by key, charts."""
+    """What the page shows.
+
+    Returns:
+        ``exceptions`` (texts of ``st.exception`` blocks), ``metrics`` (label ->
+        value text), ``alerts`` (``{"kind": "error"|"warning"|"info"|"success",
+        "text"}``), ``title``, ``widgets`` (key -> value as shown: text for inputs
+        and selectboxes, a list for multiselects), ``charts`` (plotly: drawn,
+        traces, points) and ``url``.
+    """
     return page.evaluate(COLLECT_JS)
 
 
@@ -431,3 +453,170 @@ def change_widget(page, key: str, turn: int) -> float:
     field.fill(SEARCH_TERMS[turn % len(SEARCH_TERMS)])
     field.press("Enter")
     return t0
+
+
+# --------------------------------------------------------------------------
+# Load: many browser sessions at once (Playwright async API, one Chromium)
+# --------------------------------------------------------------------------
+LOAD_POLL_S = 0.2
+"""Poll interval of the load sessions [s]; settle times come from the page clock, so it only sets the pace."""
+
+
+@dataclass
+class LoadReport:
+    """What a load run saw.
+
+    Attributes:
+        sessions: Concurrent browser sessions.
+        duration_s: Planned length of the run [s].
+        wall_s: Measured length, page loads included [s].
+        first_page_ms: Each session's first page load, navigation -> settled [ms].
+        rerun_ms: Every rerun after a widget change, input -> settled [ms].
+        changes_per_session: Widget changes each session made.
+        errors: One line per problem (exception on a page, rerun never settled, ...).
+        rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
+        rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
+    """
+
+    sessions: int
+    duration_s: float
+    wall_s: float = 0.0
+    first_page_ms: list[float] = field(default_factory=list)
+    rerun_ms: list[float] = field(default_factory=list)
+    changes_per_session: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    rss_samples: list[tuple[float, int]] = field(default_factory=list)
+    rss_after_bytes: int = 0
+
+    def summary(self) -> dict:
+        """Figures for printing and JSON."""
+        mib = 1 << 20
+        rss = [r for _, r in self.rss_samples]
+        out = {"sessions": self.sessions, "duration_s": self.duration_s, "wall_s": round(self.wall_s, 1),
+               "reruns": len(self.rerun_ms), "errors": len(self.errors),
+               "changes_per_session_min": min(self.changes_per_session, default=0),
+               "changes_per_session_max": max(self.changes_per_session, default=0)}
+        if self.rerun_ms:
+            out |= {"rerun_p50_ms": round(percentile(self.rerun_ms, 50)),
+                    "rerun_p95_ms": round(percentile(self.rerun_ms, 95)), "rerun_max_ms": round(max(self.rerun_ms))}
+        if self.first_page_ms:
+            out |= {"first_page_p50_ms": round(percentile(self.first_page_ms, 50)),
+                    "first_page_max_ms": round(max(self.first_page_ms))}
+        if rss:
+            out |= {"rss_start_mib": round(rss[0] / mib), "rss_peak_mib": round(max(rss) / mib),
+                    "rss_end_of_load_mib": round(rss[-1] / mib), "rss_after_mib": round(self.rss_after_bytes / mib)}
+        return out
+
+
+async def _settle_async(page, after_ms: float | None, timeout_s: float) -> float:
+    """:func:`wait_settled` for the async API (same page-clock rule)."""
+    deadline = time.monotonic() + timeout_s
+    state: dict = {}
+    while time.monotonic() < deadline:
+        state = await page.evaluate(STATE_JS)
+        idle, last = state["idleSince"], state["lastMessageAt"]
+        if idle is not None and last is not None and state["title"] and (after_ms is None or last > after_ms):
+            since = max(idle, last)
+            if state["now"] - since >= QUIET_MS:
+                return since
+        await asyncio.sleep(LOAD_POLL_S)
+    raise AssertionError(f"{page.url} did not settle within {timeout_s:.0f} s: {state}")
+
+
+async def _change_async(page, key: str, turn: int) -> float:
+    """:func:`change_widget` for the async API."""
+    box = page.locator(f".st-key-{key}")
+    t0 = await page.evaluate("performance.now()")
+    step = box.locator('[data-testid="stNumberInputStepUp"]' if turn % 2 == 0 else
+                       '[data-testid="stNumberInputStepDown"]')
+    if await step.count():
+        await step.click()
+    else:
+        field_ = box.locator("input")
+        await field_.fill(SEARCH_TERMS[turn % len(SEARCH_TERMS)])
+        await field_.press("Enter")
+    return t0
+
+
+async def _load_session(browser, base_url: str, path: str, duration_s: float, report: LoadReport,
+                        max_changes: int, settle_timeout_s: float, delay_s: float) -> None:
+    """One user: after ``delay_s``, open ``path``, then change its widget for ``duration_s`` (at most
+    ``max_changes`` times)."""
+    _, key = PAGES[path]
+    await asyncio.sleep(delay_s)
+    context = await browser.new_context(viewport=VIEWPORT)
+    await context.add_init_script(OBSERVER_JS)
+    changes = 0
+    try:
+        page = await context.new_page()
+        await page.goto(base_url + path, wait_until="commit")
+        report.first_page_ms.append(await _settle_async(page, None, 2 * settle_timeout_s))
+        deadline = time.monotonic() + duration_s
+        while time.monotonic() < deadline and changes < max_changes:
+            t0 = await _change_async(page, key, changes)
+            settled = await _settle_async(page, t0, settle_timeout_s)
+            report.rerun_ms.append(settled - await page.evaluate("() => window.__e2e.inputAt"))
+            changes += 1
+        shown = await page.evaluate(COLLECT_JS)
+        report.errors += [f"{path}: exception on the page: {e[:300]}" for e in shown["exceptions"]]
+        report.errors += [f"{path}: error shown: {a['text'][:300]}" for a in shown["alerts"] if a["kind"] == "error"]
+    except Exception as exc:  # noqa: BLE001 - every failure is a reported error, the run goes on
+        report.errors.append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+    finally:
+        report.changes_per_session.append(changes)
+        await context.close()
+
+
+async def _sample_rss(pid: int, report: LoadReport, start: float, stop: asyncio.Event, every_s: float) -> None:
+    while True:
+        report.rss_samples.append((time.monotonic() - start, rss_bytes(pid)))
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=every_s)
+            return
+        except asyncio.TimeoutError:
+            continue
+
+
+async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: float, *, max_changes: int,
+                    settle_timeout_s: float, rss_every_s: float, ramp_s: float) -> LoadReport:
+    from playwright.async_api import async_playwright
+
+    report = LoadReport(sessions=sessions, duration_s=duration_s)
+    paths = list(PAGES)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS))
+        start = time.monotonic()
+        stop = asyncio.Event()
+        sampler = asyncio.create_task(_sample_rss(server_pid, report, start, stop, rss_every_s))
+        try:
+            await asyncio.gather(*(_load_session(browser, base_url, paths[i % len(paths)], duration_s, report,
+                                                 max_changes, settle_timeout_s, i * ramp_s)
+                                   for i in range(sessions)))
+        finally:
+            report.wall_s = time.monotonic() - start
+            stop.set()
+            await sampler
+            await browser.close()
+    await asyncio.sleep(2.0)  # let the server drop the closed sessions
+    report.rss_after_bytes = rss_bytes(server_pid)
+    return report
+
+
+def run_load(base_url: str, server_pid: int, *, sessions: int, duration_s: float, max_changes: int = 2000,
+             settle_timeout_s: float = SETTLE_TIMEOUT_S, rss_every_s: float = 0.5, ramp_s: float = 0.5) -> LoadReport:
+    """``sessions`` browser sessions at once, each on one page (the pages in turn), changing one input.
+
+    Session ``i`` starts ``i * ramp_s`` seconds in (users arrive, they do not
+    all load the JavaScript bundle in the same second), opens its page in its
+    own browser context, then changes the page's widget (:data:`PAGES`) as
+    soon as the previous rerun has settled, for ``duration_s`` after its page
+    loaded or ``max_changes`` changes; every rerun wait is bounded by
+    ``settle_timeout_s`` (a first page by twice that). The server's RSS is sampled from
+    ``/proc/<server_pid>/status`` throughout. Only ``base_url`` (loopback) is
+    contacted.
+    """
+    run = _run_load(base_url, server_pid, sessions, duration_s, max_changes=max_changes,
+                    settle_timeout_s=settle_timeout_s, rss_every_s=rss_every_s, ramp_s=ramp_s)
+    # A thread of its own: Playwright's sync API (other tests' browser) keeps an event loop on this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run).result()

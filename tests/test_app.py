@@ -199,7 +199,7 @@ BAD_LINKS = [
      ["gpu_memory_utilization=nan", "context_len=1e5"],
      {"gpu_memory_utilization": 0.9, "context_len": 8192}),
     ("app.py", {"overhead_gib": "lots", "weight_dtype": "int3"}, ["overhead_gib=lots", "weight_dtype=int3"],
-     {"weight_dtype": "bf16"}),
+     {"weight_dtype": "auto"}),
     ("pages/1_Memory_curves.py", {"models": ["nope", LLAMA2], "gpus": [RTX3090, "h9000"]},
      ["models=nope", "gpus=h9000"], {"models": [LLAMA2], "gpus": [RTX3090]}),
     ("pages/2_GQA_savings.py", {"model": LLAMA3, "context_len": "1e5"}, ["context_len=1e5", "whole number"],

@@ -165,11 +165,14 @@ def test_int4_weights_keep_embeddings_16_bit():
     assert embeddings < result.weights_bytes < WEIGHTS
 
 
-def test_overhead_estimate_formula_terms():
+def test_overhead_estimate_takes_the_larger_of_forward_and_sampler_peaks():
     est = estimate_overhead(MODEL, 2, 1, max_num_batched_tokens=1024, max_num_seqs=256)
-    # per token: 2 x 1024 + (1024 + 2 x 1024) + 3 x 4096 = 17,408 elements x 2 B x 1024 tokens
-    assert est.activation_bytes == 1024 * 2 * 17_408
-    assert est.logits_bytes == 256 * 32768 * 4
+    # forward: 1024 tokens x 2 B x (3 x 1024 + max(attention 2 x 1024 + 2 x 1024, mlp 3 x 4096)) = 31,457,280 B
+    # sampler: min(256, 1024) x 32,768 vocab x 38 B + 1024 x 1024 x 2 B = 320,864,256 B (the larger)
+    assert est.activation_bytes == 0
+    assert est.logits_bytes == 256 * 32768 * 38 + 1024 * 1024 * 2 == 320_864_256
+    assert est.runtime_bytes == 133 * MiB  # vLLM non-torch memory, one GPU
+    assert estimate_overhead(MODEL, 2, 2).runtime_bytes == (133 + 430) * MiB  # + NCCL buffers
     assert est.total_bytes == est.activation_bytes + est.logits_bytes + est.runtime_bytes
 
 

@@ -176,7 +176,7 @@ def test_gpt_oss_auto_weights_match_the_published_checkpoint(model_id, expected,
 
 def test_deepseek_v3_auto_weights_are_fp8_with_block_scales() -> None:
     spec = model_spec("deepseek-ai/DeepSeek-V3")
-    marked = {group.name for group in spec.params if group.checkpoint is FP8_BLOCK128}
+    marked = {group.name for group in spec.params if group.checkpoint == FP8_BLOCK128}
     unmarked = {group.name for group in spec.params if group.checkpoint is None}
     assert "layers.*.mlp.experts.gate_up_proj" in marked and "layers.*.self_attn.kv_b_proj.weight" in marked
     assert {"embed_tokens.weight", "lm_head.weight", "layers.*.mlp.gate.weight", "norm.weight"} <= unmarked
@@ -195,7 +195,8 @@ def test_weight_dtypes_other_than_auto_keep_their_meaning() -> None:
 def test_auto_without_quantization_config_follows_torch_dtype() -> None:
     groups = (ParamGroup(name="w.weight", shape=(4, 8), kind="linear"), ParamGroup(name="n.weight", shape=(8,), kind="norm"))
     auto = WEIGHT_DTYPES["auto"]
-    assert weight_bytes(groups, auto, "float32") == 40 * 4
+    # float32 checkpoints are served in 16 bits (vLLM --dtype auto), 40 elements x 2 B
+    assert weight_bytes(groups, auto, "float32") == 40 * 2
     assert weight_bytes(groups, auto, "float16") == 40 * 2
     assert weight_bytes(groups, auto, "bfloat16") == weight_bytes(groups, auto, None) == 40 * 2
     assert (FP32.name, FP16.name) == ("fp32", "fp16")

@@ -114,7 +114,7 @@ class PlanInputs:
 
     model_ids: tuple[str, ...]
     gpu_ids: tuple[str, ...]
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     num_gpus: int = 1
     context_len: int = 8192
@@ -363,7 +363,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     elif gpu == "many":
         multi["gpus"] = (g_ids, catalog.resolve_gpu_id, "GPU", MAX_GPUS)
     if dtypes:
-        single["weight_dtype"] = (DTYPE_OPTIONS["weight_dtype"], None, "weight dtype", "bf16")
+        single["weight_dtype"] = (DTYPE_OPTIONS["weight_dtype"], None, "weight dtype", "auto")
         single["kv_cache_dtype"] = (DTYPE_OPTIONS["kv_cache_dtype"], None, "KV-cache dtype", "auto")
     problems = check_link(single, multi, (*numbers, *advanced))
 
@@ -387,7 +387,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     values: dict = {}
     if dtypes:
         values["weight_dtype"] = bar.selectbox(
-            "Weight dtype", DTYPE_OPTIONS["weight_dtype"], index=DTYPE_OPTIONS["weight_dtype"].index("bf16"),
+            "Weight dtype", DTYPE_OPTIONS["weight_dtype"], index=DTYPE_OPTIONS["weight_dtype"].index("auto"),
             key="weight_dtype", bind="query-params",
             help="; ".join(f"{k}: {v.label}" for k, v in WEIGHT_DTYPES.items()))
         values["kv_cache_dtype"] = bar.selectbox(

@@ -123,12 +123,14 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
         "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "B"),
                                "all layers, whole model; per GPU "
                                f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')}"),
-        "KV per sequence": (format_bytes(plan.kv_cache_bytes_per_sequence),
-                                  f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} at "
-                                  f"{format_tokens(plan.context_len)}, windows applied"),
-        "KV budget per GPU": (format_bytes(plan.kv_cache_budget_bytes),
-                              f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; "
-                              f"{format_tokens(plan.kv_cache_capacity_tokens)} of capacity"),
+        "KV per sequence" + per_gpu: (format_bytes(plan.kv_cache_bytes_per_sequence_per_gpu),
+                                      f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
+                                      f"{format_tokens(plan.context_len)}, windows applied"),
+        "KV budget per GPU": (
+            format_bytes(plan.kv_cache_budget_bytes) if plan.kv_cache_budget_bytes >= 0 else "none",
+            f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
+            "of capacity" if plan.kv_cache_budget_bytes >= 0 else
+            f"weights and overhead exceed usable memory by {format_bytes(-plan.kv_cache_budget_bytes)}"),
         "Max concurrent sequences": (format_int(plan.max_concurrent_sequences),
                                      f"at {format_tokens(plan.context_len)} each, paged in "
                                      f"{plan.block_size}-token blocks"),

@@ -1,0 +1,76 @@
+"""Load: concurrent browser sessions changing inputs against one server, and bounded caches.
+
+The short version runs in every suite: 5 sessions x 15 s on the session's
+server (``tests/conftest.py``), each in its own browser context on one page
+(pages in turn), changing one input as soon as the previous rerun settled.
+The full version is 20 sessions x 60 s: ``python scripts/load_test.py`` (its
+own fresh server), or this test with ``LOAD_SESSIONS=20 LOAD_DURATION_S=60``.
+
+Checked: no errors (no exception or error on any page, every rerun settled),
+every session made progress, and the server's memory (RSS from
+``/proc/<pid>/status``) stayed under :data:`RSS_LIMIT_BYTES`. Rerun latency
+p50/p95 and RSS start/peak/end are reported in the terminal summary, never
+asserted. Only loopback traffic; each session's loop is bounded in time and
+in count.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_helpers import run_load
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSIONS = int(os.environ.get("LOAD_SESSIONS", "5"))
+DURATION_S = float(os.environ.get("LOAD_DURATION_S", "15"))
+RSS_LIMIT_BYTES = int(float(os.environ.get("LOAD_RSS_LIMIT_GIB", "2")) * (1 << 30))
+"""Server memory budget under load: 2 GiB, under the memory a small hosted instance gives one app."""
+
+CACHE_DECORATORS = {"cache_data", "cache_resource"}
+
+
+def _ui_sources() -> list[Path]:
+    return [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
+
+
+def _cache_decorators(path: Path):
+    """(function name, line, keyword names) of every ``st.cache_data``/``st.cache_resource`` decorator."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if name in CACHE_DECORATORS:
+                keywords = {k.arg for k in deco.keywords} if isinstance(deco, ast.Call) else set()
+                yield node.name, node.lineno, keywords
+
+
+def test_every_streamlit_cache_has_max_entries():
+    found = [(path.relative_to(ROOT), name, line, keywords)
+             for path in _ui_sources() for name, line, keywords in _cache_decorators(path)]
+    assert found, "the catalog loaders are cached"
+    unbounded = [f"{path}:{line} {name}" for path, name, line, keywords in found if "max_entries" not in keywords]
+    assert not unbounded, f"caches without max_entries grow with every distinct input: {unbounded}"
+
+
+@pytest.mark.browser
+def test_concurrent_sessions_changing_inputs(streamlit_server, chromium_browser, report_figures):
+    # chromium_browser only applies the skip/fail rule; run_load drives its own Chromium (async API).
+    report = run_load(streamlit_server.base_url, streamlit_server.pid, sessions=SESSIONS, duration_s=DURATION_S)
+    figures = report.summary()
+    report_figures.append(
+        f"load {SESSIONS} sessions x {DURATION_S:g} s: {figures['reruns']} reruns, {figures['errors']} errors, "
+        f"rerun p50 {figures.get('rerun_p50_ms')} ms p95 {figures.get('rerun_p95_ms')} ms, first page p50 "
+        f"{figures.get('first_page_p50_ms')} ms, server RSS start {figures['rss_start_mib']} MiB peak "
+        f"{figures['rss_peak_mib']} MiB end {figures['rss_end_of_load_mib']} MiB after {figures['rss_after_mib']} MiB")
+    print(figures)
+    assert not report.errors, report.errors
+    assert len(report.changes_per_session) == SESSIONS
+    assert min(report.changes_per_session) >= 1, f"a session made no change: {report.changes_per_session}"
+    assert max(r for _, r in report.rss_samples) < RSS_LIMIT_BYTES, figures
+    assert streamlit_server.healthy(), "the server still answers its health check"
