@@ -28,7 +28,7 @@ if too_long:
 
 st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name}")
 st.caption(
-    f"`{model.model_id}` · {model.attention_kind} · {form.weight_dtype} weights · {result.kv_cache_dtype} KV cache"
+    f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})",
     help=f"Framework memory source: {gpu.framework_memory_source}")
 views.verdict(result, gpu.name)

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
 from planner.kv import KVProfile, cache_dtypes, kv_profile
 from planner.model import ModelSpec
-from planner.params import weight_bytes
+from planner.params import describe_weight_formats, weight_bytes, weight_bytes_by_format
 from planner.units import GiB, MiB, largest_fitting
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -188,12 +188,19 @@ class Plan:
     context); ``max_context_len_by_memory`` ignores the model's limit;
     ``max_context_len_before_overheads`` also ignores ``gpu_memory_utilization``
     and the overhead (whole framework-visible memory minus weights, no paging).
+
+    ``weight_dtype`` echoes the request (``auto`` included);
+    ``weight_dtype_resolved`` names the formats the weights end up in, largest
+    share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``
+    when int4 leaves embeddings in bf16), from
+    :func:`planner.params.weight_bytes_by_format`.
     """
 
     model_id: str
     gpu_id: str
     num_gpus: int
     weight_dtype: str
+    weight_dtype_resolved: str
     kv_cache_dtype: str
     context_len: int
     batch_size: int
@@ -229,6 +236,17 @@ class Plan:
     reasons: tuple[str, ...] = field(default_factory=tuple)
     suggestions: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def weights_label(self) -> str:
+        """The weight dtype as asked and as resolved, for messages.
+
+        ``"bf16"``; ``"int4 + bf16"`` when int4 leaves embeddings and norms in
+        16 bits; ``"auto → mxfp4 + bf16"`` when ``auto`` resolved to the checkpoint's formats.
+        """
+        if self.weight_dtype == "auto":
+            return f"auto → {self.weight_dtype_resolved}"
+        return self.weight_dtype_resolved
 
     def to_dict(self) -> dict:
         """Plain dict for JSON output (tuples become lists)."""
@@ -285,7 +303,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     fmt = weight_dtype(request.weight_dtype)
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     weights_total = weight_bytes(model.params, fmt, model.torch_dtype)
-    weights_gpu = weight_bytes(model.params, fmt, model.torch_dtype, tp)
+    by_format = weight_bytes_by_format(model.params, fmt, model.torch_dtype, tp)
+    weights_gpu = sum(by_format.values())
 
     exact_1 = kv_profile(model, dtypes, 1, 1)
     exact_gpu = kv_profile(model, dtypes, tp, 1)
@@ -335,7 +354,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
     return Plan(
         model_id=model.model_id, gpu_id=gpu_id, num_gpus=tp,
-        weight_dtype=request.weight_dtype, kv_cache_dtype=dtypes.kv.name,
+        weight_dtype=request.weight_dtype, weight_dtype_resolved=describe_weight_formats(by_format),
+        kv_cache_dtype=dtypes.kv.name,
         context_len=request.context_len, batch_size=request.batch_size,
         gpu_memory_utilization=request.gpu_memory_utilization, block_size=request.block_size,
         params=model.num_parameters, weights_bytes=weights_total, weights_bytes_per_gpu=weights_gpu,

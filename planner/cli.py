@@ -172,7 +172,7 @@ def _plan_table(result: Plan) -> str:
     lines = [
         f"model        {result.model_id} ({result.params:,} params)",
         f"gpu          {result.gpu_id} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
-        f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weight_dtype})",
+        f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weights_label})",
         f"overhead     {g(result.overhead_bytes)} per GPU",
         f"KV budget    {g(result.kv_cache_budget_bytes)} per GPU ({result.kv_cache_dtype})",
         f"KV/token     {result.kv_cache_bytes_per_token:,} B",

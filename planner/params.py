@@ -78,6 +78,31 @@ def count_parameters(params: tuple[ParamGroup, ...]) -> int:
     return sum(group.total_numel for group in params)
 
 
+def _formats_and_bytes(
+    params: tuple[ParamGroup, ...],
+    weight_format: StorageFormat,
+    torch_dtype: str | None,
+    tensor_parallel_size: int,
+):
+    """Yield ``(format, bytes)`` for each parameter group (see :func:`weight_bytes`)."""
+    if tensor_parallel_size < 1:
+        raise ValueError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
+    other_format = activation_dtype(weight_format, torch_dtype)
+    as_shipped = weight_format.name == AUTO_WEIGHT_DTYPE
+    shipped_default = checkpoint_dtype(torch_dtype)
+    for group in params:
+        if group.storage:
+            fmt = group.storage
+        elif as_shipped:  # weight dtype "auto": the checkpoint's own format per tensor
+            fmt = group.checkpoint or shipped_default
+        else:
+            fmt = weight_format if group.kind in QUANTIZABLE_KINDS else other_format
+        per_tensor = fmt.bytes_for_matrix(group.shape)
+        if group.kind in SHARDED_KINDS and tensor_parallel_size > 1:
+            per_tensor = ceil_div(per_tensor, tensor_parallel_size)
+        yield fmt, per_tensor * group.count
+
+
 def weight_bytes(
     params: tuple[ParamGroup, ...],
     weight_format: StorageFormat,
@@ -106,24 +131,50 @@ def weight_bytes(
     Sources: DOMAIN.md section 2 (bytes = sum numel x bits / 8 + scales); vLLM
     parallel linear layers (vllm/model_executor/layers/linear.py).
     """
-    if tensor_parallel_size < 1:
-        raise ValueError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
-    other_format = activation_dtype(weight_format, torch_dtype)
-    as_shipped = weight_format.name == AUTO_WEIGHT_DTYPE
-    shipped_default = checkpoint_dtype(torch_dtype)
-    total = 0
-    for group in params:
-        if group.storage:
-            fmt = group.storage
-        elif as_shipped:  # weight dtype "auto": the checkpoint's own format per tensor
-            fmt = group.checkpoint or shipped_default
-        else:
-            fmt = weight_format if group.kind in QUANTIZABLE_KINDS else other_format
-        per_tensor = fmt.bytes_for_matrix(group.shape)
-        if group.kind in SHARDED_KINDS and tensor_parallel_size > 1:
-            per_tensor = ceil_div(per_tensor, tensor_parallel_size)
-        total += per_tensor * group.count
-    return total
+    return sum(n for _, n in _formats_and_bytes(params, weight_format, torch_dtype, tensor_parallel_size))
+
+
+def weight_bytes_by_format(
+    params: tuple[ParamGroup, ...],
+    weight_format: StorageFormat,
+    torch_dtype: str | None = None,
+    tensor_parallel_size: int = 1,
+) -> dict[str, int]:
+    """The bytes of :func:`weight_bytes`, split by the storage format each tensor ends up in.
+
+    Shows what a requested dtype resolves to: ``auto`` on gpt-oss gives
+    ``{"mxfp4": ..., "bf16": ...}`` (experts in MXFP4, the rest in bf16), an int4
+    request keeps embeddings and norms in the activation dtype.
+
+    Args:
+        params, weight_format, torch_dtype, tensor_parallel_size: as for :func:`weight_bytes`.
+
+    Returns:
+        Format name -> bytes [bytes], largest first; the values sum to :func:`weight_bytes`.
+
+    Raises:
+        ValueError: ``tensor_parallel_size < 1``.
+
+    Sources: as :func:`weight_bytes`.
+    """
+    totals: dict[str, int] = {}
+    for fmt, n in _formats_and_bytes(params, weight_format, torch_dtype, tensor_parallel_size):
+        totals[fmt.name] = totals.get(fmt.name, 0) + n
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
+def describe_weight_formats(by_format: dict[str, int]) -> str:
+    """One line naming the formats of :func:`weight_bytes_by_format`, largest share first.
+
+    ``{"bf16": n}`` -> ``"bf16"``; ``{"mxfp4": a, "bf16": b}`` -> ``"mxfp4 + bf16"``.
+    Formats holding under 0.05 % of the bytes are left out (a few norms do not
+    make a model "mixed"). An empty dict (no parameters) gives ``"none"``.
+    """
+    total = sum(by_format.values())
+    if not total:
+        return "none"
+    names = [name for name, n in by_format.items() if n * 2000 >= total]
+    return " + ".join(names)
 
 
 # --- builders: one helper per module kind --------------------------------------------

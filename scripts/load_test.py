@@ -8,8 +8,8 @@ Usage::
 Starts ``streamlit run app.py`` on a free 127.0.0.1 port (stopped by its pid
 at the end), opens every page once to warm it (``--cold`` skips that), then
 runs ``--sessions`` browser contexts at once (starting ``--ramp`` s apart),
-one page each (the pages in turn), each changing one sidebar input as soon as
-the previous rerun settled,
+one page each (the pages in turn), each changing one sidebar input ``--think``
+seconds after the previous rerun settled,
 for ``--duration`` seconds after its page loaded (at most ``--max-changes``
 changes; every wait bounded). Prints errors, rerun latency p50/p95/max, first
 page load and the server's RSS (start, peak, end of load, after the sessions
@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of changes per session")
     parser.add_argument("--max-changes", type=int, default=2000, help="most widget changes per session")
-    parser.add_argument("--ramp", type=float, default=0.5, help="seconds between two sessions' starts")
+    parser.add_argument("--ramp", type=float, default=1.0, help="seconds between two sessions' starts")
+    parser.add_argument("--think", type=float, default=2.0, help="seconds a session waits after each result")
     parser.add_argument("--cold", action="store_true", help="no warm-up: the first sessions hit a cold server")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
@@ -56,11 +57,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             if not args.cold:
-                warm = run_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0)
+                warm = run_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0, ramp_s=args.ramp)
                 print(f"warm-up: every page opened once, {len(warm.errors)} errors, server RSS "
                       f"{warm.summary().get('rss_after_mib')} MiB", flush=True)
+                for error in warm.errors:
+                    print("warm-up error:", error)
             report = run_load(server.base_url, server.pid, sessions=args.sessions, duration_s=args.duration,
-                              max_changes=args.max_changes, ramp_s=args.ramp)
+                              max_changes=args.max_changes, ramp_s=args.ramp, think_s=args.think)
             healthy = server.healthy()
         finally:
             server.stop()

@@ -50,7 +50,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
 VIEWPORT = {"width": 1280, "height": 900}
-SETTLE_TIMEOUT_S = float(os.environ.get("E2E_SETTLE_TIMEOUT_S", 60))
+SETTLE_TIMEOUT_S = float(os.environ.get("E2E_SETTLE_TIMEOUT_S", "60"))
 """Longest wait for one page load or rerun to settle [s] (a cold server imports transformers)."""
 QUIET_MS = 400.0
 """How long the idle state must hold before a page counts as settled [ms]."""
@@ -86,12 +86,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _term_when_parent_dies() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: ask the kernel to SIGTERM the server if the test process dies without cleaning up."""
-    with contextlib.suppress(Exception):
+def _pdeathsig_setter():
+    """A function for ``preexec_fn`` that asks Linux to SIGTERM the child when the test process dies.
+
+    prctl is looked up here, in the parent, so the child between fork and exec
+    only makes one system call (no import, no allocation: safe with threads).
+    """
+    try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+_TERM_WHEN_PARENT_DIES = _pdeathsig_setter()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process ``pid`` has used so far [s], from ``/proc/<pid>/stat``."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields_ = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
 def rss_bytes(pid: int) -> int:
@@ -145,7 +162,7 @@ class StreamlitServer:
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *self.extra_args]
         self.proc = subprocess.Popen(cmd, cwd=self.app_dir, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=_term_when_parent_dies)
+                                     preexec_fn=_TERM_WHEN_PARENT_DIES)  # noqa: PLW1509 - one syscall
         deadline = time.monotonic() + timeout_s
         while not self.healthy():
             if self.proc.poll() is not None:
@@ -237,8 +254,12 @@ OBSERVER_JS = r"""
 
 STATE_JS = """() => {
   const e = window.__e2e || {};
+  const app = document.querySelector('[data-testid="stApp"]');
   return {now: performance.now(), idleSince: e.idleSince ?? null, lastMessageAt: e.lastMessageAt ?? null,
-          inputAt: e.inputAt ?? null, title: !!document.querySelector('h1')};
+          inputAt: e.inputAt ?? null, title: !!document.querySelector('h1'),
+          connection: app && app.getAttribute('data-test-connection-state'),
+          script: app && app.getAttribute('data-test-script-state'),
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length};
 }"""
 
 
@@ -316,7 +337,7 @@ def key_box(page, key: str):
     return page.locator(f".st-key-{key}")
 
 
-def set_number(page, key: str, value: int | float) -> float:
+def set_number(page, key: str, value: float) -> float:
     """Type ``value`` into the number input ``key`` and press Enter; return the page time before typing."""
     field = key_box(page, key).locator("input")
     t0 = page_now_ms(page)
@@ -476,6 +497,7 @@ class LoadReport:
         errors: One line per problem (exception on a page, rerun never settled, ...).
         rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
         rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
+        server_cpu_s: CPU time the server process used during the run [s].
     """
 
     sessions: int
@@ -487,6 +509,7 @@ class LoadReport:
     errors: list[str] = field(default_factory=list)
     rss_samples: list[tuple[float, int]] = field(default_factory=list)
     rss_after_bytes: int = 0
+    server_cpu_s: float = 0.0
 
     def summary(self) -> dict:
         """Figures for printing and JSON."""
@@ -495,7 +518,9 @@ class LoadReport:
         out = {"sessions": self.sessions, "duration_s": self.duration_s, "wall_s": round(self.wall_s, 1),
                "reruns": len(self.rerun_ms), "errors": len(self.errors),
                "changes_per_session_min": min(self.changes_per_session, default=0),
-               "changes_per_session_max": max(self.changes_per_session, default=0)}
+               "changes_per_session_max": max(self.changes_per_session, default=0),
+               "server_cpu_s": round(self.server_cpu_s, 1),
+               "server_cpu_share": round(self.server_cpu_s / self.wall_s, 2) if self.wall_s else None}
         if self.rerun_ms:
             out |= {"rerun_p50_ms": round(percentile(self.rerun_ms, 50)),
                     "rerun_p95_ms": round(percentile(self.rerun_ms, 95)), "rerun_max_ms": round(max(self.rerun_ms))}
@@ -538,25 +563,26 @@ async def _change_async(page, key: str, turn: int) -> float:
     return t0
 
 
-async def _load_session(browser, base_url: str, path: str, duration_s: float, report: LoadReport,
-                        max_changes: int, settle_timeout_s: float, delay_s: float) -> None:
-    """One user: after ``delay_s``, open ``path``, then change its widget for ``duration_s`` (at most
-    ``max_changes`` times)."""
+async def _load_session(context, base_url: str, path: str, duration_s: float, report: LoadReport,
+                        max_changes: int, settle_timeout_s: float, delay_s: float, think_s: float) -> None:
+    """One user (a tab: its own websocket, so its own Streamlit session): after ``delay_s``, open
+    ``path``, then change its widget for ``duration_s`` (at most ``max_changes`` times), pausing
+    ``think_s`` after each settled rerun."""
     _, key = PAGES[path]
     await asyncio.sleep(delay_s)
-    context = await browser.new_context(viewport=VIEWPORT)
-    await context.add_init_script(OBSERVER_JS)
     changes = 0
+    page = None
     try:
         page = await context.new_page()
         await page.goto(base_url + path, wait_until="commit")
-        report.first_page_ms.append(await _settle_async(page, None, 2 * settle_timeout_s))
+        report.first_page_ms.append(await _settle_async(page, None, 3 * settle_timeout_s))
         deadline = time.monotonic() + duration_s
         while time.monotonic() < deadline and changes < max_changes:
             t0 = await _change_async(page, key, changes)
             settled = await _settle_async(page, t0, settle_timeout_s)
             report.rerun_ms.append(settled - await page.evaluate("() => window.__e2e.inputAt"))
             changes += 1
+            await asyncio.sleep(think_s)
         shown = await page.evaluate(COLLECT_JS)
         report.errors += [f"{path}: exception on the page: {e[:300]}" for e in shown["exceptions"]]
         report.errors += [f"{path}: error shown: {a['text'][:300]}" for a in shown["alerts"] if a["kind"] == "error"]
@@ -564,7 +590,8 @@ async def _load_session(browser, base_url: str, path: str, duration_s: float, re
         report.errors.append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
     finally:
         report.changes_per_session.append(changes)
-        await context.close()
+        if page is not None:
+            await page.close()
 
 
 async def _sample_rss(pid: int, report: LoadReport, start: float, stop: asyncio.Event, every_s: float) -> None:
@@ -573,27 +600,34 @@ async def _sample_rss(pid: int, report: LoadReport, start: float, stop: asyncio.
         try:
             await asyncio.wait_for(stop.wait(), timeout=every_s)
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
 
 
 async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: float, *, max_changes: int,
-                    settle_timeout_s: float, rss_every_s: float, ramp_s: float) -> LoadReport:
+                    settle_timeout_s: float, rss_every_s: float, ramp_s: float, think_s: float) -> LoadReport:
     from playwright.async_api import async_playwright
 
     report = LoadReport(sessions=sessions, duration_s=duration_s)
     paths = list(PAGES)
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS))
+        # One profile for all tabs: they share the HTTP and compiled-code caches, so the test machine
+        # parses Streamlit's JavaScript bundle about once instead of once per user (each real user's
+        # own machine does that for them); sessions stay separate (one websocket per tab).
+        context = await browser.new_context(viewport=VIEWPORT)
+        await context.add_init_script(OBSERVER_JS)
         start = time.monotonic()
+        cpu_start = cpu_seconds(server_pid)
         stop = asyncio.Event()
         sampler = asyncio.create_task(_sample_rss(server_pid, report, start, stop, rss_every_s))
         try:
-            await asyncio.gather(*(_load_session(browser, base_url, paths[i % len(paths)], duration_s, report,
-                                                 max_changes, settle_timeout_s, i * ramp_s)
+            await asyncio.gather(*(_load_session(context, base_url, paths[i % len(paths)], duration_s, report,
+                                                 max_changes, settle_timeout_s, i * ramp_s, think_s)
                                    for i in range(sessions)))
         finally:
             report.wall_s = time.monotonic() - start
+            report.server_cpu_s = cpu_seconds(server_pid) - cpu_start
             stop.set()
             await sampler
             await browser.close()
@@ -603,20 +637,23 @@ async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: f
 
 
 def run_load(base_url: str, server_pid: int, *, sessions: int, duration_s: float, max_changes: int = 2000,
-             settle_timeout_s: float = SETTLE_TIMEOUT_S, rss_every_s: float = 0.5, ramp_s: float = 0.5) -> LoadReport:
+             settle_timeout_s: float = SETTLE_TIMEOUT_S, rss_every_s: float = 0.5, ramp_s: float = 1.0,
+             think_s: float = 2.0) -> LoadReport:
     """``sessions`` browser sessions at once, each on one page (the pages in turn), changing one input.
 
     Session ``i`` starts ``i * ramp_s`` seconds in (users arrive, they do not
     all load the JavaScript bundle in the same second), opens its page in its
-    own browser context, then changes the page's widget (:data:`PAGES`) as
-    soon as the previous rerun has settled, for ``duration_s`` after its page
-    loaded or ``max_changes`` changes; every rerun wait is bounded by
-    ``settle_timeout_s`` (a first page by twice that). The server's RSS is sampled from
+    own tab (its own websocket, so its own Streamlit session), then changes the page's widget (:data:`PAGES`)
+    ``think_s`` seconds after the previous rerun settled (someone reading the
+    result), for ``duration_s`` after its page loaded or ``max_changes``
+    changes; every rerun wait is bounded by ``settle_timeout_s`` (a first page
+    by three times that). The browsers share the machine with the server, so
+    on a small machine their rendering is part of the measured latency. The server's RSS is sampled from
     ``/proc/<server_pid>/status`` throughout. Only ``base_url`` (loopback) is
     contacted.
     """
     run = _run_load(base_url, server_pid, sessions, duration_s, max_changes=max_changes,
-                    settle_timeout_s=settle_timeout_s, rss_every_s=rss_every_s, ramp_s=ramp_s)
+                    settle_timeout_s=settle_timeout_s, rss_every_s=rss_every_s, ramp_s=ramp_s, think_s=think_s)
     # A thread of its own: Playwright's sync API (other tests' browser) keeps an event loop on this one.
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, run).result()

@@ -113,11 +113,9 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(chromium_browser):
+    """The session's Chromium (tests/conftest.py): Playwright's sync API allows one instance per thread."""
+    return chromium_browser
 
 
 @pytest.fixture

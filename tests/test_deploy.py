@@ -82,7 +82,7 @@ def test_runtime_requirements_pull_in_no_torch():
 
 
 def test_readme_keeps_its_first_two_commands_and_documents_the_deploy():
-    commands = re.search(r"```bash\n(.*?)```", README, re.S).group(1).splitlines()
+    commands = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1).splitlines()
     assert commands[:2] == ["pip install -r requirements.txt && streamlit run app.py",
                             "pip install -r requirements-dev.txt && python -m pytest"]
     deploy = README[README.index("## Deploy"):]

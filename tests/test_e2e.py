@@ -136,7 +136,7 @@ def test_gqa_page_from_deep_link_shows_planner_values(streamlit_server, browser_
 # --------------------------------------------------------------------------
 # Sidebar changes vs the CLI
 # --------------------------------------------------------------------------
-def test_sidebar_changes_match_the_cli_json(streamlit_server, browser_page):
+def test_sidebar_changes_match_the_cli_json(streamlit_server, browser_page, report_figures):
     page = browser_page()
     open_settled(page, streamlit_server.base_url + "/")
     before = collect(page)
@@ -149,7 +149,7 @@ def test_sidebar_changes_match_the_cli_json(streamlit_server, browser_page):
                         ("context_len", lambda: set_number(page, "context_len", 20000)),
                         ("batch_size", lambda: set_number(page, "batch_size", 3))):
         latency[key] = round(rerun_latency_ms(page, action()))
-    print(f"rerun latency after each change [ms]: {latency}")
+    report_figures.append(f"e2e Home rerun latency after each sidebar change [ms]: {latency}")
 
     shown = collect(page)
     assert not shown["exceptions"] and not errors(shown), shown["alerts"]

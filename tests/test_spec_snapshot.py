@@ -73,7 +73,7 @@ def test_every_page_runs_without_importing_transformers():
         "    assert not at.exception, (page, [e.value for e in at.exception])\n"
         "print('transformers' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False", f"transformers was imported; {REGENERATE}"

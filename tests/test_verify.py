@@ -32,7 +32,8 @@ from planner.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from planner.params import ParamGroup, weight_bytes
+from planner.budget import PlanRequest, plan
+from planner.params import ParamGroup, describe_weight_formats, weight_bytes, weight_bytes_by_format
 from planner.units import GiB
 from planner.verify import DEFAULT_TABLE_PATH, VERIFY_DTYPES, prompt_lengths, render_markdown, stale_reasons
 from planner.verify_view import (
@@ -174,6 +175,43 @@ def test_gpt_oss_auto_weights_match_the_published_checkpoint(model_id, expected,
     assert marked == {"layers.*.mlp.experts.gate_up_proj", "layers.*.mlp.experts.down_proj"}
 
 
+def test_auto_weights_split_by_format_name_what_auto_resolved_to() -> None:
+    spec = model_spec("openai/gpt-oss-120b")
+    auto = WEIGHT_DTYPES["auto"]
+    split = weight_bytes_by_format(spec.params, auto, spec.torch_dtype)
+    assert list(split) == ["mxfp4", "bf16"]  # largest share first
+    assert sum(split.values()) == weight_bytes(spec.params, auto, spec.torch_dtype) == 65_248_815_744
+    # Per GPU under tensor parallelism the split still sums to the per-GPU weight bytes.
+    split_tp = weight_bytes_by_format(spec.params, auto, spec.torch_dtype, 4)
+    assert sum(split_tp.values()) == weight_bytes(spec.params, auto, spec.torch_dtype, 4)
+    result = plan(spec, 80 * GiB, PlanRequest(context_len=4096))
+    assert result.weight_dtype == "auto" and result.weight_dtype_resolved == "mxfp4 + bf16"
+    assert result.weights_label == "auto → mxfp4 + bf16"
+    deepseek = model_spec("deepseek-ai/DeepSeek-V3")
+    assert plan(deepseek, 141 * GiB, PlanRequest(context_len=4096, num_gpus=8)).weight_dtype_resolved == (
+        "fp8_block128 + bf16")
+
+
+@pytest.mark.parametrize("name", ["auto", "bf16", "fp8", "int4", "mxfp4", "fp32"])
+@pytest.mark.parametrize("tp", [1, 8])
+def test_split_by_format_sums_to_weight_bytes_for_every_catalog_model(name, tp) -> None:
+    fmt = WEIGHT_DTYPES[name]
+    for model_id in model_ids():
+        spec = model_spec(model_id)
+        split = weight_bytes_by_format(spec.params, fmt, spec.torch_dtype, tp)
+        assert sum(split.values()) == weight_bytes(spec.params, fmt, spec.torch_dtype, tp), model_id
+        assert all(n > 0 for n in split.values()), model_id
+
+
+def test_describe_weight_formats_drops_negligible_shares() -> None:
+    assert describe_weight_formats({"bf16": 100}) == "bf16"
+    assert describe_weight_formats({"int4": 9_000, "bf16": 1_000}) == "int4 + bf16"
+    # under 0.05 % of the bytes (a few norms) does not make the weights "mixed"
+    assert describe_weight_formats({"fp32": 1_000_000, "bf16": 499}) == "fp32"
+    assert describe_weight_formats({"fp32": 1_000_000, "bf16": 600}) == "fp32 + bf16"
+    assert describe_weight_formats({}) == "none"
+
+
 def test_deepseek_v3_auto_weights_are_fp8_with_block_scales() -> None:
     spec = model_spec("deepseek-ai/DeepSeek-V3")
     marked = {group.name for group in spec.params if group.checkpoint == FP8_BLOCK128}
@@ -226,6 +264,7 @@ def test_cli_plan_accepts_auto(capsys) -> None:
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["weights_bytes"] == 65_248_815_744 and out["weight_dtype"] == "auto"
+    assert out["weight_dtype_resolved"] == "mxfp4 + bf16"
 
 
 # --- the committed table -------------------------------------------------------------------

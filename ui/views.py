@@ -80,7 +80,7 @@ def verdict(plan: Plan, gpu_label: str) -> None:
     if plan.fits:
         st.success(
             f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {plan.model_id} "
-            f"({plan.weight_dtype} weights, {plan.kv_cache_dtype} KV cache) on {where}: "
+            f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {where}: "
             f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
             f"KV budget per GPU in use; up to {format_int(plan.max_concurrent_sequences)} concurrent sequences "
             f"at this context.", icon=":material/check_circle:")
@@ -99,7 +99,7 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
     """The longest context that fits at this batch: capped by the model, by memory alone, and before overheads."""
     batch = f"**Longest context at batch {format_int(plan.batch_size)}:**"
     if not plan.max_context_len_before_overheads:
-        st.markdown(f"{batch} none. {model.display_name} with {plan.weight_dtype} weights does not fit on "
+        st.markdown(f"{batch} none. {model.display_name} with {plan.weights_label} weights does not fit on "
                     f"{gpu_label} at any context length, even with no overheads; see the suggestions above.")
         return
     if plan.max_context_len_by_memory:
@@ -108,7 +108,7 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
     else:
         memory = "with the engine's utilization cap and overheads not even one token fits"
     st.markdown(
-        f"{batch} {model.display_name} with {plan.weight_dtype} weights on {gpu_label}: {memory}, and after "
+        f"{batch} {model.display_name} with {plan.weights_label} weights on {gpu_label}: {memory}, and after "
         f"**{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights). "
         f"Usable here: **{format_tokens(plan.max_context_len)}** "
         f"({format_limited_by(plan.max_context_len_limited_by)}).")
@@ -196,7 +196,9 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
         wfmt = WEIGHT_DTYPES[plan.weight_dtype]
         lines = [
             "| Quantity | Formula with your numbers | Result |", "|---|---|---|",
-            f"| Weights | {format_int(plan.params)} params × {wfmt.label}{split} | "
+            f"| Weights | {format_int(plan.params)} params × "
+            f"{wfmt.label if plan.weight_dtype == plan.weight_dtype_resolved else plan.weights_label + ' (per tensor)'}"
+            f"{split} | "
             f"{format_bytes_exact(plan.weights_bytes_per_gpu)} |",
             f"| KV per sequence | KV per token × {format_tokens(plan.context_len)} (windows capped){split} | "
             f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence_per_gpu)} |",
