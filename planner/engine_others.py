@@ -586,13 +586,21 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
 
     No fraction and no blocks: ``budget = total - weights - forward(prompt) -
     non-torch``; concurrency = ``budget // bytes_per_sequence(max_model_len)``;
-    tokens = concurrency x ``max_model_len``.
+    tokens = concurrency x ``max_model_len``. The prompt is the forward pass the
+    activations are sized for: ``max_num_batched_tokens`` split over the
+    ``max_num_seqs`` sequences, else the whole ``max_model_len``. Each sequence's
+    cache is the peak over the call (:func:`transformers_bytes_per_sequence` with
+    ``prompt_tokens``): sliding layers keep ``w - 1`` tokens while decoding but pin
+    the whole prompt right after its prefill, so a long prompt on a sliding-window
+    model (Gemma 3, gpt-oss, Mistral 7B v0.1) needs its full length in every layer
+    for a moment, as ``python -m planner verify`` measures.
 
-    Sources: module docstring.
+    Sources: module docstring; transformers cache_utils.py ``DynamicSlidingWindowLayer``.
     """
     c = _common(model, request)
     seqs_wanted = request.max_num_seqs or 1
     prompt = min(request.max_num_batched_tokens or c.max_model_len * seqs_wanted, c.max_model_len * seqs_wanted)
+    prompt_per_seq = max(1, min(c.max_model_len, prompt // seqs_wanted))
     ranks, budgets, ranges = [], [], pipeline_layer_ranges(model.num_layers, c.pp)
     for stage, layers in enumerate(ranges):
         weights = request.weights_bytes if request.weights_bytes is not None else loaded_weight_bytes(
@@ -605,7 +613,8 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
         budget = request.available_kv_memory_bytes
         if budget is None:
             budget = gpu_memory_bytes - weights - activation - non_torch
-        per_seq = transformers_bytes_per_sequence(model, c.max_model_len, c.dtypes, c.tp, layers)
+        per_seq = transformers_bytes_per_sequence(model, c.max_model_len, c.dtypes, c.tp, layers,
+                                                  prompt_tokens=prompt_per_seq)
         fit = budget // per_seq if per_seq and budget > 0 else 0
         budgets.append(budget)
         ranks.append(_rank(stage, layers, base=gpu_memory_bytes, requested=gpu_memory_bytes, weights=weights,
@@ -616,7 +625,8 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
     fit = min(r.num_blocks for r in ranks)
 
     def one_fits(length: int) -> bool:
-        return all(transformers_bytes_per_sequence(model, length, c.dtypes, c.tp, lay) <= b
+        pinned = length if request.max_num_batched_tokens is None else min(length, prompt_per_seq)
+        return all(transformers_bytes_per_sequence(model, length, c.dtypes, c.tp, lay, prompt_tokens=pinned) <= b
                    for lay, b in zip(ranges, budgets))
 
     lo, hi = 0, c.limit
@@ -634,8 +644,11 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
                  mnbt=prompt, seqs=seqs_wanted, tokens=fit * c.max_model_len, num_blocks=fit, concurrency=float(fit),
                  engine_max_len=lo, needed=ranks[0].bytes_per_block, reasons=reasons, warnings=[],
                  notes=["transformers allocates the cache as it grows; no fraction of memory is reserved"],
-                 log=[], formula="budget = total - weights - forward(prompt) - non-torch; "
-                                  "sliding layers keep window - 1 tokens",
+                 log=[], formula="budget = total - weights - forward(prompt) - non-torch" + (
+                     f"; sliding layers keep window - 1 tokens while decoding but pin the whole "
+                     f"{prompt_per_seq:,}-token prompt after its prefill (the peak counts)"
+                     if any(isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)) for layer in model.layers)
+                     else ""),
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    max_model_len=c.max_model_len, max_num_seqs=seqs_wanted))

@@ -7,13 +7,17 @@ Usage::
 
 Starts ``streamlit run app.py`` on a free 127.0.0.1 port (stopped by its pid
 at the end), opens every page once to warm it (``--cold`` skips that), then
-runs ``--sessions`` browser contexts at once (starting ``--ramp`` s apart),
+runs ``--sessions`` browser tabs at once (each its own websocket, so its own
+Streamlit session; starting ``--ramp`` s apart),
 one page each (the pages in turn), each changing one sidebar input ``--think``
 seconds after the previous rerun settled,
 for ``--duration`` seconds after its page loaded (at most ``--max-changes``
 changes; every wait bounded). Prints errors, rerun latency p50/p95/max, first
 page load and the server's RSS (start, peak, end of load, after the sessions
-closed), sampled from ``/proc/<pid>/status``. Only loopback traffic.
+closed), sampled from ``/proc/<pid>/status``, the server's CPU time and the
+whole machine's busy cores (``/proc/stat``): on a small machine the browsers'
+rendering shares the cores with the server and is part of every latency.
+Only loopback traffic.
 
 The short version of the same run is ``tests/test_load.py`` (5 x 15 s).
 Exit status: 0 no errors, 1 errors, 2 the browser is missing or the server did not start.

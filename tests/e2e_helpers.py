@@ -111,6 +111,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, summed over cores, from ``/proc/stat``.
+
+    Busy is user + nice + system + irq + softirq + steal; total adds idle and iowait.
+    The difference of two readings over a run says how many cores were busy.
+    """
+    with open("/proc/stat", encoding="ascii") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = user + nice + system + irq + softirq + steal
+    return busy / hz, (busy + idle + iowait) / hz
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of process ``pid`` [bytes], from ``/proc/<pid>/status`` (VmRSS, in KiB)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -498,6 +512,8 @@ class LoadReport:
         rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
         rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
         server_cpu_s: CPU time the server process used during the run [s].
+        machine_cpu_s: CPU time every process on the machine used during the run
+            (server, browsers, this test) [s]; over ``wall_s`` it is the busy cores.
     """
 
     sessions: int
@@ -510,6 +526,7 @@ class LoadReport:
     rss_samples: list[tuple[float, int]] = field(default_factory=list)
     rss_after_bytes: int = 0
     server_cpu_s: float = 0.0
+    machine_cpu_s: float = 0.0
 
     def summary(self) -> dict:
         """Figures for printing and JSON."""
@@ -520,7 +537,10 @@ class LoadReport:
                "changes_per_session_min": min(self.changes_per_session, default=0),
                "changes_per_session_max": max(self.changes_per_session, default=0),
                "server_cpu_s": round(self.server_cpu_s, 1),
-               "server_cpu_share": round(self.server_cpu_s / self.wall_s, 2) if self.wall_s else None}
+               "server_cpu_share": round(self.server_cpu_s / self.wall_s, 2) if self.wall_s else None,
+               "machine_cpu_s": round(self.machine_cpu_s, 1),
+               "machine_busy_cores": round(self.machine_cpu_s / self.wall_s, 2) if self.wall_s else None,
+               "machine_cores": os.cpu_count()}
         if self.rerun_ms:
             out |= {"rerun_p50_ms": round(percentile(self.rerun_ms, 50)),
                     "rerun_p95_ms": round(percentile(self.rerun_ms, 95)), "rerun_max_ms": round(max(self.rerun_ms))}
@@ -619,6 +639,7 @@ async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: f
         await context.add_init_script(OBSERVER_JS)
         start = time.monotonic()
         cpu_start = cpu_seconds(server_pid)
+        machine_start, _ = machine_cpu_seconds()
         stop = asyncio.Event()
         sampler = asyncio.create_task(_sample_rss(server_pid, report, start, stop, rss_every_s))
         try:
@@ -628,6 +649,7 @@ async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: f
         finally:
             report.wall_s = time.monotonic() - start
             report.server_cpu_s = cpu_seconds(server_pid) - cpu_start
+            report.machine_cpu_s = machine_cpu_seconds()[0] - machine_start
             stop.set()
             await sampler
             await browser.close()

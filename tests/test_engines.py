@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from model_catalog import model_spec
 from planner.engine_kv import (
     FullAttentionPages,
     SlidingWindowPages,
@@ -288,6 +289,35 @@ def test_transformers_sliding_layers_keep_window_minus_one():
     assert transformers_bytes_per_sequence(model, 1000, dtypes, prompt_tokens=1000) == per_layer * 4 * 1000
     plan = plan_engine(model, 24 * GiB, EngineRequest(engine="transformers", max_model_len=1000))
     assert plan.starts and plan.engine_max_model_len > 1000
+
+
+def test_transformers_engine_sizes_the_prefill_pin_of_the_prompt():
+    model = hybrid_model(2, 2, window=128)
+    per_layer = 2 * 8 * 128 * 2
+    # No max_num_batched_tokens: the prompt may be the whole max_model_len, so right after its
+    # prefill all four layers hold 1000 tokens (not the 2 x 1000 + 2 x 128 of the decode view).
+    whole = plan_engine(model, 24 * GiB, EngineRequest(engine="transformers", max_model_len=1000))
+    assert whole.ranks[0].bytes_per_block == per_layer * 4 * 1000
+    assert "1,000-token prompt" in whole.overhead_formula
+    # A 200-token prompt pins less than decoding to 1000 keeps: the decode view is the peak.
+    short = plan_engine(model, 24 * GiB, EngineRequest(engine="transformers", max_model_len=1000,
+                                                     max_num_batched_tokens=200))
+    assert short.ranks[0].bytes_per_block == per_layer * (2 * 1000 + 2 * 128)
+    # 600 prompt tokens in 2 sequences is 300 each: still below the decode view.
+    two = plan_engine(model, 24 * GiB, EngineRequest(engine="transformers", max_model_len=1000,
+                                                   max_num_batched_tokens=600, max_num_seqs=2))
+    assert two.ranks[0].bytes_per_block == per_layer * (2 * 1000 + 2 * 128)
+
+
+def test_transformers_engine_pin_on_gemma3_is_the_whole_prompt_in_every_layer():
+    # Gemma 3 12B: 48 layers (8 global, 40 sliding with window 1024), 8 KV heads x head_dim 256, bf16:
+    # 2 x 8 x 256 x 2 B = 8,192 B per token per layer. A 32,768-token prompt pins 32,768 tokens in
+    # all 48 layers right after its prefill (transformers cache_utils DynamicSlidingWindowLayer).
+    model = model_spec("google/gemma-3-12b-it")
+    plan = plan_engine(model, 80 * GiB, EngineRequest(engine="transformers", weight_dtype="bf16", max_model_len=32768))
+    assert plan.ranks[0].bytes_per_block == 48 * 8_192 * 32_768
+    assert plan.ranks[0].bytes_per_block == transformers_bytes_per_sequence(
+        model, 32_768, cache_dtypes(model, "bf16", "auto"), prompt_tokens=32_768)
 
 
 # --- overhead model ------------------------------------------------------------------

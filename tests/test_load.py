@@ -1,7 +1,7 @@
 """Load: concurrent browser sessions changing inputs against one server, and bounded caches.
 
 The short version runs in every suite: 5 sessions x 15 s on the session's
-server (``tests/conftest.py``), each in its own browser context on one page
+server (``tests/conftest.py``), each in its own tab (own websocket, own Streamlit session) on one page
 (pages in turn, starting a second apart), changing one input two seconds
 after the previous rerun settled (:func:`tests.e2e_helpers.run_load`).
 The full version is 20 sessions x 60 s: ``python scripts/load_test.py`` (its
@@ -69,7 +69,8 @@ def test_concurrent_sessions_changing_inputs(streamlit_server, chromium_browser,
         f"rerun p50 {figures.get('rerun_p50_ms')} ms p95 {figures.get('rerun_p95_ms')} ms, first page p50 "
         f"{figures.get('first_page_p50_ms')} ms, server RSS start {figures['rss_start_mib']} MiB peak "
         f"{figures['rss_peak_mib']} MiB end {figures['rss_end_of_load_mib']} MiB after {figures['rss_after_mib']} MiB, "
-        f"server CPU {figures['server_cpu_s']} s in {figures['wall_s']} s")
+        f"server CPU {figures['server_cpu_s']} s in {figures['wall_s']} s, machine busy "
+        f"{figures['machine_busy_cores']} of {figures['machine_cores']} cores")
     print(figures)
     assert not report.errors, report.errors
     assert len(report.changes_per_session) == SESSIONS
