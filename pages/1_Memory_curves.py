@@ -29,7 +29,9 @@ capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for
 
 st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size), key="memory_chart")
 st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
-           "sliding windows and recurrent states applied. Hover for GiB and exact bytes.")
+           "sliding windows and recurrent states applied. Hover for GiB and exact bytes. The curves' overhead is "
+           "vLLM's profile pass on a large GPU (8,192 tokens); on GPUs under 70 GiB and A100s vLLM profiles 2,048 "
+           "tokens, which the table below accounts for.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")
 st.dataframe(data.fit_table(grid, models, gpus), hide_index=True, key="fit_table")

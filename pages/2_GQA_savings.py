@@ -24,7 +24,8 @@ plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, form.reque
 rows = data.variant_rows(plans)
 
 st.subheader(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence")
-st.caption(f"`{model.model_id}` is built with {model.attention_kind}; weights {form.weight_dtype}, "
+st.caption(f"`{model.model_id}` is built with {model.attention_kind}; weights {plans[0][1].weights_label}, "
+           f"{plans[0][1].kv_cache_dtype} KV cache, "
            f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica.")
 views.variant_metrics(plans)
 left, right = st.columns(2)

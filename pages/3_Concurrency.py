@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from planner.budget import weights_label
+from planner.kv import cache_dtypes
 from ui import catalog, charts, data, inputs, views
 
 views.setup_page("Concurrency", "👥",
@@ -22,10 +24,12 @@ contexts = data.within_limit(data.curve_contexts([model]), model)
 series = views.guarded(data.concurrency_series, model, gpus, request, contexts, what="sweeping the GPUs")
 views.no_fit_warnings(series, model.model_id)
 
-st.subheader(f"{model.display_name}, {form.weight_dtype} weights, KV cache dtype {form.kv_cache_dtype}")
+st.subheader(f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} weights, "
+             f"{cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache")
 st.plotly_chart(charts.concurrency_lines(contexts, series), key="concurrency_chart")
-st.caption("GPUs with the same framework memory draw the same line (A100 80GB and H100 80GB, for example); "
-           "hover or use the table. Flat tails are sliding-window or recurrent layers that stop growing.")
+st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover or use "
+           "the table. A line that levels off above its neighbours comes from sliding-window or recurrent layers "
+           "that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")
 
 st.subheader("Max concurrent sequences by context length")
 columns = data.table_contexts(model)

@@ -84,8 +84,11 @@ def estimate_overhead(
     model: ModelSpec,
     activation_bytes_per_element: int,
     tensor_parallel_size: int = 1,
-    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    *,
+    gpu_memory_bytes: int | None = None,
+    gpu_name: str = "",
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -99,21 +102,45 @@ def estimate_overhead(
     The Engine page models each engine and version in full; users can override
     the total.
 
+    Args:
+        model: The model.
+        activation_bytes_per_element: Bytes of one activation element (2 for bf16).
+        tensor_parallel_size: GPUs one layer is split over.
+        max_num_batched_tokens, max_num_seqs: The profile pass [tokens] and the
+            sequences sampled [sequences]; None = what ``vllm serve`` picks for
+            this GPU (:func:`planner.engine_profiles.vllm_scheduler_defaults`:
+            8,192 / 1,024 on GPUs of 70 GiB or more that are not A100s, else
+            2,048 / 256), or 8,192 / 1,024 when ``gpu_memory_bytes`` is None.
+        gpu_memory_bytes: Framework-visible memory of the GPU [bytes], for the defaults.
+        gpu_name: GPU name or catalog id (the A100 exception of the defaults).
+
+    Returns:
+        An :class:`OverheadEstimate` [bytes].
+
     Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py) and
-    ``_dummy_sampler_run`` (vllm/v1/worker/gpu_model_runner.py); ENGINES.md 1.4;
-    planner/overheads.py and planner/engine_profiles.py for the constants.
+    ``_dummy_sampler_run`` (vllm/v1/worker/gpu_model_runner.py); vLLM
+    ``EngineArgs._set_default_args`` (vllm/engine/arg_utils.py) for the scheduler
+    defaults; ENGINES.md 1.4-1.5; planner/overheads.py and
+    planner/engine_profiles.py for the constants.
     """
-    from planner.engine_profiles import engine_profile  # noqa: PLC0415 - avoids an import cycle
+    from planner.engine_profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
     from planner.overheads import activation_estimate  # noqa: PLC0415
 
     profile = engine_profile(OVERHEAD_PROFILE)
+    if gpu_memory_bytes is None:
+        default_tokens, default_seqs = DEFAULT_MAX_NUM_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+    else:
+        default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
+    tokens = max_num_batched_tokens or default_tokens
+    seqs = max_num_seqs or default_seqs
     tp = tensor_parallel_size
     act = activation_estimate(
-        model, num_tokens=max_num_batched_tokens, num_seqs=max_num_seqs,
+        model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
         tensor_parallel_size=tp)
     runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
-    formula = f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run)"
+    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run: "
+               f"{tokens:,} tokens, {seqs:,} sequences)")
     return OverheadEstimate(
         activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
         logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,
@@ -134,7 +161,8 @@ class PlanRequest:
         gpu_memory_utilization: Fraction of framework-visible memory the engine
             may use, in (0, 1].
         block_size: KV page size [tokens], >= 1.
-        max_num_batched_tokens: Largest forward pass, for the activation estimate [tokens].
+        max_num_batched_tokens: Largest forward pass, for the activation estimate
+            [tokens]; None = what ``vllm serve`` picks for the GPU (:func:`estimate_overhead`).
         overhead_bytes: Per-GPU overhead override [bytes]; None = estimate.
     """
 
@@ -145,7 +173,7 @@ class PlanRequest:
     num_gpus: int = 1
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     block_size: int = DEFAULT_BLOCK_SIZE
-    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    max_num_batched_tokens: int | None = None
     overhead_bytes: int | None = None
 
     def validate(self) -> None:
@@ -159,7 +187,7 @@ class PlanRequest:
             (0 < self.gpu_memory_utilization <= 1,
              f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
             (self.block_size >= 1, f"block_size must be at least 1 token, got {self.block_size}"),
-            (self.max_num_batched_tokens >= 1,
+            (self.max_num_batched_tokens is None or self.max_num_batched_tokens >= 1,
              f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}"),
             (self.overhead_bytes is None or self.overhead_bytes >= 0,
              f"overhead must be >= 0 bytes, got {self.overhead_bytes}"),
@@ -184,8 +212,9 @@ class Plan:
     Context fields [tokens]: ``max_context_len`` is the longest context
     ``batch_size`` sequences reach, capped by the model's
     ``max_position_embeddings``; ``max_context_len_limited_by`` says which
-    bound applied (``memory``, ``model``, or ``none`` when no layer grows with
-    context); ``max_context_len_by_memory`` ignores the model's limit;
+    bound applied (``memory``, ``model``, ``none`` when no layer grows with
+    context, or ``tensor_parallel`` when ``num_gpus`` cannot split the model and
+    the capacity fields are 0); ``max_context_len_by_memory`` ignores the model's limit;
     ``max_context_len_before_overheads`` also ignores ``gpu_memory_utilization``
     and the overhead (whole framework-visible memory minus weights, no paging).
 
@@ -244,9 +273,7 @@ class Plan:
         ``"bf16"``; ``"int4 + bf16"`` when int4 leaves embeddings and norms in
         16 bits; ``"auto → mxfp4 + bf16"`` when ``auto`` resolved to the checkpoint's formats.
         """
-        if self.weight_dtype == "auto":
-            return f"auto → {self.weight_dtype_resolved}"
-        return self.weight_dtype_resolved
+        return _weights_label(self.weight_dtype, self.weight_dtype_resolved)
 
     def to_dict(self) -> dict:
         """Plain dict for JSON output (tuples become lists)."""
@@ -256,9 +283,29 @@ class Plan:
         return out
 
 
+def _weights_label(requested: str, resolved: str) -> str:
+    return f"auto → {resolved}" if requested == "auto" else resolved
+
+
+def weights_label(model: ModelSpec, weight_dtype_name: str) -> str:
+    """What ``weight_dtype_name`` resolves to on ``model``, as :attr:`Plan.weights_label` words it.
+
+    Args:
+        model: The model (its parameter groups carry the checkpoint formats).
+        weight_dtype_name: A key of :data:`planner.dtypes.WEIGHT_DTYPES`.
+
+    Raises:
+        ValueError: unknown dtype name.
+
+    Sources: :func:`planner.params.weight_bytes_by_format`.
+    """
+    by_format = weight_bytes_by_format(model.params, weight_dtype(weight_dtype_name), model.torch_dtype)
+    return _weights_label(weight_dtype_name, describe_weight_formats(by_format))
+
+
 def gib(num_bytes: int) -> str:
     """Bytes as a GiB string for messages (2 decimals, labelled)."""
-    return f"{num_bytes / GiB:.2f} GiB"
+    return f"{num_bytes / GiB:,.2f} GiB"
 
 
 def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limit: int) -> int:
@@ -312,7 +359,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
     if request.overhead_bytes is None:
         overhead = estimate_overhead(
-            model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens)
+            model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
     else:
         overhead = OverheadEstimate(
             activation_bytes=request.overhead_bytes, logits_bytes=0, runtime_bytes=0,
@@ -351,6 +399,10 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
         budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
         gpu_memory_bytes=gpu_memory_bytes)
+    if not _splits(model, tp):
+        # The engine refuses to start: no capacity to report (the reasons say why).
+        capacity_tokens = max_seqs = max_ctx = in_use = 0
+        limited_by = "tensor_parallel"
 
     return Plan(
         model_id=model.model_id, gpu_id=gpu_id, num_gpus=tp,
@@ -410,7 +462,7 @@ def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gp
             suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
         suggestions.append(f"add GPUs (num_gpus {tp * 2}) or raise gpu_memory_utilization")
     valid_tp = _valid_tensor_parallel_sizes(model, 64)
-    if tp > 1 and tp not in valid_tp:
+    if not _splits(model, tp):
         reasons.append(
             f"num_gpus {tp} cannot split this model: engines need num_attention_heads "
             f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
@@ -433,10 +485,13 @@ def _valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
 
     Sources: vllm/config/model.py, vllm/model_executor/layers/linear.py.
     """
-    heads, kv = model.num_attention_heads, model.num_key_value_heads
-    mla = model.attention_kind == "MLA"
-    return [n for n in range(1, limit + 1)
-            if heads % n == 0 and (mla or kv % n == 0 or n % kv == 0)]
+    return [n for n in range(1, min(limit, model.num_attention_heads) + 1) if _splits(model, n)]
+
+
+def _splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
+    """True when engines accept ``tensor_parallel_size`` for ``model`` (rule of :func:`_valid_tensor_parallel_sizes`)."""
+    n, heads, kv = tensor_parallel_size, model.num_attention_heads, model.num_key_value_heads
+    return heads % n == 0 and (model.attention_kind == "MLA" or kv % n == 0 or n % kv == 0)
 
 
 def _weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:

@@ -14,11 +14,10 @@ import sys
 from typing import Sequence
 
 from planner import cli_engine, cli_traffic
-from planner.cli_args import fraction, non_negative_float, positive_int
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
+from planner.cli_args import fraction, gib_amount, positive_int
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
-
 
 DEFAULT_CONTEXT_LEN = 8192
 """``--context-len`` when neither it nor ``--max-model-len`` is given [tokens]."""
@@ -58,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"memory fraction (default {DEFAULT_GPU_MEMORY_UTILIZATION}; with --engine, the engine's)")
     p.add_argument("--block-size", type=positive_int, default=None,
                    help=f"KV page size in tokens (default {DEFAULT_BLOCK_SIZE}; with --engine, the engine's)")
-    p.add_argument("--overhead-gib", type=non_negative_float, default=None,
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     cli_engine.add_engine_arguments(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -174,7 +173,10 @@ def _plan_table(result: Plan) -> str:
         f"gpu          {result.gpu_id} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
         f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weights_label})",
         f"overhead     {g(result.overhead_bytes)} per GPU",
-        f"KV budget    {g(result.kv_cache_budget_bytes)} per GPU ({result.kv_cache_dtype})",
+        f"KV budget    {g(result.kv_cache_budget_bytes)} per GPU ({result.kv_cache_dtype})"
+        if result.kv_cache_budget_bytes > 0 else
+        f"KV budget    none: weights + overhead exceed the usable {g(result.usable_memory_bytes)} by "
+        f"{g(-result.kv_cache_budget_bytes)} per GPU",
         f"KV/token     {result.kv_cache_bytes_per_token:,} B",
         f"KV/sequence  {result.kv_cache_bytes_per_sequence:,} B at {result.context_len:,} tokens",
         f"capacity     {result.kv_cache_capacity_tokens:,} tokens",

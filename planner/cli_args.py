@@ -52,6 +52,18 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+MAX_GIB = 1 << 20
+"""Largest memory amount a ``--*-gib`` flag takes: 1,048,576 GiB (1 PiB), far above any accelerator."""
+
+
+def gib_amount(text: str) -> float:
+    """A memory amount in GiB: finite, >= 0 and at most :data:`MAX_GIB` (so bytes stay an exact int)."""
+    value = non_negative_float(text)
+    if value > MAX_GIB:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_GIB:,} GiB, got {text}")
+    return value
+
+
 def fraction(text: str) -> float:
     """A number in (0, 1], e.g. ``gpu_memory_utilization``."""
     value = _number(text, float, "a number in (0, 1]")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli_args import non_negative_float, positive_int
+from planner.cli_args import gib_amount, positive_int
 from planner.engine_profiles import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.engine_types import EnginePlan, EngineRequest
 from planner.engines import plan_engine
@@ -41,7 +41,7 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="sequences per step / llama.cpp slots (default: the engine's)")
     p.add_argument("--max-model-len", type=positive_int, default=None,
                    help="engine max_model_len (llama.cpp n_ctx); default: --context-len")
-    p.add_argument("--available-kv-memory-gib", type=non_negative_float, default=None,
+    p.add_argument("--available-kv-memory-gib", type=gib_amount, default=None,
                    help="the engine's printed available KV memory per GPU, in GiB (skips the overhead model)")
 
 

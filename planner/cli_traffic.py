@@ -20,8 +20,16 @@ import json
 from pathlib import Path
 
 from planner.allocation import allocation_for_model
-from planner.cli_args import fraction, non_negative_float, non_negative_int, positive_float, positive_int, probability, share
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
+from planner.cli_args import (
+    fraction,
+    gib_amount,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    share,
+)
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.reverse import DEFAULT_FIND_KV_DTYPES, FindRequest, FindResult, find_setups
 from planner.units import GiB
@@ -51,7 +59,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
-    p.add_argument("--overhead-gib", type=non_negative_float, default=None,
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     p.add_argument("--num-sequences", type=positive_int, default=None,
                    help="batch compared (default: what naive allocation admits)")
@@ -83,7 +91,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="limit on time per output token, ms (roofline estimate)")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
     p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE)
-    p.add_argument("--overhead-gib", type=non_negative_float, default=None,
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     p.add_argument("--preemption-probability", type=probability, default=0.05,
                    help="accepted chance of running out of KV with a distribution")

@@ -45,6 +45,7 @@ from typing import Protocol
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS, PlanRequest
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.engine_profiles import is_large_datacenter_gpu
 from planner.kv import cache_dtypes
 from planner.launch import LaunchSpec, launch_command
 from planner.model import ModelSpec
@@ -297,12 +298,18 @@ def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
 @dataclass(frozen=True)
 class _Costs:
     weights: int
-    overhead: int
+    overhead_large: int  # vLLM's profile pass on GPUs >= 70 GiB that are not A100s
+    overhead_small: int  # ... on the others (planner.budget.estimate_overhead)
     kv_name: str
     kv_flag: str
     paged_per_seq: int
     exact_decode_seq: int
     profile: object
+
+    def overhead(self, gpu) -> int:
+        """Overhead per GPU on ``gpu`` (its size class picks vLLM's scheduler defaults) [bytes]."""
+        large = is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id)
+        return self.overhead_large if large else self.overhead_small
 
 
 def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
@@ -318,11 +325,13 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                                        gpu_memory_utilization=request.gpu_memory_utilization,
                                        overhead_bytes=request.overhead_bytes)
             c = per_gpu_costs(model, plan_request)
+            small = per_gpu_costs(model, plan_request, gpu_memory_bytes=0).overhead_bytes  # not a large GPU
             name = cache_dtypes(model, request.weight_dtype, kv).kv.name
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache
             costs[(tp, name)] = _Costs(
-                weights=c.weights_bytes_per_gpu, overhead=c.overhead_bytes, kv_name=name, kv_flag=kv,
+                weights=c.weights_bytes_per_gpu, overhead_large=c.overhead_bytes, overhead_small=small,
+                kv_name=name, kv_flag=kv,
                 paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
                 exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged)
     return costs
@@ -428,10 +437,11 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
 def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
            tp: int, dp: int, per_replica: int, demand: int) -> Setup:
     usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
-    budget = usable - c.weights - c.overhead
+    overhead = c.overhead(gpu)
+    budget = usable - c.weights - overhead
     reasons = []
     if budget <= 0:
-        reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({c.overhead / GiB:.1f} GiB) per GPU "
+        reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({overhead / GiB:.1f} GiB) per GPU "
                        f"exceed the usable {usable / GiB:.1f} GiB")
         per_replica_max = 0
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from planner.budget import PlanRequest, estimate_overhead
 from planner.dtypes import weight_dtype
+from planner.engine_profiles import is_large_datacenter_gpu
 from planner.kv import cache_dtypes, kv_profile
 from planner.model import ModelSpec
 from planner.params import weight_bytes
@@ -45,8 +46,17 @@ class PerGPUCosts:
     profile_paged: object
 
 
-def per_gpu_costs(model: ModelSpec, request: PlanRequest) -> PerGPUCosts:
+def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int | None = None,
+                  gpu_name: str = "") -> PerGPUCosts:
     """Weights, overhead and KV profiles on one GPU for ``request``.
+
+    Args:
+        model: The model.
+        request: The workload and knobs.
+        gpu_memory_bytes: The GPU's framework-visible memory [bytes]; picks vLLM's
+            scheduler defaults for the overhead estimate (:func:`planner.budget.estimate_overhead`).
+            None = the defaults of a large datacenter GPU.
+        gpu_name: GPU name or catalog id (the A100 exception of those defaults).
 
     Raises:
         ValueError: invalid request fields.
@@ -56,7 +66,8 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest) -> PerGPUCosts:
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     weights = weight_bytes(model.params, weight_dtype(request.weight_dtype), model.torch_dtype, tp)
     if request.overhead_bytes is None:
-        overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens).total_bytes
+        overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+                                     gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
     else:
         overhead = request.overhead_bytes
     return PerGPUCosts(
@@ -100,18 +111,18 @@ def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ..
 
 
 def concurrency_curve(
-    model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, contexts: tuple[int, ...]
+    model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, contexts: tuple[int, ...], gpu_name: str = ""
 ) -> tuple[int, ...]:
     """Max concurrent sequences at each context length (paged, per GPU budget).
 
-    Same arithmetic as ``plan(...).max_concurrent_sequences``.
+    Same arithmetic as ``plan(..., gpu_id=gpu_name).max_concurrent_sequences``.
 
     Raises:
         ValueError: invalid request fields or ``gpu_memory_bytes <= 0``.
     """
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
-    costs = per_gpu_costs(model, request)
+    costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
     budget = int(gpu_memory_bytes * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
     return concurrency_for_budget(costs.profile_paged, budget, contexts)
 
@@ -133,6 +144,10 @@ def catalog_sweep(
 ) -> list[list[tuple[int, ...]]]:
     """Max concurrent sequences for every model x GPU x context (benchmark and tables).
 
+    The overhead follows vLLM's scheduler defaults by GPU size (:func:`planner.budget.estimate_overhead`);
+    GPUs are known here by memory only, so an A100 80GB counts as a large GPU
+    (``plan()`` with its catalog id applies the A100 exception).
+
     Returns:
         ``result[m][g][c]`` = max concurrent sequences of model ``m`` on GPU ``g``
         at ``contexts[c]``.
@@ -141,9 +156,13 @@ def catalog_sweep(
     for model in models:
         costs = per_gpu_costs(model, request)
         per_seq = [costs.profile_paged.bytes_per_sequence(c) for c in contexts]
+        overheads: dict[bool, int] = {}  # the overhead depends on the GPU only through vLLM's size class
         rows = []
         for mem in gpu_memory_bytes:
-            budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
+            large = is_large_datacenter_gpu(mem, "")
+            if large not in overheads:
+                overheads[large] = per_gpu_costs(model, request, mem).overhead_bytes
+            budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - overheads[large]
             if budget <= 0:
                 rows.append(tuple(0 for _ in per_seq))
             else:

@@ -34,18 +34,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e_helpers import PAGES, StreamlitServer, browser_missing, run_load  # noqa: E402
+from tests.e2e_helpers import PAGES, StreamlitServer, add_load_arguments, browser_missing, run_load  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of changes per session")
+    add_load_arguments(parser, ramp_s=1.0, think_s=2.0)
     parser.add_argument("--max-changes", type=int, default=2000, help="most widget changes per session")
-    parser.add_argument("--ramp", type=float, default=1.0, help="seconds between two sessions' starts")
-    parser.add_argument("--think", type=float, default=2.0, help="seconds a session waits after each result")
     parser.add_argument("--cold", action="store_true", help="no warm-up: the first sessions hit a cold server")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
     missing = browser_missing()

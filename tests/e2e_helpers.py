@@ -104,6 +104,15 @@ def _pdeathsig_setter():
 _TERM_WHEN_PARENT_DIES = _pdeathsig_setter()
 
 
+def add_load_arguments(parser, *, ramp_s: float, think_s: float) -> None:
+    """The flags both load scripts take: ``--sessions --duration --ramp --think --json``."""
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of changes per session")
+    parser.add_argument("--ramp", type=float, default=ramp_s, help="seconds between two sessions' starts")
+    parser.add_argument("--think", type=float, default=think_s, help="seconds a session waits after each result")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time process ``pid`` has used so far [s], from ``/proc/<pid>/stat``."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
@@ -497,36 +506,58 @@ LOAD_POLL_S = 0.2
 """Poll interval of the load sessions [s]; settle times come from the page clock, so it only sets the pace."""
 
 
+@dataclass(kw_only=True)
+class RunClock:
+    """Wall time and CPU of a load run, filled by :meth:`measure`.
+
+    Attributes:
+        wall_s: Measured length of the run [s].
+        server_cpu_s: CPU time the server process used during the run [s].
+        machine_cpu_s: CPU time every process on the machine used during the run
+            (server, browsers, this test) [s]; over ``wall_s`` it is the busy cores.
+    """
+
+    wall_s: float = 0.0
+    server_cpu_s: float = 0.0
+    machine_cpu_s: float = 0.0
+
+    @contextlib.contextmanager
+    def measure(self, server_pid: int) -> Iterator[None]:
+        """Time the ``with`` body: wall clock, the server's CPU and the whole machine's CPU."""
+        start, server0, machine0 = time.monotonic(), cpu_seconds(server_pid), machine_cpu_seconds()[0]
+        try:
+            yield
+        finally:
+            self.wall_s = time.monotonic() - start
+            self.server_cpu_s = cpu_seconds(server_pid) - server0
+            self.machine_cpu_s = machine_cpu_seconds()[0] - machine0
+
+
 @dataclass
-class LoadReport:
+class LoadReport(RunClock):
     """What a load run saw.
 
     Attributes:
         sessions: Concurrent browser sessions.
         duration_s: Planned length of the run [s].
-        wall_s: Measured length, page loads included [s].
         first_page_ms: Each session's first page load, navigation -> settled [ms].
         rerun_ms: Every rerun after a widget change, input -> settled [ms].
         changes_per_session: Widget changes each session made.
         errors: One line per problem (exception on a page, rerun never settled, ...).
         rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
         rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
-        server_cpu_s: CPU time the server process used during the run [s].
-        machine_cpu_s: CPU time every process on the machine used during the run
-            (server, browsers, this test) [s]; over ``wall_s`` it is the busy cores.
+
+    Wall time (page loads included) and CPU: :class:`RunClock`.
     """
 
     sessions: int
     duration_s: float
-    wall_s: float = 0.0
     first_page_ms: list[float] = field(default_factory=list)
     rerun_ms: list[float] = field(default_factory=list)
     changes_per_session: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     rss_samples: list[tuple[float, int]] = field(default_factory=list)
     rss_after_bytes: int = 0
-    server_cpu_s: float = 0.0
-    machine_cpu_s: float = 0.0
 
     def summary(self) -> dict:
         """Figures for printing and JSON."""
@@ -638,18 +669,14 @@ async def _run_load(base_url: str, server_pid: int, sessions: int, duration_s: f
         context = await browser.new_context(viewport=VIEWPORT)
         await context.add_init_script(OBSERVER_JS)
         start = time.monotonic()
-        cpu_start = cpu_seconds(server_pid)
-        machine_start, _ = machine_cpu_seconds()
         stop = asyncio.Event()
         sampler = asyncio.create_task(_sample_rss(server_pid, report, start, stop, rss_every_s))
         try:
-            await asyncio.gather(*(_load_session(context, base_url, paths[i % len(paths)], duration_s, report,
-                                                 max_changes, settle_timeout_s, i * ramp_s, think_s)
-                                   for i in range(sessions)))
+            with report.measure(server_pid):
+                await asyncio.gather(*(_load_session(context, base_url, paths[i % len(paths)], duration_s, report,
+                                                     max_changes, settle_timeout_s, i * ramp_s, think_s)
+                                       for i in range(sessions)))
         finally:
-            report.wall_s = time.monotonic() - start
-            report.server_cpu_s = cpu_seconds(server_pid) - cpu_start
-            report.machine_cpu_s = machine_cpu_seconds()[0] - machine_start
             stop.set()
             await sampler
             await browser.close()

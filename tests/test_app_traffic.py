@@ -50,8 +50,8 @@ def check_allocation(at: AppTest) -> None:
                    traffic.swap_metric_values(view.swap)):
         for label, (value, _) in values.items():
             assert shown[label] == value, label
-    assert shown["Naive reservation unused"] == "90.2%"  # 1 - 800/8192
-    assert shown["Sequences that fit, naive"] == format_int(view.comparison.naive.max_sequences)
+    assert shown["Naive: unused"] == "90.2%"  # 1 - 800/8192
+    assert shown["Naive: users"] == format_int(view.comparison.naive.max_sequences)
     figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
     assert len(figures) == 5 and all(fig["data"] for fig in figures)
     assert any("31 of 32" in m.value or "of 32" in m.value for m in at.markdown)

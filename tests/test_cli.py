@@ -63,3 +63,21 @@ def test_bad_arguments_one_line_exit_2(args, fragment):
     assert len(lines) == 1, proc.stderr
     assert fragment in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--overhead-gib", "--available-kv-memory-gib"])
+def test_huge_gib_amounts_are_a_one_line_error(flag, capsys):
+    args = ["plan", "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "nvidia-h100-sxm-80gb", flag, "1e308"]
+    if flag == "--available-kv-memory-gib":
+        args += ["--engine", "vllm"]
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    assert stop.value.code == 2
+    assert "must be at most 1,048,576 GiB" in capsys.readouterr().err
+
+
+def test_table_says_none_instead_of_a_negative_kv_budget(capsys):
+    assert main(["plan", "--model", "meta-llama/Meta-Llama-3.1-405B", "--gpu", "nvidia-t4"]) == 0
+    out = capsys.readouterr().out
+    budget_line = next(line for line in out.splitlines() if line.startswith("KV budget"))
+    assert "none: weights + overhead exceed the usable" in budget_line and "-" not in budget_line

@@ -7,6 +7,10 @@ after the previous rerun settled (:func:`tests.e2e_helpers.run_load`).
 The full version is 20 sessions x 60 s: ``python scripts/load_test.py`` (its
 own fresh server), or this test with ``LOAD_SESSIONS=20 LOAD_DURATION_S=60``.
 
+A second short run drives 8 sessions x 5 s over Streamlit's websocket protocol
+without browsers (:mod:`tests.ws_load`), rerunning back to back: the server's
+own latency; the full version is ``python scripts/server_load.py``.
+
 Checked: no errors (no exception or error on any page, every rerun settled),
 every session made progress, and the server's memory (RSS from
 ``/proc/<pid>/status``) stayed under :data:`RSS_LIMIT_BYTES`. Rerun latency
@@ -24,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e_helpers import run_load
+from tests.ws_load import run_server_load
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = int(os.environ.get("LOAD_SESSIONS", "5"))
@@ -77,3 +82,25 @@ def test_concurrent_sessions_changing_inputs(streamlit_server, chromium_browser,
     assert min(report.changes_per_session) >= 1, f"a session made no change: {report.changes_per_session}"
     assert max(r for _, r in report.rss_samples) < RSS_LIMIT_BYTES, figures
     assert streamlit_server.healthy(), "the server still answers its health check"
+
+
+WS_SESSIONS = int(os.environ.get("WS_LOAD_SESSIONS", "8"))
+WS_DURATION_S = float(os.environ.get("WS_LOAD_DURATION_S", "5"))
+
+
+def test_sessions_over_the_websocket_protocol_back_to_back(streamlit_server, report_figures):
+    # No browser: each session sends the BackMsgs a tab would and reruns as soon as the last one finished
+    # (tests/ws_load.py), so this is the server's own latency under the heaviest load a session makes.
+    report = run_server_load(streamlit_server.base_url, streamlit_server.pid, sessions=WS_SESSIONS,
+                             duration_s=WS_DURATION_S)
+    figures = report.summary()
+    report_figures.append(
+        f"server load {WS_SESSIONS} websocket sessions x {WS_DURATION_S:g} s back to back: {figures['reruns']} "
+        f"reruns, {figures['errors']} errors, rerun p50 {figures.get('rerun_p50_ms')} ms p95 "
+        f"{figures.get('rerun_p95_ms')} ms, server busy {figures['server_busy_cores']} cores, RSS peak "
+        f"{figures.get('rss_peak_mib')} MiB")
+    assert not report.errors, report.errors
+    assert len(report.first_page_ms) == WS_SESSIONS, "every session got its first page"
+    assert len(report.rerun_ms) >= WS_SESSIONS, figures
+    assert max(report.rss_samples) < RSS_LIMIT_BYTES, figures
+    assert streamlit_server.healthy()

@@ -204,3 +204,78 @@ def test_context_points_are_sorted_and_inclusive():
     assert list(pts) == sorted(set(pts))
     with pytest.raises(ValueError):
         context_points(0, 10, 5)
+
+
+# --- the default overhead follows vLLM's scheduler defaults for the GPU ---------------------------
+
+
+def _catalog(model_id: str, gpu_id: str):
+    from model_catalog import get_gpu as catalog_gpu
+    from model_catalog import model_spec
+
+    return model_spec(model_id), catalog_gpu(gpu_id)
+
+
+def test_default_overhead_profiles_2048_tokens_on_small_gpus_and_a100s():
+    from planner.engine_profiles import engine_profile, vllm_scheduler_defaults
+
+    v011 = engine_profile("vllm-v0.11")
+    model, rtx3090 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-rtx-3090")
+    _, h100 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-h100-sxm-80gb")
+    _, a100 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-a100-sxm-80gb")
+    assert vllm_scheduler_defaults(v011, rtx3090.framework_memory_bytes, rtx3090.id, 0) == (2048, 256)
+    assert vllm_scheduler_defaults(v011, a100.framework_memory_bytes, a100.id, 0) == (2048, 256)
+    small = estimate_overhead(model, 2, gpu_memory_bytes=rtx3090.framework_memory_bytes, gpu_name=rtx3090.id)
+    assert small == estimate_overhead(model, 2, max_num_batched_tokens=2048, max_num_seqs=256)
+    assert estimate_overhead(model, 2, gpu_memory_bytes=a100.framework_memory_bytes, gpu_name=a100.id) == small
+    large = estimate_overhead(model, 2, gpu_memory_bytes=h100.framework_memory_bytes, gpu_name=h100.id)
+    assert large == estimate_overhead(model, 2)  # no GPU given: the large-GPU defaults, as before
+    assert small.total_bytes < large.total_bytes
+    assert "2,048 tokens, 256 sequences" in small.formula
+
+
+def test_llama31_8b_on_rtx_3090_at_20000_tokens_fits_as_the_v01_server_did():
+    # Reference case V01 (shared/reference/engine_cases.csv): vLLM started this setup with 3.81 GiB of
+    # KV cache under its V0 profile pass of 20,000 tokens; vLLM 0.11 profiles 2,048 tokens on a 24 GB card,
+    # so its budget is larger still. The plan must not call it "does not fit".
+    model, rtx3090 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-rtx-3090")
+    result = plan(model, rtx3090.framework_memory_bytes, PlanRequest(context_len=20000), gpu_id=rtx3090.id)
+    assert result.fits, result.reasons
+    assert result.kv_cache_budget_bytes > int(3.81 * GiB)
+    # An A100 80GB is profiled like a small GPU (vLLM's A100 exception), known by its id or name.
+    _, a100 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-a100-sxm-80gb")
+    by_id = plan(model, a100.framework_memory_bytes, PlanRequest(context_len=20000), gpu_id=a100.id)
+    by_memory_only = plan(model, a100.framework_memory_bytes, PlanRequest(context_len=20000))
+    assert by_id.overhead_bytes == result.overhead_bytes < by_memory_only.overhead_bytes
+
+
+def test_h100_default_overhead_still_matches_the_v20_breakdown():
+    # V20: Llama-3.1-8B, H100 80GB, 0.9, 16,000 tokens, block 128: vLLM printed 51.38 GiB of KV cache.
+    model, h100 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-h100-sxm-80gb")
+    result = plan(model, h100.framework_memory_bytes, PlanRequest(context_len=16000, block_size=128), gpu_id=h100.id)
+    assert abs(result.kv_cache_budget_bytes / GiB - 51.38) < 0.01 * 51.38
+
+
+def test_sweeps_use_the_gpu_size_class_like_plan():
+    model, l4 = _catalog("Qwen/Qwen3-8B", "nvidia-l4")
+    request = PlanRequest(context_len=8192)
+    contexts = (1024, 8192)
+    curve = concurrency_curve(model, l4.framework_memory_bytes, request, contexts, l4.id)
+    single = plan(model, l4.framework_memory_bytes, PlanRequest(context_len=8192), gpu_id=l4.id)
+    assert curve[-1] == single.max_concurrent_sequences > 0
+    swept = catalog_sweep((model,), (l4.framework_memory_bytes,), request, contexts)
+    assert swept[0][0] == curve
+
+
+def test_tensor_parallel_size_that_cannot_split_the_heads_reports_no_capacity():
+    # Llama 3 8B: 32 query heads, 8 KV heads; vLLM refuses tensor_parallel_size 3
+    # (vllm/config/model.py verify_with_parallel_config), so no users fit at all.
+    model, h100 = _catalog("meta-llama/Meta-Llama-3-8B", "nvidia-h100-sxm-80gb")
+    result = plan(model, h100.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=3), gpu_id=h100.id)
+    assert not result.fits and any("cannot split" in r for r in result.reasons)
+    assert result.max_concurrent_sequences == result.kv_cache_capacity_tokens == result.max_context_len == 0
+    assert result.max_context_len_limited_by == "tensor_parallel"
+    assert "use num_gpus 1 or 2 or 4 or 8 or 16 or 32" in result.suggestions
+    # A huge size is answered at once (no search over every size up to it).
+    huge = plan(model, h100.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=1 << 40), gpu_id=h100.id)
+    assert not huge.fits and huge.max_concurrent_sequences == 0

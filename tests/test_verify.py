@@ -32,7 +32,7 @@ from planner.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from planner.budget import PlanRequest, plan
+from planner.budget import PlanRequest, plan, weights_label
 from planner.params import ParamGroup, describe_weight_formats, weight_bytes, weight_bytes_by_format
 from planner.units import GiB
 from planner.verify import DEFAULT_TABLE_PATH, VERIFY_DTYPES, prompt_lengths, render_markdown, stale_reasons
@@ -187,6 +187,8 @@ def test_auto_weights_split_by_format_name_what_auto_resolved_to() -> None:
     result = plan(spec, 80 * GiB, PlanRequest(context_len=4096))
     assert result.weight_dtype == "auto" and result.weight_dtype_resolved == "mxfp4 + bf16"
     assert result.weights_label == "auto → mxfp4 + bf16"
+    assert weights_label(spec, "auto") == result.weights_label
+    assert weights_label(spec, "bf16") == "bf16" and weights_label(spec, "int4") == "int4 + bf16"
     deepseek = model_spec("deepseek-ai/DeepSeek-V3")
     assert plan(deepseek, 141 * GiB, PlanRequest(context_len=4096, num_gpus=8)).weight_dtype_resolved == (
         "fp8_block128 + bf16")

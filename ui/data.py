@@ -67,8 +67,12 @@ def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec],
         row = {"Model": m.model_id}
         for g in gpus:
             p = grid[(m.model_id, g.id)]
-            if not p.max_context_len:
-                row[g.name] = "does not fit"
+            if p.max_context_len_limited_by == "tensor_parallel":
+                row[g.name] = "does not fit: num_gpus cannot split the heads"
+            elif p.kv_cache_budget_bytes <= 0:
+                row[g.name] = "does not fit: weights + overhead exceed memory"
+            elif not p.max_context_len:
+                row[g.name] = "does not fit: not one token of KV"
             elif p.max_context_len_limited_by == "memory":
                 row[g.name] = format_tokens(p.max_context_len)
             else:
@@ -119,7 +123,7 @@ def table_contexts(model: ModelSpec) -> tuple[int, ...]:
 def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
                        contexts: Sequence[int]) -> dict[str, tuple[int, ...]]:
     """GPU name -> max concurrent sequences at each context (planner.sweep.concurrency_curve)."""
-    return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts)) for g in gpus}
+    return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts), g.id) for g in gpus}
 
 
 def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, contexts: Sequence[int]) -> pd.DataFrame:

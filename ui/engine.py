@@ -305,6 +305,10 @@ def home_panel(plan: EnginePlan) -> None:
             f"{format_int(plan.engine_max_model_len)}.")
         for reason in plan.reasons:
             st.markdown(f"- {reason}")
+        st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
+                   "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
+                   "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
+                   "per request); the figures above cap each window at its size and use vLLM 0.11's profile pass.")
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(plan.launch_command, language="bash", wrap_lines=True)
         st.page_link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

@@ -95,6 +95,7 @@ def format_limited_by(limited_by: str) -> str:
         "model": "limited by the model's max_position_embeddings",
         "search limit": "search limit reached",
         "none": "no layer grows with context",
+        "tensor_parallel": "num_gpus cannot split the model's attention heads",
     }.get(limited_by, limited_by)
 
 

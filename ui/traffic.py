@@ -317,19 +317,25 @@ def allocation_metric_values(view: AllocationView) -> dict[str, tuple[str, str]]
     """Metric label -> (value, help) for the Allocation page."""
     c = view.comparison
     return {
-        "Sequences that fit, naive": (format_int(c.naive.max_sequences),
-                                      f"KV budget {format_bytes(c.kv_cache_budget_bytes)} ÷ "
-                                      f"{format_bytes_exact(c.naive.reserved_bytes_per_sequence)} reserved each"),
-        "Sequences that fit, paged": (format_int(c.paged.max_sequences),
-                                      f"÷ {format_bytes_exact(c.paged.reserved_bytes_per_sequence)} in whole "
-                                      f"{c.block_size}-token blocks"),
-        "Sequences that fit, paged + prefix": (format_int(c.prefix.max_sequences),
-                                               f"shared prefix of {format_tokens(c.prefix_len)}, "
-                                               f"{c.prefix_hit_fraction:.0%} of requests"),
-        "Naive reservation unused": (f"{c.naive.unused_fraction:.1%}",
-                                     f"1 − {format_int(c.mean_len)} / {format_int(c.max_model_len)} of each "
-                                     f"reservation is never written"),
-        "Paged reservation unused": (f"{c.paged.unused_fraction:.1%}", "under one block per sequence"),
+        "Naive: users": (
+            format_int(c.naive.max_sequences),
+            f"Sequences that fit with naive reservation: KV budget {format_bytes(c.kv_cache_budget_bytes)} ÷ "
+            f"{format_bytes_exact(c.naive.reserved_bytes_per_sequence)} reserved each"),
+        "Paged: users": (
+            format_int(c.paged.max_sequences),
+            f"Sequences that fit with paged blocks: budget ÷ "
+            f"{format_bytes_exact(c.paged.reserved_bytes_per_sequence)} in whole {c.block_size}-token blocks"),
+        "Prefix cache: users": (
+            format_int(c.prefix.max_sequences),
+            f"Sequences that fit with paged blocks and a shared prefix of {format_tokens(c.prefix_len)}, "
+            f"{c.prefix_hit_fraction:.0%} of requests"),
+        "Naive: unused": (
+            f"{c.naive.unused_fraction:.1%}",
+            f"Share of the naive reservation never written: 1 − {format_int(c.mean_len)} / "
+            f"{format_int(c.max_model_len)} of each reservation"),
+        "Paged: unused": (
+            f"{c.paged.unused_fraction:.1%}",
+            "Share of the paged reservation never written: under one block per sequence"),
     }
 
 
