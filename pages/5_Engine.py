@@ -4,6 +4,7 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.engines import plan_engine
+from planner.reverse import valid_tensor_parallel
 from ui import catalog, engine, inputs, views
 
 views.setup_page("Engine", "⚙️",
@@ -26,11 +27,19 @@ st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_si
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
 engine.engine_verdict(result)
-engine.engine_metrics(result)
+if valid_tensor_parallel(model, result.tensor_parallel_size):
+    engine.engine_metrics(result)
+else:
+    st.info("No memory figures: the engine stops at its configuration check, before it loads weights or "
+            "allocates a cache. The figures below are the arithmetic for this split, not what would happen.",
+            icon=":material/info:")
 
 left, right = st.columns(2)
 left.markdown("**The engine would print**")
-left.code("\n".join(result.engine_log_lines), language="text")
+if result.engine_log_lines:
+    left.code("\n".join(result.engine_log_lines), language="text")
+else:
+    left.caption(f"{result.engine} prints no memory lines at startup.")
 right.markdown("**Launch command**")
 right.code(result.launch_command, language="bash", wrap_lines=True)
 

@@ -399,9 +399,9 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
         budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
         gpu_memory_bytes=gpu_memory_bytes)
-    if not _splits(model, tp):
+    if not tensor_parallel_splits(model, tp):
         # The engine refuses to start: no capacity to report (the reasons say why).
-        capacity_tokens = max_seqs = max_ctx = in_use = 0
+        capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
         limited_by = "tensor_parallel"
 
     return Plan(
@@ -462,7 +462,7 @@ def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gp
             suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
         suggestions.append(f"add GPUs (num_gpus {tp * 2}) or raise gpu_memory_utilization")
     valid_tp = _valid_tensor_parallel_sizes(model, 64)
-    if not _splits(model, tp):
+    if not tensor_parallel_splits(model, tp):
         reasons.append(
             f"num_gpus {tp} cannot split this model: engines need num_attention_heads "
             f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
@@ -485,10 +485,10 @@ def _valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
 
     Sources: vllm/config/model.py, vllm/model_executor/layers/linear.py.
     """
-    return [n for n in range(1, min(limit, model.num_attention_heads) + 1) if _splits(model, n)]
+    return [n for n in range(1, min(limit, model.num_attention_heads) + 1) if tensor_parallel_splits(model, n)]
 
 
-def _splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
+def tensor_parallel_splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
     """True when engines accept ``tensor_parallel_size`` for ``model`` (rule of :func:`_valid_tensor_parallel_sizes`)."""
     n, heads, kv = tensor_parallel_size, model.num_attention_heads, model.num_key_value_heads
     return heads % n == 0 and (model.attention_kind == "MLA" or kv % n == 0 or n % kv == 0)

@@ -43,7 +43,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_SEQS, PlanRequest
+from planner.budget import (
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    DEFAULT_MAX_NUM_SEQS,
+    PlanRequest,
+    tensor_parallel_splits,
+)
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.engine_profiles import is_large_datacenter_gpu
 from planner.kv import cache_dtypes
@@ -286,13 +292,8 @@ def vllm_serve_command(
 
 
 def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
-    """Whether engines accept ``tp`` for this model (design note 1)."""
-    if model.num_attention_heads % tp:
-        return False
-    if model.attention_kind == "MLA":
-        return True
-    kv = model.num_key_value_heads
-    return kv % tp == 0 or tp % kv == 0
+    """Whether engines accept ``tp`` for this model (design note 1; :func:`planner.budget.tensor_parallel_splits`)."""
+    return tensor_parallel_splits(model, tp)
 
 
 @dataclass(frozen=True)

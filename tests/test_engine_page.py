@@ -57,7 +57,10 @@ def test_engine_page_shows_planner_values(engine):
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
     codes = [c.value for c in at.code]
     assert plan.launch_command in codes
-    assert "\n".join(plan.engine_log_lines) in codes
+    if plan.engine_log_lines:
+        assert "\n".join(plan.engine_log_lines) in codes
+    else:  # transformers prints nothing: the page says so instead of an empty box
+        assert any("prints no memory lines" in c.value for c in at.caption)
 
 
 def test_parallel_deep_link_splits_gpus_into_stages():

@@ -169,6 +169,20 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
     """Metric label -> (value, help), all from ``plan`` fields."""
     rank = plan.limiting_rank
     source = "the engine's own figure" if plan.available_kv_from_log else "overhead model estimate"
+    if plan.family == "transformers":  # no blocks, no pool, no startup print: one growing cache per sequence
+        return {
+            "Memory free for caches per GPU": (format_bytes(plan.available_kv_cache_bytes),
+                                               f"{format_bytes_exact(plan.available_kv_cache_bytes)}; device "
+                                               f"minus weights, the prompt's forward pass and non-torch memory"),
+            "Sequences that fit": (format_int(plan.num_gpu_blocks),
+                                   f"each sequence's cache at its peak: {format_bytes(rank.bytes_per_block)} "
+                                   f"at {format_tokens(plan.max_model_len)}"),
+            "Tokens of cache": (format_int(plan.engine_kv_cache_tokens),
+                                "sequences that fit x max_model_len (nothing is printed by transformers)"),
+            "Longest sequence that fits": (format_int(plan.engine_max_model_len),
+                                           "one sequence, its prompt as long as the sequence (the peak of "
+                                           "prefill and decode)"),
+        }
     return {
         "Available KV memory per GPU": (format_bytes(plan.available_kv_cache_bytes),
                                         f"{format_bytes_exact(plan.available_kv_cache_bytes)}; {source}"),
@@ -196,6 +210,21 @@ def engine_metrics(plan: EnginePlan) -> None:
 
 def engine_verdict(plan: EnginePlan) -> None:
     """Starts (``st.success``) or refuses (``st.warning`` with the engine's words); warnings and notes."""
+    if plan.family == "transformers":
+        fits = plan.starts
+        text = (f"**{format_int(plan.num_gpu_blocks)} sequence(s) of {format_int(plan.max_model_len)} tokens fit** "
+                f"in generate() at once" if fits else
+                f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {r}" for r in plan.reasons))
+        (st.success if fits else st.warning)(text, icon=":material/check_circle:" if fits else ":material/warning:")
+        st.caption(f"Sized for a prompt pass of {format_int(plan.max_num_batched_tokens)} tokens in all "
+                   "(max_num_batched_tokens; empty = the whole length): right after the prefill, sliding-window "
+                   "layers still hold the whole prompt. transformers has no startup check; it runs out of memory "
+                   "during generate() instead.")
+        for warning in plan.warnings:
+            st.warning(warning, icon=":material/warning:")
+        for note in plan.notes:
+            st.info(note, icon=":material/info:")
+        return
     if plan.starts:
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
