@@ -188,7 +188,7 @@ def test_concurrency_csv_download_equals_the_planner(streamlit_server, browser_p
         gpu = get_gpu(gpu_id)
         row = table[table["gpu_id"] == gpu_id].iloc[0]
         assert row["gpu"] == gpu.name
-        expected = concurrency_curve(spec, gpu.framework_memory_bytes, request, contexts)
+        expected = concurrency_curve(spec, gpu.framework_memory_bytes, request, contexts, gpu.id)
         assert [int(row[f"{c} tokens"]) for c in contexts] == list(expected)
 
 
