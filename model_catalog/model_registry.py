@@ -8,6 +8,7 @@ field; an unknown id fails with close matches from ``difflib``.
 from __future__ import annotations
 
 import difflib
+import re
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,12 +90,28 @@ def load_catalog(models_dir: Path = MODELS_DIR) -> ModelCatalog:
     return ModelCatalog(entries=MappingProxyType(entries), lookup=MappingProxyType(lookup))
 
 
+_DECORATIONS = re.compile(r"^meta-|-(instruct|chat|hf|it|base)$")
+"""Release decorations that do not change the architecture: ``Meta-Llama-3.1-8B`` vs ``Llama-3.1-8B-Instruct``."""
+
+
+def _core(name: str) -> str:
+    """The model part of an id without org and release decorations, e.g. ``llama-3.1-8b``."""
+    short = name.rsplit("/", 1)[-1]
+    previous = None
+    while previous != short:
+        previous, short = short, _DECORATIONS.sub("", short)
+    return short
+
+
 def _similarity(query: str, name: str) -> float:
     """Best difflib ratio of ``query`` to ``name`` or to its part after ``/``, plus 1
-    when a query of 4+ characters appears inside the name (so substrings rank first)."""
+    when a query of 4+ characters appears inside the name (so substrings rank first),
+    plus 1 when both name the same model once org and release decorations
+    (``meta-``, ``-instruct``, ``-hf``, ...) are dropped."""
     short = name.rsplit("/", 1)[-1]
     ratio = max(difflib.SequenceMatcher(None, query, text).ratio() for text in (name, short))
-    return ratio + (1.0 if len(query) >= 4 and query in name else 0.0)
+    same_core = _core(query) == _core(name)
+    return ratio + (1.0 if len(query) >= 4 and query in name else 0.0) + (1.0 if same_core else 0.0)
 
 
 def _suggestions(query: str, catalog: ModelCatalog, limit: int = 3, cutoff: float = 0.6) -> list[str]:

@@ -23,7 +23,8 @@ result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
 
 st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}")
 st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_size} × pipeline "
-           f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = {result.num_gpus} GPUs · "
+           f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = "
+           f"{result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'} · "
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
 engine.engine_verdict(result)

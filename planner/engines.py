@@ -42,8 +42,11 @@ _PLANNERS = {
 
 def _check_engine_dtype(profile: EngineProfile, request: EngineRequest) -> None:
     if request.kv_cache_dtype not in profile.kv_cache_dtypes:
+        hint = ""
+        if request.kv_cache_dtype in ("bf16", "fp16", "fp32") and "auto" in profile.kv_cache_dtypes:
+            hint = " (auto keeps the cache in the model's own 16-bit dtype)"
         raise ValueError(f"{profile.id} does not offer KV-cache dtype {request.kv_cache_dtype!r}; "
-                         f"choose one of {', '.join(profile.kv_cache_dtypes)}")
+                         f"choose one of {', '.join(profile.kv_cache_dtypes)}{hint}")
 
 
 def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest) -> EnginePlan:

@@ -15,7 +15,7 @@ from model_catalog import (
     model_spec,
     model_spec_from_config,
 )
-from model_catalog.model_registry import load_catalog, load_entry_file
+from model_catalog.model_registry import load_catalog, load_entry_file, resolve_model_id
 from planner.dtypes import BF16
 from planner.layers import (
     CacheDtypes,
@@ -425,3 +425,13 @@ def test_no_torch_in_runtime_packages() -> None:
                 continue
             text = source.read_text(encoding="utf-8")
             assert not re.search(r"^\s*(import|from)\s+torch\b", text, re.M), source
+
+
+@pytest.mark.parametrize(("asked", "first"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B"),
+    ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"),
+])
+def test_suggestions_put_the_same_model_without_release_decorations_first(asked, first):
+    with pytest.raises(ValueError) as info:
+        resolve_model_id(asked)
+    assert f"did you mean '{first}'" in str(info.value)

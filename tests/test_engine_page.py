@@ -122,3 +122,19 @@ def test_home_has_an_engine_selector_and_panel():
     assert any(c.value.startswith("python -m sglang.launch_server") for c in at.code)
     default = run("app.py", {})
     assert default.selectbox(key="engine").value == "vllm"
+
+
+def test_pipeline_stages_with_one_gpu_per_replica_add_gpus_like_the_cli():
+    # `--pipeline-parallel-size 4` without `--num-gpus` is tensor parallel 1 x 4 stages = 4 GPUs;
+    # the page reads 'GPUs per replica' left at 1 the same way.
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "context_len": "4096",
+                    "pipeline_parallel_size": "4"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    plan = expected("vllm", max_model_len=4096, tensor_parallel_size=1, pipeline_parallel_size=4)
+    assert plan.num_gpus == 4
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    # GPUs per replica above 1 must still be a multiple of the stages.
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "num_gpus": "3", "pipeline_parallel_size": "2"})
+    assert not at.exception
+    assert any("cannot be split into 2 pipeline stages" in e.value for e in at.error)

@@ -132,10 +132,16 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
 def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str) -> EngineRequest:
     """The planner request for the sidebar: GPUs per replica = tensor parallel x pipeline stages.
 
+    With 'GPUs per replica' left at 1, pipeline stages add GPUs (tensor parallel 1,
+    ``pp`` GPUs per replica), as the CLI's ``--pipeline-parallel-size`` does
+    without ``--num-gpus``.
+
     Raises:
-        ValueError: GPUs per replica not a multiple of the pipeline stages.
+        ValueError: GPUs per replica (above 1) not a multiple of the pipeline stages.
     """
     pp = knobs.pipeline_parallel_size
+    if form.num_gpus == 1 and pp > 1:
+        form = replace(form, num_gpus=pp)
     if form.num_gpus % pp:
         raise ValueError(f"{form.num_gpus} GPUs per replica cannot be split into {pp} pipeline stages; make "
                          "'GPUs per replica' a multiple of 'Pipeline stages'")

@@ -277,7 +277,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
         canonical, problem = _choice_problem(raw, options, resolve, noun)
         if problem:
             problems.append(f"Link parameter `{key}={raw}`: {problem}. Showing `{default}` instead; "
-                            f"pick a {noun} in the sidebar.")
+                            f"pick {'an' if noun[:1] in 'aeiou' else 'a'} {noun} in the sidebar.")
             changes[key] = None
         elif canonical != raw or len(values) > 1:
             changes[key] = [canonical]

@@ -140,7 +140,9 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
             f"{format_tokens(plan.max_context_len_by_memory)}"),
         "Max context before overheads [tokens]": (
             format_int(plan.max_context_len_before_overheads),
-            "whole card minus weights: no utilization cap, no activations or runtime, no block rounding"),
+            "memory only: whole card minus weights, no utilization cap, no activations or runtime, no block "
+            "rounding, and not capped at the model's max_position_embeddings"
+            + (f" ({format_int(plan.max_position_embeddings)})" if plan.max_position_embeddings else "")),
     }
 
 
