@@ -27,7 +27,9 @@ curves = {m.model_id: views.guarded(memory_curve, m, request, data.within_limit(
 grid = views.guarded(data.plan_grid, models, gpus, request, what="planning every model on every GPU")
 capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for g in gpus]
 
-st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size), key="memory_chart")
+log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
+                  help="Keeps small models readable next to a very large one (DeepSeek-V3, Llama 3.1 405B).")
+st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
 st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
            "sliding windows and recurrent states applied. Hover for GiB and exact bytes. The curves' overhead is "
            "vLLM's profile pass on a large GPU (8,192 tokens); on GPUs under 70 GiB and A100s vLLM profiles 2,048 "

@@ -35,7 +35,8 @@ right.plotly_chart(charts.variant_bars(rows, "max_concurrent_sequences", "Max co
                                        "Max concurrent sequences per GPU", "sequences"), key="users_chart")
 st.dataframe(rows, hide_index=True, key="variant_table",
              column_order=("Variant", "As built", "KV heads", "KV per token", "KV per sequence",
-                           "Max concurrent sequences", "Max context", "Design"))
+                           "Max concurrent sequences", "Max context", "Design"),
+             column_config={"Design": st.column_config.TextColumn("Design", width="large")})
 st.caption("Only the attention's KV heads change between variants; layers, windows, weights and overhead stay "
            "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
 

@@ -38,7 +38,7 @@ else:
 left, right = st.columns(2)
 left.markdown("**The engine would print**")
 if result.engine_log_lines:
-    left.code("\n".join(result.engine_log_lines), language="text")
+    left.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
 else:
     left.caption(f"{result.engine} prints no memory lines at startup.")
 right.markdown("**Launch command**")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,19 @@ def test_page_has_no_arithmetic(page):
     found = [node.lineno for node in ast.walk(tree)
              if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ops)]
     assert not found, f"{page}: arithmetic on lines {found}; move it to planner/ or ui/"
+
+
+def test_memory_curves_log_axis_keeps_capacity_labels_on_their_lines():
+    # DeepSeek-V3 (hundreds of GiB) beside an 8B model: the log memory axis keeps both readable.
+    at = run_page("pages/1_Memory_curves.py", {"models": ["deepseek-ai/DeepSeek-V3", LLAMA3],
+                                               "gpus": [RTX3090, H100], "log_y": "true"})
+    assert not at.exception and not at.error
+    assert at.toggle(key="log_y").value is True
+    (fig,) = plotly_specs(at)
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    grid = {g: _plan(LLAMA3, g, context_len=8192) for g in (RTX3090, H100)}
+    shapes = sorted(s["y0"] for s in fig["layout"]["shapes"])
+    labels = sorted(a["y"] for a in fig["layout"]["annotations"])
+    expected = sorted(bytes_to_gib(p.usable_memory_bytes) for p in grid.values())
+    assert shapes == pytest.approx(expected)  # shapes in data units on a log axis
+    assert labels == pytest.approx([math.log10(v) for v in expected])  # annotations in log10 units

@@ -7,6 +7,8 @@ the exact byte count), so charts and metrics never disagree.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -95,13 +97,14 @@ def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
 
 
 def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
-                  capacities: Sequence[tuple[str, int]], batch_size: int) -> go.Figure:
-    """Per-GPU memory against context length, one line per model, log x.
+                  capacities: Sequence[tuple[str, int]], batch_size: int, log_y: bool = False) -> go.Figure:
+    """Per-GPU memory against context length, one line per model, log x (and log y when asked).
 
     Args:
         curves: Model id -> memory points (already cut at the model's limit).
         capacities: (GPU label, usable bytes) for the horizontal capacity lines.
         batch_size: Sequences per point, for the hover text.
+        log_y: Log memory axis, so a 600 GiB model and an 8 GiB one stay readable together.
     """
     fig = go.Figure()
     for i, (model_id, points) in enumerate(curves.items()):
@@ -117,12 +120,15 @@ def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
     fig.update_layout(
         shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
                 for i, (_, usable) in enumerate(capacities)],
-        annotations=[dict(x=0, xref="paper", xanchor="left", y=bytes_to_gib(usable), yref="y", yanchor="bottom",
+        # On a log axis shapes take data values but annotations take log10 of them.
+        annotations=[dict(x=0, xref="paper", xanchor="left", yref="y", yanchor="bottom",
+                          y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
                           text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
                           font=dict(size=11, color="#333333"))
                      for label, usable in capacities])
-    fig.update_layout(height=520, xaxis=TOKEN_AXIS,
-                      yaxis=dict(title="Memory per GPU [GiB]", rangemode="tozero"), hovermode="closest", **_LAYOUT)
+    yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log") if log_y else dict(
+        title="Memory per GPU [GiB]", rangemode="tozero")
+    fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     return fig
 
 

@@ -510,6 +510,14 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
     return fig
 
 
+def _label_side(x: int, xs: Sequence[int]) -> str:
+    """``xanchor`` that keeps a label beside a vertical line at ``x`` inside a log x axis over ``xs``."""
+    if not xs:
+        return "left"
+    middle = math.sqrt(max(min(xs), 1) * max(max(xs), 1))
+    return "right" if x > middle else "left"
+
+
 def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> go.Figure:
     """Sequences that fit against max_model_len, per scheme (log x axis)."""
     fig = go.Figure()
@@ -527,7 +535,8 @@ def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> g
         shapes=[dict(type="line", xref="x", x0=current, x1=current, yref="y domain", y0=0, y1=1,
                      line=dict(dash="dash", color="#333333"))],
         annotations=[dict(text="your max_model_len", showarrow=False, xref="x", x=math.log10(max(current, 1)),
-                          xanchor="left", yref="y domain", y=1, yanchor="top")])
+                          xanchor=_label_side(current, [p.max_model_len for p in points]), yref="y domain", y=1,
+                          yanchor="top")])
     fig.update_layout(height=420, xaxis=dict(TOKEN_AXIS, title="max_model_len [tokens; K = 1,024]"),
                       yaxis=dict(title="Sequences that fit per GPU budget", tickformat=",d", rangemode="tozero"),
                       **_LAYOUT)
