@@ -481,6 +481,40 @@ def _text_config_reading(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return config
 
 
+SIZE_LIMITS: dict[str, int] = {
+    "num_hidden_layers": 1_024, "n_layer": 1_024, "n_layers": 1_024, "num_layers": 1_024,
+    "hidden_size": 262_144, "n_embd": 262_144, "d_model": 262_144,
+    "intermediate_size": 1_048_576, "moe_intermediate_size": 1_048_576, "n_inner": 1_048_576,
+    "num_attention_heads": 4_096, "n_head": 4_096, "num_key_value_heads": 4_096, "head_dim": 4_096,
+    "vocab_size": 4_194_304,
+    "num_local_experts": 16_384, "num_experts": 16_384, "n_routed_experts": 16_384,
+    "kv_lora_rank": 65_536, "q_lora_rank": 65_536,
+}
+"""Largest value accepted per size key, far above any published model (Llama 3.1 405B: 126 layers,
+hidden 16,384; DeepSeek-V3: vocab 129,280, 256 experts): a larger value is a typo or an attempt to
+make the server build a huge model, and is refused with a message instead of a long computation."""
+
+CORE_KEYS: tuple[str, ...] = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                              "vocab_size")
+"""Keys whose absence means transformers' class defaults stand in for the model's own sizes."""
+
+
+def check_sizes(config: Mapping[str, Any], where: str = "") -> None:
+    """Refuse size keys above :data:`SIZE_LIMITS` (top level and ``text_config``).
+
+    Raises:
+        ValueError: names the key, its value and the limit.
+    """
+    for key, limit in SIZE_LIMITS.items():
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            raise ValueError(f"config key '{where}{key}' is {value:,}; at most {limit:,} is accepted "
+                             "(far above any published model)")
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and not where:
+        check_sizes(text, "text_config.")
+
+
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                        source: str = "pasted config.json") -> CustomModel:
     """Plan any config.json safely (module docstring: three readings).
@@ -518,8 +552,13 @@ def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     if config.get("is_encoder_decoder") is True:
         raise ValueError(f"config key 'is_encoder_decoder' is true ({model_type!r}); only decoder-only "
                          "language models are planned")
+    check_sizes(config)
     hint, hint_reason = weight_dtype_hint(config)
     if model_type in SUPPORTED_MODEL_TYPES:
+        missing = [key for key in CORE_KEYS if key not in config]
+        if missing:
+            notes.append(f"config.json does not state {', '.join(missing)}: transformers' {model_type} defaults "
+                         "stand in for them; paste the whole config.json for the real model")
         spec = model_spec_from_config(config, name)
         return CustomModel(spec=spec, config=config, reading="family", source=source, notes=tuple(notes),
                            weight_dtype_hint=hint)

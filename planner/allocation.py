@@ -250,9 +250,14 @@ def allocation_for_model(
     ``block_size``, dtypes, ``num_gpus`` and overheads set the budget and profiles.
 
     Raises:
-        ValueError: invalid request fields or lengths.
+        ValueError: invalid request fields or lengths, or a ``num_gpus`` that cannot
+            split the attention heads (no engine would start, so there is nothing to compare).
     """
     result = plan(model, gpu_memory_bytes, request, gpu_id=gpu_id)
+    if result.max_context_len_limited_by == "tensor_parallel":
+        reason = next(r for r in result.reasons if "cannot split" in r)
+        fix = next((f for f in result.suggestions if f.startswith("use num_gpus")), "")
+        raise ValueError(f"{reason}; {fix}" if fix else reason)
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     exact = kv_profile(model, dtypes, request.num_gpus, 1)
     paged = kv_profile(model, dtypes, request.num_gpus, request.block_size)

@@ -464,7 +464,8 @@ def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gp
     valid_tp = _valid_tensor_parallel_sizes(model, 64)
     if not tensor_parallel_splits(model, tp):
         reasons.append(
-            f"num_gpus {tp} cannot split this model: engines need num_attention_heads "
+            f"num_gpus {tp} cannot split this model: tensor-parallel engines (vLLM, SGLang, TensorRT-LLM, TGI) "
+            f"need num_attention_heads "
             f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
             f"({model.num_key_value_heads}) divisible by it or dividing it")
         suggestions.append("use num_gpus " + " or ".join(str(n) for n in valid_tp[:6]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Sequence
 
 from planner import cli_engine, cli_traffic
@@ -122,7 +123,8 @@ def _run_plans(args: argparse.Namespace):
 
     model = _model_from_args(args)
     gpu = get_gpu(args.gpu)
-    num_gpus, _, _ = cli_engine.parallel_layout(args)
+    _, tp, pp = cli_engine.parallel_layout(args)
+    num_gpus = tp  # the v1 plan splits over tensor parallel GPUs; pipeline stages are the engine section's
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
     extra = {} if args.max_num_batched_tokens is None else {"max_num_batched_tokens": args.max_num_batched_tokens}
     request = PlanRequest(
@@ -132,6 +134,11 @@ def _run_plans(args: argparse.Namespace):
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
     )
     result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
+        result = replace(result, num_gpus=tp * pp, notes=(*result.notes, (
+            f"pipeline_parallel_size {pp}: this section holds the whole model on each group of {tp} "
+            f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
+            "stages")))
     engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
     return result, engine
 

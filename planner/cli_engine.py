@@ -106,7 +106,9 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
         f"{' (from the engine log)' if result.available_kv_from_log else ''}; "
         f"weights {rank.weights_bytes / GiB:,.2f}, activation {rank.activation_bytes / GiB:,.2f}, "
         f"non-torch {rank.non_torch_bytes / GiB:,.2f} GiB",
-        "engine says  " + "\n             ".join(result.engine_log_lines),
+        ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
+        else "engine says  nothing about memory at startup" if result.starts
+        else "engine says  nothing: it stops before allocating",
         f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
         f"starts       {'yes' if result.starts else 'no'}",
     ]

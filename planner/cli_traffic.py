@@ -31,7 +31,7 @@ from planner.cli_args import (
     share,
 )
 from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
-from planner.reverse import DEFAULT_FIND_KV_DTYPES, FindRequest, FindResult, find_setups
+from planner.reverse import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult, find_setups
 from planner.units import GiB
 from planner.workload import Fixed, LogNormal, Workload, workload_from_csv
 
@@ -40,10 +40,11 @@ COMMANDS = ("allocation", "find")
 
 def _kv_list(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
-    bad = [n for n in names if n not in KV_CACHE_DTYPE_CHOICES]
+    bad = [n for n in names if n not in FIND_KV_DTYPE_CHOICES]
     if not names or bad:
         raise argparse.ArgumentTypeError(
-            f"expected a comma-separated list of {', '.join(KV_CACHE_DTYPE_CHOICES)}, got {text!r}")
+            f"expected a comma-separated list of {', '.join(FIND_KV_DTYPE_CHOICES)} (what vLLM's --kv-cache-dtype "
+            f"takes), got {text!r}")
     return names
 
 
@@ -202,7 +203,9 @@ def _allocation_table(d: dict) -> str:
 
     lines = [
         f"model        {d['model_id']} on {d['gpu_id']}",
-        f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; {d['kv_cache_bytes_per_token_per_gpu']:,} B/token",
+        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; {d['kv_cache_bytes_per_token_per_gpu']:,} B/token"
+         if d["kv_cache_budget_bytes"] > 0 else
+         f"KV budget    none: weights + overhead exceed the usable memory by {g(-d['kv_cache_budget_bytes'])} per GPU"),
         f"workload     mean {d['mean_len']:,} tokens, limit {d['max_model_len']:,}, block {d['block_size']}, "
         f"batch {d['num_sequences']:,}",
         f"{'scheme':<14}{'reserved':>14}{'used':>14}{'wasted':>14}{'unused':>9}{'max seqs':>10}",

@@ -230,6 +230,7 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                  formula=f"tokens = (({gib2(gpu_memory_bytes)} GiB - context/non-torch) x {fraction:g} - weights) "
                          f"// cell; cuda_graph_max_bs {graph_bs}",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    data_parallel_size=request.data_parallel_size, max_model_len=c.max_model_len,
                                    gpu_memory_utilization=fraction, kv_cache_dtype=request.kv_cache_dtype,
@@ -310,6 +311,7 @@ def plan_trtllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                  formula=f"kv = (total - weights - activation - non-torch - graphs) x {fraction:g}; "
                          f"tokens = kv // per_token in {tpb}-token blocks",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    data_parallel_size=request.data_parallel_size, max_model_len=c.max_model_len,
                                    gpu_memory_utilization=fraction, kv_cache_dtype=request.kv_cache_dtype,
@@ -385,6 +387,7 @@ def plan_tgi(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, pr
                  log=log, formula=f"kv = total x {fraction:g} x 0.9 - weights - warm-up activation ({mnbt} tokens) "
                                   "- non-torch",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, max_model_len=c.max_model_len,
                                    gpu_memory_utilization=request.gpu_memory_utilization,
                                    kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
@@ -537,6 +540,7 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
                  log=lines, formula="KV = rows x cells (no fraction); compute buffer ~ n_ubatch x (vocab x 4 B "
                                      "+ fp32 forward pass)",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    max_model_len=c.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
                                    max_num_seqs=n_seq, n_ubatch=request.n_ubatch, kv_unified=unified and n_seq > 1,
@@ -650,5 +654,6 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
                      if any(isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)) for layer in model.layers)
                      else ""),
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    max_model_len=c.max_model_len, max_num_seqs=seqs_wanted))

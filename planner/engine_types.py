@@ -52,7 +52,7 @@ class EngineRequest:
     """
 
     engine: str = DEFAULT_ENGINE
-    weight_dtype: str = "bf16"
+    weight_dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1

@@ -131,9 +131,10 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     available_min = min(r.available_kv_cache_bytes for r in ranks)
     log = _log_lines(profile, ranks, layout, num_blocks, tokens, conc, max_model_len)
     launch = launch_command(LaunchSpec(
-        engine=profile.id, family=profile.family, model_id=model.model_id, tensor_parallel_size=tp,
+        engine=profile.id, family=profile.family, model_id=model.model_id,
+        weight_dtype=request.weight_dtype, tensor_parallel_size=tp,
         pipeline_parallel_size=pp, data_parallel_size=request.data_parallel_size,
-        max_model_len=max_model_len if not reasons else max(engine_max_len, 1), gpu_memory_utilization=util,
+        max_model_len=engine_max_len if reasons and engine_max_len > 0 else max_model_len, gpu_memory_utilization=util,
         kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend))

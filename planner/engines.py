@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.engine_others import plan_llamacpp, plan_sglang, plan_tgi, plan_transformers, plan_trtllm
+from planner.budget import tensor_parallel_splits
 from planner.engine_profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, EngineProfile, engine_profile
 from planner.engine_types import EnginePlan, EngineRequest, RankBudget
 from planner.engine_vllm import plan_vllm
@@ -75,7 +76,32 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
                          f"{model.num_layers} layers; choose at most {model.num_layers}")
     profile = engine_profile(request.engine)
     _check_engine_dtype(profile, request)
-    return _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
+    result = _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
+    if profile.family in HEAD_SPLITTING_FAMILIES and not tensor_parallel_splits(model, request.tensor_parallel_size):
+        result = _refused_at_config_check(model, request, result)
+    return result
+
+
+HEAD_SPLITTING_FAMILIES = frozenset({"vllm", "sglang", "trtllm", "tgi"})
+"""Engines that split attention heads over tensor-parallel GPUs and check divisibility before loading
+(vLLM ``verify_with_parallel_config``; SGLang ``ModelConfig`` head checks; TensorRT-LLM and TGI
+head sharding). llama.cpp splits by layers and transformers' ``device_map`` by modules: any count works."""
+
+
+def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: EnginePlan) -> EnginePlan:
+    """The engine stops before loading weights: no blocks, tokens, concurrency or memory print.
+
+    The per-rank arithmetic stays (it shows what the split would have cost); the
+    printed figures are zeroed because the engine never reaches them.
+    """
+    tp = request.tensor_parallel_size
+    reason = (f"Total number of attention heads ({model.num_attention_heads}) must be divisible by tensor parallel "
+              f"size ({tp}), and num_key_value_heads ({model.num_key_value_heads}) divisible by it or dividing it; "
+              "choose a tensor_parallel_size that divides the heads")
+    reasons = result.reasons if any("must be divisible by" in r for r in result.reasons) else (reason, *result.reasons)
+    return replace(result, starts=False, reasons=reasons, num_gpu_blocks=0, engine_kv_cache_tokens=0,
+                   max_concurrency=0.0, max_concurrency_all_replicas=0.0, engine_max_model_len=0,
+                   engine_log_lines=())
 
 
 def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,

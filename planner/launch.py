@@ -38,6 +38,7 @@ class LaunchSpec:
         max_model_len: Context per request (llama.cpp: ``n_ctx`` in all) [tokens].
         gpu_memory_utilization: Memory fraction (None when the engine has none).
         kv_cache_dtype: Planner KV dtype name.
+        weight_dtype: Planner weight dtype name (:func:`weight_flags`).
         max_num_seqs: Sequences per step / slots.
         max_num_batched_tokens: Profile-pass tokens, written when the user set them.
         block_size: Block size, written when the user set it.
@@ -54,6 +55,7 @@ class LaunchSpec:
     max_model_len: int
     gpu_memory_utilization: float | None = None
     kv_cache_dtype: str = "auto"
+    weight_dtype: str = "auto"
     max_num_seqs: int = 256
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
@@ -69,6 +71,31 @@ def _join(parts: list[str]) -> str:
 
 def _fraction(value: float | None) -> str:
     return f"{value:g}" if value is not None else ""
+
+
+WEIGHT_DTYPE_FLAGS: dict[str, tuple[str, ...]] = {
+    "fp32": ("--dtype", "float32"), "bf16": ("--dtype", "bfloat16"), "fp16": ("--dtype", "float16"),
+    "fp8": ("--quantization", "fp8"),
+}
+"""Flags that give vLLM and SGLang the planned weights from an unquantized checkpoint: ``--dtype``
+for 16/32-bit, ``--quantization fp8`` for online fp8 (vllm/engine/arg_utils.py; SGLang server_args.py)."""
+
+PRE_QUANTIZED = frozenset({"int8", "int4", "mxfp4"})
+"""Weight dtypes no flag produces from a 16-bit checkpoint: the model must be a quantized checkpoint."""
+
+
+def weight_flags(weight_dtype: str) -> tuple[list[str], str]:
+    """``(flags, trailing comment)`` that load weights in ``weight_dtype`` (vLLM and SGLang).
+
+    ``auto`` adds nothing (the engines follow the checkpoint's ``torch_dtype`` and
+    ``quantization_config``). int8/int4/mxfp4 add no flag but a comment: they need a
+    checkpoint quantized that way (AWQ, GPTQ, compressed-tensors, MXFP4), whose
+    ``quantization_config`` the engine reads.
+    """
+    if weight_dtype in PRE_QUANTIZED:
+        return [], (f"  # {weight_dtype} weights: serve a checkpoint quantized to {weight_dtype} "
+                    "(AWQ/GPTQ/compressed-tensors/MXFP4); the engine reads its quantization_config")
+    return list(WEIGHT_DTYPE_FLAGS.get(weight_dtype, ())), ""
 
 
 def vllm_command(spec: LaunchSpec) -> str:
@@ -87,7 +114,8 @@ def vllm_command(spec: LaunchSpec) -> str:
         parts += ["--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
     if spec.block_size is not None:
         parts += ["--block-size", str(spec.block_size)]
-    command = _join(parts)
+    flags, comment = weight_flags(spec.weight_dtype)
+    command = _join(parts + flags) + comment
     if spec.attention_backend:
         command = f"VLLM_ATTENTION_BACKEND={spec.attention_backend.upper()} {command}"
     if spec.engine == "vllm-v0":
@@ -112,7 +140,8 @@ def sglang_command(spec: LaunchSpec) -> str:
         parts += ["--chunked-prefill-size", str(spec.max_num_batched_tokens)]
     if spec.block_size is not None:
         parts += ["--page-size", str(spec.block_size)]
-    return _join(parts)
+    flags, comment = weight_flags(spec.weight_dtype)
+    return _join(parts + flags) + comment
 
 
 def llamacpp_command(spec: LaunchSpec) -> str:

@@ -50,7 +50,7 @@ from planner.budget import (
     PlanRequest,
     tensor_parallel_splits,
 )
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.dtypes import WEIGHT_DTYPES
 from planner.engine_profiles import is_large_datacenter_gpu
 from planner.kv import cache_dtypes
 from planner.launch import LaunchSpec, launch_command
@@ -65,6 +65,11 @@ DEFAULT_TP_SIZES = (1, 2, 4, 8)
 
 DEFAULT_FIND_KV_DTYPES = ("auto", "fp8")
 """KV dtypes tried: the model dtype, then fp8 (what vLLM's --kv-cache-dtype offers)."""
+
+FIND_KV_DTYPE_CHOICES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8")
+"""KV dtypes ``find`` may try: the setups are ``vllm serve`` commands, and vLLM's ``--kv-cache-dtype``
+takes auto, a 16-bit dtype or fp8 (vllm/config/cache.py ``CacheDType``); int8/int4/q8_0/q4_0 caches
+are llama.cpp or research formats (the Allocation page prices them)."""
 
 KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
@@ -135,8 +140,9 @@ class FindRequest:
             (self.max_gpus >= 1, f"max_gpus must be >= 1, got {self.max_gpus}"),
             (bool(self.tensor_parallel_sizes) and all(t >= 1 for t in self.tensor_parallel_sizes),
              f"tensor_parallel_sizes must be >= 1, got {self.tensor_parallel_sizes}"),
-            (bool(self.kv_cache_dtypes) and all(d in KV_CACHE_DTYPE_CHOICES for d in self.kv_cache_dtypes),
-             f"kv_cache_dtypes must be among {', '.join(KV_CACHE_DTYPE_CHOICES)}, got {self.kv_cache_dtypes}"),
+            (bool(self.kv_cache_dtypes) and all(d in FIND_KV_DTYPE_CHOICES for d in self.kv_cache_dtypes),
+             f"kv_cache_dtypes must be among {', '.join(FIND_KV_DTYPE_CHOICES)} (what vLLM's --kv-cache-dtype "
+             f"takes), got {self.kv_cache_dtypes}"),
             (self.weight_dtype in WEIGHT_DTYPES,
              f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}"),
             (self.max_time_per_output_token_s is None or self.max_time_per_output_token_s > 0,
@@ -272,9 +278,9 @@ def vllm_serve_command(
     """A ``vllm serve`` command line for a setup, via :func:`planner.launch.launch_command`.
 
     Capacity flags are always written (see :mod:`planner.launch`); ``--block-size``
-    only when it differs from vLLM's 16; fp8 weights add ``--quantization fp8``
-    (online fp8 weight quantization). Int4/MXFP4 weights need a pre-quantized
-    checkpoint, which the command cannot name.
+    only when it differs from vLLM's 16; the weight dtype as :func:`planner.launch.weight_flags`
+    writes it (``--quantization fp8`` for online fp8; a comment for int4/int8/MXFP4,
+    which need a pre-quantized checkpoint the command cannot name).
     Example: ``vllm serve meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4
     --max-model-len 2500 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --max-num-seqs 200``.
 
@@ -284,11 +290,8 @@ def vllm_serve_command(
         engine="vllm", family="vllm", model_id=model_id, tensor_parallel_size=tensor_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
-        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size)
-    command = launch_command(spec)
-    if weight_dtype == "fp8":
-        command += " --quantization fp8"
-    return command
+        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype)
+    return launch_command(spec)
 
 
 def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
@@ -500,10 +503,12 @@ def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workloa
                  tp_sizes: tuple[int, ...]) -> list[str]:
     """When nothing fits: a GPU count that would, or the knobs left."""
     out = []
-    for more in (16, 32, 64):
+    for more in (4, 8, 16, 32, 64):
         if more <= request.max_gpus:
             continue
-        costs = _candidate_costs(model, request, workload, tp_sizes)
+        wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                      if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
+        costs = _candidate_costs(model, request, workload, wider)
         fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more) if s.fits]
         if fitting:
             s = min(fitting, key=lambda s: s.price_per_hour)

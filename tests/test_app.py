@@ -289,3 +289,6 @@ def test_memory_curves_log_axis_keeps_capacity_labels_on_their_lines():
     expected = sorted(bytes_to_gib(p.usable_memory_bytes) for p in grid.values())
     assert shapes == pytest.approx(expected)  # shapes in data units on a log axis
     assert labels == pytest.approx([math.log10(v) for v in expected])  # annotations in log10 units
+    ticks = fig["layout"]["yaxis"]["tickvals"]
+    assert fig["layout"]["yaxis"]["ticktext"] == [f"{t:,g}" for t in ticks]  # 20 is "20", not plotly's "2"
+    assert ticks[0] <= min(expected) and ticks[-1] >= max(expected)

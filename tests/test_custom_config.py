@@ -19,6 +19,7 @@ import pytest
 from model_catalog import get_gpu, get_model_entry, model_ids, model_spec
 from model_catalog.custom import (
     MAX_CONFIG_BYTES,
+    check_sizes,
     custom_gpu,
     load_config_file,
     parse_config_json,
@@ -328,3 +329,26 @@ def test_custom_gpu_plans_like_a_catalog_gpu_with_the_same_memory():
     spec = model_spec(LLAMA3)
     assert plan(spec, gpu.framework_memory_bytes, REQUESTS[0]).to_dict() == plan(
         spec, H100.framework_memory_bytes, REQUESTS[0]).to_dict()
+
+
+def test_sizes_far_above_any_model_are_refused_at_once():
+    import time
+
+    huge = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 3_200_000, "num_attention_heads": 32,
+            "vocab_size": 32000, "intermediate_size": 11008}
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"'num_hidden_layers' is 3,200,000; at most 1,024"):
+        read_custom_config(huge)
+    assert time.monotonic() - start < 5  # refused before any model is built (it took 40 s before)
+    wrapped = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "vocab_size": 10**9}}
+    with pytest.raises(ValueError, match=r"'text_config.vocab_size' is 1,000,000,000"):
+        read_custom_config(wrapped)
+    # The largest catalog configs stay well inside the limits.
+    for model_id in ("meta-llama/Meta-Llama-3.1-405B", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-Next-80B-A3B-Instruct"):
+        check_sizes(get_model_entry(model_id).config)
+
+
+def test_a_known_family_with_missing_size_keys_says_defaults_stand_in():
+    model = read_custom_config({"model_type": "llama", "hidden_size": 2048})
+    assert any("does not state num_hidden_layers, num_attention_heads, intermediate_size, vocab_size" in n
+               for n in model.notes)

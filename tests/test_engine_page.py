@@ -44,7 +44,7 @@ def shown_metrics(at: AppTest) -> dict[str, str]:
 
 def expected(engine: str, **kw):
     gpu = get_gpu(H100)
-    request = EngineRequest(engine=engine, gpu_name=gpu.name, **kw)
+    request = EngineRequest(engine=engine, gpu_name=gpu.name, **({"weight_dtype": "auto"} | kw))  # as the page
     return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
 
 

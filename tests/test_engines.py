@@ -440,3 +440,44 @@ def test_cli_engine_rejects_a_dtype_the_engine_lacks(capsys):
 
     assert main(["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--engine", "vllm", "--kv-cache-dtype", "q8_0"]) == 2
     assert "vllm does not offer KV-cache dtype 'q8_0'" in capsys.readouterr().err
+
+
+def test_cli_pipeline_stages_keep_num_gpus_and_size_one_tensor_parallel_group(capsys):
+    # 3 pipeline stages of Llama 3.1 8B (32 heads): tensor parallel 1, so the plan section must not
+    # call the layout "cannot split" (it did, reading num_gpus 3 as tensor parallel 3).
+    out = _cli_json(capsys, "--engine", "vllm", "--pipeline-parallel-size", "3")
+    assert out["num_gpus"] == 3 and out["fits"] and out["engine_plan"]["starts"]
+    assert not any("cannot split" in r for r in out["reasons"])
+    assert any("pipeline_parallel_size 3" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "tgi"])
+def test_head_splitting_engines_refuse_a_tensor_parallel_size_that_does_not_divide_the_heads(engine):
+    model = dense_model(num_layers=4, num_attention_heads=32, num_key_value_heads=8)
+    result = plan_engine(model, 80 * GiB, EngineRequest(engine=engine, tensor_parallel_size=3, max_model_len=4096))
+    assert not result.starts and any("must be divisible by" in r for r in result.reasons)
+    # The engine never reaches its memory print: no blocks, tokens or concurrency to report.
+    assert (result.num_gpu_blocks, result.engine_kv_cache_tokens, result.max_concurrency) == (0, 0, 0.0)
+    assert result.engine_log_lines == ()
+
+
+def test_llama_cpp_splits_layers_so_three_gpus_are_fine():
+    model = dense_model(num_layers=4, num_attention_heads=32, num_key_value_heads=8)
+    result = plan_engine(model, 24 * GiB, EngineRequest(engine="llama.cpp", tensor_parallel_size=3, max_model_len=4096))
+    assert not any("must be divisible by" in r for r in result.reasons)
+
+
+@pytest.mark.parametrize(("weight_dtype", "expected"), [
+    ("auto", ""), ("bf16", " --dtype bfloat16"), ("fp32", " --dtype float32"), ("fp8", " --quantization fp8"),
+])
+def test_launch_commands_load_the_planned_weight_dtype(weight_dtype, expected):
+    result = plan_engine(MODEL, 80 * GiB, EngineRequest(engine="vllm", weight_dtype=weight_dtype, max_model_len=4096))
+    assert result.launch_command.endswith("--max-num-seqs 1024" + expected)
+    sglang = plan_engine(MODEL, 80 * GiB, EngineRequest(engine="sglang", weight_dtype=weight_dtype, max_model_len=4096))
+    assert sglang.launch_command.endswith(expected) if expected else "--dtype" not in sglang.launch_command
+
+
+def test_launch_command_for_int4_weights_names_the_checkpoint_it_needs():
+    result = plan_engine(MODEL, 80 * GiB, EngineRequest(engine="vllm", weight_dtype="int4", max_model_len=4096))
+    assert "--quantization" not in result.launch_command
+    assert result.launch_command.split("  # ", 1)[1].startswith("int4 weights: serve a checkpoint quantized to int4")

@@ -153,3 +153,21 @@ def test_vllm_serve_command():
     assert cmd == ("vllm serve org/m --tensor-parallel-size 4 --data-parallel-size 2 --max-model-len 2500 "
                    "--gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --max-num-seqs 300 --block-size 32 "
                    "--quantization fp8")
+
+
+def test_find_kv_dtypes_are_the_ones_vllm_takes():
+    with pytest.raises(ValueError, match="what vLLM's --kv-cache-dtype takes"):
+        FindRequest(users=10, prompt_len=100, output_len=10, kv_cache_dtypes=("int4",)).validate()
+
+
+def test_find_suggests_more_gpus_when_the_weights_do_not_fit():
+    # 8 layers of 64 MiB linears: too big for two 1 GiB GPUs at any tensor-parallel size <= 2,
+    # fine with more GPUs: the suggestion must search the larger sizes (it kept tp <= max_gpus).
+    model = dense_model(num_layers=8, hidden_size=4096, intermediate_size=16384, num_attention_heads=32,
+                        num_key_value_heads=8)
+    gpus = [FakeGPU(id="small", name="Small", framework_memory_bytes=4 * GiB, price_usd_per_hour=1.0,
+                    bandwidth_gb_s=1000.0)]
+    result = find_setups(model, gpus, FindRequest(users=1, prompt_len=100, output_len=10, max_gpus=2,
+                                                  weight_dtype="fp32", overhead_bytes=0))
+    assert not result.fits
+    assert any(s.startswith("raise max_gpus to") for s in result.suggestions), result.suggestions

@@ -126,10 +126,29 @@ def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
                           text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
                           font=dict(size=11, color="#333333"))
                      for label, usable in capacities])
-    yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log") if log_y else dict(
-        title="Memory per GPU [GiB]", rangemode="tozero")
+    if log_y:
+        values = [bytes_to_gib(p.total_bytes) for points in curves.values() for p in points]
+        values += [bytes_to_gib(usable) for _, usable in capacities]
+        ticks = _log_ticks(min(values, default=1), max(values, default=1))
+        yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log", tickvals=ticks,
+                     ticktext=[f"{t:,g}" for t in ticks])
+    else:
+        yaxis = dict(title="Memory per GPU [GiB]", rangemode="tozero")
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     return fig
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 ticks covering ``[low, high]`` on a log axis, written out in full (plotly's own minor
+    labels abbreviate 20 as "2", which reads as 2 GiB above 10)."""
+    low, high = max(low, 1e-3), max(high, 1e-3)
+    ticks = []
+    for exponent in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1):
+        for mantissa in (1, 2, 5):
+            value = mantissa * 10.0 ** exponent
+            if low / 2 <= value <= high * 2:
+                ticks.append(round(value, 6))
+    return ticks
 
 
 def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str) -> go.Figure:

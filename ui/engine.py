@@ -236,9 +236,10 @@ def engine_verdict(plan: EnginePlan) -> None:
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
                    f"{plan.max_concurrency:.2f}x concurrency per replica.", icon=":material/check_circle:")
     else:
-        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {r}" for r in plan.reasons],
-                 f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, the "
-                 "largest it would accept here."]
+        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {r}" for r in plan.reasons]]
+        if plan.engine_max_model_len > 0:
+            lines.append(f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, "
+                         "the largest it would accept here.")
         st.warning("\n".join(lines), icon=":material/warning:")
     for warning in plan.warnings:
         st.warning(warning, icon=":material/warning:")

@@ -24,13 +24,13 @@ from planner.allocation import (
     slice_waste,
 )
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.dtypes import WEIGHT_DTYPES
 from planner.kv import cache_dtypes, kv_profile
 from planner.kvquant import KVQuantOption, compare_kv_dtypes
 from planner.model import ModelSpec
 from planner.offload import PCIE4_X16_GB_S, SwapPlan, swap_plan
 from planner.prefix import PrefixSharing, SamplingMemory, parallel_sampling, prefix_caching
-from planner.reverse import DEFAULT_FIND_KV_DTYPES, FindRequest, FindResult, Setup, find_setups
+from planner.reverse import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult, Setup, find_setups
 from planner.sweep import context_points
 from planner.throughput import ThroughputEstimate, active_parameters, estimate_throughput, prefill_seconds
 from planner.workload import ConcurrencySimulation, Fixed, LogNormal, Workload, simulate_concurrency, workload_from_csv
@@ -149,12 +149,12 @@ def find_dtype_inputs() -> tuple[str, tuple[str, ...], list[str]]:
     """Weight dtype selectbox and the KV dtypes multiselect of the Find page (URL-bound)."""
     problems = inputs.check_link(
         {"weight_dtype": (tuple(WEIGHT_DTYPES), None, "weight dtype", "auto")},
-        {"kv_cache_dtypes": (KV_CACHE_DTYPE_CHOICES, None, "KV-cache dtype", len(KV_CACHE_DTYPE_CHOICES))}, ())
+        {"kv_cache_dtypes": (FIND_KV_DTYPE_CHOICES, None, "KV-cache dtype", len(FIND_KV_DTYPE_CHOICES))}, ())
     bar = st.sidebar
     weight = bar.selectbox("Weight dtype", tuple(WEIGHT_DTYPES), index=tuple(WEIGHT_DTYPES).index("auto"),
                            key="weight_dtype", bind="query-params",
                            help="; ".join(f"{k}: {v.label}" for k, v in WEIGHT_DTYPES.items()))
-    kv = bar.multiselect("KV-cache dtypes to try", KV_CACHE_DTYPE_CHOICES, default=list(DEFAULT_FIND_KV_DTYPES),
+    kv = bar.multiselect("KV-cache dtypes to try", FIND_KV_DTYPE_CHOICES, default=list(DEFAULT_FIND_KV_DTYPES),
                          key="kv_cache_dtypes", bind="query-params",
                          help="auto = the model's dtype; fp8 halves the cache (`--kv-cache-dtypes`).")
     return weight, tuple(kv), problems
