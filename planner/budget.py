@@ -398,7 +398,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     reasons, suggestions, notes = _diagnose(
         model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
         budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
-        gpu_memory_bytes=gpu_memory_bytes)
+        gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
     if not tensor_parallel_splits(model, tp):
         # The engine refuses to start: no capacity to report (the reasons say why).
         capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
@@ -432,7 +432,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
 def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
               budget: int, per_seq: int, max_seqs: int, max_ctx: int,
-              gpu_memory_bytes: int) -> tuple[list[str], list[str], list[str]]:
+              gpu_memory_bytes: int, gpu_name: str = "") -> tuple[list[str], list[str], list[str]]:
     """Reasons a plan does not fit, the knobs that would fix it, and notes."""
     reasons: list[str] = []
     suggestions: list[str] = []
@@ -460,7 +460,9 @@ def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gp
             suggestions.append(f"lower context_len to {max_ctx:,} (fits this batch)")
         if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
             suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
-        suggestions.append(f"add GPUs (num_gpus {tp * 2}) or raise gpu_memory_utilization")
+        more = _gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
+        suggestions.append(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)"
+                           if more else "add replicas (each holds part of the batch) or a GPU with more memory")
     valid_tp = _valid_tensor_parallel_sizes(model, 64)
     if not tensor_parallel_splits(model, tp):
         reasons.append(
@@ -493,6 +495,30 @@ def tensor_parallel_splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
     """True when engines accept ``tensor_parallel_size`` for ``model`` (rule of :func:`_valid_tensor_parallel_sizes`)."""
     n, heads, kv = tensor_parallel_size, model.num_attention_heads, model.num_key_value_heads
     return heads % n == 0 and (model.attention_kind == "MLA" or kv % n == 0 or n % kv == 0)
+
+
+def _gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> int | None:
+    """Smallest valid tensor-parallel size above ``request.num_gpus`` (up to 64) whose per-GPU budget
+    holds ``batch_size`` sequences of ``context_len``; None when none does.
+
+    Same arithmetic as :func:`plan` at each size (weights and KV heads split, overhead re-estimated).
+    """
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    fmt = weight_dtype(request.weight_dtype)
+    usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
+    for n in _valid_tensor_parallel_sizes(model, 64):
+        if n <= request.num_gpus:
+            continue
+        if request.overhead_bytes is None:
+            overhead = estimate_overhead(model, dtypes.state.bytes_for(1), n, request.max_num_batched_tokens,
+                                         gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
+        else:
+            overhead = request.overhead_bytes
+        budget = usable - weight_bytes(model.params, fmt, model.torch_dtype, n) - overhead
+        per_seq = kv_profile(model, dtypes, n, request.block_size).bytes_per_sequence(request.context_len)
+        if budget > 0 and request.batch_size * per_seq <= budget:
+            return n
+    return None
 
 
 def _weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:

@@ -138,3 +138,17 @@ def test_tampered_link_on_a_page_is_a_top_message_and_the_catalog_still_works():
     assert len(messages) == 1 and "link parameter custom_model is not a valid share code" in messages[0]
     assert at.selectbox(key="model").value == "meta-llama/Meta-Llama-3-8B"
     assert at.metric  # the catalog plan is still shown
+
+
+def test_broken_custom_link_says_the_custom_model_could_not_be_read_not_unknown_id():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.query_params["model"] = "custom"
+    at.query_params["gpu"] = "nvidia-rtx-3090"
+    at.query_params["custom_model"] = "hello"
+    at.run()
+    assert not at.exception
+    texts = [e.value for e in at.error]
+    assert any("custom model this link names could not be read" in t for t in texts)
+    assert not any("unknown model id 'custom'" in t for t in texts)

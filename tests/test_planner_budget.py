@@ -279,3 +279,17 @@ def test_tensor_parallel_size_that_cannot_split_the_heads_reports_no_capacity():
     # A huge size is answered at once (no search over every size up to it).
     huge = plan(model, h100.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=1 << 40), gpu_id=h100.id)
     assert not huge.fits and huge.max_concurrent_sequences == 0
+
+
+def test_too_large_a_batch_suggests_the_smallest_gpu_count_that_holds_it():
+    model, rtx3090 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-rtx-3090")
+    mem = rtx3090.framework_memory_bytes
+
+    def run(n: int):
+        return plan(model, mem, PlanRequest(context_len=8192, batch_size=100, num_gpus=n), gpu_id=rtx3090.id)
+
+    suggestion = next(s for s in run(1).suggestions if s.startswith("use num_gpus"))
+    n = int(suggestion.split()[2])
+    assert run(n).fits
+    smaller = [k for k in (2, 4, 8) if k < n]
+    assert smaller and not any(run(k).fits for k in smaller)

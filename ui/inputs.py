@@ -193,6 +193,9 @@ def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], s
     """(canonical value or None, problem text or None) for one selection."""
     if raw in options:
         return raw, None
+    if raw == catalog.CUSTOM_ID:  # the link's custom_model/custom_gpu could not be read
+        return None, (f"the custom {what} this link names could not be read (the message about custom_model "
+                      "or custom_gpu says why)")
     if resolve is not None:
         try:
             canonical = resolve(raw)
