@@ -3,7 +3,7 @@ roofline throughput / cost estimate for the best one."""
 
 import streamlit as st
 
-from ui import catalog, inputs, traffic, views
+from ui import catalog, custom_panel, inputs, traffic, views
 
 views.setup_page("Find a GPU setup", "🔎",
                  "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
@@ -31,8 +31,9 @@ request = views.guarded(
     kv_cache_dtypes=kv_cache_dtypes, weight_dtype=weight_dtype, max_tpot_ms=limits["max_tpot_ms"],
     gpu_memory_utilization=form.gpu_memory_utilization, block_size=form.block_size, overhead_gib=form.overhead_gib,
     preemption_probability=limits["preemption_probability"], seed=limits["seed"], what="reading the inputs")
-result = views.guarded(traffic.run_find, model, catalog.gpus().values(), request,
-                       what=f"searching setups for {model.model_id}")
+custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
+search_gpus = [*catalog.gpus().values(), *([custom_gpu] if custom_gpu is not None else [])]
+result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{model.display_name}: {load['users']:,} users")
 st.caption(workload.describe())

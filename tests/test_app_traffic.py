@@ -127,3 +127,19 @@ def test_bad_links_give_clear_errors(page, params, phrases):
     errors = " ".join(e.value for e in at.error)
     for phrase in phrases:
         assert phrase in errors, errors
+
+
+def test_find_page_includes_the_sidebar_custom_gpu():
+    from model_catalog.custom import custom_gpu
+    from model_catalog.share_codec import encode_gpu
+
+    code = encode_gpu(custom_gpu("Cheap 24G", 24, "GiB", 900.0, 0.44))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "7_Find_a_GPU_setup.py"),
+                           default_timeout=60)
+    for key, value in {"model": "meta-llama/Meta-Llama-3.1-8B", "users": "2", "prompt_len": "18000",
+                       "output_len": "2000", "custom_gpu": code}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    # $0.44/h undercuts every catalog GPU that holds two 20,000-token users.
+    assert "Cheapest: 1 x Cheap 24G" in at.success[0].value
