@@ -3,8 +3,7 @@
 import streamlit as st
 
 from planner.budget import weights_label
-from planner.engines import HEAD_SPLITTING_FAMILIES, plan_engine
-from planner.reverse import valid_tensor_parallel
+from planner.engines import plan_engine
 from ui import catalog, engine, inputs, views
 
 views.setup_page("Engine", "⚙️",
@@ -28,7 +27,7 @@ st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_si
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
 engine.engine_verdict(result)
-if result.family not in HEAD_SPLITTING_FAMILIES or valid_tensor_parallel(model, result.tensor_parallel_size):
+if not result.stopped_at_config_check:
     engine.engine_metrics(result)
 else:
     st.info("No memory figures: the engine stops at its configuration check, before it loads weights or "

@@ -148,6 +148,27 @@ def estimate_overhead(
     )
 
 
+def overhead_bytes(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: int | None = None,
+                   gpu_name: str = "", tensor_parallel_size: int | None = None) -> int:
+    """Per-GPU overhead for ``request``: its ``overhead_bytes`` override, else :func:`estimate_overhead`.
+
+    Args:
+        model: The model.
+        request: Knobs (dtypes, ``max_num_batched_tokens``, the override).
+        gpu_memory_bytes, gpu_name: The GPU, for vLLM's scheduler defaults (None = a large GPU).
+        tensor_parallel_size: GPUs one layer is split over; None = ``request.num_gpus``.
+
+    Returns:
+        Overhead per GPU [bytes].
+    """
+    if request.overhead_bytes is not None:
+        return request.overhead_bytes
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    tp = request.num_gpus if tensor_parallel_size is None else tensor_parallel_size
+    return estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+                             gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlanRequest:
     """What the user asks for. Field names are the CLI flags and URL keys.
@@ -509,11 +530,7 @@ def _gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: in
     for n in _valid_tensor_parallel_sizes(model, 64):
         if n <= request.num_gpus:
             continue
-        if request.overhead_bytes is None:
-            overhead = estimate_overhead(model, dtypes.state.bytes_for(1), n, request.max_num_batched_tokens,
-                                         gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
-        else:
-            overhead = request.overhead_bytes
+        overhead = overhead_bytes(model, request, gpu_memory_bytes, gpu_name, tensor_parallel_size=n)
         budget = usable - weight_bytes(model.params, fmt, model.torch_dtype, n) - overhead
         per_seq = kv_profile(model, dtypes, n, request.block_size).bytes_per_sequence(request.context_len)
         if budget > 0 and request.batch_size * per_seq <= budget:

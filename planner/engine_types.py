@@ -180,6 +180,8 @@ class EnginePlan:
         engine_log_lines: The startup lines the engine would print.
         overhead_formula: The overhead model's arithmetic.
         launch_command: A ready-to-run command for this plan.
+        stopped_at_config_check: True when the engine stops before loading weights (tensor
+            parallel size that cannot split the heads): the printed figures are then 0.
     """
 
     engine: str
@@ -217,6 +219,7 @@ class EnginePlan:
     engine_log_lines: tuple[str, ...] = field(default_factory=tuple)
     overhead_formula: str = ""
     launch_command: str = ""
+    stopped_at_config_check: bool = False
 
     @property
     def limiting_rank(self) -> RankBudget:

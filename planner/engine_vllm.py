@@ -207,9 +207,7 @@ def _diagnose(model: ModelSpec, request: EngineRequest, profile: EngineProfile, 
     warnings: list[str] = []
     notes: list[str] = []
     tp = request.tensor_parallel_size
-    if model.num_attention_heads % tp:
-        reasons.append(f"Total number of attention heads ({model.num_attention_heads}) must be divisible by "
-                       f"tensor parallel size ({tp}); choose a tensor_parallel_size that divides it")
+    # Heads that tensor parallelism cannot split: planner.engines.plan_engine, for every head-splitting engine.
     if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
         reasons.append(f"User-specified max_model_len ({max_model_len}) is greater than the derived "
                        f"max_model_len (max_position_embeddings={model.max_position_embeddings}); lower max_model_len")

@@ -48,6 +48,7 @@ from planner.budget import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_MAX_NUM_SEQS,
     PlanRequest,
+    overhead_bytes,
     tensor_parallel_splits,
 )
 from planner.dtypes import WEIGHT_DTYPES
@@ -302,8 +303,7 @@ def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
 @dataclass(frozen=True)
 class _Costs:
     weights: int
-    overhead_large: int  # vLLM's profile pass on GPUs >= 70 GiB that are not A100s
-    overhead_small: int  # ... on the others (planner.budget.estimate_overhead)
+    overheads: dict  # vLLM size class (planner.engine_profiles.is_large_datacenter_gpu) -> overhead [bytes]
     kv_name: str
     kv_flag: str
     paged_per_seq: int
@@ -311,14 +311,17 @@ class _Costs:
     profile: object
 
     def overhead(self, gpu) -> int:
-        """Overhead per GPU on ``gpu`` (its size class picks vLLM's scheduler defaults) [bytes]."""
-        large = is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id)
-        return self.overhead_large if large else self.overhead_small
+        """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
+        return self.overheads[is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id)]
 
 
 def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
-                     tp_sizes: tuple[int, ...]) -> dict[tuple[int, str], _Costs]:
-    """Per (tp, kv dtype): weights, overhead and KV per sequence on one GPU (budget arithmetic of plan())."""
+                     tp_sizes: tuple[int, ...], gpus) -> dict[tuple[int, str], _Costs]:
+    """Per (tp, kv dtype): weights, overhead per GPU size class of ``gpus`` and KV per sequence on
+    one GPU (budget arithmetic of plan())."""
+    classes = {}
+    for gpu in gpus:  # one GPU of each vLLM size class stands for the class
+        classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
     costs = {}
     decode_ctx = min(workload.max_model_len,
                      int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
@@ -329,12 +332,13 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                                        gpu_memory_utilization=request.gpu_memory_utilization,
                                        overhead_bytes=request.overhead_bytes)
             c = per_gpu_costs(model, plan_request)
-            small = per_gpu_costs(model, plan_request, gpu_memory_bytes=0).overhead_bytes  # not a large GPU
+            overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
+                         for large, gpu in classes.items()}
             name = cache_dtypes(model, request.weight_dtype, kv).kv.name
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache
             costs[(tp, name)] = _Costs(
-                weights=c.weights_bytes_per_gpu, overhead_large=c.overhead_bytes, overhead_small=small,
+                weights=c.weights_bytes_per_gpu, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
                 exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged)
@@ -379,7 +383,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     if not tp_sizes:
         raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
                          f"{model.model_id} within max_gpus {request.max_gpus}")
-    costs = _candidate_costs(model, request, workload, tp_sizes)
+    costs = _candidate_costs(model, request, workload, tp_sizes, priced)
     setups = _evaluate(model, priced, request, workload, costs, request.max_gpus)
     fitting = [s for s in setups if s.fits]
     best: dict[tuple[str, int, str], Setup] = {}
@@ -508,7 +512,7 @@ def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workloa
             continue
         wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
                       if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
-        costs = _candidate_costs(model, request, workload, wider)
+        costs = _candidate_costs(model, request, workload, wider, gpus)
         fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more) if s.fits]
         if fitting:
             s = min(fitting, key=lambda s: s.price_per_hour)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.budget import PlanRequest, estimate_overhead
+from planner.budget import PlanRequest, overhead_bytes
 from planner.dtypes import weight_dtype
 from planner.engine_profiles import is_large_datacenter_gpu
 from planner.kv import cache_dtypes, kv_profile
@@ -65,13 +65,8 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     tp = request.num_gpus
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     weights = weight_bytes(model.params, weight_dtype(request.weight_dtype), model.torch_dtype, tp)
-    if request.overhead_bytes is None:
-        overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
-                                     gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
-    else:
-        overhead = request.overhead_bytes
     return PerGPUCosts(
-        weights_bytes_per_gpu=weights, overhead_bytes=overhead,
+        weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
         profile_exact=kv_profile(model, dtypes, tp, 1),
         profile_paged=kv_profile(model, dtypes, tp, request.block_size),
     )
@@ -156,12 +151,13 @@ def catalog_sweep(
     for model in models:
         costs = per_gpu_costs(model, request)
         per_seq = [costs.profile_paged.bytes_per_sequence(c) for c in contexts]
-        overheads: dict[bool, int] = {}  # the overhead depends on the GPU only through vLLM's size class
+        # The overhead depends on the GPU only through vLLM's size class; no GPU given = the large class.
+        overheads: dict[bool, int] = {True: costs.overhead_bytes}
         rows = []
         for mem in gpu_memory_bytes:
             large = is_large_datacenter_gpu(mem, "")
             if large not in overheads:
-                overheads[large] = per_gpu_costs(model, request, mem).overhead_bytes
+                overheads[large] = overhead_bytes(model, request, mem)
             budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - overheads[large]
             if budget <= 0:
                 rows.append(tuple(0 for _ in per_seq))

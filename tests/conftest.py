@@ -80,16 +80,10 @@ def streamlit_server(e2e_artifacts):
 @pytest.fixture(scope="session")
 def chromium_browser():
     require_browser()
-    from playwright.sync_api import sync_playwright
+    from tests.e2e_helpers import chromium
 
-    from tests.e2e_helpers import launch_browser
-
-    with sync_playwright() as pw:
-        browser = launch_browser(pw)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -533,29 +533,39 @@ class RunClock:
             self.machine_cpu_s = machine_cpu_seconds()[0] - machine0
 
 
-@dataclass
-class LoadReport(RunClock):
-    """What a load run saw.
+@dataclass(kw_only=True)
+class LoadRun(RunClock):
+    """What every load run records (the browser one and the websocket one).
 
     Attributes:
-        sessions: Concurrent browser sessions.
-        duration_s: Planned length of the run [s].
-        first_page_ms: Each session's first page load, navigation -> settled [ms].
-        rerun_ms: Every rerun after a widget change, input -> settled [ms].
-        changes_per_session: Widget changes each session made.
+        sessions: Concurrent sessions.
+        duration_s: Planned seconds of widget changes per session.
+        first_page_ms: Each session's first page [ms].
+        rerun_ms: Every rerun after a widget change [ms].
         errors: One line per problem (exception on a page, rerun never settled, ...).
-        rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
-        rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
 
-    Wall time (page loads included) and CPU: :class:`RunClock`.
+    Wall time and CPU: :class:`RunClock`.
     """
 
     sessions: int
     duration_s: float
     first_page_ms: list[float] = field(default_factory=list)
     rerun_ms: list[float] = field(default_factory=list)
-    changes_per_session: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class LoadReport(LoadRun):
+    """What a browser load run saw (:class:`LoadRun`; first pages navigation -> settled, reruns
+    input -> settled, wall time with page loads included).
+
+    Attributes:
+        changes_per_session: Widget changes each session made.
+        rss_samples: (seconds since start, server RSS [bytes]) every :attr:`rss_every_s`.
+        rss_after_bytes: Server RSS after every session closed and a short pause [bytes].
+    """
+
+    changes_per_session: list[int] = field(default_factory=list)
     rss_samples: list[tuple[float, int]] = field(default_factory=list)
     rss_after_bytes: int = 0
 

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from tests.e2e_helpers import PAGES, SEARCH_TERMS, RunClock, percentile, rss_bytes
+from tests.e2e_helpers import PAGES, SEARCH_TERMS, LoadRun, percentile, rss_bytes
 
 FINISHED_OK = 0
 """``ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY``."""
@@ -42,26 +42,16 @@ class _Widget:
     maximum: float | None = None
 
 
-@dataclass
-class ServerLoadReport(RunClock):
-    """Figures of one :func:`run_server_load` (latencies in milliseconds).
+@dataclass(kw_only=True)
+class ServerLoadReport(LoadRun):
+    """Figures of one :func:`run_server_load` (:class:`tests.e2e_helpers.LoadRun`): first pages and
+    reruns from ``rerun_script`` sent to ``script_finished`` received [ms]; errors are exception
+    elements, unsuccessful finishes, timeouts and lost sockets.
 
     Attributes:
-        sessions: Simulated users.
-        duration_s: Seconds each one kept changing its widget.
-        first_page_ms: Per session: ``rerun_script`` sent -> ``script_finished`` of the first run.
-        rerun_ms: Every widget change: sent -> ``script_finished`` [ms].
-        errors: One line per problem (exception element, unsuccessful finish, timeout, lost socket).
         rss_samples: Server RSS [bytes] sampled through the run.
-
-    Wall time and CPU: :class:`tests.e2e_helpers.RunClock`.
     """
 
-    sessions: int
-    duration_s: float
-    first_page_ms: list[float] = field(default_factory=list)
-    rerun_ms: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
     rss_samples: list[int] = field(default_factory=list)
 
     def summary(self) -> dict:
