@@ -120,7 +120,7 @@ class CustomModel:
             ``gguf:FILE``.
         notes: Caveats to show beside the plan.
         weight_dtype_hint: Weight dtype that matches the checkpoint (a key of
-            ``planner.dtypes.WEIGHT_DTYPES``), or None when unknown.
+            ``planner.model.dtypes.WEIGHT_DTYPES``), or None when unknown.
         tensors: GGUF tensor groups for the share link (name, shape, count,
             kind, ggml type); empty for config.json models.
     """
@@ -341,7 +341,7 @@ def weight_dtype_hint(config: Mapping[str, Any]) -> tuple[str | None, str]:
 
     Returns:
         ``(dtype or None, explanation)``; dtype is a key of
-        ``planner.dtypes.WEIGHT_DTYPES``.
+        ``planner.model.dtypes.WEIGHT_DTYPES``.
 
     Sources: quant_method names of transformers' quantizers
     (transformers/utils/quantization_config.py: GPTQ/AWQ ``bits``, FP8

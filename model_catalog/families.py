@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.layers import MLAAttention, RecurrentState
-from planner.params import (
+from planner.model.layers import MLAAttention, RecurrentState
+from planner.model.params import (
     ParamGroup,
     attention,
     embedding,

@@ -8,7 +8,7 @@ module reads only that header, with the ``gguf`` package's reader (pure
 Python + numpy), and never touches the tensor data: a header prefix of the file
 (``head -c 64M model.gguf > head.gguf``) is enough.
 
-Weights: each tensor becomes a :class:`planner.params.ParamGroup` whose
+Weights: each tensor becomes a :class:`planner.model.params.ParamGroup` whose
 ``storage`` is its ggml type, so ``weight_bytes`` is exactly the bytes the file
 holds for the tensors, whatever weight dtype the plan asks for:
 ``bytes = n_elements / block_size x type_size`` per tensor (gguf
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from model_catalog.custom import CustomModel, clean_name, read_custom_config
-from planner.dtypes import StorageFormat
-from planner.params import ParamGroup, merge_groups
+from planner.model.dtypes import StorageFormat
+from planner.model.params import ParamGroup, merge_groups
 
 SWA_PATTERNS: dict[str, int] = {"gemma2": 2, "gemma3": 6, "cohere2": 4}
 """llama.cpp's sliding-window period per architecture (every n-th layer is full attention)."""

@@ -43,8 +43,8 @@ from transformers.utils import logging as hf_logging
 
 from model_catalog.families import FAMILIES, FamilyParts, config_int
 from model_catalog.quantization import checkpoint_formats
-from planner.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from planner.model import ModelSpec
+from planner.model.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 
 LEGACY_MODEL_TYPES: dict[str, str] = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
 """Old ``model_type`` names -> the name transformers 5 registers."""

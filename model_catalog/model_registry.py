@@ -8,8 +8,8 @@ field; an unknown id fails with close matches from ``difflib``.
 from __future__ import annotations
 
 import difflib
-import re
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache

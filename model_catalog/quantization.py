@@ -46,8 +46,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from planner.dtypes import FP8_BLOCK128, WEIGHT_DTYPES, StorageFormat
-from planner.params import ParamGroup
+from planner.model.dtypes import FP8_BLOCK128, WEIGHT_DTYPES, StorageFormat
+from planner.model.params import ParamGroup
 
 _LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
 

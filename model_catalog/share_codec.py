@@ -40,7 +40,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from model_catalog.custom import GENERIC_REQUIRED_KEYS, MAX_NAME_CHARS, CustomGPU, CustomModel, custom_gpu, read_custom_config
+from model_catalog.custom import (
+    GENERIC_REQUIRED_KEYS,
+    MAX_NAME_CHARS,
+    CustomGPU,
+    CustomModel,
+    custom_gpu,
+    read_custom_config,
+)
 
 CODEC_VERSION = 1
 """Current format version; the code starts with ``v1.``."""

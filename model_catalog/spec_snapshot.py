@@ -37,8 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from planner.dtypes import StorageFormat
-from planner.layers import (
+from planner.model import ModelSpec
+from planner.model.dtypes import StorageFormat
+from planner.model.layers import (
     ChunkedLocalAttention,
     FullAttention,
     MLAAttention,
@@ -46,16 +47,15 @@ from planner.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from planner.model import ModelSpec
-from planner.params import ParamGroup
+from planner.model.params import ParamGroup
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "spec_snapshot.json"
 FORMAT = 1
 DERIVATION_SOURCES = (
     "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/quantization.py",
-    "model_catalog/spec_snapshot.py", "planner/layers.py", "planner/params.py", "planner/model.py",
-    "planner/dtypes.py", "planner/units.py",
+    "model_catalog/spec_snapshot.py", "planner/model/layers.py", "planner/model/params.py", "planner/model/spec.py",
+    "planner/model/dtypes.py", "planner/units.py",
 )
 """Files whose code decides what a spec holds (paths from the repository root)."""
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.budget import plan
-from planner.kv import attention_variants
+from planner.model.kv import attention_variants
 from ui import catalog, charts, data, inputs, views
 from ui.format import format_tokens
 

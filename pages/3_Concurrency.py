@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.budget import weights_label
-from planner.kv import cache_dtypes
+from planner.model.kv import cache_dtypes
 from ui import catalog, charts, data, inputs, views
 
 views.setup_page("Concurrency", "👥",

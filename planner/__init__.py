@@ -1,15 +1,16 @@
 """GPU memory planner for LLM inference: pure computation, integer bytes.
 
-Pipeline: per-layer cache specs (:mod:`planner.layers`) -> model KV profile
-(:mod:`planner.kv`) -> per-GPU budget, capacity, users, max context
+Pipeline: per-layer cache specs (:mod:`planner.model.layers`) -> model KV profile
+(:mod:`planner.model.kv`) -> per-GPU budget, capacity, users, max context
 (:mod:`planner.budget`) -> curves (:mod:`planner.sweep`). No Streamlit,
 pydantic or transformers import here; ``model_catalog`` builds the inputs.
 """
 
-from planner.budget import Plan, PlanRequest, estimate_overhead, max_context_len, plan
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
-from planner.kv import attention_variants, cache_dtypes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token
-from planner.layers import (
+from planner.budget import Plan, PlanRequest, max_context_len, plan
+from planner.model import ModelSpec
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
+from planner.model.kv import attention_variants, cache_dtypes, kv_cache_bytes_per_sequence, kv_cache_bytes_per_token
+from planner.model.layers import (
     CacheDtypes,
     ChunkedLocalAttention,
     FullAttention,
@@ -18,7 +19,7 @@ from planner.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from planner.model import ModelSpec
+from planner.overhead import estimate_overhead
 from planner.units import GB, GiB, MiB
 
 __all__ = [

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
-from planner.kv import KVProfile, cache_dtypes, kv_profile
+from planner.diagnose import diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
-from planner.params import describe_weight_formats, weight_bytes, weight_bytes_by_format
-from planner.units import GiB, MiB, largest_fitting
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
+from planner.model.kv import KVProfile, cache_dtypes, kv_profile
+from planner.model.params import describe_weight_formats, weight_bytes, weight_bytes_by_format
+from planner.overhead import OverheadEstimate, estimate_overhead
+from planner.units import largest_fitting
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
@@ -41,132 +43,8 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 DEFAULT_BLOCK_SIZE = 16
 """vLLM's KV block size for ordinary attention backends on CUDA [tokens] (vllm/platforms/cuda.py)."""
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
-"""Tokens in the engine's largest forward pass (vLLM V1 chunked-prefill default on
-datacenter GPUs in 2025 builds; ENGINES.md 1.5) [tokens]."""
-
-DEFAULT_MAX_NUM_SEQS = 1024
-"""Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on
-datacenter GPUs (vllm/engine/arg_utils.py ``_set_default_args``; ENGINES.md 1.5)."""
-
-OVERHEAD_PROFILE = "vllm-v0.11"
-"""Engine profile whose calibrated overhead terms the default plan uses (planner.engine_profiles)."""
-
 MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-context search when the model states no limit [tokens]."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class OverheadEstimate:
-    """Memory per GPU that is neither weights nor KV cache.
-
-    Attributes:
-        activation_bytes: Forward-pass activation peak, when it is the larger peak [bytes].
-        logits_bytes: Sampler (logits) peak, when it is the larger peak [bytes].
-        runtime_bytes: Non-torch runtime memory [bytes].
-        overridden: True when the user supplied the total.
-        formula: The arithmetic as text, for the formula panel.
-    """
-
-    activation_bytes: int
-    logits_bytes: int
-    runtime_bytes: int
-    overridden: bool
-    formula: str
-
-    @property
-    def total_bytes(self) -> int:
-        """Sum of the three terms [bytes]."""
-        return self.activation_bytes + self.logits_bytes + self.runtime_bytes
-
-
-def estimate_overhead(
-    model: ModelSpec,
-    activation_bytes_per_element: int,
-    tensor_parallel_size: int = 1,
-    max_num_batched_tokens: int | None = None,
-    max_num_seqs: int | None = None,
-    *,
-    gpu_memory_bytes: int | None = None,
-    gpu_name: str = "",
-) -> OverheadEstimate:
-    """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
-
-    ``activation = max(forward, sampler)`` with ``forward = T x e x (3 h +
-    max(attention, mlp) / tp)`` and ``sampler = min(S, T) x vocab x 38 B + T x h x e``
-    for ``T = max_num_batched_tokens`` tokens of ``e`` bytes and ``S = max_num_seqs``
-    (:func:`planner.overheads.activation_estimate`); ``runtime`` = vLLM's non-torch
-    memory (133 MiB, plus 430 MiB of NCCL buffers when ``tp > 1``). Calibrated on
-    the breakdown rows of shared/reference/engine_cases.csv: Llama-3.1-8B on an
-    H100 (V20) predicts 4.71 GiB of activation peak where vLLM measured 4.76 GiB.
-    The Engine page models each engine and version in full; users can override
-    the total.
-
-    Args:
-        model: The model.
-        activation_bytes_per_element: Bytes of one activation element (2 for bf16).
-        tensor_parallel_size: GPUs one layer is split over.
-        max_num_batched_tokens, max_num_seqs: The profile pass [tokens] and the
-            sequences sampled [sequences]; None = what ``vllm serve`` picks for
-            this GPU (:func:`planner.engine_profiles.vllm_scheduler_defaults`:
-            8,192 / 1,024 on GPUs of 70 GiB or more that are not A100s, else
-            2,048 / 256), or 8,192 / 1,024 when ``gpu_memory_bytes`` is None.
-        gpu_memory_bytes: Framework-visible memory of the GPU [bytes], for the defaults.
-        gpu_name: GPU name or catalog id (the A100 exception of the defaults).
-
-    Returns:
-        An :class:`OverheadEstimate` [bytes].
-
-    Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py) and
-    ``_dummy_sampler_run`` (vllm/v1/worker/gpu_model_runner.py); vLLM
-    ``EngineArgs._set_default_args`` (vllm/engine/arg_utils.py) for the scheduler
-    defaults; ENGINES.md 1.4-1.5; planner/overheads.py and
-    planner/engine_profiles.py for the constants.
-    """
-    from planner.engine_profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
-    from planner.overheads import activation_estimate  # noqa: PLC0415
-
-    profile = engine_profile(OVERHEAD_PROFILE)
-    if gpu_memory_bytes is None:
-        default_tokens, default_seqs = DEFAULT_MAX_NUM_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
-    else:
-        default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
-    tokens = max_num_batched_tokens or default_tokens
-    seqs = max_num_seqs or default_seqs
-    tp = tensor_parallel_size
-    act = activation_estimate(
-        model, num_tokens=tokens, num_seqs=seqs,
-        bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
-        tensor_parallel_size=tp)
-    runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
-    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run: "
-               f"{tokens:,} tokens, {seqs:,} sequences)")
-    return OverheadEstimate(
-        activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
-        logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,
-        runtime_bytes=runtime, overridden=False, formula=formula,
-    )
-
-
-def overhead_bytes(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: int | None = None,
-                   gpu_name: str = "", tensor_parallel_size: int | None = None) -> int:
-    """Per-GPU overhead for ``request``: its ``overhead_bytes`` override, else :func:`estimate_overhead`.
-
-    Args:
-        model: The model.
-        request: Knobs (dtypes, ``max_num_batched_tokens``, the override).
-        gpu_memory_bytes, gpu_name: The GPU, for vLLM's scheduler defaults (None = a large GPU).
-        tensor_parallel_size: GPUs one layer is split over; None = ``request.num_gpus``.
-
-    Returns:
-        Overhead per GPU [bytes].
-    """
-    if request.overhead_bytes is not None:
-        return request.overhead_bytes
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    tp = request.num_gpus if tensor_parallel_size is None else tensor_parallel_size
-    return estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
-                             gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,8 +54,8 @@ class PlanRequest:
     Attributes:
         context_len: Tokens per sequence, prompt + output [tokens], >= 1.
         batch_size: Concurrent sequences wanted, >= 1.
-        weight_dtype: Key of :data:`planner.dtypes.WEIGHT_DTYPES`.
-        kv_cache_dtype: ``auto`` or a key of :data:`planner.dtypes.KV_CACHE_DTYPES`.
+        weight_dtype: Key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
+        kv_cache_dtype: ``auto`` or a key of :data:`planner.model.dtypes.KV_CACHE_DTYPES`.
         num_gpus: GPUs holding one replica (tensor parallel size), >= 1.
         gpu_memory_utilization: Fraction of framework-visible memory the engine
             may use, in (0, 1].
@@ -243,7 +121,7 @@ class Plan:
     ``weight_dtype_resolved`` names the formats the weights end up in, largest
     share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``
     when int4 leaves embeddings in bf16), from
-    :func:`planner.params.weight_bytes_by_format`.
+    :func:`planner.model.params.weight_bytes_by_format`.
     """
 
     model_id: str
@@ -313,20 +191,15 @@ def weights_label(model: ModelSpec, weight_dtype_name: str) -> str:
 
     Args:
         model: The model (its parameter groups carry the checkpoint formats).
-        weight_dtype_name: A key of :data:`planner.dtypes.WEIGHT_DTYPES`.
+        weight_dtype_name: A key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
 
     Raises:
         ValueError: unknown dtype name.
 
-    Sources: :func:`planner.params.weight_bytes_by_format`.
+    Sources: :func:`planner.model.params.weight_bytes_by_format`.
     """
     by_format = weight_bytes_by_format(model.params, weight_dtype(weight_dtype_name), model.torch_dtype)
     return _weights_label(weight_dtype_name, describe_weight_formats(by_format))
-
-
-def gib(num_bytes: int) -> str:
-    """Bytes as a GiB string for messages (2 decimals, labelled)."""
-    return f"{num_bytes / GiB:,.2f} GiB"
 
 
 def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limit: int) -> int:
@@ -416,7 +289,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     max_ctx_raw = max_context_len(exact_gpu, raw_budget, request.batch_size, MAX_CONTEXT_SEARCH_LIMIT)
 
     in_use = min(request.batch_size * per_seq_gpu_paged, max(budget, 0))
-    reasons, suggestions, notes = _diagnose(
+    reasons, suggestions, notes = diagnose(
         model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
         budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
         gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
@@ -451,107 +324,3 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     )
 
 
-def _diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
-              budget: int, per_seq: int, max_seqs: int, max_ctx: int,
-              gpu_memory_bytes: int, gpu_name: str = "") -> tuple[list[str], list[str], list[str]]:
-    """Reasons a plan does not fit, the knobs that would fix it, and notes."""
-    reasons: list[str] = []
-    suggestions: list[str] = []
-    notes: list[str] = []
-    tp = request.num_gpus
-    limit = model.max_position_embeddings
-    if limit and request.context_len > limit:
-        reasons.append(
-            f"context_len {request.context_len:,} is longer than the model supports "
-            f"(max_position_embeddings {limit:,})")
-        suggestions.append(f"lower context_len to at most {limit:,}")
-    if weights_gpu + overhead > usable:
-        reasons.append(
-            f"weights ({gib(weights_gpu)}) + overhead ({gib(overhead)}) per GPU exceed the usable "
-            f"{gib(usable)} ({request.gpu_memory_utilization:g} x {gib(gpu_memory_bytes)})")
-        suggestions.extend(_weight_fixes(model, request, usable, overhead))
-    elif request.batch_size * per_seq > budget:
-        need = request.batch_size * per_seq
-        reasons.append(
-            f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
-            f"cache per GPU; the budget is {gib(budget)}")
-        if max_seqs:
-            suggestions.append(f"lower batch_size to {max_seqs:,} (fits at this context)")
-        if max_ctx:
-            suggestions.append(f"lower context_len to {max_ctx:,} (fits this batch)")
-        if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
-            suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
-        more = _gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
-        suggestions.append(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)"
-                           if more else "add replicas (each holds part of the batch) or a GPU with more memory")
-    valid_tp = _valid_tensor_parallel_sizes(model, 64)
-    if not tensor_parallel_splits(model, tp):
-        reasons.append(
-            f"num_gpus {tp} cannot split this model: tensor-parallel engines (vLLM, SGLang, TensorRT-LLM, TGI) "
-            f"need num_attention_heads "
-            f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
-            f"({model.num_key_value_heads}) divisible by it or dividing it")
-        suggestions.append("use num_gpus " + " or ".join(str(n) for n in valid_tp[:6]))
-    if tp > model.num_key_value_heads and model.attention_kind != "MLA":
-        notes.append(
-            f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
-            f"so KV per GPU stops shrinking")
-    return reasons, suggestions, notes
-
-
-def _valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
-    """Tensor parallel sizes up to ``limit`` that engines accept for ``model``.
-
-    vLLM checks ``num_attention_heads % tp == 0`` (``ModelConfig.verify_with_parallel_config``)
-    and shards KV heads when ``num_key_value_heads % tp == 0`` or replicates them when
-    ``tp % num_key_value_heads == 0`` (``QKVParallelLinear``); MLA latents have no KV-head
-    constraint. Example: 32 query and 8 KV heads -> 1, 2, 4, 8, 16, 32.
-
-    Sources: vllm/config/model.py, vllm/model_executor/layers/linear.py.
-    """
-    return [n for n in range(1, min(limit, model.num_attention_heads) + 1) if tensor_parallel_splits(model, n)]
-
-
-def tensor_parallel_splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
-    """True when engines accept ``tensor_parallel_size`` for ``model`` (rule of :func:`_valid_tensor_parallel_sizes`)."""
-    n, heads, kv = tensor_parallel_size, model.num_attention_heads, model.num_key_value_heads
-    return heads % n == 0 and (model.attention_kind == "MLA" or kv % n == 0 or n % kv == 0)
-
-
-def _gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> int | None:
-    """Smallest valid tensor-parallel size above ``request.num_gpus`` (up to 64) whose per-GPU budget
-    holds ``batch_size`` sequences of ``context_len``; None when none does.
-
-    Same arithmetic as :func:`plan` at each size (weights and KV heads split, overhead re-estimated).
-    """
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    fmt = weight_dtype(request.weight_dtype)
-    usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
-    for n in _valid_tensor_parallel_sizes(model, 64):
-        if n <= request.num_gpus:
-            continue
-        overhead = overhead_bytes(model, request, gpu_memory_bytes, gpu_name, tensor_parallel_size=n)
-        budget = usable - weight_bytes(model.params, fmt, model.torch_dtype, n) - overhead
-        per_seq = kv_profile(model, dtypes, n, request.block_size).bytes_per_sequence(request.context_len)
-        if budget > 0 and request.batch_size * per_seq <= budget:
-            return n
-    return None
-
-
-def _weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:
-    """Smallest GPU count, then smaller weight dtypes, that would hold the weights."""
-    fixes: list[str] = []
-    fmt = weight_dtype(request.weight_dtype)
-    for n in (2, 4, 8, 16, 32, 64):
-        if n > request.num_gpus and weight_bytes(model.params, fmt, model.torch_dtype, n) + overhead <= usable:
-            fixes.append(f"use num_gpus {n} (tensor parallel)")
-            break
-    current = weight_bytes(model.params, fmt, model.torch_dtype, request.num_gpus)
-    for name in ("fp8", "int4"):
-        smaller = weight_bytes(model.params, WEIGHT_DTYPES[name], model.torch_dtype, request.num_gpus)
-        if smaller < current and smaller + overhead <= usable:
-            fixes.append(f"use weight_dtype {name} ({gib(smaller)} per GPU)")
-            break
-    if not fixes:
-        fixes.append("choose a GPU with more memory")
-    return fixes

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.budget import PlanRequest, overhead_bytes
-from planner.dtypes import weight_dtype
-from planner.engine_profiles import is_large_datacenter_gpu
-from planner.kv import cache_dtypes, kv_profile
+from planner.budget import PlanRequest
+from planner.engines.profiles import is_large_datacenter_gpu
 from planner.model import ModelSpec
-from planner.params import weight_bytes
+from planner.model.dtypes import weight_dtype
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.params import weight_bytes
+from planner.overhead import overhead_bytes
 
 
 def context_points(min_tokens: int = 128, max_tokens: int = 131072, num_points: int = 64) -> tuple[int, ...]:

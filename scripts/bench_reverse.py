@@ -51,8 +51,9 @@ def main() -> int:
     gpus = list(load_gpus().values())
     load_s = time.perf_counter() - start
 
-    from planner.reverse import FindRequest, find_setups
-    from planner.workload import LogNormal, Workload
+    from planner.traffic.find_types import FindRequest
+    from planner.traffic.reverse import find_setups
+    from planner.traffic.workload import LogNormal, Workload
 
     request = FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8)
     best, median, result = _timed(lambda: find_setups(model, gpus, request), args.repeat)

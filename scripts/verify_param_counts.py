@@ -26,7 +26,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 from model_catalog import get_model_entry, model_ids, model_spec  # noqa: E402
 from model_catalog.hf_config import _quiet_transformers, load_text_config  # noqa: E402
-from planner.params import count_parameters  # noqa: E402
+from planner.model.params import count_parameters  # noqa: E402
 
 _WRAPPER = re.compile(r"^(model|transformer|gpt_neox)\.")
 _INDEX = re.compile(r"\.\d+\.")

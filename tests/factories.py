@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planner.layers import FullAttention, SlidingWindowAttention
 from planner.model import ModelSpec
-from planner.params import attention, embedding, gated_mlp, linear, norm
+from planner.model.layers import FullAttention, SlidingWindowAttention
+from planner.model.params import attention, embedding, gated_mlp, linear, norm
 
 
 def dense_model(

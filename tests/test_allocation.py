@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.allocation import allocation_curve, allocation_for_model, compare_allocation, slice_waste
 from planner.budget import PlanRequest, plan
-from planner.kv import cache_dtypes, kv_profile
-from planner.kvquant import compare_kv_dtypes
-from planner.offload import PCIE4_X16_GB_S, swap_plan
-from planner.prefix import max_sequences_with_sharing, parallel_sampling, prefix_caching, shared_prefix_bytes
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.traffic.allocation import allocation_curve, allocation_for_model, compare_allocation, slice_waste
+from planner.traffic.kvquant import compare_kv_dtypes
+from planner.traffic.offload import PCIE4_X16_GB_S, swap_plan
+from planner.traffic.prefix import max_sequences_with_sharing, parallel_sampling, prefix_caching, shared_prefix_bytes
 from planner.units import GiB, MiB
 from tests.factories import dense_model
 

@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 from model_catalog import model_ids, model_spec
 from model_catalog.gpus import get_gpu
 from planner.budget import PlanRequest, plan
-from planner.kv import attention_variants
+from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve, memory_curve
 from ui import data
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, gib_to_bytes

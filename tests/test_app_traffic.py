@@ -59,7 +59,8 @@ def check_allocation(at: AppTest) -> None:
 
 def check_find(at: AppTest) -> None:
     """Seeded link: the issue's case, 200 users x (2,000 + 500) tokens of Llama-3.1-70B."""
-    from planner.reverse import FindRequest, find_setups
+    from planner.traffic.find_types import FindRequest
+    from planner.traffic.reverse import find_setups
 
     expected = find_setups(model_spec(LLAMA70), list(load_gpus().values()),
                            FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8))

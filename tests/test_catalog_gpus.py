@@ -16,10 +16,10 @@ import pytest
 from pydantic import ValidationError
 
 from model_catalog.gpus import (
+    _ALIASES,
     AMD_RESERVED_BYTES,
     GPU,
     NVIDIA_RULE_MAX_ERROR_BYTES,
-    _ALIASES,
     estimate_framework_memory_bytes,
     get_gpu,
     gpu_ids,

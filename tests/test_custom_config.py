@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from decimal import Decimal
 import sys
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest

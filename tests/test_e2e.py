@@ -31,7 +31,7 @@ from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.budget import PlanRequest, plan
 from planner.cli import main as cli_main
-from planner.kv import attention_variants
+from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve
 from tests.e2e_helpers import PAGES, choose, collect, open_settled, query, rerun_latency_ms, set_number
 from ui import data

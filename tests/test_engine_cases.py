@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from planner.engines import EngineRequest, plan_engine
-from planner.layers import FullAttention, MLAAttention, SlidingWindowAttention
 from planner.model import ModelSpec
+from planner.model.layers import FullAttention, MLAAttention, SlidingWindowAttention
 from planner.units import GiB, MiB
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"

@@ -12,24 +12,25 @@ from dataclasses import replace
 import pytest
 
 from model_catalog import model_spec
-from planner.engine_kv import (
+from planner.engines import EngineRequest, plan_engine, reproduce_printed
+from planner.engines.hf_transformers import transformers_bytes_per_sequence
+from planner.engines.llamacpp import llamacpp_cells, pad256
+from planner.engines.overheads import forward_peak_bytes, pipeline_layer_ranges, sampler_peak_bytes
+from planner.engines.pages import (
     FullAttentionPages,
     SlidingWindowPages,
     kv_layout,
     mamba_hybrid_block_size,
 )
-from planner.engine_others import llamacpp_cells, pad256, transformers_bytes_per_sequence
-from planner.engine_profiles import (
+from planner.engines.profiles import (
     ENGINE_CHOICES,
     default_block_size,
     engine_profile,
     sglang_memory_defaults,
     vllm_scheduler_defaults,
 )
-from planner.engines import EngineRequest, plan_engine, reproduce_printed
-from planner.kv import cache_dtypes
-from planner.layers import FullAttention, MLAAttention, RecurrentState, SlidingWindowAttention
-from planner.overheads import forward_peak_bytes, pipeline_layer_ranges, sampler_peak_bytes
+from planner.model.kv import cache_dtypes
+from planner.model.layers import FullAttention, MLAAttention, RecurrentState, SlidingWindowAttention
 from planner.units import GiB, KiB, MiB
 from tests.factories import dense_model
 
@@ -283,7 +284,7 @@ def test_transformers_sliding_layers_keep_window_minus_one():
     dtypes = cache_dtypes(model, "bf16", "auto")
     per_layer = 2 * 8 * 128 * 2
     # the kept view is w - 1 = 127 tokens, but after a decode step it pins the w = 128-token
-    # concatenation (planner/verify_view.py, verified by `python -m planner verify`)
+    # concatenation (planner/engines/hf_transformers.py, verified by `python -m planner verify`)
     assert transformers_bytes_per_sequence(model, 1000, dtypes) == per_layer * (2 * 1000 + 2 * 128)
     # right after prefilling a 1000-token prompt the sliding layers still pin all 1000 tokens
     assert transformers_bytes_per_sequence(model, 1000, dtypes, prompt_tokens=1000) == per_layer * 4 * 1000

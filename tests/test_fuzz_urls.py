@@ -31,8 +31,8 @@ from streamlit.testing.v1 import AppTest
 import ui.engine  # noqa: F401 - registers the engine and traffic number fields in ui.inputs.NUMBER_FIELDS
 from model_catalog import model_ids
 from model_catalog.gpus import gpu_ids
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
-from planner.engine_profiles import ENGINE_CHOICES
+from planner.engines.profiles import ENGINE_CHOICES
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from tests.e2e_helpers import in_ci
 from ui.inputs import NUMBER_FIELDS
 

@@ -24,11 +24,11 @@ import pytest
 from model_catalog.gguf_reader import ggml_storage, read_gguf
 from model_catalog.share_codec import decode_model, encode_model
 from planner.budget import PlanRequest, plan
-from planner.dtypes import WEIGHT_DTYPES
-from planner.kv import cache_dtypes, kv_cache_bytes_per_token
-from planner.layers import FullAttention, SlidingWindowAttention
-from planner.params import weight_bytes
 from planner.cli import main
+from planner.model.dtypes import WEIGHT_DTYPES
+from planner.model.kv import cache_dtypes, kv_cache_bytes_per_token
+from planner.model.layers import FullAttention, SlidingWindowAttention
+from planner.model.params import weight_bytes
 from tests.fixtures.gguf_files import T, write_tiny_gguf
 
 TOTAL_BYTES = 278_528 + 497_664 + 456_960 + 5_120

@@ -10,15 +10,10 @@ from __future__ import annotations
 import pytest
 
 from planner.engines import EngineRequest, plan_engine
-from planner.layers import FullAttention, SlidingWindowAttention
-from planner.logparse import (
-    measured_available_bytes,
-    parse_engine_log,
-    reconcile,
-    request_from_log,
-    residual_overhead_bytes,
-)
+from planner.engines.logparse import parse_engine_log
+from planner.engines.reconcile import measured_available_bytes, reconcile, request_from_log, residual_overhead_bytes
 from planner.model import ModelSpec
+from planner.model.layers import FullAttention, SlidingWindowAttention
 from planner.units import GiB, MiB
 from tests.factories import dense_model
 
@@ -208,13 +203,13 @@ def test_the_planners_own_log_lines_parse_back(engine, names):
     ("0.11.0", "vllm-v0.11"), ("0.19.2", "vllm-v0.11"), ("0.21.0", "vllm"), ("1.2.0", "vllm"),
 ])
 def test_log_version_picks_the_profile_that_prints_the_same_way(version, profile):
-    from planner.logparse import suggest_engine
+    from planner.engines.reconcile import suggest_engine
     text = f"vLLM API server version {version}\nAvailable KV cache memory: 1.00 GiB\n"
     assert suggest_engine(parse_engine_log(text)) == profile
 
 
 def test_knobs_from_log_take_the_logs_settings():
-    from planner.logparse import knobs_from_log
+    from planner.engines.reconcile import knobs_from_log
     request, adopted = knobs_from_log(EngineRequest(max_model_len=8192), parse_engine_log(VLLM_V1))
     assert (request.max_model_len, request.max_num_batched_tokens) == (16384, 2048)
     assert adopted == ("max_model_len", "max_num_batched_tokens")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from model_catalog import get_model_entry, model_ids, model_spec
-from planner.params import (
+from planner.model.params import (
     ParamGroup,
     count_parameters,
     mamba_mixer,

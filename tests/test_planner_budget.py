@@ -7,8 +7,9 @@ one bf16 token costs 4 x 2 x 8 x 128 x 2 = 16,384 B (16 KiB), and
 
 import pytest
 
-from planner.budget import PlanRequest, estimate_overhead, max_context_len, plan
-from planner.kv import attention_variants, cache_dtypes, kv_profile
+from planner.budget import PlanRequest, max_context_len, plan
+from planner.model.kv import attention_variants, cache_dtypes, kv_profile
+from planner.overhead import estimate_overhead
 from planner.sweep import catalog_sweep, concurrency_curve, context_points, memory_curve
 from planner.units import GiB, MiB
 from tests.factories import dense_model
@@ -217,7 +218,7 @@ def _catalog(model_id: str, gpu_id: str):
 
 
 def test_default_overhead_profiles_2048_tokens_on_small_gpus_and_a100s():
-    from planner.engine_profiles import engine_profile, vllm_scheduler_defaults
+    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults
 
     v011 = engine_profile("vllm-v0.11")
     model, rtx3090 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-rtx-3090")

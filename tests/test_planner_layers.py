@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from planner.dtypes import BF16, KV_CACHE_DTYPES, WEIGHT_DTYPES, resolve_kv_cache_dtype
-from planner.layers import (
+from planner.model.dtypes import BF16, KV_CACHE_DTYPES, WEIGHT_DTYPES, resolve_kv_cache_dtype
+from planner.model.layers import (
     CacheDtypes,
     ChunkedLocalAttention,
     FullAttention,

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.budget import PlanRequest, plan
-from planner.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
 from tests.factories import dense_model
 

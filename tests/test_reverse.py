@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import pytest
 
 from planner.budget import PlanRequest, plan
-from planner.reverse import FindRequest, find_setups, valid_tensor_parallel, vllm_serve_command
+from planner.traffic.find_types import FindRequest
+from planner.traffic.reverse import find_setups, valid_tensor_parallel, vllm_serve_command
+from planner.traffic.workload import LogNormal, Uniform, Workload
 from planner.units import GiB, MiB
-from planner.workload import LogNormal, Uniform, Workload
 from tests.factories import dense_model
 
 MODEL = dense_model()

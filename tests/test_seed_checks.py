@@ -9,7 +9,7 @@ import pytest
 
 from model_catalog import get_gpu, model_spec
 from planner.budget import PlanRequest, plan
-from planner.kv import attention_variants, cache_dtypes, kv_profile
+from planner.model.kv import attention_variants, cache_dtypes, kv_profile
 from planner.units import GiB
 
 

@@ -4,9 +4,9 @@ import pytest
 
 from planner.budget import PlanRequest
 from planner.model import ModelSpec
-from planner.params import embedding, linear, moe_experts
-from planner.layers import FullAttention
-from planner.throughput import (
+from planner.model.layers import FullAttention
+from planner.model.params import embedding, linear, moe_experts
+from planner.traffic.throughput import (
     UPPER_BOUND_LABEL,
     active_parameters,
     cost_per_million_tokens,

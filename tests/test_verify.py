@@ -2,7 +2,7 @@
 
 Three layers of checks:
 
-* hand-checkable rules of the ``transformers`` view (:mod:`planner.verify_view`)
+* hand-checkable rules of the ``transformers`` view (:mod:`planner.engines.hf_transformers`)
   and of pre-quantized checkpoints (weight dtype ``auto``), no torch;
 * the committed table (``model_catalog/verification.json``): every catalog model
   exact, every window crossed, every required family present, and its planner
@@ -23,20 +23,9 @@ import pytest
 
 from model_catalog import model_ids, model_spec, verification_checks, verification_summary, verification_table
 from model_catalog.quantization import checkpoint_formats
-from planner.dtypes import BF16, FP8_BLOCK128, FP16, FP32, KV_CACHE_DTYPES, WEIGHT_DTYPES
-from planner.layers import (
-    CacheDtypes,
-    ChunkedLocalAttention,
-    FullAttention,
-    MLAAttention,
-    RecurrentState,
-    SlidingWindowAttention,
-)
+from model_catalog.verify import DEFAULT_TABLE_PATH, VERIFY_DTYPES, prompt_lengths, render_markdown, stale_reasons
 from planner.budget import PlanRequest, plan, weights_label
-from planner.params import ParamGroup, describe_weight_formats, weight_bytes, weight_bytes_by_format
-from planner.units import GiB
-from planner.verify import DEFAULT_TABLE_PATH, VERIFY_DTYPES, prompt_lengths, render_markdown, stale_reasons
-from planner.verify_view import (
+from planner.engines.hf_transformers import (
     TransformersCacheBytes,
     differs_from_engines,
     transformers_cache_bytes,
@@ -45,6 +34,17 @@ from planner.verify_view import (
     transformers_peak_bytes,
     transformers_recurrent_state_bytes,
 )
+from planner.model.dtypes import BF16, FP8_BLOCK128, FP16, FP32, KV_CACHE_DTYPES, WEIGHT_DTYPES
+from planner.model.layers import (
+    CacheDtypes,
+    ChunkedLocalAttention,
+    FullAttention,
+    MLAAttention,
+    RecurrentState,
+    SlidingWindowAttention,
+)
+from planner.model.params import ParamGroup, describe_weight_formats, weight_bytes, weight_bytes_by_format
+from planner.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
 BF16_CACHE = CacheDtypes(kv=BF16, state=BF16)

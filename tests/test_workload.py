@@ -10,23 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.kv import cache_dtypes, kv_profile
-from planner.units import GiB
-from planner.workload import (
-    Empirical,
-    Fixed,
-    LogNormal,
-    Uniform,
-    Workload,
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.traffic.lengths_csv import parse_lengths_csv, workload_from_csv
+from planner.traffic.simulation import (
     analytic_mean_sequence_bytes,
     demand_quantile_bytes,
     draw_slot_sums,
-    fixed_workload,
-    parse_lengths_csv,
     sequence_bytes,
     simulate_concurrency,
-    workload_from_csv,
 )
+from planner.traffic.workload import Empirical, Fixed, LogNormal, Uniform, Workload, fixed_workload
+from planner.units import GiB
 from tests.factories import dense_model
 
 MODEL = dense_model()

@@ -8,7 +8,6 @@ the exact byte count), so charts and metrics never disagree.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go

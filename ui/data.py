@@ -2,7 +2,7 @@
 
 Nothing here re-derives a planner quantity: each number is a field of a
 :class:`planner.budget.Plan`, a :mod:`planner.sweep` value or a
-:mod:`planner.kv` return value; this module only arranges them (and formats
+:mod:`planner.model.kv` return value; this module only arranges them (and formats
 text cells through :mod:`ui.format`).
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from planner.budget import Plan, PlanRequest, plan
-from planner.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.model import ModelSpec
+from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.sweep import concurrency_curve, context_points
 from ui import catalog
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens
@@ -198,7 +198,7 @@ def verification_frame() -> pd.DataFrame:
 def verification_headline() -> str:
     """One sentence summarising the verification table."""
     from model_catalog import verification_summary
-    from planner.verify_view import TRANSFORMERS_VIEW_SENTENCE
+    from planner.engines.hf_transformers import TRANSFORMERS_VIEW_SENTENCE
 
     s = verification_summary()
     return (f"{s['params_exact']} of {s['models']} models match transformers {s['transformers_version']} "

@@ -13,18 +13,11 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
-from planner.engine_profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES
-from planner.engine_types import EnginePlan, EngineRequest
 from planner.engines import plan_engine
-from planner.logparse import (
-    LogFigures,
-    ReconcileRow,
-    knobs_from_log,
-    parse_engine_log,
-    reconcile,
-    request_from_log,
-    suggest_engine,
-)
+from planner.engines.logparse import LogFigures, parse_engine_log
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES
+from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
+from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
 from ui import inputs, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
 from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes

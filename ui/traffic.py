@@ -16,26 +16,29 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from planner.allocation import (
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
+from planner.model import ModelSpec
+from planner.model.dtypes import WEIGHT_DTYPES
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.sweep import context_points
+from planner.traffic.allocation import (
     AllocationComparison,
     AllocationPoint,
     allocation_curve,
     allocation_for_model,
     slice_waste,
 )
-from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
-from planner.dtypes import WEIGHT_DTYPES
-from planner.kv import cache_dtypes, kv_profile
-from planner.kvquant import KVQuantOption, compare_kv_dtypes
-from planner.model import ModelSpec
-from planner.offload import PCIE4_X16_GB_S, SwapPlan, swap_plan
-from planner.prefix import PrefixSharing, SamplingMemory, parallel_sampling, prefix_caching
-from planner.reverse import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult, Setup, find_setups
-from planner.sweep import context_points
-from planner.throughput import ThroughputEstimate, active_parameters, estimate_throughput, prefill_seconds
-from planner.workload import ConcurrencySimulation, Fixed, LogNormal, Workload, simulate_concurrency, workload_from_csv
+from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult, Setup
+from planner.traffic.kvquant import KVQuantOption, compare_kv_dtypes
+from planner.traffic.lengths_csv import workload_from_csv
+from planner.traffic.offload import PCIE4_X16_GB_S, SwapPlan, swap_plan
+from planner.traffic.prefix import PrefixSharing, SamplingMemory, parallel_sampling, prefix_caching
+from planner.traffic.reverse import find_setups
+from planner.traffic.simulation import ConcurrencySimulation, simulate_concurrency
+from planner.traffic.throughput import ThroughputEstimate, active_parameters, estimate_throughput, prefill_seconds
+from planner.traffic.workload import Fixed, LogNormal, Workload
 from ui import inputs
-from ui.charts import TOKEN_AXIS, PALETTE
+from ui.charts import PALETTE, TOKEN_AXIS
 from ui.format import bytes_to_gib, format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField
 

@@ -12,10 +12,16 @@ from typing import TypeVar
 import streamlit as st
 
 from planner.budget import Plan
-from planner.dtypes import WEIGHT_DTYPES
-from planner.kv import cache_dtypes, kv_cache_bytes_per_sequence
-from planner.layers import ChunkedLocalAttention, FullAttention, MLAAttention, RecurrentState, SlidingWindowAttention
 from planner.model import ModelSpec
+from planner.model.dtypes import WEIGHT_DTYPES
+from planner.model.kv import cache_dtypes, kv_cache_bytes_per_sequence
+from planner.model.layers import (
+    ChunkedLocalAttention,
+    FullAttention,
+    MLAAttention,
+    RecurrentState,
+    SlidingWindowAttention,
+)
 from ui.format import (
     format_bytes,
     format_bytes_exact,

@@ -1,0 +1,118 @@
+"""Engine flags of ``python -m planner plan``: the engine-faithful plan merged into the v1 output.
+
+Flags (URL keys are the same names with underscores): ``--engine``,
+``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--max-num-batched-tokens``,
+``--max-num-seqs``, ``--max-model-len``, ``--available-kv-memory-gib`` (``--block-size``
+and ``--gpu-memory-utilization`` are shared with the v1 plan). JSON keys added:
+``engine``, ``available_kv_cache_bytes`` (per GPU), ``num_gpu_blocks``,
+``engine_kv_cache_tokens`` (as the engine prints it), ``max_concurrency`` (as vLLM
+prints it), ``engine_max_model_len``, ``launch_command`` (plus ``engine_plan``
+with the per-rank breakdown). They are added when any engine flag is given, so
+the v1 JSON stays byte-identical for existing callers.
+
+This module is a CLI edge: it reads the catalog lazily (inside functions).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from planner.cli.args import gib_amount, positive_int
+from planner.engines import plan_engine
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.units import GiB
+
+ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
+                "max_num_seqs", "max_model_len", "available_kv_memory_gib")
+"""Argument names whose presence turns the engine plan on."""
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """Register the engine flags on the ``plan`` parser (all default to None = unset)."""
+    p.add_argument("--engine", choices=ENGINE_CHOICES, default=None,
+                   help=f"serving engine profile (default when another engine flag is given: {DEFAULT_ENGINE})")
+    p.add_argument("--tensor-parallel-size", type=positive_int, default=None,
+                   help="GPUs each layer is split over (default: --num-gpus / --pipeline-parallel-size)")
+    p.add_argument("--pipeline-parallel-size", type=positive_int, default=None, help="pipeline stages (default 1)")
+    p.add_argument("--max-num-batched-tokens", type=positive_int, default=None,
+                   help="tokens in the engine's profile pass (default: the engine's)")
+    p.add_argument("--max-num-seqs", type=positive_int, default=None,
+                   help="sequences per step / llama.cpp slots (default: the engine's)")
+    p.add_argument("--max-model-len", type=positive_int, default=None,
+                   help="engine max_model_len (llama.cpp n_ctx); default: --context-len")
+    p.add_argument("--available-kv-memory-gib", type=gib_amount, default=None,
+                   help="the engine's printed available KV memory per GPU, in GiB (skips the overhead model)")
+
+
+def engine_requested(args: argparse.Namespace) -> bool:
+    """True when any engine flag was given."""
+    return any(getattr(args, name, None) is not None for name in ENGINE_FLAGS)
+
+
+def parallel_layout(args: argparse.Namespace) -> tuple[int, int, int]:
+    """``(num_gpus, tensor_parallel_size, pipeline_parallel_size)`` from the flags.
+
+    ``--num-gpus`` (GPUs per replica) must equal ``tp x pp`` when both are given.
+
+    Raises:
+        ValueError: inconsistent values, with the numbers that would fit.
+    """
+    pp = args.pipeline_parallel_size or 1
+    tp = args.tensor_parallel_size
+    num_gpus = args.num_gpus
+    if tp is None:
+        if num_gpus is not None and num_gpus % pp:
+            raise ValueError(f"--num-gpus {num_gpus} is not a multiple of --pipeline-parallel-size {pp}")
+        tp = (num_gpus or pp) // pp
+    if num_gpus is None:
+        num_gpus = tp * pp
+    if num_gpus != tp * pp:
+        raise ValueError(f"--num-gpus {num_gpus} must equal --tensor-parallel-size {tp} x "
+                         f"--pipeline-parallel-size {pp} = {tp * pp}; drop --num-gpus or make them agree")
+    return num_gpus, tp, pp
+
+
+def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
+    """The engine plan for parsed ``plan`` args (model and GPU already resolved).
+
+    Raises:
+        ValueError: invalid combinations (e.g. a KV dtype the engine does not offer).
+    """
+    _, tp, pp = parallel_layout(args)
+    available = None if args.available_kv_memory_gib is None else int(args.available_kv_memory_gib * GiB)
+    request = EngineRequest(
+        engine=args.engine or DEFAULT_ENGINE, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
+        tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        max_model_len=args.max_model_len or args.context_len or 8192,
+        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+        max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
+        available_kv_memory_bytes=available, gpu_name=gpu.name,
+    )
+    return plan_engine(model, gpu.framework_memory_bytes, request)
+
+
+def engine_json(result: EnginePlan) -> dict:
+    """The keys merged into the ``plan`` JSON."""
+    return result.cli_keys() | {"engine_plan": result.to_dict()}
+
+
+def engine_table_lines(result: EnginePlan) -> list[str]:
+    """Lines appended to the ``plan`` table."""
+    rank = result.limiting_rank
+    lines = [
+        f"engine       {result.engine}: {result.engine_label}",
+        f"engine KV    {result.available_kv_cache_bytes / GiB:,.2f} GiB per GPU available"
+        f"{' (from the engine log)' if result.available_kv_from_log else ''}; "
+        f"weights {rank.weights_bytes / GiB:,.2f}, activation {rank.activation_bytes / GiB:,.2f}, "
+        f"non-torch {rank.non_torch_bytes / GiB:,.2f} GiB",
+        ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
+        else "engine says  nothing about memory at startup" if result.starts
+        else "engine says  nothing: it stops before allocating",
+        f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
+        f"starts       {'yes' if result.starts else 'no'}",
+    ]
+    lines += [f"  reason: {r}" for r in result.reasons]
+    lines += [f"  warning: {w}" for w in result.warnings]
+    lines.append(f"launch       {result.launch_command}")
+    return lines

@@ -1,0 +1,242 @@
+"""Command line: ``python -m planner models|gpus|plan|verify`` (and the traffic commands).
+
+The flags and JSON keys are a public contract (scripts and design docs use
+them); the URL query keys of the app are the same names with underscores.
+Catalog lookups are imported lazily: the planner's computation modules stay
+free of pydantic and transformers, only this edge reads the catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from typing import Sequence
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
+from planner.cli import engine as cli_engine
+from planner.cli import traffic as cli_traffic
+from planner.cli.args import fraction, gib_amount, positive_int
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.units import GiB
+
+DEFAULT_CONTEXT_LEN = 8192
+"""``--context-len`` when neither it nor ``--max-model-len`` is given [tokens]."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad arguments as one line on stderr, exit code 2."""
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        command = "" if self.prog == "planner" else f" {self.prog.split()[-1]}"
+        self.exit(2, f"error: {message} (see `python -m planner{command} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m planner`` argument parser."""
+    parser = _OneLineParser(prog="planner", description="GPU memory planner for LLM inference.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    for name, help_text in (("models", "list catalog model ids"), ("gpus", "list catalog GPU ids")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("plan", help="weights + KV-cache budget for one model on one GPU type")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="Hugging Face repo id, e.g. meta-llama/Meta-Llama-3-8B")
+    source.add_argument("--config", metavar="PATH", help="a config.json file instead of --model (same JSON)")
+    source.add_argument("--gguf", metavar="PATH", help="a local .gguf file (header only): exact weight bytes")
+    p.add_argument("--gpu", required=True, help="GPU id, e.g. nvidia-h100-sxm-80gb (see `gpus`)")
+    p.add_argument("--num-gpus", type=positive_int, default=None,
+                   help="GPUs per replica (tensor parallel; default 1, or tp x pp when those are given)")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto",
+                   help="auto (default): as the checkpoint ships, per its quantization_config")
+    p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
+    p.add_argument("--context-len", type=positive_int, default=None,
+                   help="tokens per sequence (prompt + output); default --max-model-len if given, else 8192")
+    p.add_argument("--batch-size", type=positive_int, default=1, help="concurrent sequences")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=None,
+                   help=f"memory fraction (default {DEFAULT_GPU_MEMORY_UTILIZATION}; with --engine, the engine's)")
+    p.add_argument("--block-size", type=positive_int, default=None,
+                   help=f"KV page size in tokens (default {DEFAULT_BLOCK_SIZE}; with --engine, the engine's)")
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
+                   help="per-GPU activation + runtime overhead in GiB (default: estimate)")
+    cli_engine.add_engine_arguments(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    cli_traffic.add_parsers(sub)
+    p = sub.add_parser("verify", help="prove parameter counts and KV-cache bytes against transformers (needs torch)")
+    p.add_argument("--model", action="append", dest="models", metavar="ID",
+                   help="verify only this model (repeatable); the table is then not written unless --output is given")
+    p.add_argument("--output", metavar="PATH", default=None,
+                   help="table to write or --check against (default model_catalog/verification.json)")
+    p.add_argument("--check", action="store_true",
+                   help="compare a fresh run with the committed table instead of writing it (exit 1 if stale)")
+    p.add_argument("--jobs", type=positive_int, default=None,
+                   help="worker processes of one torch thread each (default: one per core, at most 2)")
+    return parser
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    """``python -m planner verify``: lazily imports the torch-backed verifier."""
+    from pathlib import Path
+
+    from model_catalog.verify import DEFAULT_TABLE_PATH, run_verify
+
+    output = Path(args.output) if args.output else (None if args.models and not args.check else DEFAULT_TABLE_PATH)
+    return run_verify(args.models, output=output, check=args.check, jobs=args.jobs)
+
+
+def _models_rows() -> list[dict]:
+    from model_catalog import model_ids, model_spec
+
+    rows = []
+    for model_id in model_ids():
+        spec = model_spec(model_id)
+        rows.append({"model_id": model_id, "display_name": spec.display_name, "params": spec.num_parameters,
+                     "attention": spec.attention_kind, "layers": spec.num_layers})
+    return rows
+
+
+def _gpus_rows() -> list[dict]:
+    from model_catalog.gpus import load_gpus
+
+    return [{"gpu_id": g.id, "name": g.name, "framework_memory_bytes": g.framework_memory_bytes,
+             "memory_gb_marketed": g.memory_gb_marketed} for g in load_gpus().values()]
+
+
+def run_plan(args: argparse.Namespace) -> Plan:
+    """Resolve catalog ids and run :func:`planner.budget.plan` for parsed args.
+
+    Raises:
+        ValueError: unknown model or GPU id, or invalid values.
+    """
+    return _run_plans(args)[0]
+
+
+def _context_len(args: argparse.Namespace) -> int:
+    """``--context-len``, else ``--max-model-len`` (one request of the engine's limit), else 8192."""
+    return args.context_len or getattr(args, "max_model_len", None) or DEFAULT_CONTEXT_LEN
+
+
+def _run_plans(args: argparse.Namespace):
+    """``(v1 plan, engine plan or None)``; the engine plan only when an engine flag is given."""
+    from model_catalog.gpus import get_gpu
+
+    model = _model_from_args(args)
+    gpu = get_gpu(args.gpu)
+    _, tp, pp = cli_engine.parallel_layout(args)
+    num_gpus = tp  # the v1 plan splits over tensor parallel GPUs; pipeline stages are the engine section's
+    overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
+    extra = {} if args.max_num_batched_tokens is None else {"max_num_batched_tokens": args.max_num_batched_tokens}
+    request = PlanRequest(
+        context_len=_context_len(args), batch_size=args.batch_size, weight_dtype=args.weight_dtype,
+        kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
+        gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
+    )
+    result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
+        result = replace(result, num_gpus=tp * pp, notes=(*result.notes, (
+            f"pipeline_parallel_size {pp}: this section holds the whole model on each group of {tp} "
+            f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
+            "stages")))
+    engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
+    return result, engine
+
+
+def _model_from_args(args: argparse.Namespace):
+    """The model for ``plan``: a catalog id, a config.json file (``--config``) or a GGUF header (``--gguf``).
+
+    Notes on how a custom file was read go to stderr; JSON on stdout stays clean.
+
+    Raises:
+        ValueError: one line naming the file and the bad key.
+    """
+    if getattr(args, "config", None) is None and getattr(args, "gguf", None) is None:
+        from model_catalog import model_spec
+
+        return model_spec(args.model)
+    try:
+        if args.config is not None:
+            from model_catalog.custom import load_config_file
+
+            custom = load_config_file(args.config)
+        else:
+            from model_catalog.gguf_reader import read_gguf
+
+            custom = read_gguf(args.gguf).model
+    except ValueError as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
+    for note in custom.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return custom.spec
+
+
+def _plan_table(result: Plan) -> str:
+    def g(n: int) -> str:
+        return f"{n / GiB:,.2f} GiB"
+
+    lines = [
+        f"model        {result.model_id} ({result.params:,} params)",
+        f"gpu          {result.gpu_id} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
+        f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weights_label})",
+        f"overhead     {g(result.overhead_bytes)} per GPU",
+        f"KV budget    {g(result.kv_cache_budget_bytes)} per GPU ({result.kv_cache_dtype})"
+        if result.kv_cache_budget_bytes > 0 else
+        f"KV budget    none: weights + overhead exceed the usable {g(result.usable_memory_bytes)} by "
+        f"{g(-result.kv_cache_budget_bytes)} per GPU",
+        f"KV/token     {result.kv_cache_bytes_per_token:,} B",
+        f"KV/sequence  {result.kv_cache_bytes_per_sequence:,} B at {result.context_len:,} tokens",
+        f"capacity     {result.kv_cache_capacity_tokens:,} tokens",
+        f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
+        f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
+        f"fits         {'yes' if result.fits else 'no'}",
+    ]
+    lines += [f"  reason: {r}" for r in result.reasons]
+    lines += [f"  try: {s}" for s in result.suggestions]
+    lines += [f"  note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    widths = {k: max(len(k), *(len(f"{r[k]:,}" if isinstance(r[k], int) else str(r[k])) for r in rows)) for k in keys}
+
+    def cell(v, k):
+        text = f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+        return text.ljust(widths[k])
+
+    out = ["  ".join(k.ljust(widths[k]) for k in keys)]
+    out += ["  ".join(cell(r[k], k) for k in keys) for r in rows]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 ok, 2 bad arguments or unknown ids)."""
+    args = build_parser().parse_args(argv)
+    if args.command == "verify":
+        return _run_verify(args)
+    try:
+        handled = cli_traffic.run(args)
+        if handled is not None:
+            return handled
+        if args.command == "models":
+            rows = _models_rows()
+        elif args.command == "gpus":
+            rows = _gpus_rows()
+        else:
+            result, engine = _run_plans(args)
+            if args.format == "json":
+                out = result.to_dict() | (cli_engine.engine_json(engine) if engine else {})
+                print(json.dumps(out, indent=2))
+            else:
+                extra_lines = cli_engine.engine_table_lines(engine) if engine else []
+                print("\n".join([_plan_table(result), *extra_lines]))
+            return 0
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(rows, indent=2) if args.format == "json" else _table(rows))
+    return 0

@@ -1,0 +1,243 @@
+"""Traffic subcommands of ``python -m planner``: ``allocation`` and ``find``.
+
+``add_parsers`` registers them on the main parser; ``run`` handles them and
+returns None for commands it does not own. Flags and JSON keys are a public
+contract, like ``plan``'s. This module is a CLI edge: it reads the catalog
+(imported lazily inside functions, as :mod:`planner.cli` does).
+
+Examples::
+
+    python -m planner allocation --model meta-llama/Meta-Llama-3-8B --gpu nvidia-h100-sxm-80gb \\
+        --max-model-len 8192 --mean-len 800 --format json
+    python -m planner find --model meta-llama/Llama-3.1-70B --users 200 --prompt-len 2000 \\
+        --output-len 500 --max-gpus 8 --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
+from planner.cli.args import (
+    fraction,
+    gib_amount,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    share,
+)
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.traffic.allocation import allocation_for_model
+from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult
+from planner.traffic.lengths_csv import workload_from_csv
+from planner.traffic.reverse import find_setups
+from planner.traffic.workload import Fixed, LogNormal, Workload
+from planner.units import GiB
+
+COMMANDS = ("allocation", "find")
+
+
+def _kv_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in names if n not in FIND_KV_DTYPE_CHOICES]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of {', '.join(FIND_KV_DTYPE_CHOICES)} (what vLLM's --kv-cache-dtype "
+            f"takes), got {text!r}")
+    return names
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Register ``allocation`` and ``find`` on ``sub``."""
+    p = sub.add_parser("allocation", help="naive vs paged vs paged+prefix KV allocation for a workload")
+    p.add_argument("--model", required=True, help="Hugging Face repo id (see `models`)")
+    p.add_argument("--gpu", required=True, help="GPU id (see `gpus`)")
+    p.add_argument("--max-model-len", type=positive_int, default=8192, help="engine limit per sequence, tokens")
+    p.add_argument("--mean-len", type=positive_int, required=True, help="average tokens a sequence holds")
+    p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE, help="KV page size in tokens")
+    p.add_argument("--num-gpus", type=positive_int, default=1, help="GPUs per replica (tensor parallel)")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
+    p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
+                   help="per-GPU activation + runtime overhead in GiB (default: estimate)")
+    p.add_argument("--num-sequences", type=positive_int, default=None,
+                   help="batch compared (default: what naive allocation admits)")
+    p.add_argument("--prefix-len", type=non_negative_int, default=0, help="shared prompt prefix, tokens")
+    p.add_argument("--prefix-hit-fraction", type=share, default=1.0,
+                   help="share of requests that start with the prefix, 0-1")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("find", help="cheapest GPU setups that hold N concurrent users")
+    p.add_argument("--model", required=True, help="Hugging Face repo id (see `models`)")
+    p.add_argument("--users", type=positive_int, required=True, help="concurrent users (sequences)")
+    p.add_argument("--prompt-len", type=positive_int, required=True,
+                   help="prompt tokens (the mean when --prompt-p95 is given)")
+    p.add_argument("--output-len", type=non_negative_int, required=True,
+                   help="output tokens (the mean when --output-p95 is given)")
+    p.add_argument("--prompt-p95", type=positive_int, default=None,
+                   help="95th percentile of prompt tokens: log-normal prompts")
+    p.add_argument("--output-p95", type=positive_int, default=None,
+                   help="95th percentile of output tokens: log-normal outputs")
+    p.add_argument("--lengths-csv", type=Path, default=None,
+                   help="CSV of lengths (prompt_len,output_len or total) instead of the length flags")
+    p.add_argument("--max-model-len", type=positive_int, default=None,
+                   help="engine limit; required with a distribution (default: prompt + output)")
+    p.add_argument("--max-gpus", type=positive_int, default=8, help="most GPUs per setup")
+    p.add_argument("--kv-cache-dtypes", type=_kv_list, default=DEFAULT_FIND_KV_DTYPES,
+                   help="comma-separated KV dtypes to try (default auto,fp8)")
+    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
+    p.add_argument("--max-tpot-ms", type=positive_float, default=None,
+                   help="limit on time per output token, ms (roofline estimate)")
+    p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
+    p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE)
+    p.add_argument("--overhead-gib", type=gib_amount, default=None,
+                   help="per-GPU activation + runtime overhead in GiB (default: estimate)")
+    p.add_argument("--preemption-probability", type=probability, default=0.05,
+                   help="accepted chance of running out of KV with a distribution")
+    p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
+    p.add_argument("--top", type=positive_int, default=10, help="setups listed")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def run(args: argparse.Namespace) -> int | None:
+    """Run ``allocation`` or ``find``; None when ``args.command`` is not ours.
+
+    Raises:
+        ValueError: unknown ids or invalid values (the caller prints them, exit 2).
+    """
+    if args.command == "allocation":
+        result = run_allocation(args)
+        print(json.dumps(result, indent=2) if args.format == "json" else _allocation_table(result))
+        return 0
+    if args.command == "find":
+        found = run_find(args)
+        rows = found.rows()
+        print(json.dumps(rows, indent=2) if args.format == "json" else _find_table(found))
+        return 0
+    return None
+
+
+def _catalog_model(model_id: str):
+    from model_catalog import model_spec
+
+    return model_spec(model_id)
+
+
+def _catalog_gpu(gpu_id: str):
+    from model_catalog.gpus import get_gpu
+
+    return get_gpu(gpu_id)
+
+
+def _catalog_gpus() -> list:
+    from model_catalog.gpus import load_gpus
+
+    return list(load_gpus().values())
+
+
+def run_allocation(args: argparse.Namespace) -> dict:
+    """Resolve ids and run :func:`planner.traffic.allocation.allocation_for_model`; the JSON dict."""
+    model = _catalog_model(args.model)
+    gpu = _catalog_gpu(args.gpu)
+    overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
+    request = PlanRequest(
+        context_len=args.max_model_len, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
+        num_gpus=args.num_gpus, gpu_memory_utilization=args.gpu_memory_utilization,
+        block_size=args.block_size, overhead_bytes=overhead)
+    result = allocation_for_model(
+        model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
+        prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id)
+    return result.to_dict()
+
+
+def find_workload(args: argparse.Namespace) -> Workload | None:
+    """The length distribution the flags describe, or None for fixed lengths.
+
+    Raises:
+        ValueError: a distribution without ``--max-model-len``, or a bad CSV.
+    """
+    if args.lengths_csv is None and args.prompt_p95 is None and args.output_p95 is None:
+        if args.max_model_len is not None and args.max_model_len < args.prompt_len + args.output_len:
+            raise ValueError(f"--max-model-len {args.max_model_len:,} is shorter than prompt + output "
+                             f"({args.prompt_len + args.output_len:,})")
+        return None
+    if args.max_model_len is None:
+        raise ValueError("a length distribution needs --max-model-len (the engine limit that caps long requests)")
+    if args.lengths_csv is not None:
+        try:
+            text = args.lengths_csv.read_text()
+        except OSError as exc:
+            raise ValueError(f"cannot read --lengths-csv {args.lengths_csv}: {exc.strerror}") from None
+        return workload_from_csv(text, args.max_model_len)
+    prompt = (LogNormal(mean=args.prompt_len, p95=args.prompt_p95) if args.prompt_p95 is not None
+              else Fixed(tokens=args.prompt_len))
+    output = (LogNormal(mean=args.output_len, p95=args.output_p95) if args.output_p95 is not None
+              else Fixed(tokens=args.output_len))
+    return Workload(prompt=prompt, output=output, max_model_len=args.max_model_len)
+
+
+def run_find(args: argparse.Namespace) -> FindResult:
+    """Resolve the model and run :func:`planner.reverse.find_setups` over the GPU catalog."""
+    model = _catalog_model(args.model)
+    workload = find_workload(args)
+    output_len = args.output_len
+    if workload is None and args.max_model_len is not None:
+        # A limit above prompt + output: keep fixed lengths, size for the limit in the launch command only.
+        workload = Workload(prompt=Fixed(tokens=args.prompt_len), output=Fixed(tokens=output_len),
+                            max_model_len=args.max_model_len)
+    request = FindRequest(
+        users=args.users, prompt_len=args.prompt_len, output_len=output_len, workload=workload,
+        max_gpus=args.max_gpus, kv_cache_dtypes=args.kv_cache_dtypes, weight_dtype=args.weight_dtype,
+        max_time_per_output_token_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1000,
+        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+        overhead_bytes=None if args.overhead_gib is None else int(args.overhead_gib * GiB),
+        max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top)
+    return find_setups(model, _catalog_gpus(), request)
+
+
+def _allocation_table(d: dict) -> str:
+    def g(n: int) -> str:
+        return f"{n / GiB:,.2f} GiB"
+
+    lines = [
+        f"model        {d['model_id']} on {d['gpu_id']}",
+        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; {d['kv_cache_bytes_per_token_per_gpu']:,} B/token"
+         if d["kv_cache_budget_bytes"] > 0 else
+         f"KV budget    none: weights + overhead exceed the usable memory by {g(-d['kv_cache_budget_bytes'])} per GPU"),
+        f"workload     mean {d['mean_len']:,} tokens, limit {d['max_model_len']:,}, block {d['block_size']}, "
+        f"batch {d['num_sequences']:,}",
+        f"{'scheme':<14}{'reserved':>14}{'used':>14}{'wasted':>14}{'unused':>9}{'max seqs':>10}",
+    ]
+    for key, label in (("naive", "naive"), ("paged", "paged"), ("prefix", "paged+prefix")):
+        lines.append(
+            f"{label:<14}{g(d[f'{key}_reserved_bytes']):>14}{g(d[f'{key}_used_bytes']):>14}"
+            f"{g(d[f'{key}_wasted_bytes']):>14}{d[f'{key}_unused_fraction']:>9.1%}{d[f'{key}_max_sequences']:>10,}")
+    lines += [f"  note: {n}" for n in d["notes"]]
+    return "\n".join(lines)
+
+
+def _find_table(found: FindResult) -> str:
+    lines = []
+    if not found.fits:
+        lines.append("nothing fits within the limits.")
+        if found.closest:
+            c = found.closest
+            lines.append(f"closest: {c.num_gpus} x {c.gpu_id} (tp {c.tensor_parallel_size}, {c.kv_cache_dtype} KV), "
+                         f"${c.price_per_hour:.2f}/h")
+            lines += [f"  reason: {r}" for r in c.reasons]
+        lines += [f"  try: {s}" for s in found.suggestions]
+    else:
+        lines.append(f"{'$/h':>8}  {'GPUs':<30}{'tp':>3}{'dp':>3}  {'KV':<5}{'max users':>10}{'margin':>8}"
+                     f"{'TPOT ms':>9}")
+        for s in found.options:
+            tpot = f"{s.time_per_output_token_s * 1000:.1f}" if s.time_per_output_token_s else "-"
+            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<30}{s.tensor_parallel_size:>3}"
+                         f"{s.data_parallel_size:>3}  {s.kv_cache_dtype:<5}{s.max_concurrent_sequences:>10,}"
+                         f"{s.margin:>8.0%}{tpot:>9}")
+            lines.append(f"          {s.launch_command}")
+    lines += [f"  note: {n}" for n in found.notes]
+    return "\n".join(lines)

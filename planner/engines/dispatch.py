@@ -1,0 +1,123 @@
+"""Engine-faithful plans: what vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers allocate.
+
+Public API:
+
+* :class:`EngineRequest` -> :func:`plan_engine` -> :class:`EnginePlan` (one
+  :class:`RankBudget` per pipeline stage; numbers per GPU).
+* :func:`reproduce_printed` -- given the engine's own "Available KV cache
+  memory" (or K + V size, or allocation), the token capacity and concurrency it
+  prints.
+* :data:`ENGINE_CHOICES` / :func:`engine_profile` -- the profiles.
+
+The v1 :func:`planner.budget.plan` is untouched; the CLI merges both.
+
+Design notes:
+    1. Budgets are per GPU, never pooled: tensor parallelism splits weights
+       (norms replicated) and KV heads (``max(1, kv_heads // tp)``; an MLA latent
+       on every GPU); pipeline parallelism splits layers, and the engine keeps the
+       *minimum* blocks over GPUs; data parallelism multiplies replicas only.
+    2. "Does not fit" / "would not start" is a result (``starts`` False, with the
+       engine's own message and the largest ``max_model_len`` it would accept);
+       ``ValueError`` is raised only for invalid inputs.
+
+Sources: ENGINES.md (per-engine source files are cited in
+:mod:`planner.engines.vllm` and :mod:`planner.engines`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.diagnose import tensor_parallel_splits
+from planner.engines.hf_transformers import plan_transformers
+from planner.engines.llamacpp import plan_llamacpp
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, EngineProfile, engine_profile
+from planner.engines.sglang import plan_sglang
+from planner.engines.tgi import plan_tgi
+from planner.engines.trtllm import plan_trtllm
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.vllm import plan_vllm
+from planner.model import ModelSpec
+
+_PLANNERS = {
+    "vllm": plan_vllm, "sglang": plan_sglang, "trtllm": plan_trtllm, "tgi": plan_tgi,
+    "llama.cpp": plan_llamacpp, "transformers": plan_transformers,
+}
+
+
+def _check_engine_dtype(profile: EngineProfile, request: EngineRequest) -> None:
+    if request.kv_cache_dtype not in profile.kv_cache_dtypes:
+        hint = ""
+        if request.kv_cache_dtype in ("bf16", "fp16", "fp32") and "auto" in profile.kv_cache_dtypes:
+            hint = " (auto keeps the cache in the model's own 16-bit dtype)"
+        raise ValueError(f"{profile.id} does not offer KV-cache dtype {request.kv_cache_dtype!r}; "
+                         f"choose one of {', '.join(profile.kv_cache_dtypes)}{hint}")
+
+
+def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest) -> EnginePlan:
+    """Plan ``model`` under ``request.engine`` on GPUs of ``gpu_memory_bytes`` each.
+
+    Args:
+        model: The model (from ``model_catalog.model_spec`` or built by hand).
+        gpu_memory_bytes: Framework-visible memory of one GPU
+            (``torch.cuda.mem_get_info()[1]``) [bytes], > 0.
+        request: Engine, knobs and optional measured overrides.
+
+    Returns:
+        An :class:`EnginePlan`; ``starts`` False with reasons when the engine
+        would refuse to start.
+
+    Raises:
+        ValueError: invalid request fields, an engine/KV-dtype combination the
+            engine does not offer, ``pipeline_parallel_size`` above the layer
+            count, or ``gpu_memory_bytes <= 0``.
+    """
+    request.validate()
+    if gpu_memory_bytes <= 0:
+        raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
+    if request.pipeline_parallel_size > model.num_layers:
+        raise ValueError(f"pipeline_parallel_size {request.pipeline_parallel_size} exceeds the model's "
+                         f"{model.num_layers} layers; choose at most {model.num_layers}")
+    profile = engine_profile(request.engine)
+    _check_engine_dtype(profile, request)
+    result = _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
+    if profile.family in HEAD_SPLITTING_FAMILIES and not tensor_parallel_splits(model, request.tensor_parallel_size):
+        result = _refused_at_config_check(model, request, result)
+    return result
+
+
+HEAD_SPLITTING_FAMILIES = frozenset({"vllm", "sglang", "trtllm", "tgi"})
+"""Engines that split attention heads over tensor-parallel GPUs and check divisibility before loading
+(vLLM ``verify_with_parallel_config``; SGLang ``ModelConfig`` head checks; TensorRT-LLM and TGI
+head sharding). llama.cpp splits by layers and transformers' ``device_map`` by modules: any count works."""
+
+
+def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: EnginePlan) -> EnginePlan:
+    """The engine stops before loading weights: no blocks, tokens, concurrency or memory print.
+
+    The per-rank arithmetic stays (it shows what the split would have cost); the
+    printed figures are zeroed because the engine never reaches them.
+    """
+    tp = request.tensor_parallel_size
+    reason = (f"Total number of attention heads ({model.num_attention_heads}) must be divisible by tensor parallel "
+              f"size ({tp}), and num_key_value_heads ({model.num_key_value_heads}) divisible by it or dividing it; "
+              "choose a tensor_parallel_size that divides the heads")
+    return replace(result, starts=False, stopped_at_config_check=True, reasons=(reason, *result.reasons),
+                   num_gpu_blocks=0, engine_kv_cache_tokens=0, max_concurrency=0.0,
+                   max_concurrency_all_replicas=0.0, engine_max_model_len=0, engine_log_lines=())
+
+
+def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,
+                      gpu_memory_bytes: int = 80 << 30) -> EnginePlan:
+    """The engine's printed tokens and concurrency, from its own available-memory figure.
+
+    Equivalent to :func:`plan_engine` with ``available_kv_memory_bytes`` pinned;
+    ``gpu_memory_bytes`` only matters for defaults (scheduler limits, MLA block size).
+    """
+    return plan_engine(model, gpu_memory_bytes, replace(request, available_kv_memory_bytes=available_kv_bytes))
+
+
+__all__ = [
+    "DEFAULT_ENGINE", "ENGINE_CHOICES", "ENGINE_PROFILES", "EnginePlan", "EngineProfile", "EngineRequest",
+    "RankBudget", "engine_profile", "plan_engine", "reproduce_printed",
+]

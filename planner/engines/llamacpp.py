@@ -1,0 +1,188 @@
+"""llama.cpp: the cells ``-c`` / ``-np`` ask for, and their bytes per device.
+
+Exactly the cells requested: ``n_ctx`` padded to 256; one stream (unified) or
+``-np`` streams of ``pad256(n_ctx / np)`` cells; SWA layers keep
+``pad256(min(cells, n_swa x (unified ? np : 1) + n_ubatch))``; rows are
+``ggml_row_size`` (q8_0 34 B / 32 values, q4_0 18 B / 32); MLA keeps one
+576-wide latent row and no V.
+
+Sources: llama.cpp src/llama-kv-cache.cpp, src/llama-kv-cache-iswa.cpp,
+src/llama-context.cpp, ggml/src/ggml.c (type traits); ENGINES.md 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.engines.common import engine_plan, kv_row_bytes, rank_budget, resolve_knobs
+from planner.engines.launch import LaunchSpec
+from planner.engines.overheads import (
+    forward_peak_bytes,
+    loaded_weight_bytes,
+    pipeline_layer_ranges,
+)
+from planner.engines.profiles import EngineProfile
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.vllm import gib2
+from planner.model import ModelSpec
+from planner.model.dtypes import weight_dtype
+from planner.model.layers import (
+    CacheDtypes,
+    SlidingWindowAttention,
+)
+from planner.units import MiB, ceil_div
+
+LLAMACPP_PAD = 256
+"""llama.cpp pads ``n_ctx`` and per-stream cells to a multiple of 256."""
+
+
+
+
+
+def pad256(n: int) -> int:
+    """Round up to a multiple of 256 (llama.cpp cell padding): 1000 -> 1024."""
+    return ceil_div(n, LLAMACPP_PAD) * LLAMACPP_PAD
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlamaCppCells:
+    """Cells of a llama.cpp context.
+
+    Attributes:
+        n_ctx: Padded context [cells]. n_seq: Slots (``-np``). unified: One shared stream.
+        streams: KV streams. full_cells: Cells per stream of full layers.
+        swa_cells: Cells per stream of SWA layers.
+    """
+
+    n_ctx: int
+    n_seq: int
+    unified: bool
+    streams: int
+    full_cells: int
+    swa_cells: int
+
+
+def llamacpp_cells(n_ctx: int, n_seq: int, *, unified: bool, sliding_window: int | None, n_ubatch: int = 512,
+                   swa_full: bool = False) -> LlamaCppCells:
+    """Cells llama.cpp allocates (module docstring).
+
+    Worked example (case L04, gemma-3-270m): ``-c 1024 -np 4``, non-unified,
+    window 512: 4 streams x pad256(1024 / 4) = 4 x 256 cells; SWA
+    pad256(min(256, 512 + 512)) = 256 cells per stream.
+
+    Sources: src/llama-context.cpp (n_ctx padding, ``n_ctx_seq``),
+    src/llama-kv-cache-iswa.cpp (SWA size).
+    """
+    padded = pad256(n_ctx)
+    streams = 1 if unified else n_seq
+    full = padded if unified else pad256(padded // n_seq)
+    swa = full
+    if sliding_window is not None and not swa_full:
+        swa = pad256(min(full, sliding_window * (n_seq if unified else 1) + n_ubatch))
+    return LlamaCppCells(n_ctx=padded, n_seq=n_seq, unified=unified, streams=streams, full_cells=full, swa_cells=swa)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _DeviceKV:
+    """One llama.cpp device's layers: counts and per-cell row bytes of the full and SWA caches."""
+
+    full_layers: int
+    swa_layers: int
+    k_full: int
+    v_full: int
+    k_swa: int
+    v_swa: int
+
+    def bytes(self, cells: LlamaCppCells) -> int:
+        """KV buffer of this device: rows x cells x streams for each cache [bytes]."""
+        return ((self.k_full + self.v_full) * cells.full_cells
+                + (self.k_swa + self.v_swa) * cells.swa_cells) * cells.streams
+
+
+def _device_kv(model: ModelSpec, layers: range, dtypes: CacheDtypes) -> _DeviceKV:
+    counts = {"full": [0, 0, 0], "swa": [0, 0, 0]}
+    for i in layers:
+        layer = model.layers[i]
+        k, v = kv_row_bytes(layer, dtypes, 1)
+        bucket = "swa" if isinstance(layer, SlidingWindowAttention) else "full"
+        if k:
+            counts[bucket][0] += 1
+            counts[bucket][1] += k
+            counts[bucket][2] += v
+    (nf, kf, vf), (ns, ks, vs) = counts["full"], counts["swa"]
+    return _DeviceKV(full_layers=nf, swa_layers=ns, k_full=kf, v_full=vf, k_swa=ks, v_swa=vs)
+
+
+def _llamacpp_lines(dev: _DeviceKV, cells: LlamaCppCells, kv_name: str) -> list[str]:
+    """The ``llama_kv_cache`` lines llama.cpp prints for one device (format of llama-kv-cache.cpp)."""
+    kv_type = {"fp32": "f32", "fp16": "f16"}.get(kv_name, kv_name)
+    lines = []
+    if dev.swa_layers:
+        lines.append(f"llama_kv_cache_iswa: creating non-SWA KV cache, size = {cells.full_cells} cells")
+        lines.append(f"llama_kv_cache_iswa: creating     SWA KV cache, size = {cells.swa_cells} cells")
+    for per_stream, layers_n, k_b, v_b in ((cells.full_cells, dev.full_layers, dev.k_full, dev.v_full),
+                                           (cells.swa_cells, dev.swa_layers, dev.k_swa, dev.v_swa)):
+        if layers_n:
+            n_cells = per_stream * cells.streams
+            lines.append(f"llama_kv_cache: size = {(k_b + v_b) * n_cells / MiB:7.2f} MiB ({per_stream:6d} cells, "
+                         f"{layers_n:3d} layers, {cells.n_seq:2d}/{cells.streams} seqs), K ({kv_type}): "
+                         f"{k_b * n_cells / MiB:7.2f} MiB, V ({kv_type}): {v_b * n_cells / MiB:7.2f} MiB")
+    return lines
+
+
+def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+                  profile: EngineProfile) -> EnginePlan:
+    """llama.cpp: the KV buffer is exactly what ``-c/-np/-ctk/-ctv`` ask for (or it fails).
+
+    Layers are split across ``tp x pp`` devices (``-sm layer``); each device's
+    "KV buffer size" holds its layers. Bytes per layer = ``(K row + V row) x cells
+    x streams``. Worked example (case L06, Qwen3-4B, q8_0, ``-c 32768``): 36 x
+    (1088 + 1088) B x 32,768 = 2,448.00 MiB. Concurrency is the slot count
+    (``-np``); the fit check adds weights and a compute-buffer estimate
+    (``n_ubatch x vocab x 4 B`` of logits + an fp32 forward pass; not calibrated).
+
+    Sources: module docstring.
+    """
+    kv_name = "fp16" if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
+    c = resolve_knobs(model, request, kv_name)
+    n_seq = request.max_num_seqs or 1
+    unified = request.kv_unified if request.kv_unified is not None else n_seq == 1
+    windows = [layer.sliding_window for layer in model.layers if isinstance(layer, SlidingWindowAttention)]
+    cells = llamacpp_cells(c.max_model_len, n_seq, unified=unified, sliding_window=max(windows) if windows else None,
+                           n_ubatch=request.n_ubatch, swa_full=request.swa_full)
+    devices = c.tp * c.pp
+    ranks, lines = [], []
+    for device, layers in enumerate(pipeline_layer_ranges(model.num_layers, devices)):
+        dev = _device_kv(model, layers, c.dtypes)
+        kv = dev.bytes(cells)
+        if device == 0:
+            lines += _llamacpp_lines(dev, cells, c.dtypes.kv.name)
+        weights = request.weights_bytes if request.weights_bytes is not None else loaded_weight_bytes(
+            model, weight_dtype(request.weight_dtype), 1, device, devices, engine_extras=False)
+        compute = request.activation_bytes
+        if compute is None:
+            compute = request.n_ubatch * model.vocab_size * 4 + forward_peak_bytes(model, request.n_ubatch, 4, 1)
+        row = dev.k_full + dev.v_full + dev.k_swa + dev.v_swa
+        ranks.append(rank_budget(device, layers, base=gpu_memory_bytes, requested=weights + kv + compute, weights=weights,
+                           activation=compute, forward=compute, sampler=0, non_torch=request.non_torch_bytes or 0,
+                           cudagraph=0, available=kv, per_token=row, bytes_per_block=row,
+                           num_blocks=cells.full_cells * cells.streams, request=request))
+        lines.append(f"llama_kv_cache: {'CUDA' + str(device):>10s} KV buffer size = {kv / MiB:8.2f} MiB")
+    reasons = [f"device {r.stage}: weights {gib2(r.weights_bytes)} + KV {gib2(r.available_kv_cache_bytes)} + compute "
+               f"buffer ~{gib2(r.activation_bytes)} GiB exceed {gib2(gpu_memory_bytes)} GiB; lower -c, use -ctk/-ctv "
+               "q8_0, or offload fewer layers (-ngl)"
+               for r in ranks if r.requested_bytes + r.non_torch_bytes > gpu_memory_bytes][:1]
+    notes = ["quantized V cache needs flash attention (-fa on)"] if c.dtypes.kv.name in ("q8_0", "q4_0") else []
+    total_cells = cells.full_cells * cells.streams
+    return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=None, block_size=1,
+                 mnbt=request.n_ubatch, seqs=n_seq, tokens=total_cells, num_blocks=total_cells,
+                 concurrency=float(n_seq), engine_max_len=cells.n_ctx if unified else cells.full_cells,
+                 needed=ranks[0].available_kv_cache_bytes // n_seq, reasons=reasons, warnings=[], notes=notes,
+                 log=lines, formula="KV = rows x cells (no fraction); compute buffer ~ n_ubatch x (vocab x 4 B "
+                                     "+ fp32 forward pass)",
+                 launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
+                                   weight_dtype=request.weight_dtype,
+                                   tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
+                                   max_model_len=c.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
+                                   max_num_seqs=n_seq, n_ubatch=request.n_ubatch, kv_unified=unified and n_seq > 1,
+                                   swa_full=request.swa_full))

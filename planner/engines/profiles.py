@@ -1,0 +1,386 @@
+"""Serving-engine profiles: how each engine (and each vLLM era) budgets and prints its KV cache.
+
+A profile is plain data: the memory base its fraction applies to, its default
+knobs, which layers it prices separately (sliding windows, Mamba), how it
+prints tokens and concurrency, and the overhead constants it was calibrated
+with. The arithmetic lives in :mod:`planner.engines.pages` (vLLM-style page specs),
+:mod:`planner.engines.overheads` (activation / non-torch / CUDA-graph terms) and
+:mod:`planner.engines` (the per-rank plan).
+
+Design notes (assumptions):
+    1. vLLM changed what it prints several times; each era is its own profile
+       id, and ``vllm`` is the newest. Eras (ENGINES.md 1.4-1.5):
+       ``vllm-v0`` (V0 engine, "# GPU blocks: N"), ``vllm-v1-jan2025`` (PR #12569,
+       "# GPU blocks"), ``vllm-v1-2025`` (PR #13596, "GPU KV cache size: N*B
+       tokens"), ``vllm-v0.10`` and ``vllm-v0.11`` (hybrid allocator: tokens =
+       ``num_blocks // num_groups * B``, window-aware concurrency; v0.10 samples
+       with FlashInfer, later builds with PyTorch's sort), ``vllm`` (2026, PRs
+       #38364/#40694: tokens = ``int(concurrency * max_model_len)``, CUDA-graph
+       estimate subtracted, on by default since v0.21.0).
+    2. vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` for
+       ``vllm serve`` are 8192 / 1024 on GPUs with >= 70 GiB that are not A100s,
+       else 2048 / 256 (vllm/engine/arg_utils.py, ``_set_default_args``); the
+       0.10.1.1 A100 logs in the reference cases show 2048. The 2026 profile uses
+       16384 on large GPUs (quoted as the ``serve`` default by vLLM issue #54704).
+       V0 without chunked prefill profiles ``max(max_model_len, 2048)`` tokens
+       (vllm/config.py ``SchedulerConfig``; chunked prefill was switched on by
+       default above 32K context, where 2048 is used here).
+    3. Block sizes (vllm/platforms/cuda.py ``check_and_update_config``): 16 for
+       ordinary backends, MLA 64 with FlashMLA (Hopper), 128 with CUTLASS MLA
+       (Blackwell), 16 with Triton MLA (other GPUs and pre-2025 builds).
+    4. Every default can be overridden in :class:`planner.engines.EngineRequest`.
+
+Sources: ENGINES.md sections 1-5 (vLLM vllm/v1/worker/gpu_worker.py,
+vllm/v1/core/kv_cache_utils.py, vllm/platforms/cuda.py; SGLang
+python/sglang/srt/server_args.py and model_runner_kv_cache_mixin.py; TGI
+server/text_generation_server/models/flash_causal_lm.py; TensorRT-LLM
+tensorrt_llm/_torch/pyexecutor/_util.py; llama.cpp src/llama-kv-cache.cpp,
+src/llama-context.cpp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from planner.units import GiB, MiB
+
+EngineFamily = Literal["vllm", "sglang", "trtllm", "tgi", "llama.cpp", "transformers"]
+
+BudgetBase = Literal["total", "free_before_load", "free_after_profile", "total_minus_reserve", "requested", "device"]
+"""What the engine's memory fraction multiplies:
+
+* ``total``: total device memory (vLLM ``gpu_memory_utilization``).
+* ``free_before_load``: free memory before the weights load (SGLang ``mem_fraction_static``).
+* ``free_after_profile``: free memory after load and a profiling run (TensorRT-LLM
+  ``free_gpu_memory_fraction``).
+* ``total_minus_reserve``: total minus a fixed share kept free (TGI keeps 10 %).
+* ``requested``: exactly what the user asks for (llama.cpp ``-c``; no fraction).
+* ``device``: whatever is free on the device (plain transformers, no fraction).
+"""
+
+TokenPrint = Literal["blocks", "blocks_x_block_size", "blocks_per_group", "concurrency_x_len", "cells", "tokens"]
+ConcurrencyPrint = Literal["tokens_over_len", "blocks_per_request", "none"]
+StartCheck = Literal["v0_tokens", "v1_memory", "none"]
+
+SAMPLER_BYTES_PER_LOGIT_PYTORCH = 38
+"""Peak bytes per (sequence x vocabulary) logit of vLLM's dummy sampler run with
+PyTorch top-k/top-p (fp32 logits, a full sort with int64 indices, softmax,
+cumulative sum, masks, the scattered result and the sampling probabilities).
+Calibrated on the llm-d H100 rows (late-2025 vLLM, max_num_seqs 1024):
+Llama-3.1-8B 4.76 GiB, gpt-oss-20b 7.38, Qwen3-0.6B 5.56, Qwen3-32B 5.64,
+Llama-3.3-70B TP2 4.84 GiB of peak activation, after removing the
+``tokens x hidden x 2 B`` of kept hidden states, give 38.25-38.55 B.
+Sources: vllm/v1/worker/gpu_model_runner.py ``_dummy_sampler_run``;
+vllm/v1/sample/ops/topk_topp_sampler.py; llm-d/llm-d-benchmark
+config_explorer/empirical-vllm-memory-results.md."""
+
+SAMPLER_BYTES_PER_LOGIT_FLASHINFER = 12
+"""Same, when vLLM logs "Using FlashInfer for top-p & top-k sampling" (v0.10.x):
+no full sort. Calibrated on the 0.10.1.1 A100 logs (reference case V07: 0.55 GiB
+of activation + non-torch for Qwen2-7B at 2048 tokens / 256 sequences)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineProfile:
+    """One engine (or one era of vLLM) as the planner models it.
+
+    Attributes:
+        id: CLI / URL name (``vllm``, ``vllm-v0.10``, ``sglang``, ...).
+        family: Engine family.
+        label: Human-readable name with the versions it stands for.
+        budget_base: What the memory fraction multiplies (see :data:`BudgetBase`).
+        default_memory_fraction: Default fraction, or None when the engine
+            derives it (SGLang) or has none (llama.cpp, transformers).
+        fraction_flag: The engine's flag for the fraction ("" if none).
+        hybrid_allocator: True when sliding-window / chunked-local / Mamba layers
+            are priced separately (vLLM >= v0.10); False prices every attention
+            layer as full attention.
+        token_print: How the engine prints its token capacity.
+        concurrency_print: How it prints "Maximum concurrency".
+        start_check: How it refuses a ``max_model_len`` that does not fit.
+        subtracts_cudagraph: True when the CUDA-graph estimate is deducted
+            before the KV cache is sized (vLLM >= v0.21).
+        sampler_bytes_per_logit: Dummy-sampler peak per logit [bytes] (0: the
+            engine does not profile a sampler).
+        non_torch_bytes: Non-torch memory on one GPU (cuBLAS/cuDNN workspaces,
+            CUDA context growth after the baseline snapshot) [bytes].
+        non_torch_multi_gpu_bytes: Extra non-torch memory when the model spans
+            several GPUs (NCCL, custom all-reduce buffers) [bytes].
+        cudagraph_bytes: Default CUDA-graph memory estimate [bytes].
+        mxfp4_padding: How MXFP4 expert weights are padded when loaded (multiple
+            of the per-GPU intermediate size, of the hidden size; 0 = none);
+            see :data:`planner.engines.overheads.MXFP4_PADDING`. v0.10 on A100 (Triton
+            MoE kernels) pads both to 256: gpt-oss-120b TP 4 loads 17.12 GiB
+            here vs "Model loading took 17.22 GiB" in case V15.
+        kv_cache_dtypes: KV dtypes the engine accepts (planner names).
+        sources: Files the behaviour was read from.
+    """
+
+    id: str
+    family: EngineFamily
+    label: str
+    budget_base: BudgetBase
+    default_memory_fraction: float | None
+    fraction_flag: str
+    hybrid_allocator: bool
+    token_print: TokenPrint
+    concurrency_print: ConcurrencyPrint
+    start_check: StartCheck
+    subtracts_cudagraph: bool = False
+    sampler_bytes_per_logit: int = 0
+    non_torch_bytes: int = 0
+    non_torch_multi_gpu_bytes: int = 0
+    cudagraph_bytes: int = 0
+    mxfp4_padding: tuple[int, int] = (256, 0)
+    kv_cache_dtypes: tuple[str, ...] = ("auto", "bf16", "fp8")
+    sources: str = ""
+
+
+_V1_NON_TORCH = 133 * MiB
+"""0.13 GiB: non-torch memory of every single-GPU llm-d H100 row (late-2025 vLLM V1)."""
+_V1_NON_TORCH_MULTI = 430 * MiB
+"""+0.42 GiB with TP 2 (llm-d Llama-3.3-70B-FP8 TP2 row: 0.55 GiB non-torch)."""
+_V0_NON_TORCH = 358 * MiB
+"""0.35 GiB: V0's non-torch figure in reference case V01 (RTX 3090, v0.6.4)."""
+_CUDAGRAPH_BYTES = 512 * MiB
+"""0.50 GiB: "Graph capturing finished in 3 secs, took 0.50 GiB" (v0.10.1.1,
+Qwen2-7B, reference logs of case V07); llm-d measured 0.10-1.03 GiB."""
+
+_VLLM_SOURCES = ("vllm/v1/worker/gpu_worker.py (determine_available_memory), vllm/utils/mem_utils.py "
+                 "(memory_profiling), vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs, "
+                 "_report_kv_cache_config), vllm/v1/kv_cache_interface.py")
+
+
+def _vllm(id_: str, label: str, **kw) -> EngineProfile:
+    base = dict(
+        id=id_, family="vllm", label=label, budget_base="total", default_memory_fraction=0.9,
+        fraction_flag="--gpu-memory-utilization", non_torch_bytes=_V1_NON_TORCH,
+        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, cudagraph_bytes=_CUDAGRAPH_BYTES,
+        kv_cache_dtypes=("auto", "bf16", "fp8"), sources=_VLLM_SOURCES,
+    )
+    base.update(kw)
+    return EngineProfile(**base)
+
+
+ENGINE_PROFILES: dict[str, EngineProfile] = {
+    p.id: p
+    for p in (
+        _vllm("vllm", "vLLM V1, 2026 builds (>= v0.21: tokens = concurrency x max_model_len, CUDA graphs profiled)",
+              hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
+              start_check="v1_memory", subtracts_cudagraph=True,
+              sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
+        _vllm("vllm-v0.11", "vLLM V1, v0.11-v0.20 (hybrid allocator, PyTorch top-k/top-p sampler)",
+              hybrid_allocator=True, token_print="blocks_per_group", concurrency_print="blocks_per_request",
+              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
+        _vllm("vllm-v0.10", "vLLM V1, v0.10.x (hybrid allocator, FlashInfer sampler)",
+              hybrid_allocator=True, token_print="blocks_per_group", concurrency_print="blocks_per_request",
+              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_FLASHINFER,
+              mxfp4_padding=(256, 256)),
+        _vllm("vllm-v1-2025", "vLLM V1, Feb-Jun 2025 (~v0.7.3-v0.9: 'GPU KV cache size: N tokens')",
+              hybrid_allocator=False, token_print="blocks_x_block_size", concurrency_print="tokens_over_len",
+              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
+        _vllm("vllm-v1-jan2025", "vLLM V1, Jan 2025 (~v0.7.0-v0.7.2: '# GPU blocks: N')",
+              hybrid_allocator=False, token_print="blocks", concurrency_print="tokens_over_len",
+              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
+        _vllm("vllm-v0", "vLLM V0 engine (<= v0.8: '# GPU blocks: N')",
+              hybrid_allocator=False, token_print="blocks", concurrency_print="tokens_over_len",
+              start_check="v0_tokens", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH,
+              non_torch_bytes=_V0_NON_TORCH,
+              sources="vllm/worker/worker.py (determine_num_available_blocks), vllm/executor"),
+        EngineProfile(
+            id="sglang", family="sglang", label="SGLang (2025-26, model_runner_kv_cache_mixin)",
+            budget_base="free_before_load", default_memory_fraction=None, fraction_flag="--mem-fraction-static",
+            hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
+            non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
+            kv_cache_dtypes=("auto", "bf16", "fp8"),
+            sources="python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (profile_max_num_token), "
+                    "python/sglang/srt/server_args.py (_handle_gpu_memory_settings), "
+                    "python/sglang/srt/mem_cache/memory_pool.py"),
+        EngineProfile(
+            id="trtllm", family="trtllm", label="TensorRT-LLM, PyTorch backend / LLM API (tokens_per_block 32)",
+            budget_base="free_after_profile", default_memory_fraction=0.9, fraction_flag="free_gpu_memory_fraction",
+            hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
+            non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
+            cudagraph_bytes=_CUDAGRAPH_BYTES, kv_cache_dtypes=("auto", "fp8", "int8"),
+            sources="tensorrt_llm/_torch/pyexecutor/_util.py (KvCacheCreator), "
+                    "tensorrt_llm/_torch/pyexecutor/resource_manager.py (get_cache_size_per_token)"),
+        EngineProfile(
+            id="trtllm-engine", family="trtllm",
+            label="TensorRT-LLM, trtllm-build engine + C++ runtime (tokens_per_block 64)",
+            budget_base="free_after_profile", default_memory_fraction=0.9,
+            fraction_flag="kv_cache_free_gpu_mem_fraction", hybrid_allocator=False, token_print="tokens",
+            concurrency_print="none", start_check="none", non_torch_bytes=_V1_NON_TORCH,
+            non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, cudagraph_bytes=_CUDAGRAPH_BYTES,
+            kv_cache_dtypes=("auto", "fp8", "int8"),
+            sources="cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp (calculateMaxNumBlocks)"),
+        EngineProfile(
+            id="tgi", family="tgi", label="Hugging Face TGI 3.x (flashinfer backend, BLOCK_SIZE 1)",
+            budget_base="total_minus_reserve", default_memory_fraction=1.0, fraction_flag="CUDA_MEMORY_FRACTION",
+            hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
+            non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
+            kv_cache_dtypes=("auto", "fp8"),
+            sources="server/text_generation_server/models/flash_causal_lm.py (warmup), "
+                    "server/text_generation_server/models/globals.py (BLOCK_SIZE, TGI_WIGGLE_ROOM)"),
+        EngineProfile(
+            id="llama.cpp", family="llama.cpp", label="llama.cpp (llama-server / llama-cli, 2025-26 builds)",
+            budget_base="requested", default_memory_fraction=None, fraction_flag="",
+            hybrid_allocator=True, token_print="cells", concurrency_print="none", start_check="none",
+            kv_cache_dtypes=("auto", "fp32", "bf16", "fp16", "q8_0", "q4_0"),
+            sources="src/llama-kv-cache.cpp, src/llama-kv-cache-iswa.cpp, src/llama-context.cpp"),
+        EngineProfile(
+            id="transformers", family="transformers",
+            label="Hugging Face transformers generate() (DynamicCache, transformers 5)",
+            budget_base="device", default_memory_fraction=None, fraction_flag="", hybrid_allocator=True,
+            token_print="tokens", concurrency_print="none", start_check="none", non_torch_bytes=_V1_NON_TORCH,
+            non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
+            kv_cache_dtypes=("auto", "fp32", "bf16", "fp16", "int8", "int4"),
+            sources="transformers/cache_utils.py (DynamicLayer, DynamicSlidingWindowLayer), "
+                    "models/deepseek_v3/modeling_deepseek_v3.py"),
+    )
+}
+"""Every profile by id; ``vllm`` is the newest vLLM."""
+
+ENGINE_CHOICES: tuple[str, ...] = tuple(ENGINE_PROFILES)
+"""Valid ``--engine`` values."""
+
+DEFAULT_ENGINE = "vllm"
+
+
+def engine_profile(engine: str) -> EngineProfile:
+    """Look up a profile by id.
+
+    Raises:
+        ValueError: unknown id; the message lists the valid ones.
+    """
+    try:
+        return ENGINE_PROFILES[engine]
+    except KeyError:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINE_CHOICES)}") from None
+
+
+def is_large_datacenter_gpu(gpu_memory_bytes: int, gpu_name: str) -> bool:
+    """vLLM's "large GPU" test for scheduler defaults: >= 70 GiB and not an A100.
+
+    Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_args``
+    (``device_memory >= 70 GiB and "a100" not in device_name``).
+    """
+    return gpu_memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
+
+
+def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: str,
+                            max_model_len: int) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM picks for ``vllm serve``.
+
+    Worked example: an H100 80GB (79.19 GiB, not an A100) under ``vllm-v0.11``
+    gets (8192, 1024); an A100 80GB gets (2048, 256); ``vllm-v0`` at
+    ``max_model_len`` 20,000 profiles (20000, 256).
+
+    Sources: design note 2 of this module.
+    """
+    if profile.id == "vllm-v0":
+        tokens = max(max_model_len, 2048) if max_model_len <= 32768 else 2048
+        return tokens, 256
+    if is_large_datacenter_gpu(gpu_memory_bytes, gpu_name):
+        return (16384 if profile.id == "vllm" else 8192), 1024
+    return 2048, 256
+
+
+MLA_BACKEND_BLOCK_SIZES: dict[str, int] = {
+    "FLASHMLA": 64, "CUTLASS_MLA": 128, "FLASHINFER_MLA": 64, "TRITON_MLA": 16, "FLASH_ATTN_MLA": 16,
+}
+"""Block size forced by each vLLM MLA backend [tokens] (vllm/platforms/cuda.py)."""
+
+ATTENTION_BACKEND_BLOCK_SIZES: dict[str, int] = {
+    "FLASH_ATTN": 16, "FLASHINFER": 16, "TRITON_ATTN": 16, "XFORMERS": 16, **MLA_BACKEND_BLOCK_SIZES,
+}
+"""Default vLLM block size per ``--attention-backend`` / ``VLLM_ATTENTION_BACKEND`` [tokens]."""
+
+TGI_BLOCK_SIZES: dict[str, int] = {"flashinfer": 1, "flashdecoding": 256, "flashdecoding-ipex": 64, "paged": 16}
+"""TGI ``BLOCK_SIZE`` per ``ATTENTION`` backend (server/text_generation_server/models/globals.py)."""
+
+
+def default_mla_backend(profile: EngineProfile, gpu_name: str) -> str:
+    """vLLM's MLA backend for a GPU: FlashMLA on Hopper, CUTLASS MLA on Blackwell, else Triton.
+
+    Pre-2025 profiles (``vllm-v0``, ``vllm-v1-jan2025``) use Triton MLA everywhere.
+
+    Sources: vllm/platforms/cuda.py ``get_attn_backend_cls`` and
+    ``check_and_update_config`` ("Forcing kv cache block size to 64 for FlashMLA backend").
+    """
+    if profile.id in ("vllm-v0", "vllm-v1-jan2025"):
+        return "TRITON_MLA"
+    name = gpu_name.lower()
+    if any(tag in name for tag in ("b200", "b300", "gb200", "gb300", "blackwell")):
+        return "CUTLASS_MLA"
+    if any(tag in name for tag in ("h100", "h200", "h800", "h20", "gh200")):
+        return "FLASHMLA"
+    return "TRITON_MLA"
+
+
+def default_block_size(profile: EngineProfile, *, is_mla: bool, gpu_name: str = "",
+                       attention_backend: str | None = None) -> int:
+    """The engine's KV page size [tokens] before any hybrid-model adjustment.
+
+    vLLM: 16, or the MLA backend's forced size (64 FlashMLA, 128 CUTLASS MLA);
+    SGLang ``page_size`` 1; TensorRT-LLM ``tokens_per_block`` 32 (PyTorch) or 64
+    (trtllm-build); TGI ``BLOCK_SIZE`` 1 with flashinfer; llama.cpp and
+    transformers 1 (cells / plain tensors).
+
+    Raises:
+        ValueError: an unknown ``attention_backend`` name.
+
+    Sources: module design note 3; ENGINES.md 2-5.
+    """
+    if profile.family == "vllm":
+        backend = attention_backend
+        if backend is None:
+            backend = default_mla_backend(profile, gpu_name) if is_mla else "FLASH_ATTN"
+        try:
+            return ATTENTION_BACKEND_BLOCK_SIZES[backend.upper()]
+        except KeyError:
+            raise ValueError(f"unknown vLLM attention backend {backend!r}; choose one of "
+                             f"{', '.join(ATTENTION_BACKEND_BLOCK_SIZES)}") from None
+    if profile.family == "tgi":
+        backend = (attention_backend or "flashinfer").lower()
+        if backend not in TGI_BLOCK_SIZES:
+            raise ValueError(f"unknown TGI attention backend {backend!r}; choose one of {', '.join(TGI_BLOCK_SIZES)}")
+        return TGI_BLOCK_SIZES[backend]
+    if profile.id == "trtllm":
+        return 32
+    if profile.id == "trtllm-engine":
+        return 64
+    return 1
+
+
+def sglang_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,
+                           pipeline_parallel_size: int = 1) -> tuple[int, int, float]:
+    """``(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static)`` SGLang picks.
+
+    Buckets by GPU memory (MiB): < 20 GiB 2048 / 8; < 35 GiB 2048 / 24 (80 at
+    TP >= 4); < 60 GiB 4096 / 32 (160); < 160 GiB 8192 / 256 (512); else 16384 / 512.
+    Then ``reserved = 512 + 1.5 x max(chunked, 2048) + 2 x cuda_graph_max_bs +
+    1024 x tp x pp / 8`` MiB, at least 10 GiB above 60 GiB, and
+    ``mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3)``.
+    Worked example: H100 80GB (81,090 MiB), TP 1: reserved = max(512 + 12288 + 512
+    + 128, 10240) = 13,440 MiB, fraction round(67,650 / 81,090, 3) = 0.834.
+
+    Sources: python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``
+    (PR #10975 and later; DP-attention and speculative terms not modelled).
+    """
+    tp = tensor_parallel_size
+    mem_mib = gpu_memory_bytes / MiB
+    if mem_mib < 20 * 1024:
+        chunk, graph_bs = 2048, 8
+    elif mem_mib < 35 * 1024:
+        chunk, graph_bs = 2048, (24 if tp < 4 else 80)
+    elif mem_mib < 60 * 1024:
+        chunk, graph_bs = 4096, (32 if tp < 4 else 160)
+    elif mem_mib < 160 * 1024:
+        chunk, graph_bs = 8192, (256 if tp < 4 else 512)
+    else:
+        chunk, graph_bs = 16384, 512
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pipeline_parallel_size / 8 * 1024
+    if mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return chunk, graph_bs, round((mem_mib - reserved) / mem_mib, 3)

@@ -1,0 +1,243 @@
+"""Estimate vs actual: an engine plan lined up against the figures its startup log printed.
+
+:func:`reconcile` builds one :class:`ReconcileRow` per figure (estimate, printed,
+difference); :func:`request_from_log` and :func:`knobs_from_log` turn the figures
+into overrides and knobs so the planner re-plans with the overheads measured on
+that hardware (weights, activation peak, non-torch) or pins the engine's own
+available memory; :func:`suggest_engine` names the engine a log came from.
+
+Units and sources of the log formats: :mod:`planner.engines.logparse`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from planner.engines.logparse import LogFigure, LogFigures
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.units import GiB, MiB
+
+# --- estimate vs actual --------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconcileRow:
+    """One line of the estimate-vs-actual table.
+
+    Attributes:
+        quantity: What is compared.
+        unit: ``GiB``, ``MiB``, ``tokens``, ``count`` or ``x``.
+        estimate: The plan's figure, in ``unit``.
+        actual: The log's figure, in ``unit``.
+        line: The log line it came from.
+    """
+
+    quantity: str
+    unit: str
+    estimate: float
+    actual: float
+    line: str
+
+    @property
+    def difference(self) -> float:
+        """``estimate - actual`` in ``unit``."""
+        return self.estimate - self.actual
+
+    @property
+    def relative_error(self) -> float | None:
+        """``(estimate - actual) / actual``, None when actual is 0."""
+        return None if self.actual == 0 else self.difference / self.actual
+
+
+def _row(label: str, unit: str, estimate: float, figure: LogFigure | None) -> ReconcileRow | None:
+    if figure is None:
+        return None
+    return ReconcileRow(quantity=label, unit=unit, estimate=estimate, actual=figure.value, line=figure.line)
+
+
+def reconcile(plan: EnginePlan, figures: LogFigures) -> tuple[ReconcileRow, ...]:
+    """The plan's figures next to the log's, line by line (only those found in the log).
+
+    Sizes are compared per GPU in the unit the engine printed.
+    """
+    rank = plan.limiting_rank
+    g = figures.get
+    rows = [
+        _row("Model loading (weights)", "GiB", rank.weights_bytes / GiB, g("weights_gib")),
+        _row("Activation peak", "GiB", rank.activation_bytes / GiB, g("activation_gib")),
+        _row("Non-torch memory", "GiB", rank.non_torch_bytes / GiB, g("non_torch_gib")),
+        _row("CUDA graph memory", "GiB", rank.cudagraph_bytes / GiB, g("cudagraph_gib")),
+        _row("Available KV cache memory", "GiB", plan.available_kv_cache_bytes / GiB, g("available_kv_gib")),
+        _row("# GPU blocks", "count", plan.num_gpu_blocks, g("num_gpu_blocks")),
+        _row("GPU KV cache size", "tokens", plan.engine_kv_cache_tokens, g("kv_cache_tokens")),
+        _row("Maximum concurrency", "x", plan.max_concurrency, g("max_concurrency")),
+        _row("KV needed for one max-length request", "GiB", plan.kv_cache_bytes_needed_per_request / GiB,
+             g("needed_kv_gib")),
+        _row("Estimated max model length", "tokens", plan.engine_max_model_len, g("estimated_max_model_len")),
+        _row("SGLang #tokens", "tokens", plan.engine_kv_cache_tokens, g("sglang_tokens")),
+        _row("SGLang K + V size", "GiB", plan.available_kv_cache_bytes / GiB, _sum_kv(figures)),
+        _row("llama.cpp KV size", "MiB", plan.available_kv_cache_bytes / MiB, _llamacpp_total(figures)),
+        _row("llama.cpp cells (all streams)", "count", plan.engine_kv_cache_tokens, _llamacpp_cells(figures)),
+        _row("TensorRT-LLM tokens", "tokens", plan.engine_kv_cache_tokens, g("trtllm_tokens")),
+        _row("TensorRT-LLM KV allocation", "GiB", plan.available_kv_cache_bytes / GiB, g("trtllm_alloc_gib")),
+        _row("TGI max batch total tokens", "tokens", plan.engine_kv_cache_tokens, g("tgi_max_total_tokens")),
+    ]
+    return tuple(r for r in rows if r is not None)
+
+
+def _sum_kv(figures: LogFigures) -> LogFigure | None:
+    k, v = figures.get("sglang_k_gib"), figures.get("sglang_v_gib")
+    if k is not None and v is not None:
+        return replace(k, name="sglang_kv_sum", value=round(k.value + v.value, 2))
+    return figures.get("sglang_kv_gib")
+
+
+def _llamacpp_total(figures: LogFigures) -> LogFigure | None:
+    """Sum of the ``llama_kv_cache`` size lines (full + SWA caches) of the first device."""
+    sizes = figures.all("llamacpp_kv_mib")
+    if not sizes:
+        return None
+    return replace(sizes[0], name="llamacpp_kv_total", value=round(sum(f.value for f in sizes), 2))
+
+
+def _llamacpp_cells(figures: LogFigures) -> LogFigure | None:
+    """Cells of the first (full-attention) cache times its streams: ``kv_size x n_stream``."""
+    cells, streams = figures.get("llamacpp_cells"), figures.get("llamacpp_streams")
+    if cells is None:
+        return None
+    return replace(cells, name="llamacpp_cells_total", value=cells.value * (streams.value if streams else 1))
+
+
+# --- re-plan -------------------------------------------------------------------------
+
+
+def measured_available_bytes(figures: LogFigures) -> int | None:
+    """The engine's own KV memory per GPU from a log [bytes], or None.
+
+    vLLM: the smallest "Available KV cache memory" of the workers (the engine
+    equalises to the minimum); SGLang: K + V size; TensorRT-LLM: the allocation;
+    llama.cpp: the KV size.
+    """
+    if figures.engine == "vllm":
+        return figures.min_bytes("available_kv_gib")
+    if figures.engine == "sglang":
+        total = _sum_kv(figures)
+        return None if total is None else int(round(total.value * GiB))
+    if figures.engine == "trtllm":
+        return figures.min_bytes("trtllm_alloc_gib")
+    if figures.engine == "llama.cpp":
+        total = _llamacpp_total(figures)
+        return None if total is None else int(round(total.value * MiB))
+    return None
+
+
+def request_from_log(request: EngineRequest, figures: LogFigures, *, pin_available: bool = True,
+                     plan: EnginePlan | None = None) -> EngineRequest:
+    """A request re-planned with what the log measured.
+
+    With ``pin_available`` the engine's own KV memory replaces the overhead model
+    (the plan then reproduces the printed tokens and concurrency). Without it the
+    measured terms (weights, activation peak, non-torch, CUDA graphs) replace the
+    model's, so changing a knob (``max_model_len``, the memory fraction) re-plans
+    with this hardware's overheads. Knobs the log states (``max_model_len``,
+    ``max_num_batched_tokens``, block size) are adopted unless already set.
+    When the log has no activation breakdown (vLLM V1 at INFO level) and
+    ``plan`` is given, the activation becomes the residual
+    ``requested - weights - available - non_torch`` (:func:`residual_overhead_bytes`).
+    """
+    updates: dict = {}
+    weights = figures.min_bytes("weights_gib")
+    if weights is None and figures.get("sglang_weights_gib") is not None:
+        weights = figures.min_bytes("sglang_weights_gib")
+    if weights is not None:
+        updates["weights_bytes"] = weights
+    activation = figures.get("activation_gib")
+    if activation is None and figures.get("peak_torch_gib") is not None and weights is not None:
+        updates["activation_bytes"] = max(0, figures.get("peak_torch_gib").bytes - weights)
+    elif activation is not None:
+        updates["activation_bytes"] = activation.bytes
+    if figures.get("non_torch_gib") is not None:
+        updates["non_torch_bytes"] = figures.get("non_torch_gib").bytes
+    if figures.get("cudagraph_gib") is not None:
+        updates["cudagraph_bytes"] = max(0, figures.get("cudagraph_gib").bytes)
+    if "activation_bytes" not in updates and plan is not None:
+        residual = residual_overhead_bytes(plan, figures)
+        if residual is not None:
+            non_torch = updates.get("non_torch_bytes", plan.limiting_rank.non_torch_bytes)
+            updates["activation_bytes"] = max(0, residual - non_torch)
+            updates.setdefault("non_torch_bytes", non_torch)
+    available = measured_available_bytes(figures)
+    if pin_available and available is not None:
+        updates["available_kv_memory_bytes"] = available
+    length = figures.value("concurrency_len") or figures.value("max_model_len") or figures.value("sglang_context_len")
+    if length and request.max_model_len is None:
+        updates["max_model_len"] = int(length)
+    if figures.value("max_num_batched_tokens") and request.max_num_batched_tokens is None:
+        updates["max_num_batched_tokens"] = int(figures.value("max_num_batched_tokens"))
+    if figures.value("block_size") and request.block_size is None:
+        updates["block_size"] = int(figures.value("block_size"))
+    if figures.value("gpu_memory_utilization") and request.gpu_memory_utilization is None:
+        updates["gpu_memory_utilization"] = figures.value("gpu_memory_utilization")
+    return replace(request, **updates)
+
+
+def knobs_from_log(request: EngineRequest, figures: LogFigures) -> tuple[EngineRequest, tuple[str, ...]]:
+    """The request with the knobs the log states (they win over the request's), and their names.
+
+    Comparing a plan with a log only makes sense at the log's own settings:
+    ``max_model_len`` (concurrency line, "Using max model len", SGLang
+    ``context_len``), ``max_num_batched_tokens``, a forced block size and V0's
+    ``gpu_memory_utilization``.
+    """
+    updates: dict = {}
+    length = figures.value("concurrency_len") or figures.value("max_model_len") or figures.value("sglang_context_len")
+    if length:
+        updates["max_model_len"] = int(length)
+    if figures.value("max_num_batched_tokens"):
+        updates["max_num_batched_tokens"] = int(figures.value("max_num_batched_tokens"))
+    if figures.value("block_size"):
+        updates["block_size"] = int(figures.value("block_size"))
+    if figures.value("gpu_memory_utilization"):
+        updates["gpu_memory_utilization"] = figures.value("gpu_memory_utilization")
+    changed = tuple(k for k, v in updates.items() if getattr(request, k) != v)
+    return replace(request, **updates), changed
+
+
+def residual_overhead_bytes(plan: EnginePlan, figures: LogFigures) -> int | None:
+    """What the log implies for activation + non-torch when it prints no breakdown [bytes].
+
+    ``requested - weights - available`` for vLLM logs that give "Model loading
+    took" and "Available KV cache memory" (V1 prints no breakdown at INFO
+    level). Case V07: 0.25 x 79.25 - 14.2488 - 5.01 = 0.55 GiB.
+    """
+    weights, available = figures.min_bytes("weights_gib"), figures.min_bytes("available_kv_gib")
+    if figures.engine != "vllm" or weights is None or available is None:
+        return None
+    graphs = plan.limiting_rank.cudagraph_bytes if plan.engine == "vllm" else 0
+    return plan.limiting_rank.requested_bytes - weights - available - graphs
+
+
+def suggest_engine(figures: LogFigures) -> str | None:
+    """The engine profile whose print formulas match the log, or None when unknown.
+
+    vLLM by version: < 0.7 -> ``vllm-v0``; 0.7.0-0.7.2 -> ``vllm-v1-jan2025``;
+    0.7.3-0.9.x -> ``vllm-v1-2025``; 0.10.x -> ``vllm-v0.10``; 0.11-0.20 ->
+    ``vllm-v0.11``; >= 0.21 -> ``vllm``. Without a version, a "# GPU blocks" line
+    means ``vllm-v0`` and a token line the newest profile. Other engines map to
+    their family profile (``trtllm`` for TensorRT-LLM).
+
+    Sources: the PRs listed in ENGINES.md 1.5 (print formats by date).
+    """
+    if figures.engine != "vllm":
+        return figures.engine
+    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", figures.version or "")
+    if match is None:
+        return "vllm-v0" if figures.get("num_gpu_blocks") and not figures.get("kv_cache_tokens") else "vllm"
+    major, minor, patch = (int(g or 0) for g in match.groups())
+    version = (major, minor, patch)
+    for bound, profile in (((0, 7, 0), "vllm-v0"), ((0, 7, 3), "vllm-v1-jan2025"), ((0, 10, 0), "vllm-v1-2025"),
+                           ((0, 11, 0), "vllm-v0.10"), ((0, 21, 0), "vllm-v0.11")):
+        if version < bound:
+            return profile
+    return "vllm"

@@ -1,0 +1,247 @@
+"""Inputs and results of an engine-faithful plan (see :mod:`planner.engines`).
+
+Field names are the CLI flags and URL keys with underscores. Sizes are integer
+bytes, per GPU unless named otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES
+from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineRequest:
+    """The engine, its knobs, and optional measured overrides.
+
+    Attributes:
+        engine: A key of :data:`planner.engines.profiles.ENGINE_PROFILES`.
+        weight_dtype: Key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
+        kv_cache_dtype: ``auto`` or a KV dtype the engine accepts.
+        tensor_parallel_size: GPUs each layer is split over (``--tensor-parallel-size``).
+        pipeline_parallel_size: Pipeline stages (layers split), ``--pipeline-parallel-size``.
+        data_parallel_size: Independent replicas (each ``tp x pp`` GPUs).
+        max_model_len: Longest request [tokens] (llama.cpp: ``n_ctx``); None = the
+            model's ``max_position_embeddings`` as the engines default to.
+        gpu_memory_utilization: The engine's memory fraction: vLLM
+            ``gpu_memory_utilization``, SGLang ``mem_fraction_static``, TensorRT-LLM
+            ``free_gpu_memory_fraction``, TGI ``CUDA_MEMORY_FRACTION``; None = default.
+        block_size: KV page size [tokens]; None = the engine / backend default.
+        max_num_batched_tokens: Tokens in the profile pass (vLLM
+            ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``, TGI
+            ``max_batch_prefill_tokens``, TensorRT-LLM ``max_num_tokens``); None = default.
+        max_num_seqs: Sequences per step (vLLM ``max_num_seqs``, SGLang
+            ``max_running_requests``, llama.cpp ``-np`` slots); None = default.
+        attention_backend: vLLM backend (``FLASHMLA``, ``CUTLASS_MLA``, ...) or TGI
+            ``ATTENTION`` (``flashinfer``, ``flashdecoding``, ``paged``); None = default.
+        disable_hybrid_kv_cache_manager: vLLM flag: price sliding layers as full.
+        available_kv_memory_bytes: The engine's reported KV memory per GPU (vLLM
+            "Available KV cache memory", SGLang K + V size, TensorRT-LLM allocation)
+            [bytes]; skips the overhead model.
+        weights_bytes: Measured weights per GPU ("Model loading took") [bytes].
+        activation_bytes: Measured activation peak per GPU [bytes].
+        non_torch_bytes: Measured non-torch memory per GPU [bytes].
+        cudagraph_bytes: CUDA-graph memory per GPU [bytes].
+        kv_unified: llama.cpp ``--kv-unified``; None = unified only with one slot.
+        n_ubatch: llama.cpp ``-ub`` (physical batch) [tokens].
+        swa_full: llama.cpp ``--swa-full`` (full-size SWA cache).
+        gpu_name: GPU display name; picks vLLM's scheduler defaults (A100 rule)
+            and MLA backend (Hopper / Blackwell).
+    """
+
+    engine: str = DEFAULT_ENGINE
+    weight_dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    block_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    attention_backend: str | None = None
+    disable_hybrid_kv_cache_manager: bool = False
+    available_kv_memory_bytes: int | None = None
+    weights_bytes: int | None = None
+    activation_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cudagraph_bytes: int | None = None
+    kv_unified: bool | None = None
+    n_ubatch: int = 512
+    swa_full: bool = False
+    gpu_name: str = ""
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs in all: ``tp x pp x dp``."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+
+    def validate(self) -> None:
+        """Raise ValueError with an actionable message for any out-of-range field."""
+        positive = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "n_ubatch")
+        for name in positive:
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
+        for name in ("available_kv_memory_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
+                     "cudagraph_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0 bytes, got {value}")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.engine not in ENGINE_CHOICES:
+            raise ValueError(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINE_CHOICES)}")
+        if self.weight_dtype not in WEIGHT_DTYPES:
+            raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
+        if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
+            raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
+                             f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankBudget:
+    """One GPU of one pipeline stage (every tensor-parallel GPU of a stage is alike).
+
+    Attributes:
+        stage: Pipeline stage index.
+        first_layer, num_layers: Decoder layers this stage holds.
+        memory_base_bytes: What the engine's fraction multiplies [bytes].
+        requested_bytes: The engine's share of it (weights + KV + overheads) [bytes].
+        weights_bytes: Weights on this GPU [bytes].
+        activation_bytes: Activation peak [bytes] (``forward`` / ``sampler`` parts below).
+        forward_activation_bytes, sampler_bytes: Parts of the activation model [bytes].
+        non_torch_bytes: Non-torch memory [bytes].
+        cudagraph_bytes: CUDA-graph memory [bytes] (deducted only where the engine does).
+        available_kv_cache_bytes: KV memory of this GPU [bytes].
+        kv_cache_bytes_per_token: KV bytes per token on this GPU, windows not applied [bytes].
+        bytes_per_block: One block of the pool on this GPU [bytes] (cell size for page 1).
+        num_blocks: Blocks this GPU alone could hold.
+        overridden: Names of terms the user supplied.
+    """
+
+    stage: int
+    first_layer: int
+    num_layers: int
+    memory_base_bytes: int
+    requested_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    forward_activation_bytes: int
+    sampler_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    available_kv_cache_bytes: int
+    kv_cache_bytes_per_token: int
+    bytes_per_block: int
+    num_blocks: int
+    overridden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnginePlan:
+    """What the engine would allocate and print. Per GPU unless named.
+
+    ``starts`` False with ``reasons`` when the engine would refuse to start;
+    that is a normal result, not an error. JSON keys (``to_dict``) are part of
+    the CLI contract: ``engine``, ``available_kv_cache_bytes``, ``num_gpu_blocks``,
+    ``engine_kv_cache_tokens``, ``max_concurrency``, ``engine_max_model_len`` and
+    ``launch_command`` are merged into ``python -m planner plan --format json``.
+
+    Attributes:
+        engine, engine_label, family: The profile used.
+        model_id, gpu_memory_bytes: Echoed inputs.
+        tensor_parallel_size, pipeline_parallel_size, data_parallel_size, num_gpus: Layout.
+        weight_dtype, kv_cache_dtype: Resolved dtype names.
+        gpu_memory_utilization: Resolved memory fraction (None when the engine has none).
+        block_size: Block size of the first KV group [tokens].
+        max_model_len, max_num_batched_tokens, max_num_seqs: Resolved knobs.
+        ranks: One :class:`RankBudget` per pipeline stage.
+        available_kv_cache_bytes: Minimum over GPUs [bytes].
+        available_kv_from_log: True when the user supplied it.
+        num_gpu_blocks: Blocks after the minimum over GPUs (cells for llama.cpp,
+            tokens for SGLang's page 1).
+        num_kv_groups, group_size: vLLM hybrid-allocator layout.
+        blocks_per_request: Blocks one ``max_model_len`` request needs.
+        engine_kv_cache_tokens: Token capacity as the engine prints it.
+        max_concurrency: Requests of ``max_model_len`` per replica, 2 decimals as vLLM prints.
+        max_concurrency_all_replicas: Times ``data_parallel_size``.
+        engine_max_model_len: Largest ``max_model_len`` the engine accepts here [tokens].
+        kv_cache_bytes_needed_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
+        starts: False when the engine would refuse to start.
+        reasons, warnings, notes: Messages.
+        engine_log_lines: The startup lines the engine would print.
+        overhead_formula: The overhead model's arithmetic.
+        launch_command: A ready-to-run command for this plan.
+        stopped_at_config_check: True when the engine stops before loading weights (tensor
+            parallel size that cannot split the heads): the printed figures are then 0.
+    """
+
+    engine: str
+    engine_label: str
+    family: str
+    model_id: str
+    gpu_memory_bytes: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    num_gpus: int
+    weight_dtype: str
+    kv_cache_dtype: str
+    gpu_memory_utilization: float | None
+    block_size: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    ranks: tuple[RankBudget, ...]
+    available_kv_cache_bytes: int
+    available_kv_from_log: bool
+    num_gpu_blocks: int
+    num_kv_groups: int
+    group_size: int
+    blocks_per_request: int
+    engine_kv_cache_tokens: int
+    max_concurrency: float
+    max_concurrency_all_replicas: float
+    engine_max_model_len: int
+    kv_cache_bytes_needed_per_request: int
+    starts: bool
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    engine_log_lines: tuple[str, ...] = field(default_factory=tuple)
+    overhead_formula: str = ""
+    launch_command: str = ""
+    stopped_at_config_check: bool = False
+
+    @property
+    def limiting_rank(self) -> RankBudget:
+        """The GPU with the fewest blocks (the engine equalises to it)."""
+        return min(self.ranks, key=lambda r: r.num_blocks)
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON output (tuples become lists)."""
+        out = asdict(self)
+        out["ranks"] = [asdict(r) | {"overridden": list(r.overridden)} for r in self.ranks]
+        for key in ("reasons", "warnings", "notes", "engine_log_lines"):
+            out[key] = list(out[key])
+        return out
+
+    def cli_keys(self) -> dict:
+        """The keys ``python -m planner plan`` adds to its JSON."""
+        return {
+            "engine": self.engine,
+            "available_kv_cache_bytes": self.available_kv_cache_bytes,
+            "num_gpu_blocks": self.num_gpu_blocks,
+            "engine_kv_cache_tokens": self.engine_kv_cache_tokens,
+            "max_concurrency": self.max_concurrency,
+            "engine_max_model_len": self.engine_max_model_len,
+            "launch_command": self.launch_command,
+        }

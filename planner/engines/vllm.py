@@ -1,0 +1,276 @@
+"""vLLM (V0 and every V1 era): per-rank budget -> blocks -> printed tokens and concurrency.
+
+Chain, per GPU (pipeline stage ``s``; every tensor-parallel GPU of a stage is alike):
+
+    requested = floor(total x gpu_memory_utilization)
+    available = requested - weights - activation_peak - non_torch [- cudagraph on >= v0.21]
+    num_blocks = min over GPUs of available // bytes_per_block
+    tokens, concurrency = as the profile's era prints them (planner.engines.pages)
+
+Start check: V1 refuses when one ``max_model_len`` request needs more KV than a
+GPU has ("To serve at least one request with the model's max seq len (N), (X GiB
+KV cache is needed, which is larger than the available KV cache memory (Y
+GiB)..."), V0 when ``max_model_len > num_blocks x block_size``; either way
+``engine_max_model_len`` is the largest length that would be accepted.
+
+Sources: vllm/v1/worker/gpu_worker.py (``determine_available_memory``),
+vllm/v1/core/kv_cache_utils.py (``get_kv_cache_configs``,
+``_check_enough_kv_cache_memory``, ``_report_kv_cache_config``),
+vllm/worker/worker.py (V0 ``determine_num_available_blocks``), vllm/v1/engine/core.py
+(minimum blocks across workers); ENGINES.md section 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.engines.launch import LaunchSpec, launch_command
+from planner.engines.overheads import activation_estimate, loaded_weight_bytes, pipeline_layer_ranges
+from planner.engines.pages import (
+    FullAttentionPages,
+    KVLayout,
+    MambaPages,
+    kv_layout,
+    layer_pages,
+    mamba_hybrid_block_size,
+    max_concurrency,
+    max_model_len_that_fits,
+    printed_tokens,
+)
+from planner.engines.profiles import EngineProfile, default_block_size, vllm_scheduler_defaults
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.model import ModelSpec
+from planner.model.dtypes import weight_dtype
+from planner.model.kv import cache_dtypes
+from planner.model.layers import MLAAttention
+from planner.units import GiB
+
+MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
+"""Upper bound of the max-model-len search when the model states no limit [tokens]."""
+
+
+def gib2(num_bytes: int) -> str:
+    """GiB with 2 decimals, as vLLM prints memory (``x / GiB_bytes:.2f``)."""
+    return f"{num_bytes / GiB:.2f}"
+
+
+def resolve_max_model_len(model: ModelSpec, request: EngineRequest) -> int:
+    """The request's ``max_model_len``, or the model's ``max_position_embeddings``.
+
+    Raises:
+        ValueError: neither is known.
+    """
+    if request.max_model_len is not None:
+        return request.max_model_len
+    if model.max_position_embeddings:
+        return model.max_position_embeddings
+    raise ValueError(f"{model.model_id}: the config states no max_position_embeddings; pass max_model_len")
+
+
+def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profile: EngineProfile,
+                  block_size: int) -> KVLayout:
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
+    tp = request.tensor_parallel_size
+    specs = [layer_pages(model.layers[i], dtypes, tp, block_size, hybrid_allocator=hybrid) for i in layers]
+    attention = [s for s in specs if isinstance(s, FullAttentionPages)]
+    mamba = [s for s in specs if isinstance(s, MambaPages)]
+    if mamba and not hybrid:
+        raise ValueError(f"{model.model_id}: attention + Mamba hybrids are modelled only with vLLM's hybrid "
+                         f"allocator (engine vllm, vllm-v0.11 or vllm-v0.10); {profile.id} kept the Mamba state in "
+                         "a separate cache that the planner does not model")
+    if mamba and attention and request.block_size is None:
+        # Raise the attention block so one attention page holds a Mamba state.
+        state = max(s.state_bytes for s in mamba)
+        bigger = max(block_size, mamba_hybrid_block_size(max(a.bytes_per_token for a in attention), state))
+        specs = [None if s is None else s.with_block_size(bigger) for s in specs]
+    return kv_layout(specs)
+
+
+def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
+    """Plan ``model`` under a vLLM profile (module docstring).
+
+    Raises:
+        ValueError: invalid knobs (e.g. ``pipeline_parallel_size`` above the layer count).
+    """
+    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
+    max_model_len = resolve_max_model_len(model, request)
+    default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, request.gpu_name, max_model_len)
+    mnbt = request.max_num_batched_tokens or default_tokens
+    seqs = request.max_num_seqs or default_seqs
+    is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    block = request.block_size or default_block_size(profile, is_mla=is_mla, gpu_name=request.gpu_name,
+                                                     attention_backend=request.attention_backend)
+    util = request.gpu_memory_utilization or profile.default_memory_fraction
+    requested = int(gpu_memory_bytes * util)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+
+    ranks, layouts = [], []
+    for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, pp)):
+        layout = _stage_layout(model, layers, request, profile, block)
+        ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
+                                  gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs))
+        layouts.append(layout)
+    formula = _formula(model, request, profile, mnbt, seqs)
+
+    limiting = min(range(pp), key=lambda i: ranks[i].num_blocks)
+    layout, num_blocks = layouts[limiting], ranks[limiting].num_blocks
+    conc = max_concurrency(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print)
+    tokens = printed_tokens(layout, num_blocks, profile.token_print, conc, max_model_len)
+    limit = model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT
+    needed = max(lay.needed_bytes(max_model_len, mnbt) for lay in layouts)
+    if profile.start_check == "v0_tokens":
+        engine_max_len = min(num_blocks * layout.block_size, limit)
+    else:
+        engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit)
+                             for lay, r in zip(layouts, ranks))
+    reasons, warnings, notes = _diagnose(model, request, profile, ranks, layouts, max_model_len=max_model_len,
+                                         mnbt=mnbt, num_blocks=num_blocks, block=layout.block_size,
+                                         engine_max_len=engine_max_len, util=util,
+                                         gpu_memory_bytes=gpu_memory_bytes)
+    available_min = min(r.available_kv_cache_bytes for r in ranks)
+    log = _log_lines(profile, ranks, layout, num_blocks, tokens, conc, max_model_len)
+    launch = launch_command(LaunchSpec(
+        engine=profile.id, family=profile.family, model_id=model.model_id,
+        weight_dtype=request.weight_dtype, tensor_parallel_size=tp,
+        pipeline_parallel_size=pp, data_parallel_size=request.data_parallel_size,
+        max_model_len=engine_max_len if reasons and engine_max_len > 0 else max_model_len, gpu_memory_utilization=util,
+        kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
+        max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
+        attention_backend=request.attention_backend))
+    rounded = round(float(conc), 2)
+    return EnginePlan(
+        engine=profile.id, engine_label=profile.label, family=profile.family, model_id=model.model_id,
+        gpu_memory_bytes=gpu_memory_bytes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        data_parallel_size=request.data_parallel_size, num_gpus=request.num_gpus,
+        weight_dtype=request.weight_dtype, kv_cache_dtype=dtypes.kv.name, gpu_memory_utilization=util,
+        block_size=layout.block_size, max_model_len=max_model_len, max_num_batched_tokens=mnbt,
+        max_num_seqs=seqs, ranks=tuple(ranks), available_kv_cache_bytes=available_min,
+        available_kv_from_log=request.available_kv_memory_bytes is not None, num_gpu_blocks=num_blocks,
+        num_kv_groups=layout.num_groups, group_size=layout.group_size,
+        blocks_per_request=layout.blocks_per_request(max_model_len, mnbt), engine_kv_cache_tokens=tokens,
+        max_concurrency=rounded, max_concurrency_all_replicas=round(float(conc) * request.data_parallel_size, 2),
+        engine_max_model_len=engine_max_len, kv_cache_bytes_needed_per_request=needed, starts=not reasons,
+        reasons=tuple(reasons), warnings=tuple(warnings), notes=tuple(notes), engine_log_lines=tuple(log),
+        overhead_formula=formula, launch_command=launch,
+    )
+
+
+def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfile, stage: int, layers: range,
+                 layout: KVLayout, *, requested: int, gpu_memory_bytes: int, mnbt: int, seqs: int) -> RankBudget:
+    """One pipeline stage's budget: requested - weights - activation - non-torch [- graphs]."""
+    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
+                              bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
+                              last_stage=stage == pp - 1)
+    estimates = {
+        "weights": loaded_weight_bytes(model, weight_dtype(request.weight_dtype), tp, stage, pp,
+                                       mxfp4_padding=profile.mxfp4_padding),
+        "activation": act.peak_bytes,
+        "non_torch": profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp * pp > 1 else 0),
+        "cudagraph": profile.cudagraph_bytes,
+    }
+    overrides = {"weights": request.weights_bytes, "activation": request.activation_bytes,
+                 "non_torch": request.non_torch_bytes, "cudagraph": request.cudagraph_bytes}
+    terms = {k: (v if overrides[k] is None else overrides[k]) for k, v in estimates.items()}
+    overridden = [k for k, v in overrides.items() if v is not None]
+    if request.available_kv_memory_bytes is not None:
+        available = request.available_kv_memory_bytes
+        overridden.append("available_kv_cache")
+    else:
+        graphs = terms["cudagraph"] if profile.subtracts_cudagraph else 0
+        available = requested - terms["weights"] - terms["activation"] - terms["non_torch"] - graphs
+    return RankBudget(
+        stage=stage, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
+        requested_bytes=requested, weights_bytes=terms["weights"], activation_bytes=terms["activation"],
+        forward_activation_bytes=act.forward_bytes, sampler_bytes=act.sampler_bytes,
+        non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,
+        kv_cache_bytes_per_token=sum(model.layers[i].bytes_per_token(dtypes, tp) for i in layers),
+        bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
+        overridden=tuple(overridden))
+
+
+def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, mnbt: int, seqs: int) -> str:
+    """The overhead model's arithmetic as one line of text."""
+    graphs = " - cudagraph" if profile.subtracts_cudagraph else ""
+    return (f"available = floor(total x gpu_memory_utilization) - weights - activation - non_torch{graphs}; "
+            f"activation = max(forward pass of {mnbt:,} tokens, sampler of min({seqs}, {mnbt:,}) x "
+            f"{model.vocab_size:,} logits x {profile.sampler_bytes_per_logit} B + hidden states)")
+
+
+def _diagnose(model: ModelSpec, request: EngineRequest, profile: EngineProfile, ranks: list[RankBudget],
+              layouts: list[KVLayout], *, max_model_len: int, mnbt: int, num_blocks: int, block: int,
+              engine_max_len: int, util: float, gpu_memory_bytes: int) -> tuple[list[str], list[str], list[str]]:
+    """Reasons vLLM would not start, warnings, and notes, with vLLM's own wording."""
+    reasons: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
+    tp = request.tensor_parallel_size
+    # Heads that tensor parallelism cannot split: planner.engines.plan_engine, for every head-splitting engine.
+    if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
+        reasons.append(f"User-specified max_model_len ({max_model_len}) is greater than the derived "
+                       f"max_model_len (max_position_embeddings={model.max_position_embeddings}); lower max_model_len")
+    worst = min(ranks, key=lambda r: r.available_kv_cache_bytes)
+    if worst.available_kv_cache_bytes <= 0:
+        reasons.append(
+            f"No available memory for the cache blocks (stage {worst.stage}: {gib2(worst.requested_bytes)} GiB "
+            f"requested - {gib2(worst.weights_bytes)} weights - {gib2(worst.activation_bytes)} activation - "
+            f"{gib2(worst.non_torch_bytes)} non-torch = {gib2(worst.available_kv_cache_bytes)} GiB). Try increasing "
+            "gpu_memory_utilization, more tensor/pipeline parallelism, or a smaller weight dtype")
+    elif profile.start_check == "v1_memory":
+        for layout, rank in zip(layouts, ranks):
+            needed = layout.needed_bytes(max_model_len, mnbt)
+            if needed > rank.available_kv_cache_bytes:
+                reasons.append(
+                    f"To serve at least one request with the model's max seq len ({max_model_len}), "
+                    f"({gib2(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+                    f"({gib2(rank.available_kv_cache_bytes)} GiB). Based on the available memory, the estimated "
+                    f"maximum model length is {engine_max_len}. Try increasing `gpu_memory_utilization` or "
+                    f"decreasing `max_model_len` when initializing the engine.")
+                break
+    elif max_model_len > num_blocks * block:
+        reasons.append(
+            f"The model's max seq len ({max_model_len}) is larger than the maximum number of tokens that can be "
+            f"stored in KV cache ({num_blocks * block}). Try increasing `gpu_memory_utilization` or decreasing "
+            f"`max_model_len` when initializing the engine.")
+    headroom = gpu_memory_bytes - int(gpu_memory_bytes * util)
+    if not profile.subtracts_cudagraph and ranks[0].cudagraph_bytes > headroom:
+        warnings.append(
+            f"CUDA graphs (~{gib2(ranks[0].cudagraph_bytes)} GiB) are captured after the KV cache is allocated and "
+            f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
+            "gpu_memory_utilization or pass --enforce-eager")
+    if layouts[0].padding_layers:
+        notes.append(f"hybrid KV groups padded with {layouts[0].padding_layers} layer(s); vLLM warns about "
+                     "the memory this may waste")
+    if tp > model.num_key_value_heads and model.attention_kind != "MLA":
+        notes.append(f"tensor_parallel_size {tp} > {model.num_key_value_heads} KV heads: each GPU keeps one "
+                     "replicated KV head, so KV per GPU stops shrinking")
+    if model.attention_kind == "MLA" and tp > 1:
+        notes.append("MLA latent cache is replicated on every tensor-parallel GPU (not divided by TP)")
+    if request.available_kv_memory_bytes is None:
+        notes.append("available KV memory is the overhead model's estimate; paste the engine log or pass "
+                     "--available-kv-memory-gib to use the engine's own figure")
+    return reasons, warnings, notes
+
+
+def _log_lines(profile: EngineProfile, ranks: list[RankBudget], layout: KVLayout, num_blocks: int, tokens: int,
+               conc, max_model_len: int) -> list[str]:
+    """The startup lines this vLLM era prints (numbers as the engine formats them)."""
+    lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB"]
+    if profile.id == "vllm-v0":
+        lines.append(f"Memory profiling results: ... the rest of the memory reserved for KV Cache is "
+                     f"{gib2(ranks[0].available_kv_cache_bytes)} GiB")
+    else:
+        lines.append(f"Available KV cache memory: {gib2(ranks[0].available_kv_cache_bytes)} GiB")
+    if profile.token_print == "blocks":
+        lines.append(f"# GPU blocks: {num_blocks}")
+    else:
+        lines.append(f"GPU KV cache size: {tokens:,} tokens")
+    lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: {float(conc):.2f}x")
+    return lines
+
+
+def with_available(request: EngineRequest, available_bytes: int) -> EngineRequest:
+    """The same request with the engine's reported available KV memory pinned."""
+    return replace(request, available_kv_memory_bytes=available_bytes)

@@ -1,0 +1,232 @@
+"""KV-cache bytes of a whole model: per token, per sequence, and a fast profile.
+
+Everything here is a sum over the model's per-layer specs
+(:mod:`planner.model.layers`); nothing is approximated.
+
+Sources: DOMAIN.md section 3; vLLM ``get_kv_cache_configs``
+(vllm/v1/core/kv_cache_utils.py) for the per-layer sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
+from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
+from planner.model.spec import ModelSpec
+from planner.units import ceil_div
+
+
+def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: str) -> CacheDtypes:
+    """Resolve the KV and recurrent-state formats for a plan.
+
+    Args:
+        model: The model (its ``torch_dtype`` resolves ``auto``).
+        weight_dtype_name: A key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
+        kv_cache_dtype_name: ``auto`` or a key of :data:`planner.model.dtypes.KV_CACHE_DTYPES`.
+
+    Raises:
+        ValueError: an unknown dtype name (the message lists the valid ones).
+
+    Sources: vLLM ``CacheConfig.cache_dtype`` (auto = model dtype); Mamba state
+    stays in the activation dtype (vLLM ``MambaSpec``; transformers Jamba cache).
+    """
+    weights = weight_dtype(weight_dtype_name)
+    kv = resolve_kv_cache_dtype(kv_cache_dtype_name, weights, model.torch_dtype)
+    state = activation_dtype(weights, model.torch_dtype)
+    return CacheDtypes(kv=kv, state=state)
+
+
+def kv_cache_bytes_per_token(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
+    """Bytes one token costs when every KV-holding layer keeps it, on one GPU.
+
+    Sum over layers of ``layer.bytes_per_token``; recurrent layers add 0.
+    Worked example: Meta-Llama-3-8B bf16, 32 layers x 2 x 8 x 128 x 2 B = 131,072 B.
+
+    Sources: DOMAIN.md section 3 (``2 x num_key_value_heads x head_dim x bytes`` per layer).
+    """
+    return sum(layer.bytes_per_token(dtypes, tensor_parallel_size) for layer in model.layers)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVGroup:
+    """Layers that share a per-token cost and a token cap.
+
+    Attributes:
+        num_layers: Layers in the group.
+        bytes_per_token: Per-token bytes of one layer on one GPU [bytes].
+        max_tokens: Tokens a layer keeps at most (window), None for no cap.
+        bytes_per_sequence_fixed: Constant per-sequence bytes of one layer
+            (recurrent state) [bytes].
+    """
+
+    num_layers: int
+    bytes_per_token: int
+    max_tokens: int | None
+    bytes_per_sequence_fixed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVProfile:
+    """A model's cache cost, pre-grouped so sweeps evaluate it cheaply.
+
+    ``bytes_per_sequence(n)`` equals the sum of the layers'
+    ``bytes_per_sequence(n, ...)``; the grouping only saves time.
+    """
+
+    groups: tuple[KVGroup, ...]
+    block_size: int
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes per token over all KV-holding layers (windows not applied) [bytes]."""
+        return sum(g.num_layers * g.bytes_per_token for g in self.groups)
+
+    def bytes_per_sequence(self, num_tokens: int) -> int:
+        """Bytes one sequence of ``num_tokens`` holds on one GPU [bytes].
+
+        Each layer's tokens are capped by its window and rounded up to whole
+        blocks of ``block_size`` (17 tokens at block 16 -> 32 slots).
+
+        Raises:
+            ValueError: ``num_tokens < 0``.
+        """
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        total = 0
+        block = self.block_size
+        for g in self.groups:
+            held = num_tokens if g.max_tokens is None else min(num_tokens, g.max_tokens)
+            slots = ceil_div(held, block) * block
+            total += g.num_layers * (slots * g.bytes_per_token + g.bytes_per_sequence_fixed)
+        return total
+
+
+def kv_profile(
+    model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int = 1, block_size: int = 1
+) -> KVProfile:
+    """Group a model's layers into a :class:`KVProfile`.
+
+    Args:
+        model: The model.
+        dtypes: Cache element formats.
+        tensor_parallel_size: GPUs the layers are split over.
+        block_size: Page size [tokens]; 1 = exact token counts.
+
+    Raises:
+        ValueError: ``block_size < 1`` or ``tensor_parallel_size < 1``.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1 token, got {block_size}")
+    # A window cap read from tokens_held of a huge sequence: FullAttention and MLA
+    # hold everything (cap None); windowed layers return their window.
+    probe = 1 << 62
+    counts: dict[tuple[int, int | None, int], int] = {}
+    for layer in model.layers:
+        per_token = layer.bytes_per_token(dtypes, tensor_parallel_size)
+        held = layer.tokens_held(probe)
+        cap = None if held == probe else held
+        fixed = 0 if per_token else layer.bytes_per_sequence(0, dtypes, tensor_parallel_size, 1)
+        key = (per_token, cap, fixed)
+        counts[key] = counts.get(key, 0) + 1
+    groups = tuple(
+        KVGroup(num_layers=n, bytes_per_token=t, max_tokens=c, bytes_per_sequence_fixed=f)
+        for (t, c, f), n in counts.items()
+        if t or f
+    )
+    return KVProfile(groups=groups, block_size=block_size)
+
+
+def kv_cache_bytes_per_sequence(
+    model: ModelSpec,
+    num_tokens: int,
+    dtypes: CacheDtypes,
+    tensor_parallel_size: int = 1,
+    block_size: int = 1,
+) -> int:
+    """Bytes one sequence of ``num_tokens`` holds, windows and states applied.
+
+    Worked example: Meta-Llama-3-70B bf16 at 8,192 tokens:
+    80 layers x 2 x 8 x 128 x 2 B x 8,192 = 2,684,354,560 B (2.5 GiB).
+
+    Sources: DOMAIN.md sections 3-4.
+    """
+    return kv_profile(model, dtypes, tensor_parallel_size, block_size).bytes_per_sequence(num_tokens)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionVariant:
+    """The model rebuilt with another attention design (same layers otherwise).
+
+    Attributes:
+        name: ``MHA``, ``GQA``, ``MQA`` or ``MLA``.
+        num_key_value_heads: KV heads per attention layer (None for MLA's latent).
+        model: The model with its attention layers swapped; plan it like any model.
+        as_built: True for the design the model actually uses.
+        description: One sentence for the UI.
+    """
+
+    name: str
+    num_key_value_heads: int | None
+    model: ModelSpec
+    as_built: bool
+    description: str
+
+
+def _swap_heads(layer, heads: int):
+    if isinstance(layer, FullAttention):
+        return replace(layer, num_key_value_heads=heads)
+    return layer
+
+
+def attention_variants(model: ModelSpec) -> tuple[AttentionVariant, ...]:
+    """The model as MHA, GQA (as built), MQA, and MLA where the model uses it.
+
+    For MHA/GQA/MQA models the variants change only ``num_key_value_heads`` of
+    every attention layer (MHA = query heads, MQA = 1), keeping windows, so a
+    plan of each variant shows the users GQA buys. For MLA models the MHA
+    variant is the decompressed per-head cache (K ``qk_nope + qk_rope`` and V
+    ``v_head_dim`` per head) that engines without MLA kernels keep.
+
+    Raises:
+        ValueError: an MLA model whose spec lacks the per-head shapes.
+
+    Sources: Shazeer 2019 (MQA); Ainslie et al. 2023 (GQA); DeepSeek-V2 report
+    2024 (MLA); DOMAIN.md section 3.
+    """
+    if any(isinstance(layer, MLAAttention) for layer in model.layers):
+        def decompress(layer):
+            if not isinstance(layer, MLAAttention):
+                return layer
+            if not (layer.num_attention_heads and layer.v_head_dim):
+                raise ValueError(f"{model.model_id}: MLA layers lack head shapes for the MHA view")
+            return FullAttention(
+                num_key_value_heads=layer.num_attention_heads,
+                head_dim=layer.qk_nope_head_dim + layer.qk_rope_head_dim,
+                v_head_dim=layer.v_head_dim,
+            )
+
+        mha = replace(model, layers=tuple(decompress(layer) for layer in model.layers))
+        return (
+            AttentionVariant(name="MHA", num_key_value_heads=model.num_attention_heads, model=mha,
+                             as_built=False,
+                             description="decompressed per-head K and V, as engines without MLA kernels store it"),
+            AttentionVariant(name="MLA", num_key_value_heads=None, model=model, as_built=True,
+                             description="one latent of kv_lora_rank + qk_rope_head_dim values per layer"),
+        )
+
+    heads, kv_heads = model.num_attention_heads, model.num_key_value_heads
+
+    def variant(n: int):
+        return replace(model, num_key_value_heads=n,
+                       layers=tuple(_swap_heads(layer, n) for layer in model.layers))
+
+    variants = [AttentionVariant(name="MHA", num_key_value_heads=heads, model=variant(heads),
+                                 as_built=kv_heads >= heads, description="one KV head per query head")]
+    if 1 < kv_heads < heads:
+        variants.append(AttentionVariant(
+            name="GQA", num_key_value_heads=kv_heads, model=model, as_built=True,
+            description=f"{heads // kv_heads} query heads share each KV head"))
+    variants.append(AttentionVariant(name="MQA", num_key_value_heads=1, model=variant(1),
+                                     as_built=kv_heads == 1, description="all query heads share one KV head"))
+    return tuple(variants)

@@ -1,0 +1,147 @@
+"""Overhead per GPU of the plain plan: the activation peak of vLLM's profile pass plus non-torch memory.
+
+What :func:`planner.budget.plan` subtracts besides weights before the KV cache:
+``max(forward, sampler)`` of a profile pass of ``max_num_batched_tokens`` tokens
+and ``max_num_seqs`` sampled sequences, plus the runtime's non-torch memory. The
+per-engine, per-version chains live in :mod:`planner.engines`; this is the one
+estimate Home, the sweeps and the reverse planner share.
+
+Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py),
+``memory_profiling`` (vllm/utils/mem_utils.py); ENGINES.md 1.4-1.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes
+from planner.units import MiB
+
+if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
+    from planner.budget import PlanRequest
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+"""Tokens in the engine's largest forward pass (vLLM V1 chunked-prefill default on
+datacenter GPUs in 2025 builds; ENGINES.md 1.5) [tokens]."""
+
+DEFAULT_MAX_NUM_SEQS = 1024
+"""Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on
+datacenter GPUs (vllm/engine/arg_utils.py ``_set_default_args``; ENGINES.md 1.5)."""
+
+OVERHEAD_PROFILE = "vllm-v0.11"
+"""Engine profile whose calibrated overhead terms the default plan uses (planner.engines.profiles)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverheadEstimate:
+    """Memory per GPU that is neither weights nor KV cache.
+
+    Attributes:
+        activation_bytes: Forward-pass activation peak, when it is the larger peak [bytes].
+        logits_bytes: Sampler (logits) peak, when it is the larger peak [bytes].
+        runtime_bytes: Non-torch runtime memory [bytes].
+        overridden: True when the user supplied the total.
+        formula: The arithmetic as text, for the formula panel.
+    """
+
+    activation_bytes: int
+    logits_bytes: int
+    runtime_bytes: int
+    overridden: bool
+    formula: str
+
+    @property
+    def total_bytes(self) -> int:
+        """Sum of the three terms [bytes]."""
+        return self.activation_bytes + self.logits_bytes + self.runtime_bytes
+
+
+def estimate_overhead(
+    model: ModelSpec,
+    activation_bytes_per_element: int,
+    tensor_parallel_size: int = 1,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    *,
+    gpu_memory_bytes: int | None = None,
+    gpu_name: str = "",
+) -> OverheadEstimate:
+    """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
+
+    ``activation = max(forward, sampler)`` with ``forward = T x e x (3 h +
+    max(attention, mlp) / tp)`` and ``sampler = min(S, T) x vocab x 38 B + T x h x e``
+    for ``T = max_num_batched_tokens`` tokens of ``e`` bytes and ``S = max_num_seqs``
+    (:func:`planner.engines.overheads.activation_estimate`); ``runtime`` = vLLM's non-torch
+    memory (133 MiB, plus 430 MiB of NCCL buffers when ``tp > 1``). Calibrated on
+    the breakdown rows of shared/reference/engine_cases.csv: Llama-3.1-8B on an
+    H100 (V20) predicts 4.71 GiB of activation peak where vLLM measured 4.76 GiB.
+    The Engine page models each engine and version in full; users can override
+    the total.
+
+    Args:
+        model: The model.
+        activation_bytes_per_element: Bytes of one activation element (2 for bf16).
+        tensor_parallel_size: GPUs one layer is split over.
+        max_num_batched_tokens, max_num_seqs: The profile pass [tokens] and the
+            sequences sampled [sequences]; None = what ``vllm serve`` picks for
+            this GPU (:func:`planner.engines.profiles.vllm_scheduler_defaults`:
+            8,192 / 1,024 on GPUs of 70 GiB or more that are not A100s, else
+            2,048 / 256), or 8,192 / 1,024 when ``gpu_memory_bytes`` is None.
+        gpu_memory_bytes: Framework-visible memory of the GPU [bytes], for the defaults.
+        gpu_name: GPU name or catalog id (the A100 exception of the defaults).
+
+    Returns:
+        An :class:`OverheadEstimate` [bytes].
+
+    Sources: vLLM ``memory_profiling`` (vllm/utils/mem_utils.py) and
+    ``_dummy_sampler_run`` (vllm/v1/worker/gpu_model_runner.py); vLLM
+    ``EngineArgs._set_default_args`` (vllm/engine/arg_utils.py) for the scheduler
+    defaults; ENGINES.md 1.4-1.5; planner/engines/overheads.py and
+    planner/engines/profiles.py for the constants.
+    """
+    from planner.engines.overheads import activation_estimate  # noqa: PLC0415
+    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
+
+    profile = engine_profile(OVERHEAD_PROFILE)
+    if gpu_memory_bytes is None:
+        default_tokens, default_seqs = DEFAULT_MAX_NUM_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+    else:
+        default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
+    tokens = max_num_batched_tokens or default_tokens
+    seqs = max_num_seqs or default_seqs
+    tp = tensor_parallel_size
+    act = activation_estimate(
+        model, num_tokens=tokens, num_seqs=seqs,
+        bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
+        tensor_parallel_size=tp)
+    runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
+    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run: "
+               f"{tokens:,} tokens, {seqs:,} sequences)")
+    return OverheadEstimate(
+        activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
+        logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,
+        runtime_bytes=runtime, overridden=False, formula=formula,
+    )
+
+
+def overhead_bytes(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: int | None = None,
+                   gpu_name: str = "", tensor_parallel_size: int | None = None) -> int:
+    """Per-GPU overhead for ``request``: its ``overhead_bytes`` override, else :func:`estimate_overhead`.
+
+    Args:
+        model: The model.
+        request: Knobs (dtypes, ``max_num_batched_tokens``, the override).
+        gpu_memory_bytes, gpu_name: The GPU, for vLLM's scheduler defaults (None = a large GPU).
+        tensor_parallel_size: GPUs one layer is split over; None = ``request.num_gpus``.
+
+    Returns:
+        Overhead per GPU [bytes].
+    """
+    if request.overhead_bytes is not None:
+        return request.overhead_bytes
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    tp = request.num_gpus if tensor_parallel_size is None else tensor_parallel_size
+    return estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+                             gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes

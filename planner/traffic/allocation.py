@@ -1,0 +1,354 @@
+"""Naive vs paged vs paged + prefix-cached KV allocation on one GPU's budget.
+
+Three ways to hand out a KV budget to sequences whose average length is
+``mean_len`` under an engine limit of ``max_model_len`` tokens:
+
+* **naive** (contiguous, pre-PagedAttention servers): every sequence reserves
+  room for ``max_model_len`` tokens up front; only ``mean_len`` of it is ever
+  written. Unused share of the reservation ``1 - mean_len / max_model_len``:
+  8,192-token limit, 800-token sequences -> 1 - 800/8192 = 90.2%.
+* **paged** (vLLM, Kwon et al. 2023): blocks of ``block_size`` tokens allocated
+  on demand; a sequence wastes only the unfilled tail of its last block, less
+  than one block (800 tokens, block 16 -> 50 blocks, 0 slots wasted; 801 ->
+  51 blocks, 15 wasted).
+* **paged + prefix caching**: requests that share a prompt prefix hold its full
+  blocks once (:mod:`planner.traffic.prefix`).
+
+Design notes (assumptions):
+    1. All sequences in the batch are at ``mean_len`` tokens (use
+       :mod:`planner.workload` for spread-out lengths).
+    2. The naive reservation is exact in tokens (no block rounding), windows
+       applied: a sliding-window layer reserves at most its window.
+    3. "Used" bytes are the KV of the tokens actually held, unrounded;
+       ``wasted = reserved - used``.
+    4. Budgets are per GPU, from :func:`planner.budget.plan`.
+
+Sources: Kwon et al., "Efficient Memory Management for Large Language Model
+Serving with PagedAttention", SOSP 2023 (section 3: 20.4-38.2% of reserved KV
+used by earlier systems; section 4: waste under one block per sequence);
+DOMAIN.md section 4; seed write-up 000 (section 2.3, the 90% and 31-of-32 figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.budget import PlanRequest, plan
+from planner.model import ModelSpec
+from planner.model.kv import KVProfile, cache_dtypes, kv_profile
+from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
+from planner.units import ceil_div
+
+SCHEMES = ("naive", "paged", "paged+prefix")
+"""Allocation schemes, in display order."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchemeUsage:
+    """One allocation scheme applied to ``num_sequences`` sequences on one GPU.
+
+    Attributes:
+        scheme: ``naive``, ``paged`` or ``paged+prefix``.
+        reserved_bytes_per_sequence: KV set aside per sequence [bytes] (for
+            ``paged+prefix``, the average including the shared prefix once).
+        used_bytes_per_sequence: KV of the tokens held per sequence [bytes].
+        num_sequences: Sequences in the batch compared.
+        reserved_bytes: KV set aside for the batch [bytes].
+        used_bytes: KV the batch's tokens fill [bytes].
+        max_sequences: Sequences of ``mean_len`` tokens the budget admits.
+    """
+
+    scheme: str
+    reserved_bytes_per_sequence: int
+    used_bytes_per_sequence: int
+    num_sequences: int
+    reserved_bytes: int
+    used_bytes: int
+    max_sequences: int
+
+    @property
+    def wasted_bytes(self) -> int:
+        """Reserved but never written [bytes]."""
+        return self.reserved_bytes - self.used_bytes
+
+    @property
+    def unused_fraction(self) -> float:
+        """``wasted / reserved`` (0 when nothing is reserved)."""
+        return self.wasted_bytes / self.reserved_bytes if self.reserved_bytes else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllocationComparison:
+    """Naive, paged and paged + prefix allocation side by side (per GPU).
+
+    ``to_dict`` keys are a CLI contract (``python -m planner allocation``).
+    """
+
+    model_id: str
+    gpu_id: str
+    max_model_len: int
+    mean_len: int
+    block_size: int
+    kv_cache_budget_bytes: int
+    kv_cache_bytes_per_token_per_gpu: int
+    prefix_len: int
+    prefix_hit_fraction: float
+    naive: SchemeUsage
+    paged: SchemeUsage
+    prefix: SchemeUsage
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def schemes(self) -> tuple[SchemeUsage, SchemeUsage, SchemeUsage]:
+        """The three schemes in display order."""
+        return (self.naive, self.paged, self.prefix)
+
+    def to_dict(self) -> dict:
+        """Flat dict for JSON: ``naive_*``, ``paged_*``, ``prefix_*`` keys."""
+        out: dict = {
+            "model_id": self.model_id, "gpu_id": self.gpu_id, "max_model_len": self.max_model_len,
+            "mean_len": self.mean_len, "block_size": self.block_size,
+            "kv_cache_budget_bytes": self.kv_cache_budget_bytes,
+            "kv_cache_bytes_per_token_per_gpu": self.kv_cache_bytes_per_token_per_gpu,
+            "prefix_len": self.prefix_len, "prefix_hit_fraction": self.prefix_hit_fraction,
+            "num_sequences": self.naive.num_sequences,
+        }
+        for key, usage in (("naive", self.naive), ("paged", self.paged), ("prefix", self.prefix)):
+            out.update({
+                f"{key}_reserved_bytes_per_sequence": usage.reserved_bytes_per_sequence,
+                f"{key}_used_bytes_per_sequence": usage.used_bytes_per_sequence,
+                f"{key}_reserved_bytes": usage.reserved_bytes,
+                f"{key}_used_bytes": usage.used_bytes,
+                f"{key}_wasted_bytes": usage.wasted_bytes,
+                f"{key}_unused_fraction": usage.unused_fraction,
+                f"{key}_max_sequences": usage.max_sequences,
+            })
+        out["notes"] = list(self.notes)
+        return out
+
+
+def _check(max_model_len: int, mean_len: int, prefix_len: int, hit_fraction: float) -> None:
+    if max_model_len < 1:
+        raise ValueError(f"max_model_len must be >= 1 token, got {max_model_len}")
+    if mean_len < 1:
+        raise ValueError(f"mean_len must be >= 1 token, got {mean_len}")
+    if mean_len > max_model_len:
+        raise ValueError(
+            f"mean_len {mean_len:,} exceeds max_model_len {max_model_len:,}: no sequence can be longer "
+            f"than the limit; raise max_model_len to at least {mean_len:,}")
+    if prefix_len < 0:
+        raise ValueError(f"prefix_len must be >= 0 tokens, got {prefix_len}")
+    if prefix_len and prefix_len >= mean_len:
+        raise ValueError(
+            f"prefix_len {prefix_len:,} must be shorter than mean_len {mean_len:,}: each sequence adds "
+            f"at least one token of its own; lower prefix_len to at most {mean_len - 1:,}")
+    if not 0 <= hit_fraction <= 1:
+        raise ValueError(f"prefix_hit_fraction must be in [0, 1], got {hit_fraction}")
+
+
+def compare_allocation(
+    exact: KVProfile,
+    paged: KVProfile,
+    budget_bytes: int,
+    *,
+    max_model_len: int,
+    mean_len: int,
+    num_sequences: int | None = None,
+    prefix_len: int = 0,
+    prefix_hit_fraction: float = 1.0,
+    model_id: str = "",
+    gpu_id: str = "",
+) -> AllocationComparison:
+    """Reserved, used and wasted KV, and sequences that fit, under each scheme.
+
+    Formulas (per GPU; ``bytes(n)`` from the profile, windows applied):
+        naive reserved/seq  = bytes_exact(max_model_len)
+        paged reserved/seq  = bytes_paged(mean_len) = ceil(mean_len / B) x B x bytes_per_token
+        used/seq            = bytes_exact(mean_len)
+        max_sequences       = budget // reserved/seq
+        prefix saving       = (hits - 1) x floor(P / B) x B x bytes_per_token,
+                              hits = floor(prefix_hit_fraction x num_sequences)
+    Worked example (16 KiB/token, B 16, limit 8,192, mean 800): naive reserves
+    128 MiB per sequence and uses 12.5 MiB, unused 1 - 800/8192 = 90.2%;
+    paged reserves 50 blocks = 12.5 MiB, unused 0%.
+
+    Args:
+        exact: KV profile with ``block_size`` 1 on one GPU.
+        paged: KV profile with the engine's ``block_size`` on one GPU.
+        budget_bytes: Per-GPU KV budget [bytes] (``Plan.kv_cache_budget_bytes``).
+        max_model_len: Engine limit per sequence [tokens].
+        mean_len: Tokens each sequence holds [tokens], ``<= max_model_len``.
+        num_sequences: Batch compared; None = what the naive scheme admits
+            (at least 1), so the three bars show the same traffic.
+        prefix_len: Tokens of a prefix shared by some requests [tokens], ``< mean_len``.
+        prefix_hit_fraction: Share of requests that start with that prefix, in [0, 1].
+        model_id, gpu_id: Echoed in the result.
+
+    Raises:
+        ValueError: lengths out of range (the message says what would fit).
+
+    Sources: module docstring; Kwon et al. 2023; DOMAIN.md section 4.
+    """
+    _check(max_model_len, mean_len, prefix_len, prefix_hit_fraction)
+    if num_sequences is not None and num_sequences < 1:
+        raise ValueError(f"num_sequences must be >= 1, got {num_sequences}")
+    budget = max(budget_bytes, 0)
+    naive_per_seq = exact.bytes_per_sequence(max_model_len)
+    used_per_seq = exact.bytes_per_sequence(mean_len)
+    paged_per_seq = paged.bytes_per_sequence(mean_len)
+    naive_max = budget // naive_per_seq if naive_per_seq else 0
+    paged_max = budget // paged_per_seq if paged_per_seq else 0
+    n = num_sequences if num_sequences is not None else max(1, naive_max)
+
+    shared = shared_prefix_bytes(paged, prefix_len, mean_len) if prefix_len else 0
+    hits = int(prefix_hit_fraction * n + 1e-9)
+    saving = max(hits - 1, 0) * shared
+    prefix_reserved = n * paged_per_seq - saving
+    prefix_max = max_sequences_with_sharing(paged_per_seq, shared, prefix_hit_fraction, budget)
+
+    naive = SchemeUsage(scheme="naive", reserved_bytes_per_sequence=naive_per_seq,
+                        used_bytes_per_sequence=used_per_seq, num_sequences=n,
+                        reserved_bytes=n * naive_per_seq, used_bytes=n * used_per_seq, max_sequences=naive_max)
+    paged_usage = SchemeUsage(scheme="paged", reserved_bytes_per_sequence=paged_per_seq,
+                              used_bytes_per_sequence=used_per_seq, num_sequences=n,
+                              reserved_bytes=n * paged_per_seq, used_bytes=n * used_per_seq,
+                              max_sequences=paged_max)
+    prefix = SchemeUsage(scheme="paged+prefix", reserved_bytes_per_sequence=ceil_div(prefix_reserved, n),
+                         used_bytes_per_sequence=ceil_div(n * used_per_seq - saving, n), num_sequences=n,
+                         reserved_bytes=prefix_reserved, used_bytes=n * used_per_seq - saving,
+                         max_sequences=prefix_max)
+    notes = []
+    if budget_bytes <= 0:
+        notes.append("the KV budget is not positive: weights and overhead fill the GPU")
+    if naive_max == 0 and budget_bytes > 0:
+        notes.append(f"naive allocation cannot hold one {max_model_len:,}-token reservation in this budget")
+    if n > naive_max:
+        notes.append(f"the batch of {n:,} exceeds what naive allocation admits ({naive_max:,})")
+    return AllocationComparison(
+        model_id=model_id, gpu_id=gpu_id, max_model_len=max_model_len, mean_len=mean_len,
+        block_size=paged.block_size, kv_cache_budget_bytes=budget_bytes,
+        kv_cache_bytes_per_token_per_gpu=exact.bytes_per_token, prefix_len=prefix_len,
+        prefix_hit_fraction=prefix_hit_fraction, naive=naive, paged=paged_usage, prefix=prefix,
+        notes=tuple(notes),
+    )
+
+
+def allocation_for_model(
+    model: ModelSpec,
+    gpu_memory_bytes: int,
+    request: PlanRequest,
+    *,
+    mean_len: int,
+    num_sequences: int | None = None,
+    prefix_len: int = 0,
+    prefix_hit_fraction: float = 1.0,
+    gpu_id: str = "",
+) -> AllocationComparison:
+    """:func:`compare_allocation` for a model on a GPU, budget from :func:`planner.budget.plan`.
+
+    ``request.context_len`` is the engine's ``max_model_len``; its
+    ``block_size``, dtypes, ``num_gpus`` and overheads set the budget and profiles.
+
+    Raises:
+        ValueError: invalid request fields or lengths, or a ``num_gpus`` that cannot
+            split the attention heads (no engine would start, so there is nothing to compare).
+    """
+    result = plan(model, gpu_memory_bytes, request, gpu_id=gpu_id)
+    if result.max_context_len_limited_by == "tensor_parallel":
+        reason = next(r for r in result.reasons if "cannot split" in r)
+        fix = next((f for f in result.suggestions if f.startswith("use num_gpus")), "")
+        raise ValueError(f"{reason}; {fix}" if fix else reason)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    exact = kv_profile(model, dtypes, request.num_gpus, 1)
+    paged = kv_profile(model, dtypes, request.num_gpus, request.block_size)
+    return compare_allocation(
+        exact, paged, result.kv_cache_budget_bytes, max_model_len=request.context_len, mean_len=mean_len,
+        num_sequences=num_sequences, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
+        model_id=model.model_id, gpu_id=gpu_id,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllocationPoint:
+    """One ``max_model_len`` of the allocation curve (per GPU)."""
+
+    max_model_len: int
+    naive_max_sequences: int
+    paged_max_sequences: int
+    prefix_max_sequences: int
+    naive_unused_fraction: float
+    paged_unused_fraction: float
+
+
+def allocation_curve(
+    exact: KVProfile,
+    paged: KVProfile,
+    budget_bytes: int,
+    *,
+    mean_len: int,
+    max_model_lens: tuple[int, ...],
+    prefix_len: int = 0,
+    prefix_hit_fraction: float = 1.0,
+) -> tuple[AllocationPoint, ...]:
+    """Sequences that fit, and unused share of the reservation, per ``max_model_len``.
+
+    Limits below ``mean_len`` are skipped (no sequence can be that long). The
+    paged figures do not depend on the limit; the naive ones fall as ``1 / max_model_len``.
+
+    Raises:
+        ValueError: as :func:`compare_allocation`.
+    """
+    points = []
+    for limit in sorted(set(max_model_lens)):
+        if limit < mean_len:
+            continue
+        c = compare_allocation(exact, paged, budget_bytes, max_model_len=limit, mean_len=mean_len,
+                               num_sequences=1, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction)
+        points.append(AllocationPoint(
+            max_model_len=limit, naive_max_sequences=c.naive.max_sequences,
+            paged_max_sequences=c.paged.max_sequences, prefix_max_sequences=c.prefix.max_sequences,
+            naive_unused_fraction=c.naive.unused_fraction, paged_unused_fraction=c.paged.unused_fraction,
+        ))
+    return tuple(points)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SliceWaste:
+    """A naive reservation cut into equal slices, and how many one sequence fills.
+
+    Attributes:
+        num_tokens: Tokens the sequence holds.
+        max_model_len: Tokens reserved [tokens].
+        num_slices: Slices the reservation is cut into.
+        slice_tokens: Tokens per slice [tokens].
+        used_slices: Slices the sequence touches, ``ceil(num_tokens / slice_tokens)``.
+        wasted_slices: ``num_slices - used_slices``.
+    """
+
+    num_tokens: int
+    max_model_len: int
+    num_slices: int
+    slice_tokens: int
+    used_slices: int
+    wasted_slices: int
+
+
+def slice_waste(num_tokens: int, max_model_len: int, num_slices: int = 32) -> SliceWaste:
+    """How many of ``num_slices`` equal slices of a naive reservation a sequence leaves empty.
+
+    Worked example (seed write-up 000, section 2.3): a 1,000-token completion
+    under a 32K (32,768-token) limit, 32 slices of 1,024 tokens: it touches
+    ceil(1000 / 1024) = 1 slice and wastes 31 of 32.
+
+    Raises:
+        ValueError: ``num_tokens`` outside [1, max_model_len], or ``num_slices``
+            not dividing ``max_model_len``.
+    """
+    if not 1 <= num_tokens <= max_model_len:
+        raise ValueError(f"num_tokens must be in [1, max_model_len={max_model_len:,}], got {num_tokens:,}")
+    if num_slices < 1 or max_model_len % num_slices:
+        raise ValueError(f"num_slices ({num_slices}) must divide max_model_len ({max_model_len:,})")
+    size = max_model_len // num_slices
+    used = ceil_div(num_tokens, size)
+    return SliceWaste(num_tokens=num_tokens, max_model_len=max_model_len, num_slices=num_slices,
+                      slice_tokens=size, used_slices=used, wasted_slices=num_slices - used)

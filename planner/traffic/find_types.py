@@ -1,0 +1,218 @@
+"""What the reverse planner is asked and what it answers: :class:`FindRequest`, :class:`Setup`, :class:`FindResult`.
+
+Frozen, keyword-only records, validated on construction (a bad request raises a
+``ValueError`` naming the field). The search itself is :func:`planner.traffic.reverse.find_setups`.
+
+Sources: see :mod:`planner.traffic.reverse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
+from planner.model.dtypes import WEIGHT_DTYPES
+from planner.traffic.workload import Workload, fixed_workload
+
+DEFAULT_TP_SIZES = (1, 2, 4, 8)
+"""Tensor parallel sizes tried (one node of up to 8 GPUs)."""
+
+DEFAULT_FIND_KV_DTYPES = ("auto", "fp8")
+"""KV dtypes tried: the model dtype, then fp8 (what vLLM's --kv-cache-dtype offers)."""
+
+FIND_KV_DTYPE_CHOICES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8")
+"""KV dtypes ``find`` may try: the setups are ``vllm serve`` commands, and vLLM's ``--kv-cache-dtype``
+takes auto, a 16-bit dtype or fp8 (vllm/config/cache.py ``CacheDType``); int8/int4/q8_0/q4_0 caches
+are llama.cpp or research formats (the Allocation page prices them)."""
+
+KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
+"""Ties on price prefer the less quantized cache."""
+
+
+class GPULike(Protocol):
+    """The GPU fields the search reads (``model_catalog.gpus.GPU`` has them)."""
+
+    id: str
+    name: str
+    framework_memory_bytes: int
+    bandwidth_gb_s: float
+    price_usd_per_hour: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindRequest:
+    """What the user wants served. Field names are the CLI flags.
+
+    Attributes:
+        users: Concurrent users (sequences) N, >= 1.
+        prompt_len, output_len: Fixed lengths [tokens]; ignored when ``workload`` is set.
+        workload: A length distribution instead of fixed lengths.
+        max_gpus: Most GPUs per setup (all replicas), >= 1.
+        tensor_parallel_sizes: TP sizes tried.
+        kv_cache_dtypes: KV dtypes tried (``auto`` = model dtype).
+        weight_dtype: Weight format (key of ``WEIGHT_DTYPES``).
+        max_time_per_output_token_s: Limit on the roofline step time [s], None = none.
+        gpu_memory_utilization: Engine memory fraction, in (0, 1].
+        block_size: KV page size [tokens].
+        overhead_bytes: Per-GPU activation + runtime overhead [bytes]; None = estimate.
+        max_preemption_probability: For distributions, the accepted chance that
+            N users run out of KV (the demand is sized at the 1 - p quantile).
+        num_trials, seed: Monte-Carlo draws for distributions.
+        top: Setups returned, >= 1.
+    """
+
+    users: int
+    prompt_len: int = 0
+    output_len: int = 0
+    workload: Workload | None = None
+    max_gpus: int = 8
+    tensor_parallel_sizes: tuple[int, ...] = DEFAULT_TP_SIZES
+    kv_cache_dtypes: tuple[str, ...] = DEFAULT_FIND_KV_DTYPES
+    weight_dtype: str = "auto"
+    max_time_per_output_token_s: float | None = None
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    block_size: int = DEFAULT_BLOCK_SIZE
+    overhead_bytes: int | None = None
+    max_preemption_probability: float = 0.05
+    num_trials: int = 2000
+    seed: int = 0
+    top: int = 10
+
+    def resolved_workload(self) -> Workload:
+        """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
+        if self.workload is not None:
+            return self.workload
+        return fixed_workload(self.prompt_len, self.output_len)
+
+    def validate(self) -> None:
+        """Raise ValueError with an actionable message for any out-of-range field."""
+        checks = (
+            (self.users >= 1, f"users must be >= 1, got {self.users}"),
+            (self.workload is not None or self.prompt_len >= 1,
+             f"prompt_len must be >= 1 token, got {self.prompt_len}"),
+            (self.output_len >= 0, f"output_len must be >= 0 tokens, got {self.output_len}"),
+            (self.max_gpus >= 1, f"max_gpus must be >= 1, got {self.max_gpus}"),
+            (bool(self.tensor_parallel_sizes) and all(t >= 1 for t in self.tensor_parallel_sizes),
+             f"tensor_parallel_sizes must be >= 1, got {self.tensor_parallel_sizes}"),
+            (bool(self.kv_cache_dtypes) and all(d in FIND_KV_DTYPE_CHOICES for d in self.kv_cache_dtypes),
+             f"kv_cache_dtypes must be among {', '.join(FIND_KV_DTYPE_CHOICES)} (what vLLM's --kv-cache-dtype "
+             f"takes), got {self.kv_cache_dtypes}"),
+            (self.weight_dtype in WEIGHT_DTYPES,
+             f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}"),
+            (self.max_time_per_output_token_s is None or self.max_time_per_output_token_s > 0,
+             f"max_time_per_output_token_s must be > 0, got {self.max_time_per_output_token_s}"),
+            (0 < self.gpu_memory_utilization <= 1,
+             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
+            (self.block_size >= 1, f"block_size must be >= 1 token, got {self.block_size}"),
+            (self.overhead_bytes is None or self.overhead_bytes >= 0,
+             f"overhead must be >= 0 bytes, got {self.overhead_bytes}"),
+            (0 <= self.max_preemption_probability < 1,
+             f"max_preemption_probability must be in [0, 1), got {self.max_preemption_probability}"),
+            (self.num_trials >= 20, f"num_trials must be >= 20, got {self.num_trials}"),
+            (self.top >= 1, f"top must be >= 1, got {self.top}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setup:
+    """One GPU setup and how it holds the users.
+
+    Attributes:
+        gpu_id, gpu_name: Catalog GPU.
+        num_gpus: GPUs in the setup, ``tensor_parallel_size x data_parallel_size``.
+        tensor_parallel_size: GPUs per replica.
+        data_parallel_size: Replicas sharing the users.
+        kv_cache_dtype: Resolved KV dtype (``auto`` shows as ``bf16``/``fp16``).
+        weight_dtype: Weight format.
+        price_per_hour: Catalog price x ``num_gpus`` [USD/h].
+        price_per_gpu_hour: Catalog price of one GPU [USD/h].
+        users: Users wanted N.
+        users_per_replica: ``ceil(N / data_parallel_size)``.
+        max_concurrent_sequences: Users the whole setup holds (fixed lengths:
+            ``replicas x budget // bytes per sequence``; distributions: Monte-Carlo
+            users at the accepted preemption probability).
+        kv_cache_budget_bytes_per_gpu: KV budget of one GPU [bytes] (negative when
+            weights and overhead do not fit).
+        kv_demand_bytes_per_gpu: KV the replica's users need on one GPU [bytes].
+        margin: ``1 - demand / budget``, the share of the KV budget left; None
+            when the budget is not positive.
+        time_per_output_token_s: Roofline decode step at the replica's load [s].
+        max_model_len: ``--max-model-len`` of the launch command [tokens].
+        fits: Holds the users within every limit.
+        launch_command: ``vllm serve`` command (:mod:`planner.engines.launch`).
+        reasons: Why it does not fit.
+        notes: Caveats (fp8 without native support, raised ``--max-num-seqs``).
+
+    ``to_dict`` keys are a CLI contract (``python -m planner find``).
+    """
+
+    gpu_id: str
+    gpu_name: str
+    num_gpus: int
+    tensor_parallel_size: int
+    data_parallel_size: int
+    kv_cache_dtype: str
+    weight_dtype: str
+    price_per_hour: float
+    price_per_gpu_hour: float
+    users: int
+    users_per_replica: int
+    max_concurrent_sequences: int
+    kv_cache_budget_bytes_per_gpu: int
+    kv_demand_bytes_per_gpu: int
+    margin: float | None
+    time_per_output_token_s: float | None
+    max_model_len: int
+    fits: bool
+    launch_command: str
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def headroom_users(self) -> int:
+        """Users beyond N the setup still holds (negative when short)."""
+        return self.max_concurrent_sequences - self.users
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON."""
+        out = dict(self.__dict__)
+        out["headroom_users"] = self.headroom_users
+        out["reasons"] = list(self.reasons)
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindResult:
+    """The search's answer.
+
+    Attributes:
+        options: Fitting setups, cheapest first (at most ``top``).
+        fits: True when at least one setup fits.
+        closest: When nothing fits, the setup covering the largest share of the
+            demand (cheapest on ties); None otherwise.
+        skipped_gpus: GPU ids left out for lack of a catalog price.
+        num_evaluated: Setups evaluated.
+        suggestions: What to change when nothing fits.
+        notes: Assumptions worth showing.
+    """
+
+    options: tuple[Setup, ...]
+    fits: bool
+    closest: Setup | None
+    skipped_gpus: tuple[str, ...]
+    num_evaluated: int
+    suggestions: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def rows(self) -> list[dict]:
+        """The CLI's JSON list: fitting setups, or the closest one (``fits`` false, with ``suggestions``)."""
+        if self.options:
+            return [s.to_dict() for s in self.options]
+        if self.closest is None:
+            return []
+        return [{**self.closest.to_dict(), "suggestions": list(self.suggestions)}]

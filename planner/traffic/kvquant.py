@@ -1,0 +1,129 @@
+"""KV-cache quantization: users gained by fp8, int8 and int4 KV against 16-bit.
+
+The KV dtype is chosen separately from the weight dtype (DOMAIN.md section 3).
+Smaller elements fit more tokens in the same per-GPU budget; the budget itself
+does not change (weights and overheads are untouched), so users scale with
+``16 / bits_per_element`` up to block rounding.
+
+Element sizes, scale overhead included (:data:`planner.model.dtypes.KV_CACHE_DTYPES`):
+    * bf16/fp16: 16 bits.
+    * fp8 (e4m3/e5m2): 8 bits; one fp32 scale per tensor kept outside the cache.
+    * int8: 8 bits; per-tensor scale outside the cache.
+    * int4: 4.5 bits: llama.cpp q4_0 layout, 32 values in 16 bytes plus one fp16
+      scale per group of 32 -> 18 bytes / 32 values.
+    Worked example: Llama-3-8B, 128 KiB/token in bf16 -> 64 KiB in fp8,
+    36 KiB in int4 (131,072 x 4.5 / 16 = 36,864 B).
+
+Sources: vLLM docs "Quantized KV Cache" (docs/features/quantization/quantized_kvcache.md);
+llama.cpp ggml type traits (ggml/src/ggml.c, q4_0 / q8_0 block sizes); Liu et al.
+2024, "KIVI: A Tuning-Free Asymmetric 2bit Quantization for KV Cache" (ICML 2024);
+Hooper et al. 2024, "KVQuant" (NeurIPS 2024).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.budget import PlanRequest, plan
+from planner.model import ModelSpec
+from planner.model.dtypes import KV_CACHE_DTYPES
+from planner.model.kv import cache_dtypes
+
+DEFAULT_KV_DTYPES = ("auto", "fp8", "int8", "int4")
+"""Baseline (model dtype) first, then the quantized formats compared."""
+
+QUALITY_NOTES: dict[str, tuple[str, str]] = {
+    "bf16": ("baseline: the cache keeps the model's own precision, no quality change", "DOMAIN.md section 3"),
+    "fp16": ("baseline: the cache keeps the model's own precision, no quality change", "DOMAIN.md section 3"),
+    "fp32": ("twice the 16-bit size, no quality gain for serving", "DOMAIN.md section 3"),
+    "fp8": (
+        "usually a small accuracy loss; calibrated scales (llm-compressor) are recommended over the default "
+        "scale 1.0; supported by vLLM (--kv-cache-dtype fp8) and SGLang",
+        "vLLM docs, Quantized KV Cache (docs/features/quantization/quantized_kvcache.md); SGLang docs, "
+        "Quantized KV Cache",
+    ),
+    "int8": (
+        "8-bit integers with scales: small loss, similar to fp8; llama.cpp offers q8_0 "
+        "(-ctk q8_0 -ctv q8_0); newer vLLM trees add int8 per-token-head scales",
+        "llama.cpp ggml type traits (ggml/src/ggml.c); ENGINES.md section 1.1 (KVQuantMode)",
+    ),
+    "int4": (
+        "a visible quality trade-off: keys have outlier channels, so plain per-token 4-bit groups lose "
+        "accuracy; KIVI keeps quality at 2 bits by quantizing keys per channel and values per token; "
+        "llama.cpp offers q4_0 (-ctk q4_0 -ctv q4_0); vLLM's --kv-cache-dtype has no int4",
+        "Liu et al. 2024 (KIVI, ICML 2024); Hooper et al. 2024 (KVQuant); llama.cpp ggml type traits",
+    ),
+    "q8_0": ("as int8 (llama.cpp block format, 34 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
+    "q4_0": ("as int4 (llama.cpp block format, 18 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
+}
+"""Per KV dtype: (quality trade-off, sources)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVQuantOption:
+    """One KV dtype on one GPU (per-GPU figures).
+
+    Attributes:
+        kv_cache_dtype: Resolved dtype name (``auto`` becomes ``bf16``/``fp16``).
+        bits_per_element: Bits per stored value, scales included.
+        kv_cache_bytes_per_token_per_gpu: [bytes].
+        kv_cache_capacity_tokens: Tokens the budget holds [tokens].
+        max_concurrent_sequences: Sequences of ``context_len`` that fit.
+        users_gained: Versus the baseline (first dtype compared).
+        capacity_ratio: Capacity / baseline capacity.
+        quality_note: The trade-off, in one sentence.
+        sources: Where the note comes from.
+    """
+
+    kv_cache_dtype: str
+    bits_per_element: float
+    kv_cache_bytes_per_token_per_gpu: int
+    kv_cache_capacity_tokens: int
+    max_concurrent_sequences: int
+    users_gained: int
+    capacity_ratio: float
+    quality_note: str
+    sources: str
+
+
+def compare_kv_dtypes(
+    model: ModelSpec,
+    gpu_memory_bytes: int,
+    request: PlanRequest,
+    kv_cache_dtypes: tuple[str, ...] = DEFAULT_KV_DTYPES,
+    gpu_id: str = "",
+) -> tuple[KVQuantOption, ...]:
+    """Users and capacity per KV dtype, each against the first (baseline).
+
+    Each dtype is a full :func:`planner.budget.plan` with only
+    ``kv_cache_dtype`` changed, so budgets are identical and the gain is
+    ``budget // bytes_per_sequence(dtype) - budget // bytes_per_sequence(baseline)``.
+
+    Raises:
+        ValueError: an unknown dtype or invalid request fields.
+
+    Sources: module docstring.
+    """
+    if not kv_cache_dtypes:
+        raise ValueError("give at least one KV dtype to compare")
+    rows = []
+    for name in kv_cache_dtypes:
+        result = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
+        resolved = cache_dtypes(model, request.weight_dtype, name).kv.name
+        rows.append((resolved, result))
+    base = rows[0][1]
+    out = []
+    for resolved, result in rows:
+        note, sources = QUALITY_NOTES.get(resolved, ("", ""))
+        out.append(KVQuantOption(
+            kv_cache_dtype=resolved,
+            bits_per_element=float(KV_CACHE_DTYPES[resolved].bits_per_element),
+            kv_cache_bytes_per_token_per_gpu=result.kv_cache_bytes_per_token_per_gpu,
+            kv_cache_capacity_tokens=result.kv_cache_capacity_tokens,
+            max_concurrent_sequences=result.max_concurrent_sequences,
+            users_gained=result.max_concurrent_sequences - base.max_concurrent_sequences,
+            capacity_ratio=(result.kv_cache_capacity_tokens / base.kv_cache_capacity_tokens
+                            if base.kv_cache_capacity_tokens else 0.0),
+            quality_note=note, sources=sources,
+        ))
+    return tuple(out)

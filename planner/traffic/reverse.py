@@ -1,0 +1,322 @@
+"""Reverse planner: the cheapest GPU setups that hold N concurrent users.
+
+Input: N users, their prompt/output lengths (fixed or a :class:`Workload`
+distribution), optionally a limit on time per output token. Output: setups
+(GPU type x GPU count x tensor parallel size x KV dtype) that hold them,
+cheapest per hour first, each with its margin and a launch command; when none
+fits, the closest one and what to change.
+
+The search, per GPU type with a price, tensor parallel size ``tp`` and data
+parallel replicas ``dp`` (``tp x dp <= max_gpus``), KV dtype:
+
+    users per replica  = ceil(N / dp)
+    budget per GPU     = floor(memory x gpu_memory_utilization) - weights/GPU - overhead/GPU
+    demand per GPU     = users per replica x bytes_paged(prompt + output)      (fixed lengths)
+                       = quantile_(1 - p) of the KV of that many sampled requests (distribution)
+    fits               = demand <= budget  (and time per output token <= limit)
+    margin             = 1 - demand / budget
+    price per hour     = catalog price per GPU x tp x dp
+
+The budget arithmetic is :func:`planner.budget.plan`'s (via
+:func:`planner.sweep.per_gpu_costs`, computed once per tp and dtype), so a
+whole catalog is searched in milliseconds.
+
+Design notes (assumptions):
+    1. One replica spans one node: ``tp`` in (1, 2, 4, 8), and engines need
+       ``num_attention_heads % tp == 0`` and KV heads divisible by ``tp`` (or
+       ``tp`` by KV heads) (vLLM ``ParallelConfig`` / ``ModelConfig.verify_with_parallel_config``).
+    2. Replicas share users evenly (data parallel / a load balancer).
+    3. GPUs without a catalog price are skipped and listed.
+    4. Time per output token is the bandwidth roofline of :mod:`planner.traffic.throughput`
+       (a lower bound on the real time), at the mean decode context.
+    Worked example: 200 users x 2,500 tokens of Llama-3.1-70B (320 KiB/token
+    bf16) need 200 x 2,512 slots x 320 KiB = 153.3 GiB of KV in total.
+
+Sources: DOMAIN.md sections 1 and 4; vLLM ``vllm serve`` CLI flags
+(--tensor-parallel-size, --data-parallel-size, --kv-cache-dtype, --max-model-len,
+--max-num-seqs, --gpu-memory-utilization) written by planner.engines.launch; GPU prices from model_catalog/gpus.json
+(each with its ``price_source``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
+from planner.diagnose import tensor_parallel_splits
+from planner.engines.launch import LaunchSpec, launch_command
+from planner.engines.profiles import is_large_datacenter_gpu
+from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes
+from planner.overhead import DEFAULT_MAX_NUM_SEQS, overhead_bytes
+from planner.sweep import per_gpu_costs
+from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
+from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
+from planner.traffic.throughput import time_per_output_token
+from planner.traffic.workload import Workload
+from planner.units import GiB, ceil_div
+
+
+def vllm_serve_command(
+    model_id: str,
+    *,
+    tensor_parallel_size: int = 1,
+    data_parallel_size: int = 1,
+    kv_cache_dtype: str = "auto",
+    weight_dtype: str = "auto",
+    max_model_len: int,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+) -> str:
+    """A ``vllm serve`` command line for a setup, via :func:`planner.engines.launch.launch_command`.
+
+    Capacity flags are always written (see :mod:`planner.engines.launch`); ``--block-size``
+    only when it differs from vLLM's 16; the weight dtype as :func:`planner.engines.launch.weight_flags`
+    writes it (``--quantization fp8`` for online fp8; a comment for int4/int8/MXFP4,
+    which need a pre-quantized checkpoint the command cannot name).
+    Example: ``vllm serve meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4
+    --max-model-len 2500 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --max-num-seqs 200``.
+
+    Sources: vLLM engine arguments (vllm/engine/arg_utils.py); planner.engines.launch.
+    """
+    spec = LaunchSpec(
+        engine="vllm", family="vllm", model_id=model_id, tensor_parallel_size=tensor_parallel_size,
+        data_parallel_size=data_parallel_size, max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
+        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype)
+    return launch_command(spec)
+
+
+def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
+    """Whether engines accept ``tp`` for this model (design note 1; :func:`planner.budget.tensor_parallel_splits`)."""
+    return tensor_parallel_splits(model, tp)
+
+
+@dataclass(frozen=True)
+class _Costs:
+    weights: int
+    overheads: dict  # vLLM size class (planner.engines.profiles.is_large_datacenter_gpu) -> overhead [bytes]
+    kv_name: str
+    kv_flag: str
+    paged_per_seq: int
+    exact_decode_seq: int
+    profile: object
+
+    def overhead(self, gpu) -> int:
+        """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
+        return self.overheads[is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id)]
+
+
+def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
+                     tp_sizes: tuple[int, ...], gpus) -> dict[tuple[int, str], _Costs]:
+    """Per (tp, kv dtype): weights, overhead per GPU size class of ``gpus`` and KV per sequence on
+    one GPU (budget arithmetic of plan())."""
+    classes = {}
+    for gpu in gpus:  # one GPU of each vLLM size class stands for the class
+        classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
+    costs = {}
+    decode_ctx = min(workload.max_model_len,
+                     int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
+    for tp in tp_sizes:
+        for kv in dict.fromkeys(request.kv_cache_dtypes):
+            plan_request = PlanRequest(context_len=workload.max_model_len, weight_dtype=request.weight_dtype,
+                                       kv_cache_dtype=kv, num_gpus=tp, block_size=request.block_size,
+                                       gpu_memory_utilization=request.gpu_memory_utilization,
+                                       overhead_bytes=request.overhead_bytes)
+            c = per_gpu_costs(model, plan_request)
+            overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
+                         for large, gpu in classes.items()}
+            name = cache_dtypes(model, request.weight_dtype, kv).kv.name
+            if (tp, name) in costs:
+                continue  # "auto" and "bf16" resolve to the same cache
+            costs[(tp, name)] = _Costs(
+                weights=c.weights_bytes_per_gpu, overheads=overheads,
+                kv_name=name, kv_flag=kv,
+                paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
+                exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged)
+    return costs
+
+
+def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], request: FindRequest) -> FindResult:
+    """Search GPU type x count x TP x KV dtype for the cheapest setups that hold the users.
+
+    Args:
+        model: The model to serve.
+        gpus: GPU catalog entries (``model_catalog.gpus.load_gpus().values()``).
+        request: Users, lengths and search limits.
+
+    Returns:
+        A :class:`FindResult`; ``fits`` False with ``closest`` and suggestions
+        when no setup within ``max_gpus`` holds the users.
+
+    Raises:
+        ValueError: invalid request fields, or requests longer than the model supports.
+
+    Sources: module docstring.
+    """
+    request.validate()
+    workload = request.resolved_workload()
+    limit = model.max_position_embeddings
+    if limit and workload.max_model_len > limit:
+        raise ValueError(
+            f"requests of up to {workload.max_model_len:,} tokens exceed what {model.model_id} supports "
+            f"({limit:,}); shorten the prompt or output")
+    priced = [g for g in gpus if g.price_usd_per_hour is not None]
+    skipped = tuple(g.id for g in gpus if g.price_usd_per_hour is None)
+    tp_sizes = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                     if t <= request.max_gpus and valid_tensor_parallel(model, t))
+    notes = []
+    bad_tp = [t for t in request.tensor_parallel_sizes if not valid_tensor_parallel(model, t)]
+    if bad_tp:
+        notes.append(f"tensor parallel sizes {bad_tp} skipped: {model.num_attention_heads} attention heads / "
+                     f"{model.num_key_value_heads} KV heads do not split evenly")
+    if skipped:
+        notes.append(f"{len(skipped)} GPUs have no price in the catalog and were skipped: {', '.join(skipped)}")
+    if not tp_sizes:
+        raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
+                         f"{model.model_id} within max_gpus {request.max_gpus}")
+    costs = _candidate_costs(model, request, workload, tp_sizes, priced)
+    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus)
+    fitting = [s for s in setups if s.fits]
+    best: dict[tuple[str, int, str], Setup] = {}
+    for s in fitting:
+        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype)
+        if key not in best or s.margin > best[key].margin:  # fitting setups have a margin
+            best[key] = s
+    options = sorted(best.values(), key=lambda s: (
+        s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -s.margin))[:request.top]
+    if not workload.is_fixed:
+        options = [_with_simulated_users(s, costs, workload, request) for s in options]
+        notes.append(
+            f"lengths vary: each setup is sized so N users run out of KV with probability <= "
+            f"{request.max_preemption_probability:g} ({request.num_trials} Monte-Carlo trials, seed {request.seed})")
+    closest = None
+    suggestions: list[str] = []
+    if not options:
+        closest = max(setups, key=lambda s: (_coverage(s), -s.price_per_hour)) if setups else None
+        suggestions = _suggestions(model, priced, request, workload, tp_sizes)
+    return FindResult(options=tuple(options), fits=bool(options), closest=closest, skipped_gpus=skipped,
+                      num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes))
+
+
+def _coverage(s: Setup) -> float:
+    """Share of the per-GPU demand the budget covers (negative when weights do not fit)."""
+    return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
+
+
+def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
+              costs: dict[tuple[int, str], _Costs], max_gpus: int) -> list[Setup]:
+    """Every GPU x (tp, dtype) x replica count within ``max_gpus``."""
+    users = request.users
+    demand_cache: dict[tuple[int, str, int], int] = {}
+    slot_cache: dict[int, dict] = {}
+    caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
+    out = []
+    for (tp, kv_name), c in costs.items():
+        for dp in range(1, max_gpus // tp + 1):
+            if dp > users:
+                break
+            per_replica = ceil_div(users, dp)
+            key = (tp, kv_name, per_replica)
+            if key not in demand_cache:
+                if workload.is_fixed:
+                    demand_cache[key] = per_replica * c.paged_per_seq
+                else:
+                    if per_replica not in slot_cache:
+                        slot_cache[per_replica] = draw_slot_sums(
+                            workload, per_replica, request.block_size, caps,
+                            num_trials=request.num_trials, seed=request.seed)
+                    demand_cache[key] = demand_quantile_bytes(
+                        slot_cache[per_replica], c.profile, per_replica, 1 - request.max_preemption_probability)
+            demand = demand_cache[key]
+            for gpu in gpus:
+                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand))
+    return out
+
+
+def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+           tp: int, dp: int, per_replica: int, demand: int) -> Setup:
+    usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
+    overhead = c.overhead(gpu)
+    budget = usable - c.weights - overhead
+    reasons = []
+    if budget <= 0:
+        reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({overhead / GiB:.1f} GiB) per GPU "
+                       f"exceed the usable {usable / GiB:.1f} GiB")
+        per_replica_max = 0
+    else:
+        per_replica_max = budget // c.paged_per_seq if workload.is_fixed else _scaled_users(budget, demand, per_replica)
+        if demand > budget:
+            reasons.append(f"{per_replica:,} users per replica need {demand / GiB:.1f} GiB of KV per GPU; "
+                           f"the budget is {budget / GiB:.1f} GiB")
+    tpot = None
+    if gpu.bandwidth_gb_s:
+        tpot = time_per_output_token(c.weights, c.exact_decode_seq, per_replica, gpu.bandwidth_gb_s)
+        limit = request.max_time_per_output_token_s
+        if limit is not None and tpot > limit:
+            reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
+                           f"{limit * 1000:.1f} ms limit")
+    elif request.max_time_per_output_token_s is not None:
+        reasons.append("no bandwidth in the catalog to check the time-per-token limit")
+    notes = []
+    if c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
+        notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+    num_gpus = tp * dp
+    price = float(gpu.price_usd_per_hour)
+    command = vllm_serve_command(
+        model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
+        weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
+        max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
+        block_size=request.block_size)
+    if per_replica > DEFAULT_MAX_NUM_SEQS:
+        notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
+    return Setup(
+        gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
+        kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
+        price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
+        max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
+        kv_demand_bytes_per_gpu=demand, margin=(1 - demand / budget) if budget > 0 else None,
+        time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
+        launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
+    )
+
+
+def _scaled_users(budget: int, demand: int, per_replica: int) -> int:
+    """Rough users per replica for a distribution before simulation: demand scales with users."""
+    return int(per_replica * budget / demand) if demand else 0
+
+
+def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequest) -> Setup:
+    """Replace a distribution setup's user count by the Monte-Carlo figure at the target probability."""
+    c = costs[(s.tensor_parallel_size, s.kv_cache_dtype)]
+    sim = simulate_concurrency(c.profile, s.kv_cache_budget_bytes_per_gpu, workload,
+                               num_trials=min(request.num_trials, 500), seed=request.seed)
+    users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
+    return replace(s, max_concurrent_sequences=users)
+
+
+def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
+                 tp_sizes: tuple[int, ...]) -> list[str]:
+    """When nothing fits: a GPU count that would, or the knobs left."""
+    out = []
+    for more in (4, 8, 16, 32, 64):
+        if more <= request.max_gpus:
+            continue
+        wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                      if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
+        costs = _candidate_costs(model, request, workload, wider, gpus)
+        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more) if s.fits]
+        if fitting:
+            s = min(fitting, key=lambda s: s.price_per_hour)
+            out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
+                       f"(tp {s.tensor_parallel_size}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
+            break
+    if "fp8" not in request.kv_cache_dtypes:
+        out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
+    if request.weight_dtype in ("auto", "bf16", "fp16", "fp32"):
+        out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
+    if request.max_time_per_output_token_s is not None:
+        out.append("relax the time-per-output-token limit")
+    out.append("serve fewer users per setup or shorten prompts/outputs")
+    return out

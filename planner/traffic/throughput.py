@@ -1,0 +1,258 @@
+"""Roofline throughput and cost: an upper-bound estimate, not a benchmark.
+
+Decode is memory-bandwidth bound: each step reads every weight once (for the
+whole batch) plus every running sequence's KV cache. Prefill is compute bound.
+Per GPU of a tensor-parallel group, all GPUs working in parallel:
+
+    time per output token  = (weights_bytes_per_gpu + batch x kv_bytes_per_sequence_per_gpu)
+                             / (bandwidth_gb_s x 10^9)                               [s]
+    tokens/s per sequence  = 1 / time per output token
+    aggregate tokens/s     = batch / time per output token
+    prefill time           = 2 x active_params x prompt_tokens / (num_gpus x bf16_tflops x 10^12)  [s]
+    cost per 1M output tok = price_per_gpu_hour x num_gpus / 3600 / aggregate tokens/s x 10^6  [USD]
+
+Design notes (assumptions, all optimistic -- real engines are slower):
+    1. Perfect overlap, peak bandwidth and peak dense bf16 TFLOPS; no kernel
+       launch, communication (all-reduce) or scheduling time.
+    2. KV read per sequence per step is taken at the mean decode context,
+       ``prompt + output // 2`` tokens (KV grows linearly during decode).
+    3. Every weight is read each step, all experts included for MoE (a large
+       batch touches them all); prefill FLOPs use the *active* parameters.
+    4. Prefill ignores the attention term (``~ 4 x layers x tokens^2 x d``), small
+       next to ``2 x params`` below a few thousand tokens.
+    Worked example: 16 GiB of weights per GPU, 3,350 GB/s (H100 SXM), batch 1,
+    no KV: 17,179,869,184 / 3.35e12 = 5.13 ms per token, 195 tokens/s.
+
+Sources: DOMAIN.md section 4 ("decode is memory-bandwidth bound ... prefill is
+compute bound, 2 x params FLOPs per token"); Williams, Waterman & Patterson,
+"Roofline", CACM 2009; Kaplan et al. 2020 (2N FLOPs per token forward);
+Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023 (decode
+memory-bound analysis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from planner.budget import PlanRequest, plan
+from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.units import GB
+
+UPPER_BOUND_LABEL = "upper-bound estimate (roofline: peak bandwidth and FLOPS, no overheads)"
+
+FORMULA = (
+    "time per output token = (weights per GPU + batch x KV per sequence per GPU) / memory bandwidth; "
+    "aggregate tokens/s = batch / time per output token; "
+    "prefill time = 2 x active params x prompt tokens / (GPUs x bf16 dense FLOPS); "
+    "cost per 1M output tokens = price per hour x GPUs / 3600 / aggregate tokens/s x 10^6"
+)
+
+
+def active_parameters(model: ModelSpec) -> int:
+    """Parameters one token touches: all, minus unrouted experts for MoE.
+
+    ``active = total - expert_params x (1 - experts_per_token / num_experts)``,
+    expert tensors being the groups under ``.experts.``
+    (:func:`planner.model.params.moe_experts`). Dense models return the total.
+    Worked example: Mixtral-8x7B, 2 of 8 experts: 46.7 B total -> about 12.9 B active.
+
+    Sources: Fedus et al. 2022 (Switch Transformer: per-token compute of a
+    routed MoE); Mixtral report (Jiang et al. 2024: 12.9 B active of 46.7 B).
+    """
+    total = model.num_parameters
+    if not model.num_experts or not model.num_experts_per_tok:
+        return total
+    experts = sum(g.total_numel for g in model.params if ".experts." in g.name)
+    unused = experts * (model.num_experts - model.num_experts_per_tok) // model.num_experts
+    return total - unused
+
+
+def time_per_output_token(
+    weights_bytes_per_gpu: int, kv_bytes_per_sequence_per_gpu: int, batch_size: int, bandwidth_gb_s: float
+) -> float:
+    """Decode step time on the bandwidth roofline [s].
+
+    ``(weights + batch x kv_per_sequence) / (bandwidth_gb_s x 10^9)``.
+
+    Raises:
+        ValueError: ``bandwidth_gb_s <= 0`` or ``batch_size < 1``.
+
+    Sources: DOMAIN.md section 4; Pope et al. 2023.
+    """
+    if not bandwidth_gb_s or bandwidth_gb_s <= 0:
+        raise ValueError(f"bandwidth_gb_s must be > 0, got {bandwidth_gb_s}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return (weights_bytes_per_gpu + batch_size * kv_bytes_per_sequence_per_gpu) / (bandwidth_gb_s * GB)
+
+
+def prefill_seconds(active_params: int, prompt_tokens: int, bf16_dense_tflops: float, num_gpus: int = 1) -> float:
+    """Prefill time on the compute roofline [s]: ``2 x params x tokens / (GPUs x TFLOPS x 10^12)``.
+
+    Worked example: 8.03 B params, 2,000 tokens, one 989.5-TFLOPS GPU:
+    3.212e13 / 9.895e14 = 32.5 ms.
+
+    Raises:
+        ValueError: ``bf16_dense_tflops <= 0``, ``num_gpus < 1`` or negative tokens.
+
+    Sources: DOMAIN.md section 4; Kaplan et al. 2020.
+    """
+    if not bf16_dense_tflops or bf16_dense_tflops <= 0:
+        raise ValueError(f"bf16_dense_tflops must be > 0, got {bf16_dense_tflops}")
+    if num_gpus < 1 or prompt_tokens < 0:
+        raise ValueError(f"need num_gpus >= 1 and prompt_tokens >= 0, got {num_gpus} and {prompt_tokens}")
+    return 2 * active_params * prompt_tokens / (num_gpus * bf16_dense_tflops * 1e12)
+
+
+def cost_per_million_tokens(price_usd_per_gpu_hour: float, num_gpus: int, tokens_per_s: float) -> float:
+    """USD per 10^6 tokens at a steady ``tokens_per_s``: ``price x GPUs / 3600 / tokens_per_s x 10^6``.
+
+    Worked example: 2 GPUs at $3.20/h, 1,000 tokens/s: 6.40 / 3600 / 1000 x 1e6 = $1.78.
+
+    Raises:
+        ValueError: ``tokens_per_s <= 0`` or a negative price.
+    """
+    if tokens_per_s <= 0 or price_usd_per_gpu_hour < 0:
+        raise ValueError(f"need tokens_per_s > 0 and price >= 0, got {tokens_per_s} and {price_usd_per_gpu_hour}")
+    return price_usd_per_gpu_hour * num_gpus / 3600 / tokens_per_s * 1e6
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThroughputPoint:
+    """Decode figures at one batch size (one replica).
+
+    Attributes:
+        batch_size: Sequences decoding together.
+        time_per_output_token_s: Step time [s].
+        tokens_per_s_per_sequence: ``1 / step`` [tokens/s].
+        aggregate_tokens_per_s: ``batch / step`` [tokens/s].
+        cost_per_million_output_tokens_usd: None when the GPU has no price.
+        fits: The batch fits the KV budget at the decode context.
+    """
+
+    batch_size: int
+    time_per_output_token_s: float
+    tokens_per_s_per_sequence: float
+    aggregate_tokens_per_s: float
+    cost_per_million_output_tokens_usd: float | None
+    fits: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThroughputEstimate:
+    """Roofline decode and prefill estimate for one model on one GPU type (upper bound)."""
+
+    model_id: str
+    gpu_id: str
+    num_gpus: int
+    kv_cache_dtype: str
+    prompt_len: int
+    output_len: int
+    decode_context_len: int
+    weights_bytes_per_gpu: int
+    kv_bytes_per_sequence_per_gpu: int
+    bandwidth_gb_s: float
+    bf16_dense_tflops: float | None
+    price_usd_per_gpu_hour: float | None
+    active_params: int
+    max_concurrent_sequences: int
+    prefill_seconds: float | None
+    points: tuple[ThroughputPoint, ...]
+    label: str = UPPER_BOUND_LABEL
+    formula: str = FORMULA
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON."""
+        out = {k: getattr(self, k) for k in (
+            "model_id", "gpu_id", "num_gpus", "kv_cache_dtype", "prompt_len", "output_len",
+            "decode_context_len", "weights_bytes_per_gpu", "kv_bytes_per_sequence_per_gpu", "bandwidth_gb_s",
+            "bf16_dense_tflops", "price_usd_per_gpu_hour", "active_params", "max_concurrent_sequences",
+            "prefill_seconds", "label", "formula")}
+        out["points"] = [p.__dict__.copy() for p in self.points]
+        out["notes"] = list(self.notes)
+        return out
+
+
+def default_batch_sizes(max_batch: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to ``max_batch``, plus ``max_batch`` itself (at least (1,))."""
+    sizes = []
+    b = 1
+    while b < max_batch:
+        sizes.append(b)
+        b *= 2
+    sizes.append(max(1, max_batch))
+    return tuple(sizes)
+
+
+def estimate_throughput(
+    model: ModelSpec,
+    request: PlanRequest,
+    *,
+    gpu_memory_bytes: int,
+    bandwidth_gb_s: float,
+    bf16_dense_tflops: float | None,
+    price_usd_per_gpu_hour: float | None,
+    prompt_len: int,
+    output_len: int,
+    batch_sizes: tuple[int, ...] | None = None,
+    gpu_id: str = "",
+) -> ThroughputEstimate:
+    """Time per output token, tokens/s and cost per batch size, on the roofline.
+
+    Args:
+        model: The model.
+        request: Dtypes, ``num_gpus`` (tensor parallel), memory knobs; its
+            ``context_len`` is ignored (``prompt_len + output_len`` is used).
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        bandwidth_gb_s: Memory bandwidth of one GPU [GB/s, 10^9 B/s].
+        bf16_dense_tflops: Dense bf16 peak of one GPU [TFLOPS]; None skips prefill.
+        price_usd_per_gpu_hour: Rental price of one GPU [USD/h]; None skips cost.
+        prompt_len, output_len: Tokens per request.
+        batch_sizes: Batches to evaluate; None = powers of two up to the
+            sequences that fit (see :func:`default_batch_sizes`).
+        gpu_id: Echoed in the result.
+
+    Raises:
+        ValueError: invalid lengths, bandwidth or request fields.
+
+    Sources: module docstring.
+    """
+    if prompt_len < 1 or output_len < 0:
+        raise ValueError(f"need prompt_len >= 1 and output_len >= 0 tokens, got {prompt_len} and {output_len}")
+    full = replace(request, context_len=prompt_len + output_len)
+    result = plan(model, gpu_memory_bytes, full, gpu_id=gpu_id)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    decode_ctx = prompt_len + output_len // 2
+    kv_seq = kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
+    sizes = batch_sizes or default_batch_sizes(result.max_concurrent_sequences)
+    active = active_parameters(model)
+    points = []
+    for b in sizes:
+        step = time_per_output_token(result.weights_bytes_per_gpu, kv_seq, b, bandwidth_gb_s)
+        aggregate = b / step
+        cost = (cost_per_million_tokens(price_usd_per_gpu_hour, request.num_gpus, aggregate)
+                if price_usd_per_gpu_hour is not None else None)
+        points.append(ThroughputPoint(
+            batch_size=b, time_per_output_token_s=step, tokens_per_s_per_sequence=1 / step,
+            aggregate_tokens_per_s=aggregate, cost_per_million_output_tokens_usd=cost,
+            fits=b <= result.max_concurrent_sequences))
+    prefill = (prefill_seconds(active, prompt_len, bf16_dense_tflops, request.num_gpus)
+               if bf16_dense_tflops else None)
+    notes = []
+    if bf16_dense_tflops is None:
+        notes.append("the GPU catalog has no bf16 TFLOPS for this GPU: prefill time not estimated")
+    if price_usd_per_gpu_hour is None:
+        notes.append("the GPU catalog has no price for this GPU: cost not estimated")
+    if model.is_moe:
+        notes.append("MoE: every expert's weights are counted as read each step; prefill uses active parameters")
+    return ThroughputEstimate(
+        model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus, kv_cache_dtype=dtypes.kv.name,
+        prompt_len=prompt_len, output_len=output_len, decode_context_len=decode_ctx,
+        weights_bytes_per_gpu=result.weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu=kv_seq,
+        bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops,
+        price_usd_per_gpu_hour=price_usd_per_gpu_hour, active_params=active,
+        max_concurrent_sequences=result.max_concurrent_sequences, prefill_seconds=prefill,
+        points=tuple(points), notes=tuple(notes),
+    )
