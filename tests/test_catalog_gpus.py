@@ -62,10 +62,8 @@ APPLE_WORKING_SET_GIB = {
     "apple-m3-max-128gb": (96, 128),
 }
 
-REFERENCE_CSV_CANDIDATES = (
-    Path(__file__).resolve().parents[1] / "shared" / "reference" / "gpus.csv",
-    Path("/work/shared/reference/gpus.csv"),
-)
+REFERENCE_CSV = Path(__file__).resolve().parent / "data" / "reference" / "gpus.csv"
+"""In-repo copy of the reference GPU table, each row with its sources (tests/data/README.md)."""
 
 # Catalog id -> gpus.csv ``name`` cell.
 CSV_NAME = {
@@ -130,11 +128,8 @@ def gpus() -> dict[str, GPU]:
 
 
 def _reference_rows() -> dict[str, dict[str, str]]:
-    for candidate in REFERENCE_CSV_CANDIDATES:
-        if candidate.is_file():
-            with candidate.open(encoding="utf-8", newline="") as handle:
-                return {row["name"]: row for row in csv.DictReader(handle)}
-    pytest.skip("shared/reference/gpus.csv not available")
+    with REFERENCE_CSV.open(encoding="utf-8", newline="") as handle:
+        return {row["name"]: row for row in csv.DictReader(handle)}
 
 
 def _entry(**overrides) -> dict:
