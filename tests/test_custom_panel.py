@@ -75,6 +75,50 @@ def test_paste_flow_reports_a_bad_key_and_keeps_working():
     assert "model: none" in texts(at)
 
 
+FIVE_MB = 5_000_000
+
+
+def test_an_oversized_paste_reaches_the_server_and_names_the_limit():
+    at = run()
+    box = at.text_area(key="custom_config_text")
+    assert box.proto.max_chars > FIVE_MB  # the browser lets a 5 MB paste through instead of dropping it
+    box.set_value('{"model_type": "llama", "pad": "' + "x" * FIVE_MB + '"}')
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "5,000,0" in message and "at most 1,000,000 bytes" in message and "empty" not in message
+
+
+def test_an_empty_paste_says_what_to_paste_and_the_limit():
+    at = run()
+    at.button(key="custom_use_pasted").click().run()
+    assert len(at.error) == 1 and "box is empty" in at.error[0].value and "1,000,000" in at.error[0].value
+
+
+def test_an_oversized_upload_reaches_the_server_and_names_file_and_limit():
+    at = run()
+    uploader = next(u for u in at.get("file_uploader") if u.proto.id.endswith("custom_config_file"))
+    assert uploader.proto.max_upload_size_mb * 1_000_000 > FIVE_MB  # not refused before the server sees it
+    uploader.set_value(("big-config.json", b"{" + b" " * FIVE_MB + b"}", "application/json"))
+    at.button(key="custom_use_uploaded").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "big-config.json is 5,000,002 bytes, over the limit" in message and "1,000,000" in message
+
+
+def test_a_bad_gguf_upload_names_the_users_file_not_a_temporary_copy():
+    at = run()
+    uploader = next(u for u in at.get("file_uploader") if u.proto.id.endswith("custom_gguf_file"))
+    uploader.set_value(("my-model.gguf", b"not a gguf file at all", "application/octet-stream"))
+    at.button(key="custom_use_gguf").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "my-model.gguf" in message and "tmp" not in message.lower()
+
+
 def test_custom_gpu_form_sets_the_link_code():
     at = run()
     at.text_input(key="custom_gpu_name").set_value("Lab card")

@@ -50,7 +50,20 @@ MODEL_PARAM = share_codec.MODEL_PARAM
 GPU_PARAM = share_codec.GPU_PARAM
 
 _MESSAGE_KEY = "_custom_panel_message"
-_GGUF_UPLOAD_LIMIT_MB = 512
+_GGUF_UPLOAD_LIMIT_MB = 64
+"""Largest GGUF upload [MB]. Only the header is read (the first 64 MB hold it even for a
+262,144-token vocabulary), and an uploaded file stays in the server's memory for as long as
+its browser session lives, so a larger limit only lets one tab hold more of the server."""
+
+PASTE_MAX_CHARS = 8 * custom.MAX_CONFIG_BYTES
+"""What the paste box lets through to the server [characters]: well above the 1 MB a
+config.json may have, so an oversized paste reaches :func:`model_catalog.custom.parse_config_json`
+and gets its "is N bytes; at most 1,000,000" message instead of being dropped by the browser
+(a text area refuses a paste over its ``max_chars``)."""
+
+CONFIG_UPLOAD_LIMIT_MB = 16
+"""What the config.json uploader accepts [MB]: above the 1 MB limit for the same reason;
+a file over this is refused by the uploader itself, which says so under the widget."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,10 @@ def _use_pasted() -> None:
     def run() -> None:
         text = st.session_state.get("custom_config_text") or ""
         name = st.session_state.get("custom_model_name") or "custom-model"
+        if not text.strip():
+            raise ValueError(
+                "the config.json box is empty: paste the contents of the model's config.json (at most "
+                f"{custom.MAX_CONFIG_BYTES:,} bytes; the box drops a paste over {PASTE_MAX_CHARS:,} characters)")
         _adopt(custom.read_custom_config(custom.parse_config_json(text), name), "Pasted config.json read")
     _guard(run)
 
@@ -184,10 +201,12 @@ def _use_uploaded() -> None:
     def run() -> None:
         uploaded = st.session_state.get("custom_config_file")
         if uploaded is None:
-            raise ValueError("choose a config.json file first")
+            raise ValueError(f"choose a config.json file first (at most {custom.MAX_CONFIG_BYTES:,} bytes; the "
+                             f"uploader refuses files over {CONFIG_UPLOAD_LIMIT_MB} MB and says so under it)")
         if uploaded.size > custom.MAX_CONFIG_BYTES:
-            raise ValueError(f"{uploaded.name} is {uploaded.size:,} bytes; a config.json is at most "
-                             f"{custom.MAX_CONFIG_BYTES:,} bytes")
+            raise ValueError(f"{uploaded.name} is {uploaded.size:,} bytes, over the limit: a config.json is at most "
+                             f"{custom.MAX_CONFIG_BYTES:,} bytes (a few KB is usual: did you pick the weights or "
+                             "the tokenizer?)")
         stem = uploaded.name.rsplit(".", 1)[0]
         name = st.session_state.get("custom_model_name") or (stem if stem != "config" else "custom-model")
         model = custom.read_custom_config(custom.parse_config_json(uploaded.getvalue()), name,
@@ -220,13 +239,19 @@ def _use_gguf() -> None:
 
         uploaded = st.session_state.get("custom_gguf_file")
         if uploaded is None:
-            raise ValueError("choose a .gguf file (or its first 64 MB) first")
+            raise ValueError(f"choose a .gguf file (or its first 64 MB) first; the uploader refuses files over "
+                             f"{_GGUF_UPLOAD_LIMIT_MB} MB: upload the header only, `head -c 64M model.gguf > "
+                             "header.gguf`")
         handle, path = tempfile.mkstemp(suffix=".gguf")
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(uploaded.getbuffer())
             name = st.session_state.get("custom_model_name") or None
-            read = read_gguf(path, name=name)
+            try:
+                read = read_gguf(path, name=name)
+            except ValueError as exc:  # name the user's file, not the temporary copy
+                text = str(exc).replace(path, uploaded.name).replace(os.path.basename(path), uploaded.name)
+                raise ValueError(text) from None
         finally:
             os.unlink(path)
         st.session_state["_custom_gguf_result"] = read
@@ -271,12 +296,14 @@ def _model_sources() -> None:
                   help="Shown as the model id; defaults to the repo id or file name.")
     paste, upload, hub_tab, gguf_tab = st.tabs(["Paste", "Upload", "Hugging Face", "GGUF"])
     with paste:
-        st.text_area("config.json", key="custom_config_text", height=160, max_chars=custom.MAX_CONFIG_BYTES,
+        st.text_area("config.json", key="custom_config_text", height=160, max_chars=PASTE_MAX_CHARS,
                      placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
                      help="The model's config.json (JSON only, at most 1 MB). Remote code is never run.")
         st.button("Use pasted config", key="custom_use_pasted", on_click=_use_pasted)
     with upload:
-        st.file_uploader("config.json file", type=["json"], key="custom_config_file", max_upload_size=1)
+        st.file_uploader("config.json file", type=["json"], key="custom_config_file",
+                         max_upload_size=CONFIG_UPLOAD_LIMIT_MB,
+                         help=f"At most {custom.MAX_CONFIG_BYTES:,} bytes are read.")
         st.button("Use uploaded config", key="custom_use_uploaded", on_click=_use_uploaded)
     with hub_tab:
         st.text_input("Repo id", key="custom_hf_repo", placeholder="Qwen/Qwen2.5-7B")

@@ -105,3 +105,8 @@ def format_tokens_short(num_tokens: int) -> str:
         if num_tokens >= size and num_tokens % size == 0:
             return f"{num_tokens // size:,}{suffix}"
     return f"{num_tokens:,}"
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, for messages that quote user input."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

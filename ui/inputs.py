@@ -26,7 +26,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
 from ui import catalog
-from ui.format import format_int, gib_to_bytes
+from ui.format import format_int, gib_to_bytes, shorten
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +207,7 @@ def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], s
     return None, f"unknown {what} {raw!r}; choose one of {', '.join(options)}"
 
 
-def _rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[str]) -> None:
+def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[str]) -> None:
     """Make Streamlit seed widgets from our reading of the link, and show that reading in the URL.
 
     Streamlit seeds a bound widget from the URL values it saw at page load.
@@ -259,7 +259,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
 
     Aliases that resolve to a catalog id are replaced by that id, so the widget
     and the URL show it; invalid values are dropped, so the widget shows its
-    default. The rest of the link is kept (see :func:`_rewrite_link`).
+    default. The rest of the link is kept (see :func:`rewrite_link`).
 
     Args:
         single: key -> (options, resolver or None, noun, default shown) for selectboxes.
@@ -279,7 +279,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
         raw = values[-1]
         canonical, problem = _choice_problem(raw, options, resolve, noun)
         if problem:
-            problems.append(f"Link parameter `{key}={raw}`: {problem}. Showing `{default}` instead; "
+            problems.append(f"Link parameter `{key}={shorten(raw)}`: {problem}. Showing `{default}` instead; "
                             f"pick {'an' if noun[:1] in 'aeiou' else 'a'} {noun} in the sidebar.")
             changes[key] = None
         elif canonical != raw or len(values) > 1:
@@ -292,7 +292,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
         for raw in values:
             canonical, problem = _choice_problem(raw, options, resolve, noun)
             if problem:
-                problems.append(f"Link parameter `{key}={raw}`: {problem}. It was left out; "
+                problems.append(f"Link parameter `{key}={shorten(raw)}`: {problem}. It was left out; "
                                 f"add a {noun} in the sidebar.")
             elif canonical not in kept:
                 kept.append(canonical)
@@ -309,9 +309,9 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
             continue
         problem = _number_problem(field, values[-1])
         if problem:
-            problems.append(f"Link parameter `{key}={values[-1]}` {problem}. {_number_fix(field)}")
+            problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {_number_fix(field)}")
             changes[key] = None
-    _rewrite_link(changes, tuple(multi))
+    rewrite_link(changes, tuple(multi))
     return problems
 
 

@@ -22,6 +22,7 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
+from ui import link_guard
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -38,14 +39,21 @@ T = TypeVar("T")
 def setup_page(title: str, icon: str, intro: str) -> None:
     """Page config, title and one line saying what the page answers.
 
+    Every shared link is checked here first (:func:`ui.link_guard.apply`): values over
+    their length limit, repeated single-value keys and bad switch values are reported
+    and dropped before anything else reads them.
+
     Args:
         title: Page title.
         icon: An emoji (material icons would be fetched from Google's font CDN for the favicon).
         intro: One sentence under the title.
     """
     st.set_page_config(page_title=f"{title} · GPU memory planner", page_icon=icon, layout="wide")
+    link_problems = link_guard.apply()  # before any widget or lookup reads the link
     st.title(title)
     st.caption(intro)
+    for problem in link_problems:
+        st.warning(problem, icon=":material/link_off:")
 
 
 def guarded(call: Callable[..., T], *args, what: str, **kwargs) -> T:

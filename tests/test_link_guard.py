@@ -1,0 +1,91 @@
+"""Hostile and mangled links: bounded values, repeated keys, bad switches (ui/link_guard.py).
+
+The rules are checked on :func:`ui.link_guard.guard` directly (pure), then on real
+pages in ``AppTest``: the 100,000-character ``model=`` that once cost 18 s of server
+CPU, a repeated ``model=``, and ``log_y=maybe``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog.share_codec import MAX_CODE_CHARS
+from ui.link_guard import ECHO_CHARS, MAX_ID_CHARS, MAX_NUMBER_CHARS, MAX_VALUES_PER_KEY, guard, value_limit
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = "meta-llama/Meta-Llama-3-8B"
+
+
+def test_limits_per_key():
+    assert value_limit("model") == value_limit("gpus") == MAX_ID_CHARS == 200
+    assert value_limit("context_len") == value_limit("gpu_memory_utilization") == MAX_NUMBER_CHARS == 32
+    assert value_limit("custom_model") >= MAX_CODE_CHARS  # what the share codec can produce still fits
+
+
+def test_a_huge_value_is_dropped_and_not_echoed():
+    result = guard({"model": ["A" * 100_000], "gpu": ["nvidia-l4"]})
+    assert result.changes == {"model": None}
+    [message] = result.problems
+    assert "100,000 characters" in message and "at most 200" in message
+    assert len(message) < 400 and "A" * (ECHO_CHARS + 1) not in message
+
+
+def test_values_at_the_limit_pass():
+    assert guard({"model": ["a" * MAX_ID_CHARS], "context_len": ["9" * MAX_NUMBER_CHARS]}).changes == {}
+    assert guard({"context_len": ["9" * (MAX_NUMBER_CHARS + 1)]}).changes == {"context_len": None}
+
+
+def test_a_repeated_single_value_key_says_which_value_is_used():
+    result = guard({"model": ["Qwen/Qwen2.5-7B", LLAMA], "models": ["a", "b"]})
+    assert result.changes == {"model": [LLAMA]}  # the last one, as Streamlit reads it; models repeat by design
+    [message] = result.problems
+    assert "appears 2 times" in message and f"using the last one, `{LLAMA}`" in message
+
+
+@pytest.mark.parametrize(("raw", "kept"), [("true", ["true"]), ("false", ["false"]), ("maybe", None)])
+def test_switch_values(raw, kept):
+    result = guard({"log_y": [raw]})
+    assert result.changes.get("log_y", [raw]) == kept
+    assert bool(result.problems) == (kept is None)
+    if kept is None:
+        assert "`log_y=maybe` is not `true` or `false`" in result.problems[0]
+
+
+def test_multi_value_keys_are_capped():
+    result = guard({"gpus": [f"g{i}" for i in range(40)]})
+    assert result.changes == {"gpus": [f"g{i}" for i in range(MAX_VALUES_PER_KEY)]}
+    assert "lists 40 values" in result.problems[0]
+
+
+def _run(page: str, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_a_100_kb_model_value_gets_a_short_message_and_the_default_model():
+    at = _run("app.py", model="A" * 100_000)
+    assert not at.exception
+    messages = [w.value for w in at.warning] + [e.value for e in at.error]
+    assert any("100,000 characters" in m for m in messages), messages
+    assert all(len(m) < 1_000 for m in messages)
+    assert at.selectbox(key="model").value == LLAMA  # the default: nothing else of the link was lost
+
+
+def test_a_repeated_model_key_on_a_page_names_the_value_used():
+    at = _run("app.py", model=["Qwen/Qwen2.5-7B", LLAMA], gpu="nvidia-l4")
+    assert not at.exception
+    assert any("appears 2 times" in w.value and LLAMA in w.value for w in at.warning)
+    assert at.selectbox(key="model").value == LLAMA
+    assert at.selectbox(key="gpu").value == "nvidia-l4"
+
+
+def test_log_y_maybe_is_reported():
+    at = _run("pages/1_Memory_curves.py", log_y="maybe")
+    assert not at.exception
+    assert any("log_y=maybe" in w.value for w in at.warning)
+    assert at.toggle(key="log_y").value is False

@@ -1,0 +1,150 @@
+"""First reader of every shared link: bounded values, one value per single-value key, valid switches.
+
+Runs in :func:`ui.views.setup_page`, before any widget or catalog lookup sees the
+query string, so a hostile or mangled link costs microseconds, not seconds of
+fuzzy matching (a 100,000-character ``model=`` once cost 18 s of server CPU):
+
+1. Every value is capped by its key's limit (:func:`value_limit`): ids and words
+   :data:`MAX_ID_CHARS`, numbers :data:`MAX_NUMBER_CHARS`, ``custom_model`` /
+   ``custom_gpu`` what the share codec can produce. A longer value is dropped
+   (the widget shows its default) and the message quotes at most
+   :data:`ECHO_CHARS` characters of it.
+2. A key that takes one value (everything but :data:`MULTI_VALUE_KEYS`) and is
+   repeated keeps its last value, as Streamlit does, and the message says which
+   value was used.
+3. A multi-value key keeps at most :data:`MAX_VALUES_PER_KEY` values.
+4. Switches (:data:`BOOLEAN_KEYS`) take ``true`` / ``false``; anything else is
+   dropped with a message (Streamlit would drop it silently).
+
+:func:`guard` is pure (a mapping of key -> values in, changes and messages out)
+so the rules are unit-tested without Streamlit; :func:`apply` reads and rewrites
+``st.query_params``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from model_catalog.share_codec import MAX_CODE_CHARS
+from ui.format import shorten
+from ui.inputs import rewrite_link
+
+MAX_ID_CHARS = 200
+"""Longest id or word value read [characters]: a Hugging Face repo id is at most 96
+characters of name plus the owner (huggingface_hub ``validate_repo_id``), GPU ids are shorter."""
+
+MAX_NUMBER_CHARS = 32
+"""Longest number value read [characters] (``131072``, ``0.95``, ``1e3``)."""
+
+CODE_KEYS = frozenset({"custom_model", "custom_gpu"})
+"""Keys holding a share code (:mod:`model_catalog.share_codec`)."""
+
+MAX_CODE_VALUE_CHARS = MAX_CODE_CHARS + 16
+"""Longest share-code value read: the codec's own limit plus whitespace the codec strips [characters]."""
+
+MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes"})
+"""Keys that repeat by design (multiselects)."""
+
+MAX_VALUES_PER_KEY = 16
+"""Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
+
+BOOLEAN_KEYS = frozenset({"log_y"})
+"""Switches: ``true`` or ``false`` (what Streamlit writes for a bound toggle)."""
+
+NUMBER_KEYS = frozenset({
+    "num_gpus", "context_len", "batch_size", "gpu_memory_utilization", "block_size", "overhead_gib",
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+    "max_num_batched_tokens", "max_num_seqs", "available_kv_memory_gib", "users", "prompt_len", "output_len",
+    "max_gpus", "max_tpot_ms", "mean_len", "num_samples", "preemption_probability", "prefix_hit_fraction",
+    "prefix_len", "seed", "swap_space_gib", "host_link_gb_s",
+})
+"""Keys of numeric inputs (every page's number fields)."""
+
+ECHO_CHARS = 60
+"""Most characters of a bad value quoted back in a message."""
+
+
+def value_limit(key: str) -> int:
+    """Longest value accepted for query ``key`` [characters]."""
+    if key in CODE_KEYS:
+        return MAX_CODE_VALUE_CHARS
+    if key in NUMBER_KEYS:
+        return MAX_NUMBER_CHARS
+    return MAX_ID_CHARS
+
+
+@dataclass(frozen=True)
+class LinkGuard:
+    """What :func:`guard` decided.
+
+    Attributes:
+        changes: key -> the values to keep, or None to drop the key.
+        problems: One sentence per finding: what was wrong, what was used, how to fix it.
+    """
+
+    changes: dict[str, list[str] | None] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _too_long(key: str, value: str, limit: int) -> str:
+    return (f"Link parameter `{key}` is {len(value):,} characters long (`{shorten(value, ECHO_CHARS)}`); the planner reads "
+            f"at most {limit:,}, so it was ignored. Copy the link again from the address bar, or set it in the "
+            "sidebar.")
+
+
+def _bounded(key: str, values: Sequence[str], problems: list[str]) -> list[str]:
+    """``values`` without those over the key's length limit (each reported)."""
+    limit = value_limit(key)
+    kept = []
+    for value in values:
+        if len(value) > limit:
+            problems.append(_too_long(key, value, limit))
+        else:
+            kept.append(value)
+    return kept
+
+
+def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
+    """Apply the rules of this module to raw query ``params`` (key -> every value, in URL order).
+
+    Returns:
+        A :class:`LinkGuard`; keys it does not mention are fine as they are.
+    """
+    result = LinkGuard()
+    for key, raw in params.items():
+        values = _bounded(key, list(raw), result.problems)
+        if key in MULTI_VALUE_KEYS:
+            if len(values) > MAX_VALUES_PER_KEY:
+                result.problems.append(
+                    f"Link parameter `{key}` lists {len(values):,} values; the planner reads the first "
+                    f"{MAX_VALUES_PER_KEY}. Remove some in the sidebar.")
+                values = values[:MAX_VALUES_PER_KEY]
+        elif len(values) > 1:
+            shown = ", ".join(f"`{shorten(v, 30)}`" for v in values[:4]) + (", …" if len(values) > 4 else "")
+            result.problems.append(
+                f"Link parameter `{key}` appears {len(values)} times ({shown}); using the last one, "
+                f"`{shorten(values[-1], ECHO_CHARS)}`. Keep one `{key}=` in the link.")
+            values = values[-1:]
+        if key in BOOLEAN_KEYS and values and values[0].strip().lower() not in ("true", "false"):
+            result.problems.append(
+                f"Link parameter `{key}={shorten(values[0], ECHO_CHARS)}` is not `true` or `false`, so it was ignored and "
+                "the switch is off. Use the switch on the page, or write `true` or `false`.")
+            values = []
+        if values != list(raw):
+            result.changes[key] = values or None
+    return result
+
+
+def apply() -> list[str]:
+    """Guard this run's ``st.query_params`` in place; the messages to show.
+
+    Streamlit seeds bound widgets from the page-load query string, so changes go
+    through :func:`ui.inputs.rewrite_link`, which rewrites that too.
+    """
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    result = guard(params)
+    rewrite_link(result.changes, tuple(MULTI_VALUE_KEYS))
+    return result.problems
