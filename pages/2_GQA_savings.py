@@ -27,12 +27,21 @@ st.subheader(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_l
 st.caption(f"`{model.model_id}` is built with {model.attention_kind}; weights {plans[0][1].weights_label}, "
            f"{plans[0][1].kv_cache_dtype} KV cache, "
            f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica.")
+nothing_fits = views.variant_fit_warning(plans)
+savings = data.savings_sentence(plans)
+if savings:
+    st.markdown(f"**{savings}**")
 views.variant_metrics(plans)
 left, right = st.columns(2)
 left.plotly_chart(charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",
-                                      "bytes per token"), key="kv_chart")
-right.plotly_chart(charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
-                                       "Max concurrent sequences per GPU", "sequences"), key="users_chart")
+                                      "KV per token", byte_axis=True), key="kv_chart")
+if nothing_fits:
+    right.info("No users chart: not one sequence fits in any variant (see the warning above). The bytes per "
+               "token on the left do not depend on the GPU.", icon=":material/info:")
+else:
+    right.plotly_chart(charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
+                                           f"Max concurrent sequences {views.replica_label(form.num_gpus)}",
+                                           "sequences"), key="users_chart")
 st.dataframe(rows, hide_index=True, key="variant_table",
              column_order=("Variant", "As built", "KV heads", "KV per token", "KV per sequence",
                            "Max concurrent sequences", "Max context", "Design"),

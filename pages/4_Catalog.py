@@ -6,6 +6,7 @@ from ui import data, views
 
 views.setup_page("Catalog", "📚",
                  "Every model and GPU the planner knows, with where each figure comes from.")
+views.navigation()
 query = st.text_input("Search models and GPUs (id or name)", key="search", bind="query-params",
                       placeholder="e.g. llama 70b, h100, mi300")
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.engines import plan_engine
-from ui import catalog, engine, inputs, views
+from ui import catalog, charts, engine, inputs, views
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -34,21 +34,22 @@ else:
             "allocates a cache. The figures below are the arithmetic for this split, not what would happen.",
             icon=":material/info:")
 
-left, right = st.columns(2)
-left.markdown("**The engine would print**")
-if result.engine_log_lines:
-    left.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
-else:
-    left.caption(f"{result.engine} prints no memory lines at startup.")
-right.markdown("**Launch command**")
-right.code(result.launch_command, language="bash", wrap_lines=True)
-
 st.subheader("Per-GPU budget, by pipeline stage")
+st.caption(f"Modelled: {result.engine_label}. Every tensor-parallel GPU of a stage holds the same.")
+left, right = st.columns([3, 2])
+left.plotly_chart(charts.rank_bars(result), key="rank_chart")
+right.markdown("**The engine would print**")
+if result.engine_log_lines:
+    right.code("\n".join(result.engine_log_lines), language="text")
+else:
+    right.caption(f"{result.engine} prints no memory lines at startup.")
 st.dataframe(engine.rank_rows(result), hide_index=True, key="rank_table")
 st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured one (paste a log below, or set "
            "the engine's available KV memory in the sidebar). The engine keeps the fewest blocks over all GPUs. "
            "Sources: ENGINES.md; vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
            "llama.cpp llama-kv-cache.cpp.")
+st.markdown("**Launch command**")
+st.code(result.launch_command, language="bash")
 
 st.subheader("Check against your engine's startup log")
 text = st.text_area("Paste the startup log (vLLM, SGLang, llama.cpp, TensorRT-LLM or TGI)", key="engine_log",

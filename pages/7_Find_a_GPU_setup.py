@@ -20,6 +20,9 @@ limits, more = traffic.number_inputs("Search limits", ("max_gpus", "max_tpot_ms"
 problems.extend(more)
 upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv",
                                   help="One column of total tokens, or prompt_len,output_len (header optional).")
+custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
+search_gpus, more = traffic.vendor_filter([*catalog.gpus().values(), *([custom_gpu] if custom_gpu else [])])
+problems.extend(more)
 inputs.show_problems(problems)
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
@@ -31,8 +34,6 @@ request = views.guarded(
     kv_cache_dtypes=kv_cache_dtypes, weight_dtype=weight_dtype, max_tpot_ms=limits["max_tpot_ms"],
     gpu_memory_utilization=form.gpu_memory_utilization, block_size=form.block_size, overhead_gib=form.overhead_gib,
     preemption_probability=limits["preemption_probability"], seed=limits["seed"], what="reading the inputs")
-custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
-search_gpus = [*catalog.gpus().values(), *([custom_gpu] if custom_gpu is not None else [])]
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{model.display_name}: {load['users']:,} users")
@@ -44,15 +45,27 @@ else:
 for note in result.notes:
     st.info(note, icon=":material/info:")
 table = traffic.find_rows(result)
-st.dataframe(table, hide_index=True, key="setups_table",
+pages = traffic.num_pages(table)
+page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {traffic.FIND_PAGE_ROWS} a page)", min_value=1,
+                       max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
+st.dataframe(traffic.page_of(table, page), hide_index=True, key="setups_table",
              column_config={"USD per hour": st.column_config.NumberColumn("USD per hour", format="$%.2f"),
+                            "USD per 1M output tokens": st.column_config.NumberColumn(
+                                "USD per 1M output tokens", format="$%.3f",
+                                help="Price per hour over the output tokens the setup makes for your users "
+                                     "(roofline: one token per user per decode step)"),
+                            "Time to first token [ms]": st.column_config.NumberColumn(
+                                "Time to first token [ms]", format="%.1f",
+                                help="Roofline: the prompt's prefill on the replica's GPUs plus one decode step"),
+                            "Time per output token [ms]": st.column_config.NumberColumn(
+                                "Time per output token [ms]", format="%.1f"),
                             "Launch command": st.column_config.TextColumn("Launch command", width="large")})
 st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_setups.csv", mime="text/csv",
                    key="download_setups", icon=":material/download:", on_click="ignore")
 best = traffic.shown_setup(result)
 if best is not None:
     st.markdown("Launch command for the first row:")
-    st.code(best.launch_command, language="bash", wrap_lines=True)
+    st.code(best.launch_command, language="bash")
 st.caption("Budget per GPU = utilization x framework memory - weights - overhead (as on the Home page); each "
            "replica holds ceil(users / replicas) sequences of prompt + output tokens in whole blocks. Margin = "
            "share of the KV budget left at that load. Prices: model_catalog/gpus.json (each with its source).")

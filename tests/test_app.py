@@ -67,7 +67,7 @@ def check_home(at: AppTest) -> None:
     p = _plan(LLAMA2, RTX3090, context_len=4096, batch_size=2, weight_dtype="fp16", overhead_bytes=gib_to_bytes(1.5))
     assert metrics(at) == {
         "Weights": format_bytes(p.weights_bytes_per_gpu),
-        "KV per token": format_bytes(p.kv_cache_bytes_per_token, "B"),
+        "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto"),
         "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
         "KV budget per GPU": format_bytes(p.kv_cache_budget_bytes),
         "Max concurrent sequences": format_int(p.max_concurrent_sequences),
@@ -103,10 +103,10 @@ def check_gqa(at: AppTest) -> None:
     for v in attention_variants(model_spec("Qwen/Qwen2.5-7B")):
         p = plan(v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
         tag = f"{v.name} (as built)" if v.as_built else v.name
-        expected[f"KV per token, {tag}"] = format_bytes(p.kv_cache_bytes_per_token, "B")
+        expected[f"KV per token, {tag}"] = format_bytes(p.kv_cache_bytes_per_token, "auto")
         expected[f"Max sequences, {tag}"] = format_int(p.max_concurrent_sequences)
     assert metrics(at) == expected
-    assert expected["KV per token, GQA (as built)"] == "57,344 B"  # DOMAIN.md worked value
+    assert expected["KV per token, GQA (as built)"] == "56.00 KiB"  # DOMAIN.md worked value: 57,344 B
 
 
 def check_concurrency(at: AppTest) -> None:
@@ -165,7 +165,7 @@ def test_home_defaults_answer_with_planner_values():
     p = _plan(LLAMA3, H100, context_len=8192)
     assert at.selectbox(key="model").value == LLAMA3
     assert at.selectbox(key="gpu").value == H100
-    assert metrics(at)["KV per token"] == format_bytes(p.kv_cache_bytes_per_token, "B") == "131,072 B"
+    assert metrics(at)["KV per token"] == format_bytes(p.kv_cache_bytes_per_token, "auto") == "128.00 KiB"
 
 
 def test_seed_question_llama2_fp16_on_24gb_card():
@@ -292,3 +292,41 @@ def test_memory_curves_log_axis_keeps_capacity_labels_on_their_lines():
     ticks = fig["layout"]["yaxis"]["tickvals"]
     assert fig["layout"]["yaxis"]["ticktext"] == [f"{t:,g}" for t in ticks]  # 20 is "20", not plotly's "2"
     assert ticks[0] <= min(expected) and ticks[-1] >= max(expected)
+
+
+def test_gqa_page_says_why_nothing_fits_and_still_compares_bytes():
+    """Meta-Llama-3-70B on one H100: weights do not fit, so 0 users everywhere (issue: 0 users, an
+    axis from -1 to 1 and no warning). The page names the reason and the GPU count, keeps the
+    bytes-per-token chart, says the savings in words and draws no empty users chart."""
+    at = AppTest.from_file(str(ROOT / "pages/2_GQA_savings.py"), default_timeout=TIMEOUT_S)
+    at.query_params["model"] = "meta-llama/Meta-Llama-3-70B"
+    at.run()
+    assert not at.exception
+    [warning] = [w.value for w in at.warning]
+    assert "No sequence fits on one GPU" in warning and "use num_gpus 2" in warning
+    assert any("GQA (as built) stores 8x less KV per token than MHA; MQA stores 64x less." in m.value
+               for m in at.markdown)
+    charts = [c.proto.spec for c in at.get("plotly_chart")]
+    assert len(charts) == 2  # KV per token and the catalog scatter; no users chart of zeros
+    assert '"KV per token [MiB]"' in charts[0]
+
+
+def test_find_page_answers_which_nvidia_card_with_speed_and_cost_first():
+    """Issue: Find could not answer "which NVIDIA card?": vendor filter, TPOT / TTFT / $ per hour /
+    $ per 1M output tokens in the first columns, no repeated gpu_id, more than 10 rows with paging."""
+    from model_catalog.gpus import load_gpus
+
+    at = AppTest.from_file(str(ROOT / "pages/7_Find_a_GPU_setup.py"), default_timeout=TIMEOUT_S)
+    at.query_params["model"] = "meta-llama/Meta-Llama-3-8B"
+    at.query_params["users"] = "50"
+    at.query_params["vendors"] = "NVIDIA"
+    at.run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table.columns[:8]) == ["GPU", "GPUs", "TP", "replicas", "USD per hour", "USD per 1M output tokens",
+                                       "Time per output token [ms]", "Time to first token [ms]"]
+    assert "gpu_id" not in table.columns
+    nvidia = {g.name for g in load_gpus().values() if g.vendor == "NVIDIA"}
+    assert set(table["GPU"]) <= nvidia
+    assert len(table) == 20  # the first page of more than 10 setups
+    assert any(n.label.startswith("Page (of ") for n in at.number_input)

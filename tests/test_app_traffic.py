@@ -63,12 +63,13 @@ def check_find(at: AppTest) -> None:
     from planner.traffic.reverse import find_setups
 
     expected = find_setups(model_spec(LLAMA70), list(load_gpus().values()),
-                           FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8))
+                           FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8, top=traffic.FIND_TOP))
     table = at.dataframe[0].value
-    assert list(table["gpu_id"]) == [s.gpu_id for s in expected.options]
-    assert list(table["USD per hour"]) == [s.price_per_hour for s in expected.options]
-    assert list(table["Max users"]) == [s.max_concurrent_sequences for s in expected.options]
-    assert list(table["Launch command"]) == [s.launch_command for s in expected.options]
+    shown = expected.options[:traffic.FIND_PAGE_ROWS]  # the first page
+    assert list(table["GPU"]) == [s.gpu_name for s in shown]
+    assert list(table["USD per hour"]) == [s.price_per_hour for s in shown]
+    assert list(table["Max users"]) == [s.max_concurrent_sequences for s in shown]
+    assert list(table["Launch command"]) == [s.launch_command for s in shown]
     assert at.success[0].value == traffic.best_text(expected)
     figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
     assert len(figures) == 1 and figures[0]["data"]

@@ -33,7 +33,16 @@ from planner.budget import PlanRequest, plan
 from planner.cli import main as cli_main
 from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve
-from tests.e2e_helpers import PAGES, choose, collect, open_settled, query, rerun_latency_ms, set_number
+from tests.e2e_helpers import (
+    PAGES,
+    choose,
+    collect,
+    open_settled,
+    query,
+    rerun_latency_ms,
+    set_number,
+    wait_settled,
+)
 from ui import data
 from ui.format import format_bytes, format_int
 
@@ -83,7 +92,7 @@ def home_metrics_from_cli(result: dict) -> dict[str, str]:
     per_gpu = " per GPU" if result["num_gpus"] > 1 else ""
     return {
         "Weights" + per_gpu: format_bytes(result["weights_bytes_per_gpu"]),
-        "KV per token": format_bytes(result["kv_cache_bytes_per_token"], "B"),
+        "KV per token": format_bytes(result["kv_cache_bytes_per_token"], "auto"),
         "KV per sequence": format_bytes(result["kv_cache_bytes_per_sequence"]),
         "KV budget per GPU": format_bytes(result["kv_cache_budget_bytes"]),
         "Max concurrent sequences": format_int(result["max_concurrent_sequences"]),
@@ -119,6 +128,65 @@ def test_every_page_opens_from_a_deep_link(streamlit_server, browser_page, path)
         assert chart["drawn"] and chart["traces"] and chart["points"], f"chart {i} is empty: {chart}"
 
 
+# Which model / GPU input each page has: "one" (model, gpu), "many" (models, gpus) or None.
+PAGE_INPUTS = {"/": ("one", "one"), "/Memory_curves": ("many", "many"), "/GQA_savings": ("one", "one"),
+               "/Concurrency": ("one", "many"), "/Catalog": (None, None), "/Engine": ("one", "one"),
+               "/Allocation": ("one", "one"), "/Find_a_GPU_setup": ("one", None)}
+NAV_LABELS = {"/": "Home", "/Memory_curves": "Memory curves", "/GQA_savings": "GQA savings",
+              "/Concurrency": "Concurrency", "/Catalog": "Catalog", "/Engine": "Engine",
+              "/Allocation": "Allocation", "/Find_a_GPU_setup": "Find a GPU setup"}
+
+
+def _link_for(path: str) -> dict:
+    """A deep link to ``path`` naming Qwen2.5-7B on an L4 in the page's own keys."""
+    model_mode, gpu_mode = PAGE_INPUTS[path]
+    params = {"context_len": 4096} if path in ("/", "/GQA_savings", "/Engine") else {}
+    if model_mode:
+        params["model" if model_mode == "one" else "models"] = QWEN if model_mode == "one" else [QWEN, LLAMA2]
+    if gpu_mode:
+        params["gpu" if gpu_mode == "one" else "gpus"] = "nvidia-l4" if gpu_mode == "one" else ["nvidia-l4"]
+    if not model_mode:
+        params["model"] = QWEN
+    return params
+
+
+def _assert_plan_kept(shown: dict, path: str) -> None:
+    model_mode, gpu_mode = PAGE_INPUTS[path]
+    widgets = shown["widgets"]
+    if model_mode == "one":
+        assert widgets.get("model") == QWEN, (path, widgets.get("model"), shown["url"])
+    elif model_mode == "many":
+        assert (widgets.get("models") or [None])[0] == QWEN, (path, widgets.get("models"), shown["url"])
+    if gpu_mode == "one":
+        assert widgets.get("gpu") == "nvidia-l4", (path, widgets.get("gpu"), shown["url"])
+    elif gpu_mode == "many":
+        assert (widgets.get("gpus") or [None])[0] == "nvidia-l4", (path, widgets.get("gpus"), shown["url"])
+    assert "Qwen2.5-7B" in shown["url"], (path, shown["url"])
+
+
+def test_navigation_labels_home_and_hides_streamlits_own_list(streamlit_server, browser_page):
+    page = browser_page()
+    open_settled(page, streamlit_server.base_url + "/Concurrency" + query(model=QWEN))
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert sidebar.locator('[data-testid="stSidebarNav"]').count() == 0
+    links = [sidebar.get_by_role("link", name=label) for label in NAV_LABELS.values()]
+    assert all(link.count() >= 1 for link in links)
+
+
+@pytest.mark.parametrize("path", list(DEEP_LINKS))
+def test_a_deep_link_survives_every_page_switch(streamlit_server, browser_page, path):
+    page = browser_page()
+    open_settled(page, streamlit_server.base_url + path + query(**_link_for(path)))
+    _assert_plan_kept(collect(page), path)
+    order = list(DEEP_LINKS)
+    for target in order[order.index(path) + 1:] + order[:order.index(path)]:
+        page.locator('[data-testid="stSidebar"]').get_by_role("link", name=NAV_LABELS[target]).first.click()
+        wait_settled(page)
+        shown = collect(page)
+        assert not shown["exceptions"], (path, target, shown["exceptions"])
+        _assert_plan_kept(shown, target)
+
+
 def test_gqa_page_from_deep_link_shows_planner_values(streamlit_server, browser_page):
     page = browser_page()
     open_settled(page, streamlit_server.base_url + "/GQA_savings" + query(model=QWEN, gpu="nvidia-h100-sxm-80gb",
@@ -128,7 +196,7 @@ def test_gqa_page_from_deep_link_shows_planner_values(streamlit_server, browser_
     for v in attention_variants(model_spec(QWEN)):
         p = plan(v.model, gpu.framework_memory_bytes, PlanRequest(context_len=32768), gpu_id=gpu.id)
         tag = f"{v.name} (as built)" if v.as_built else v.name
-        expected[f"KV per token, {tag}"] = format_bytes(p.kv_cache_bytes_per_token, "B")
+        expected[f"KV per token, {tag}"] = format_bytes(p.kv_cache_bytes_per_token, "auto")
         expected[f"Max sequences, {tag}"] = format_int(p.max_concurrent_sequences)
     assert collect(page)["metrics"] == expected
 

@@ -172,3 +172,32 @@ def test_find_suggests_more_gpus_when_the_weights_do_not_fit():
                                                   weight_dtype="fp32", overhead_bytes=0))
     assert not result.fits
     assert any(s.startswith("raise max_gpus to") for s in result.suggestions), result.suggestions
+
+
+@dataclass(frozen=True)
+class FastGPU(FakeGPU):
+    bf16_dense_tflops: float = 100.0
+    vendor: str = "NVIDIA"
+
+
+def test_first_columns_time_per_token_ttft_and_cost_per_million_tokens():
+    """Hand-worked on the factory model (every figure from its round numbers):
+    tpot = (weights + 100 users x KV at the mean decode context) / 1,000 GB/s;
+    ttft = 2 x active params x 1,000 prompt tokens / 100 TFLOPS + tpot;
+    tokens/s = 100 / tpot; USD per 10^6 tokens = 1.5 / 3,600 / (tokens/s) x 10^6."""
+    gpu = FastGPU("fast", "Fast", WEIGHTS + 2 * GiB, 1000.0, 1.5)
+    s = find_setups(MODEL, (gpu,), request(tensor_parallel_sizes=(1,))).options[0]
+    decode_ctx = 1000 + 24 // 2  # prompt + half the output
+    tpot = (WEIGHTS + 100 * decode_ctx * 16 * 1024) / 1e12
+    assert s.time_per_output_token_s == pytest.approx(tpot)
+    active = MODEL.num_parameters  # dense: every parameter is active
+    assert s.time_to_first_token_s == pytest.approx(2 * active * 1000 / 100e12 + tpot)
+    assert s.output_tokens_per_s == pytest.approx(100 / tpot)
+    assert s.usd_per_million_output_tokens == pytest.approx(1.5 / 3600 / (100 / tpot) * 1e6)
+    assert set(s.to_dict()) >= {"time_to_first_token_s", "output_tokens_per_s", "usd_per_million_output_tokens"}
+
+
+def test_fp8_kv_on_an_nvidia_gpu_without_fp8_names_the_backend():
+    ampere = FastGPU("ampere", "Ampere", WEIGHTS + 2 * GiB, 1000.0, 1.5, fp8_native=False)
+    s = find_setups(MODEL, (ampere,), request(tensor_parallel_sizes=(1,), kv_cache_dtypes=("fp8",))).options[0]
+    assert any("VLLM_ATTENTION_BACKEND=FLASHINFER" in n for n in s.notes)

@@ -38,6 +38,14 @@ from ui.inputs import NUMBER_FIELDS, PlanInputs, _number_problem
     (0, "GiB", "0.00 GiB"),
     (-GiB // 2, "GiB", "-0.50 GiB"),    # an over-committed budget stays visible
     (1536 * MiB, "GiB", "1.50 GiB"),
+    (131072, "auto", "128.00 KiB"),     # KV per token next to GiB figures: by magnitude, not "131,072 B"
+    (1023, "auto", "1,023 B"),
+    (1024, "auto", "1.00 KiB"),
+    (MiB - 1, "auto", "1,024.00 KiB"),  # 1,048,575 B rounds to 1,024.00 in KiB
+    (MiB, "auto", "1.00 MiB"),
+    (448 * MiB, "auto", "448.00 MiB"),
+    (GiB, "auto", "1.00 GiB"),
+    (-3 * MiB, "auto", "-3.00 MiB"),
 ])
 def test_format_bytes_always_labels_the_unit(num_bytes, unit, text):
     assert format_bytes(num_bytes, unit) == text

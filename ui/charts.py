@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 from planner.budget import Plan
 from planner.sweep import MemoryPoint
 from ui.format import (
+    binary_unit,
+    bytes_in,
     bytes_to_gib,
     format_bytes,
     format_bytes_exact,
@@ -35,7 +37,14 @@ SEGMENT_COLOURS = {
     "Runtime": "#9D755D",
     "Overhead (override)": "#B279A2",
     "Free KV budget": "#C7E9C0",
+    "KV over the budget": "#D62728",
 }
+
+RANK_COLOURS = {
+    "Weights": "#4C78A8", "Activation peak": "#B279A2", "Non-torch": "#9D755D", "CUDA graphs": "#72B7B2",
+    "KV cache": "#F58518", "Not allocated": "#E5E8EC", "Over the card": "#D62728",
+}
+"""Segments of :meth:`planner.engines.types.RankBudget.segments`."""
 
 ATTENTION_COLOURS = {"MHA": "#E45756", "GQA": "#4C78A8", "MQA": "#54A24B", "MLA": "#F58518"}
 
@@ -81,17 +90,19 @@ def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
         fig.add_bar(x=[bytes_to_gib(size)], y=[gpu_label], orientation="h", name=name,
                     marker_color=SEGMENT_COLOURS[name], hovertext=[format_bytes_exact(size)],
                     hovertemplate=f"{name}: %{{hovertext}}<extra></extra>")
-    lines = ((plan.usable_memory_bytes, "dash", f"usable {format_bytes(plan.usable_memory_bytes)}", 0.0, "bottom"),
-             (plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}", 1.0, "top"))
+    # Labels sit above the plot area, beside their line (usable to its left, card to its right),
+    # never over a bar; the legend goes under the axis.
+    lines = ((plan.usable_memory_bytes, "dash", f"usable {format_bytes(plan.usable_memory_bytes)}", "right"),
+             (plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}", "left"))
     fig.update_layout(
-        shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _, _, _ in lines],
-        annotations=[dict(x=bytes_to_gib(size), xref="x", y=y, yref="paper", yanchor=anchor, xanchor="right",
+        shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _, _ in lines],
+        annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0, yref="paper", yanchor="bottom", xanchor=side,
                           text=text, showarrow=False, font=dict(size=11, color="#333333"))
-                     for size, _, text, y, anchor in lines])
-    fig.update_layout(barmode="stack", height=230, xaxis_title="GiB per GPU (2^30 bytes)",
+                     for size, _, text, side in lines])
+    fig.update_layout(barmode="stack", height=250, xaxis_title="GiB per GPU (2^30 bytes)",
                       yaxis=dict(showticklabels=False), **_LAYOUT)
-    fig.update_layout(legend_traceorder="normal")
-    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.45, x=0), legend_traceorder="normal")
+    fig.update_layout(margin=dict(l=10, r=90, t=30, b=10))
     return fig
 
 
@@ -150,11 +161,21 @@ def _log_ticks(low: float, high: float) -> list[float]:
     return ticks
 
 
-def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str) -> go.Figure:
-    """Bars per attention variant (MHA / GQA / MQA / MLA), the as-built one outlined."""
+def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str,
+                 byte_axis: bool = False) -> go.Figure:
+    """Bars per attention variant (MHA / GQA / MQA / MLA), the as-built one outlined.
+
+    With ``byte_axis`` the values are byte counts drawn in the binary unit of the largest
+    one (KiB / MiB / GiB, :func:`ui.format.binary_unit`), named in the axis title.
+    """
     names = [r["Variant"] for r in rows]
+    values = [r[value_key] for r in rows]
+    if byte_axis:
+        unit = binary_unit(max(values, default=0))
+        values = [bytes_in(v, unit) for v in values]
+        axis = f"{axis} [{unit}]"
     fig = go.Figure(go.Bar(
-        x=names, y=[r[value_key] for r in rows], text=[r[text_key] for r in rows], textposition="auto",
+        x=names, y=values, text=[r[text_key] for r in rows], textposition="auto",
         marker=dict(color=[ATTENTION_COLOURS.get(n, PALETTE[0]) for n in names],
                     line=dict(color=["#000000" if r["As built"] else "rgba(0,0,0,0)" for r in rows], width=3)),
         hovertext=[f"{r['Variant']}: {r[text_key]}" for r in rows], hovertemplate="%{hovertext}<extra></extra>"))
@@ -179,7 +200,7 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
             x=[r["params"] for r in group], y=[r["kv_bytes_per_token"] for r in group], mode="markers", name=kind,
             marker=dict(color=colour, size=11, line=dict(color="#ffffff", width=1)),
             hovertext=[f"<b>{r['model_id']}</b><br>{format_params(r['params'])} params<br>"
-                       f"KV {format_bytes(r['kv_bytes_per_token'], 'B')} per token" for r in group],
+                       f"KV {format_bytes(r['kv_bytes_per_token'], 'auto')} per token" for r in group],
             hovertemplate="%{hovertext}<extra></extra>")
     chosen = [r for r in rows if r["model_id"] == highlight and r["kv_bytes_per_token"] > 0]
     if chosen:
@@ -212,4 +233,40 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
     fig.update_layout(height=500, xaxis=TOKEN_AXIS,
                       yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,
                                  tickformat=",d"), **_LAYOUT)
+    return fig
+
+
+def rank_bars(plan) -> go.Figure:
+    """The engine's per-GPU budget: one stacked horizontal bar per pipeline stage.
+
+    Segments are :meth:`planner.engines.types.RankBudget.segments` (weights, activation
+    peak, non-torch, CUDA graphs, KV cache, what the engine leaves unallocated, and any
+    excess over the card in red); the solid line is the card's framework-visible
+    memory, the dashed one the engine's share of it when the engine has a memory fraction.
+
+    Args:
+        plan: A :class:`planner.engines.types.EnginePlan`.
+    """
+    fig = go.Figure()
+    labels = [f"stage {r.stage}: layers {r.first_layer}-{r.first_layer + r.num_layers - 1}" for r in plan.ranks]
+    per_rank = [r.segments(plan.gpu_memory_bytes) for r in plan.ranks]
+    for i, (name, _) in enumerate(per_rank[0]):
+        sizes = [segments[i][1] for segments in per_rank]
+        if not any(sizes):
+            continue
+        fig.add_bar(x=[bytes_to_gib(s) for s in sizes], y=labels, orientation="h", name=name,
+                    marker_color=RANK_COLOURS[name], hovertext=[format_bytes_exact(s) for s in sizes],
+                    hovertemplate=f"{name}: %{{hovertext}}<extra></extra>")
+    lines = [(plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}")]
+    if plan.gpu_memory_utilization is not None:
+        share = plan.ranks[0].requested_bytes
+        lines.append((share, "dash", f"engine's share {format_bytes(share)}"))
+    fig.update_layout(
+        shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _ in lines],
+        annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0 if i == 0 else 0.0, yref="paper",
+                          yanchor="bottom" if i == 0 else "top", xanchor="right", text=text, showarrow=False,
+                          font=dict(size=11, color="#333333")) for i, (size, _, text) in enumerate(lines)])
+    fig.update_layout(barmode="stack", height=170 + 40 * len(labels), xaxis_title="GiB per GPU (2^30 bytes)",
+                      yaxis=dict(autorange="reversed"), **_LAYOUT)
+    fig.update_layout(margin=dict(l=10, r=10, t=70, b=40))
     return fig

@@ -88,7 +88,7 @@ def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
             "Variant": v.name,
             "As built": v.as_built,
             "KV heads": "latent" if v.num_key_value_heads is None else format_int(v.num_key_value_heads),
-            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "B"),
+            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto"),
             "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
             "Max concurrent sequences": format_int(p.max_concurrent_sequences),
             "Max context": format_tokens(p.max_context_len),
@@ -98,6 +98,23 @@ def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
         }
         for v, p in plans
     ]
+
+
+def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
+    """The attention designs' KV per token compared in words, against the largest one:
+    ``"GQA (as built) stores 8x less KV per token than MHA; MQA stores 64x less."``."""
+    base_variant, base = max(plans, key=lambda vp: vp[1].kv_cache_bytes_per_token)
+    parts = []
+    for variant, p in plans:
+        if variant is base_variant or p.kv_cache_bytes_per_token <= 0:
+            continue
+        tag = f"{variant.name} (as built)" if variant.as_built else variant.name
+        factor = base.kv_cache_bytes_per_token / p.kv_cache_bytes_per_token
+        parts.append(f"{tag} stores {factor:,.3g}x less")
+    if not parts:
+        return ""
+    first, *rest = parts
+    return f"{first} KV per token than {base_variant.name}" + "".join(f"; {r}" for r in rest) + "."
 
 
 def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:

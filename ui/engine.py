@@ -19,7 +19,7 @@ from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROF
 from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
-from ui import inputs, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
 from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField, PlanInputs
 
@@ -186,7 +186,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         "Available KV memory per GPU": (format_bytes(plan.available_kv_cache_bytes),
                                         f"{format_bytes_exact(plan.available_kv_cache_bytes)}; {source}"),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
-                       f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'B')} "
+                       f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
                        f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
         "KV cache size [tokens, as printed]": (format_int(plan.engine_kv_cache_tokens), plan.engine_label),
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
@@ -247,8 +247,8 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
         "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
-        "KV per token": format_bytes(r.kv_cache_bytes_per_token, "B"),
-        "Block": format_bytes(r.bytes_per_block, "B"), "Blocks": format_int(r.num_blocks),
+        "KV per token": format_bytes(r.kv_cache_bytes_per_token, "auto"),
+        "Block": format_bytes(r.bytes_per_block, "auto"), "Blocks": format_int(r.num_blocks),
         "Measured": ", ".join(r.overridden) or "-",
     } for r in plan.ranks]
 
@@ -339,9 +339,9 @@ def home_panel(plan: EnginePlan) -> None:
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
                    "per request); the figures above cap each window at its size and use vLLM 0.11's profile pass.")
         st.code("\n".join(plan.engine_log_lines), language="text")
-        st.code(plan.launch_command, language="bash", wrap_lines=True)
-        st.page_link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
-                     icon=":material/arrow_forward:")
+        st.code(plan.launch_command, language="bash")
+        nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
+                 icon=":material/arrow_forward:")
 
 
 def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> None:

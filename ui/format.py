@@ -15,11 +15,18 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from planner.units import GB, GiB
+from planner.units import GB, GiB, KiB, MiB
 
-ByteUnit = Literal["GiB", "GB", "B"]
+ByteUnit = Literal["GiB", "GB", "B", "auto"]
 
-_DIVISORS: dict[str, int] = {"GiB": GiB, "GB": GB}
+_DIVISORS: dict[str, int] = {"GiB": GiB, "MiB": MiB, "KiB": KiB, "GB": GB}
+
+
+def binary_unit(num_bytes: int) -> str:
+    """The binary unit that reads best for ``num_bytes``: ``B`` under 1 KiB, ``KiB`` under
+    1 MiB, ``MiB`` under 1 GiB, else ``GiB`` (by magnitude; negative sizes by their absolute value)."""
+    size = abs(num_bytes)
+    return "B" if size < KiB else "KiB" if size < MiB else "MiB" if size < GiB else "GiB"
 
 
 def format_bytes(num_bytes: int, unit: ByteUnit = "GiB", digits: int = 2) -> str:
@@ -27,25 +34,43 @@ def format_bytes(num_bytes: int, unit: ByteUnit = "GiB", digits: int = 2) -> str
 
     Args:
         num_bytes: Size [bytes]; may be negative (an over-committed budget).
-        unit: ``GiB`` (2**30), ``GB`` (10**9) or ``B`` (exact, thousands separated).
+        unit: ``GiB`` (2**30), ``GB`` (10**9), ``B`` (exact, thousands separated) or ``auto``:
+            KiB / MiB / GiB by magnitude (:func:`binary_unit`), for sizes that range from a
+            block to a card (KV per token, per block, per sequence).
         digits: Decimals for GiB and GB.
 
     Returns:
-        Text such as ``"12.55 GiB"``, ``"13.48 GB"`` or ``"131,072 B"``.
+        Text such as ``"12.55 GiB"``, ``"13.48 GB"``, ``"131,072 B"`` or (auto) ``"128.00 KiB"``.
 
     Raises:
         ValueError: an unknown unit.
     """
+    if unit == "auto":
+        unit = binary_unit(num_bytes)  # type: ignore[assignment]
     if unit == "B":
         return f"{num_bytes:,} B"
     if unit not in _DIVISORS:
-        raise ValueError(f"unknown unit {unit!r}; use GiB, GB or B")
+        raise ValueError(f"unknown unit {unit!r}; use GiB, GB, B or auto")
     return f"{num_bytes / _DIVISORS[unit]:,.{digits}f} {unit}"
 
 
 def format_bytes_exact(num_bytes: int, unit: ByteUnit = "GiB", digits: int = 2) -> str:
     """Rounded and exact: ``"12.55 GiB (13,476,831,232 B)"``, for hover text and help."""
     return f"{format_bytes(num_bytes, unit, digits)} ({format_bytes(num_bytes, 'B')})"
+
+
+def bytes_in(num_bytes: int, unit: str) -> float:
+    """A byte count as a float in ``unit`` (``B``, ``KiB``, ``MiB``, ``GiB`` or ``GB``), for chart axes
+    whose unit follows the data's magnitude (:func:`binary_unit`).
+
+    Raises:
+        ValueError: an unknown unit.
+    """
+    if unit == "B":
+        return float(num_bytes)
+    if unit not in _DIVISORS:
+        raise ValueError(f"unknown unit {unit!r}; use B, KiB, MiB, GiB or GB")
+    return num_bytes / _DIVISORS[unit]
 
 
 def bytes_to_gib(num_bytes: int) -> float:

@@ -406,6 +406,9 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                 values[key] = _number_widget(st, key)
     problems += custom_panel.render_custom_model_panel(bar, show_problems=False).problems
     bar.caption("Every input is in the address bar: copy the URL to share this exact view.")
+    from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
+
+    nav.draw(model=model, gpu=gpu)
     inputs = PlanInputs(model_ids=chosen_models, gpu_ids=chosen_gpus, **values)
     return inputs, problems
 

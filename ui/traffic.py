@@ -265,7 +265,7 @@ def find_request(*, users: int, workload: Workload, max_gpus: int, kv_cache_dtyp
         weight_dtype=weight_dtype, max_time_per_output_token_s=None if max_tpot_ms is None else max_tpot_ms / 1000,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size,
         overhead_bytes=None if overhead_gib is None else gib_to_bytes(overhead_gib),
-        max_preemption_probability=preemption_probability, seed=seed)
+        max_preemption_probability=preemption_probability, seed=seed, top=FIND_TOP)
 
 
 def fixed_or_workload(prompt_len: int, prompt_p95: int | None, output_len: int, output_p95: int | None,
@@ -416,7 +416,7 @@ def kv_dtype_rows(options: Sequence[KVQuantOption]) -> list[dict]:
     """One row per KV dtype, formatted."""
     return [{
         "KV dtype": o.kv_cache_dtype, "Bits per value": f"{o.bits_per_element:g}",
-        "KV per token per GPU": format_bytes(o.kv_cache_bytes_per_token_per_gpu, "B"),
+        "KV per token per GPU": format_bytes(o.kv_cache_bytes_per_token_per_gpu, "auto"),
         "Sequences that fit": format_int(o.max_concurrent_sequences),
         "Users gained": f"{o.users_gained:+,}", "Quality trade-off": o.quality_note, "Sources": o.sources,
     } for o in options]
@@ -436,19 +436,51 @@ def swap_metric_values(s: SwapPlan) -> dict[str, tuple[str, str]]:
     }
 
 
+FIND_PAGE_ROWS = 20
+"""Setups per page of the Find table."""
+
+FIND_TOP = 200
+"""Setups the Find page asks the search for (the CLI's ``--top`` default stays 10)."""
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
+
+
 def find_rows(result: FindResult) -> pd.DataFrame:
-    """The Find page table: fitting setups, or the closest one."""
+    """The Find page table: fitting setups, or the closest one; speed and cost first."""
     setups = result.options or ((result.closest,) if result.closest else ())
     return pd.DataFrame([{
-        "GPU": s.gpu_name, "gpu_id": s.gpu_id, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size,
-        "replicas": s.data_parallel_size, "KV dtype": s.kv_cache_dtype, "USD per hour": s.price_per_hour,
-        "Max users": s.max_concurrent_sequences, "Margin": f"{s.margin:.0%}" if s.kv_cache_budget_bytes_per_gpu > 0
-        else "weights do not fit",
+        "GPU": s.gpu_name, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size, "replicas": s.data_parallel_size,
+        "USD per hour": s.price_per_hour,
+        "USD per 1M output tokens": None if s.usd_per_million_output_tokens is None else
+        round(s.usd_per_million_output_tokens, 4),
+        "Time per output token [ms]": _ms(s.time_per_output_token_s),
+        "Time to first token [ms]": _ms(s.time_to_first_token_s),
+        "KV dtype": s.kv_cache_dtype, "Max users": s.max_concurrent_sequences,
+        "Margin": f"{s.margin:.0%}" if s.kv_cache_budget_bytes_per_gpu > 0 else "weights do not fit",
         "KV budget per GPU": format_bytes(s.kv_cache_budget_bytes_per_gpu),
-        "Time per output token [ms]": None if s.time_per_output_token_s is None else
-        round(s.time_per_output_token_s * 1000, 2),
-        "Fits": s.fits, "Launch command": s.launch_command,
+        "Fits": s.fits, "Notes": "; ".join(s.notes) or "-", "Launch command": s.launch_command,
     } for s in setups])
+
+
+def page_of(table: pd.DataFrame, page: int, rows: int = FIND_PAGE_ROWS) -> pd.DataFrame:
+    """Rows ``(page - 1) x rows`` to ``page x rows`` of ``table`` (page 1 first)."""
+    return table.iloc[(page - 1) * rows: page * rows]
+
+
+def num_pages(table: pd.DataFrame, rows: int = FIND_PAGE_ROWS) -> int:
+    """Pages of ``rows`` rows ``table`` fills (at least 1)."""
+    return max(1, -(-len(table) // rows))
+
+
+def vendor_filter(gpus) -> tuple[list, list[str]]:
+    """The "Vendors" multiselect (URL key ``vendors``; empty = every vendor) and the GPUs it keeps."""
+    vendors = sorted({g.vendor for g in gpus})
+    problems = inputs.check_link({}, {"vendors": (tuple(vendors), None, "vendor", len(vendors))}, ())
+    chosen = st.sidebar.multiselect("Vendors", vendors, default=[], key="vendors", bind="query-params",
+                                    help="Search only these vendors' GPUs (empty = all).")
+    return [g for g in gpus if not chosen or g.vendor in chosen], problems
 
 
 def nothing_fits_text(result: FindResult, max_gpus: int) -> str:

@@ -22,7 +22,7 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from ui import link_guard
+from ui import link_guard, nav
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -49,11 +49,17 @@ def setup_page(title: str, icon: str, intro: str) -> None:
         intro: One sentence under the title.
     """
     st.set_page_config(page_title=f"{title} · GPU memory planner", page_icon=icon, layout="wide")
+    nav.begin()  # the top of the sidebar; filled by ui.inputs.sidebar_inputs or navigation()
     link_problems = link_guard.apply()  # before any widget or lookup reads the link
     st.title(title)
     st.caption(intro)
     for problem in link_problems:
         st.warning(problem, icon=":material/link_off:")
+
+
+def navigation() -> None:
+    """Draw the page links for a page without the shared sidebar inputs (they draw it themselves)."""
+    nav.draw()
 
 
 def guarded(call: Callable[..., T], *args, what: str, **kwargs) -> T:
@@ -134,9 +140,9 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
     return {
         "Weights" + per_gpu: (format_bytes(plan.weights_bytes_per_gpu),
                               f"{format_bytes_exact(plan.weights_bytes)} in total, {format_int(plan.params)} params"),
-        "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "B"),
+        "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "auto"),
                                "all layers, whole model; per GPU "
-                               f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')}"),
+                               f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'auto')}"),
         "KV per sequence" + per_gpu: (format_bytes(plan.kv_cache_bytes_per_sequence_per_gpu),
                                       f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
                                       f"{format_tokens(plan.context_len)}, windows applied"),
@@ -242,7 +248,7 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
         st.caption("Sizes: GiB = 2^30 bytes, GB = 10^9 bytes. Quantized weight formats apply to linear layers; "
                    "embeddings keep 16 bits. Sources: vLLM kv_cache_utils and gpu_worker; DOMAIN.md sections 1-4.")
         st.markdown("Same plan from the command line:")
-        st.code(inputs.cli_command(), language="bash", wrap_lines=True)
+        st.code(inputs.cli_command(), language="bash")
 
 
 def variant_metric_values(plans) -> dict[str, tuple[str, str]]:
@@ -250,11 +256,36 @@ def variant_metric_values(plans) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for variant, p in plans:
         tag = f"{variant.name} (as built)" if variant.as_built else variant.name
-        out[f"KV per token, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "B"), variant.description)
+        out[f"KV per token, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "auto"), variant.description)
+        where = ("one GPU's KV budget" if p.num_gpus == 1 else
+                 f"each GPU's KV budget, a replica of {p.num_gpus} tensor-parallel GPUs")
         out[f"Max sequences, {tag}"] = (format_int(p.max_concurrent_sequences),
-                                        f"at {format_tokens(p.context_len)} each on one GPU's KV budget "
+                                        f"at {format_tokens(p.context_len)} each on {where} "
                                         f"({format_bytes(p.kv_cache_budget_bytes)})")
     return out
+
+
+def replica_label(num_gpus: int) -> str:
+    """``"per GPU"`` on one GPU, ``"per replica (4 GPUs)"`` under tensor parallelism."""
+    return "per GPU" if num_gpus == 1 else f"per replica ({num_gpus} GPUs)"
+
+
+def variant_fit_warning(plans) -> bool:
+    """When the as-built model does not fit, say why and what to change; True when nothing fits.
+
+    The reasons and suggestions are the planner's (:func:`planner.budget.plan`), e.g.
+    "weights (131.45 GiB) + overhead ... exceed the usable 71.27 GiB" and "use num_gpus 2".
+    """
+    built = next(p for v, p in plans if v.as_built)
+    if not any(p.max_concurrent_sequences for _, p in plans):
+        where = "one GPU" if built.num_gpus == 1 else f"a replica of {built.num_gpus} GPUs"
+        lines = [f"**No sequence fits on {where} with these settings:**",
+                 *[f"- {r}" for r in built.reasons]]
+        if built.suggestions:
+            lines += ["", "Try: " + "; ".join(built.suggestions) + " (in the sidebar)."]
+        st.warning("\n".join(lines), icon=":material/warning:")
+        return True
+    return False
 
 
 def variant_metrics(plans) -> None:

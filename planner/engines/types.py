@@ -144,6 +144,23 @@ class RankBudget:
     num_blocks: int
     overridden: tuple[str, ...] = ()
 
+    def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
+        """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
+
+        ``(weights, activation peak, non-torch, CUDA graphs, KV cache, rest)`` where
+        ``rest = gpu_memory_bytes - the five terms`` (the share the engine leaves unused,
+        ``1 - gpu_memory_utilization`` for vLLM, plus block rounding), 0 when the terms
+        exceed the card; ``overflow`` is then that excess (an engine that would not start).
+
+        Args:
+            gpu_memory_bytes: Framework-visible memory of the GPU [bytes].
+        """
+        used = (("Weights", self.weights_bytes), ("Activation peak", self.activation_bytes),
+                ("Non-torch", self.non_torch_bytes), ("CUDA graphs", self.cudagraph_bytes),
+                ("KV cache", self.available_kv_cache_bytes))
+        rest = gpu_memory_bytes - sum(size for _, size in used)
+        return (*used, ("Not allocated", max(rest, 0)), ("Over the card", max(-rest, 0)))
+
 
 @dataclass(frozen=True, kw_only=True)
 class EnginePlan:

@@ -38,6 +38,8 @@ class GPULike(Protocol):
     framework_memory_bytes: int
     bandwidth_gb_s: float
     price_usd_per_hour: float | None
+    # Optional (read with getattr): bf16_dense_tflops [TFLOPS] for the time to first token,
+    # fp8_native and vendor for the fp8-KV backend note.
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +143,12 @@ class Setup:
         margin: ``1 - demand / budget``, the share of the KV budget left; None
             when the budget is not positive.
         time_per_output_token_s: Roofline decode step at the replica's load [s].
+        time_to_first_token_s: Roofline estimate of a new request's first token at that load:
+            its prompt's prefill on the replica's GPUs (compute roofline) plus one decode step
+            shared with the running requests [s]; None without TFLOPS or bandwidth in the catalog.
+        output_tokens_per_s: Output tokens per second the setup produces for the ``users``
+            (one token per user per decode step, ``users / time_per_output_token_s``) [tokens/s].
+        usd_per_million_output_tokens: ``price_per_hour`` spread over that output [USD / 10^6 tokens].
         max_model_len: ``--max-model-len`` of the launch command [tokens].
         fits: Holds the users within every limit.
         launch_command: ``vllm serve`` command (:mod:`planner.engines.launch`).
@@ -169,6 +177,9 @@ class Setup:
     max_model_len: int
     fits: bool
     launch_command: str
+    time_to_first_token_s: float | None = None
+    output_tokens_per_s: float | None = None
+    usd_per_million_output_tokens: float | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
 

@@ -52,7 +52,12 @@ from planner.overhead import DEFAULT_MAX_NUM_SEQS, overhead_bytes
 from planner.sweep import per_gpu_costs
 from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
 from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
-from planner.traffic.throughput import time_per_output_token
+from planner.traffic.throughput import (
+    active_parameters,
+    cost_per_million_tokens,
+    prefill_seconds,
+    time_per_output_token,
+)
 from planner.traffic.workload import Workload
 from planner.units import GiB, ceil_div
 
@@ -102,6 +107,7 @@ class _Costs:
     paged_per_seq: int
     exact_decode_seq: int
     profile: object
+    active_params: int
 
     def overhead(self, gpu) -> int:
         """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
@@ -116,6 +122,7 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
     for gpu in gpus:  # one GPU of each vLLM size class stands for the class
         classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
     costs = {}
+    active = active_parameters(model)
     decode_ctx = min(workload.max_model_len,
                      int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
     for tp in tp_sizes:
@@ -134,7 +141,8 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                 weights=c.weights_bytes_per_gpu, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged)
+                exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged,
+                active_params=active)
     return costs
 
 
@@ -261,9 +269,11 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         reasons.append("no bandwidth in the catalog to check the time-per-token limit")
     notes = []
     if c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
-        notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+        notes.append(_FP8_KV_NOTE_NVIDIA if getattr(gpu, "vendor", "") == "NVIDIA" else
+                     "no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
+    ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
     command = vllm_serve_command(
         model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
         weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
@@ -279,7 +289,39 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         kv_demand_bytes_per_gpu=demand, margin=(1 - demand / budget) if budget > 0 else None,
         time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
         launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
+        time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
     )
+
+
+_FP8_KV_NOTE_NVIDIA = (
+    "fp8 KV on a GPU without fp8 tensor cores (Ampere and older): start vLLM with "
+    "VLLM_ATTENTION_BACKEND=FLASHINFER, the backend that reads an fp8 cache there (FlashAttention 2 has no fp8 "
+    "KV cache; vllm-project/vllm#7798, #7985)")
+"""Backend note for fp8 KV on NVIDIA GPUs without native fp8 (sources: the vLLM pull requests named)."""
+
+
+def _speed_and_cost(c: _Costs, gpu, request: FindRequest, workload: Workload, tp: int, tpot: float | None,
+                    price_per_hour: float) -> tuple[float | None, float | None, float | None]:
+    """(time to first token [s], output tokens/s, USD per 10^6 output tokens) on the roofline.
+
+    ``ttft = prefill_seconds(active params, mean prompt, bf16 TFLOPS, tp) + tpot`` (the new
+    request's prompt on its replica's GPUs, then the decode step it shares with the running
+    ones); ``tokens/s = users / tpot``; cost from
+    :func:`planner.traffic.throughput.cost_per_million_tokens`. Worked example: 8.03 B active
+    parameters, a 2,000-token prompt on one 989.5-TFLOPS H100 = 32.5 ms of prefill, plus a
+    20 ms step = 52.5 ms.
+
+    Sources: :mod:`planner.traffic.throughput` (Pope et al. 2023; Kaplan et al. 2020).
+    """
+    if tpot is None or tpot <= 0:
+        return None, None, None
+    tokens_per_s = request.users / tpot
+    usd = cost_per_million_tokens(price_per_hour, 1, tokens_per_s)
+    tflops = getattr(gpu, "bf16_dense_tflops", None)
+    ttft = None
+    if tflops:
+        ttft = prefill_seconds(c.active_params, round(workload.prompt.mean_tokens), tflops, tp) + tpot
+    return ttft, tokens_per_s, usd
 
 
 def _scaled_users(budget: int, demand: int, per_replica: int) -> int:

@@ -1,0 +1,162 @@
+"""Sidebar navigation whose links carry the plan: a shared link survives every page switch.
+
+Streamlit's own page list is hidden (``client.showSidebarNavigation = false`` in
+``.streamlit/config.toml``) and drawn here with ``st.page_link(..., query_params=...)``,
+so that
+
+* the home page is labelled "Home" (``st.navigation`` would do that too, but beside a
+  ``pages/`` folder it makes a fresh server run a deep-linked page without ``app.py``);
+* every link carries this page's inputs: each plan key's current value (the widget's
+  state when the page has the widget, else what the link said), so opening
+  ``/?model=Qwen/Qwen2.5-7B`` and clicking "Concurrency" keeps the model;
+* single- and multi-model pages map onto each other: on a page with one ``model`` the
+  links carry ``models`` = that model first, then the rest of the list the link had;
+  on a page with ``models`` they carry ``model`` = its first entry (the same for ``gpu``
+  / ``gpus``).
+
+Page URLs stay what Streamlit derives from the file names (``/Memory_curves``, ...).
+The links are drawn into a container that :func:`begin` places at the top of the
+sidebar, and filled by :func:`draw` once the page knows which keys it owns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
+
+from ui.link_guard import BOOLEAN_KEYS, CODE_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS
+
+
+@dataclass(frozen=True)
+class PageLink:
+    """One entry of the navigation: file (Streamlit's page path), label and a material icon
+    (bundled with Streamlit; emoji need a colour-emoji font the browser may lack)."""
+
+    path: str
+    label: str
+    icon: str
+
+
+PAGES: tuple[PageLink, ...] = (
+    PageLink("app.py", "Home", ":material/home:"),
+    PageLink("pages/1_Memory_curves.py", "Memory curves", ":material/show_chart:"),
+    PageLink("pages/2_GQA_savings.py", "GQA savings", ":material/compress:"),
+    PageLink("pages/3_Concurrency.py", "Concurrency", ":material/group:"),
+    PageLink("pages/4_Catalog.py", "Catalog", ":material/menu_book:"),
+    PageLink("pages/5_Engine.py", "Engine", ":material/memory:"),
+    PageLink("pages/6_Allocation.py", "Allocation", ":material/view_module:"),
+    PageLink("pages/7_Find_a_GPU_setup.py", "Find a GPU setup", ":material/search:"),
+)
+"""Every page, in the order of the ``pages/N_`` prefixes (Home first)."""
+
+PLAN_KEYS: frozenset[str] = frozenset({
+    "model", "models", "gpu", "gpus", "weight_dtype", "kv_cache_dtype", "engine", "search",
+}) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS
+"""Query keys the links carry: every input some page binds to the URL."""
+
+MAX_MODELS = 6
+MAX_GPUS = 8
+
+_local = threading.local()  # one script run per thread: the container of this run's navigation
+
+
+def begin() -> None:
+    """Reserve the top of the sidebar for the navigation (called by :func:`ui.views.setup_page`)."""
+    _local.container = st.sidebar.container()
+    _local.drawn = False
+    _local.modes = {}
+
+
+def _url_value(value) -> list[str] | None:
+    """A widget value as Streamlit writes it into the URL (None = leave the key out)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value] or None
+    return [str(value)]
+
+
+def current_values() -> dict[str, list[str]]:
+    """Each plan key's value now: the widget state where this session has it, else the link's."""
+    values: dict[str, list[str]] = {}
+    for key in PLAN_KEYS:
+        if key in st.session_state:
+            value = _url_value(st.session_state[key])
+        else:
+            value = st.query_params.get_all(key) or None
+        if value:
+            values[key] = value
+    return values
+
+
+def _first_then_rest(first: str, rest: Sequence[str], limit: int) -> list[str]:
+    return [first, *(x for x in rest if x != first)][:limit]
+
+
+def carried_params(values: Mapping[str, Sequence[str]], *, model: str | None, gpu: str | None) -> dict[str, list[str]]:
+    """The query parameters every navigation link carries (pure; see the module docstring).
+
+    Args:
+        values: key -> current values (:func:`current_values`).
+        model, gpu: ``"one"`` when this page owns ``model`` / ``gpu``, ``"many"`` when it owns
+            ``models`` / ``gpus``, None when it has neither (the other values pass through).
+
+    Returns:
+        key -> values, for ``st.page_link(query_params=...)``.
+    """
+    out = {key: list(v) for key, v in values.items() if v}
+    for mode, one, many, limit in ((model, "model", "models", MAX_MODELS), (gpu, "gpu", "gpus", MAX_GPUS)):
+        if mode == "one" and out.get(one):
+            out[many] = _first_then_rest(out[one][0], out.get(many, []), limit)
+        elif mode == "many" and out.get(many):
+            out[one] = [out[many][0]]
+    return out
+
+
+def link(path: str, label: str, icon: str | None = None) -> None:
+    """An ``st.page_link`` in the page body that carries the plan like the navigation does."""
+    mode = getattr(_local, "modes", {})
+    _page_link(path, label, icon, carried_params(current_values(), model=mode.get("model"), gpu=mode.get("gpu")))
+
+
+def draw(*, model: str | None = None, gpu: str | None = None) -> None:
+    """Fill the reserved container with one ``st.page_link`` per page (once per run).
+
+    Args:
+        model, gpu: Which of the single/multi keys this page owns (:func:`carried_params`).
+    """
+    if getattr(_local, "drawn", True):
+        return
+    _local.drawn = True
+    _local.modes = {"model": model, "gpu": gpu}
+    params = carried_params(current_values(), model=model, gpu=gpu)
+    with _local.container:
+        for page in PAGES:
+            _page_link(page.path, page.label, page.icon, params)
+        st.divider()
+
+
+def url_path(path: str) -> str:
+    """The URL Streamlit gives a page file: ``""`` for the entrypoint, ``Memory_curves`` for
+    ``pages/1_Memory_curves.py`` (the number prefix dropped)."""
+    if "/" not in path:
+        return ""
+    stem = path.rsplit("/", 1)[1].removesuffix(".py")
+    return stem.split("_", 1)[1] if stem.split("_", 1)[0].isdigit() else stem
+
+
+def _page_link(path: str, label: str, icon: str | None, params: Mapping[str, Sequence[str]]) -> None:
+    """``st.page_link``; when a page file runs as the entrypoint itself (``AppTest.from_file`` on a
+    page), Streamlit cannot resolve the other files, so the same link is written as markdown."""
+    try:
+        st.page_link(path, label=label, icon=icon, query_params=params)
+    except StreamlitPageNotFoundError:
+        query = urlencode([(k, v) for k, values in params.items() for v in values])
+        st.markdown(f"[{icon or ''} {label}](/{url_path(path)}?{query})")
