@@ -7,9 +7,12 @@ only the last one:
    binary capacity, so it is used only as an upper bound, read as GiB.
 2. ``memory_reported_mib``: ``nvidia-smi``'s ``memory.total`` [MiB]. For AMD rows the
    reference table derived it from PyTorch's printed total, so there it equals (3).
+   Empty where nvidia-smi prints none: NVIDIA GB10 (DGX Spark) reports ``[N/A]``.
 3. ``framework_memory_bytes``: the total the framework sees [bytes], i.e. PyTorch's
    ``torch.cuda.mem_get_info()[1]``. vLLM multiplies this by
    ``gpu_memory_utilization``; on Apple it is Metal's ``recommendedMaxWorkingSetSize``.
+   On NVIDIA GB10's unified memory CUDA reports the OS-visible RAM (119.69 GiB of
+   128 GB), which the CPU side shares; no rule below covers it, so it is measured.
 
 ``framework_memory_basis`` says where (3) comes from:
 
@@ -52,6 +55,10 @@ decimal GB/s (10**9 B/s) as vendors publish it. TFLOPS are dense (no 2:4 sparsit
 Sources:
     Reference table ``shared/reference/gpus.csv`` with its notes ``gpus.md`` (sections 1,
     2 and 5) and ``README.md``; every entry copies the URLs of its ``sources`` cell.
+    Entries added after that table (Tesla P40, RTX 2080 Ti, RTX 5070 Ti / 5080, RTX 4060 Ti
+    16GB, RTX A4000 / A5000, L20, DGX Spark) cite NVIDIA's product pages and public
+    nvidia-smi / PyTorch logs in their own ``source``; uncertain figures say LOW-CONFIDENCE
+    or DERIVED there, as the table's entries do.
 """
 
 from __future__ import annotations
@@ -121,6 +128,8 @@ _ALIASES: dict[str, str] = {
     "v100": "nvidia-v100-sxm-32gb",
     "rtx-3060": "nvidia-rtx-3060-12gb",
     "rtx-6000-ada-generation": "nvidia-rtx-6000-ada",
+    "tesla-p40": "nvidia-p40",
+    "gb10": "nvidia-dgx-spark",
     "mi250x": "amd-mi250x-gcd",
 }
 
@@ -136,15 +145,17 @@ class GPU(BaseModel):
         memory_gb_marketed: The capacity label [GB as printed by the vendor]. HBM labels
             track GiB, so checks read it as GiB, an upper bound on the device memory.
         memory_reported_mib: nvidia-smi ``memory.total`` [MiB]; ``None`` when no dump
-            was found (Apple, MI250X). For AMD, PyTorch's total converted to MiB.
+            was found (Apple, MI250X) or nvidia-smi reports none (GB10). For AMD, PyTorch's
+            total converted to MiB.
         framework_memory_bytes: Total memory the framework sees [bytes]:
             ``torch.cuda.mem_get_info()[1]`` (Metal's ``recommendedMaxWorkingSetSize`` on
             Apple). Engines multiply this by their memory fraction.
         framework_memory_basis: ``measured`` (a printed figure) or ``estimated`` (a rule
             from the module docstring).
         framework_memory_source: Where the framework figure comes from, or the rule used.
-        unified_memory: True when the memory is system RAM shared with the CPU (Apple),
-            so ``framework_memory_bytes`` is the share the GPU may wire.
+        unified_memory: True when the memory is system RAM shared with the CPU (Apple,
+            NVIDIA GB10), so ``framework_memory_bytes`` is the share the GPU may wire (on
+            GB10 the whole OS-visible RAM, of which the OS and CPU processes use part).
         bandwidth_gb_s: Peak memory bandwidth [GB/s, 10**9 B/s].
         bf16_dense_tflops: Dense BF16 tensor throughput [TFLOPS, 10**12 FLOP/s]; FP16 on
             T4/V100; the FP32-accumulate rate on GeForce; ``None`` when unsourced.

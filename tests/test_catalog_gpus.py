@@ -43,6 +43,8 @@ MEASURED_TORCH_GIB = {
     "amd-mi300x": 191.98,
     "amd-mi325x": 255.98,
     "amd-mi355x": 287.98,
+    # DGX Spark (GB10, unified memory): vLLM 119.69 / PyTorch 119.70 GiB; the entry keeps the lower.
+    "nvidia-dgx-spark": 119.69,
 }
 
 # nvidia-smi memory.total [MiB] for the measured NVIDIA parts, from gpus.csv.
@@ -110,6 +112,25 @@ CSV_NAME = {
     "apple-m3-max-128gb": "M3 Max (16C CPU / 40C GPU, max config)",
     "apple-m4-max-128gb": "M4 Max (16C CPU / 40C GPU, max config)",
 }
+
+# Entries added after gpus.csv, with their own NVIDIA sources (issue "Fit for a design review", item 10):
+# id -> (nvidia-smi memory.total [MiB] or None, bandwidth [GB/s], a vendor URL their ``source`` cites).
+ADDED_AFTER_REFERENCE = {
+    "nvidia-p40": (22919, 346.0, "https://www.nvidia.com/en-us/data-center/tesla-p40/"),
+    "nvidia-rtx-2080-ti": (11264, 616.0, "https://www.nvidia.com/en-us/geforce/graphics-cards/rtx-2080-ti/"),
+    "nvidia-rtx-5070-ti": (16303, 896.0,
+                           "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5070-family/"),
+    "nvidia-rtx-5080": (16303, 960.0, "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5080/"),
+    "nvidia-rtx-4060-ti-16gb": (16380, 288.0,
+                                "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/"),
+    "nvidia-rtx-a4000": (16376, 448.0, "https://www.nvidia.com/en-us/design-visualization/rtx-a4000/"),
+    "nvidia-rtx-a5000": (24564, 768.0, "https://www.nvidia.com/en-us/design-visualization/rtx-a5000/"),
+    "nvidia-l20": (46068, 864.0, "https://technical.city/pl/video/L20"),
+    "nvidia-dgx-spark": (None, 273.0, "https://www.nvidia.com/en-us/products/workstations/dgx-spark/"),
+}
+
+# Unified-memory parts that are not Apple: NVIDIA GB10 shares its LPDDR5x with the Grace CPU.
+UNIFIED_NON_APPLE = {"nvidia-dgx-spark"}
 
 # Cells where the catalog deliberately departs from gpus.csv (each explained in notes).
 CSV_OVERRIDES = {
@@ -334,9 +355,9 @@ def test_framework_memory_never_exceeds_physical(gpus):
         assert gpu.framework_memory_bytes <= gpu.memory_gb_marketed * GiB, gpu.id
 
 
-def test_unified_memory_only_on_apple(gpus):
+def test_unified_memory_only_on_apple_and_gb10(gpus):
     for gpu in gpus.values():
-        assert gpu.unified_memory == (gpu.vendor == "Apple"), gpu.id
+        assert gpu.unified_memory == (gpu.vendor == "Apple" or gpu.id in UNIFIED_NON_APPLE), gpu.id
         if gpu.unified_memory:
             assert gpu.framework_memory_bytes < gpu.memory_gb_marketed * GiB
 
@@ -351,7 +372,45 @@ def test_priced_entries_name_their_price_source(gpus):
 
 
 def test_every_catalog_entry_maps_to_a_reference_row(gpus):
-    assert set(CSV_NAME) == set(gpus)
+    assert set(CSV_NAME) | set(ADDED_AFTER_REFERENCE) == set(gpus)
+    assert not set(CSV_NAME) & set(ADDED_AFTER_REFERENCE)
+
+
+# --- entries added after the reference table ----------------------------------------------
+
+
+@pytest.mark.parametrize("gpu_id", sorted(ADDED_AFTER_REFERENCE))
+def test_added_gpus_have_figures_and_sources(gpus, gpu_id):
+    reported_mib, bandwidth, url = ADDED_AFTER_REFERENCE[gpu_id]
+    gpu = gpus[gpu_id]
+    assert gpu.vendor == "NVIDIA"
+    assert gpu.memory_reported_mib == reported_mib
+    assert gpu.bandwidth_gb_s == bandwidth
+    assert url in gpu.source
+    assert gpu.price_usd_per_hour is None and gpu.price_source is None  # blank until a price is sourced
+    if reported_mib is not None:  # rule 2 of the module docstring
+        assert gpu.framework_memory_basis == "estimated"
+        assert gpu.framework_memory_bytes == reported_mib * MiB - 512 * MiB
+
+
+def test_dgx_spark_states_what_cuda_reports(gpus):
+    spark = gpus["nvidia-dgx-spark"]
+    assert spark.unified_memory and spark.memory_gb_marketed == 128 and spark.memory_reported_mib is None
+    assert spark.framework_memory_basis == "measured"
+    assert spark.framework_memory_bytes == round(119.69 * GiB)
+    for fragment in ("119.69 GiB", "shared", "121.69 GiB"):  # what CUDA reports, the sharing, newer images
+        assert fragment in spark.notes + spark.framework_memory_source, fragment
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("tesla-p40", "nvidia-p40"), ("P40", "nvidia-p40"), ("RTX 2080 Ti", "nvidia-rtx-2080-ti"),
+    ("rtx-5080", "nvidia-rtx-5080"), ("GeForce RTX 5070 Ti", "nvidia-rtx-5070-ti"),
+    ("rtx-4060-ti-16gb", "nvidia-rtx-4060-ti-16gb"), ("RTX A4000", "nvidia-rtx-a4000"),
+    ("rtx-a5000", "nvidia-rtx-a5000"), ("l20", "nvidia-l20"), ("dgx-spark", "nvidia-dgx-spark"),
+    ("gb10", "nvidia-dgx-spark"), ("NVIDIA GB10", "nvidia-dgx-spark"),
+])
+def test_added_gpus_resolve_by_their_usual_names(query, expected):
+    assert get_gpu(query).id == expected
 
 
 @pytest.mark.parametrize("gpu_id", sorted(CSV_NAME))

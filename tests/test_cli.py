@@ -1,6 +1,7 @@
 """The CLI contract: subcommands, flags, JSON keys, one-line errors with exit code 2."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from model_catalog import get_gpu, model_spec
+from model_catalog.custom import MAX_GPU_MEMORY_BYTES
 from planner.budget import PlanRequest, plan
 from planner.cli import main
+from planner.cli.args import MAX_CUSTOM_GPU_GIB
+from planner.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_KEYS = {
@@ -55,6 +59,20 @@ def test_plan_table_and_list_commands(capsys):
     (["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--gpu-memory-utilization", "1.5"], "must be in (0, 1]"),
     (["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--weight-dtype", "int3"], "invalid choice"),
     (["plan", "--gpu", "nvidia-t4"], "required"),
+    # a GPU not in the catalog: exactly one of --gpu and --gpu-memory-gib, with sane bounds
+    (["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--gpu-memory-gib", "24"], "not allowed with argument --gpu"),
+    (["plan", "--model", "gpt2"], "one of the arguments --gpu --gpu-memory-gib is required"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "0"], "--gpu-memory-gib: must be > 0, got 0"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "-24"], "--gpu-memory-gib: must be > 0"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "1e-6"], "must be at least 0.001 GiB"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "1e6"], "must be at most 65,536 GiB (64 TiB)"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "inf"], "expected a finite number"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "24GB"], "expected a number, got '24GB'"),
+    (["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--gpu-name", "My card"], "--gpu-name describes a"),
+    (["plan", "--model", "gpt2", "--gpu-memory-gib", "24", "--gpu-name", "x" * 101], "at most 100 characters"),
+    (["allocation", "--model", "gpt2", "--mean-len", "100"], "one of the arguments --gpu --gpu-memory-gib"),
+    (["allocation", "--model", "gpt2", "--mean-len", "100", "--gpu", "nvidia-t4", "--gpu-memory-gib", "16"],
+     "not allowed with argument --gpu"),
 ])
 def test_bad_arguments_one_line_exit_2(args, fragment):
     proc = run_cli(*args)
@@ -81,3 +99,76 @@ def test_table_says_none_instead_of_a_negative_kv_budget(capsys):
     out = capsys.readouterr().out
     budget_line = next(line for line in out.splitlines() if line.startswith("KV budget"))
     assert "none: weights + overhead exceed the usable" in budget_line and "-" not in budget_line
+
+
+# --- a GPU that is not in the catalog ------------------------------------------------------
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+
+
+def plan_json(capsys, *args: str) -> dict:
+    assert main(["plan", "--model", LLAMA3, "--context-len", "8192", "--format", "json", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_custom_gpu_plans_like_the_planner_with_that_framework_memory(capsys):
+    out = plan_json(capsys, "--gpu-memory-gib", "24", "--gpu-name", "My card")
+    expected = plan(model_spec(LLAMA3), 24 * GiB, PlanRequest(context_len=8192), gpu_id="custom")
+    assert out == json.loads(json.dumps(expected.to_dict()))
+    assert out["gpu_id"] == "custom" and out["gpu_memory_bytes"] == 24 * GiB  # the GiB are framework-visible
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "vllm"]])
+def test_custom_gpu_equals_a_catalog_gpu_of_the_same_memory(capsys, engine):
+    # The M3 Max entry's framework memory is exactly 96 GiB (Metal's working set, measured).
+    assert get_gpu("apple-m3-max-128gb").framework_memory_bytes == 96 * GiB
+    catalog = plan_json(capsys, "--gpu", "apple-m3-max-128gb", *engine)
+    custom = plan_json(capsys, "--gpu-memory-gib", "96", "--gpu-name", "My card", *engine)
+    assert custom.pop("gpu_id") == "custom" and catalog.pop("gpu_id") == "apple-m3-max-128gb"
+    assert custom == catalog
+
+
+def test_custom_gpu_table_names_the_card(capsys):
+    assert main(["plan", "--model", LLAMA3, "--gpu-memory-gib", "23.5", "--gpu-name", "My card"]) == 0
+    gpu_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("gpu "))
+    assert "custom (My card) x 1: 23.50 GiB framework-visible each" in gpu_line
+
+
+def test_custom_gpu_limit_is_the_apps():
+    assert MAX_CUSTOM_GPU_GIB * GiB == MAX_GPU_MEMORY_BYTES
+
+
+# --- a reader that closes the pipe (`python -m planner models | head`) ---------------------
+
+PIPE_BUFFER_BYTES = 64 * 1024  # Linux pipe capacity (pipe(7)); the output must not fit in it
+BIG_OUTPUT = ["find", "--model", LLAMA3, "--users", "10", "--prompt-len", "1000", "--output-len", "200",
+              "--top", "200", "--format", "json"]
+
+
+def run_into_closed_pipe(args: list[str], read_first: int) -> subprocess.CompletedProcess:
+    """Run the CLI with stdout on a pipe whose only reader reads ``read_first`` bytes, then closes it."""
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "planner", *args], cwd=ROOT, stdout=write_end,
+                            stderr=subprocess.PIPE)
+    os.close(write_end)
+    try:
+        if read_first:
+            os.read(read_end, read_first)
+    finally:
+        os.close(read_end)
+    _, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, b"", err)
+
+
+def test_big_output_is_larger_than_a_pipe_buffer():
+    assert len(run_cli(*BIG_OUTPUT).stdout.encode()) > 2 * PIPE_BUFFER_BYTES
+
+
+@pytest.mark.parametrize("read_first", [0, 4096], ids=["closed-at-once", "head-like"])
+@pytest.mark.parametrize("args", [["models"], ["gpus", "--format", "json"], ["models", "--format", "json"],
+                                  BIG_OUTPUT, ["plan", "--help"]], ids=lambda a: " ".join(a[:3]))
+def test_closed_stdout_is_quiet(args, read_first):
+    proc = run_into_closed_pipe(args, read_first)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr and "Exception ignored" not in stderr

@@ -12,6 +12,7 @@ from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.budget import PlanRequest, plan
 from planner.cli import main
+from planner.units import GiB
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 H100 = "nvidia-h100-sxm-80gb"
@@ -111,3 +112,79 @@ def test_bad_flags_exit_2(capsys, argv):
         main(argv)
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+# --- a GPU that is not in the catalog (--gpu-memory-gib) -----------------------------------
+
+FIND_8B = ["find", "--model", LLAMA3, "--users", "20", "--prompt-len", "1000", "--output-len", "200"]
+
+
+def test_allocation_on_a_custom_gpu_equals_a_catalog_gpu_of_the_same_memory(capsys):
+    # apple-m3-max-128gb's framework memory is exactly 96 GiB.
+    args = ["allocation", "--model", LLAMA3, "--max-model-len", "8192", "--mean-len", "800"]
+    catalog = run_json(capsys, [*args, "--gpu", "apple-m3-max-128gb"])
+    custom = run_json(capsys, [*args, "--gpu-memory-gib", "96", "--gpu-name", "My card"])
+    assert custom.pop("gpu_id") == "custom" and catalog.pop("gpu_id") == "apple-m3-max-128gb"
+    assert custom == catalog
+
+
+def test_find_skips_an_unpriced_custom_gpu_and_says_so(capsys):
+    rows = run_json(capsys, [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-name", "My card"])
+    assert rows and all(row["gpu_id"] != "custom" for row in rows)
+    assert main([*FIND_8B, "--gpu-memory-gib", "22", "--gpu-name", "My card"]) == 0
+    table = capsys.readouterr().out
+    assert "note: the --gpu-memory-gib GPU ('My card', id custom) has no price and was skipped" in table
+    assert ", custom" in table  # and in the list of unpriced GPUs
+
+
+def test_find_json_reports_the_unpriced_custom_gpu_on_stderr(capsys):
+    assert main([*FIND_8B, "--gpu-memory-gib", "22", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert all(row["gpu_id"] != "custom" for row in json.loads(captured.out))
+    assert "note: the --gpu-memory-gib GPU ('Custom GPU', id custom) has no price" in captured.err
+
+
+def test_find_includes_a_priced_custom_gpu(capsys):
+    rows = run_json(capsys, [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-name", "My card",
+                             "--gpu-price-per-hour", "0.05", "--top", "3"])
+    cheapest = rows[0]
+    assert cheapest["gpu_id"] == "custom" and cheapest["gpu_name"] == "My card"
+    assert cheapest["price_per_gpu_hour"] == 0.05 and cheapest["fits"]
+    assert cheapest["time_per_output_token_s"] is None  # no --gpu-bandwidth-gb-s, so no roofline
+    # Its budget is plan()'s on 22 GiB of framework memory.
+    budget = plan(model_spec(LLAMA3), 22 * GiB, PlanRequest(context_len=1200, num_gpus=1),
+                  gpu_id="custom").kv_cache_budget_bytes
+    assert cheapest["kv_cache_budget_bytes_per_gpu"] == budget
+
+
+def test_find_times_a_custom_gpu_with_its_bandwidth(capsys):
+    rows = run_json(capsys, [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-price-per-hour", "0.05",
+                             "--gpu-bandwidth-gb-s", "1000", "--max-tpot-ms", "200", "--top", "1"])
+    assert rows[0]["gpu_id"] == "custom" and rows[0]["time_per_output_token_s"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([*FIND_8B, "--gpu-memory-gib", "22", "--max-tpot-ms", "50"], "needs --gpu-bandwidth-gb-s"),
+    ([*FIND_8B, "--gpu-price-per-hour", "1"], "--gpu-price-per-hour describes a custom GPU"),
+    ([*FIND_8B, "--gpu-name", "My card"], "--gpu-name describes a custom GPU"),
+    ([*FIND_8B, "--gpu-bandwidth-gb-s", "900"], "--gpu-bandwidth-gb-s describes a custom GPU"),
+    (["allocation", "--model", LLAMA3, "--gpu", H100, "--mean-len", "800", "--gpu-name", "x"],
+     "--gpu-name describes a --gpu-memory-gib GPU"),
+])
+def test_custom_gpu_flag_misuse_exits_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [
+    [*FIND_8B, "--gpu-memory-gib", "0"],
+    [*FIND_8B, "--gpu-memory-gib", "1e9"],
+    [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-price-per-hour", "0"],
+    [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-bandwidth-gb-s", "-1"],
+])
+def test_custom_gpu_bad_values_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "error: argument --gpu-" in capsys.readouterr().err

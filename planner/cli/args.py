@@ -1,7 +1,15 @@
-"""argparse value types shared by every ``python -m planner`` subcommand.
+"""argparse value types shared by every ``python -m planner`` subcommand, and the custom-GPU flags.
 
-Each raises ``argparse.ArgumentTypeError`` with a message that says what was
+Each type raises ``argparse.ArgumentTypeError`` with a message that says what was
 expected and what was given; the parser turns it into one line and exit code 2.
+
+The custom-GPU flags (``--gpu-memory-gib``, ``--gpu-name``; ``find`` adds
+``--gpu-price-per-hour`` and ``--gpu-bandwidth-gb-s``) size a GPU the catalog
+lacks. :func:`custom_gpu_from_args` builds it with
+:func:`model_catalog.custom.custom_gpu`, the app's "Custom model & GPU" panel's
+code path, so the CLI and the app plan the same card the same way: the GiB given
+are the framework-visible total (``torch.cuda.mem_get_info()[1]``, the figure the
+catalog stores as ``framework_memory_bytes``), not the marketed size.
 """
 
 from __future__ import annotations
@@ -86,3 +94,91 @@ def probability(text: str) -> float:
     if value >= 1:
         raise argparse.ArgumentTypeError(f"must be below 1, got {value}")
     return value
+
+
+MIN_CUSTOM_GPU_GIB = 0.001
+"""Smallest ``--gpu-memory-gib``: the app's custom-GPU form minimum (``min_value=0.001``)."""
+
+MAX_CUSTOM_GPU_GIB = 64 * 1024
+"""Largest ``--gpu-memory-gib``: 65,536 GiB (64 TiB), the app's custom-GPU limit
+(``model_catalog.custom.MAX_GPU_MEMORY_BYTES``)."""
+
+CUSTOM_GPU_NAME = "Custom GPU"
+"""Display name of a ``--gpu-memory-gib`` GPU without ``--gpu-name`` (the app's default)."""
+
+CUSTOM_GPU_BANDWIDTH_GB_S = 1000.0
+"""Bandwidth a custom GPU carries when ``--gpu-bandwidth-gb-s`` is not given [GB/s] (the app form's
+default). Only ``find``'s time-per-token roofline reads bandwidth, and it reports no time for such a GPU."""
+
+
+def gpu_memory_gib(text: str) -> float:
+    """Framework-visible memory of a custom GPU in GiB: finite, in [0.001, 65536]."""
+    value = positive_float(text)
+    if value < MIN_CUSTOM_GPU_GIB:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_CUSTOM_GPU_GIB} GiB, got {text}")
+    if value > MAX_CUSTOM_GPU_GIB:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CUSTOM_GPU_GIB:,} GiB (64 TiB), got {text}")
+    return value
+
+
+def add_gpu_arguments(p: argparse.ArgumentParser, gpu_help: str) -> None:
+    """``--gpu`` or ``--gpu-memory-gib`` (exactly one), and ``--gpu-name``, on ``plan`` / ``allocation``."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--gpu", help=gpu_help)
+    which.add_argument("--gpu-memory-gib", type=gpu_memory_gib, default=None, metavar="GIB",
+                       help="instead of --gpu: a GPU not in the catalog with this much framework-visible memory "
+                            "(what torch.cuda.mem_get_info()[1] reports; a card sold as 24 GB reports about 23.5)")
+    p.add_argument("--gpu-name", default=None,
+                   help=f"display name of the --gpu-memory-gib GPU (default {CUSTOM_GPU_NAME!r})")
+
+
+def custom_gpu_from_args(args: argparse.Namespace):
+    """The ``--gpu-memory-gib`` GPU as the app's custom GPU (:class:`model_catalog.custom.CustomGPU`, id ``custom``).
+
+    ``--gpu-name``, ``--gpu-bandwidth-gb-s`` and ``--gpu-price-per-hour`` are read when the
+    subcommand has them.
+
+    Raises:
+        ValueError: one line naming the flag (a name over 100 characters, say).
+    """
+    from model_catalog.custom import custom_gpu
+
+    bandwidth = getattr(args, "gpu_bandwidth_gb_s", None)
+    try:
+        return custom_gpu(CUSTOM_GPU_NAME if args.gpu_name is None else args.gpu_name, repr(args.gpu_memory_gib),
+                          "GiB", CUSTOM_GPU_BANDWIDTH_GB_S if bandwidth is None else bandwidth,
+                          getattr(args, "gpu_price_per_hour", None))
+    except ValueError as exc:
+        raise ValueError(f"--gpu-memory-gib / --gpu-name: {exc}") from None
+
+
+def check_custom_gpu_flags(args: argparse.Namespace) -> None:
+    """Refuse the custom-GPU companions (``--gpu-name`` and, on ``find``, price and bandwidth) without
+    ``--gpu-memory-gib``.
+
+    Raises:
+        ValueError: one line naming the stray flag.
+    """
+    if args.gpu_memory_gib is not None:
+        return
+    for name in ("gpu_name", "gpu_price_per_hour", "gpu_bandwidth_gb_s"):
+        if getattr(args, name, None) is not None:
+            flag = "--" + name.replace("_", "-")
+            if getattr(args, "gpu", None) is not None:
+                raise ValueError(f"{flag} describes a --gpu-memory-gib GPU, not the catalog's --gpu {args.gpu}: "
+                                 f"drop {flag}, or give --gpu-memory-gib instead of --gpu")
+            raise ValueError(f"{flag} describes a custom GPU: give --gpu-memory-gib too")
+
+
+def resolve_gpu(args: argparse.Namespace):
+    """The GPU of ``plan`` / ``allocation``: the catalog's ``--gpu``, else the ``--gpu-memory-gib`` custom GPU.
+
+    Raises:
+        ValueError: an unknown ``--gpu`` id (with suggestions) or a stray custom-GPU flag.
+    """
+    check_custom_gpu_flags(args)
+    if args.gpu_memory_gib is not None:
+        return custom_gpu_from_args(args)
+    from model_catalog.gpus import get_gpu
+
+    return get_gpu(args.gpu)

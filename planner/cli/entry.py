@@ -4,12 +4,17 @@ The flags and JSON keys are a public contract (scripts and design docs use
 them); the URL query keys of the app are the same names with underscores.
 Catalog lookups are imported lazily: the planner's computation modules stay
 free of pydantic and transformers, only this edge reads the catalog.
+
+A reader that closes stdout early (``python -m planner models | head``) ends a
+command quietly with exit code 0: the rest of the output goes to ``os.devnull``
+(the recipe of the Python docs, ``signal`` module, "Note on SIGPIPE").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import replace
 from typing import Sequence
@@ -17,7 +22,7 @@ from typing import Sequence
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
 from planner.cli import engine as cli_engine
 from planner.cli import traffic as cli_traffic
-from planner.cli.args import fraction, gib_amount, positive_int
+from planner.cli.args import add_gpu_arguments, fraction, gib_amount, positive_int, resolve_gpu
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
 
@@ -46,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--model", help="Hugging Face repo id, e.g. meta-llama/Meta-Llama-3-8B")
     source.add_argument("--config", metavar="PATH", help="a config.json file instead of --model (same JSON)")
     source.add_argument("--gguf", metavar="PATH", help="a local .gguf file (header only): exact weight bytes")
-    p.add_argument("--gpu", required=True, help="GPU id, e.g. nvidia-h100-sxm-80gb (see `gpus`)")
+    add_gpu_arguments(p, "GPU id, e.g. nvidia-h100-sxm-80gb (see `gpus`)")
     p.add_argument("--num-gpus", type=positive_int, default=None,
                    help="GPUs per replica (tensor parallel; default 1, or tp x pp when those are given)")
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto",
@@ -105,7 +110,7 @@ def _gpus_rows() -> list[dict]:
 
 
 def run_plan(args: argparse.Namespace) -> Plan:
-    """Resolve catalog ids and run :func:`planner.budget.plan` for parsed args.
+    """Resolve catalog ids (or the ``--gpu-memory-gib`` custom GPU) and run :func:`planner.budget.plan`.
 
     Raises:
         ValueError: unknown model or GPU id, or invalid values.
@@ -119,11 +124,13 @@ def _context_len(args: argparse.Namespace) -> int:
 
 
 def _run_plans(args: argparse.Namespace):
-    """``(v1 plan, engine plan or None)``; the engine plan only when an engine flag is given."""
-    from model_catalog.gpus import get_gpu
+    """``(v1 plan, engine plan or None, GPU)``; the engine plan only when an engine flag is given.
 
+    The GPU is the catalog's ``--gpu`` or the app's custom GPU for ``--gpu-memory-gib`` (id ``custom``,
+    as the app's pages plan it).
+    """
     model = _model_from_args(args)
-    gpu = get_gpu(args.gpu)
+    gpu = resolve_gpu(args)
     _, tp, pp = cli_engine.parallel_layout(args)
     num_gpus = tp  # the v1 plan splits over tensor parallel GPUs; pipeline stages are the engine section's
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
@@ -141,7 +148,7 @@ def _run_plans(args: argparse.Namespace):
             f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
             "stages")))
     engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
-    return result, engine
+    return result, engine, gpu
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -172,13 +179,14 @@ def _model_from_args(args: argparse.Namespace):
     return custom.spec
 
 
-def _plan_table(result: Plan) -> str:
+def _plan_table(result: Plan, gpu_name: str | None = None) -> str:
     def g(n: int) -> str:
         return f"{n / GiB:,.2f} GiB"
 
+    gpu_label = result.gpu_id if gpu_name is None else f"{result.gpu_id} ({gpu_name})"
     lines = [
         f"model        {result.model_id} ({result.params:,} params)",
-        f"gpu          {result.gpu_id} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
+        f"gpu          {gpu_label} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
         f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weights_label})",
         f"overhead     {g(result.overhead_bytes)} per GPU",
         f"KV budget    {g(result.kv_cache_budget_bytes)} per GPU ({result.kv_cache_dtype})"
@@ -213,30 +221,70 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _output(args: argparse.Namespace) -> str:
+    """The text a command writes on stdout (everything but ``verify``).
+
+    Raises:
+        ValueError: unknown ids or invalid values (exit code 2).
+    """
+    text = cli_traffic.run(args)
+    if text is not None:
+        return text
+    if args.command in ("models", "gpus"):
+        rows = _models_rows() if args.command == "models" else _gpus_rows()
+        return json.dumps(rows, indent=2) if args.format == "json" else _table(rows)
+    result, engine, gpu = _run_plans(args)
+    if args.format == "json":
+        return json.dumps(result.to_dict() | (cli_engine.engine_json(engine) if engine else {}), indent=2)
+    extra_lines = cli_engine.engine_table_lines(engine) if engine else []
+    custom_name = gpu.name if args.gpu_memory_gib is not None else None
+    return "\n".join([_plan_table(result, custom_name), *extra_lines])
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at ``os.devnull``, so the interpreter's last flush of what is still
+    buffered cannot fail again (Python docs, ``signal``: "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: stdout is not a file (captured)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _write(text: str | None = None) -> None:
+    """Print ``text`` (if any) and flush stdout; a reader that has closed the pipe silences stdout instead."""
+    try:
+        if text is not None:
+            print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 bad arguments or unknown ids)."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit code (0 ok, 2 bad arguments or unknown ids).
+
+    A closed stdout (``| head``) is not an error: the command stops writing and returns 0.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:  # --help or a usage error: flush the help now, quietly if the reader has gone
+        _write()
+        raise
+    except BrokenPipeError:  # help text longer than stdout's buffer
+        _stdout_to_devnull()
+        return 0
     if args.command == "verify":
         return _run_verify(args)
     try:
-        handled = cli_traffic.run(args)
-        if handled is not None:
-            return handled
-        if args.command == "models":
-            rows = _models_rows()
-        elif args.command == "gpus":
-            rows = _gpus_rows()
-        else:
-            result, engine = _run_plans(args)
-            if args.format == "json":
-                out = result.to_dict() | (cli_engine.engine_json(engine) if engine else {})
-                print(json.dumps(out, indent=2))
-            else:
-                extra_lines = cli_engine.engine_table_lines(engine) if engine else []
-                print("\n".join([_plan_table(result), *extra_lines]))
-            return 0
+        text = _output(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(rows, indent=2) if args.format == "json" else _table(rows))
+    _write(text)
     return 0

@@ -1,9 +1,14 @@
 """Traffic subcommands of ``python -m planner``: ``allocation`` and ``find``.
 
-``add_parsers`` registers them on the main parser; ``run`` handles them and
-returns None for commands it does not own. Flags and JSON keys are a public
-contract, like ``plan``'s. This module is a CLI edge: it reads the catalog
-(imported lazily inside functions, as :mod:`planner.cli` does).
+``add_parsers`` registers them on the main parser; ``run`` handles them (it
+returns the text for stdout) and returns None for commands it does not own.
+Flags and JSON keys are a public contract, like ``plan``'s. This module is a CLI
+edge: it reads the catalog (imported lazily inside functions, as
+:mod:`planner.cli` does).
+
+A GPU the catalog lacks: ``allocation --gpu-memory-gib 24`` instead of ``--gpu``;
+``find --gpu-memory-gib 24`` searches it beside the catalog, skipped (and listed
+as unpriced) unless ``--gpu-price-per-hour`` is given, like the app's custom GPU.
 
 Examples::
 
@@ -11,22 +16,31 @@ Examples::
         --max-model-len 8192 --mean-len 800 --format json
     python -m planner find --model meta-llama/Llama-3.1-70B --users 200 --prompt-len 2000 \\
         --output-len 500 --max-gpus 8 --format json
+    python -m planner find --model meta-llama/Meta-Llama-3-8B --users 20 --prompt-len 1000 \\
+        --output-len 200 --gpu-memory-gib 22 --gpu-name "My card" --gpu-price-per-hour 0.3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
 from planner.cli.args import (
+    add_gpu_arguments,
+    check_custom_gpu_flags,
+    custom_gpu_from_args,
     fraction,
     gib_amount,
+    gpu_memory_gib,
     non_negative_int,
     positive_float,
     positive_int,
     probability,
+    resolve_gpu,
     share,
 )
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -54,7 +68,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``allocation`` and ``find`` on ``sub``."""
     p = sub.add_parser("allocation", help="naive vs paged vs paged+prefix KV allocation for a workload")
     p.add_argument("--model", required=True, help="Hugging Face repo id (see `models`)")
-    p.add_argument("--gpu", required=True, help="GPU id (see `gpus`)")
+    add_gpu_arguments(p, "GPU id (see `gpus`)")
     p.add_argument("--max-model-len", type=positive_int, default=8192, help="engine limit per sequence, tokens")
     p.add_argument("--mean-len", type=positive_int, required=True, help="average tokens a sequence holds")
     p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE, help="KV page size in tokens")
@@ -100,37 +114,49 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="accepted chance of running out of KV with a distribution")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
     p.add_argument("--top", type=positive_int, default=10, help="setups listed")
+    p.add_argument("--gpu-memory-gib", type=gpu_memory_gib, default=None, metavar="GIB",
+                   help="also search a GPU not in the catalog with this much framework-visible memory "
+                        "(torch.cuda.mem_get_info()[1]); skipped as unpriced unless --gpu-price-per-hour is given")
+    p.add_argument("--gpu-name", default=None, help="display name of the --gpu-memory-gib GPU (default 'Custom GPU')")
+    p.add_argument("--gpu-price-per-hour", type=positive_float, default=None, metavar="USD",
+                   help="on-demand price of one --gpu-memory-gib GPU, USD/h")
+    p.add_argument("--gpu-bandwidth-gb-s", type=positive_float, default=None, metavar="GB_S",
+                   help="memory bandwidth of the --gpu-memory-gib GPU, GB/s (the time-per-token roofline; "
+                        "without it that GPU gets no time per token and --max-tpot-ms is refused)")
     p.add_argument("--format", choices=("table", "json"), default="table")
 
 
-def run(args: argparse.Namespace) -> int | None:
-    """Run ``allocation`` or ``find``; None when ``args.command`` is not ours.
+def run(args: argparse.Namespace) -> str | None:
+    """Run ``allocation`` or ``find`` and return the text for stdout; None when ``args.command`` is not ours.
+
+    With ``--format json`` the notes of ``find`` are not in the JSON list; the one about an unpriced
+    ``--gpu-memory-gib`` GPU goes to stderr instead.
 
     Raises:
         ValueError: unknown ids or invalid values (the caller prints them, exit 2).
     """
     if args.command == "allocation":
         result = run_allocation(args)
-        print(json.dumps(result, indent=2) if args.format == "json" else _allocation_table(result))
-        return 0
+        return json.dumps(result, indent=2) if args.format == "json" else _allocation_table(result)
     if args.command == "find":
         found = run_find(args)
-        rows = found.rows()
-        print(json.dumps(rows, indent=2) if args.format == "json" else _find_table(found))
-        return 0
+        if args.format == "table":
+            return _find_table(found)
+        for note in found.notes:
+            if note.startswith(CUSTOM_UNPRICED_NOTE_START):
+                print(f"note: {note}", file=sys.stderr)
+        return json.dumps(found.rows(), indent=2)
     return None
+
+
+CUSTOM_UNPRICED_NOTE_START = "the --gpu-memory-gib GPU"
+"""Start of ``find``'s note about a custom GPU without ``--gpu-price-per-hour``."""
 
 
 def _catalog_model(model_id: str):
     from model_catalog import model_spec
 
     return model_spec(model_id)
-
-
-def _catalog_gpu(gpu_id: str):
-    from model_catalog.gpus import get_gpu
-
-    return get_gpu(gpu_id)
 
 
 def _catalog_gpus() -> list:
@@ -140,9 +166,10 @@ def _catalog_gpus() -> list:
 
 
 def run_allocation(args: argparse.Namespace) -> dict:
-    """Resolve ids and run :func:`planner.traffic.allocation.allocation_for_model`; the JSON dict."""
+    """Resolve ids (or the ``--gpu-memory-gib`` GPU) and run :func:`planner.traffic.allocation.allocation_for_model`;
+    the JSON dict."""
     model = _catalog_model(args.model)
-    gpu = _catalog_gpu(args.gpu)
+    gpu = resolve_gpu(args)
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
     request = PlanRequest(
         context_len=args.max_model_len, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
@@ -181,7 +208,20 @@ def find_workload(args: argparse.Namespace) -> Workload | None:
 
 
 def run_find(args: argparse.Namespace) -> FindResult:
-    """Resolve the model and run :func:`planner.reverse.find_setups` over the GPU catalog."""
+    """Resolve the model and run :func:`planner.reverse.find_setups` over the GPU catalog.
+
+    With ``--gpu-memory-gib`` the app's custom GPU (id ``custom``) is searched too, as the app's "Find a
+    GPU setup" page does: without ``--gpu-price-per-hour`` it has no price, so the search skips it and
+    a note says so; without ``--gpu-bandwidth-gb-s`` its setups carry no time per output token.
+
+    Raises:
+        ValueError: bad values, or a custom-GPU flag without ``--gpu-memory-gib``.
+    """
+    check_custom_gpu_flags(args)
+    custom = custom_gpu_from_args(args) if args.gpu_memory_gib is not None else None
+    if custom is not None and args.gpu_bandwidth_gb_s is None and args.max_tpot_ms is not None:
+        raise ValueError("--max-tpot-ms with --gpu-memory-gib needs --gpu-bandwidth-gb-s (the time-per-token "
+                         "roofline reads the GPU's memory bandwidth)")
     model = _catalog_model(args.model)
     workload = find_workload(args)
     output_len = args.output_len
@@ -196,7 +236,25 @@ def run_find(args: argparse.Namespace) -> FindResult:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         overhead_bytes=None if args.overhead_gib is None else int(args.overhead_gib * GiB),
         max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top)
-    return find_setups(model, _catalog_gpus(), request)
+    found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
+    return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
+
+
+def _with_custom_gpu_notes(found: FindResult, custom, bandwidth_given: bool) -> FindResult:
+    """Say that an unpriced custom GPU was skipped; drop the time per token computed from a bandwidth
+    nobody gave."""
+    notes = list(found.notes)
+    if custom.price_usd_per_hour is None:
+        notes.append(f"{CUSTOM_UNPRICED_NOTE_START} ({custom.name!r}, id {custom.id}) has no price and was "
+                     "skipped; give --gpu-price-per-hour to include it")
+    if bandwidth_given:
+        return replace(found, notes=tuple(notes))
+
+    def untimed(s):
+        return replace(s, time_per_output_token_s=None) if s is not None and s.gpu_id == custom.id else s
+
+    return replace(found, options=tuple(untimed(s) for s in found.options), closest=untimed(found.closest),
+                   notes=tuple(notes))
 
 
 def _allocation_table(d: dict) -> str:
