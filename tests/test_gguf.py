@@ -16,11 +16,16 @@ Total 1,238,272 B. KV cache (f16, 2 B): 2 layers x 2 (K, V) x 2 heads x 64 x 2 B
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import gguf
 import pytest
+from gguf import GGUFEndian
 
+from model_catalog import gguf_reader
 from model_catalog.gguf_reader import ggml_storage, read_gguf
 from model_catalog.share_codec import decode_model, encode_model
 from planner.budget import PlanRequest, plan
@@ -29,7 +34,18 @@ from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes, kv_cache_bytes_per_token
 from planner.model.layers import FullAttention, SlidingWindowAttention
 from planner.model.params import weight_bytes
-from tests.fixtures.gguf_files import T, write_tiny_gguf
+from tests.fixtures.gguf_files import (
+    T,
+    V,
+    array_bomb,
+    gguf_array,
+    gguf_header_bytes,
+    gguf_kv,
+    gguf_string,
+    gguf_tensor_info,
+    write_big_vocab_gguf,
+    write_tiny_gguf,
+)
 
 TOTAL_BYTES = 278_528 + 497_664 + 456_960 + 5_120
 BY_TYPE = {"Q8_0": (1, 262_144, 278_528), "Q4_K": (11, 884_736, 497_664), "Q6_K": (4, 557_056, 456_960),
@@ -171,3 +187,179 @@ def test_cli_gguf_bad_file_is_one_line(tmp_path, capsys):
 
 def test_quantized_types_list_is_from_the_package():
     assert ggml_storage(T.Q4_K.name).name == "gguf:Q4_K"
+
+
+
+# --------------------------------------------------------------------------
+# Bounded header reading: bombs run in a child process under an address-space
+# limit (RLIMIT_AS), so a regression fails the test instead of the machine.
+# --------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+HEADROOM = 1 << 30
+"""Address space the child may add after its imports [bytes] (1 GiB)."""
+
+_CHILD = r"""
+import json, resource, sys, time
+from model_catalog.gguf_reader import read_gguf
+from planner.cli import main
+if sys.argv[3]:
+    read_gguf(sys.argv[3])  # warm-up: imports transformers' config classes before the limit
+size = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + int(sys.argv[2]), size + int(sys.argv[2])))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+result = {}
+if sys.argv[4] == "cli":
+    result["rc"] = main(["plan", "--gguf", sys.argv[1], "--gpu", "rtx-3090", "--format", "json"])
+else:
+    try:
+        result["weight_bytes"] = read_gguf(sys.argv[1]).weight_bytes
+    except ValueError as exc:
+        result["error"] = str(exc)
+result["seconds"] = time.perf_counter() - start
+result["grew_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+print(json.dumps(result))
+"""
+
+
+def run_child(path: Path, *, warm_up: Path | None = None, cli: bool = False, timeout: float = 90) -> tuple[
+        dict, str]:
+    """``read_gguf(path)`` (or ``plan --gguf path``) in a child under RLIMIT_AS: (its JSON result, its stderr)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS and /proc/self/status are Linux-only")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(HEADROOM), str(warm_up or ""),
+                               "cli" if cli else "read"], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading {path.name} ran past {timeout:g} s")
+    assert done.returncode == 0, f"child exited {done.returncode}: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _entries(key: str, declared: int) -> str:
+    """The message for an array over ``MAX_ARRAY_LENGTH`` (1,048,576: 4x Gemma 3's 262,144-token vocabulary)."""
+    return (f"this GGUF header declares {declared:,} entries in {key}; the reader accepts at most 1,048,576: "
+            "use a GGUF file written by llama.cpp's convert script")
+
+
+def _arch() -> bytes:
+    return gguf_kv("general.architecture", V.STRING, gguf_string("llama"))
+
+
+BOMBS = {
+    # the issue's bomb: one array claiming 2^22, 2^24, 2^40 items, as strings and as int32
+    **{f"tokens-2^{p}": (array_bomb(2**p), _entries("tokenizer.ggml.tokens", 2**p)) for p in (22, 24, 40)},
+    **{f"token_type-2^{p}": (array_bomb(2**p, "tokenizer.ggml.token_type", V.INT32),
+                             _entries("tokenizer.ggml.token_type", 2**p)) for p in (22, 24, 40)},
+    "string-2^40": (gguf_header_bytes([gguf_kv("general.name", V.STRING, (2**40).to_bytes(8, "little"))]),
+                    "declares 1,099,511,627,776 bytes in the string general.name; the reader accepts at most 67,108,864"),
+    "key-2^40": (gguf_header_bytes(tensor_count=0, kv_count=1) + (2**40).to_bytes(8, "little"),
+                 "declares 1,099,511,627,776 bytes in the key of metadata entry 0; the reader accepts at most 65,535"),
+    "entries-2^40": (gguf_header_bytes(kv_count=2**40),
+                     "declares 1,099,511,627,776 metadata entries; the reader accepts at most 16,384"),
+    "tensors-2^40": (gguf_header_bytes([_arch()], tensor_count=2**40),
+                     "declares 1,099,511,627,776 tensors; the reader accepts at most 65,536"),
+    "dims-2^32": (gguf_header_bytes([_arch()], [gguf_tensor_info("token_embd.weight", (), 0, n_dims=2**32 - 1)]),
+                  "declares 4,294,967,295 dimensions for tensor token_embd.weight; the reader accepts at most 4"),
+    "nested-arrays": (gguf_header_bytes([gguf_kv("x.nested", V.ARRAY, gguf_array(V.ARRAY, 1) * 64)]),
+                      "declares 5 levels of nested arrays in x.nested; the reader accepts at most 4"),
+    # within every limit, but the items are not in the file
+    "absent-strings": (gguf_header_bytes([_arch(), gguf_kv("tokenizer.ggml.tokens", V.ARRAY,
+                                                           gguf_array(V.STRING, 1_000_000, gguf_string("a")))]),
+                       "tokenizer.ggml.tokens (1,000,000 items of at least 8 bytes) needs 8,000,000 bytes at byte 114 but the file ends at byte 123"),
+    "absent-floats": (gguf_header_bytes([_arch(), gguf_kv("tokenizer.ggml.scores", V.ARRAY,
+                                                          gguf_array(V.FLOAT32, 1_000_000))]),
+                      "tokenizer.ggml.scores needs 4,000,000 bytes at byte 114 but the file ends at byte 114"),
+    "absent-string": (gguf_header_bytes([_arch(), gguf_kv("tokenizer.chat_template", V.STRING,
+                                                          (1 << 20).to_bytes(8, "little") + b"{%")]),
+                      "tokenizer.chat_template needs 1,048,576 bytes at byte 112 but the file ends at byte 114"),
+}
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS))
+def test_header_bombs_are_refused_quickly_in_bounded_memory(bomb, tmp_path):
+    content, message = BOMBS[bomb]
+    path = tmp_path / f"{bomb}.gguf"
+    path.write_bytes(content)
+    result, _ = run_child(path)
+    assert message in result.get("error", ""), result
+    assert result["error"].startswith(f"{bomb}.gguf: ")
+    assert result["seconds"] < 5 and result["grew_mb"] < 64, result
+
+
+def test_cli_gguf_has_the_same_limits(tmp_path):
+    path = tmp_path / "bomb.gguf"
+    path.write_bytes(array_bomb(2**22, "tokenizer.ggml.token_type", V.INT32))
+    result, err = run_child(path, cli=True)
+    assert result["rc"] == 2 and result["seconds"] < 5, result
+    assert err.strip().splitlines() == ["error: bomb.gguf: " + _entries("tokenizer.ggml.token_type", 2**22)
+                                        + " (convert_hf_to_gguf.py), or paste the model's config.json"]
+
+
+def test_a_real_sized_vocabulary_reads_in_bounded_memory(tmp_path):
+    """Gemma 3's 262,144 tokens with scores and types: the arrays are seeked over, not built."""
+    big = write_big_vocab_gguf(tmp_path / "vocab.gguf")
+    result, _ = run_child(big, warm_up=write_tiny_gguf(tmp_path / "tiny.gguf"))
+    assert result.get("weight_bytes") == TOTAL_BYTES, result
+    assert result["seconds"] < 5 and result["grew_mb"] < 64, result
+
+
+def test_big_vocabulary_plans_like_the_tiny_file(tiny, tmp_path):
+    big = write_big_vocab_gguf(tmp_path / "vocab.gguf", vocab=4096)
+    assert read_gguf(big).model.spec == read_gguf(tiny).model.spec
+
+
+def test_header_bytes_limit(tiny, monkeypatch):
+    monkeypatch.setattr(gguf_reader, "MAX_HEADER_BYTES", 1000)
+    with pytest.raises(ValueError, match=r"^tiny.Q4_K_M.gguf: this GGUF header declares 1,0\d\d bytes of header "
+                                         r"\(it runs to byte 1,0\d\d in tensor .*\); the reader accepts at most 1,000: "
+                                         "use a GGUF file written by llama.cpp's convert script"):
+        read_gguf(tiny)
+
+
+def test_array_items_limit_counts_all_string_arrays(tmp_path, monkeypatch):
+    path = write_tiny_gguf(tmp_path / "two.gguf", extra=lambda w: (w.add_token_list(["a"] * 600),
+                                                                  w.add_token_merges(["a b"] * 600)))
+    assert read_gguf(path).weight_bytes == TOTAL_BYTES
+    monkeypatch.setattr(gguf_reader, "MAX_ARRAY_ITEMS", 1000)
+    with pytest.raises(ValueError, match="declares 1,200 string or array items in all "
+                                         r"\(at tokenizer.ggml.merges\); the reader accepts at most 1,000"):
+        read_gguf(path)
+
+
+def test_malformed_headers_are_named(tmp_path):
+    cases = {
+        "v1": (gguf_header_bytes(version=1), r"cannot read the GGUF header \(GGUF version 1 is not supported"),
+        "dup": (gguf_header_bytes([_arch(), _arch()]), "the key general.architecture appears twice"),
+        "type": (gguf_header_bytes([gguf_kv("a.b", 13, b"")]), "unknown metadata value type 13 for a.b"),
+        "ggml": (gguf_header_bytes([_arch()], [gguf_tensor_info("w", (4,), 999)]),
+                 "tensor w has unknown ggml type 999"),
+    }
+    for stem, (content, message) in cases.items():
+        path = tmp_path / f"{stem}.gguf"
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=f"^{stem}.gguf: .*{message}"):
+            read_gguf(path)
+
+
+def test_big_endian_header_is_read(tiny, tmp_path):
+    """gguf-py writes big-endian files; the scan reads them as its ``GGUFReader`` does."""
+    path = write_tiny_gguf(tmp_path / "be.gguf", endianess=GGUFEndian.BIG)
+    assert path.read_bytes()[4:8] == (3).to_bytes(4, "big")
+    read = read_gguf(path)
+    assert read.weight_bytes == TOTAL_BYTES and read.bytes_by_type == BY_TYPE
+    assert read.model.spec == read_gguf(tiny).model.spec
+
+
+@pytest.mark.parametrize(("items", "refused"), [(1024, False), (1025, True)])
+def test_array_length_limit_is_inclusive(tmp_path, monkeypatch, items, refused):
+    path = write_tiny_gguf(tmp_path / "edge.gguf", extra=lambda w: w.add_token_types([1] * items))
+    monkeypatch.setattr(gguf_reader, "MAX_ARRAY_LENGTH", 1024)
+    if refused:
+        with pytest.raises(ValueError, match="declares 1,025 entries in tokenizer.ggml.token_type; the reader "
+                                             "accepts at most 1,024"):
+            read_gguf(path)
+    else:
+        assert read_gguf(path).weight_bytes == TOTAL_BYTES
