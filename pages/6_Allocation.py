@@ -15,7 +15,7 @@ alloc, more = traffic.number_inputs("Allocation", ("max_model_len", "mean_len", 
 problems.extend(more)
 load, more = traffic.number_inputs(
     "Traffic (Monte-Carlo)", ("users", "prompt_len", "prompt_p95", "output_len", "output_p95", "seed"),
-    defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500})
+    defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500}, expanded=False)
 problems.extend(more)
 extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_space_gib", "host_link_gb_s"),
                                     expanded=False)
