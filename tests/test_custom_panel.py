@@ -196,3 +196,4 @@ def test_broken_custom_link_says_the_custom_model_could_not_be_read_not_unknown_
     texts = [e.value for e in at.error]
     assert any("custom model this link names could not be read" in t for t in texts)
     assert not any("unknown model id 'custom'" in t for t in texts)
+

@@ -291,10 +291,17 @@ def _clear_gpu() -> None:
 # --------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------
+SOURCES = ("Paste", "Upload", "Hugging Face", "GGUF")
+"""Where a custom model comes from: one tab each."""
+
+
 def _model_sources() -> None:
     st.text_input("Name for the plan", key="custom_model_name", placeholder="my-org/my-finetune",
                   help="Shown as the model id; defaults to the repo id or file name.")
-    paste, upload, hub_tab, gguf_tab = st.tabs(["Paste", "Upload", "Hugging Face", "GGUF"])
+    # Keyed, state-tracking tabs: plain st.tabs fall back to the first tab on every rerun, so a
+    # button press in "Upload" or "GGUF" jumped back to "Paste". Every tab's widgets still run, so
+    # nothing typed in another tab is lost.
+    paste, upload, hub_tab, gguf_tab = st.tabs(list(SOURCES), key="custom_model_source", on_change="rerun")
     with paste:
         st.text_area("config.json", key="custom_config_text", height=160, max_chars=PASTE_MAX_CHARS,
                      placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
@@ -332,11 +339,11 @@ def _model_sources() -> None:
 
 def _gpu_form() -> None:
     st.text_input("GPU name", key="custom_gpu_name", placeholder="My accelerator")
-    left, right = st.columns([2, 1])
-    left.number_input("Memory (framework-visible)", key="custom_gpu_memory", min_value=0.001, value=24.0,
-                      step=1.0, help="What PyTorch reports as total memory (torch.cuda.mem_get_info()[1]); a "
-                                     "card sold as 24 GB reports about 23.5 GiB.")
-    right.selectbox("Unit", tuple(custom.MEMORY_UNITS), key="custom_gpu_unit")
+    st.number_input("Memory (framework-visible)", key="custom_gpu_memory", min_value=0.001, value=24.0,
+                    step=1.0, help="What PyTorch reports as total memory (torch.cuda.mem_get_info()[1]); a "
+                                   "card sold as 24 GB reports about 23.5 GiB.")
+    st.selectbox("Memory unit", tuple(custom.MEMORY_UNITS), key="custom_gpu_unit",
+                 help="GiB = 2^30 bytes (what PyTorch and the engines print); GB = 10^9 bytes (vendor labels).")
     st.number_input("Bandwidth [GB/s]", key="custom_gpu_bandwidth", min_value=1.0, value=1000.0, step=50.0)
     st.number_input("Price [USD/h], 0 = unknown", key="custom_gpu_price", min_value=0.0, value=0.0, step=0.1)
     st.button("Use this GPU", key="custom_use_gpu", on_click=_use_gpu)
