@@ -25,7 +25,7 @@ from planner.budget import PlanRequest, plan
 from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve, memory_curve
 from ui import data
-from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, gib_to_bytes
+from ui.format import bytes_to_gib, format_bytes, format_context, format_int, format_tokens, gib_to_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
@@ -72,7 +72,8 @@ def check_home(at: AppTest) -> None:
         "KV budget per GPU": format_bytes(p.kv_cache_budget_bytes),
         "Max concurrent sequences": format_int(p.max_concurrent_sequences),
         "Max context at batch 2 [tokens]": format_int(p.max_context_len),
-        "Max context before overheads [tokens]": format_int(p.max_context_len_before_overheads),
+        "Max context before overheads [tokens]": format_context(p.max_context_len_before_overheads,
+                                                                p.max_position_embeddings),
     }
     assert at.selectbox(key="gpu").value == RTX3090
     assert at.number_input(key="overhead_gib").value == 1.5
@@ -174,7 +175,8 @@ def test_seed_question_llama2_fp16_on_24gb_card():
     p = _plan(LLAMA2, RTX3090, context_len=4096, weight_dtype="fp16")
     shown = metrics(at)
     assert shown["Max context at batch 1 [tokens]"] == format_int(p.max_context_len)
-    assert shown["Max context before overheads [tokens]"] == format_int(p.max_context_len_before_overheads)
+    assert shown["Max context before overheads [tokens]"] == format_context(p.max_context_len_before_overheads,
+                                                                          p.max_position_embeddings)
     assert shown["Weights"] == format_bytes(p.weights_bytes_per_gpu) == "12.55 GiB"
     text = " ".join(m.value for m in at.markdown)
     assert format_tokens(p.max_context_len_by_memory) in text

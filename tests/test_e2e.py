@@ -44,7 +44,7 @@ from tests.e2e_helpers import (
     wait_settled,
 )
 from ui import data
-from ui.format import format_bytes, format_int
+from ui.format import format_bytes, format_context, format_int
 
 pytestmark = pytest.mark.browser
 
@@ -97,7 +97,8 @@ def home_metrics_from_cli(result: dict) -> dict[str, str]:
         "KV budget per GPU": format_bytes(result["kv_cache_budget_bytes"]),
         "Max concurrent sequences": format_int(result["max_concurrent_sequences"]),
         f"Max context at batch {format_int(result['batch_size'])} [tokens]": format_int(result["max_context_len"]),
-        "Max context before overheads [tokens]": format_int(result["max_context_len_before_overheads"]),
+        "Max context before overheads [tokens]": format_context(result["max_context_len_before_overheads"],
+                                                                result["max_position_embeddings"]),
     }
 
 

@@ -185,3 +185,12 @@ def test_concurrency_lines_drop_zero_points_for_the_log_axis():
     fig = charts.concurrency_lines((1024, 2048, 4096), {"GPU": (4, 2, 0)})
     assert list(fig.data[0].x) == [1024, 2048]
     assert list(fig.data[0].y) == [4, 2]
+
+
+def test_format_context_says_when_memory_allows_more_than_the_model():
+    """Issue: "max context before overheads 526,192" for a model limited to 8K, without a word."""
+    from ui.format import format_context
+
+    assert format_context(526_192, 8192) == "526,192 (beyond the model's 8,192)"
+    assert format_context(8192, 8192) == "8,192"
+    assert format_context(4096, None) == "4,096"

@@ -124,6 +124,15 @@ def format_limited_by(limited_by: str) -> str:
     }.get(limited_by, limited_by)
 
 
+def format_context(num_tokens: int, model_limit: int | None) -> str:
+    """A context length that may exceed the model's ``max_position_embeddings``, saying so:
+    ``"8,192"``, or ``"526,192 (beyond the model's 8,192)"`` when memory alone would allow more
+    than the model was built for."""
+    if model_limit and num_tokens > model_limit:
+        return f"{num_tokens:,} (beyond the model's {model_limit:,})"
+    return f"{num_tokens:,}"
+
+
 def format_tokens_short(num_tokens: int) -> str:
     """A token count for axis ticks, K = 1,024: ``"512"``, ``"8K"``, ``"1M"`` (exact multiples only)."""
     for size, suffix in ((1 << 20, "M"), (1 << 10, "K")):

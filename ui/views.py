@@ -26,6 +26,7 @@ from ui import link_guard, nav
 from ui.format import (
     format_bytes,
     format_bytes_exact,
+    format_context,
     format_fraction,
     format_int,
     format_limited_by,
@@ -127,9 +128,13 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
                   f"with the engine's utilization cap and overheads")
     else:
         memory = "with the engine's utilization cap and overheads not even one token fits"
+    limit = plan.max_position_embeddings
+    beyond = (f", beyond the {format_tokens(limit)} the model was built for"
+              if limit and plan.max_context_len_before_overheads > limit else "")
     st.markdown(
         f"{batch} {model.display_name} with {plan.weights_label} weights on {gpu_label}: {memory}, and after "
-        f"**{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights). "
+        f"**{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights)"
+        f"{beyond}. "
         f"Usable here: **{format_tokens(plan.max_context_len)}** "
         f"({format_limited_by(plan.max_context_len_limited_by)}).")
 
@@ -159,7 +164,7 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
             f"{format_limited_by(plan.max_context_len_limited_by)}; memory alone allows "
             f"{format_tokens(plan.max_context_len_by_memory)}"),
         "Max context before overheads [tokens]": (
-            format_int(plan.max_context_len_before_overheads),
+            format_context(plan.max_context_len_before_overheads, plan.max_position_embeddings),
             "memory only: whole card minus weights, no utilization cap, no activations or runtime, no block "
             "rounding, and not capped at the model's max_position_embeddings"
             + (f" ({format_int(plan.max_position_embeddings)})" if plan.max_position_embeddings else "")),
