@@ -236,6 +236,8 @@ def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[s
             for key in st.query_params:
                 values = changes[key] if key in changes else st.query_params.get_all(key)
                 kept += [(key, v) for v in values or []]
+            present = set(st.query_params)
+            kept += [(key, v) for key, values in changes.items() if key not in present for v in values or []]
             qp.set_initial_query_params(urlencode(kept))
             for key, values in changes.items():
                 if qp.is_bound(key):

@@ -28,7 +28,9 @@ from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from ui.inputs import rewrite_link
 from ui.link_guard import BOOLEAN_KEYS, CODE_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS
 
 
@@ -65,11 +67,34 @@ MAX_GPUS = 8
 _local = threading.local()  # one script run per thread: the container of this run's navigation
 
 
+_CARRIED = "_nav_carried"
+"""Session-state key: the parameters the last page's links carried."""
+
+_LAST_PAGE = "_nav_last_page"
+"""Session-state key: the page (script hash) that drew them."""
+
+
+def _page_id() -> str:
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else str(ctx.page_script_hash)
+
+
 def begin() -> None:
-    """Reserve the top of the sidebar for the navigation (called by :func:`ui.views.setup_page`)."""
+    """Reserve the top of the sidebar for the navigation (called by :func:`ui.views.setup_page`),
+    and, right after a page switch, put back what the link carried.
+
+    Streamlit's frontend drops, on a page switch, the query parameters bound to the widgets
+    of the page being left, even when ``st.page_link(query_params=...)`` names them (Streamlit
+    1.67; the default navigation loses them the same way). The first run of the new page
+    therefore restores every carried key missing from the URL before any widget reads it.
+    """
     _local.container = st.sidebar.container()
     _local.drawn = False
     _local.modes = {}
+    last, carried = st.session_state.get(_LAST_PAGE), st.session_state.get(_CARRIED)
+    if last is not None and last != _page_id() and carried:
+        missing = {key: list(values) for key, values in carried.items() if key not in st.query_params}
+        rewrite_link(missing, tuple(MULTI_VALUE_KEYS))
 
 
 def _url_value(value) -> list[str] | None:
@@ -137,6 +162,8 @@ def draw(*, model: str | None = None, gpu: str | None = None) -> None:
     _local.drawn = True
     _local.modes = {"model": model, "gpu": gpu}
     params = carried_params(current_values(), model=model, gpu=gpu)
+    st.session_state[_CARRIED] = params
+    st.session_state[_LAST_PAGE] = _page_id()
     with _local.container:
         for page in PAGES:
             _page_link(page.path, page.label, page.icon, params)
