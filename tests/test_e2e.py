@@ -182,6 +182,7 @@ def test_a_deep_link_survives_every_page_switch(streamlit_server, browser_page, 
     order = list(DEEP_LINKS)
     for target in order[order.index(path) + 1:] + order[:order.index(path)]:
         page.locator('[data-testid="stSidebar"]').get_by_role("link", name=NAV_LABELS[target]).first.click()
+        page.wait_for_function("path => location.pathname === path", arg=target, timeout=30_000)
         wait_settled(page)
         shown = collect(page)
         assert not shown["exceptions"], (path, target, shown["exceptions"])
