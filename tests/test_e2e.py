@@ -147,7 +147,9 @@ def _link_for(path: str) -> dict:
     if gpu_mode:
         params["gpu" if gpu_mode == "one" else "gpus"] = "nvidia-l4" if gpu_mode == "one" else ["nvidia-l4"]
     if not model_mode:
-        params["model"] = QWEN
+        params["model"] = QWEN  # a page without the input passes the link's value on
+    if not gpu_mode:
+        params["gpu"] = "nvidia-l4"
     return params
 
 
