@@ -142,6 +142,10 @@ def carried_params(values: Mapping[str, Sequence[str]], *, model: str | None, gp
             out[many] = _first_then_rest(out[one][0], out.get(many, []), limit)
         elif mode == "many" and out.get(many):
             out[one] = [out[many][0]]
+        elif mode is None and out.get(one) and not out.get(many):  # a page without the input: fill the
+            out[many] = [out[one][0]]                               # counterpart the link lacks
+        elif mode is None and out.get(many) and not out.get(one):
+            out[one] = [out[many][0]]
     return out
 
 
