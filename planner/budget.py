@@ -27,13 +27,20 @@ Design notes:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from operator import attrgetter
 
 from planner.diagnose import diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
 from planner.model.kv import KVProfile, cache_dtypes, kv_profile
-from planner.model.params import describe_weight_formats, weight_bytes, weight_bytes_by_format
+from planner.model.memo import model_memo, remember
+from planner.model.params import (
+    describe_weight_formats,
+    model_weight_bytes,
+    model_weight_bytes_by_format,
+    weight_bytes_by_format,
+)
 from planner.overhead import OverheadEstimate, estimate_overhead
 from planner.units import largest_fitting
 
@@ -76,28 +83,32 @@ class PlanRequest:
     overhead_bytes: int | None = None
 
     def validate(self) -> None:
-        """Raise ValueError with an actionable message for any out-of-range field."""
-        checks = (
-            (self.context_len >= 1, f"context_len must be at least 1 token, got {self.context_len}"),
-            (self.context_len <= MAX_CONTEXT_SEARCH_LIMIT,
-             f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, got {self.context_len:,}"),
-            (self.batch_size >= 1, f"batch_size must be at least 1 sequence, got {self.batch_size}"),
-            (self.num_gpus >= 1, f"num_gpus must be at least 1, got {self.num_gpus}"),
-            (0 < self.gpu_memory_utilization <= 1,
-             f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}"),
-            (self.block_size >= 1, f"block_size must be at least 1 token, got {self.block_size}"),
-            (self.max_num_batched_tokens is None or self.max_num_batched_tokens >= 1,
-             f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}"),
-            (self.overhead_bytes is None or self.overhead_bytes >= 0,
-             f"overhead must be >= 0 bytes, got {self.overhead_bytes}"),
-            (self.weight_dtype in WEIGHT_DTYPES,
-             f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}"),
-            (self.kv_cache_dtype in KV_CACHE_DTYPE_CHOICES,
-             f"unknown KV-cache dtype {self.kv_cache_dtype!r}; choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}"),
-        )
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        """Raise ValueError with an actionable message for the first out-of-range field.
+
+        The checks run in a fixed order and a message is formatted only when its check fails.
+        """
+        if not self.context_len >= 1:
+            raise ValueError(f"context_len must be at least 1 token, got {self.context_len}")
+        if not self.context_len <= MAX_CONTEXT_SEARCH_LIMIT:
+            raise ValueError(f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, "
+                             f"got {self.context_len:,}")
+        if not self.batch_size >= 1:
+            raise ValueError(f"batch_size must be at least 1 sequence, got {self.batch_size}")
+        if not self.num_gpus >= 1:
+            raise ValueError(f"num_gpus must be at least 1, got {self.num_gpus}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if not self.block_size >= 1:
+            raise ValueError(f"block_size must be at least 1 token, got {self.block_size}")
+        if not (self.max_num_batched_tokens is None or self.max_num_batched_tokens >= 1):
+            raise ValueError(f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}")
+        if not (self.overhead_bytes is None or self.overhead_bytes >= 0):
+            raise ValueError(f"overhead must be >= 0 bytes, got {self.overhead_bytes}")
+        if self.weight_dtype not in WEIGHT_DTYPES:
+            raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
+        if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
+            raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
+                             f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +192,34 @@ class Plan:
             out[key] = list(out[key])
         return out
 
+    @classmethod
+    def _from_parts(cls, *parts: dict) -> Plan:
+        """``Plan(**merged)`` for the union of ``parts`` (a later part overrides an earlier one), built
+        without the generated ``__init__``; the same object.
+
+        A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+        (about 0.1 us a field, 4 to 5 us for these 40, half of a warm :func:`plan`); this fills
+        the new instance's ``__dict__`` directly, and the instance is frozen as usual.
+        The parts must name every field and nothing else (checked by count, which a
+        missing field with an extra name would pass: the tests compare the result with
+        ``Plan(**merged)``).
+
+        Raises:
+            TypeError: the merged parts do not have one value per field.
+        """
+        plan = object.__new__(cls)
+        values = plan.__dict__
+        for part in parts:
+            values.update(part)
+        if len(values) != _PLAN_FIELD_COUNT:
+            missing = sorted(set(cls.__dataclass_fields__) - set(values))
+            extra = sorted(set(values) - set(cls.__dataclass_fields__))
+            raise TypeError(f"Plan._from_parts: missing fields {missing}, unknown names {extra}")
+        return plan
+
+
+_PLAN_FIELD_COUNT = len(fields(Plan))
+
 
 def _weights_label(requested: str, resolved: str) -> str:
     return f"auto → {resolved}" if requested == "auto" else resolved
@@ -240,15 +279,123 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     request.validate()
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
-    tp = request.num_gpus
-    fmt = weight_dtype(request.weight_dtype)
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    weights_total = weight_bytes(model.params, fmt, model.torch_dtype)
-    by_format = weight_bytes_by_format(model.params, fmt, model.torch_dtype, tp)
-    weights_gpu = sum(by_format.values())
+    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
+    tp, context, batch = request.num_gpus, request.context_len, request.batch_size
+    budget = base.budget
+    per_seq_gpu_paged = base.paged_gpu.bytes_per_sequence(context)
+    per_seq_gpu_exact = base.exact_gpu.bytes_per_sequence(context)
 
-    exact_1 = kv_profile(model, dtypes, 1, 1)
-    exact_gpu = kv_profile(model, dtypes, tp, 1)
+    capacity_tokens = base.capacity_tokens
+    if budget <= 0:
+        max_seqs = 0
+    elif per_seq_gpu_paged:
+        max_seqs = budget // per_seq_gpu_paged
+    else:
+        max_seqs = 0
+
+    model_limit = model.max_position_embeddings
+    by_memory, max_ctx_raw = base.contexts_for_batch(batch)
+    if model_limit and by_memory >= model_limit:
+        max_ctx, limited_by = model_limit, "model"
+    elif by_memory >= MAX_CONTEXT_SEARCH_LIMIT:
+        max_ctx, limited_by = by_memory, "none"  # window-capped or recurrent layers only
+    else:
+        max_ctx, limited_by = by_memory, "memory"
+
+    in_use = min(batch * per_seq_gpu_paged, max(budget, 0))
+    reasons, suggestions, notes = diagnose(
+        model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
+        budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
+        gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+    if not base.splits:
+        # The engine refuses to start: no capacity to report (the reasons say why).
+        capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
+        limited_by = "tensor_parallel"
+
+    return Plan._from_parts(base.plan_fields, {
+        "context_len": context, "batch_size": batch,
+        "kv_cache_bytes_per_sequence": base.exact_1.bytes_per_sequence(context),
+        "kv_cache_bytes_per_sequence_per_gpu": per_seq_gpu_exact,
+        "kv_cache_bytes_total": batch * tp * per_seq_gpu_exact,
+        "kv_cache_bytes_in_use": in_use, "free_bytes": max(budget, 0) - in_use,
+        "kv_cache_capacity_tokens": capacity_tokens, "max_concurrent_sequences": max_seqs,
+        "max_context_len": max_ctx, "max_context_len_limited_by": limited_by,
+        "max_context_len_by_memory": by_memory, "max_context_len_before_overheads": max_ctx_raw,
+        "fits": not reasons, "reasons": tuple(reasons), "suggestions": tuple(suggestions), "notes": tuple(notes),
+    })
+
+
+@dataclass(frozen=True, kw_only=True)
+class _PlanBase:
+    """The part of a plan that ``context_len`` and ``batch_size`` do not change, per GPU [bytes].
+
+    Built once per model object and set of the other knobs by :func:`_plan_base`;
+    each value is one step of the module docstring's chain.
+
+    Attributes:
+        plan_fields: The :class:`Plan` fields these knobs alone decide (ids, dtypes,
+            weights, overhead, usable memory, budget, per-token KV); read-only.
+        exact_1, exact_gpu, paged_gpu: KV profiles at TP 1 unpaged, at ``num_gpus`` unpaged,
+            at ``num_gpus`` paged by ``block_size``.
+        usable: ``floor(gpu_memory_bytes x gpu_memory_utilization)``.
+        weights_gpu, overhead_bytes: Weights and overhead of one GPU.
+        budget: ``usable - weights_gpu - overhead_bytes`` (the KV cache budget).
+        capacity_tokens: Whole blocks of the budget, in tokens (0 when none).
+        raw_budget: ``gpu_memory_bytes - weights_gpu`` (the "before overheads" context).
+        splits: Whether engines accept ``num_gpus`` for this model.
+    """
+
+    plan_fields: dict
+    exact_1: KVProfile
+    exact_gpu: KVProfile
+    paged_gpu: KVProfile
+    usable: int
+    weights_gpu: int
+    overhead_bytes: int
+    budget: int
+    capacity_tokens: int
+    raw_budget: int
+    splits: bool
+    _contexts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def contexts_for_batch(self, batch_size: int) -> tuple[int, int]:
+        """``(max context by memory, max context before overheads)`` for ``batch_size`` sequences [tokens].
+
+        Two binary searches (:func:`max_context_len`), kept per batch size.
+        """
+        found = self._contexts.get(batch_size)
+        if found is None:
+            if len(self._contexts) >= 1024:
+                self._contexts.clear()
+            by_memory = max_context_len(self.paged_gpu, self.budget, batch_size, MAX_CONTEXT_SEARCH_LIMIT)
+            raw = max_context_len(self.exact_gpu, self.raw_budget, batch_size, MAX_CONTEXT_SEARCH_LIMIT)
+            found = self._contexts[batch_size] = (by_memory, raw)
+        return found
+
+
+_KNOBS_BUT_CONTEXT_AND_BATCH = attrgetter(*(f.name for f in fields(PlanRequest)
+                                             if f.name not in ("context_len", "batch_size")))
+"""Every :class:`PlanRequest` field but ``context_len`` and ``batch_size``, read as one tuple (part of the base's key)."""
+
+
+def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
+    """The :class:`_PlanBase` of ``plan(model, gpu_memory_bytes, request, gpu_id)``, memoized per model
+    object and every knob but ``context_len`` and ``batch_size`` (:mod:`planner.model.memo`).
+    """
+    memo = model_memo(model)
+    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request))
+    base = memo.get(key)
+    if base is None:
+        base = remember(memo, key, _build_plan_base(model, gpu_memory_bytes, request, gpu_id))
+    return base
+
+
+def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
+    """:func:`_plan_base` without the memo (module docstring, first three steps of the chain)."""
+    tp = request.num_gpus
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
+    weights_gpu = sum(by_format.values())
     paged_gpu = kv_profile(model, dtypes, tp, request.block_size)
 
     if request.overhead_bytes is None:
@@ -263,64 +410,30 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
     budget = usable - weights_gpu - overhead.total_bytes
     per_token_gpu = paged_gpu.bytes_per_token
-    per_seq_gpu_paged = paged_gpu.bytes_per_sequence(request.context_len)
-
     if budget > 0 and per_token_gpu:
         blocks = budget // (request.block_size * per_token_gpu)
         capacity_tokens = blocks * request.block_size
     else:
         capacity_tokens = 0
-    if budget <= 0:
-        max_seqs = 0
-    elif per_seq_gpu_paged:
-        max_seqs = budget // per_seq_gpu_paged
-    else:
-        max_seqs = 0
-
-    model_limit = model.max_position_embeddings
-    by_memory = max_context_len(paged_gpu, budget, request.batch_size, MAX_CONTEXT_SEARCH_LIMIT)
-    if model_limit and by_memory >= model_limit:
-        max_ctx, limited_by = model_limit, "model"
-    elif by_memory >= MAX_CONTEXT_SEARCH_LIMIT:
-        max_ctx, limited_by = by_memory, "none"  # window-capped or recurrent layers only
-    else:
-        max_ctx, limited_by = by_memory, "memory"
-    raw_budget = gpu_memory_bytes - weights_gpu
-    max_ctx_raw = max_context_len(exact_gpu, raw_budget, request.batch_size, MAX_CONTEXT_SEARCH_LIMIT)
-
-    in_use = min(request.batch_size * per_seq_gpu_paged, max(budget, 0))
-    reasons, suggestions, notes = diagnose(
-        model, request, usable=usable, weights_gpu=weights_gpu, overhead=overhead.total_bytes,
-        budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
-        gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
-    if not tensor_parallel_splits(model, tp):
-        # The engine refuses to start: no capacity to report (the reasons say why).
-        capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
-        limited_by = "tensor_parallel"
-
-    return Plan(
-        model_id=model.model_id, gpu_id=gpu_id, num_gpus=tp,
-        weight_dtype=request.weight_dtype, weight_dtype_resolved=describe_weight_formats(by_format),
-        kv_cache_dtype=dtypes.kv.name,
-        context_len=request.context_len, batch_size=request.batch_size,
-        gpu_memory_utilization=request.gpu_memory_utilization, block_size=request.block_size,
-        params=model.num_parameters, weights_bytes=weights_total, weights_bytes_per_gpu=weights_gpu,
-        kv_cache_bytes_per_token=exact_1.bytes_per_token,
-        kv_cache_bytes_per_token_per_gpu=per_token_gpu,
-        kv_cache_bytes_per_sequence=exact_1.bytes_per_sequence(request.context_len),
-        kv_cache_bytes_per_sequence_per_gpu=exact_gpu.bytes_per_sequence(request.context_len),
-        kv_cache_bytes_total=request.batch_size * tp * exact_gpu.bytes_per_sequence(request.context_len),
-        gpu_memory_bytes=gpu_memory_bytes, usable_memory_bytes=usable,
-        overhead_bytes=overhead.total_bytes, activation_bytes=overhead.activation_bytes,
-        logits_bytes=overhead.logits_bytes, runtime_bytes=overhead.runtime_bytes,
-        overhead_overridden=overhead.overridden, overhead_formula=overhead.formula,
-        kv_cache_budget_bytes=budget, kv_cache_bytes_in_use=in_use,
-        free_bytes=max(budget, 0) - in_use,
-        kv_cache_capacity_tokens=capacity_tokens, max_concurrent_sequences=max_seqs,
-        max_context_len=max_ctx, max_context_len_limited_by=limited_by,
-        max_context_len_by_memory=by_memory,
-        max_context_len_before_overheads=max_ctx_raw, max_position_embeddings=model_limit,
-        fits=not reasons, reasons=tuple(reasons), suggestions=tuple(suggestions), notes=tuple(notes),
+    exact_1 = kv_profile(model, dtypes, 1, 1)
+    plan_fields = {
+        "model_id": model.model_id, "gpu_id": gpu_id, "num_gpus": tp,
+        "weight_dtype": request.weight_dtype, "weight_dtype_resolved": describe_weight_formats(by_format),
+        "kv_cache_dtype": dtypes.kv.name, "gpu_memory_utilization": request.gpu_memory_utilization,
+        "block_size": request.block_size, "params": model.num_parameters,
+        "weights_bytes": model_weight_bytes(model, request.weight_dtype), "weights_bytes_per_gpu": weights_gpu,
+        "kv_cache_bytes_per_token": exact_1.bytes_per_token, "kv_cache_bytes_per_token_per_gpu": per_token_gpu,
+        "gpu_memory_bytes": gpu_memory_bytes, "usable_memory_bytes": usable,
+        "overhead_bytes": overhead.total_bytes, "activation_bytes": overhead.activation_bytes,
+        "logits_bytes": overhead.logits_bytes, "runtime_bytes": overhead.runtime_bytes,
+        "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
+        "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
+    }
+    return _PlanBase(
+        plan_fields=plan_fields, exact_1=exact_1, exact_gpu=kv_profile(model, dtypes, tp, 1), paged_gpu=paged_gpu,
+        usable=usable, weights_gpu=weights_gpu, overhead_bytes=overhead.total_bytes, budget=budget,
+        capacity_tokens=capacity_tokens, raw_budget=gpu_memory_bytes - weights_gpu,
+        splits=tensor_parallel_splits(model, tp),
     )
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from planner.model import ModelSpec
-from planner.model.dtypes import WEIGHT_DTYPES, weight_dtype
 from planner.model.kv import cache_dtypes, kv_profile
-from planner.model.params import weight_bytes
+from planner.model.memo import model_memo, remember
+from planner.model.params import model_weight_bytes
 from planner.overhead import overhead_bytes
 from planner.units import GiB
 
@@ -46,10 +46,10 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
             f"(max_position_embeddings {limit:,})")
         suggestions.append(f"lower context_len to at most {limit:,}")
     if weights_gpu + overhead > usable:
-        reasons.append(
-            f"weights ({gib(weights_gpu)}) + overhead ({gib(overhead)}) per GPU exceed the usable "
-            f"{gib(usable)} ({request.gpu_memory_utilization:g} x {gib(gpu_memory_bytes)})")
-        suggestions.extend(weight_fixes(model, request, usable, overhead))
+        reason, fixes = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
+                                            overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
+        reasons.append(reason)
+        suggestions.extend(fixes)
     elif request.batch_size * per_seq > budget:
         need = request.batch_size * per_seq
         reasons.append(
@@ -64,19 +64,56 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         more = gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
         suggestions.append(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)"
                            if more else "add replicas (each holds part of the batch) or a GPU with more memory")
-    valid_tp = valid_tensor_parallel_sizes(model, 64)
-    if not tensor_parallel_splits(model, tp):
-        reasons.append(
-            f"num_gpus {tp} cannot split this model: tensor-parallel engines (vLLM, SGLang, TensorRT-LLM, TGI) "
-            f"need num_attention_heads "
-            f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
-            f"({model.num_key_value_heads}) divisible by it or dividing it")
-        suggestions.append("use num_gpus " + " or ".join(str(n) for n in valid_tp[:6]))
-    if tp > model.num_key_value_heads and model.attention_kind != "MLA":
-        notes.append(
-            f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
-            f"so KV per GPU stops shrinking")
+    split_reason, split_fix, split_note = _tensor_parallel_messages(model, tp)
+    if split_reason:
+        reasons.append(split_reason)
+        suggestions.append(split_fix)
+    if split_note:
+        notes.append(split_note)
     return reasons, suggestions, notes
+
+
+def _weights_do_not_fit(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
+                        gpu_memory_bytes: int) -> tuple[str, tuple[str, ...]]:
+    """The reason and the fixes when weights + overhead exceed the usable memory (no context in them).
+
+    Memoized per model object and the numbers the text depends on (:mod:`planner.model.memo`).
+    """
+    memo = model_memo(model)
+    key = ("weights_do_not_fit", usable, weights_gpu, overhead, gpu_memory_bytes, request.gpu_memory_utilization,
+           request.num_gpus, request.weight_dtype)
+    found = memo.get(key)
+    if found is None:
+        reason = (f"weights ({gib(weights_gpu)}) + overhead ({gib(overhead)}) per GPU exceed the usable "
+                  f"{gib(usable)} ({request.gpu_memory_utilization:g} x {gib(gpu_memory_bytes)})")
+        found = remember(memo, key, (reason, tuple(weight_fixes(model, request, usable, overhead))))
+    return found
+
+
+def _tensor_parallel_messages(model: ModelSpec, tp: int) -> tuple[str, str, str]:
+    """``(reason, fix, note)`` about tensor parallel size ``tp``; empty strings where none applies.
+
+    The reason and fix when engines cannot split the heads over ``tp`` GPUs; the
+    note when ``tp`` exceeds the KV heads (replicated). Memoized per model object and ``tp``.
+    """
+    memo = model_memo(model)
+    key = ("tensor_parallel_messages", tp)
+    found = memo.get(key)
+    if found is None:
+        reason = fix = note = ""
+        if not tensor_parallel_splits(model, tp):
+            valid_tp = valid_tensor_parallel_sizes(model, 64)
+            reason = (
+                f"num_gpus {tp} cannot split this model: tensor-parallel engines (vLLM, SGLang, TensorRT-LLM, TGI) "
+                f"need num_attention_heads "
+                f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
+                f"({model.num_key_value_heads}) divisible by it or dividing it")
+            fix = "use num_gpus " + " or ".join(str(n) for n in valid_tp[:6])
+        if tp > model.num_key_value_heads and model.attention_kind != "MLA":
+            note = (f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
+                    f"so KV per GPU stops shrinking")
+        found = remember(memo, key, (reason, fix, note))
+    return found
 
 
 def valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
@@ -89,46 +126,70 @@ def valid_tensor_parallel_sizes(model: ModelSpec, limit: int) -> list[int]:
 
     Sources: vllm/config/model.py, vllm/model_executor/layers/linear.py.
     """
-    return [n for n in range(1, min(limit, model.num_attention_heads) + 1) if tensor_parallel_splits(model, n)]
+    memo = model_memo(model)
+    key = ("valid_tensor_parallel_sizes", limit)
+    sizes = memo.get(key)
+    if sizes is None:
+        sizes = remember(memo, key, tuple(n for n in range(1, min(limit, model.num_attention_heads) + 1)
+                                          if tensor_parallel_splits(model, n)))
+    return list(sizes)
 
 
 def tensor_parallel_splits(model: ModelSpec, tensor_parallel_size: int) -> bool:
     """True when engines accept ``tensor_parallel_size`` for ``model`` (rule of :func:`valid_tensor_parallel_sizes`)."""
     n, heads, kv = tensor_parallel_size, model.num_attention_heads, model.num_key_value_heads
-    return heads % n == 0 and (model.attention_kind == "MLA" or kv % n == 0 or n % kv == 0)
+    return heads % n == 0 and (kv % n == 0 or n % kv == 0 or model.attention_kind == "MLA")
 
 
 def gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> int | None:
     """Smallest valid tensor-parallel size above ``request.num_gpus`` (up to 64) whose per-GPU budget
     holds ``batch_size`` sequences of ``context_len``; None when none does.
 
-    Same arithmetic as :func:`plan` at each size (weights and KV heads split, overhead re-estimated).
+    Same arithmetic as :func:`plan` at each size (weights and KV heads split, overhead re-estimated);
+    the per-size budgets and KV profiles come from :func:`_budgets_above`.
     """
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    fmt = weight_dtype(request.weight_dtype)
-    usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
-    for n in valid_tensor_parallel_sizes(model, 64):
-        if n <= request.num_gpus:
-            continue
-        overhead = overhead_bytes(model, request, gpu_memory_bytes, gpu_name, tensor_parallel_size=n)
-        budget = usable - weight_bytes(model.params, fmt, model.torch_dtype, n) - overhead
-        per_seq = kv_profile(model, dtypes, n, request.block_size).bytes_per_sequence(request.context_len)
-        if budget > 0 and request.batch_size * per_seq <= budget:
+    batch = request.batch_size
+    for n, budget, profile in _budgets_above(model, request, gpu_memory_bytes, gpu_name):
+        if budget > 0 and batch * profile.bytes_per_sequence(request.context_len) <= budget:
             return n
     return None
+
+
+def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> tuple:
+    """``(n, kv_budget_per_gpu, paged KV profile)`` for each valid tensor-parallel size ``n`` above
+    ``request.num_gpus`` (up to 64) [bytes]: ``usable - weights(n) - overhead(n)``.
+
+    Independent of ``context_len`` and ``batch_size``, so memoized per model object and the
+    other knobs (:mod:`planner.model.memo`).
+    """
+    memo = model_memo(model)
+    knobs = tuple(value for name, value in vars(request).items() if name not in ("context_len", "batch_size"))
+    key = ("budgets_above", gpu_memory_bytes, gpu_name, knobs)
+    found = memo.get(key)
+    if found is None:
+        dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+        usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
+        rows = []
+        for n in valid_tensor_parallel_sizes(model, 64):
+            if n <= request.num_gpus:
+                continue
+            overhead = overhead_bytes(model, request, gpu_memory_bytes, gpu_name, tensor_parallel_size=n)
+            budget = usable - model_weight_bytes(model, request.weight_dtype, n) - overhead
+            rows.append((n, budget, kv_profile(model, dtypes, n, request.block_size)))
+        found = remember(memo, key, tuple(rows))
+    return found
 
 
 def weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: int) -> list[str]:
     """Smallest GPU count, then smaller weight dtypes, that would hold the weights."""
     fixes: list[str] = []
-    fmt = weight_dtype(request.weight_dtype)
     for n in (2, 4, 8, 16, 32, 64):
-        if n > request.num_gpus and weight_bytes(model.params, fmt, model.torch_dtype, n) + overhead <= usable:
+        if n > request.num_gpus and model_weight_bytes(model, request.weight_dtype, n) + overhead <= usable:
             fixes.append(f"use num_gpus {n} (tensor parallel)")
             break
-    current = weight_bytes(model.params, fmt, model.torch_dtype, request.num_gpus)
+    current = model_weight_bytes(model, request.weight_dtype, request.num_gpus)
     for name in ("fp8", "int4"):
-        smaller = weight_bytes(model.params, WEIGHT_DTYPES[name], model.torch_dtype, request.num_gpus)
+        smaller = model_weight_bytes(model, name, request.num_gpus)
         if smaller < current and smaller + overhead <= usable:
             fixes.append(f"use weight_dtype {name} ({gib(smaller)} per GPU)")
             break

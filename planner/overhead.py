@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
+from planner.model.memo import model_memo, remember
 from planner.units import MiB
 
 if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
@@ -100,7 +101,25 @@ def estimate_overhead(
     ``EngineArgs._set_default_args`` (vllm/engine/arg_utils.py) for the scheduler
     defaults; ENGINES.md 1.4-1.5; planner/engines/overheads.py and
     planner/engines/profiles.py for the constants.
+
+    Memoized per model object and arguments (:mod:`planner.model.memo`): plans,
+    sweeps and the GPU-count suggestion ask for the same estimate many times.
     """
+    memo = model_memo(model)
+    key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
+           max_num_seqs, gpu_memory_bytes, gpu_name)
+    estimate = memo.get(key)
+    if estimate is None:
+        estimate = remember(memo, key, _estimate_overhead(
+            model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
+            gpu_memory_bytes, gpu_name))
+    return estimate
+
+
+def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tensor_parallel_size: int,
+                       max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
+                       gpu_name: str) -> OverheadEstimate:
+    """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
 

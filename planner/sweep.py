@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import repeat
+from operator import floordiv
 
 from planner.budget import PlanRequest
 from planner.engines.profiles import is_large_datacenter_gpu
 from planner.model import ModelSpec
-from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes, kv_profile
-from planner.model.params import weight_bytes
+from planner.model.params import model_weight_bytes
 from planner.overhead import overhead_bytes
 
 
@@ -65,7 +66,7 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     request.validate()
     tp = request.num_gpus
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    weights = weight_bytes(model.params, weight_dtype(request.weight_dtype), model.torch_dtype, tp)
+    weights = model_weight_bytes(model, request.weight_dtype, tp)
     return PerGPUCosts(
         weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
         profile_exact=kv_profile(model, dtypes, tp, 1),
@@ -146,23 +147,44 @@ def catalog_sweep(
 
     Returns:
         ``result[m][g][c]`` = max concurrent sequences of model ``m`` on GPU ``g``
-        at ``contexts[c]``.
+        at ``contexts[c]``. GPUs with the same memory share one row (the same tuple).
     """
     result = []
+    zeros = tuple(0 for _ in contexts)
     for model in models:
         costs = per_gpu_costs(model, request)
-        per_seq = [costs.profile_paged.bytes_per_sequence(c) for c in contexts]
+        per_seq = costs.profile_paged.bytes_per_sequences(contexts)
+        divide = _divider(per_seq)
         # The overhead depends on the GPU only through vLLM's size class; no GPU given = the large class.
         overheads: dict[bool, int] = {True: costs.overhead_bytes}
+        by_memory: dict[int, tuple[int, ...]] = {}
         rows = []
         for mem in gpu_memory_bytes:
-            large = is_large_datacenter_gpu(mem, "")
-            if large not in overheads:
-                overheads[large] = overhead_bytes(model, request, mem)
-            budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - overheads[large]
-            if budget <= 0:
-                rows.append(tuple(0 for _ in per_seq))
-            else:
-                rows.append(tuple(budget // s if s else 0 for s in per_seq))
+            row = by_memory.get(mem)
+            if row is None:
+                large = is_large_datacenter_gpu(mem, "")
+                if large not in overheads:
+                    overheads[large] = overhead_bytes(model, request, mem)
+                budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - overheads[large]
+                row = zeros if budget <= 0 else divide(budget)
+                by_memory[mem] = row
+            rows.append(row)
         result.append(rows)
     return result
+
+
+def _divider(per_seq: list[int]):
+    """``budget -> tuple(budget // s for s in per_seq)`` (0 where ``s`` is 0), for budgets > 0.
+
+    When every ``s`` is positive, the sizes share a unit ``u = gcd(per_seq)`` (a
+    multiple of the block size times the per-token bytes), and
+    ``budget // s == (budget // u) // (s // u)`` (nested floor division,
+    ``floor(floor(x / m) / n) = floor(x / (m n))`` for positive integers; Graham, Knuth
+    and Patashnik, Concrete Mathematics, section 3.2): the same integers, from
+    operands small enough for CPython's one-digit division, done by ``map`` in C.
+    """
+    if 0 in per_seq:
+        return lambda budget: tuple(budget // s if s else 0 for s in per_seq)
+    unit = math.gcd(*per_seq)
+    scaled = [s // unit for s in per_seq]
+    return lambda budget: tuple(map(floordiv, repeat(budget // unit, len(scaled)), scaled))

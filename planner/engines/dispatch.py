@@ -102,9 +102,10 @@ def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: E
     reason = (f"Total number of attention heads ({model.num_attention_heads}) must be divisible by tensor parallel "
               f"size ({tp}), and num_key_value_heads ({model.num_key_value_heads}) divisible by it or dividing it; "
               "choose a tensor_parallel_size that divides the heads")
-    return replace(result, starts=False, stopped_at_config_check=True, reasons=(reason, *result.reasons),
-                   num_gpu_blocks=0, engine_kv_cache_tokens=0, max_concurrency=0.0,
-                   max_concurrency_all_replicas=0.0, engine_max_model_len=0, engine_log_lines=())
+    return EnginePlan._from_parts(vars(result), {  # dataclasses.replace, without the frozen __init__
+        "starts": False, "stopped_at_config_check": True, "reasons": (reason, *result.reasons),
+        "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0, "max_concurrency": 0.0,
+        "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0, "engine_log_lines": ()})
 
 
 def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,

@@ -100,27 +100,38 @@ def weight_flags(weight_dtype: str) -> tuple[list[str], str]:
 
 def vllm_command(spec: LaunchSpec) -> str:
     """``vllm serve MODEL --tensor-parallel-size ... --max-num-seqs ...``."""
-    parts = ["vllm", "serve", spec.model_id,
-             "--tensor-parallel-size", str(spec.tensor_parallel_size)]
+    head, tail = vllm_command_around_length(spec)
+    return f"{head}{spec.max_model_len}{tail}"
+
+
+def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
+    """:func:`vllm_command` as the text before and after the ``--max-model-len`` value.
+
+    ``head + str(max_model_len) + tail`` is the command for any length (a number
+    is never quoted), so a plan builds the two once per setup; ``spec.max_model_len``
+    itself is not read.
+    """
+    before = ["vllm", "serve", spec.model_id,
+              "--tensor-parallel-size", str(spec.tensor_parallel_size)]
     if spec.pipeline_parallel_size > 1:
-        parts += ["--pipeline-parallel-size", str(spec.pipeline_parallel_size)]
+        before += ["--pipeline-parallel-size", str(spec.pipeline_parallel_size)]
     if spec.data_parallel_size > 1:
-        parts += ["--data-parallel-size", str(spec.data_parallel_size)]
-    parts += ["--max-model-len", str(spec.max_model_len),
-              "--gpu-memory-utilization", _fraction(spec.gpu_memory_utilization),
-              "--kv-cache-dtype", VLLM_KV_DTYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype),
-              "--max-num-seqs", str(spec.max_num_seqs)]
+        before += ["--data-parallel-size", str(spec.data_parallel_size)]
+    before.append("--max-model-len")
+    after = ["--gpu-memory-utilization", _fraction(spec.gpu_memory_utilization),
+             "--kv-cache-dtype", VLLM_KV_DTYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype),
+             "--max-num-seqs", str(spec.max_num_seqs)]
     if spec.max_num_batched_tokens is not None:
-        parts += ["--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
+        after += ["--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
     if spec.block_size is not None:
-        parts += ["--block-size", str(spec.block_size)]
+        after += ["--block-size", str(spec.block_size)]
     flags, comment = weight_flags(spec.weight_dtype)
-    command = _join(parts + flags) + comment
+    head = _join(before) + " "
     if spec.attention_backend:
-        command = f"VLLM_ATTENTION_BACKEND={spec.attention_backend.upper()} {command}"
+        head = f"VLLM_ATTENTION_BACKEND={spec.attention_backend.upper()} {head}"
     if spec.engine == "vllm-v0":
-        command = f"VLLM_USE_V1=0 {command}"
-    return command
+        head = f"VLLM_USE_V1=0 {head}"
+    return head, " " + _join(after + flags) + comment
 
 
 def sglang_command(spec: LaunchSpec) -> str:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cached_property
 
 from planner.model.layers import (
     CacheDtypes,
@@ -256,18 +257,46 @@ class KVLayout:
     def blocks_per_request(self, max_model_len: int, max_num_batched_tokens: int) -> int:
         """Pool blocks one request of ``max_model_len`` needs: the sum over groups.
 
+        Each distinct first spec is priced once and multiplied by its group count
+        (:attr:`group_spec_counts`); the sum is the same.
+
         Sources: vLLM ``get_max_concurrency_for_kv_cache_config``.
         """
-        return sum(group[0].blocks_per_request(max_model_len, max_num_batched_tokens) for group in self.groups)
+        total = 0
+        for spec, count in self.group_spec_counts:
+            total += count * spec.blocks_per_request(max_model_len, max_num_batched_tokens)
+        return total
+
+    @cached_property
+    def group_spec_counts(self) -> tuple[tuple[PageSpec, int], ...]:
+        """``(first spec of a group, number of groups it starts)``, in order of first appearance."""
+        counts: dict[PageSpec, int] = {}
+        for group in self.groups:
+            counts[group[0]] = counts.get(group[0], 0) + 1
+        return tuple(counts.items())
 
     def needed_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
         """Bytes one request of ``max_model_len`` needs: sum over layers [bytes].
 
+        Each distinct layer spec is priced once and multiplied by its layer count
+        (:attr:`spec_counts`); the sum is the same.
+
         Sources: vLLM ``_check_enough_kv_cache_memory`` (``max_memory_usage_bytes``
         summed over every layer spec).
         """
-        return sum(spec.max_memory_usage_bytes(max_model_len, max_num_batched_tokens)
-                   for group in self.groups for spec in group)
+        total = 0
+        for spec, count in self.spec_counts:
+            total += count * spec.max_memory_usage_bytes(max_model_len, max_num_batched_tokens)
+        return total
+
+    @cached_property
+    def spec_counts(self) -> tuple[tuple[PageSpec, int], ...]:
+        """``(spec, number of layers with it)`` over every group, in order of first appearance."""
+        counts: dict[PageSpec, int] = {}
+        for group in self.groups:
+            for spec in group:
+                counts[spec] = counts.get(spec, 0) + 1
+        return tuple(counts.items())
 
 
 def _unify_pages(specs: list[PageSpec]) -> list[PageSpec]:
@@ -342,15 +371,33 @@ def max_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, max_n
     ``blocks_per_request`` (June 2025 on): ``num_blocks / sum_groups blocks``;
     ``tokens_over_len`` (V0 and V1 before June 2025): ``num_blocks x B / max_model_len``.
     Worked example (V15, gpt-oss-120b): 330,018 / (1024 + 137) = 284.25.
+    :func:`concurrency_ratio` gives the same value as two integers.
 
     Sources: vLLM ``get_max_concurrency_for_kv_cache_config`` and the V0 / early
     V1 ``_report_kv_cache_config``.
     """
+    return Fraction(*concurrency_ratio(layout, num_blocks, max_model_len, max_num_batched_tokens, style))
+
+
+def concurrency_ratio(layout: KVLayout, num_blocks: int, max_model_len: int, max_num_batched_tokens: int,
+                      style: str = "blocks_per_request", *, blocks_per_request: int | None = None) -> tuple[int, int]:
+    """:func:`max_concurrency` as ``(numerator, denominator)``, integers not reduced (denominator >= 1).
+
+    ``numerator / denominator`` is the same float as ``float(max_concurrency(...))``
+    (both are correctly rounded quotients of the same rational), without building a ``Fraction``.
+    ``blocks_per_request``: ``layout.blocks_per_request(max_model_len, max_num_batched_tokens)``
+    when the caller has it already.
+
+    Raises:
+        ValueError: ``max_model_len < 1``.
+    """
     if max_model_len < 1:
         raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
     if style == "tokens_over_len":
-        return Fraction(num_blocks * layout.block_size, max_model_len)
-    return Fraction(num_blocks, layout.blocks_per_request(max_model_len, max_num_batched_tokens))
+        return num_blocks * layout.block_size, max_model_len
+    if blocks_per_request is None:
+        blocks_per_request = layout.blocks_per_request(max_model_len, max_num_batched_tokens)
+    return num_blocks, blocks_per_request
 
 
 def printed_tokens(layout: KVLayout, num_blocks: int, style: str, concurrency: Fraction,
@@ -364,10 +411,22 @@ def printed_tokens(layout: KVLayout, num_blocks: int, style: str, concurrency: F
 
     Sources: vLLM ``_report_kv_cache_config`` across PRs #12569, #13596, #38364, #40694.
     """
+    ratio = (concurrency.numerator, concurrency.denominator)
+    return printed_tokens_for_ratio(layout, num_blocks, style, ratio, max_model_len)
+
+
+def printed_tokens_for_ratio(layout: KVLayout, num_blocks: int, style: str, concurrency: tuple[int, int],
+                             max_model_len: int) -> int:
+    """:func:`printed_tokens` with the concurrency as :func:`concurrency_ratio` gives it.
+
+    ``int(concurrency x max_model_len)`` is ``numerator x max_model_len // denominator``
+    (non-negative, so truncation is the floor).
+    """
     if style == "blocks_per_group":
         return num_blocks // layout.num_groups * layout.min_block_size
     if style == "concurrency_x_len":
-        return int(concurrency * max_model_len)
+        numerator, denominator = concurrency
+        return numerator * max_model_len // denominator
     return num_blocks * layout.block_size
 
 

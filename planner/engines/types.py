@@ -6,7 +6,7 @@ bytes, per GPU unless named otherwise.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -262,3 +262,31 @@ class EnginePlan:
             "engine_max_model_len": self.engine_max_model_len,
             "launch_command": self.launch_command,
         }
+
+    @classmethod
+    def _from_parts(cls, *parts: dict) -> EnginePlan:
+        """``EnginePlan(**merged)`` for the union of ``parts`` (a later part overrides an earlier one), built
+        without the generated ``__init__``; the same object.
+
+        A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+        (about 0.1 us a field, 4 to 5 us for these 36, a third of a warm vLLM plan); this fills
+        the new instance's ``__dict__`` directly, and the instance is frozen as usual.
+        The parts must name every field and nothing else (checked by count, which a
+        missing field with an extra name would pass: the tests compare the result with
+        ``EnginePlan(**merged)``).
+
+        Raises:
+            TypeError: the merged parts do not have one value per field.
+        """
+        result = object.__new__(cls)
+        values = result.__dict__
+        for part in parts:
+            values.update(part)
+        if len(values) != _ENGINE_PLAN_FIELD_COUNT:
+            missing = sorted(set(cls.__dataclass_fields__) - set(values))
+            extra = sorted(set(values) - set(cls.__dataclass_fields__))
+            raise TypeError(f"EnginePlan._from_parts: missing fields {missing}, unknown names {extra}")
+        return result
+
+
+_ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))

@@ -22,27 +22,28 @@ vllm/worker/worker.py (V0 ``determine_num_available_blocks``), vllm/v1/engine/co
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 
-from planner.engines.launch import LaunchSpec, launch_command
+from planner.engines.launch import LaunchSpec, vllm_command_around_length
 from planner.engines.overheads import activation_estimate, loaded_weight_bytes, pipeline_layer_ranges
 from planner.engines.pages import (
     FullAttentionPages,
     KVLayout,
     MambaPages,
+    concurrency_ratio,
     kv_layout,
     layer_pages,
     mamba_hybrid_block_size,
-    max_concurrency,
     max_model_len_that_fits,
-    printed_tokens,
+    printed_tokens_for_ratio,
 )
 from planner.engines.profiles import EngineProfile, default_block_size, vllm_scheduler_defaults
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes
-from planner.model.layers import MLAAttention
+from planner.model.memo import model_memo, remember
 from planner.units import GiB
 
 MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
@@ -90,15 +91,97 @@ def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profi
 def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
     """Plan ``model`` under a vLLM profile (module docstring).
 
+    Everything but ``max_model_len`` (layouts, per-stage budgets, blocks, the longest
+    length that fits, the messages that do not depend on the length) comes from
+    :func:`_static_plan`, memoized per model object; the request length sets the
+    concurrency, the printed tokens, the KV one request needs, the start check and
+    the last log lines.
+
     Raises:
         ValueError: invalid knobs (e.g. ``pipeline_parallel_size`` above the layer count).
     """
-    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     max_model_len = resolve_max_model_len(model, request)
     default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, request.gpu_name, max_model_len)
     mnbt = request.max_num_batched_tokens or default_tokens
     seqs = request.max_num_seqs or default_seqs
-    is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    st = _static_plan(model, gpu_memory_bytes, request, profile, mnbt, seqs)
+
+    layout, num_blocks = st.layout, st.num_blocks
+    blocks_per_request = layout.blocks_per_request(max_model_len, mnbt)
+    ratio = concurrency_ratio(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print,
+                              blocks_per_request=blocks_per_request)
+    conc = ratio[0] / ratio[1]  # float(max_concurrency(...)), as vLLM prints it
+    tokens = printed_tokens_for_ratio(layout, num_blocks, profile.token_print, ratio, max_model_len)
+    needs = [lay.needed_bytes(max_model_len, mnbt) for lay in st.layouts] if len(st.layouts) > 1 else [
+        layout.needed_bytes(max_model_len, mnbt)]  # one stage: the same list without a comprehension
+    engine_max_len = st.engine_max_len
+    reasons = _start_reasons(model, profile, st, max_model_len, needs)
+    log = st.log_head + _log_tail(profile, num_blocks, tokens, conc, max_model_len)
+    launch_head, launch_tail = st.launch_around_length
+    launch = f"{launch_head}{engine_max_len if reasons and engine_max_len > 0 else max_model_len}{launch_tail}"
+    rounded = round(conc, 2)  # vLLM prints 2 decimals
+    dp = request.data_parallel_size
+    return EnginePlan._from_parts(st.plan_fields, {
+        "max_model_len": max_model_len, "blocks_per_request": blocks_per_request,
+        "engine_kv_cache_tokens": tokens, "max_concurrency": rounded,
+        "max_concurrency_all_replicas": rounded if dp == 1 else round(conc * dp, 2),
+        "kv_cache_bytes_needed_per_request": max(needs), "starts": not reasons, "reasons": tuple(reasons),
+        "engine_log_lines": log, "launch_command": launch,
+    })
+
+
+@dataclass(frozen=True, kw_only=True)
+class _StaticPlan:
+    """The part of a vLLM plan that ``max_model_len`` does not change (per GPU; bytes unless named).
+
+    Attributes:
+        plan_fields: The :class:`EnginePlan` fields that do not depend on ``max_model_len`` (the
+            overhead formula of :func:`_formula`, warnings and notes of :func:`_static_messages`
+            among them); read-only.
+        layouts, ranks: One :class:`KVLayout` and one :class:`RankBudget` per pipeline stage.
+        layout, num_blocks: The stage with the fewest blocks, and its blocks (the engine equalises to it).
+        engine_max_len: Largest ``max_model_len`` the engine accepts [tokens].
+        no_memory_reason: The "No available memory" refusal, or "" when every stage has some.
+        log_head: The first engine log lines (weights, available memory).
+        launch_around_length: The launch command before and after its ``--max-model-len`` value
+            (:func:`planner.engines.launch.vllm_command_around_length`).
+    """
+
+    plan_fields: dict
+    layouts: tuple[KVLayout, ...]
+    ranks: tuple[RankBudget, ...]
+    layout: KVLayout
+    num_blocks: int
+    engine_max_len: int
+    no_memory_reason: str
+    log_head: tuple[str, ...]
+    launch_around_length: tuple[str, str]
+
+
+_LENGTH_FREE_FIELDS = attrgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
+"""Every :class:`EngineRequest` field but ``max_model_len``, read as one tuple (part of the static plan's key)."""
+
+
+def _static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
+                 mnbt: int, seqs: int) -> _StaticPlan:
+    """:class:`_StaticPlan` for these knobs, memoized per model object (:mod:`planner.model.memo`).
+
+    Keyed by the profile, the GPU memory, the batch limits ``mnbt`` / ``seqs``
+    (vLLM V0 derives them from ``max_model_len``) and every request field but ``max_model_len``.
+    """
+    memo = model_memo(model)
+    key = ("vllm_static", profile.id, gpu_memory_bytes, mnbt, seqs, _LENGTH_FREE_FIELDS(request))
+    st = memo.get(key)
+    if st is None:
+        st = remember(memo, key, _build_static_plan(model, gpu_memory_bytes, request, profile, mnbt, seqs))
+    return st
+
+
+def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
+                       mnbt: int, seqs: int) -> _StaticPlan:
+    """:func:`_static_plan` without the memo: layouts, per-stage budgets, blocks and the static messages."""
+    pp = request.pipeline_parallel_size
+    is_mla = model.attention_kind == "MLA"
     block = request.block_size or default_block_size(profile, is_mla=is_mla, gpu_name=request.gpu_name,
                                                      attention_backend=request.attention_backend)
     util = request.gpu_memory_utilization or profile.default_memory_fraction
@@ -115,44 +198,39 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
 
     limiting = min(range(pp), key=lambda i: ranks[i].num_blocks)
     layout, num_blocks = layouts[limiting], ranks[limiting].num_blocks
-    conc = max_concurrency(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print)
-    tokens = printed_tokens(layout, num_blocks, profile.token_print, conc, max_model_len)
     limit = model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT
-    needed = max(lay.needed_bytes(max_model_len, mnbt) for lay in layouts)
     if profile.start_check == "v0_tokens":
         engine_max_len = min(num_blocks * layout.block_size, limit)
     else:
         engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit)
                              for lay, r in zip(layouts, ranks))
-    reasons, warnings, notes = _diagnose(model, request, profile, ranks, layouts, max_model_len=max_model_len,
-                                         mnbt=mnbt, num_blocks=num_blocks, block=layout.block_size,
-                                         engine_max_len=engine_max_len, util=util,
-                                         gpu_memory_bytes=gpu_memory_bytes)
-    available_min = min(r.available_kv_cache_bytes for r in ranks)
-    log = _log_lines(profile, ranks, layout, num_blocks, tokens, conc, max_model_len)
-    launch = launch_command(LaunchSpec(
+    warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
+                                       gpu_memory_bytes=gpu_memory_bytes)
+    launch = vllm_command_around_length(LaunchSpec(
         engine=profile.id, family=profile.family, model_id=model.model_id,
-        weight_dtype=request.weight_dtype, tensor_parallel_size=tp,
+        weight_dtype=request.weight_dtype, tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=pp, data_parallel_size=request.data_parallel_size,
-        max_model_len=engine_max_len if reasons and engine_max_len > 0 else max_model_len, gpu_memory_utilization=util,
-        kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
+        max_model_len=0,  # not read: plan_vllm puts the length between the two parts
+        gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend))
-    rounded = round(float(conc), 2)
-    return EnginePlan(
-        engine=profile.id, engine_label=profile.label, family=profile.family, model_id=model.model_id,
-        gpu_memory_bytes=gpu_memory_bytes, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        data_parallel_size=request.data_parallel_size, num_gpus=request.num_gpus,
-        weight_dtype=request.weight_dtype, kv_cache_dtype=dtypes.kv.name, gpu_memory_utilization=util,
-        block_size=layout.block_size, max_model_len=max_model_len, max_num_batched_tokens=mnbt,
-        max_num_seqs=seqs, ranks=tuple(ranks), available_kv_cache_bytes=available_min,
-        available_kv_from_log=request.available_kv_memory_bytes is not None, num_gpu_blocks=num_blocks,
-        num_kv_groups=layout.num_groups, group_size=layout.group_size,
-        blocks_per_request=layout.blocks_per_request(max_model_len, mnbt), engine_kv_cache_tokens=tokens,
-        max_concurrency=rounded, max_concurrency_all_replicas=round(float(conc) * request.data_parallel_size, 2),
-        engine_max_model_len=engine_max_len, kv_cache_bytes_needed_per_request=needed, starts=not reasons,
-        reasons=tuple(reasons), warnings=tuple(warnings), notes=tuple(notes), engine_log_lines=tuple(log),
-        overhead_formula=formula, launch_command=launch,
+    plan_fields = {
+        "engine": profile.id, "engine_label": profile.label, "family": profile.family, "model_id": model.model_id,
+        "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
+        "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
+        "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype, "kv_cache_dtype": dtypes.kv.name,
+        "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
+        "max_num_seqs": seqs, "ranks": tuple(ranks),
+        "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),
+        "available_kv_from_log": request.available_kv_memory_bytes is not None, "num_gpu_blocks": num_blocks,
+        "num_kv_groups": layout.num_groups, "group_size": layout.group_size, "engine_max_model_len": engine_max_len,
+        "warnings": tuple(warnings), "notes": tuple(notes), "overhead_formula": formula,
+        "stopped_at_config_check": False,
+    }
+    return _StaticPlan(
+        plan_fields=plan_fields, layouts=tuple(layouts), ranks=tuple(ranks), layout=layout,
+        num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=_no_memory_reason(ranks),
+        log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
     )
 
 
@@ -199,41 +277,58 @@ def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, m
             f"{model.vocab_size:,} logits x {profile.sampler_bytes_per_logit} B + hidden states)")
 
 
-def _diagnose(model: ModelSpec, request: EngineRequest, profile: EngineProfile, ranks: list[RankBudget],
-              layouts: list[KVLayout], *, max_model_len: int, mnbt: int, num_blocks: int, block: int,
-              engine_max_len: int, util: float, gpu_memory_bytes: int) -> tuple[list[str], list[str], list[str]]:
-    """Reasons vLLM would not start, warnings, and notes, with vLLM's own wording."""
+def _start_reasons(model: ModelSpec, profile: EngineProfile, st: _StaticPlan, max_model_len: int,
+                   needs: list[int]) -> list[str]:
+    """Reasons vLLM would not start at ``max_model_len``, with vLLM's own wording.
+
+    Args:
+        model, profile: The model and the vLLM profile.
+        st: The static part of the plan.
+        max_model_len: The request length [tokens].
+        needs: KV bytes one request of ``max_model_len`` needs on each stage (``KVLayout.needed_bytes``).
+    """
     reasons: list[str] = []
-    warnings: list[str] = []
-    notes: list[str] = []
-    tp = request.tensor_parallel_size
     # Heads that tensor parallelism cannot split: planner.engines.plan_engine, for every head-splitting engine.
     if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
         reasons.append(f"User-specified max_model_len ({max_model_len}) is greater than the derived "
                        f"max_model_len (max_position_embeddings={model.max_position_embeddings}); lower max_model_len")
-    worst = min(ranks, key=lambda r: r.available_kv_cache_bytes)
-    if worst.available_kv_cache_bytes <= 0:
-        reasons.append(
-            f"No available memory for the cache blocks (stage {worst.stage}: {gib2(worst.requested_bytes)} GiB "
-            f"requested - {gib2(worst.weights_bytes)} weights - {gib2(worst.activation_bytes)} activation - "
-            f"{gib2(worst.non_torch_bytes)} non-torch = {gib2(worst.available_kv_cache_bytes)} GiB). Try increasing "
-            "gpu_memory_utilization, more tensor/pipeline parallelism, or a smaller weight dtype")
+    if st.no_memory_reason:
+        reasons.append(st.no_memory_reason)
     elif profile.start_check == "v1_memory":
-        for layout, rank in zip(layouts, ranks):
-            needed = layout.needed_bytes(max_model_len, mnbt)
+        for needed, rank in zip(needs, st.ranks):
             if needed > rank.available_kv_cache_bytes:
                 reasons.append(
                     f"To serve at least one request with the model's max seq len ({max_model_len}), "
                     f"({gib2(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
                     f"({gib2(rank.available_kv_cache_bytes)} GiB). Based on the available memory, the estimated "
-                    f"maximum model length is {engine_max_len}. Try increasing `gpu_memory_utilization` or "
+                    f"maximum model length is {st.engine_max_len}. Try increasing `gpu_memory_utilization` or "
                     f"decreasing `max_model_len` when initializing the engine.")
                 break
-    elif max_model_len > num_blocks * block:
+    elif max_model_len > st.num_blocks * st.layout.block_size:
         reasons.append(
             f"The model's max seq len ({max_model_len}) is larger than the maximum number of tokens that can be "
-            f"stored in KV cache ({num_blocks * block}). Try increasing `gpu_memory_utilization` or decreasing "
-            f"`max_model_len` when initializing the engine.")
+            f"stored in KV cache ({st.num_blocks * st.layout.block_size}). Try increasing `gpu_memory_utilization` "
+            f"or decreasing `max_model_len` when initializing the engine.")
+    return reasons
+
+
+def _no_memory_reason(ranks: list[RankBudget]) -> str:
+    """vLLM's refusal when some stage has no memory left for cache blocks, else ""."""
+    worst = min(ranks, key=lambda r: r.available_kv_cache_bytes)
+    if worst.available_kv_cache_bytes > 0:
+        return ""
+    return (f"No available memory for the cache blocks (stage {worst.stage}: {gib2(worst.requested_bytes)} GiB "
+            f"requested - {gib2(worst.weights_bytes)} weights - {gib2(worst.activation_bytes)} activation - "
+            f"{gib2(worst.non_torch_bytes)} non-torch = {gib2(worst.available_kv_cache_bytes)} GiB). Try increasing "
+            "gpu_memory_utilization, more tensor/pipeline parallelism, or a smaller weight dtype")
+
+
+def _static_messages(model: ModelSpec, request: EngineRequest, profile: EngineProfile, ranks: list[RankBudget],
+                     layouts: list[KVLayout], *, util: float, gpu_memory_bytes: int) -> tuple[list[str], list[str]]:
+    """Warnings and notes of a vLLM plan (none depends on the request length), with vLLM's wording."""
+    warnings: list[str] = []
+    notes: list[str] = []
+    tp = request.tensor_parallel_size
     headroom = gpu_memory_bytes - int(gpu_memory_bytes * util)
     if not profile.subtracts_cudagraph and ranks[0].cudagraph_bytes > headroom:
         warnings.append(
@@ -251,24 +346,28 @@ def _diagnose(model: ModelSpec, request: EngineRequest, profile: EngineProfile, 
     if request.available_kv_memory_bytes is None:
         notes.append("available KV memory is the overhead model's estimate; paste the engine log or pass "
                      "--available-kv-memory-gib to use the engine's own figure")
-    return reasons, warnings, notes
+    return warnings, notes
 
 
-def _log_lines(profile: EngineProfile, ranks: list[RankBudget], layout: KVLayout, num_blocks: int, tokens: int,
-               conc, max_model_len: int) -> list[str]:
-    """The startup lines this vLLM era prints (numbers as the engine formats them)."""
+def _log_head(profile: EngineProfile, ranks: list[RankBudget]) -> list[str]:
+    """The first startup lines this vLLM era prints: weights and available KV memory (as vLLM formats them)."""
     lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB"]
     if profile.id == "vllm-v0":
         lines.append(f"Memory profiling results: ... the rest of the memory reserved for KV Cache is "
                      f"{gib2(ranks[0].available_kv_cache_bytes)} GiB")
     else:
         lines.append(f"Available KV cache memory: {gib2(ranks[0].available_kv_cache_bytes)} GiB")
-    if profile.token_print == "blocks":
-        lines.append(f"# GPU blocks: {num_blocks}")
-    else:
-        lines.append(f"GPU KV cache size: {tokens:,} tokens")
-    lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: {float(conc):.2f}x")
     return lines
+
+
+def _log_tail(profile: EngineProfile, num_blocks: int, tokens: int, conc: float,
+              max_model_len: int) -> tuple[str, str]:
+    """The startup lines after :func:`_log_head`: the KV cache size and the maximum concurrency."""
+    if profile.token_print == "blocks":
+        size = f"# GPU blocks: {num_blocks}"
+    else:
+        size = f"GPU KV cache size: {tokens:,} tokens"
+    return size, f"Maximum concurrency for {max_model_len:,} tokens per request: {conc:.2f}x"
 
 
 def with_available(request: EngineRequest, available_bytes: int) -> EngineRequest:

@@ -62,10 +62,12 @@ class StorageFormat:
             num_elements: Element count, >= 0.
 
         Returns:
-            ``ceil(num_elements * bits_per_element / 8)`` [bytes].
+            ``ceil(num_elements * bits_per_element / 8)`` [bytes], in integers:
+            ``ceil(num_elements * p / (8 q))`` for ``bits_per_element = p / q``
+            (the same value as the exact rational, without building a ``Fraction``).
         """
-        bits = self.bits_per_element * num_elements
-        return ceil_div(bits.numerator, bits.denominator * 8)
+        bits = self.bits_per_element
+        return ceil_div(bits.numerator * num_elements, bits.denominator * 8)
 
     def bytes_for_matrix(self, shape: tuple[int, ...]) -> int:
         """Bytes for one weight tensor of ``shape`` (rows = output channels).

@@ -9,10 +9,12 @@ Sources: DOMAIN.md section 3; vLLM ``get_kv_cache_configs``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
 from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
+from planner.model.memo import model_memo, remember
 from planner.model.spec import ModelSpec
 from planner.units import ceil_div
 
@@ -30,10 +32,23 @@ def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: 
 
     Sources: vLLM ``CacheConfig.cache_dtype`` (auto = model dtype); Mamba state
     stays in the activation dtype (vLLM ``MambaSpec``; transformers Jamba cache).
+
+    Memoized per model object and pair of names (:mod:`planner.model.memo`): the
+    same :class:`CacheDtypes` object comes back, so caches keyed by its formats hit.
     """
+    memo = model_memo(model)
+    key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name)
+    dtypes = memo.get(key)
+    if dtypes is None:
+        dtypes = remember(memo, key, _cache_dtypes(model.torch_dtype, weight_dtype_name, kv_cache_dtype_name))
+    return dtypes
+
+
+def _cache_dtypes(torch_dtype: str | None, weight_dtype_name: str, kv_cache_dtype_name: str) -> CacheDtypes:
+    """:func:`cache_dtypes` without the memo (raises ValueError for unknown names)."""
     weights = weight_dtype(weight_dtype_name)
-    kv = resolve_kv_cache_dtype(kv_cache_dtype_name, weights, model.torch_dtype)
-    state = activation_dtype(weights, model.torch_dtype)
+    kv = resolve_kv_cache_dtype(kv_cache_dtype_name, weights, torch_dtype)
+    state = activation_dtype(weights, torch_dtype)
     return CacheDtypes(kv=kv, state=state)
 
 
@@ -102,6 +117,32 @@ class KVProfile:
         return total
 
 
+    def bytes_per_sequences(self, token_counts: Sequence[int]) -> list[int]:
+        """:meth:`bytes_per_sequence` of each count, the same integers, one pass per group [bytes].
+
+        Per group, ``num_layers x (slots x bytes_per_token + fixed)`` is computed as
+        ``slots x (num_layers x bytes_per_token) + num_layers x fixed`` (exact in integers),
+        so a sweep over hundreds of contexts costs one comprehension per group.
+
+        Raises:
+            ValueError: a count < 0.
+        """
+        if token_counts and min(token_counts) < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
+        block = self.block_size
+        totals: list[int] | None = None
+        for g in self.groups:
+            per_slot = g.num_layers * g.bytes_per_token
+            fixed = g.num_layers * g.bytes_per_sequence_fixed
+            cap = g.max_tokens
+            if cap is None:
+                part = [-(-n // block) * block * per_slot + fixed for n in token_counts]
+            else:
+                part = [-(-min(n, cap) // block) * block * per_slot + fixed for n in token_counts]
+            totals = part if totals is None else [a + b for a, b in zip(totals, part)]
+        return [0] * len(token_counts) if totals is None else totals
+
+
 def kv_profile(
     model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int = 1, block_size: int = 1
 ) -> KVProfile:
@@ -115,9 +156,25 @@ def kv_profile(
 
     Raises:
         ValueError: ``block_size < 1`` or ``tensor_parallel_size < 1``.
+
+    Memoized per model object (:mod:`planner.model.memo`), keyed by the two
+    formats' identities (the stored entry keeps them alive), the tensor parallel
+    size and the block size: a plan asks for three profiles, and rebuilding one
+    walks every layer.
     """
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1 token, got {block_size}")
+    memo = model_memo(model)
+    key = ("kv_profile", id(dtypes.kv), id(dtypes.state), tensor_parallel_size, block_size)
+    entry = memo.get(key)
+    if entry is None:
+        profile = _build_kv_profile(model, dtypes, tensor_parallel_size, block_size)
+        entry = remember(memo, key, (dtypes.kv, dtypes.state, profile))
+    return entry[2]
+
+
+def _build_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int) -> KVProfile:
+    """:func:`kv_profile` without the memo: one pass over the layers."""
     # A window cap read from tokens_held of a huge sequence: FullAttention and MLA
     # hold everything (cap None); windowed layers return their window.
     probe = 1 << 62

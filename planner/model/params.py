@@ -15,10 +15,14 @@ exactly (each helper names the file it follows).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from planner.model.dtypes import AUTO_WEIGHT_DTYPE, StorageFormat, activation_dtype, checkpoint_dtype
+from planner.model.dtypes import AUTO_WEIGHT_DTYPE, StorageFormat, activation_dtype, checkpoint_dtype, weight_dtype
+from planner.model.memo import model_memo, remember
 from planner.units import ceil_div
+
+if TYPE_CHECKING:  # annotations only (planner.model.spec imports this module)
+    from planner.model.spec import ModelSpec
 
 ParamKind = Literal["embedding", "lm_head", "linear", "norm", "bias", "router", "conv", "other"]
 
@@ -161,6 +165,52 @@ def weight_bytes_by_format(
     for fmt, n in _formats_and_bytes(params, weight_format, torch_dtype, tensor_parallel_size):
         totals[fmt.name] = totals.get(fmt.name, 0) + n
     return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
+def model_weight_bytes_by_format(
+    model: ModelSpec, weight_dtype_name: str, tensor_parallel_size: int = 1
+) -> dict[str, int]:
+    """:func:`weight_bytes_by_format` of ``model.params`` at a weight dtype name, memoized per model object.
+
+    Args:
+        model: The model (its ``params`` and ``torch_dtype``).
+        weight_dtype_name: A key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
+        tensor_parallel_size: 1 for the whole model, ``tp`` for one GPU's share.
+
+    Returns:
+        A new dict, format name -> bytes [bytes], largest first.
+
+    Raises:
+        ValueError: unknown dtype name or ``tensor_parallel_size < 1``.
+
+    Sources: as :func:`weight_bytes`; memo: :mod:`planner.model.memo` (a plan and
+    its suggestions price the weights at several sizes).
+    """
+    memo = model_memo(model)
+    key = ("weight_bytes_by_format", weight_dtype_name, tensor_parallel_size)
+    items = memo.get(key)
+    if items is None:
+        by_format = weight_bytes_by_format(model.params, weight_dtype(weight_dtype_name), model.torch_dtype,
+                                           tensor_parallel_size)
+        items = remember(memo, key, tuple(by_format.items()))
+    return dict(items)
+
+
+def model_weight_bytes(model: ModelSpec, weight_dtype_name: str, tensor_parallel_size: int = 1) -> int:
+    """:func:`weight_bytes` of ``model.params`` at a weight dtype name [bytes], memoized per model object.
+
+    Equals ``weight_bytes(model.params, weight_dtype(weight_dtype_name), model.torch_dtype, tp)``.
+
+    Raises:
+        ValueError: unknown dtype name or ``tensor_parallel_size < 1``.
+    """
+    memo = model_memo(model)
+    key = ("weight_bytes", weight_dtype_name, tensor_parallel_size)
+    total = memo.get(key)
+    if total is None:
+        by_format = model_weight_bytes_by_format(model, weight_dtype_name, tensor_parallel_size)
+        total = remember(memo, key, sum(by_format.values()))
+    return total
 
 
 def describe_weight_formats(by_format: dict[str, int]) -> str:

@@ -13,6 +13,7 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
+from planner.model.memo import memoized
 from planner.model.params import ParamGroup, count_parameters
 
 AttentionKind = Literal["MHA", "GQA", "MQA", "MLA"]
@@ -74,8 +75,8 @@ class ModelSpec:
 
     @property
     def num_parameters(self) -> int:
-        """Total parameters, all experts included."""
-        return count_parameters(self.params)
+        """Total parameters, all experts included (memoized per object, :mod:`planner.model.memo`)."""
+        return memoized(self, ("num_parameters",), lambda: count_parameters(self.params))
 
     @property
     def num_layers(self) -> int:
@@ -88,7 +89,14 @@ class ModelSpec:
 
         Sources: Shazeer 2019 (MQA: one KV head); Ainslie et al. 2023 (GQA:
         1 < kv_heads < heads); DeepSeek-V2 report 2024 (MLA).
+
+        Memoized per object (:mod:`planner.model.memo`): every plan asks, and the
+        answer walks the layers.
         """
+        return memoized(self, ("attention_kind",), self._attention_kind)
+
+    def _attention_kind(self) -> AttentionKind:
+        """:attr:`attention_kind` without the memo."""
         if any(isinstance(layer, MLAAttention) for layer in self.layers):
             return "MLA"
         if self.num_key_value_heads == 1:

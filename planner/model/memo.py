@@ -1,0 +1,70 @@
+"""A memo of values derived from one model object, for the hot paths of a single plan.
+
+A :class:`~planner.model.spec.ModelSpec` is frozen, so anything computed from it
+alone (its KV profile at a dtype, tensor parallel size and block size, its weight
+bytes at a weight dtype, its attention kind) never changes. Hashing a spec to use
+it as a ``functools.lru_cache`` key walks every layer and parameter group (about
+4 us for a 32-layer model, more than most of a plan), so the memo is keyed by the
+object's identity instead: :func:`model_memo` returns one dict per live model
+object, and the entry goes when the object is garbage collected (a weak reference
+with a callback). Two equal but distinct spec objects simply get two memos
+holding the same values.
+
+Rules for callers: keys are small tuples of ``str`` / ``int`` / ``float`` /
+``None`` (or ``id()`` of an object that the value keeps alive); values are
+immutable, or never mutated after being stored, and must not reference the model
+itself (that would keep it alive forever). Values that depend on anything besides
+the model must have that in the key. Racing threads at worst compute a value twice.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
+
+MAX_ENTRIES_PER_MODEL = 4096
+"""A model's memo is emptied when it reaches this many entries (a long-running app that
+tries many knob combinations on one model would otherwise grow it without bound)."""
+
+
+def model_memo(model: Any) -> dict:
+    """The memo dict of ``model`` (created empty on first use), keyed by ``id(model)``.
+
+    Args:
+        model: Any object that supports weak references (a ``ModelSpec``).
+
+    Returns:
+        The same dict for the same live object on every call.
+    """
+    key = id(model)
+    entry = _MEMOS.get(key)
+    if entry is not None and entry[0]() is model:
+        return entry[1]
+    memo: dict = {}
+    _MEMOS[key] = (weakref.ref(model, lambda _ref, key=key: _MEMOS.pop(key, None)), memo)
+    return memo
+
+
+def remember(memo: dict, key: tuple, value: Any) -> Any:
+    """Store ``value`` under ``key`` in a memo from :func:`model_memo` and return it.
+
+    Empties the memo first when it holds :data:`MAX_ENTRIES_PER_MODEL` entries.
+    """
+    if len(memo) >= MAX_ENTRIES_PER_MODEL:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def memoized(model: Any, key: tuple, compute) -> Any:
+    """``model_memo(model)[key]``, computed by ``compute()`` on the first call.
+
+    Exceptions from ``compute`` propagate and are not stored.
+    """
+    memo = model_memo(model)
+    value = memo.get(key)
+    if value is None:
+        value = remember(memo, key, compute())
+    return value
