@@ -128,6 +128,12 @@ class Plan:
     ``max_context_len_before_overheads`` also ignores ``gpu_memory_utilization``
     and the overhead (whole framework-visible memory minus weights, no paging).
 
+    KV fields per GPU [bytes]: ``kv_cache_bytes_needed`` is what ``batch_size`` sequences of
+    ``context_len`` take in whole blocks; ``kv_cache_bytes_in_use`` is that much of it that fits
+    in the budget, and ``kv_cache_shortfall_bytes = max(0, needed - max(budget, 0))`` the rest
+    (the overflow a "does not fit" plan shows). Example (the design-review case): Llama-3.1-70B,
+    4 x H100, 200 x 2,500 tokens need 38.33 GiB against a 33.09 GiB budget: 5.24 GiB short.
+
     ``weight_dtype`` echoes the request (``auto`` included);
     ``weight_dtype_resolved`` names the formats the weights end up in, largest
     share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``
@@ -164,6 +170,8 @@ class Plan:
     kv_cache_budget_bytes: int
     kv_cache_bytes_in_use: int
     free_bytes: int
+    kv_cache_bytes_needed: int
+    kv_cache_shortfall_bytes: int
     kv_cache_capacity_tokens: int
     max_concurrent_sequences: int
     max_context_len: int
@@ -302,7 +310,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     else:
         max_ctx, limited_by = by_memory, "memory"
 
-    in_use = min(batch * per_seq_gpu_paged, max(budget, 0))
+    needed = batch * per_seq_gpu_paged
+    in_use = min(needed, max(budget, 0))
     reasons, suggestions, notes = diagnose(
         model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
         budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
@@ -318,6 +327,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         "kv_cache_bytes_per_sequence_per_gpu": per_seq_gpu_exact,
         "kv_cache_bytes_total": batch * tp * per_seq_gpu_exact,
         "kv_cache_bytes_in_use": in_use, "free_bytes": max(budget, 0) - in_use,
+        "kv_cache_bytes_needed": needed, "kv_cache_shortfall_bytes": max(needed - max(budget, 0), 0),
         "kv_cache_capacity_tokens": capacity_tokens, "max_concurrent_sequences": max_seqs,
         "max_context_len": max_ctx, "max_context_len_limited_by": limited_by,
         "max_context_len_by_memory": by_memory, "max_context_len_before_overheads": max_ctx_raw,

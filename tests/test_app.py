@@ -332,3 +332,18 @@ def test_find_page_answers_which_nvidia_card_with_speed_and_cost_first():
     assert set(table["GPU"]) <= nvidia
     assert len(table) == 20  # the first page of more than 10 setups
     assert any(n.label.startswith("Page (of ") for n in at.number_input)
+
+
+def test_home_shows_the_kv_overflow_past_the_budget():
+    """Issue: 200 x 2,500 tokens of Llama-3.1-70B on 4 GPUs need 38.33 GiB of KV per GPU, but the
+    bar stopped at the 33.09 GiB budget. The bar now has a red segment of the shortfall and the
+    verdict says it in words."""
+    params = {"batch_size": "200", "context_len": "2500", "model": "meta-llama/Meta-Llama-3.1-70B", "num_gpus": "4"}
+    at = run_page("app.py", params)
+    p = _plan("meta-llama/Meta-Llama-3.1-70B", H100, context_len=2500, batch_size=200, num_gpus=4)
+    assert format_bytes(p.kv_cache_bytes_needed) == "38.33 GiB" and format_bytes(p.kv_cache_budget_bytes) == "33.09 GiB"
+    assert p.kv_cache_shortfall_bytes == p.kv_cache_bytes_needed - p.kv_cache_budget_bytes
+    assert any(f"{format_bytes(p.kv_cache_shortfall_bytes)} per GPU short" in w.value for w in at.warning)
+    bar = json.loads(at.get("plotly_chart")[0].proto.spec)
+    over = [trace for trace in bar["data"] if trace["name"] == "KV over the budget"]
+    assert len(over) == 1 and over[0]["x"] == [bytes_to_gib(p.kv_cache_shortfall_bytes)]

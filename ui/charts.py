@@ -74,7 +74,9 @@ def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict
 def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
     """One GPU's memory as a stacked horizontal bar, with usable and total lines.
 
-    Segments: weights, KV cache in use, overhead terms, free KV budget; the
+    Segments: weights, KV cache in use, overhead terms, free KV budget, and in red the KV
+    the batch needs beyond its budget (``Plan.kv_cache_shortfall_bytes``), so it runs past the
+    usable line; the
     dashed line is usable memory (utilization x framework memory), the solid
     line the card's framework-visible total.
     """
@@ -85,6 +87,8 @@ def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
                     ("Runtime", plan.runtime_bytes)]
     segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
                 *overhead, ("Free KV budget", plan.free_bytes)]
+    if plan.kv_cache_shortfall_bytes > 0:  # the KV the batch needs beyond the budget, past the usable line
+        segments.append(("KV over the budget", plan.kv_cache_shortfall_bytes))
     fig = go.Figure()
     for name, size in segments:
         fig.add_bar(x=[bytes_to_gib(size)], y=[gpu_label], orientation="h", name=name,

@@ -108,6 +108,9 @@ def verdict(plan: Plan, gpu_label: str) -> None:
     else:
         lines = [f"**Does not fit** on {where}:"]
         lines += [f"- {reason}" for reason in plan.reasons]
+        if plan.kv_cache_shortfall_bytes > 0 and plan.kv_cache_budget_bytes > 0:
+            lines.append(f"- **{format_bytes(plan.kv_cache_shortfall_bytes)} per GPU short**: the red segment "
+                         "of the bar below runs past the usable line by that much")
         if plan.suggestions:
             lines.append("\n**Try:**")
             lines += [f"- {s}" for s in plan.suggestions]
