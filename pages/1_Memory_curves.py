@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from planner.sweep import memory_curve
 from ui import catalog, charts, data, inputs, views
 
 views.setup_page("Memory vs context length", "📈",
@@ -22,8 +21,7 @@ models = [views.guarded(catalog.model_spec, m, what=f"loading {m}") for m in for
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = form.request()
 contexts = data.curve_contexts(models)
-curves = {m.model_id: views.guarded(memory_curve, m, request, data.within_limit(contexts, m),
-                                    what=f"sweeping {m.model_id}") for m in models}
+curves = views.guarded(data.memory_curve_groups, models, gpus, request, contexts, what="sweeping the models")
 grid = views.guarded(data.plan_grid, models, gpus, request, what="planning every model on every GPU")
 capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for g in gpus]
 
@@ -31,9 +29,9 @@ log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
                   help="Keeps small models readable next to a very large one (DeepSeek-V3, Llama 3.1 405B).")
 st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
 st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
-           "sliding windows and recurrent states applied. Hover for GiB and exact bytes. The curves' overhead is "
-           "vLLM's profile pass on a large GPU (8,192 tokens); on GPUs under 70 GiB and A100s vLLM profiles 2,048 "
-           "tokens, which the table below accounts for.")
+           "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
+           "overhead of the GPUs it names (vLLM's profile pass: 2,048 tokens on GPUs under 70 GiB and A100s, 8,192 "
+           "on the others), so it crosses a GPU's line at the context the table below gives for that GPU.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")
 st.dataframe(data.fit_table(grid, models, gpus), hide_index=True, key="fit_table")

@@ -89,15 +89,23 @@ class MemoryPoint:
         return self.weights_bytes + self.overhead_bytes + self.kv_cache_bytes
 
 
-def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ...]) -> tuple[MemoryPoint, ...]:
+def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ...],
+                 gpu_memory_bytes: int | None = None, gpu_name: str = "") -> tuple[MemoryPoint, ...]:
     """Per-GPU memory for ``request.batch_size`` sequences at each context length.
 
-    KV bytes are exact (no block rounding), windows and states applied.
+    KV bytes are exact (no block rounding), windows and states applied. The overhead is
+    the one :func:`planner.budget.plan` subtracts on that GPU (vLLM's scheduler defaults
+    differ between GPU size classes, :func:`per_gpu_costs`), so the curve crosses the GPU's
+    usable memory where the plan's max context lies (within block rounding).
+
+    Args:
+        model, request, contexts: The model, the knobs and the context lengths [tokens].
+        gpu_memory_bytes, gpu_name: The GPU whose overhead to use; None = a large datacenter GPU.
 
     Raises:
         ValueError: invalid request fields or a negative context.
     """
-    costs = per_gpu_costs(model, request)
+    costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
     return tuple(
         MemoryPoint(
             context_len=c, weights_bytes=costs.weights_bytes_per_gpu, overhead_bytes=costs.overhead_bytes,

@@ -83,14 +83,18 @@ def check_home(at: AppTest) -> None:
 def check_memory_curves(at: AppTest) -> None:
     request = PlanRequest(context_len=8192, batch_size=4)
     (fig,) = plotly_specs(at)
-    lines = {t["name"]: t for t in fig["data"] if t.get("mode") == "lines"}
-    assert set(lines) == {LLAMA2, LLAMA3}
-    for model_id, trace in lines.items():
-        spec = model_spec(model_id)
-        contexts = data.within_limit(data.curve_contexts([model_spec(LLAMA2), model_spec(LLAMA3)]), spec)
-        points = memory_curve(spec, request, contexts)
-        assert trace["x"] == [pt.context_len for pt in points]
-        assert trace["y"] == [bytes_to_gib(pt.total_bytes) for pt in points]
+    traces = {t["name"]: t for t in fig["data"]}
+    models = [model_spec(LLAMA2), model_spec(LLAMA3)]
+    gpus = [get_gpu(RTX3090), get_gpu(H100)]
+    groups = data.memory_curve_groups(models, gpus, request, data.curve_contexts(models))
+    assert set(traces) == {g.label for g in groups}
+    assert len(groups) == 4  # each model priced with the 3090's and with the H100's overhead
+    for group in groups:
+        gpu = next(g for g in gpus if g.name in group.gpu_names)
+        points = memory_curve(model_spec(group.model_id), request, tuple(pt.context_len for pt in group.points),
+                              gpu.framework_memory_bytes, gpu.id)
+        assert traces[group.label]["x"] == [pt.context_len for pt in points]
+        assert traces[group.label]["y"] == [bytes_to_gib(pt.total_bytes) for pt in points]
     table = at.dataframe[0].value
     p = _plan(LLAMA3, RTX3090, context_len=8192, batch_size=4)
     row = table[table["Model"] == LLAMA3].iloc[0]
@@ -347,3 +351,36 @@ def test_home_shows_the_kv_overflow_past_the_budget():
     bar = json.loads(at.get("plotly_chart")[0].proto.spec)
     over = [trace for trace in bar["data"] if trace["name"] == "KV over the budget"]
     assert len(over) == 1 and over[0]["x"] == [bytes_to_gib(p.kv_cache_shortfall_bytes)]
+
+
+
+def test_memory_curves_cross_each_gpu_line_at_the_tables_max_context():
+    """Issue: the curve crossed the RTX 4090's line near 10.5K tokens while the table said 39,920,
+    because every curve carried the large-GPU overhead. Now each GPU's line is crossed, within one
+    grid step, at the max context the table (and the CLI) give for that model on that GPU."""
+    gpu_ids = ["nvidia-rtx-4090", "nvidia-l4", H100]
+    model_ids_ = ["meta-llama/Meta-Llama-3.1-8B", LLAMA2]
+    at = run_page("pages/1_Memory_curves.py", {"gpus": gpu_ids, "models": model_ids_})
+    assert not at.exception
+    (fig,) = plotly_specs(at)
+    traces = {t["name"]: t for t in fig["data"]}
+    lines = {a["text"].split(": usable")[0]: s["y0"]
+             for a, s in zip(fig["layout"]["annotations"], fig["layout"]["shapes"])}
+    gpus = [get_gpu(g) for g in gpu_ids]
+    models = [model_spec(m) for m in model_ids_]
+    request = PlanRequest(context_len=8192, batch_size=1)
+    checked = 0
+    for group in data.memory_curve_groups(models, gpus, request, data.curve_contexts(models)):
+        xs, ys = traces[group.label]["x"], traces[group.label]["y"]
+        for gpu in (g for g in gpus if g.name in group.gpu_names):
+            p = plan(model_spec(group.model_id), gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+            if p.max_context_len_limited_by != "memory":
+                continue
+            line = lines[gpu.name]
+            below = [x for x, y in zip(xs, ys) if y <= line]
+            above = [x for x, y in zip(xs, ys) if y > line]
+            assert below and above, (group.label, gpu.name)
+            assert max(below) <= p.max_context_len < min(above), (group.label, gpu.name, p.max_context_len)
+            checked += 1
+    assert checked >= 2  # the 4090 and L4 lines for Llama 3.1 8B (the rest stop at the model limit)
+

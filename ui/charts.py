@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from planner.budget import Plan
-from planner.sweep import MemoryPoint
 from ui.format import (
     binary_unit,
     bytes_in,
@@ -110,26 +109,39 @@ def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
     return fig
 
 
-def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
-                  capacities: Sequence[tuple[str, int]], batch_size: int, log_y: bool = False) -> go.Figure:
-    """Per-GPU memory against context length, one line per model, log x (and log y when asked).
+MODEL_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+"""Line style per model, so a curve that lies on another one stays visible."""
+
+GROUP_MARKERS = ("circle", "diamond", "square", "triangle-up")
+"""Marker per overhead class of one model (the same model priced for small vs large GPUs)."""
+
+
+def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch_size: int,
+                  log_y: bool = False) -> go.Figure:
+    """Per-GPU memory against context length, one line per model and GPU overhead class, log x.
 
     Args:
-        curves: Model id -> memory points (already cut at the model's limit).
+        curves: :class:`ui.data.CurveGroup` items (``label``, ``model_id``, ``points``, ``group``),
+            each priced with the overhead of the GPUs it names, so it crosses those GPUs' lines
+            where the table's max context lies.
         capacities: (GPU label, usable bytes) for the horizontal capacity lines.
         batch_size: Sequences per point, for the hover text.
         log_y: Log memory axis, so a 600 GiB model and an 8 GiB one stay readable together.
     """
     fig = go.Figure()
-    for i, (model_id, points) in enumerate(curves.items()):
+    model_index = {mid: i for i, mid in enumerate(dict.fromkeys(c.model_id for c in curves))}
+    for curve in curves:
+        i, points = model_index[curve.model_id], curve.points
         text = [
-            f"<b>{model_id}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
+            f"<b>{curve.label}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
             f"total {format_bytes_exact(p.total_bytes)}<br>weights {format_bytes_exact(p.weights_bytes)}<br>"
             f"KV cache {format_bytes_exact(p.kv_cache_bytes)}<br>overhead {format_bytes_exact(p.overhead_bytes)}"
             for p in points
         ]
         fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
-                        mode="lines", name=model_id, line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+                        mode="lines+markers", name=curve.label,
+                        line=dict(color=PALETTE[i % len(PALETTE)], width=3, dash=MODEL_DASHES[i % len(MODEL_DASHES)]),
+                        marker=dict(symbol=GROUP_MARKERS[curve.group % len(GROUP_MARKERS)], size=7, maxdisplayed=14),
                         hovertext=text, hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(
         shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
@@ -141,7 +153,7 @@ def memory_curves(curves: Mapping[str, Sequence[MemoryPoint]],
                           font=dict(size=11, color="#333333"))
                      for label, usable in capacities])
     if log_y:
-        values = [bytes_to_gib(p.total_bytes) for points in curves.values() for p in points]
+        values = [bytes_to_gib(p.total_bytes) for curve in curves for p in curve.points]
         values += [bytes_to_gib(usable) for _, usable in capacities]
         ticks = _log_ticks(min(values, default=1), max(values, default=1))
         yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log", tickvals=ticks,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
-from planner.sweep import concurrency_curve, context_points
+from planner.sweep import concurrency_curve, context_points, memory_curve, per_gpu_costs
 from ui import catalog
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens
 
@@ -53,6 +54,45 @@ def within_limit(contexts: Sequence[int], model: ModelSpec) -> tuple[int, ...]:
     """The contexts a model supports (its curve stops at its own limit)."""
     limit = model_limit(model)
     return tuple(c for c in contexts if c <= limit)
+
+
+@dataclass(frozen=True)
+class CurveGroup:
+    """One memory curve: a model with the overhead of the GPUs it is drawn against.
+
+    Attributes:
+        label: Legend text (the model, and the GPUs when its overhead differs between them).
+        model_id: Catalog id.
+        gpu_names: The GPUs whose usable-memory line this curve is compared with.
+        points: The curve (:func:`planner.sweep.memory_curve` with those GPUs' overhead).
+        group: 0 for the model's first overhead class, 1 for the next (line style).
+    """
+
+    label: str
+    model_id: str
+    gpu_names: tuple[str, ...]
+    points: tuple
+    group: int
+
+
+def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
+                        contexts: Sequence[int]) -> list[CurveGroup]:
+    """One curve per model and distinct per-GPU overhead (vLLM profiles 2,048 tokens on GPUs under
+    70 GiB and A100s, 8,192 on the others), so each GPU's line is crossed by the curve priced with
+    that GPU's own overhead, as the table and the CLI price it."""
+    out: list[CurveGroup] = []
+    for m in models:
+        classes: dict[int, list] = {}
+        for g in gpus:
+            cost = per_gpu_costs(m, request, g.framework_memory_bytes, g.id)
+            classes.setdefault(cost.overhead_bytes, []).append(g)
+        for i, members in enumerate(classes.values()):
+            first = members[0]
+            names = tuple(g.name for g in members)
+            label = m.display_name if len(classes) == 1 else f"{m.display_name} · on {', '.join(names)}"
+            points = memory_curve(m, request, within_limit(contexts, m), first.framework_memory_bytes, first.id)
+            out.append(CurveGroup(label=label, model_id=m.model_id, gpu_names=names, points=points, group=i))
+    return out
 
 
 def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest) -> dict[tuple[str, str], Plan]:
