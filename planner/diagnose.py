@@ -25,6 +25,29 @@ from planner.units import GiB
 if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
     from planner.budget import PlanRequest
 
+class Fix(str):
+    """A suggestion's text that also names the knob and the value that apply it.
+
+    A ``str`` (so ``Plan.suggestions`` and the CLI JSON keep their plain strings) with two
+    attributes: ``key``, the request field / CLI flag with underscores / URL key
+    (``batch_size``, ``context_len``, ``num_gpus``, ``kv_cache_dtype``, ``weight_dtype``), and
+    ``value``, the value that fixes the plan (an ``int`` or a dtype name). The UI turns it into
+    a button that sets that input. Example: ``Fix("lower batch_size to 172 (fits at this
+    context)", "batch_size", 172)``.
+    """
+
+    key: str
+    value: int | str
+
+    def __new__(cls, text: str, key: str, value: int | str) -> Fix:
+        made = super().__new__(cls, text)
+        made.key, made.value = key, value
+        return made
+
+    def __reduce__(self):  # copy / deepcopy (dataclasses.asdict) keep the knob
+        return (Fix, (str(self), self.key, self.value))
+
+
 def gib(num_bytes: int) -> str:
     """Bytes as a GiB string for messages (2 decimals, labelled)."""
     return f"{num_bytes / GiB:,.2f} GiB"
@@ -44,7 +67,7 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         reasons.append(
             f"context_len {request.context_len:,} is longer than the model supports "
             f"(max_position_embeddings {limit:,})")
-        suggestions.append(f"lower context_len to at most {limit:,}")
+        suggestions.append(Fix(f"lower context_len to at most {limit:,}", "context_len", limit))
     if weights_gpu + overhead > usable:
         reason, fixes = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
                                             overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
@@ -56,13 +79,14 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
             f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
             f"cache per GPU; the budget is {gib(budget)}")
         if max_seqs:
-            suggestions.append(f"lower batch_size to {max_seqs:,} (fits at this context)")
+            suggestions.append(Fix(f"lower batch_size to {max_seqs:,} (fits at this context)", "batch_size", max_seqs))
         if max_ctx:
-            suggestions.append(f"lower context_len to {max_ctx:,} (fits this batch)")
+            suggestions.append(Fix(f"lower context_len to {max_ctx:,} (fits this batch)", "context_len", max_ctx))
         if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
-            suggestions.append("use kv_cache_dtype fp8 (halves the KV cache)")
+            suggestions.append(Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8"))
         more = gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
-        suggestions.append(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)"
+        suggestions.append(Fix(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)",
+                               "num_gpus", more)
                            if more else "add replicas (each holds part of the batch) or a GPU with more memory")
     split_reason, split_fix, split_note = _tensor_parallel_messages(model, tp)
     if split_reason:
@@ -108,7 +132,8 @@ def _tensor_parallel_messages(model: ModelSpec, tp: int) -> tuple[str, str, str]
                 f"need num_attention_heads "
                 f"({model.num_attention_heads}) divisible by the tensor parallel size, and num_key_value_heads "
                 f"({model.num_key_value_heads}) divisible by it or dividing it")
-            fix = "use num_gpus " + " or ".join(str(n) for n in valid_tp[:6])
+            fix = Fix("use num_gpus " + " or ".join(str(n) for n in valid_tp[:6]), "num_gpus",
+                      min(valid_tp, key=lambda n: abs(n - tp)))
         if tp > model.num_key_value_heads and model.attention_kind != "MLA":
             note = (f"num_gpus {tp} > num_key_value_heads {model.num_key_value_heads}: KV heads are replicated, "
                     f"so KV per GPU stops shrinking")
@@ -185,13 +210,13 @@ def weight_fixes(model: ModelSpec, request: PlanRequest, usable: int, overhead: 
     fixes: list[str] = []
     for n in (2, 4, 8, 16, 32, 64):
         if n > request.num_gpus and model_weight_bytes(model, request.weight_dtype, n) + overhead <= usable:
-            fixes.append(f"use num_gpus {n} (tensor parallel)")
+            fixes.append(Fix(f"use num_gpus {n} (tensor parallel)", "num_gpus", n))
             break
     current = model_weight_bytes(model, request.weight_dtype, request.num_gpus)
     for name in ("fp8", "int4"):
         smaller = model_weight_bytes(model, name, request.num_gpus)
         if smaller < current and smaller + overhead <= usable:
-            fixes.append(f"use weight_dtype {name} ({gib(smaller)} per GPU)")
+            fixes.append(Fix(f"use weight_dtype {name} ({gib(smaller)} per GPU)", "weight_dtype", name))
             break
     if not fixes:
         fixes.append("choose a GPU with more memory")

@@ -384,3 +384,19 @@ def test_memory_curves_cross_each_gpu_line_at_the_tables_max_context():
             checked += 1
     assert checked >= 2  # the 4090 and L4 lines for Llama 3.1 8B (the rest stop at the model limit)
 
+
+
+def test_try_fixes_are_buttons_worded_as_the_sidebar_and_apply_the_fix():
+    """Issue: "Try:" fixes were text only, in the planner's field names. Each fix that names a knob
+    is now a button with the sidebar's label; clicking it sets the input and the plan fits."""
+    params = {"batch_size": "200", "context_len": "2500", "model": "meta-llama/Meta-Llama-3.1-70B", "num_gpus": "4"}
+    at = run_page("app.py", params)
+    p = _plan("meta-llama/Meta-Llama-3.1-70B", H100, context_len=2500, batch_size=200, num_gpus=4)
+    labels = [b.label for b in at.button if b.key and b.key.startswith("apply_fix_")]
+    assert f"Set Concurrent sequences (batch) to {format_int(p.max_concurrent_sequences)}" in labels
+    assert "Set KV-cache dtype to fp8" in labels
+    batch_fix = next(b for b in at.button if b.label.startswith("Set Concurrent sequences (batch)"))
+    batch_fix.click().run()
+    assert not at.exception
+    assert at.number_input(key="batch_size").value == p.max_concurrent_sequences
+    assert at.success and "Fits." in at.success[0].value

@@ -12,6 +12,7 @@ from typing import TypeVar
 import streamlit as st
 
 from planner.budget import Plan
+from planner.diagnose import Fix
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes, kv_cache_bytes_per_sequence
@@ -115,8 +116,35 @@ def verdict(plan: Plan, gpu_label: str) -> None:
             lines.append("\n**Try:**")
             lines += [f"- {s}" for s in plan.suggestions]
         st.warning("\n".join(lines), icon=":material/warning:")
+        fix_buttons(plan.suggestions)
     for note in plan.notes:
         st.info(note, icon=":material/info:")
+
+
+_FIX_LABELS = {"weight_dtype": "Weight dtype", "kv_cache_dtype": "KV-cache dtype"}
+"""Sidebar labels of the select inputs a fix can set (numbers take theirs from ui.inputs.NUMBER_FIELDS)."""
+
+
+def _fix_label(key: str) -> str:
+    from ui.inputs import NUMBER_FIELDS  # noqa: PLC0415 - ui.inputs imports this module's neighbours
+
+    return NUMBER_FIELDS[key].label if key in NUMBER_FIELDS else _FIX_LABELS.get(key, key)
+
+
+def _apply_fix(key: str, value) -> None:
+    st.session_state[key] = value
+
+
+def fix_buttons(suggestions) -> None:
+    """One button per suggestion that names a knob (:class:`planner.diagnose.Fix`), worded with the
+    sidebar's own label ("Set Concurrent sequences (batch) to 172"); a click sets that input."""
+    fixes = [s for s in suggestions if isinstance(s, Fix)]
+    if not fixes:
+        return
+    for col, (i, fix) in zip(st.columns(min(len(fixes), 4)), enumerate(fixes[:4])):
+        shown = format_int(fix.value) if isinstance(fix.value, int) else fix.value
+        col.button(f"Set {_fix_label(fix.key)} to {shown}", key=f"apply_fix_{i}", on_click=_apply_fix,
+                   args=(fix.key, fix.value), icon=":material/build:", help=str(fix))
 
 
 def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
@@ -292,6 +320,7 @@ def variant_fit_warning(plans) -> bool:
         if built.suggestions:
             lines += ["", "Try: " + "; ".join(built.suggestions) + " (in the sidebar)."]
         st.warning("\n".join(lines), icon=":material/warning:")
+        fix_buttons(built.suggestions)
         return True
     return False
 
