@@ -474,7 +474,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "/Concurrency": ("pages/3_Concurrency.py", "gpu_memory_utilization"),
     "/Catalog": ("pages/4_Catalog.py", "search"),
     "/Engine": ("pages/5_Engine.py", "num_gpus"),
-    "/Allocation": ("pages/6_Allocation.py", "users"),
+    "/Allocation": ("pages/6_Allocation.py", "mean_len"),  # "users" sits in a folded expander
     "/Find_a_GPU_setup": ("pages/7_Find_a_GPU_setup.py", "users"),
 }
 """URL path -> (script file, the widget key a rerun benchmark or load session changes)."""
