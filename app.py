@@ -12,8 +12,8 @@ from ui import catalog, charts, engine, inputs, views
 from ui.format import format_bytes
 
 views.setup_page("GPU memory plan", "🧮",
-                 "Weights + KV-cache budget for one model on one GPU type, per GPU, with vLLM 0.11's default "
-                 "profile pass for that GPU as the overhead.")
+                 "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
+                 "(v0.21+) default profile pass for that GPU as the overhead.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 inputs.show_problems([*problems, *engine_problems])

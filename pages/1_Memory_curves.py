@@ -30,7 +30,7 @@ log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
 st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
 st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
            "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
-           "overhead of the GPUs it names (vLLM's profile pass: 2,048 tokens on GPUs under 70 GiB and A100s, 8,192 "
+           "overhead of the GPUs it names (the newest vLLM's profile pass: 2,048 tokens on GPUs under 70 GiB and A100s, 16,384 "
            "on the others), so it crosses a GPU's line at the context the table below gives for that GPU.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")

@@ -35,7 +35,7 @@ else:
             icon=":material/info:")
 
 st.subheader("Per-GPU budget, by pipeline stage")
-st.caption(f"Modelled: {result.engine_label}. Every tensor-parallel GPU of a stage holds the same.")
+st.caption(engine.rank_caption(result))
 left, right = st.columns([3, 2])
 left.plotly_chart(charts.rank_bars(result), key="rank_chart")
 right.markdown("**The engine would print**")

@@ -4,7 +4,9 @@ What :func:`planner.budget.plan` subtracts besides weights before the KV cache:
 ``max(forward, sampler)`` of a profile pass of ``max_num_batched_tokens`` tokens
 and ``max_num_seqs`` sampled sequences, plus the runtime's non-torch memory. The
 per-engine, per-version chains live in :mod:`planner.engines`; this is the one
-estimate Home, the sweeps and the reverse planner share.
+estimate Home, the sweeps and the reverse planner share. It models the newest vLLM
+(:data:`OVERHEAD_PROFILE`, v0.21+, the same profile ``--engine vllm`` uses by default) and
+names that version in its formula.
 
 Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py),
 ``memory_profiling`` (vllm/utils/mem_utils.py); ENGINES.md 1.4-1.5.
@@ -18,21 +20,23 @@ from typing import TYPE_CHECKING
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
-from planner.units import MiB
+from planner.units import GiB, MiB
 
 if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
     from planner.budget import PlanRequest
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
-"""Tokens in the engine's largest forward pass (vLLM V1 chunked-prefill default on
-datacenter GPUs in 2025 builds; ENGINES.md 1.5) [tokens]."""
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 16384
+"""Tokens in the engine's largest forward pass when the GPU is not given: the newest vLLM's
+``vllm serve`` default on datacenter GPUs (:func:`planner.engines.profiles.vllm_scheduler_defaults`,
+profile ``vllm``; ENGINES.md 1.5) [tokens]."""
 
 DEFAULT_MAX_NUM_SEQS = 1024
 """Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on
 datacenter GPUs (vllm/engine/arg_utils.py ``_set_default_args``; ENGINES.md 1.5)."""
 
-OVERHEAD_PROFILE = "vllm-v0.11"
-"""Engine profile whose calibrated overhead terms the default plan uses (planner.engines.profiles)."""
+OVERHEAD_PROFILE = "vllm"
+"""Engine profile whose overhead terms the default plan uses: the newest vLLM, as ``--engine vllm``
+(planner.engines.profiles). Any vLLM profile id can be passed to :func:`estimate_overhead`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +72,7 @@ def estimate_overhead(
     *,
     gpu_memory_bytes: int | None = None,
     gpu_name: str = "",
+    profile_id: str = OVERHEAD_PROFILE,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -75,11 +80,14 @@ def estimate_overhead(
     max(attention, mlp) / tp)`` and ``sampler = min(S, T) x vocab x 38 B + T x h x e``
     for ``T = max_num_batched_tokens`` tokens of ``e`` bytes and ``S = max_num_seqs``
     (:func:`planner.engines.overheads.activation_estimate`); ``runtime`` = vLLM's non-torch
-    memory (133 MiB, plus 430 MiB of NCCL buffers when ``tp > 1``). Calibrated on
-    the breakdown rows of shared/reference/engine_cases.csv: Llama-3.1-8B on an
-    H100 (V20) predicts 4.71 GiB of activation peak where vLLM measured 4.76 GiB.
-    The Engine page models each engine and version in full; users can override
-    the total.
+    memory (133 MiB, plus 430 MiB of NCCL and custom all-reduce buffers when ``tp > 1`` on
+    one NVLink node). The profile is the newest vLLM's (:data:`OVERHEAD_PROFILE`, v0.21+):
+    16,384 tokens and 1,024 sequences on GPUs of 70 GiB or more that are not A100s.
+    Llama-3.1-8B on an H100 (case V20): 1,024 x 128,256 x 38 + 16,384 x 4,096 x 2 B =
+    4.77 GiB of sampler peak (vLLM 0.11, profiling 8,192 tokens, measured 4.76 GiB).
+    The CUDA-graph estimate that vLLM v0.21+ also subtracts (about 0.5 GiB) is left to the
+    Engine view (``--engine vllm``), which models each engine and version in full; users
+    can override the total.
 
     Args:
         model: The model.
@@ -87,11 +95,13 @@ def estimate_overhead(
         tensor_parallel_size: GPUs one layer is split over.
         max_num_batched_tokens, max_num_seqs: The profile pass [tokens] and the
             sequences sampled [sequences]; None = what ``vllm serve`` picks for
-            this GPU (:func:`planner.engines.profiles.vllm_scheduler_defaults`:
-            8,192 / 1,024 on GPUs of 70 GiB or more that are not A100s, else
-            2,048 / 256), or 8,192 / 1,024 when ``gpu_memory_bytes`` is None.
+            this GPU under ``profile_id`` (:func:`planner.engines.profiles.vllm_scheduler_defaults`:
+            16,384 / 1,024 for the newest vLLM on GPUs of 70 GiB or more that are not A100s,
+            else 2,048 / 256), or the large-GPU pair when ``gpu_memory_bytes`` is None.
         gpu_memory_bytes: Framework-visible memory of the GPU [bytes], for the defaults.
         gpu_name: GPU name or catalog id (the A100 exception of the defaults).
+        profile_id: The vLLM profile whose scheduler defaults and sampler apply (default the
+            newest; ``vllm-v0.11`` etc. for an older release).
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -107,25 +117,27 @@ def estimate_overhead(
     """
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
-           max_num_seqs, gpu_memory_bytes, gpu_name)
+           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
-            gpu_memory_bytes, gpu_name))
+            gpu_memory_bytes, gpu_name, profile_id))
     return estimate
 
 
 def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tensor_parallel_size: int,
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
-                       gpu_name: str) -> OverheadEstimate:
+                       gpu_name: str, profile_id: str = OVERHEAD_PROFILE) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
 
-    profile = engine_profile(OVERHEAD_PROFILE)
+    profile = engine_profile(profile_id)
+    if profile.family != "vllm":
+        raise ValueError(f"the plan's overhead follows a vLLM profile; {profile_id!r} is {profile.family}")
     if gpu_memory_bytes is None:
-        default_tokens, default_seqs = DEFAULT_MAX_NUM_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
+        default_tokens, default_seqs = vllm_scheduler_defaults(profile, 80 * GiB, "", 0)
     else:
         default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
     tokens = max_num_batched_tokens or default_tokens
@@ -136,7 +148,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
         bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
         tensor_parallel_size=tp)
     runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
-    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch (vLLM 0.11 profile run: "
+    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch ({profile.version} profile run: "
                f"{tokens:,} tokens, {seqs:,} sequences)")
     return OverheadEstimate(
         activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,

@@ -138,3 +138,30 @@ def test_pipeline_stages_with_one_gpu_per_replica_add_gpus_like_the_cli():
     at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "num_gpus": "3", "pipeline_parallel_size": "2"})
     assert not at.exception
     assert any("cannot be split into 2 pipeline stages" in e.value for e in at.error)
+
+
+def test_page_names_the_version_it_models_next_to_the_per_rank_chart():
+    at = run(PAGE, {"engine": "vllm-v0.10", "model": LLAMA3, "gpu": H100, "context_len": "4096"})
+    assert not at.exception and not at.error
+    captions = " ".join(c.value for c in at.caption)
+    plan = expected("vllm-v0.10", max_model_len=4096)
+    assert f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}." in captions
+    assert plan.engine_version == "vLLM v0.10.x"
+
+
+def test_nodes_and_enforce_eager_deep_link_reach_the_plan():
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "num_gpus": "2", "num_nodes": "2",
+                    "enforce_eager": "true", "context_len": "4096"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    plan = expected("vllm", max_model_len=4096, tensor_parallel_size=2, num_nodes=2,
+                    distributed_executor_backend="ray", enforce_eager=True)
+    assert plan.ranks[0].cudagraph_bytes == 0
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    assert plan.launch_command in [c.value for c in at.code]
+
+
+def test_engine_spelled_another_way_in_the_link_is_read():
+    at = run(PAGE, {"engine": "tensorrt-llm", "model": LLAMA3, "gpu": H100, "context_len": "4096"})
+    assert not at.exception and not at.error
+    assert at.selectbox(key="engine").value == "trtllm"

@@ -482,3 +482,237 @@ def test_launch_command_for_int4_weights_names_the_checkpoint_it_needs():
     result = plan_engine(MODEL, 80 * GiB, EngineRequest(engine="vllm", weight_dtype="int4", max_model_len=4096))
     assert "--quantization" not in result.launch_command
     assert result.launch_command.split("  # ", 1)[1].startswith("int4 weights: serve a checkpoint quantized to int4")
+
+
+# --- weights as the engine loads them (planner/engines/loaded.py) --------------------
+
+
+@pytest.mark.parametrize("name,capability", [
+    ("H100 SXM5 80GB", (9, 0)), ("nvidia-h200-sxm", (9, 0)), ("A100 SXM4 80GB", (8, 0)),
+    ("nvidia-a100-pcie-80gb", (8, 0)), ("GeForce RTX 3090", (8, 6)), ("L40S", (8, 9)), ("B200 (HGX, SXM) 180GB", (10, 0)),
+    ("GeForce RTX 5090", (12, 0)), ("Tesla T4", (7, 5)), ("", (9, 0)),
+])
+def test_gpu_capability_from_the_name(name, capability):
+    from planner.engines.loaded import gpu_capability
+
+    assert gpu_capability(name) == capability
+
+
+def test_vllm_mxfp4_kernel_by_version_and_gpu():
+    from planner.engines.loaded import vllm_mxfp4_layout
+
+    assert vllm_mxfp4_layout("vllm-v0.10", "A100 SXM4 80GB").backend == "marlin"
+    assert vllm_mxfp4_layout("vllm", "RTX 5090").backend == "marlin"  # SM 12.0: no Triton kernels
+    hopper_new, hopper_old = vllm_mxfp4_layout("vllm-v0.11", "H100"), vllm_mxfp4_layout("vllm-v0.10", "H100")
+    assert hopper_new.scale_pack == (256, 2) and hopper_old.scale_pack is None  # swizzle needs torch >= 2.8.1
+    assert vllm_mxfp4_layout("vllm", "B200").backend == "flashinfer"
+
+
+def test_mxfp4_expert_bytes_by_hand():
+    from planner.engines.loaded import vllm_mxfp4_layout
+    from planner.engines.loaded import mxfp4_expert_bytes as expert
+
+    # Marlin, TP 4 (case V15): intermediate 2880 // 4 = 720 -> 768, hidden 2880 -> 3072.
+    # w13 2 x 768 x 3072 / 2 + w2 3072 x 768 / 2 values, (2 x 768 x 3072 + 3072 x 768) / 32 scales,
+    # bf16 biases (2 x 768 + 3072) x 2.
+    marlin = vllm_mxfp4_layout("vllm-v0.10", "A100")
+    assert expert(hidden=2880, intermediate=2880, tensor_parallel_size=4, layout=marlin, with_bias=True) == (
+        2_359_296 + 1_179_648 + 147_456 + 73_728 + 9_216)
+    # Hopper Triton (case V21): no padding at 64; a second, swizzled copy of the scales padded to
+    # 256 rows (5760 -> 5888, 2880 -> 3072); fp32 biases.
+    triton = vllm_mxfp4_layout("vllm-v0.11", "H100")
+    assert expert(hidden=2880, intermediate=2880, tensor_parallel_size=1, layout=triton, with_bias=True) == (
+        12_441_600 + 777_600 + 5888 * 90 + 3072 * 90 + (5760 + 2880) * 4)
+
+
+def test_block_scaled_fp8_keeps_one_scale_per_block_of_each_gpu_partition():
+    from planner.engines.loaded import loaded_weight_bytes
+    from planner.model.dtypes import FP8_BLOCK128, weight_dtype
+    from planner.model.params import ParamGroup
+
+    def one(name: str, shape):
+        group = ParamGroup(name=f"layers.*.mlp.{name}.weight", shape=shape, kind="linear", checkpoint=FP8_BLOCK128)
+        model = replace(MODEL, params=(group,), max_position_embeddings=None)
+        return loaded_weight_bytes(model, weight_dtype("auto"), 2)
+
+    # column parallel (rows split): (192, 256) per GPU: 192 x 256 B + ceil(192/128) x 2 x 4 B
+    assert one("up_proj", (384, 256)) == 192 * 256 + 2 * 2 * 4
+    # row parallel (columns split): (384, 128) per GPU: 384 x 128 B + 3 x 1 x 4 B
+    assert one("down_proj", (384, 256)) == 384 * 128 + 3 * 1 * 4
+
+
+def test_mla_down_projections_stay_whole_on_every_tensor_parallel_gpu():
+    from planner.engines.loaded import loaded_weight_bytes
+    from planner.model.dtypes import weight_dtype
+    from planner.model.params import ParamGroup
+
+    kv_a = ParamGroup(name="layers.*.self_attn.kv_a_proj_with_mqa.weight", shape=(576, 1024), kind="linear")
+    q_b = ParamGroup(name="layers.*.self_attn.q_b_proj.weight", shape=(4096, 1024), kind="linear")
+    model = replace(MODEL, params=(kv_a, q_b), max_position_embeddings=None)
+    assert loaded_weight_bytes(model, weight_dtype("bf16"), 4) == 576 * 1024 * 2 + 4096 * 1024 * 2 // 4
+
+
+# --- topology: non-torch memory, workers, per-rank figures -------------------------
+
+
+@pytest.mark.parametrize("tp,pp,nodes,gpu,extra_mib", [
+    (1, 1, 1, "H100 SXM5 80GB", 0),
+    (2, 1, 1, "H100 SXM5 80GB", 430),        # NVLink: one peer (NCCL direct connections + custom all-reduce)
+    (4, 1, 1, "H100 SXM5 80GB", 3 * 430),    # three peers
+    (1, 2, 1, "H100 SXM5 80GB", 430),        # the pipeline's neighbour stage
+    (2, 1, 1, "A100 PCIe 80GB", 96),         # no NVLink: rings over PCIe / shared memory, no custom all-reduce
+    (8, 1, 1, "L40S", 96),                   # rings: two connections whatever the size
+    (4, 1, 4, "A100 SXM4 80GB", 20),         # case V15: TP over 4 nodes (Ray)
+    (4, 2, 2, "H100 SXM5 80GB", 3 * 430 + 20),  # TP in a node, the pipeline across the two
+])
+def test_non_torch_memory_by_topology(tp, pp, nodes, gpu, extra_mib):
+    from planner.engines.overheads import non_torch_bytes_by_topology
+
+    assert non_torch_bytes_by_topology(133 * MiB, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                                       num_nodes=nodes, gpu_name=gpu) == (133 + extra_mib) * MiB
+
+
+def test_nodes_need_ray_and_enough_gpus():
+    with pytest.raises(ValueError, match="need --distributed-executor-backend ray"):
+        plan_engine(MODEL, 80 * GiB, EngineRequest(tensor_parallel_size=2, num_nodes=2))
+    with pytest.raises(ValueError, match="3 nodes for 2 GPUs"):
+        plan_engine(MODEL, 80 * GiB, EngineRequest(tensor_parallel_size=2, num_nodes=3,
+                                                   distributed_executor_backend="ray"))
+    plan = plan_engine(MODEL, 80 * GiB, EngineRequest(tensor_parallel_size=2, num_nodes=2,
+                                                      distributed_executor_backend="ray", max_model_len=1024))
+    assert plan.ranks[0].non_torch_bytes == (133 + 20) * MiB
+    assert "--distributed-executor-backend ray" in plan.launch_command
+
+
+def test_v0_driver_worker_samples_and_its_peers_do_not():
+    plan = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm-v0", max_model_len=1024, tensor_parallel_size=2))
+    driver, others = plan.ranks
+    assert (driver.role, others.role) == ("driver", "others")
+    assert driver.sampler_bytes > 0 == others.sampler_bytes
+    assert plan.num_gpu_blocks == driver.num_blocks < others.num_blocks  # the pool is the smallest worker's
+    v1 = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm-v0.11", max_model_len=1024, tensor_parallel_size=2))
+    assert [r.role for r in v1.ranks] == ["all"]  # V1: every worker runs the dummy sampler
+
+
+def test_available_memory_per_worker_pools_to_the_smallest():
+    values = (int(45.32 * GiB), int(45.40 * GiB), int(45.35 * GiB), int(45.38 * GiB))
+    plan = plan_engine(MODEL, 80 * GiB, pinned(tensor_parallel_size=4, available_kv_memory_bytes=None,
+                                               available_kv_memory_per_rank_bytes=values))
+    assert plan.available_kv_cache_bytes == values[0]
+    assert plan.available_kv_from_log
+    staged = plan_engine(MODEL, 80 * GiB, pinned(pipeline_parallel_size=2, available_kv_memory_bytes=None,
+                                                 available_kv_memory_per_rank_bytes=(6 * GiB, 5 * GiB)))
+    assert [r.available_kv_cache_bytes for r in staged.ranks] == [6 * GiB, 5 * GiB]
+    with pytest.raises(ValueError, match="3 available-KV values for 4 workers"):
+        plan_engine(MODEL, 80 * GiB, pinned(tensor_parallel_size=4, available_kv_memory_per_rank_bytes=(1, 2, 3)))
+
+
+def test_cli_takes_one_available_value_per_worker(capsys):
+    out = _cli_json(capsys, "--engine", "vllm-v0.11", "--tensor-parallel-size", "2", "--max-model-len", "8192",
+                    "--available-kv-memory-gib", "30.5,30.25")
+    assert out["available_kv_cache_bytes"] == int(30.25 * GiB)
+
+
+# --- the profile pass as each version runs it -----------------------------------
+
+
+def test_scheduler_defaults_by_usage_context_and_v0_chunked_prefill():
+    v011, v0 = engine_profile("vllm-v0.11"), engine_profile("vllm-v0")
+    h100 = int(79.19 * GiB)
+    assert vllm_scheduler_defaults(v011, h100, "H100", 8192, "llm") == (16384, 1024)
+    assert vllm_scheduler_defaults(v011, int(23.58 * GiB), "RTX 3090", 8192, "llm") == (8192, 256)
+    assert vllm_scheduler_defaults(engine_profile("vllm"), h100, "H100", 8192) == (16384, 1024)
+    # V0 profiles a whole prompt up to 32K, then chunked prefill takes over
+    assert vllm_scheduler_defaults(v0, 0, "", 32768) == (32768, 256)
+    assert vllm_scheduler_defaults(v0, 0, "", 32769) == (2048, 256)
+    assert vllm_scheduler_defaults(v0, 0, "", 32769, "llm") == (8192, 256)
+
+
+def test_enforce_eager_drops_cuda_graph_memory():
+    graphs = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024))
+    eager = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024, enforce_eager=True))
+    assert graphs.ranks[0].cudagraph_bytes == 512 * MiB and eager.ranks[0].cudagraph_bytes == 0
+    assert eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes == 512 * MiB
+    assert "--enforce-eager" in eager.launch_command
+
+
+def test_every_plan_names_the_version_it_models():
+    for engine in ENGINE_CHOICES:
+        assert plan_engine(MODEL, 80 * GiB, EngineRequest(engine=engine, max_model_len=1024)).engine_version
+    assert plan_engine(MODEL, 80 * GiB, EngineRequest(max_model_len=1024)).engine_version == "vLLM v0.21+ (2026)"
+
+
+def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
+    from planner.overhead import OVERHEAD_PROFILE, estimate_overhead
+
+    assert OVERHEAD_PROFILE == "vllm"
+    newest = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100")
+    older = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100", profile_id="vllm-v0.11")
+    assert "vLLM v0.21+ (2026) profile run: 16,384 tokens, 1,024 sequences" in newest.formula
+    assert "vLLM v0.11-v0.20 profile run: 8,192 tokens" in older.formula
+    # sampler 1,024 x 32,768 x 38 B + hidden states T x 1,024 x 2 B
+    assert newest.logits_bytes - older.logits_bytes == (16384 - 8192) * 1024 * 2
+    with pytest.raises(ValueError, match="follows a vLLM profile"):
+        estimate_overhead(MODEL, 2, 1, profile_id="sglang")
+
+
+# --- small things ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,engine", [("vLLM", "vllm"), ("tensorrt-llm", "trtllm"), ("trt-llm", "trtllm"),
+                                         ("TensorRT-LLM", "trtllm"), ("SGLang", "sglang"), ("llama-cpp", "llama.cpp")])
+def test_engine_spellings(name, engine, capsys):
+    from planner.cli import main
+    from planner.engines import resolve_engine_name
+
+    assert resolve_engine_name(name) == engine
+    assert plan_engine(MODEL, 80 * GiB, EngineRequest(engine=name, max_model_len=1024)).engine == engine
+    assert main(["plan", "--model", "gpt2", "--gpu", "nvidia-t4", "--engine", name, "--format", "json"]) == 0
+    capsys.readouterr()
+    with pytest.raises(ValueError, match="unknown engine 'vlm'"):
+        resolve_engine_name("vlm")
+
+
+def test_trtllm_engine_built_in_fp16_takes_an_fp16_cache():
+    fp16 = plan_engine(MODEL, 16 * GiB, EngineRequest(engine="trtllm-engine", max_model_len=1024,
+                                                      kv_cache_dtype="fp16", available_kv_memory_bytes=GiB))
+    assert fp16.kv_cache_dtype == "fp16" and fp16.engine_kv_cache_tokens == GiB // (16 * KiB) // 64 * 64
+    assert "kv_cache_config: {dtype: float16}" in fp16.launch_command
+
+
+def test_llamacpp_refusal_for_mla_does_not_suggest_the_q8_0_it_has():
+    mla = MLAAttention(kv_lora_rank=512, qk_rope_head_dim=64)
+    model = dense_model(num_layers=2, layers=(mla, mla))
+    given_q8 = plan_engine(model, GiB, EngineRequest(engine="llama.cpp", max_model_len=1 << 20, kv_cache_dtype="q8_0"))
+    assert not given_q8.starts
+    assert "q8_0" not in given_q8.reasons[0] and "use -ctk q4_0" in given_q8.reasons[0]
+    assert "-ctv" not in given_q8.reasons[0]  # MLA has no V cache
+    given_f16 = plan_engine(model, GiB, EngineRequest(engine="llama.cpp", max_model_len=1 << 20))
+    assert "use -ctk q8_0" in given_f16.reasons[0]
+
+
+def test_llamacpp_separate_k_and_v_types():
+    # Case L06's post: Qwen3-4B, -c 32768, -ctk q8_0 -ctv f16: 36 x (1088 + 2048) B x 32,768 = 3528.00 MiB
+    from tests.test_engine_cases import qwen3_4b_geometry
+
+    plan = plan_engine(qwen3_4b_geometry(), 24 * GiB, EngineRequest(
+        engine="llama.cpp", max_model_len=32768, kv_cache_dtype="q8_0", kv_cache_dtype_v="fp16"))
+    assert plan.available_kv_cache_bytes == 3528 * MiB
+    assert "K (q8_0): 1224.00 MiB, V (f16): 2304.00 MiB" in plan.engine_log_lines[0]
+    assert "-ctk q8_0 -ctv f16" in plan.launch_command
+    with pytest.raises(ValueError, match="llama.cpp's -ctv only"):
+        plan_engine(MODEL, 80 * GiB, EngineRequest(kv_cache_dtype_v="fp8"))
+
+
+def test_llamacpp_recurrent_state_is_f32_per_sequence_whatever_the_kv_type():
+    full = FullAttention(num_key_value_heads=8, head_dim=128)
+    mamba = RecurrentState(conv_state_elements=8192 * 4, ssm_state_elements=8192 * 16)
+    model = dense_model(num_layers=4, layers=(mamba, full, mamba, full))
+    plan = plan_engine(model, 24 * GiB, EngineRequest(engine="llama.cpp", max_model_len=4096, max_num_seqs=2,
+                                                      kv_cache_dtype="q8_0"))
+    state = 2 * (8192 * 20 * 4) * 2  # 2 layers x 655,360 B of f32 R + S x 2 sequences
+    kv = 2 * (2 * 8 * 128 * 34 // 32) * 4096  # 2 attention layers, q8_0 K and V, 2 streams of 2048 cells
+    assert plan.available_kv_cache_bytes == kv + state
+    line = next(x for x in plan.engine_log_lines if x.startswith("llama_memory_recurrent"))
+    # R: 2 layers x 32,768 x 4 B x 2 sequences = 0.50 MiB; S: 2 x 131,072 x 4 B x 2 = 2.00 MiB
+    assert "size =    2.50 MiB (     2 cells,   2 layers,  2 seqs), R (f32):    0.50 MiB, S (f32):    2.00 MiB" in line

@@ -213,3 +213,40 @@ def test_knobs_from_log_take_the_logs_settings():
     request, adopted = knobs_from_log(EngineRequest(max_model_len=8192), parse_engine_log(VLLM_V1))
     assert (request.max_model_len, request.max_num_batched_tokens) == (16384, 2048)
     assert adopted == ("max_model_len", "max_num_batched_tokens")
+
+
+# --- per-worker figures and llama.cpp's recurrent memory -----------------------------------
+
+VLLM_TP2 = """\
+(VllmWorker TP1 pid=3975) INFO 09-03 02:12:04 [gpu_model_runner.py:2007] Model loading took 7.1217 GiB and 2.85 seconds
+(VllmWorker TP0 pid=3974) INFO 09-03 02:12:04 [gpu_model_runner.py:2007] Model loading took 7.1217 GiB and 2.89 seconds
+(VllmWorker TP1 pid=3975) INFO 09-03 02:12:25 [gpu_worker.py:276] Available KV cache memory: 31.85 GiB
+(VllmWorker TP0 pid=3974) INFO 09-03 02:12:25 [gpu_worker.py:276] Available KV cache memory: 31.83 GiB
+(EngineCore_0 pid=3902) INFO 09-03 02:12:26 [kv_cache_utils.py:849] GPU KV cache size: 1,192,160 tokens
+(EngineCore_0 pid=3902) INFO 09-03 02:12:26 [kv_cache_utils.py:853] Maximum concurrency for 16,384 tokens per request: 72.76x
+"""
+"""vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log (dennislee22/vLLM-benchmarking), TP1's figure raised to 31.85 so the
+two workers differ."""
+
+
+def test_one_available_line_per_worker_becomes_per_rank_figures():
+    figures = parse_engine_log(VLLM_TP2)
+    request = request_from_log(EngineRequest(engine="vllm-v0.10", tensor_parallel_size=2), figures)
+    assert request.available_kv_memory_per_rank_bytes == (int(round(31.85 * GiB)), int(round(31.83 * GiB)))
+    plan = plan_engine(dense_model(num_attention_heads=8), 80 * GiB, request)
+    assert plan.available_kv_cache_bytes == int(round(31.83 * GiB))  # vLLM's pool is the smallest worker's
+
+
+LLAMACPP_HYBRID = """\
+llama_kv_cache:      CUDA0 KV buffer size =    64.00 MiB
+llama_kv_cache: size =   64.00 MiB (  4096 cells,   2 layers,  2/2 seqs), K (q8_0):   32.00 MiB, V (q8_0):   32.00 MiB
+llama_memory_recurrent:      CUDA0 RS buffer size =     2.50 MiB
+llama_memory_recurrent: size =    2.50 MiB (     2 cells,   2 layers,  2 seqs), R (f32):    0.50 MiB, S (f32):    2.00 MiB
+"""
+
+
+def test_llamacpp_recurrent_memory_line_adds_to_the_kv_size():
+    figures = parse_engine_log(LLAMACPP_HYBRID)
+    assert figures.engine == "llama.cpp" and figures.complete
+    assert figures.value("llamacpp_rs_mib") == 2.5 and figures.value("llamacpp_rs_buffer_mib") == 2.5
+    assert measured_available_bytes(figures) == int(66.5 * MiB)

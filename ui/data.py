@@ -77,8 +77,8 @@ class CurveGroup:
 
 def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
                         contexts: Sequence[int]) -> list[CurveGroup]:
-    """One curve per model and distinct per-GPU overhead (vLLM profiles 2,048 tokens on GPUs under
-    70 GiB and A100s, 8,192 on the others), so each GPU's line is crossed by the curve priced with
+    """One curve per model and distinct per-GPU overhead (the newest vLLM profiles 2,048 tokens on GPUs
+    under 70 GiB and A100s, 16,384 on the others), so each GPU's line is crossed by the curve priced with
     that GPU's own overhead, as the table and the CLI price it."""
     out: list[CurveGroup] = []
     for m in models:
@@ -205,13 +205,15 @@ def model_table() -> pd.DataFrame:
     for model_id in catalog.model_ids():
         spec, entry = catalog.model_spec(model_id), catalog.model_entry(model_id)
         rows.append({
-            "id": model_id, "name": entry.display_name, "params": spec.num_parameters,
+            "id": model_id, "name": entry.display_name, "aliases": ", ".join(entry.aliases),
+            "params": spec.num_parameters,
             "attention": spec.attention_kind, "layers": spec.num_layers, "kv heads": spec.num_key_value_heads,
             "head_dim": spec.head_dim,
             "windows": ", ".join(format_int(w) for w in spec.sliding_windows),
             "layer kinds": ", ".join(f"{n} {kind}" for kind, n in spec.layer_counts.items()),
             "experts": f"{spec.num_experts_per_tok} of {spec.num_experts}" if spec.is_moe else "",
             "max context": spec.max_position_embeddings,
+            "checkpoint": spec.checkpoint_quantization.split(":", 1)[0] if spec.checkpoint_quantization else "",
             "confidence": entry.confidence, "source": first_url(entry.source), "source note": entry.source,
         })
     return pd.DataFrame(rows)

@@ -15,7 +15,7 @@ import streamlit as st
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines import plan_engine
 from planner.engines.logparse import LogFigures, parse_engine_log
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
@@ -42,6 +42,10 @@ ENGINE_FIELDS: dict[str, NumberField] = {
                     min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT, default=None, step=1024, unit="tokens",
                     help="Tokens in the engine's profile pass: vLLM max_num_batched_tokens, SGLang "
                          "chunked_prefill_size, TGI max_batch_prefill_tokens (`--max-num-batched-tokens`)."),
+        NumberField(key="num_nodes", label="Nodes per replica", min_value=1, max_value=1024, default=1, step=1,
+                    unit="nodes",
+                    help="Machines the GPUs of one replica span (`--num-nodes`); more than 1 runs vLLM with "
+                         "`--distributed-executor-backend ray`, whose NCCL traffic crosses the network."),
         NumberField(key="available_kv_memory_gib", label="Engine's available KV memory [GiB per GPU]",
                     min_value=0.0, max_value=4096.0, default=None, step=0.5, is_float=True, unit="GiB",
                     help="What the engine printed ('Available KV cache memory'); skips the overhead model "
@@ -55,7 +59,7 @@ for _field in ENGINE_FIELDS.values():
     # ui.traffic (same bounds); the widget below still uses this module's label and default.
     inputs.NUMBER_FIELDS.setdefault(_field.key, _field)
 
-ENGINE_NUMBERS = ("pipeline_parallel_size", "data_parallel_size", "max_model_len", "max_num_seqs",
+ENGINE_NUMBERS = ("pipeline_parallel_size", "data_parallel_size", "num_nodes", "max_model_len", "max_num_seqs",
                   "max_num_batched_tokens", "block_size", "gpu_memory_utilization", "available_kv_memory_gib")
 """Engine-page numeric keys, in sidebar order."""
 
@@ -70,6 +74,8 @@ class EngineInputs:
     engine: str = DEFAULT_ENGINE
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
+    num_nodes: int = 1
+    enforce_eager: bool = False
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -85,7 +91,7 @@ def engine_label(engine: str) -> str:
 
 def engine_selector(container=None) -> tuple[str, list[str]]:
     """The URL-bound ``engine`` selectbox (default vLLM) and its link problems."""
-    problems = inputs.check_link({"engine": (ENGINE_CHOICES, None, "engine", DEFAULT_ENGINE)}, {}, ())
+    problems = inputs.check_link({"engine": (ENGINE_CHOICES, resolve_engine_name, "engine", DEFAULT_ENGINE)}, {}, ())
     bar = container or st.sidebar
     # No format_func: a bound selectbox writes its *label* into the URL (Streamlit 1.67), and the
     # link must carry the CLI value.
@@ -119,6 +125,9 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
             field = ENGINE_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
             default = OPTIONAL_DEFAULTS.get(key, field.default)
             values[key] = _number(st, key, default)
+        values["enforce_eager"] = st.toggle(
+            "Enforce eager (no CUDA graphs)", key="enforce_eager", bind="query-params",
+            help="vLLM `--enforce-eager`: no CUDA graphs are captured, so their memory goes to the KV cache.")
     return EngineInputs(engine=engine, **values), problems
 
 
@@ -145,7 +154,9 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str) -> Engi
         data_parallel_size=knobs.data_parallel_size, max_model_len=knobs.max_model_len or form.context_len,
         gpu_memory_utilization=knobs.gpu_memory_utilization, block_size=knobs.block_size,
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
-        available_kv_memory_bytes=available, gpu_name=gpu_name)
+        available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
+        distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
+        enforce_eager=bool(knobs.enforce_eager))
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
@@ -240,10 +251,24 @@ def engine_verdict(plan: EnginePlan) -> None:
         st.info(note, icon=":material/info:")
 
 
+ROLE_LABELS = {"all": "every GPU of the stage", "driver": "TP rank 0 (driver, samples)",
+               "others": "TP ranks 1+ (no sampler)"}
+"""What each :attr:`planner.engines.RankBudget.role` stands for, in the per-rank table."""
+
+
+def rank_caption(plan: EnginePlan) -> str:
+    """The line above the per-rank chart: the profile, the version it models, and whether GPUs differ."""
+    same = all(r.role == "all" for r in plan.ranks)
+    alike = ("Every tensor-parallel GPU of a stage holds the same." if same else
+             "The driver worker samples and its tensor-parallel peers do not, so their budgets differ.")
+    return f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}. {alike}"
+
+
 def rank_rows(plan: EnginePlan) -> list[dict]:
-    """One formatted row per pipeline stage (every tensor-parallel GPU of a stage is alike)."""
+    """One formatted row per kind of GPU: per pipeline stage, and V0's driver apart from its peers."""
     return [{
-        "Stage": r.stage, "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
+        "Stage": r.stage, "GPUs": ROLE_LABELS.get(r.role, r.role),
+        "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
         "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
@@ -337,7 +362,7 @@ def home_panel(plan: EnginePlan) -> None:
         st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
                    "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
-                   "per request); the figures above cap each window at its size and use vLLM 0.11's profile pass.")
+                   "per request); the figures above cap each window at its size and use the newest vLLM's profile pass.")
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(plan.launch_command, language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

@@ -1,9 +1,12 @@
 """Engine flags of ``python -m planner plan``: the engine-faithful plan merged into the v1 output.
 
-Flags (URL keys are the same names with underscores): ``--engine``,
-``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--max-num-batched-tokens``,
-``--max-num-seqs``, ``--max-model-len``, ``--available-kv-memory-gib`` (``--block-size``
-and ``--gpu-memory-utilization`` are shared with the v1 plan). JSON keys added:
+Flags (URL keys are the same names with underscores): ``--engine`` (any profile id, any
+case, or an alias such as ``tensorrt-llm`` / ``trt-llm``), ``--tensor-parallel-size``,
+``--pipeline-parallel-size``, ``--max-num-batched-tokens``, ``--max-num-seqs``,
+``--max-model-len``, ``--available-kv-memory-gib`` (one value, or one per worker in rank
+order, comma-separated, as a multi-worker log prints them), ``--distributed-executor-backend``
+(``mp`` / ``ray``), ``--num-nodes``, ``--enforce-eager`` and ``--usage-context`` (``serve`` /
+``llm``) (``--block-size`` and ``--gpu-memory-utilization`` are shared with the v1 plan). JSON keys added:
 ``engine``, ``available_kv_cache_bytes`` (per GPU), ``num_gpu_blocks``,
 ``engine_kv_cache_tokens`` (as the engine prints it), ``max_concurrency`` (as vLLM
 prints it), ``engine_max_model_len``, ``launch_command`` (plus ``engine_plan``
@@ -19,19 +22,37 @@ import argparse
 
 from planner.cli.args import gib_amount, positive_int
 from planner.engines import plan_engine
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
+from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
 from planner.units import GiB
 
 ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
-                "max_num_seqs", "max_model_len", "available_kv_memory_gib")
+                "max_num_seqs", "max_model_len", "available_kv_memory_gib", "distributed_executor_backend",
+                "num_nodes", "enforce_eager", "usage_context")
 """Argument names whose presence turns the engine plan on."""
+
+
+def engine_name(text: str) -> str:
+    """An ``--engine`` value: a profile id in any case, or an alias (``tensorrt-llm``, ``trt-llm``)."""
+    try:
+        return resolve_engine_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def gib_per_rank(text: str) -> tuple[float, ...]:
+    """``--available-kv-memory-gib``: one GiB amount, or several separated by commas (one per worker)."""
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"expected GiB amounts separated by commas, got {text!r}")
+    return tuple(gib_amount(p) for p in parts)
 
 
 def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     """Register the engine flags on the ``plan`` parser (all default to None = unset)."""
-    p.add_argument("--engine", choices=ENGINE_CHOICES, default=None,
-                   help=f"serving engine profile (default when another engine flag is given: {DEFAULT_ENGINE})")
+    p.add_argument("--engine", type=engine_name, default=None, metavar="{" + ",".join(ENGINE_CHOICES) + "}",
+                   help=f"serving engine profile, any case; also {', '.join(ENGINE_ALIASES)} (default when "
+                        f"another engine flag is given: {DEFAULT_ENGINE}, the newest vLLM)")
     p.add_argument("--tensor-parallel-size", type=positive_int, default=None,
                    help="GPUs each layer is split over (default: --num-gpus / --pipeline-parallel-size)")
     p.add_argument("--pipeline-parallel-size", type=positive_int, default=None, help="pipeline stages (default 1)")
@@ -41,8 +62,18 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="sequences per step / llama.cpp slots (default: the engine's)")
     p.add_argument("--max-model-len", type=positive_int, default=None,
                    help="engine max_model_len (llama.cpp n_ctx); default: --context-len")
-    p.add_argument("--available-kv-memory-gib", type=gib_amount, default=None,
-                   help="the engine's printed available KV memory per GPU, in GiB (skips the overhead model)")
+    p.add_argument("--available-kv-memory-gib", type=gib_per_rank, default=None,
+                   help="the engine's printed available KV memory per GPU in GiB, or one value per worker in rank "
+                        "order separated by commas (the pool takes the smallest; skips the overhead model)")
+    p.add_argument("--distributed-executor-backend", choices=EXECUTOR_BACKENDS, default=None,
+                   help="vLLM executor: mp (one node, default) or ray (needed to span nodes)")
+    p.add_argument("--num-nodes", type=positive_int, default=None,
+                   help="nodes the GPUs of one replica span (default 1; more than 1 needs the ray backend)")
+    p.add_argument("--enforce-eager", action="store_const", const=True, default=None,
+                   help="vLLM --enforce-eager: no CUDA graphs, so no CUDA-graph memory")
+    p.add_argument("--usage-context", choices=USAGE_CONTEXTS, default=None,
+                   help="how vLLM is started: serve (vllm serve, default) or llm (the offline LLM class); "
+                        "their default max_num_batched_tokens / max_num_seqs differ")
 
 
 def engine_requested(args: argparse.Namespace) -> bool:
@@ -80,14 +111,20 @@ def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
         ValueError: invalid combinations (e.g. a KV dtype the engine does not offer).
     """
     _, tp, pp = parallel_layout(args)
-    available = None if args.available_kv_memory_gib is None else int(args.available_kv_memory_gib * GiB)
+    values = args.available_kv_memory_gib or ()
+    per_rank = tuple(int(v * GiB) for v in values) if len(values) > 1 else ()
+    available = int(values[0] * GiB) if len(values) == 1 else None
+    nodes = args.num_nodes or 1
+    backend = args.distributed_executor_backend or ("ray" if nodes > 1 else "mp")
     request = EngineRequest(
         engine=args.engine or DEFAULT_ENGINE, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
         tensor_parallel_size=tp, pipeline_parallel_size=pp,
         max_model_len=args.max_model_len or args.context_len or 8192,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
-        available_kv_memory_bytes=available, gpu_name=gpu.name,
+        available_kv_memory_bytes=available, available_kv_memory_per_rank_bytes=per_rank, gpu_name=gpu.name,
+        distributed_executor_backend=backend, num_nodes=nodes, enforce_eager=bool(args.enforce_eager),
+        usage_context=args.usage_context or "serve",
     )
     return plan_engine(model, gpu.framework_memory_bytes, request)
 
@@ -101,7 +138,7 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
     """Lines appended to the ``plan`` table."""
     rank = result.limiting_rank
     lines = [
-        f"engine       {result.engine}: {result.engine_label}",
+        f"engine       {result.engine}: {result.engine_label} (models {result.engine_version})",
         f"engine KV    {result.available_kv_cache_bytes / GiB:,.2f} GiB per GPU available"
         f"{' (from the engine log)' if result.available_kv_from_log else ''}; "
         f"weights {rank.weights_bytes / GiB:,.2f}, activation {rank.activation_bytes / GiB:,.2f}, "

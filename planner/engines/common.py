@@ -17,6 +17,7 @@ from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.overheads import (
     forward_peak_bytes,
     loaded_weight_bytes,
+    non_torch_bytes_by_topology,
 )
 from planner.engines.profiles import EngineProfile
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
@@ -93,7 +94,8 @@ def engine_plan(model: ModelSpec, request: EngineRequest, profile: EngineProfile
     """The :class:`~planner.engines.types.EnginePlan` of a non-vLLM engine: the pool is the smallest
     stage's (``available_kv_cache_bytes`` = min over ranks), ``starts`` is "no reasons"."""
     return EnginePlan(
-        engine=profile.id, engine_label=profile.label, family=profile.family, model_id=model.model_id,
+        engine=profile.id, engine_label=profile.label, engine_version=profile.version, family=profile.family,
+        model_id=model.model_id,
         gpu_memory_bytes=gpu_memory_bytes, tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
         data_parallel_size=request.data_parallel_size, num_gpus=request.num_gpus,
         weight_dtype=request.weight_dtype, kv_cache_dtype=c.dtypes.kv.name, gpu_memory_utilization=fraction,
@@ -129,12 +131,15 @@ def stage_weights(model: ModelSpec, request: EngineRequest, c: Knobs, stage: int
 
 
 def non_torch_memory(profile: EngineProfile, request: EngineRequest, c: Knobs, *, context: bool) -> int:
-    """Non-torch memory per GPU [bytes]: the profile's runtime, its multi-GPU (NCCL) share when
-    ``tp x pp > 1``, and the CUDA context when the engine sizes from free memory (``context``)."""
+    """Non-torch memory per GPU [bytes]: the profile's runtime, what its process groups add by topology
+    (:func:`~planner.engines.overheads.non_torch_bytes_by_topology`) when ``tp x pp > 1``, and the CUDA
+    context when the engine sizes from free memory (``context``)."""
     if request.non_torch_bytes is not None:
         return request.non_torch_bytes
-    extra = profile.non_torch_multi_gpu_bytes if c.tp * c.pp > 1 else 0
-    return profile.non_torch_bytes + extra + (CUDA_CONTEXT_BYTES if context else 0)
+    runtime = non_torch_bytes_by_topology(profile.non_torch_bytes, tensor_parallel_size=c.tp,
+                                          pipeline_parallel_size=c.pp, num_nodes=request.num_nodes,
+                                          gpu_name=request.gpu_name)
+    return runtime + (CUDA_CONTEXT_BYTES if context else 0)
 
 
 def profile_activation(model: ModelSpec, request: EngineRequest, c: Knobs, tokens: int) -> tuple[int, int]:

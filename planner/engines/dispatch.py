@@ -31,7 +31,14 @@ from dataclasses import replace
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.hf_transformers import plan_transformers
 from planner.engines.llamacpp import plan_llamacpp
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, EngineProfile, engine_profile
+from planner.engines.profiles import (
+    DEFAULT_ENGINE,
+    ENGINE_CHOICES,
+    ENGINE_PROFILES,
+    EngineProfile,
+    engine_profile,
+    resolve_engine_name,
+)
 from planner.engines.sglang import plan_sglang
 from planner.engines.tgi import plan_tgi
 from planner.engines.trtllm import plan_trtllm
@@ -52,6 +59,14 @@ def _check_engine_dtype(profile: EngineProfile, request: EngineRequest) -> None:
             hint = " (auto keeps the cache in the model's own 16-bit dtype)"
         raise ValueError(f"{profile.id} does not offer KV-cache dtype {request.kv_cache_dtype!r}; "
                          f"choose one of {', '.join(profile.kv_cache_dtypes)}{hint}")
+    v_dtype = request.kv_cache_dtype_v
+    if v_dtype is not None and v_dtype != request.kv_cache_dtype:
+        if profile.family != "llama.cpp":
+            raise ValueError(f"{profile.id} stores K and V in one dtype; a separate V-cache dtype ({v_dtype!r}) is "
+                             "llama.cpp's -ctv only")
+        if v_dtype not in profile.kv_cache_dtypes:
+            raise ValueError(f"{profile.id} does not offer V-cache dtype {v_dtype!r}; "
+                             f"choose one of {', '.join(profile.kv_cache_dtypes)}")
 
 
 def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest) -> EnginePlan:
@@ -72,6 +87,8 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
             engine does not offer, ``pipeline_parallel_size`` above the layer
             count, or ``gpu_memory_bytes <= 0``.
     """
+    if request.engine not in ENGINE_PROFILES:  # another spelling ("vLLM", "tensorrt-llm")
+        request = replace(request, engine=resolve_engine_name(request.engine))
     request.validate()
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
@@ -120,5 +137,5 @@ def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_byt
 
 __all__ = [
     "DEFAULT_ENGINE", "ENGINE_CHOICES", "ENGINE_PROFILES", "EnginePlan", "EngineProfile", "EngineRequest",
-    "RankBudget", "engine_profile", "plan_engine", "reproduce_printed",
+    "RankBudget", "engine_profile", "plan_engine", "reproduce_printed", "resolve_engine_name",
 ]

@@ -22,7 +22,8 @@ VLLM_KV_DTYPES: dict[str, str] = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp
 SGLANG_KV_DTYPES: dict[str, str] = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8_e4m3"}
 LLAMACPP_KV_TYPES: dict[str, str] = {"auto": "f16", "fp32": "f32", "fp16": "f16", "bf16": "bf16",
                                      "q8_0": "q8_0", "q4_0": "q4_0"}
-TRTLLM_KV_DTYPES: dict[str, str] = {"auto": "auto", "fp8": "fp8", "int8": "int8"}
+TRTLLM_KV_DTYPES: dict[str, str] = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": "fp8",
+                                    "int8": "int8"}
 TGI_KV_DTYPES: dict[str, str] = {"fp8": "fp8_e4m3fn"}
 
 
@@ -44,6 +45,9 @@ class LaunchSpec:
         block_size: Block size, written when the user set it.
         attention_backend: Written when the user set it.
         n_ubatch, kv_unified, swa_full: llama.cpp knobs.
+        kv_cache_dtype_v: llama.cpp ``-ctv`` when it differs from ``-ctk`` (None = the same).
+        distributed_executor_backend: vLLM ``--distributed-executor-backend``, written when not ``mp``.
+        enforce_eager: vLLM ``--enforce-eager``.
     """
 
     engine: str
@@ -63,6 +67,9 @@ class LaunchSpec:
     n_ubatch: int = 512
     kv_unified: bool = False
     swa_full: bool = False
+    kv_cache_dtype_v: str | None = None
+    distributed_executor_backend: str = "mp"
+    enforce_eager: bool = False
 
 
 def _join(parts: list[str]) -> str:
@@ -125,6 +132,10 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
         after += ["--max-num-batched-tokens", str(spec.max_num_batched_tokens)]
     if spec.block_size is not None:
         after += ["--block-size", str(spec.block_size)]
+    if spec.distributed_executor_backend != "mp":
+        after += ["--distributed-executor-backend", spec.distributed_executor_backend]
+    if spec.enforce_eager:
+        after.append("--enforce-eager")
     flags, comment = weight_flags(spec.weight_dtype)
     head = _join(before) + " "
     if spec.attention_backend:
@@ -161,10 +172,12 @@ def llamacpp_command(spec: LaunchSpec) -> str:
     Quantized V needs flash attention, so ``-fa on`` is added for q8_0 / q4_0.
     """
     kv = LLAMACPP_KV_TYPES.get(spec.kv_cache_dtype, spec.kv_cache_dtype)
+    kv_v = kv if spec.kv_cache_dtype_v in (None, "auto") else LLAMACPP_KV_TYPES.get(spec.kv_cache_dtype_v,
+                                                                                   spec.kv_cache_dtype_v)
     gguf = spec.model_id.rsplit("/", 1)[-1] + ".gguf"
     parts = ["llama-server", "-m", gguf, "-c", str(spec.max_model_len), "-np", str(spec.max_num_seqs),
-             "-ctk", kv, "-ctv", kv, "-ub", str(spec.n_ubatch), "-ngl", "999"]
-    if kv.startswith("q"):
+             "-ctk", kv, "-ctv", kv_v, "-ub", str(spec.n_ubatch), "-ngl", "999"]
+    if kv_v.startswith("q"):
         parts += ["-fa", "on"]
     if spec.kv_unified:
         parts.append("-kvu")

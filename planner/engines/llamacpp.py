@@ -3,11 +3,24 @@
 Exactly the cells requested: ``n_ctx`` padded to 256; one stream (unified) or
 ``-np`` streams of ``pad256(n_ctx / np)`` cells; SWA layers keep
 ``pad256(min(cells, n_swa x (unified ? np : 1) + n_ubatch))``; rows are
-``ggml_row_size`` (q8_0 34 B / 32 values, q4_0 18 B / 32); MLA keeps one
-576-wide latent row and no V.
+``ggml_row_size`` (q8_0 34 B / 32 values, q4_0 18 B / 32) of the K type (``-ctk``) and
+the V type (``-ctv``, default the K type); MLA keeps one 576-wide latent row and no V.
+
+Recurrent layers (Mamba, Gated DeltaNet and the other linear-attention mixers of hybrid
+models) live in a separate ``llama_memory_recurrent``: one cell per sequence
+(``max(1, n_seq_max)``), each holding the layer's conv state R and SSM state S in f32
+whatever ``-ctk`` / ``-ctv`` say (``llama_model::create_memory`` passes ``GGML_TYPE_F32``
+for both); it prints ``llama_memory_recurrent: size = X MiB (N cells, L layers, S seqs),
+R (f32): ..., S (f32): ...``. The state sizes are the catalog's (``RecurrentState``).
+
+SWA layers take the same K/V types as the full layers: ggml-org/llama.cpp PR #21277
+(2026-04-01) kept them in F16 under a quantized cache, and PR #21332 reverted it the next
+day ("in some cases the SWA cache actually takes significant portion of memory"), so no
+release build keeps a separate SWA type.
 
 Sources: llama.cpp src/llama-kv-cache.cpp, src/llama-kv-cache-iswa.cpp,
-src/llama-context.cpp, ggml/src/ggml.c (type traits); ENGINES.md 3.
+src/llama-memory-recurrent.cpp, src/llama-context.cpp, ggml/src/ggml.c (type traits);
+ENGINES.md 3.
 """
 
 from __future__ import annotations
@@ -26,8 +39,11 @@ from planner.engines.types import EnginePlan, EngineRequest
 from planner.engines.vllm import gib2
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
+from planner.model.kv import cache_dtypes
 from planner.model.layers import (
     CacheDtypes,
+    MLAAttention,
+    RecurrentState,
     SlidingWindowAttention,
 )
 from planner.units import MiB, ceil_div
@@ -35,8 +51,8 @@ from planner.units import MiB, ceil_div
 LLAMACPP_PAD = 256
 """llama.cpp pads ``n_ctx`` and per-stream cells to a multiple of 256."""
 
-
-
+RECURRENT_STATE_BYTES_PER_ELEMENT = 4
+"""llama.cpp keeps recurrent R and S states in f32 (``GGML_TYPE_F32`` in ``llama_model::create_memory``)."""
 
 
 def pad256(n: int) -> int:
@@ -84,7 +100,8 @@ def llamacpp_cells(n_ctx: int, n_seq: int, *, unified: bool, sliding_window: int
 
 @dataclass(frozen=True, kw_only=True)
 class _DeviceKV:
-    """One llama.cpp device's layers: counts and per-cell row bytes of the full and SWA caches."""
+    """One llama.cpp device's layers: counts and per-cell row bytes of the full and SWA caches, and the
+    per-sequence recurrent state of its recurrent layers."""
 
     full_layers: int
     swa_layers: int
@@ -92,30 +109,51 @@ class _DeviceKV:
     v_full: int
     k_swa: int
     v_swa: int
+    recurrent_layers: int = 0
+    r_state: int = 0
+    s_state: int = 0
 
     def bytes(self, cells: LlamaCppCells) -> int:
         """KV buffer of this device: rows x cells x streams for each cache [bytes]."""
         return ((self.k_full + self.v_full) * cells.full_cells
                 + (self.k_swa + self.v_swa) * cells.swa_cells) * cells.streams
 
+    def recurrent_bytes(self, n_seq: int) -> int:
+        """The recurrent-state buffer: one f32 R + S row per sequence and layer [bytes]."""
+        return (self.r_state + self.s_state) * max(1, n_seq)
 
-def _device_kv(model: ModelSpec, layers: range, dtypes: CacheDtypes) -> _DeviceKV:
+
+def _device_kv(model: ModelSpec, layers: range, k_dtypes: CacheDtypes, v_dtypes: CacheDtypes) -> _DeviceKV:
     counts = {"full": [0, 0, 0], "swa": [0, 0, 0]}
+    recurrent = [0, 0, 0]
     for i in layers:
         layer = model.layers[i]
-        k, v = kv_row_bytes(layer, dtypes, 1)
+        if isinstance(layer, RecurrentState):
+            recurrent[0] += 1
+            recurrent[1] += layer.conv_state_elements * RECURRENT_STATE_BYTES_PER_ELEMENT
+            recurrent[2] += layer.ssm_state_elements * RECURRENT_STATE_BYTES_PER_ELEMENT
+            continue
+        k, _ = kv_row_bytes(layer, k_dtypes, 1)
+        _, v = kv_row_bytes(layer, v_dtypes, 1)
         bucket = "swa" if isinstance(layer, SlidingWindowAttention) else "full"
         if k:
             counts[bucket][0] += 1
             counts[bucket][1] += k
             counts[bucket][2] += v
     (nf, kf, vf), (ns, ks, vs) = counts["full"], counts["swa"]
-    return _DeviceKV(full_layers=nf, swa_layers=ns, k_full=kf, v_full=vf, k_swa=ks, v_swa=vs)
+    return _DeviceKV(full_layers=nf, swa_layers=ns, k_full=kf, v_full=vf, k_swa=ks, v_swa=vs,
+                     recurrent_layers=recurrent[0], r_state=recurrent[1], s_state=recurrent[2])
 
 
-def _llamacpp_lines(dev: _DeviceKV, cells: LlamaCppCells, kv_name: str) -> list[str]:
-    """The ``llama_kv_cache`` lines llama.cpp prints for one device (format of llama-kv-cache.cpp)."""
-    kv_type = {"fp32": "f32", "fp16": "f16"}.get(kv_name, kv_name)
+def _ggml_type(name: str) -> str:
+    """ggml's name of a KV dtype (``fp16`` -> ``f16``)."""
+    return {"fp32": "f32", "fp16": "f16"}.get(name, name)
+
+
+def _llamacpp_lines(dev: _DeviceKV, cells: LlamaCppCells, k_name: str, v_name: str) -> list[str]:
+    """The ``llama_kv_cache`` / ``llama_memory_recurrent`` lines llama.cpp prints for one device
+    (formats of llama-kv-cache.cpp and llama-memory-recurrent.cpp)."""
+    k_type, v_type = _ggml_type(k_name), _ggml_type(v_name)
     lines = []
     if dev.swa_layers:
         lines.append(f"llama_kv_cache_iswa: creating non-SWA KV cache, size = {cells.full_cells} cells")
@@ -125,9 +163,25 @@ def _llamacpp_lines(dev: _DeviceKV, cells: LlamaCppCells, kv_name: str) -> list[
         if layers_n:
             n_cells = per_stream * cells.streams
             lines.append(f"llama_kv_cache: size = {(k_b + v_b) * n_cells / MiB:7.2f} MiB ({per_stream:6d} cells, "
-                         f"{layers_n:3d} layers, {cells.n_seq:2d}/{cells.streams} seqs), K ({kv_type}): "
-                         f"{k_b * n_cells / MiB:7.2f} MiB, V ({kv_type}): {v_b * n_cells / MiB:7.2f} MiB")
+                         f"{layers_n:3d} layers, {cells.n_seq:2d}/{cells.streams} seqs), K ({k_type}): "
+                         f"{k_b * n_cells / MiB:7.2f} MiB, V ({v_type}): {v_b * n_cells / MiB:7.2f} MiB")
+    if dev.recurrent_layers:
+        seqs = max(1, cells.n_seq)
+        r, st = dev.r_state * seqs, dev.s_state * seqs
+        lines.append(f"llama_memory_recurrent: size = {(r + st) / MiB:7.2f} MiB ({seqs:6d} cells, "
+                     f"{dev.recurrent_layers:3d} layers, {seqs:2d} seqs), R (f32): {r / MiB:7.2f} MiB, "
+                     f"S (f32): {st / MiB:7.2f} MiB")
     return lines
+
+
+def _refusal(r, gpu_memory_bytes: int, k_name: str, mla: bool) -> str:
+    """Why a device does not fit, with a knob that helps: a smaller ``-c``, a smaller cache type than the
+    one given (never the one already in use), fewer offloaded layers."""
+    flag = "-ctk" if mla else "-ctk/-ctv"  # MLA keeps only K (the latent); V is a view of it
+    smaller = {"fp32": "q8_0", "bf16": "q8_0", "fp16": "q8_0", "q8_0": "q4_0"}.get(k_name)
+    knobs = ["lower -c"] + ([f"use {flag} {smaller}"] if smaller else []) + ["offload fewer layers (-ngl)"]
+    return (f"device {r.stage}: weights {gib2(r.weights_bytes)} + KV {gib2(r.available_kv_cache_bytes)} + compute "
+            f"buffer ~{gib2(r.activation_bytes)} GiB exceed {gib2(gpu_memory_bytes)} GiB; {', '.join(knobs)}")
 
 
 def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
@@ -144,7 +198,9 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
     Sources: module docstring.
     """
     kv_name = "fp16" if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
+    v_name = kv_name if request.kv_cache_dtype_v in (None, "auto") else request.kv_cache_dtype_v
     c = resolve_knobs(model, request, kv_name)
+    v_dtypes = cache_dtypes(model, request.weight_dtype, v_name)
     n_seq = request.max_num_seqs or 1
     unified = request.kv_unified if request.kv_unified is not None else n_seq == 1
     windows = [layer.sliding_window for layer in model.layers if isinstance(layer, SlidingWindowAttention)]
@@ -153,10 +209,10 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
     devices = c.tp * c.pp
     ranks, lines = [], []
     for device, layers in enumerate(pipeline_layer_ranges(model.num_layers, devices)):
-        dev = _device_kv(model, layers, c.dtypes)
-        kv = dev.bytes(cells)
+        dev = _device_kv(model, layers, c.dtypes, v_dtypes)
+        kv = dev.bytes(cells) + dev.recurrent_bytes(n_seq)
         if device == 0:
-            lines += _llamacpp_lines(dev, cells, c.dtypes.kv.name)
+            lines += _llamacpp_lines(dev, cells, c.dtypes.kv.name, v_dtypes.kv.name)
         weights = request.weights_bytes if request.weights_bytes is not None else loaded_weight_bytes(
             model, weight_dtype(request.weight_dtype), 1, device, devices, engine_extras=False)
         compute = request.activation_bytes
@@ -168,11 +224,10 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
                            cudagraph=0, available=kv, per_token=row, bytes_per_block=row,
                            num_blocks=cells.full_cells * cells.streams, request=request))
         lines.append(f"llama_kv_cache: {'CUDA' + str(device):>10s} KV buffer size = {kv / MiB:8.2f} MiB")
-    reasons = [f"device {r.stage}: weights {gib2(r.weights_bytes)} + KV {gib2(r.available_kv_cache_bytes)} + compute "
-               f"buffer ~{gib2(r.activation_bytes)} GiB exceed {gib2(gpu_memory_bytes)} GiB; lower -c, use -ctk/-ctv "
-               "q8_0, or offload fewer layers (-ngl)"
+    mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
+    reasons = [_refusal(r, gpu_memory_bytes, c.dtypes.kv.name, mla)
                for r in ranks if r.requested_bytes + r.non_torch_bytes > gpu_memory_bytes][:1]
-    notes = ["quantized V cache needs flash attention (-fa on)"] if c.dtypes.kv.name in ("q8_0", "q4_0") else []
+    notes = ["quantized V cache needs flash attention (-fa on)"] if v_dtypes.kv.name in ("q8_0", "q4_0") else []
     total_cells = cells.full_cells * cells.streams
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=None, block_size=1,
                  mnbt=request.n_ubatch, seqs=n_seq, tokens=total_cells, num_blocks=total_cells,
@@ -184,5 +239,6 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
                                    weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    max_model_len=c.max_model_len, kv_cache_dtype=request.kv_cache_dtype,
+                                   kv_cache_dtype_v=request.kv_cache_dtype_v,
                                    max_num_seqs=n_seq, n_ubatch=request.n_ubatch, kv_unified=unified and n_seq > 1,
                                    swa_full=request.swa_full))

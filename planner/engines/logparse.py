@@ -17,7 +17,7 @@ vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``), vllm/worker/worker
 (V0 "Memory profiling results"), vllm/executor/executor_base.py ("# GPU blocks");
 SGLang python/sglang/srt/mem_cache/memory_pool.py, managers/scheduler.py,
 model_executor/model_runner.py; llama.cpp src/llama-kv-cache.cpp,
-src/llama-context.cpp; TensorRT-LLM cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp,
+src/llama-memory-recurrent.cpp (recurrent-state size and "RS buffer size"), src/llama-context.cpp; TensorRT-LLM cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp,
 tensorrt_llm/_torch/pyexecutor/_util.py; TGI backends/v3/src (router); ENGINES.md.
 """
 
@@ -76,6 +76,8 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("llamacpp_layers", "llama.cpp", "count", r"MiB \(\s*[0-9]+ cells,\s*" + _NUM + r" layers", 1),
     ("llamacpp_streams", "llama.cpp", "count", r"layers,\s*[0-9]+/" + _NUM + r" seqs\)", 1),
     ("llamacpp_kv_buffer_mib", "llama.cpp", "MiB", r"KV buffer size\s*=" + _SP + _NUM + _SP + "MiB", 1),
+    ("llamacpp_rs_mib", "llama.cpp", "MiB", r"llama_memory_recurrent:\s+size =" + _SP + _NUM + _SP + "MiB", 1),
+    ("llamacpp_rs_buffer_mib", "llama.cpp", "MiB", r"RS buffer size\s*=" + _SP + _NUM + _SP + "MiB", 1),
     ("llamacpp_n_ctx", "llama.cpp", "tokens", r"llama_context:\s+n_ctx\s*=" + _SP + _NUM, 1),
     ("llamacpp_n_ctx_seq", "llama.cpp", "tokens", r"n_ctx_seq\s*=" + _SP + _NUM, 1),
     ("llamacpp_n_seq_max", "llama.cpp", "count", r"n_seq_max\s*=" + _SP + _NUM, 1),
@@ -110,7 +112,8 @@ LABELS: dict[str, str] = {
     "sglang_context_len": "context_len", "sglang_avail_gib": "avail mem", "sglang_weights_gib": "weight mem usage",
     "llamacpp_kv_mib": "llama_kv_cache size", "llamacpp_cells": "KV cells per stream", "llamacpp_layers": "KV layers",
     "llamacpp_streams": "KV streams",
-    "llamacpp_kv_buffer_mib": "KV buffer size", "llamacpp_n_ctx": "n_ctx", "llamacpp_n_ctx_seq": "n_ctx_seq",
+    "llamacpp_kv_buffer_mib": "KV buffer size", "llamacpp_rs_mib": "llama_memory_recurrent size",
+    "llamacpp_rs_buffer_mib": "RS buffer size", "llamacpp_n_ctx": "n_ctx", "llamacpp_n_ctx_seq": "n_ctx_seq",
     "llamacpp_n_seq_max": "n_seq_max", "llamacpp_compute_buffer_mib": "compute buffer size",
     "llamacpp_model_buffer_mib": "model buffer size", "trtllm_alloc_gib": "Allocated for paged KV cache",
     "trtllm_tokens": "Max tokens in paged KV cache", "trtllm_blocks": "Blocks in primary pool",
@@ -123,7 +126,7 @@ LABELS: dict[str, str] = {
 _KEY_FIGURES: dict[str, tuple[str, ...]] = {
     "vllm": ("available_kv_gib", "weights_gib", "kv_cache_tokens|num_gpu_blocks", "max_concurrency"),
     "sglang": ("sglang_tokens", "sglang_k_gib|sglang_kv_gib", "sglang_max_total_tokens"),
-    "llama.cpp": ("llamacpp_kv_mib", "llamacpp_cells"),
+    "llama.cpp": ("llamacpp_kv_mib|llamacpp_rs_mib", "llamacpp_cells|llamacpp_rs_mib"),
     "trtllm": ("trtllm_tokens", "trtllm_alloc_gib"),
     "tgi": ("tgi_blocks", "tgi_max_total_tokens"),
 }

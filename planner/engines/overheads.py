@@ -7,10 +7,9 @@ Every term can be overridden in :class:`planner.engines.EngineRequest`.
 
 Formulas (per GPU; ``e`` = activation bytes per element, 2 for bf16):
 
-* Weights as loaded = :func:`planner.model.params.weight_bytes` of this pipeline
-  stage's tensors at tensor-parallel size ``tp``, plus vLLM's rotary cos/sin
-  cache (``max_position_embeddings x head_dim x e``, replicated), with MXFP4
-  expert matrices padded as vLLM pads them (:data:`MXFP4_PADDING`).
+* Weights as loaded: :mod:`planner.engines.loaded` (this pipeline stage's tensors
+  at tensor-parallel size ``tp``, the rotary cos/sin cache, the MXFP4 expert layout
+  of the kernel the engine version picks on that GPU, per-partition block scales).
   Llama-3.1-8B: 16,060,522,496 + 33,554,432 B = 14.99 GiB, the "Model
   loading took 14.99 GiB" of cases V01 and V20.
 * Forward peak of a profile pass of ``T`` tokens =
@@ -24,9 +23,11 @@ Formulas (per GPU; ``e`` = activation bytes per element, 2 for bf16):
   pipeline stage only; ``bytes_per_logit`` 38 with PyTorch top-k/top-p, 12
   with the FlashInfer sampler (see :mod:`planner.engines.profiles`).
 * Activation peak = ``max(forward, sampler)``.
-* Non-torch = the profile's constant, plus the multi-GPU extra when the model
-  spans several GPUs. CUDA graphs = the profile's constant (only deducted by
-  engines that say so).
+* Non-torch = the profile's constant, plus what the worker's process groups add
+  by topology (:func:`non_torch_bytes_by_topology`: per NVLink peer, per group on a
+  PCIe node, per group across nodes). CUDA graphs
+  = the profile's constant, 0 with ``--enforce-eager`` (only deducted by engines that
+  say so).
 
 Calibration (available KV predicted vs printed, reference cases; reproduced by
 tests/test_engine_cases.py): V01 (V0, Llama-3.1-8B, RTX 3090) 3.82 vs 3.81 GiB
@@ -51,164 +52,16 @@ Sources: vLLM ``Worker.determine_available_memory``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from planner.engines.loaded import (  # noqa: F401 - re-exported: the weights half of the budget
+    loaded_weight_bytes,
+    pipeline_layer_ranges,
+    rope_cache_bytes,
+    stage_params,
+)
 from planner.model import ModelSpec
-from planner.model.dtypes import StorageFormat, activation_dtype
-from planner.model.params import ParamGroup, weight_bytes
-from planner.units import ceil_div
-
-MXFP4_PADDING: tuple[int, int] = (256, 0)
-"""How vLLM pads MXFP4 expert matrices: (multiple of the per-GPU intermediate
-size, multiple of the hidden size; 0 = none). The padding depends on the MoE
-kernel vLLM picks for the GPU and version (64, 128 or 256 in
-``Mxfp4MoEMethod.create_weights``); (256, 0) reproduces the weights late-2025
-vLLM printed on H100 (gpt-oss-20b 13.46 GiB vs "13.47", gpt-oss-120b 64.57 vs
-"64.38", llm-d), and the v0.10 profile uses (256, 256) (gpt-oss-120b TP 4 on
-A100, v0.10.1.1: see :mod:`planner.engines.profiles`)."""
-
-
-def pipeline_layer_ranges(num_layers: int, pipeline_parallel_size: int) -> tuple[range, ...]:
-    """Decoder layers held by each pipeline stage.
-
-    ``num_layers // pp`` each; the remainder goes one each to the stages just
-    before the last (the last stage also holds the LM head). Worked example:
-    30 layers over 4 stages -> 7, 8, 8, 7.
-
-    Raises:
-        ValueError: ``pipeline_parallel_size`` < 1 or > ``num_layers``.
-
-    Sources: vLLM ``get_pp_indices`` (vllm/distributed/utils.py).
-    """
-    pp = pipeline_parallel_size
-    if pp < 1 or pp > num_layers:
-        raise ValueError(f"pipeline_parallel_size must be between 1 and the {num_layers} layers, got {pp}")
-    sizes = [num_layers // pp] * pp
-    for i in range(2, num_layers % pp + 2):
-        sizes[-i] += 1
-    ranges, start = [], 0
-    for size in sizes:
-        ranges.append(range(start, start + size))
-        start += size
-    return tuple(ranges)
-
-
-def stage_params(model: ModelSpec, stage: int, pipeline_parallel_size: int) -> tuple[ParamGroup, ...]:
-    """Parameter groups one pipeline stage holds.
-
-    Per-layer groups (names starting with ``layers.``) are apportioned by the
-    stage's share of layers (groups present in only some layers, e.g. the dense
-    MLP of DeepSeek's first layers, are apportioned proportionally: an
-    approximation); the embedding goes to the first stage, the final norm and
-    ``lm_head`` to the last. A tied model's last stage also holds a copy of the
-    embedding table as its LM head when ``pp > 1``.
-
-    Sources: vLLM ``PPMissingLayer`` / ``make_layers`` (vllm/model_executor/models/utils.py).
-    """
-    pp = pipeline_parallel_size
-    if pp == 1:
-        return model.params
-    ranges = pipeline_layer_ranges(model.num_layers, pp)
-    share = len(ranges[stage])
-    first, last = stage == 0, stage == pp - 1
-    has_lm_head = any(g.kind == "lm_head" for g in model.params)
-    out = []
-    for group in model.params:
-        if group.name.startswith("layers."):
-            count = group.count * share // model.num_layers if group.count % model.num_layers == 0 \
-                else round(group.count * share / model.num_layers)
-            if count:
-                out.append(replace(group, count=count))
-        elif group.kind == "embedding":
-            if first:
-                out.append(group)
-            if last and not has_lm_head:
-                out.append(replace(group, name="lm_head.weight", kind="lm_head"))
-        elif last:
-            out.append(group)
-    return tuple(out)
-
-
-def _mxfp4_expert_bytes(group: ParamGroup, fmt: StorageFormat, other: StorageFormat, tp: int,
-                        padding: tuple[int, int]) -> int | None:
-    """Per-GPU bytes of an MXFP4 expert group with vLLM's padding, or None if not one.
-
-    ``padding`` = (multiple for the per-GPU intermediate size, multiple for the
-    hidden size; 0 = none).
-    """
-    if ".experts." not in group.name or fmt.name != "mxfp4":
-        return None
-    name = group.name.rsplit(".", 1)[-1]
-    inter_multiple, hidden_multiple = padding
-    if name == "gate_up_proj":
-        inter, hidden = group.shape[0] // 2, group.shape[1]
-        shape = (2 * _pad(ceil_div(inter, tp), inter_multiple), _pad(hidden, hidden_multiple))
-        return fmt.bytes_for_matrix(shape) * group.count
-    if name == "down_proj":
-        hidden, inter = group.shape
-        shape = (_pad(hidden, hidden_multiple), _pad(ceil_div(inter, tp), inter_multiple))
-        return fmt.bytes_for_matrix(shape) * group.count
-    if name == "gate_up_proj_bias":
-        return other.bytes_for(2 * _pad(ceil_div(group.shape[0] // 2, tp), inter_multiple)) * group.count
-    return None
-
-
-def _pad(n: int, multiple: int) -> int:
-    return ceil_div(n, multiple) * multiple if multiple else n
-
-
-def rope_cache_bytes(model: ModelSpec, activation_bytes: int) -> int:
-    """vLLM's rotary cos/sin cache: ``max_position_embeddings x head_dim x e`` [bytes].
-
-    Llama-3.1-8B: 131,072 x 128 x 2 B = 32 MiB. MLA models cache the rope part
-    only (``qk_rope_head_dim``), approximated here by ``head_dim``.
-
-    Sources: vLLM ``RotaryEmbedding._compute_cos_sin_cache``
-    (vllm/model_executor/layers/rotary_embedding.py).
-    """
-    return (model.max_position_embeddings or 0) * model.head_dim * activation_bytes
-
-
-def loaded_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_parallel_size: int = 1,
-                        stage: int = 0, pipeline_parallel_size: int = 1, *, engine_extras: bool = True,
-                        mxfp4_padding: tuple[int, int] = MXFP4_PADDING) -> int:
-    """Weights one GPU holds after loading, as vLLM reports them [bytes].
-
-    Args:
-        model: The model.
-        weight_format: Format of the linear layers.
-        tensor_parallel_size: GPUs each layer is split over.
-        stage: Pipeline stage of this GPU.
-        pipeline_parallel_size: Pipeline stages.
-        engine_extras: Add vLLM's rope cache and MXFP4 padding (module docstring).
-        mxfp4_padding: See :data:`MXFP4_PADDING`.
-
-    MXFP4 checkpoints (gpt-oss) quantize only the routed experts; attention,
-    router, embeddings and ``lm_head`` stay in bf16 (the checkpoint's
-    ``quantization_config.modules_to_not_convert``), so with ``mxfp4`` only
-    ``.experts.`` groups use it here. (:func:`planner.model.params.weight_bytes`
-    applies the format to every linear layer.)
-
-    Sources: see the module docstring.
-    """
-    params = stage_params(model, stage, pipeline_parallel_size)
-    other = activation_dtype(weight_format, model.torch_dtype)
-    tp = tensor_parallel_size
-    total = 0
-    plain, unquantized = [], []
-    for group in params:
-        padded = _mxfp4_expert_bytes(group, weight_format, other, tp, mxfp4_padding) if engine_extras else None
-        if padded is not None:
-            total += padded
-        elif weight_format.name == "mxfp4" and ".experts." not in group.name:
-            unquantized.append(group)
-        else:
-            plain.append(group)
-    total += weight_bytes(tuple(plain), weight_format, model.torch_dtype, tp)
-    total += weight_bytes(tuple(unquantized), other, model.torch_dtype, tp)
-    if engine_extras:
-        total += rope_cache_bytes(model, other.bytes_for(1))
-    return total
+from planner.units import MiB, ceil_div
 
 
 def mlp_width(model: ModelSpec) -> int:
@@ -301,3 +154,88 @@ def activation_estimate(model: ModelSpec, *, num_tokens: int, num_seqs: int, byt
                f"max(attention, mlp) / tp {tensor_parallel_size}), sampler min({num_seqs}, {num_tokens:,}) x "
                f"{model.vocab_size:,} vocab x {bytes_per_logit} B + hidden states)")
     return ActivationEstimate(forward_bytes=forward, sampler_bytes=sampler, formula=formula)
+
+
+# --- non-torch memory by topology ----------------------------------------------------
+
+NCCL_NVLINK_PEER_BYTES = 430 * MiB
+"""Non-torch memory each NVLink peer of a process group adds on one node: NCCL's per-channel
+connection buffers (SIMPLE 4 MiB + LL 512 KiB + LL128 4.7 MiB per connection,
+src/include/device.h ``DEFAULT_*BUFFSIZE``), which on NVSwitch boards connect every rank
+directly to every peer (NVLS / all-to-all direct connections: "Collnet/Direct uses a lot of
+memory because of alltoall direct connections, while Ring uses a limited amount of memory as
+it only has 2 connections regardless of the scale", NVIDIA/nccl#986), plus vLLM's custom
+all-reduce IPC buffers (vllm/distributed/device_communicators/custom_all_reduce.py, 8 MiB
+``max_size``). 0.42 GiB for one peer: llm-d Llama-3.3-70B-FP8 TP 2 on H100 SXM (0.55 GiB
+non-torch vs 0.13 on one GPU)."""
+
+NCCL_PCIE_GROUP_BYTES = 96 * MiB
+"""What a process group adds on one node without NVLink: vLLM disables its custom all-reduce
+("Custom allreduce is disabled because your platform lacks GPU P2P capability",
+custom_all_reduce.py), NCCL runs rings (two connections whatever the group size) over PCIe or
+shared memory, whose FIFOs live in host memory. 0.09 GiB: vLLM 0.10.1.1, Qwen2-7B TP 2 on one
+A100 node (log vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log of dennislee22/vLLM-benchmarking:
+0.5 x 79.25 - 7.1217 weights - 31.83 KV - 0.449 activation = 0.22 GiB non-torch)."""
+
+NCCL_NETWORK_GROUP_BYTES = 20 * MiB
+"""What a process group adds when it spans nodes (Ray): no custom all-reduce ("Custom allreduce
+is disabled because this process group spans across nodes"), NCCL rings over the network keep
+their proxy FIFOs in host memory unless GPUDirect RDMA is used. 0.02 GiB: vLLM 0.10.1.1,
+Qwen2-7B TP 2 over two A100 40GB nodes (log vllm-7B-2gpuA10040GB-0.5GRAM-diff-nodes.log of the
+same repository: 0.5 x 39.39 - 7.1217 - 11.03 - 1.391 PyTorch-sampler activation = 0.15 GiB
+non-torch)."""
+
+NVLINK_GPU_TAGS: tuple[str, ...] = ("sxm", "nvl", "hgx", "gb200", "gb300", "b200", "b300", "h200", "h20", "gh200",
+                                    "h800", "dgx")
+"""GPU names whose multi-GPU nodes link the GPUs with NVLink (the others: PCIe)."""
+
+
+def gpus_linked_by_nvlink(gpu_name: str) -> bool:
+    """True for GPUs sold in NVLink boards (SXM, NVL, HGX, Grace-Blackwell); False for PCIe cards.
+
+    Examples: ``"H100 SXM5 80GB"`` -> True; ``"A100 PCIe 80GB"`` -> False; ``"L40S"`` -> False.
+    """
+    name = gpu_name.lower()
+    return "pcie" not in name and any(tag in name for tag in NVLINK_GPU_TAGS)
+
+
+def _group_bytes(size: int, on_one_node: bool, nvlink: bool) -> int:
+    """Non-torch memory one process group of ``size`` ranks adds to each of its GPUs [bytes]."""
+    if size < 2:
+        return 0
+    if not on_one_node:
+        return NCCL_NETWORK_GROUP_BYTES
+    return NCCL_NVLINK_PEER_BYTES * (size - 1) if nvlink else NCCL_PCIE_GROUP_BYTES
+
+
+def non_torch_bytes_by_topology(base_bytes: int, *, tensor_parallel_size: int, pipeline_parallel_size: int,
+                                num_nodes: int, gpu_name: str) -> int:
+    """Non-torch memory of one worker [bytes]: the runtime plus what its process groups add.
+
+    ``base`` (cuBLAS/cuDNN workspaces and CUDA context growth after the engine's snapshot)
+    for one GPU; a replica of ``tp x pp`` GPUs over ``num_nodes`` nodes holds
+    ``ceil(tp x pp / nodes)`` GPUs per node (Ray's placement packs a node before the next).
+    The tensor-parallel group (``tp`` ranks) stays in one node when ``tp <= GPUs per node``;
+    the pipeline group talks to its neighbour stage (2 ranks per send/recv pair) inside a node
+    when ``tp x pp <= GPUs per node``. Each group adds, per GPU: on an NVLink node
+    :data:`NCCL_NVLINK_PEER_BYTES` per peer, on a PCIe node :data:`NCCL_PCIE_GROUP_BYTES`, across
+    nodes :data:`NCCL_NETWORK_GROUP_BYTES`. Worked examples: TP 4 on one H100 node: 133 +
+    3 x 430 = 1,423 MiB; case V15, TP 4 over 4 A100 nodes: 133 + 20 = 153 MiB.
+
+    Sources: vllm/v1/worker/gpu_worker.py (``init_device``: the memory snapshot precedes
+    ``init_worker_distributed_environment``, so communicator buffers count as non-torch),
+    vllm/distributed/parallel_state.py (one group per TP / PP), vllm/executor/ray_utils.py
+    (placement), custom_all_reduce.py; SGLang measures free memory after the same groups form
+    (python/sglang/srt/model_executor/model_runner.py ``init_torch_distributed``).
+    """
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    if tp * pp == 1:
+        return base_bytes
+    per_node = ceil_div(tp * pp, num_nodes)
+    nvlink = gpus_linked_by_nvlink(gpu_name)
+    return (base_bytes + _group_bytes(tp, tp <= per_node, nvlink)
+            + _group_bytes(2 if pp > 1 else 1, tp * pp <= per_node, nvlink))
+
+
+vllm_non_torch_bytes = non_torch_bytes_by_topology
+"""The same function under the name the vLLM chain uses."""

@@ -17,14 +17,14 @@ Design notes (assumptions):
        with FlashInfer, later builds with PyTorch's sort), ``vllm`` (2026, PRs
        #38364/#40694: tokens = ``int(concurrency * max_model_len)``, CUDA-graph
        estimate subtracted, on by default since v0.21.0).
-    2. vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` for
-       ``vllm serve`` are 8192 / 1024 on GPUs with >= 70 GiB that are not A100s,
-       else 2048 / 256 (vllm/engine/arg_utils.py, ``_set_default_args``); the
-       0.10.1.1 A100 logs in the reference cases show 2048. The 2026 profile uses
-       16384 on large GPUs (quoted as the ``serve`` default by vLLM issue #54704).
-       V0 without chunked prefill profiles ``max(max_model_len, 2048)`` tokens
-       (vllm/config.py ``SchedulerConfig``; chunked prefill was switched on by
-       default above 32K context, where 2048 is used here).
+    2. vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` (vllm/engine/arg_utils.py,
+       ``EngineArgs.get_batch_defaults``): for ``vllm serve`` 8192 / 1024 on GPUs with >= 70 GiB
+       that are not A100s, else 2048 / 256; for the offline ``LLM`` class 16384 / 1024 and
+       8192 / 256 (``usage_context`` "llm"). The 0.10.1.1 A100 logs in the reference cases show
+       2048. The 2026 profile uses 16384 on large GPUs (quoted as the ``serve`` default by vLLM
+       issue #54704). V0 without chunked prefill profiles ``max(max_model_len, 2048)`` tokens
+       (vllm/config.py ``SchedulerConfig``); above 32K it switches chunked prefill on by itself
+       and profiles 2048 (``serve``) or 8192 (``llm``) tokens.
     3. Block sizes (vllm/platforms/cuda.py ``check_and_update_config``): 16 for
        ordinary backends, MLA 64 with FlashMLA (Hopper), 128 with CUTLASS MLA
        (Blackwell), 16 with Triton MLA (other GPUs and pre-2025 builds).
@@ -108,13 +108,10 @@ class EngineProfile:
         non_torch_multi_gpu_bytes: Extra non-torch memory when the model spans
             several GPUs (NCCL, custom all-reduce buffers) [bytes].
         cudagraph_bytes: Default CUDA-graph memory estimate [bytes].
-        mxfp4_padding: How MXFP4 expert weights are padded when loaded (multiple
-            of the per-GPU intermediate size, of the hidden size; 0 = none);
-            see :data:`planner.engines.overheads.MXFP4_PADDING`. v0.10 on A100 (Triton
-            MoE kernels) pads both to 256: gpt-oss-120b TP 4 loads 17.12 GiB
-            here vs "Model loading took 17.22 GiB" in case V15.
         kv_cache_dtypes: KV dtypes the engine accepts (planner names).
         sources: Files the behaviour was read from.
+        version: The releases this profile stands for, as a reader names them
+            (``vLLM v0.21+ (2026)``); shown next to every figure it produces.
     """
 
     id: str
@@ -132,9 +129,9 @@ class EngineProfile:
     non_torch_bytes: int = 0
     non_torch_multi_gpu_bytes: int = 0
     cudagraph_bytes: int = 0
-    mxfp4_padding: tuple[int, int] = (256, 0)
     kv_cache_dtypes: tuple[str, ...] = ("auto", "bf16", "fp8")
     sources: str = ""
+    version: str = ""
 
 
 _V1_NON_TORCH = 133 * MiB
@@ -146,6 +143,11 @@ _V0_NON_TORCH = 358 * MiB
 _CUDAGRAPH_BYTES = 512 * MiB
 """0.50 GiB: "Graph capturing finished in 3 secs, took 0.50 GiB" (v0.10.1.1,
 Qwen2-7B, reference logs of case V07); llm-d measured 0.10-1.03 GiB."""
+
+_TRTLLM_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8")
+"""KV dtypes of TensorRT-LLM: the engine's own 16-bit dtype (an engine built with ``--dtype float16``
+keeps an fp16 cache: ``kv_cache_config.dtype`` "auto" = the model dtype), or quantized FP8 / INT8
+(tensorrt_llm/llmapi/llm_args.py ``KvCacheConfig.dtype``; tensorrt_llm/quantization/mode.py)."""
 
 _VLLM_SOURCES = ("vllm/v1/worker/gpu_worker.py (determine_available_memory), vllm/utils/mem_utils.py "
                  "(memory_profiling), vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs, "
@@ -167,29 +169,35 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
     p.id: p
     for p in (
         _vllm("vllm", "vLLM V1, 2026 builds (>= v0.21: tokens = concurrency x max_model_len, CUDA graphs profiled)",
+              version="vLLM v0.21+ (2026)",
               hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
               start_check="v1_memory", subtracts_cudagraph=True,
               sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
         _vllm("vllm-v0.11", "vLLM V1, v0.11-v0.20 (hybrid allocator, PyTorch top-k/top-p sampler)",
+              version="vLLM v0.11-v0.20",
               hybrid_allocator=True, token_print="blocks_per_group", concurrency_print="blocks_per_request",
               start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
         _vllm("vllm-v0.10", "vLLM V1, v0.10.x (hybrid allocator, FlashInfer sampler)",
+              version="vLLM v0.10.x",
               hybrid_allocator=True, token_print="blocks_per_group", concurrency_print="blocks_per_request",
-              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_FLASHINFER,
-              mxfp4_padding=(256, 256)),
+              start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_FLASHINFER),
         _vllm("vllm-v1-2025", "vLLM V1, Feb-Jun 2025 (~v0.7.3-v0.9: 'GPU KV cache size: N tokens')",
+              version="vLLM v0.7.3-v0.9 (V1)",
               hybrid_allocator=False, token_print="blocks_x_block_size", concurrency_print="tokens_over_len",
               start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
         _vllm("vllm-v1-jan2025", "vLLM V1, Jan 2025 (~v0.7.0-v0.7.2: '# GPU blocks: N')",
+              version="vLLM v0.7.0-v0.7.2 (V1)",
               hybrid_allocator=False, token_print="blocks", concurrency_print="tokens_over_len",
               start_check="v1_memory", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
         _vllm("vllm-v0", "vLLM V0 engine (<= v0.8: '# GPU blocks: N')",
+              version="vLLM <= v0.8 (V0 engine)",
               hybrid_allocator=False, token_print="blocks", concurrency_print="tokens_over_len",
               start_check="v0_tokens", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH,
               non_torch_bytes=_V0_NON_TORCH,
               sources="vllm/worker/worker.py (determine_num_available_blocks), vllm/executor"),
         EngineProfile(
-            id="sglang", family="sglang", label="SGLang (2025-26, model_runner_kv_cache_mixin)",
+            id="sglang", family="sglang", version="SGLang 0.4.9-0.5 (2025-26)",
+            label="SGLang (2025-26, model_runner_kv_cache_mixin)",
             budget_base="free_before_load", default_memory_fraction=None, fraction_flag="--mem-fraction-static",
             hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
             non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
@@ -198,24 +206,26 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
                     "python/sglang/srt/server_args.py (_handle_gpu_memory_settings), "
                     "python/sglang/srt/mem_cache/memory_pool.py"),
         EngineProfile(
-            id="trtllm", family="trtllm", label="TensorRT-LLM, PyTorch backend / LLM API (tokens_per_block 32)",
+            id="trtllm", family="trtllm", version="TensorRT-LLM 1.x, PyTorch backend",
+            label="TensorRT-LLM, PyTorch backend / LLM API (tokens_per_block 32)",
             budget_base="free_after_profile", default_memory_fraction=0.9, fraction_flag="free_gpu_memory_fraction",
             hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
             non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
-            cudagraph_bytes=_CUDAGRAPH_BYTES, kv_cache_dtypes=("auto", "fp8", "int8"),
+            cudagraph_bytes=_CUDAGRAPH_BYTES, kv_cache_dtypes=_TRTLLM_KV_DTYPES,
             sources="tensorrt_llm/_torch/pyexecutor/_util.py (KvCacheCreator), "
                     "tensorrt_llm/_torch/pyexecutor/resource_manager.py (get_cache_size_per_token)"),
         EngineProfile(
-            id="trtllm-engine", family="trtllm",
+            id="trtllm-engine", family="trtllm", version="TensorRT-LLM, trtllm-build engines (2024-25)",
             label="TensorRT-LLM, trtllm-build engine + C++ runtime (tokens_per_block 64)",
             budget_base="free_after_profile", default_memory_fraction=0.9,
             fraction_flag="kv_cache_free_gpu_mem_fraction", hybrid_allocator=False, token_print="tokens",
             concurrency_print="none", start_check="none", non_torch_bytes=_V1_NON_TORCH,
             non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, cudagraph_bytes=_CUDAGRAPH_BYTES,
-            kv_cache_dtypes=("auto", "fp8", "int8"),
+            kv_cache_dtypes=_TRTLLM_KV_DTYPES,
             sources="cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp (calculateMaxNumBlocks)"),
         EngineProfile(
-            id="tgi", family="tgi", label="Hugging Face TGI 3.x (flashinfer backend, BLOCK_SIZE 1)",
+            id="tgi", family="tgi", version="TGI 3.x",
+            label="Hugging Face TGI 3.x (flashinfer backend, BLOCK_SIZE 1)",
             budget_base="total_minus_reserve", default_memory_fraction=1.0, fraction_flag="CUDA_MEMORY_FRACTION",
             hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
             non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
@@ -223,13 +233,14 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
             sources="server/text_generation_server/models/flash_causal_lm.py (warmup), "
                     "server/text_generation_server/models/globals.py (BLOCK_SIZE, TGI_WIGGLE_ROOM)"),
         EngineProfile(
-            id="llama.cpp", family="llama.cpp", label="llama.cpp (llama-server / llama-cli, 2025-26 builds)",
+            id="llama.cpp", family="llama.cpp", version="llama.cpp 2025-26 builds",
+            label="llama.cpp (llama-server / llama-cli, 2025-26 builds)",
             budget_base="requested", default_memory_fraction=None, fraction_flag="",
             hybrid_allocator=True, token_print="cells", concurrency_print="none", start_check="none",
             kv_cache_dtypes=("auto", "fp32", "bf16", "fp16", "q8_0", "q4_0"),
             sources="src/llama-kv-cache.cpp, src/llama-kv-cache-iswa.cpp, src/llama-context.cpp"),
         EngineProfile(
-            id="transformers", family="transformers",
+            id="transformers", family="transformers", version="transformers 5",
             label="Hugging Face transformers generate() (DynamicCache, transformers 5)",
             budget_base="device", default_memory_fraction=None, fraction_flag="", hybrid_allocator=True,
             token_print="tokens", concurrency_print="none", start_check="none", non_torch_bytes=_V1_NON_TORCH,
@@ -245,6 +256,32 @@ ENGINE_CHOICES: tuple[str, ...] = tuple(ENGINE_PROFILES)
 """Valid ``--engine`` values."""
 
 DEFAULT_ENGINE = "vllm"
+
+
+ENGINE_ALIASES: dict[str, str] = {
+    "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
+    "tensorrtllm": "trtllm", "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
+    "hf": "transformers", "huggingface": "transformers",
+}
+"""Other spellings of engine ids (matched case-insensitively: ``vLLM``, ``SGLang`` work as they are)."""
+
+
+def resolve_engine_name(name: str) -> str:
+    """The profile id an engine name means: itself, its lower case, or an alias.
+
+    Examples: ``"vLLM"`` -> ``"vllm"``; ``"tensorrt-llm"`` -> ``"trtllm"``; ``"TRT-LLM"`` -> ``"trtllm"``.
+
+    Raises:
+        ValueError: no profile of that name; the message lists the valid ones.
+    """
+    if name in ENGINE_PROFILES:
+        return name
+    key = name.strip().lower()
+    key = ENGINE_ALIASES.get(key, key)
+    if key in ENGINE_PROFILES:
+        return key
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_PROFILES)} "
+                     f"(also accepted: {', '.join(ENGINE_ALIASES)})")
 
 
 def engine_profile(engine: str) -> EngineProfile:
@@ -268,22 +305,48 @@ def is_large_datacenter_gpu(gpu_memory_bytes: int, gpu_name: str) -> bool:
     return gpu_memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
 
 
+USAGE_CONTEXTS: tuple[str, ...] = ("serve", "llm")
+"""How vLLM is started: ``serve`` (the OpenAI-compatible server, ``UsageContext.OPENAI_API_SERVER``)
+or ``llm`` (the offline ``LLM`` class, ``UsageContext.LLM_CLASS``); their scheduler defaults differ."""
+
+V0_CHUNKED_PREFILL_ABOVE = 32768
+"""V0 switches chunked prefill on by itself for ``max_model_len`` above this [tokens]
+(vllm/engine/arg_utils.py ``EngineArgs._set_default_args_v0``: "Chunked prefill is enabled by
+default for models with max_model_len > 32K")."""
+
+
 def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: str,
-                            max_model_len: int) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)`` vLLM picks for ``vllm serve``.
+                            max_model_len: int, usage_context: str = "serve") -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM picks when the user sets neither.
+
+    * V0 (``vllm-v0``): without chunked prefill one pass holds a whole prompt,
+      ``max(max_model_len, 2048)`` tokens; above 32K chunked prefill turns itself on with
+      2,048 tokens (``serve``) or 8,192 (``llm``); 256 sequences.
+    * V1 (every other profile): on GPUs of >= 70 GiB that are not A100s, 8,192 tokens for
+      ``serve`` and 16,384 for ``llm``, 1,024 sequences; else 2,048 (``serve``) or 8,192
+      (``llm``) and 256 sequences. The 2026 profile (``vllm``) uses 16,384 for ``serve`` too
+      (the ``serve`` default quoted by vLLM issue #54704).
 
     Worked example: an H100 80GB (79.19 GiB, not an A100) under ``vllm-v0.11``
     gets (8192, 1024); an A100 80GB gets (2048, 256); ``vllm-v0`` at
     ``max_model_len`` 20,000 profiles (20000, 256).
 
-    Sources: design note 2 of this module.
+    Raises:
+        ValueError: an unknown ``usage_context``.
+
+    Sources: vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults`` (V1) and
+    ``_set_default_args_v0``; design note 2 of this module.
     """
+    if usage_context not in USAGE_CONTEXTS:
+        raise ValueError(f"unknown usage context {usage_context!r}; choose one of {', '.join(USAGE_CONTEXTS)}")
+    offline = usage_context == "llm"
     if profile.id == "vllm-v0":
-        tokens = max(max_model_len, 2048) if max_model_len <= 32768 else 2048
-        return tokens, 256
+        if max_model_len <= V0_CHUNKED_PREFILL_ABOVE:
+            return max(max_model_len, 2048), 256
+        return (8192 if offline else 2048), 256
     if is_large_datacenter_gpu(gpu_memory_bytes, gpu_name):
-        return (16384 if profile.id == "vllm" else 8192), 1024
-    return 2048, 256
+        return (16384 if offline or profile.id == "vllm" else 8192), 1024
+    return (8192 if offline else 2048), 256
 
 
 MLA_BACKEND_BLOCK_SIZES: dict[str, int] = {

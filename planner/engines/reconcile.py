@@ -94,8 +94,9 @@ def _sum_kv(figures: LogFigures) -> LogFigure | None:
 
 
 def _llamacpp_total(figures: LogFigures) -> LogFigure | None:
-    """Sum of the ``llama_kv_cache`` size lines (full + SWA caches) of the first device."""
-    sizes = figures.all("llamacpp_kv_mib")
+    """Sum of the ``llama_kv_cache`` size lines (full + SWA caches) and the ``llama_memory_recurrent``
+    size line (recurrent states, f32) of the first device."""
+    sizes = figures.all("llamacpp_kv_mib") + figures.all("llamacpp_rs_mib")
     if not sizes:
         return None
     return replace(sizes[0], name="llamacpp_kv_total", value=round(sum(f.value for f in sizes), 2))
@@ -117,7 +118,7 @@ def measured_available_bytes(figures: LogFigures) -> int | None:
 
     vLLM: the smallest "Available KV cache memory" of the workers (the engine
     equalises to the minimum); SGLang: K + V size; TensorRT-LLM: the allocation;
-    llama.cpp: the KV size.
+    llama.cpp: the KV size plus the recurrent-state size.
     """
     if figures.engine == "vllm":
         return figures.min_bytes("available_kv_gib")
@@ -170,6 +171,10 @@ def request_from_log(request: EngineRequest, figures: LogFigures, *, pin_availab
     available = measured_available_bytes(figures)
     if pin_available and available is not None:
         updates["available_kv_memory_bytes"] = available
+        workers = [f.bytes for f in figures.all("available_kv_gib")] if figures.engine == "vllm" else []
+        if len(workers) > 1 and len(workers) == request.tensor_parallel_size * request.pipeline_parallel_size:
+            # one line per worker, in the order the workers logged them (the pool takes the smallest)
+            updates["available_kv_memory_per_rank_bytes"] = tuple(workers)
     length = figures.value("concurrency_len") or figures.value("max_model_len") or figures.value("sglang_context_len")
     if length and request.max_model_len is None:
         updates["max_model_len"] = int(length)

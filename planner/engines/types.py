@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+
+EXECUTOR_BACKENDS: tuple[str, ...] = ("mp", "ray")
+"""``--distributed-executor-backend`` values the planner models (vllm/config/parallel.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,10 +48,23 @@ class EngineRequest:
         non_torch_bytes: Measured non-torch memory per GPU [bytes].
         cudagraph_bytes: CUDA-graph memory per GPU [bytes].
         kv_unified: llama.cpp ``--kv-unified``; None = unified only with one slot.
+        kv_cache_dtype_v: llama.cpp ``-ctv`` when V is stored in another type than K
+            (``kv_cache_dtype`` is ``-ctk``); None = the same as K. Other engines ignore it.
         n_ubatch: llama.cpp ``-ub`` (physical batch) [tokens].
         swa_full: llama.cpp ``--swa-full`` (full-size SWA cache).
-        gpu_name: GPU display name; picks vLLM's scheduler defaults (A100 rule)
-            and MLA backend (Hopper / Blackwell).
+        gpu_name: GPU display name; picks vLLM's scheduler defaults (A100 rule),
+            MLA backend (Hopper / Blackwell) and MoE kernel layouts
+            (:func:`planner.engines.loaded.gpu_capability`).
+        available_kv_memory_per_rank_bytes: The engine's printed available KV memory of
+            every worker, in rank order (``rank = stage x tp + tp_rank``, as vLLM numbers
+            them), or one per pipeline stage [bytes]; the pool takes the smallest
+            (``available_kv_memory_bytes`` is then ignored). Empty = not given.
+        usage_context: ``serve`` (``vllm serve``) or ``llm`` (the offline ``LLM`` class):
+            vLLM's scheduler defaults differ (:func:`planner.engines.profiles.vllm_scheduler_defaults`).
+        enforce_eager: ``--enforce-eager``: no CUDA graphs are captured (their memory is 0).
+        distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
+            (``--distributed-executor-backend ray``, the way vLLM spans nodes).
+        num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
     """
 
     engine: str = DEFAULT_ENGINE
@@ -70,9 +86,15 @@ class EngineRequest:
     non_torch_bytes: int | None = None
     cudagraph_bytes: int | None = None
     kv_unified: bool | None = None
+    kv_cache_dtype_v: str | None = None
     n_ubatch: int = 512
     swa_full: bool = False
     gpu_name: str = ""
+    available_kv_memory_per_rank_bytes: tuple[int, ...] = ()
+    usage_context: str = "serve"
+    enforce_eager: bool = False
+    distributed_executor_backend: str = "mp"
+    num_nodes: int = 1
 
     @property
     def num_gpus(self) -> int:
@@ -81,7 +103,7 @@ class EngineRequest:
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for any out-of-range field."""
-        positive = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "n_ubatch")
+        positive = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "n_ubatch", "num_nodes")
         for name in positive:
             value = getattr(self, name)
             if value < 1:
@@ -97,10 +119,32 @@ class EngineRequest:
                 raise ValueError(f"{name} must be >= 0 bytes, got {value}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if any(v < 0 for v in self.available_kv_memory_per_rank_bytes):
+            raise ValueError(f"available KV memory per rank must be >= 0 bytes, got "
+                             f"{list(self.available_kv_memory_per_rank_bytes)}")
+        ranks = self.tensor_parallel_size * self.pipeline_parallel_size
+        if self.available_kv_memory_per_rank_bytes and len(self.available_kv_memory_per_rank_bytes) not in (
+                ranks, self.pipeline_parallel_size, 1):
+            raise ValueError(f"{len(self.available_kv_memory_per_rank_bytes)} available-KV values for {ranks} "
+                             f"workers (tp {self.tensor_parallel_size} x pp {self.pipeline_parallel_size}); give one "
+                             f"per worker ({ranks}), one per pipeline stage ({self.pipeline_parallel_size}) or one")
+        if self.usage_context not in USAGE_CONTEXTS:
+            raise ValueError(f"unknown usage context {self.usage_context!r}; choose one of {', '.join(USAGE_CONTEXTS)}")
+        if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
+            raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}; choose "
+                             f"one of {', '.join(EXECUTOR_BACKENDS)}")
+        if self.num_nodes > ranks:
+            raise ValueError(f"{self.num_nodes} nodes for {ranks} GPUs per replica; use at most {ranks} nodes")
+        if self.num_nodes > 1 and self.distributed_executor_backend != "ray":
+            raise ValueError(f"{self.num_nodes} nodes need --distributed-executor-backend ray (vLLM's multiprocessing "
+                             "executor runs on one node)")
         if self.engine not in ENGINE_CHOICES:
             raise ValueError(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINE_CHOICES)}")
         if self.weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
+        if self.kv_cache_dtype_v is not None and self.kv_cache_dtype_v not in KV_CACHE_DTYPE_CHOICES:
+            raise ValueError(f"unknown V-cache dtype {self.kv_cache_dtype_v!r}; "
+                             f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
             raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
@@ -112,6 +156,8 @@ class RankBudget:
 
     Attributes:
         stage: Pipeline stage index.
+        role: Which tensor-parallel GPUs of the stage this row stands for: ``all`` (every one
+            alike), or vLLM V0's ``driver`` (rank 0, which samples) and ``others``.
         first_layer, num_layers: Decoder layers this stage holds.
         memory_base_bytes: What the engine's fraction multiplies [bytes].
         requested_bytes: The engine's share of it (weights + KV + overheads) [bytes].
@@ -143,6 +189,7 @@ class RankBudget:
     bytes_per_block: int
     num_blocks: int
     overridden: tuple[str, ...] = ()
+    role: str = "all"
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
@@ -174,6 +221,7 @@ class EnginePlan:
 
     Attributes:
         engine, engine_label, family: The profile used.
+        engine_version: The releases that profile models (``vLLM v0.21+ (2026)``).
         model_id, gpu_memory_bytes: Echoed inputs.
         tensor_parallel_size, pipeline_parallel_size, data_parallel_size, num_gpus: Layout.
         weight_dtype, kv_cache_dtype: Resolved dtype names.
@@ -203,6 +251,7 @@ class EnginePlan:
 
     engine: str
     engine_label: str
+    engine_version: str
     family: str
     model_id: str
     gpu_memory_bytes: int

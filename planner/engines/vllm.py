@@ -1,11 +1,18 @@
 """vLLM (V0 and every V1 era): per-rank budget -> blocks -> printed tokens and concurrency.
 
-Chain, per GPU (pipeline stage ``s``; every tensor-parallel GPU of a stage is alike):
+Chain, per GPU (pipeline stage ``s``; every tensor-parallel GPU of a stage is alike, except
+V0's driver worker, which alone samples):
 
     requested = floor(total x gpu_memory_utilization)
     available = requested - weights - activation_peak - non_torch [- cudagraph on >= v0.21]
     num_blocks = min over GPUs of available // bytes_per_block
     tokens, concurrency = as the profile's era prints them (planner.engines.pages)
+
+Weights are what the version's kernels hold on that GPU (:mod:`planner.engines.loaded`),
+non-torch memory follows the topology (one node over NVLink or PCIe, or several nodes with
+Ray: :func:`planner.engines.overheads.non_torch_bytes_by_topology`), CUDA graphs are 0 with
+``enforce_eager``; a printed available memory per worker pins each worker's own budget and
+the pool takes the smallest.
 
 Start check: V1 refuses when one ``max_model_len`` request needs more KV than a
 GPU has ("To serve at least one request with the model's max seq len (N), (X GiB
@@ -26,7 +33,8 @@ from dataclasses import dataclass, fields, replace
 from operator import attrgetter
 
 from planner.engines.launch import LaunchSpec, vllm_command_around_length
-from planner.engines.overheads import activation_estimate, loaded_weight_bytes, pipeline_layer_ranges
+from planner.engines.loaded import loaded_weight_bytes, pipeline_layer_ranges, vllm_mxfp4_layout
+from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes
 from planner.engines.pages import (
     FullAttentionPages,
     KVLayout,
@@ -191,12 +199,13 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     ranks, layouts = [], []
     for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, pp)):
         layout = _stage_layout(model, layers, request, profile, block)
-        ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
-                                  gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs))
-        layouts.append(layout)
+        for role in _stage_roles(profile, request, stage):
+            ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
+                                      gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs, role=role))
+            layouts.append(layout)
     formula = _formula(model, request, profile, mnbt, seqs)
 
-    limiting = min(range(pp), key=lambda i: ranks[i].num_blocks)
+    limiting = min(range(len(ranks)), key=lambda i: ranks[i].num_blocks)
     layout, num_blocks = layouts[limiting], ranks[limiting].num_blocks
     limit = model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT
     if profile.start_check == "v0_tokens":
@@ -213,16 +222,20 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         max_model_len=0,  # not read: plan_vllm puts the length between the two parts
         gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
-        attention_backend=request.attention_backend))
+        attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
+        enforce_eager=request.enforce_eager))
     plan_fields = {
-        "engine": profile.id, "engine_label": profile.label, "family": profile.family, "model_id": model.model_id,
+        "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
+        "family": profile.family, "model_id": model.model_id,
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
         "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype, "kv_cache_dtype": dtypes.kv.name,
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),
-        "available_kv_from_log": request.available_kv_memory_bytes is not None, "num_gpu_blocks": num_blocks,
+        "available_kv_from_log": (request.available_kv_memory_bytes is not None
+                                  or bool(request.available_kv_memory_per_rank_bytes)),
+        "num_gpu_blocks": num_blocks,
         "num_kv_groups": layout.num_groups, "group_size": layout.group_size, "engine_max_model_len": engine_max_len,
         "warnings": tuple(warnings), "notes": tuple(notes), "overhead_formula": formula,
         "stopped_at_config_check": False,
@@ -234,33 +247,77 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     )
 
 
+def _stage_roles(profile: EngineProfile, request: EngineRequest, stage: int) -> tuple[str, ...]:
+    """The kinds of tensor-parallel GPU one stage has: ``all`` alike, or V0's ``driver`` and ``others``.
+
+    V0 gathers the logits to tensor-parallel rank 0 only (``tensor_model_parallel_gather`` in
+    ``LogitsProcessor._gather_logits``) and only that driver worker samples, so with TP > 1 the
+    last stage's rank 0 profiles the sampler and its peers do not. V1 gathers to every rank
+    (``all_gather``) and every worker runs ``_dummy_sampler_run``: all ranks alike.
+
+    Sources: vllm/model_executor/layers/logits_processor.py, vllm/worker/model_runner.py
+    (``is_driver_worker``), vllm/v1/worker/gpu_model_runner.py (``profile_run``).
+    """
+    last = stage == request.pipeline_parallel_size - 1
+    if profile.id == "vllm-v0" and last and request.tensor_parallel_size > 1:
+        return ("driver", "others")
+    return ("all",)
+
+
+def _rank_available_override(request: EngineRequest, stage: int, role: str) -> int | None:
+    """The printed available memory of this stage's workers (the smallest of them) [bytes], or None."""
+    values = request.available_kv_memory_per_rank_bytes
+    if not values:
+        return request.available_kv_memory_bytes
+    tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
+    if len(values) == tp * pp and tp * pp > 1:
+        mine = values[stage * tp:(stage + 1) * tp]
+        if role == "driver":
+            mine = mine[:1]
+        elif role == "others":
+            mine = mine[1:]
+        return min(mine)
+    if len(values) == pp:
+        return values[stage]
+    return min(values)
+
+
 def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfile, stage: int, layers: range,
-                 layout: KVLayout, *, requested: int, gpu_memory_bytes: int, mnbt: int, seqs: int) -> RankBudget:
-    """One pipeline stage's budget: requested - weights - activation - non-torch [- graphs]."""
+                 layout: KVLayout, *, requested: int, gpu_memory_bytes: int, mnbt: int, seqs: int,
+                 role: str = "all") -> RankBudget:
+    """One kind of GPU of a pipeline stage: requested - weights - activation - non-torch [- graphs].
+
+    Non-torch follows the topology (:func:`planner.engines.overheads.vllm_non_torch_bytes`);
+    CUDA graphs are 0 with ``enforce_eager``; V0's non-driver ranks profile no sampler
+    (:func:`_stage_roles`).
+    """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
                               bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
-                              last_stage=stage == pp - 1)
+                              last_stage=stage == pp - 1 and role != "others")
     estimates = {
         "weights": loaded_weight_bytes(model, weight_dtype(request.weight_dtype), tp, stage, pp,
-                                       mxfp4_padding=profile.mxfp4_padding),
+                                       mxfp4=vllm_mxfp4_layout(profile.id, request.gpu_name)),
         "activation": act.peak_bytes,
-        "non_torch": profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp * pp > 1 else 0),
-        "cudagraph": profile.cudagraph_bytes,
+        "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
+                                          pipeline_parallel_size=pp, num_nodes=request.num_nodes,
+                                          gpu_name=request.gpu_name),
+        "cudagraph": 0 if request.enforce_eager else profile.cudagraph_bytes,
     }
     overrides = {"weights": request.weights_bytes, "activation": request.activation_bytes,
                  "non_torch": request.non_torch_bytes, "cudagraph": request.cudagraph_bytes}
     terms = {k: (v if overrides[k] is None else overrides[k]) for k, v in estimates.items()}
     overridden = [k for k, v in overrides.items() if v is not None]
-    if request.available_kv_memory_bytes is not None:
-        available = request.available_kv_memory_bytes
+    pinned = _rank_available_override(request, stage, role)
+    if pinned is not None:
+        available = pinned
         overridden.append("available_kv_cache")
     else:
         graphs = terms["cudagraph"] if profile.subtracts_cudagraph else 0
         available = requested - terms["weights"] - terms["activation"] - terms["non_torch"] - graphs
     return RankBudget(
-        stage=stage, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
+        stage=stage, role=role, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
         requested_bytes=requested, weights_bytes=terms["weights"], activation_bytes=terms["activation"],
         forward_activation_bytes=act.forward_bytes, sampler_bytes=act.sampler_bytes,
         non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,

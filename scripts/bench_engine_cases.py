@@ -1,0 +1,351 @@
+"""Benchmark (not a test): every printed case of the engine-case table, twice.
+
+Usage: ``python scripts/bench_engine_cases.py [--format table|json] [--cases V15 V21 ...]``
+
+The cases are the rows of ``tests/data/reference/engine_cases.csv`` (the in-repository
+copy of the shared engine startup table). Each case runs under the engine profile of
+its own version (:data:`CASES`: ``vllm-v0`` for V0 logs, ``vllm-v0.10`` for 0.10.x,
+``vllm-v0.11`` for the late-2025 V1 builds, ``sglang``, ``llama.cpp``,
+``trtllm-engine``) and is planned twice:
+
+1. **KV arithmetic**: the engine's printed available memory is pinned
+   (``available_kv_memory_bytes``) and the printed token count (and concurrency) is
+   compared with the plan's. Error = ``|predicted - printed| / printed`` tokens; "in
+   rounding" says whether some available memory inside the print interval
+   (``printed +- 0.005 GiB``; twice that for SGLang's K + V) reproduces the print exactly,
+   as ``tests/test_engine_cases.py`` checks.
+2. **Cold start**: nothing from the log is used; weights, activation peak, non-torch
+   memory and CUDA graphs come from the planner's own model of that engine version on
+   that GPU (catalog model, catalog or stated GPU memory, the flags the case states).
+   Error = ``|predicted - printed| / max(printed, 10 GiB)`` of the available KV memory.
+   Run only where the case states the GPU and the flags the budget depends on; the
+   others say why not. Cases whose memory fraction is not stated, or whose model the
+   catalog only has a stand-in for, are shown in parentheses and left out of the mean.
+
+The script prints one row per case and the mean and max of each error. It needs the
+catalog (``model_catalog``), as the app does; it changes nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from planner.engines import EngineRequest, plan_engine
+from planner.model import ModelSpec
+from planner.model.layers import FullAttention, MLAAttention, SlidingWindowAttention
+from planner.units import GiB, MiB
+
+CASES_CSV = ROOT / "tests" / "data" / "reference" / "engine_cases.csv"
+PRINT_HALF_STEP = GiB // 200
+"""Half of vLLM's print step: two decimals of GiB [bytes]."""
+COLD_START_FLOOR = 10 * GiB
+"""Denominator floor of the cold-start error, so that small pools do not dominate the mean [bytes]."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """How one row of the case table was run (from its engine, version, GPU and notes columns).
+
+    Attributes:
+        engine: Planner engine profile of the row's version.
+        request: Knobs the row states (besides ``max_model_len``, TP and block size, read from the row).
+        model_id: Catalog model for the cold start ("" = not in the catalog: no cold start).
+        gpu_memory_gib: Framework-visible memory the row states [GiB]; None = the catalog GPU's.
+        gpu_id: Catalog GPU id (memory when ``gpu_memory_gib`` is None, and the name).
+        max_position_embeddings: Override of the catalog model's limit (a sibling with another context).
+        cold_start: "" when the cold start runs, else why it does not.
+        outside_mean: "" when the cold start counts in the mean, else why it is shown but not counted
+            (a flag the row does not state, or a stand-in model).
+        geometry: Builds the KV-only model of the KV-arithmetic pass (layers from the row's notes).
+    """
+
+    engine: str
+    request: dict = field(default_factory=dict)
+    model_id: str = ""
+    gpu_memory_gib: float | None = None
+    gpu_id: str = ""
+    max_position_embeddings: int | None = None
+    cold_start: str = ""
+    outside_mean: str = ""
+    geometry: str = "plain"
+
+
+CASES: dict[str, Case] = {
+    "V01": Case(engine="vllm-v0", model_id="meta-llama/Meta-Llama-3.1-8B", gpu_id="nvidia-rtx-3090",
+                request=dict(gpu_memory_utilization=0.9)),
+    "V03": Case(engine="vllm-v0.11", cold_start="GPU not stated"),
+    "V06": Case(engine="vllm-v0.11", model_id="mistralai/Mistral-Small-24B-Instruct-2501", gpu_memory_gib=79.19,
+                gpu_id="nvidia-h100-sxm-80gb", request=dict(gpu_memory_utilization=0.95),
+                outside_mean="stand-in: Mistral-Small-3.2 (vision tower, encoder profile) is not in the catalog"),
+    "V07": Case(engine="vllm-v0.10", model_id="Qwen/Qwen2.5-7B", gpu_id="nvidia-a100-sxm-80gb",
+                max_position_embeddings=32768, request=dict(gpu_memory_utilization=0.25)),
+    "V12": Case(engine="vllm-v0.11", model_id="Qwen/Qwen3-8B", gpu_id="nvidia-h100-sxm-80gb",
+                outside_mean="gpu_memory_utilization not stated (0.9, the default, assumed)"),
+    "V14": Case(engine="vllm-v0.11", model_id="meta-llama/Meta-Llama-3.1-70B", gpu_id="nvidia-h100-sxm-80gb",
+                geometry="heads64", outside_mean="gpu_memory_utilization not stated (0.9, the default, assumed)"),
+    "V15": Case(engine="vllm-v0.10", model_id="openai/gpt-oss-120b", gpu_id="nvidia-a100-sxm-80gb",
+                request=dict(gpu_memory_utilization=0.8, max_num_batched_tokens=2048,
+                             distributed_executor_backend="ray", num_nodes=4), geometry="gpt_oss_120b"),
+    "V19": Case(engine="vllm-v1-2025", cold_start="GPU not stated (\"22GB-class\", cpu_offload_gb=13)",
+                geometry="mla27"),
+    "V20": Case(engine="vllm-v0.11", model_id="meta-llama/Meta-Llama-3.1-8B", gpu_memory_gib=79.18,
+                gpu_id="nvidia-h100-sxm-80gb", request=dict(gpu_memory_utilization=0.9)),
+    "V21": Case(engine="vllm-v0.11", model_id="openai/gpt-oss-20b", gpu_memory_gib=79.18,
+                gpu_id="nvidia-h100-sxm-80gb", request=dict(gpu_memory_utilization=0.9), geometry="gpt_oss_20b"),
+    "S01": Case(engine="sglang", model_id="Qwen/Qwen3-235B-A22B-FP8", gpu_id="nvidia-h100-sxm-80gb",
+                request=dict(gpu_memory_utilization=0.93, block_size=1), geometry="heads64"),
+    "L01": Case(engine="llama.cpp", model_id="deepseek-ai/DeepSeek-R1", request=dict(kv_cache_dtype="fp16"),
+                gpu_id="nvidia-h100-sxm-80gb", geometry="mla61"),
+    "L04": Case(engine="llama.cpp", request=dict(kv_cache_dtype="fp16", max_num_seqs=4, kv_unified=False),
+                geometry="gemma3_270m", cold_start="llama.cpp: the KV buffer is the flags' (same as KV arithmetic)"),
+    "L06": Case(engine="llama.cpp", model_id="Qwen/Qwen3-4B", request=dict(kv_cache_dtype="q8_0"),
+                gpu_id="nvidia-rtx-4090", geometry="qwen3_4b"),
+    "T02": Case(engine="trtllm-engine", geometry="heads14",
+                cold_start="trtllm-build engine: its activation buffers follow build flags the row does not state"),
+}
+"""Every case of the table: version-matched profile, stated knobs, catalog model and GPU."""
+
+
+# --- the case table -------------------------------------------------------------------
+
+
+def load_rows() -> dict[str, dict]:
+    """The CSV rows by their ``[Vnn]`` tag."""
+    with CASES_CSV.open(newline="") as f:
+        return {re.search(r"\[([A-Z]\d+)\]", row["notes"]).group(1): row for row in csv.DictReader(f)}
+
+
+def _geometry_model(row: dict, kind: str) -> ModelSpec:
+    """The KV-only model of a row (its notes' ``L=.. kv=.. hd=..``, or the named geometry)."""
+    if kind.startswith("gpt_oss"):
+        pairs = 18 if kind == "gpt_oss_120b" else 12
+        sliding = SlidingWindowAttention(num_key_value_heads=8, head_dim=64, sliding_window=128)
+        full = FullAttention(num_key_value_heads=8, head_dim=64)
+        return ModelSpec(model_id=row["model_id"], model_type="gpt_oss", layers=(sliding, full) * pairs, params=(),
+                         hidden_size=2880, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
+                         vocab_size=201088, max_position_embeddings=131072, torch_dtype="bfloat16")
+    if kind.startswith("mla"):
+        mla = MLAAttention(kv_lora_rank=512, qk_rope_head_dim=64, num_attention_heads=16, qk_nope_head_dim=128,
+                           v_head_dim=128)
+        return ModelSpec(model_id=row["model_id"], model_type="deepseek_v2", layers=(mla,) * int(kind[3:]),
+                         params=(), hidden_size=2048, num_attention_heads=16, num_key_value_heads=16, head_dim=192,
+                         vocab_size=102400, max_position_embeddings=163840, torch_dtype="bfloat16")
+    if kind == "gemma3_270m":
+        sliding = SlidingWindowAttention(num_key_value_heads=1, head_dim=256, sliding_window=512)
+        full = FullAttention(num_key_value_heads=1, head_dim=256)
+        return ModelSpec(model_id=row["model_id"], model_type="gemma3_text", layers=((sliding,) * 5 + (full,)) * 3,
+                         params=(), hidden_size=640, num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+                         vocab_size=262144, max_position_embeddings=32768, torch_dtype="bfloat16")
+    if kind == "qwen3_4b":
+        return ModelSpec(model_id=row["model_id"], model_type="qwen3",
+                         layers=(FullAttention(num_key_value_heads=8, head_dim=128),) * 36, params=(),
+                         hidden_size=2560, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                         vocab_size=151936, max_position_embeddings=40960, torch_dtype="bfloat16")
+    notes = row["notes"]
+    layers = int(re.search(r"L=(\d+)", notes).group(1))
+    kv = int(re.search(r"kv=(\d+)", notes).group(1))
+    hd = int(re.search(r"hd=(\d+)", notes).group(1))
+    heads = int(kind[5:]) if kind.startswith("heads") else kv * 4
+    dtype = "float16" if "fp16" in notes.split("geometry:")[1] else "bfloat16"
+    return ModelSpec(model_id=row["model_id"], model_type="geometry",
+                     layers=(FullAttention(num_key_value_heads=kv, head_dim=hd),) * layers, params=(),
+                     hidden_size=4096, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd,
+                     vocab_size=32000, max_position_embeddings=None, torch_dtype=dtype)
+
+
+def _request(row: dict, case: Case, **extra) -> EngineRequest:
+    """The row's request; knobs an older tree's :class:`EngineRequest` lacks are dropped (``--before`` runs)."""
+    kw: dict = dict(engine=case.engine, tensor_parallel_size=int(row["tp"] or 1),
+                    max_model_len=int(row["max_model_len"]) if row["max_model_len"] else 131072)
+    if row["block_size"] and case.engine.startswith("vllm"):
+        kw["block_size"] = int(row["block_size"])
+    kw.update(case.request)
+    kw.update(extra)
+    known = {f.name for f in fields(EngineRequest)}
+    return EngineRequest(**{k: v for k, v in kw.items() if k in known})
+
+
+def _printed_bytes(row: dict) -> int:
+    return int(float(row["available_kv_gib"]) * GiB)
+
+
+# --- pass 1: KV arithmetic --------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arithmetic:
+    """The printed figures against the plan's, given the printed available memory."""
+
+    printed_tokens: int | None
+    predicted_tokens: int | None
+    error: float | None
+    in_rounding: bool | None
+    note: str = ""
+
+
+def kv_arithmetic(tag: str, row: dict, case: Case) -> Arithmetic:
+    """Pass 1 for one case (module docstring)."""
+    model = _geometry_model(row, case.geometry)
+    request = _request(row, case)
+    if case.engine == "llama.cpp":
+        plan = plan_engine(model, 24 * GiB, request)
+        printed = float(re.search(r"printed KV size (\d+\.\d+) MiB", row["notes"]).group(1))
+        exact = plan.available_kv_cache_bytes == int(printed * MiB)
+        tokens = int(row["printed_kv_tokens"])
+        return Arithmetic(printed_tokens=tokens, predicted_tokens=plan.engine_kv_cache_tokens,
+                          error=abs(plan.available_kv_cache_bytes - printed * MiB) / (printed * MiB),
+                          in_rounding=exact and plan.engine_kv_cache_tokens == tokens,
+                          note="KV buffer from the flags, compared in MiB")
+    if not row["printed_kv_tokens"]:
+        if tag == "V19":
+            plan = plan_engine(model, 22 * GiB, replace(request, tensor_parallel_size=2, max_model_len=32768,
+                                                        available_kv_memory_bytes=_printed_bytes(row)))
+            needed = f"{plan.kv_cache_bytes_needed_per_request / GiB:.2f}"
+            return Arithmetic(printed_tokens=None, predicted_tokens=None, error=None, in_rounding=None,
+                              note=f"refusal: needs {needed} GiB (printed 0.95), starts={plan.starts}")
+        return Arithmetic(printed_tokens=None, predicted_tokens=None, error=None, in_rounding=None,
+                          note="breakdown row: no token print")
+    printed_tokens = int(row["printed_kv_tokens"])
+    concurrency = float(row["printed_max_concurrency"]) if row["printed_max_concurrency"] else None
+    nominal = plan_engine(model, 80 * GiB, replace(request, available_kv_memory_bytes=_printed_bytes(row)))
+    half = PRINT_HALF_STEP * (2 if case.engine == "sglang" else 1)
+    lo, hi = _printed_bytes(row) - half, _printed_bytes(row) + half
+    per_block = nominal.limiting_rank.bytes_per_block
+    found = False
+    for blocks in range(lo // per_block, hi // per_block + 2):
+        available = max(lo, blocks * per_block)
+        if available >= hi:
+            break
+        plan = plan_engine(model, 80 * GiB, replace(request, available_kv_memory_bytes=available))
+        if plan.engine_kv_cache_tokens == printed_tokens and (
+                concurrency is None or plan.max_concurrency == concurrency):
+            found = True
+            break
+    return Arithmetic(printed_tokens=printed_tokens, predicted_tokens=nominal.engine_kv_cache_tokens,
+                      error=abs(nominal.engine_kv_cache_tokens - printed_tokens) / printed_tokens, in_rounding=found)
+
+
+# --- pass 2: cold start -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStart:
+    """The available KV memory predicted from scratch against the printed one."""
+
+    predicted_bytes: int | None
+    printed_bytes: int
+    error: float | None
+    weights_bytes: int | None = None
+    printed_weights_gib: float | None = None
+    counted: bool = False
+    note: str = ""
+
+
+def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
+    """Pass 2 for one case (module docstring)."""
+    printed = _printed_bytes(row)
+    if case.cold_start:
+        return ColdStart(predicted_bytes=None, printed_bytes=printed, error=None, note=case.cold_start)
+    import model_catalog  # the catalog is this script's input
+
+    try:
+        model = model_catalog.model_spec(case.model_id)
+    except ValueError as exc:
+        return ColdStart(predicted_bytes=None, printed_bytes=printed, error=None,
+                         note=f"{case.model_id} not in the catalog ({str(exc)[:60]})")
+    if case.max_position_embeddings:
+        model = replace(model, max_position_embeddings=case.max_position_embeddings)
+    gpu = model_catalog.get_gpu(case.gpu_id) if case.gpu_id else None
+    memory = int(case.gpu_memory_gib * GiB) if case.gpu_memory_gib else gpu.framework_memory_bytes
+    request = _request(row, case, gpu_name=gpu.name if gpu else "")
+    plan = plan_engine(model, memory, request)
+    weights = re.search(r"weights (\d+\.\d+)", row["notes"])
+    printed_weights = float(weights.group(1)) if weights else None
+    if case.engine == "llama.cpp":
+        printed_mib = float(re.search(r"printed KV size (\d+\.\d+) MiB", row["notes"]).group(1))
+        printed = int(printed_mib * MiB)
+    note = f"{plan.engine_label.split(' (')[0]}, {model.model_id}"
+    return ColdStart(predicted_bytes=plan.available_kv_cache_bytes, printed_bytes=printed,
+                     error=abs(plan.available_kv_cache_bytes - printed) / max(printed, COLD_START_FLOOR),
+                     weights_bytes=plan.limiting_rank.weights_bytes, printed_weights_gib=printed_weights,
+                     counted=not case.outside_mean,
+                     note=f"{note}; not in the mean: {case.outside_mean}" if case.outside_mean else note)
+
+
+# --- report -----------------------------------------------------------------------------
+
+
+def run(tags: list[str]) -> list[dict]:
+    """Both passes for each tag, as plain rows."""
+    rows = load_rows()
+    out = []
+    for tag in tags:
+        row, case = rows[tag], CASES[tag]
+        a, c = kv_arithmetic(tag, row, case), cold_start(tag, row, case)
+        out.append({"tag": tag, "engine": case.engine, "printed_kv_gib": float(row["available_kv_gib"]),
+                    "arithmetic": a.__dict__, "cold_start": c.__dict__})
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.2f} %"
+
+
+def table(results: list[dict]) -> str:
+    """The results as a markdown table, with the means and maxima."""
+    lines = ["| case | profile | printed KV | tokens printed / predicted | KV arithmetic error | in rounding "
+             "| cold start predicted | cold start error | weights predicted / printed | note |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        a, c = r["arithmetic"], r["cold_start"]
+        tokens = "" if a["printed_tokens"] is None else f"{a['printed_tokens']:,} / {a['predicted_tokens']:,}"
+        rounding = "" if a["in_rounding"] is None else ("yes" if a["in_rounding"] else "NO")
+        cold = "" if c["predicted_bytes"] is None else f"{c['predicted_bytes'] / GiB:.2f} GiB"
+        cold_error = _pct(c["error"]) if c["counted"] or c["error"] is None else f"({_pct(c['error'])})"
+        weights = ""
+        if c["weights_bytes"] is not None and c["printed_weights_gib"] is not None:
+            weights = f"{c['weights_bytes'] / GiB:.4f} / {c['printed_weights_gib']}"
+        note = "; ".join(x for x in (a["note"], c["note"]) if x)
+        lines.append(f"| {r['tag']} | {r['engine']} | {r['printed_kv_gib']} GiB | {tokens} | {_pct(a['error'])} | "
+                     f"{rounding} | {cold} | {cold_error} | {weights} | {note} |")
+    arith = [r["arithmetic"]["error"] for r in results if r["arithmetic"]["error"] is not None]
+    cold = [r["cold_start"]["error"] for r in results if r["cold_start"]["counted"]]
+    inside = [r["arithmetic"]["in_rounding"] for r in results if r["arithmetic"]["in_rounding"] is not None]
+    served = [r["cold_start"]["error"] for r in results
+              if r["cold_start"]["counted"] and r["engine"] != "llama.cpp"]
+    if arith:
+        lines.append(f"| **mean** | | | | {_pct(statistics.mean(arith))} | {sum(inside)}/{len(inside)} | | "
+                     f"{_pct(statistics.mean(cold)) if cold else ''} | | |")
+        lines.append(f"| **max** | | | | {_pct(max(arith))} | | | {_pct(max(cold)) if cold else ''} | | |")
+        if served:
+            lines.append(f"| **mean / max without llama.cpp** | | | | | | | {_pct(statistics.mean(served))} / "
+                         f"{_pct(max(served))} | | cold starts that size a pool from a memory fraction |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", default=None, help="case tags (default: every case)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    args = parser.parse_args(argv)
+    tags = args.cases or list(CASES)
+    unknown = sorted(set(tags) - set(CASES))
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    results = run(tags)
+    print(json.dumps(results, indent=1) if args.format == "json" else table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
