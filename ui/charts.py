@@ -264,7 +264,8 @@ def rank_bars(plan) -> go.Figure:
         plan: A :class:`planner.engines.types.EnginePlan`.
     """
     fig = go.Figure()
-    labels = [f"stage {r.stage}: layers {r.first_layer}-{r.first_layer + r.num_layers - 1}" for r in plan.ranks]
+    labels = [f"stage {r.stage}: layers {r.first_layer}-{r.first_layer + r.num_layers - 1}"
+              + ("" if r.role == "all" else f" ({r.role})") for r in plan.ranks]  # vLLM V0: driver vs peers
     per_rank = [r.segments(plan.gpu_memory_bytes) for r in plan.ranks]
     for i, (name, _) in enumerate(per_rank[0]):
         sizes = [segments[i][1] for segments in per_rank]
