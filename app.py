@@ -8,7 +8,7 @@ Run: ``streamlit run app.py``.
 import streamlit as st
 
 from planner.budget import plan
-from ui import catalog, charts, engine, inputs, views
+from ui import catalog, charts, engine, inputs, serving, views
 from ui.format import format_bytes
 
 views.setup_page("GPU memory plan", "🧮",
@@ -16,11 +16,13 @@ views.setup_page("GPU memory plan", "🧮",
                  "(v0.21+) default profile pass for that GPU as the overhead.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
-inputs.show_problems([*problems, *engine_problems])
+features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True)
+inputs.show_problems([*problems, *engine_problems, *serving_problems])
+request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
-result = views.guarded(plan, model, gpu.framework_memory_bytes, form.request(), gpu_id=gpu.id,
+result = views.guarded(plan, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                        what=f"planning {form.model_id} on {gpu.name}")
 
 too_long = views.context_problem(model, form.context_len)
@@ -36,5 +38,6 @@ views.verdict(result, gpu.name)
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)
 st.plotly_chart(charts.budget_bar(result, gpu.name), key="budget_chart")
+serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
 engine.home_engine_view(model, gpu, form, engine_name)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.model.kv import cache_dtypes
-from ui import catalog, charts, data, inputs, views
+from ui import catalog, charts, data, inputs, serving, views
 
 views.setup_page("Concurrency", "👥",
                  "How many sequences of a given length fit in each GPU's KV budget (one model replica, "
@@ -14,14 +14,16 @@ form, problems = inputs.sidebar_inputs(
     default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-a100-sxm-80gb", "nvidia-h100-sxm-80gb",
                   "nvidia-h200-sxm"),
     numbers=("num_gpus", "gpu_memory_utilization"), advanced=("block_size", "overhead_gib"))
-inputs.show_problems(problems)
+features, serving_problems = serving.serving_inputs(model_id=form.model_id)
+inputs.show_problems([*problems, *serving_problems])
 views.require(form.gpu_ids, "GPU")
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
-request = form.request()
+request = serving.with_serving(form.request(), features)
+series_of = data.concurrency_series if features is None else serving.concurrency_series
 contexts = data.within_limit(data.curve_contexts([model]), model)
-series = views.guarded(data.concurrency_series, model, gpus, request, contexts, what="sweeping the GPUs")
+series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
 views.no_fit_warnings(series, model.model_id)
 
 st.subheader(f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} weights, "
@@ -34,7 +36,7 @@ st.caption("GPUs with the same framework memory and the same vLLM size class dra
 st.subheader("Max concurrent sequences by context length")
 columns = data.table_contexts(model)
 table = data.concurrency_table(
-    views.guarded(data.concurrency_series, model, gpus, request, columns, what="tabulating"), gpus, columns)
+    views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
 st.dataframe(table, hide_index=True, key="concurrency_table")
 st.download_button("Download CSV", table.to_csv(index=False), file_name="max_concurrent_sequences.csv",
                    mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")

@@ -1,9 +1,11 @@
 """Reverse planner: the cheapest GPU setups that hold N concurrent users, with launch commands, and a
 roofline throughput / cost estimate for the best one."""
 
+from dataclasses import replace
+
 import streamlit as st
 
-from ui import catalog, custom_panel, inputs, traffic, views
+from ui import catalog, custom_panel, inputs, serving, traffic, views
 
 views.setup_page("Find a GPU setup", "🔎",
                  "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
@@ -23,6 +25,8 @@ upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "tx
 custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
 search_gpus, more = traffic.vendor_filter([*catalog.gpus().values(), *([custom_gpu] if custom_gpu else [])])
 problems.extend(more)
+features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
+problems.extend(more)
 inputs.show_problems(problems)
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
@@ -34,6 +38,8 @@ request = views.guarded(
     kv_cache_dtypes=kv_cache_dtypes, weight_dtype=weight_dtype, max_tpot_ms=limits["max_tpot_ms"],
     gpu_memory_utilization=form.gpu_memory_utilization, block_size=form.block_size, overhead_gib=form.overhead_gib,
     preemption_probability=limits["preemption_probability"], seed=limits["seed"], what="reading the inputs")
+if features is not None:
+    request = replace(request, serving=features)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{model.display_name}: {load['users']:,} users")

@@ -27,7 +27,7 @@ Design notes:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from operator import attrgetter
 
 from planner.diagnose import diagnose, gib, tensor_parallel_splits
@@ -42,7 +42,8 @@ from planner.model.params import (
     weight_bytes_by_format,
 )
 from planner.overhead import OverheadEstimate, estimate_overhead
-from planner.units import largest_fitting
+from planner.serving.features import ServingEffects, ServingFeatures, serving_effects
+from planner.units import MiB, largest_fitting
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
@@ -70,6 +71,8 @@ class PlanRequest:
         max_num_batched_tokens: Largest forward pass, for the activation estimate
             [tokens]; None = what ``vllm serve`` picks for the GPU (:func:`estimate_overhead`).
         overhead_bytes: Per-GPU overhead override [bytes]; None = estimate.
+        serving: Production serving features (LoRA slots, speculative decoding, multimodal
+            inputs, KV offload; :mod:`planner.serving`); None = none, every number as without it.
     """
 
     context_len: int
@@ -81,6 +84,7 @@ class PlanRequest:
     block_size: int = DEFAULT_BLOCK_SIZE
     max_num_batched_tokens: int | None = None
     overhead_bytes: int | None = None
+    serving: ServingFeatures | None = None
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for the first out-of-range field.
@@ -109,6 +113,8 @@ class PlanRequest:
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
             raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
+        if self.serving is not None:
+            self.serving.validate()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +145,11 @@ class Plan:
     share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``
     when int4 leaves embeddings in bf16), from
     :func:`planner.model.params.weight_bytes_by_format`.
+
+    ``serving`` (JSON key only when the request has serving features, :mod:`planner.serving`): the
+    features' breakdown per GPU. With it on, ``weights_bytes_per_gpu`` includes the LoRA slots and
+    draft weights (vLLM counts them in "Model loading took"), ``activation_bytes`` the profile-pass
+    extras, the KV per token the draft's layers, and each sequence its extra token slots.
     """
 
     model_id: str
@@ -183,6 +194,7 @@ class Plan:
     reasons: tuple[str, ...] = field(default_factory=tuple)
     suggestions: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    serving: dict | None = None
 
     @property
     def weights_label(self) -> str:
@@ -194,10 +206,12 @@ class Plan:
         return _weights_label(self.weight_dtype, self.weight_dtype_resolved)
 
     def to_dict(self) -> dict:
-        """Plain dict for JSON output (tuples become lists)."""
+        """Plain dict for JSON output (tuples become lists; ``serving`` only when it is on)."""
         out = asdict(self)
         for key in ("reasons", "suggestions", "notes"):
             out[key] = list(out[key])
+        if out["serving"] is None:
+            del out["serving"]
         return out
 
     @classmethod
@@ -332,6 +346,10 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         "max_context_len": max_ctx, "max_context_len_limited_by": limited_by,
         "max_context_len_by_memory": by_memory, "max_context_len_before_overheads": max_ctx_raw,
         "fits": not reasons, "reasons": tuple(reasons), "suggestions": tuple(suggestions), "notes": tuple(notes),
+        "serving": None if base.serving is None else base.serving.plan_dict(
+            budget_bytes=budget, kv_needed_bytes=needed, features=request.serving,
+            kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=request.block_size,
+            kv_bytes_per_sequence_per_gpu=per_seq_gpu_paged, capacity_tokens=capacity_tokens),
     })
 
 
@@ -353,6 +371,8 @@ class _PlanBase:
         capacity_tokens: Whole blocks of the budget, in tokens (0 when none).
         raw_budget: ``gpu_memory_bytes - weights_gpu`` (the "before overheads" context).
         splits: Whether engines accept ``num_gpus`` for this model.
+        serving: What the request's serving features change (:func:`planner.serving.serving_effects`),
+            None when it has none.
     """
 
     plan_fields: dict
@@ -366,6 +386,7 @@ class _PlanBase:
     capacity_tokens: int
     raw_budget: int
     splits: bool
+    serving: ServingEffects | None = None
     _contexts: dict = field(default_factory=dict, compare=False, repr=False)
 
     def contexts_for_batch(self, batch_size: int) -> tuple[int, int]:
@@ -417,6 +438,12 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
             activation_bytes=request.overhead_bytes, logits_bytes=0, runtime_bytes=0,
             overridden=True, formula=f"user override: {gib(request.overhead_bytes)}")
 
+    exact_1, exact_gpu = kv_profile(model, dtypes, 1, 1), kv_profile(model, dtypes, tp, 1)
+    effects = None
+    if request.serving is not None:  # the one serving hook (planner.serving.features)
+        effects, weights_gpu, overhead, (exact_1, exact_gpu, paged_gpu) = _apply_serving(
+            model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu, overhead, (exact_1, exact_gpu, paged_gpu))
+
     usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
     budget = usable - weights_gpu - overhead.total_bytes
     per_token_gpu = paged_gpu.bytes_per_token
@@ -425,7 +452,6 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         capacity_tokens = blocks * request.block_size
     else:
         capacity_tokens = 0
-    exact_1 = kv_profile(model, dtypes, 1, 1)
     plan_fields = {
         "model_id": model.model_id, "gpu_id": gpu_id, "num_gpus": tp,
         "weight_dtype": request.weight_dtype, "weight_dtype_resolved": describe_weight_formats(by_format),
@@ -440,10 +466,44 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
     }
     return _PlanBase(
-        plan_fields=plan_fields, exact_1=exact_1, exact_gpu=kv_profile(model, dtypes, tp, 1), paged_gpu=paged_gpu,
+        plan_fields=plan_fields, exact_1=exact_1, exact_gpu=exact_gpu, paged_gpu=paged_gpu,
         usable=usable, weights_gpu=weights_gpu, overhead_bytes=overhead.total_bytes, budget=budget,
         capacity_tokens=capacity_tokens, raw_budget=gpu_memory_bytes - weights_gpu,
-        splits=tensor_parallel_splits(model, tp),
+        splits=tensor_parallel_splits(model, tp), serving=effects,
     )
 
 
+# --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
+def profile_pass_tokens(request: PlanRequest, gpu_memory_bytes: int, gpu_id: str) -> int:
+    """Tokens of the profile pass the overhead estimate assumes: ``max_num_batched_tokens``, else what
+    ``vllm serve`` picks for this GPU (:func:`planner.overhead.estimate_overhead`) [tokens]."""
+    if request.max_num_batched_tokens is not None:
+        return request.max_num_batched_tokens
+    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
+    from planner.overhead import OVERHEAD_PROFILE  # noqa: PLC0415
+
+    return vllm_scheduler_defaults(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id, 0)[0]
+
+
+def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu, overhead, profiles):
+    """The serving features' extras on one GPU: weights, profile-pass activation (not under an
+    overhead override), and the KV profiles (the features' extra layers and token slots)."""
+    tp = request.num_gpus
+    effects = serving_effects(model, request.serving, tensor_parallel_size=tp, dtypes=dtypes,
+                              weight_dtype_name=request.weight_dtype, gpu_id=gpu_id,
+                              num_batched_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id))
+    effects = effects.with_profile_peak(overhead.activation_bytes + overhead.logits_bytes)
+    if effects.extra_activation_bytes and overhead.overridden:  # the override is the whole overhead
+        effects = replace(effects, extra_activation_bytes=0, notes=(
+            *effects.notes, "the overhead override replaces the serving features' profile-pass extras"))
+    elif effects.extra_activation_bytes:
+        overhead = OverheadEstimate(
+            activation_bytes=overhead.activation_bytes + effects.extra_activation_bytes,
+            logits_bytes=overhead.logits_bytes, runtime_bytes=overhead.runtime_bytes, overridden=False,
+            formula=f"{overhead.formula} + {effects.extra_activation_bytes / MiB:,.1f} MiB serving features "
+                    "(profile pass)")
+    extra = effects.extra_kv_model
+    sizes = ((1, 1), (tp, 1), (tp, request.block_size))
+    shifted = tuple(effects.kv_profile(p, None if extra is None else kv_profile(extra, dtypes, t, b))
+                    for p, (t, b) in zip(profiles, sizes))
+    return effects, weights_gpu + effects.extra_weights_bytes, overhead, shifted

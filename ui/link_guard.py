@@ -51,7 +51,7 @@ MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors"})
 MAX_VALUES_PER_KEY = 16
 """Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
 
-BOOLEAN_KEYS = frozenset({"log_y"})
+BOOLEAN_KEYS = frozenset({"log_y", "enable_lora"})
 """Switches: ``true`` or ``false`` (what Streamlit writes for a bound toggle)."""
 
 NUMBER_KEYS = frozenset({
@@ -60,8 +60,13 @@ NUMBER_KEYS = frozenset({
     "max_num_batched_tokens", "max_num_seqs", "available_kv_memory_gib", "users", "prompt_len", "output_len",
     "max_gpus", "max_tpot_ms", "mean_len", "num_samples", "preemption_probability", "prefix_hit_fraction",
     "prefix_len", "seed", "swap_space_gib", "host_link_gb_s",
+    "max_loras", "max_lora_rank", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_size",  # ui/serving.py
+    "images_per_request", "image_width", "image_height", "limit_mm_per_prompt",
 })
 """Keys of numeric inputs (every page's number fields)."""
+
+SELECT_KEYS = frozenset({"speculative_method", "speculative_model", "kv_offloading_backend"})
+"""Keys of selectboxes outside the shared sidebar (serving features, ui/serving.py); ids and words."""
 
 ECHO_CHARS = 60
 """Most characters of a bad value quoted back in a message."""

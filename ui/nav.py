@@ -31,7 +31,7 @@ from streamlit.errors import StreamlitPageNotFoundError
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.inputs import rewrite_link
-from ui.link_guard import BOOLEAN_KEYS, CODE_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS
+from ui.link_guard import BOOLEAN_KEYS, CODE_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS, SELECT_KEYS
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ PAGES: tuple[PageLink, ...] = (
 
 PLAN_KEYS: frozenset[str] = frozenset({
     "model", "models", "gpu", "gpus", "weight_dtype", "kv_cache_dtype", "engine", "search",
-}) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS
+}) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS | SELECT_KEYS
 """Query keys the links carry: every input some page binds to the URL."""
 
 MAX_MODELS = 6

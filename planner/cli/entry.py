@@ -21,6 +21,7 @@ from typing import Sequence
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
 from planner.cli import engine as cli_engine
+from planner.cli import serving as cli_serving
 from planner.cli import traffic as cli_traffic
 from planner.cli.args import add_gpu_arguments, fraction, gib_amount, positive_int, resolve_gpu
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead-gib", type=gib_amount, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     cli_engine.add_engine_arguments(p)
+    cli_serving.add_serving_arguments(p)  # serving features (planner/cli/serving.py)
     p.add_argument("--format", choices=("table", "json"), default="table")
     cli_traffic.add_parsers(sub)
     p = sub.add_parser("verify", help="prove parameter counts and KV-cache bytes against transformers (needs torch)")
@@ -140,6 +142,7 @@ def _run_plans(args: argparse.Namespace):
         kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
         gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
+        serving=cli_serving.serving_from_args(args),
     )
     result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
     if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
@@ -237,6 +240,8 @@ def _output(args: argparse.Namespace) -> str:
     if args.format == "json":
         return json.dumps(result.to_dict() | (cli_engine.engine_json(engine) if engine else {}), indent=2)
     extra_lines = cli_engine.engine_table_lines(engine) if engine else []
+    if result.serving is not None:
+        extra_lines += cli_serving.serving_table_lines(result.serving)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
     return "\n".join([_plan_table(result, custom_name), *extra_lines])
 

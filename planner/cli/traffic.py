@@ -43,6 +43,7 @@ from planner.cli.args import (
     resolve_gpu,
     share,
 )
+from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.traffic.allocation import allocation_for_model
 from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult
@@ -124,6 +125,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="memory bandwidth of the --gpu-memory-gib GPU, GB/s (the time-per-token roofline; "
                         "without it that GPU gets no time per token and --max-tpot-ms is refused)")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    add_serving_arguments(p)  # serving features (planner/cli/serving.py)
 
 
 def run(args: argparse.Namespace) -> str | None:
@@ -235,7 +237,8 @@ def run_find(args: argparse.Namespace) -> FindResult:
         max_time_per_output_token_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1000,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         overhead_bytes=None if args.overhead_gib is None else int(args.overhead_gib * GiB),
-        max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top)
+        max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top,
+        serving=serving_from_args(args, engine="vllm"))
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
 

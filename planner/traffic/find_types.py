@@ -13,6 +13,7 @@ from typing import Protocol
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.model.dtypes import WEIGHT_DTYPES
+from planner.serving.features import ServingFeatures
 from planner.traffic.workload import Workload, fixed_workload
 
 DEFAULT_TP_SIZES = (1, 2, 4, 8)
@@ -62,6 +63,8 @@ class FindRequest:
             N users run out of KV (the demand is sized at the 1 - p quantile).
         num_trials, seed: Monte-Carlo draws for distributions.
         top: Setups returned, >= 1.
+        serving: Serving features every setup carries (:mod:`planner.serving`; priced by vLLM's
+            rules, their flags written into each launch command); None = none.
     """
 
     users: int
@@ -80,6 +83,7 @@ class FindRequest:
     num_trials: int = 2000
     seed: int = 0
     top: int = 10
+    serving: ServingFeatures | None = None
 
     def resolved_workload(self) -> Workload:
         """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
@@ -117,6 +121,8 @@ class FindRequest:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
+        if self.serving is not None:
+            self.serving.validate()
 
 
 @dataclass(frozen=True, kw_only=True)

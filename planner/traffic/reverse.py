@@ -42,13 +42,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.profiles import is_large_datacenter_gpu
 from planner.model import ModelSpec
-from planner.model.kv import cache_dtypes
-from planner.overhead import DEFAULT_MAX_NUM_SEQS, overhead_bytes
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
+from planner.serving.features import launch_flags as serving_launch_flags
+from planner.serving.features import serving_effects
 from planner.sweep import per_gpu_costs
 from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
 from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
@@ -108,6 +110,7 @@ class _Costs:
     exact_decode_seq: int
     profile: object
     active_params: int
+    launch_extra: str = ""
 
     def overhead(self, gpu) -> int:
         """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
@@ -137,13 +140,46 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             name = cache_dtypes(model, request.weight_dtype, kv).kv.name
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache
+            weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
+            if request.serving is not None:
+                weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
+                                                                          weights, overheads, paged, exact)
             costs[(tp, name)] = _Costs(
-                weights=c.weights_bytes_per_gpu, overheads=overheads,
+                weights=weights, overheads=overheads,
                 kv_name=name, kv_flag=kv,
-                paged_per_seq=c.profile_paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=c.profile_exact.bytes_per_sequence(decode_ctx), profile=c.profile_paged,
-                active_params=active)
+                paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
+                exact_decode_seq=exact.bytes_per_sequence(decode_ctx), profile=paged,
+                active_params=active, launch_extra=extra)
     return costs
+
+
+def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
+                   overheads: dict, paged, exact):
+    """The serving features (:mod:`planner.serving`) on one (tp, dtype) candidate: weights + extras, each
+    size class's overhead + profile-pass extras (unless overridden), the KV profiles with the extra layers
+    and token slots, and the vLLM flags for the launch command. The same arithmetic as
+    :func:`planner.budget.plan` (its ``_apply_serving``)."""
+    features = replace(request.serving, engine="vllm")  # the setups are vllm serve commands
+    dtypes = cache_dtypes(model, plan_request.weight_dtype, plan_request.kv_cache_dtype)
+    tp = plan_request.num_gpus
+    new_overheads, effects = {}, None
+    for large, gpu in classes.items():
+        tokens = profile_pass_tokens(plan_request, gpu.framework_memory_bytes, gpu.id)
+        effects = serving_effects(model, features, tensor_parallel_size=tp, dtypes=dtypes, gpu_id=gpu.id,
+                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens)
+        if plan_request.overhead_bytes is None:
+            lm = estimate_overhead(model, dtypes.state.bytes_for(1), tp, plan_request.max_num_batched_tokens,
+                                   gpu_memory_bytes=gpu.framework_memory_bytes, gpu_name=gpu.id)
+            effects = effects.with_profile_peak(lm.activation_bytes + lm.logits_bytes)
+        extra_act = 0 if plan_request.overhead_bytes is not None else effects.extra_activation_bytes
+        new_overheads[large] = overheads[large] + extra_act
+    if effects is None:  # no priced GPU: nothing is evaluated
+        return weights, overheads, paged, exact, ""
+    extra = effects.extra_kv_model
+    paged = effects.kv_profile(paged, None if extra is None else kv_profile(extra, dtypes, tp, plan_request.block_size))
+    exact = effects.kv_profile(exact, None if extra is None else kv_profile(extra, dtypes, tp, 1))
+    return (weights + effects.extra_weights_bytes, new_overheads, paged, exact,
+            serving_launch_flags(features).get("vllm", ""))
 
 
 def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], request: FindRequest) -> FindResult:
@@ -196,6 +232,9 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -s.margin))[:request.top]
     if not workload.is_fixed:
         options = [_with_simulated_users(s, costs, workload, request) for s in options]
+        if request.serving is not None and any(getattr(c.profile, "extra_tokens", 0) for c in costs.values()):
+            notes.append("serving features: the Monte-Carlo draws leave out the extra token slots per sequence "
+                         "(speculative drafts, image tokens); the fixed-length sizing includes them")
         notes.append(
             f"lengths vary: each setup is sized so N users run out of KV with probability <= "
             f"{request.max_preemption_probability:g} ({request.num_trials} Monte-Carlo trials, seed {request.seed})")
@@ -279,6 +318,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
         max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
         block_size=request.block_size)
+    if c.launch_extra:  # serving features: their vllm serve flags
+        command = f"{command} {c.launch_extra}"
     if per_replica > DEFAULT_MAX_NUM_SEQS:
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
     return Setup(

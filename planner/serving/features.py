@@ -1,0 +1,298 @@
+"""The one serving hook of the budget chain: :class:`ServingFeatures` in, :class:`ServingEffects` out.
+
+:class:`planner.budget.PlanRequest` has an optional ``serving`` field holding a
+:class:`ServingFeatures`; ``None`` (the default) leaves every number of :func:`planner.budget.plan`
+as it was. When set, :func:`serving_effects` says what the features change on one GPU, and the
+budget chain applies it in four places, each as vLLM accounts for it:
+
+    weights_per_gpu  += LoRA slots + draft / MTP / EAGLE weights (+ vision tower)   ("Model loading took")
+    activation       += profile-pass extras (LoRA punica buffer, encoder cache)     (determine_available_memory)
+    KV per token     += the draft's own layers (the same block pool)                (get_kv_cache_spec)
+    tokens per seq   += lookahead slots (num_speculative_tokens) + image tokens     (allocate_slots)
+
+Sources: vllm/v1/worker/gpu_model_runner.py (``load_model`` loads the drafter and the LoRA
+manager inside the memory profiler that reports "Model loading took"; ``get_kv_cache_spec`` walks
+every attention layer, the drafter's included); vllm/v1/core/sched/scheduler.py
+(``num_lookahead_tokens``); vllm/v1/core/kv_cache_manager.py (``allocate_slots``); the feature
+modules name the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from planner.model import ModelSpec
+from planner.model.kv import KVProfile, kv_profile
+from planner.model.layers import CacheDtypes
+from planner.serving.lora import LoRAConfig, LoRASlots, lora_slots
+from planner.serving.lora import launch_flags as lora_flags
+from planner.serving.multimodal import MultimodalConfig, MultimodalCost, multimodal_cost
+from planner.serving.multimodal import launch_flags as multimodal_flags
+from planner.serving.offload import OffloadConfig, OffloadPlan, offload_plan
+from planner.serving.offload import launch_flags as offload_flags
+from planner.serving.speculative import SpeculativeConfig, SpeculativeCost, speculative_cost
+from planner.serving.speculative import launch_flags as speculative_flags
+
+SERVING_ENGINES = ("vllm", "sglang", "llama.cpp")
+"""Engine families the serving features are modelled for (others get notes, not numbers)."""
+
+LAUNCH_FLAG_ENGINES = ("vllm", "sglang")
+"""Engines whose launch flags the ``serving.launch_flags`` JSON lists (plus the planned engine)."""
+
+
+def engine_family(engine: str) -> str:
+    """``vllm`` for every vLLM profile id (``vllm-v0.11``, ...), else the id itself (``sglang``, ``llama.cpp``)."""
+    for family in ("vllm", "sglang", "trtllm", "tgi", "llama.cpp", "transformers"):
+        if engine == family or engine.startswith(family + "-"):
+            return family
+    return engine
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingFeatures:
+    """The serving features switched on for one plan (None = off).
+
+    Attributes:
+        engine: Engine profile id whose rules apply (``vllm``, ``vllm-v0``, ``sglang``, ``llama.cpp``, ...;
+            LoRA and speculative decoding follow its family, the offload tier the version).
+        lora: LoRA adapter slots.
+        speculative: Speculative decoding (draft model, EAGLE / EAGLE-3 head, MTP layers, n-gram).
+        offload: KV offload to host memory.
+        multimodal: Images per request (Qwen-VL-family vision fields).
+    """
+
+    engine: str = "vllm"
+    lora: LoRAConfig | None = None
+    speculative: SpeculativeConfig | None = None
+    offload: OffloadConfig | None = None
+    multimodal: MultimodalConfig | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError for the first bad feature setting."""
+        if self.lora is not None:
+            self.lora.validate()
+        if self.speculative is not None:
+            self.speculative.validate()
+        if self.offload is not None:
+            self.offload.validate()
+        if self.multimodal is not None:
+            self.multimodal.validate()
+
+    @property
+    def family(self) -> str:
+        """The engine family (:func:`engine_family`)."""
+        return engine_family(self.engine)
+
+    @property
+    def enabled(self) -> bool:
+        """True when some feature is switched on."""
+        return any(f is not None for f in (self.lora, self.speculative, self.offload, self.multimodal))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingEffects:
+    """What the features change on one GPU (bytes unless named).
+
+    Attributes:
+        engine: Engine profile id (``vllm``, ``vllm-v0``, ``sglang``, ...).
+        extra_weights_bytes: Added to the weights per GPU (LoRA slots, draft weights).
+        extra_activation_bytes: Added to the profile-pass activation per GPU.
+        extra_tokens_per_sequence: Token slots each sequence holds beyond its context [tokens].
+        extra_kv_model: A layers-only model of the KV the features add per token (draft layers), or None.
+        host_bytes: Host memory per GPU worker the features use (adapter cache, offload).
+        lora: The adapter slots, when on.
+        speculative: The drafter's cost, when on.
+        offload: The host tier, when on.
+        multimodal: The images' tokens, encoder cache and tower, when on (``extra_activation_bytes`` takes
+            its profile-pass share only after :meth:`with_profile_peak`).
+        extra_kv_bytes_per_token: KV per token the extra layers add on one GPU [bytes].
+        notes: Assumptions and "not modelled" statements.
+    """
+
+    engine: str
+    extra_weights_bytes: int = 0
+    extra_activation_bytes: int = 0
+    extra_tokens_per_sequence: int = 0
+    extra_kv_model: ModelSpec | None = None
+    host_bytes: int = 0
+    lora: LoRASlots | None = None
+    speculative: SpeculativeCost | None = None
+    offload: OffloadPlan | None = None
+    multimodal: MultimodalCost | None = None
+    extra_kv_bytes_per_token: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def with_profile_peak(self, language_model_peak_bytes: int) -> ServingEffects:
+        """These effects with the multimodal profile-pass share added to ``extra_activation_bytes``:
+        the encoder cache, held while the language model is profiled, plus whatever the vision forward
+        peak exceeds that model's own peak by (:mod:`planner.serving.multimodal`).
+
+        Args:
+            language_model_peak_bytes: The language model's profile-pass activation peak [bytes].
+        """
+        mm = self.multimodal
+        if mm is None:
+            return self
+        extra = mm.encoder_cache_bytes + max(0, mm.vision_forward_bytes - language_model_peak_bytes)
+        return replace(self, extra_activation_bytes=self.extra_activation_bytes + extra)
+
+    def kv_profile(self, base: KVProfile, extra: KVProfile | None) -> KVProfile | ShiftedProfile:
+        """``base`` with the features' extra layers' groups (``extra``) and extra tokens per sequence."""
+        profile = base if extra is None else KVProfile(groups=base.groups + extra.groups, block_size=base.block_size)
+        if self.extra_tokens_per_sequence:
+            return ShiftedProfile(inner=profile, extra_tokens=self.extra_tokens_per_sequence)
+        return profile
+
+    def plan_dict(self, *, budget_bytes: int, kv_needed_bytes: int, features: ServingFeatures,
+                  kv_bytes_per_token_per_gpu: int = 0, block_size: int = 16, kv_bytes_per_sequence_per_gpu: int = 0,
+                  capacity_tokens: int = 0) -> dict:
+        """The ``serving`` JSON block of a plan (sizes per GPU).
+
+        Args:
+            budget_bytes: The KV budget with the features on [bytes].
+            kv_needed_bytes: What the plan's batch needs at its context, features on [bytes].
+            features: The request, for the launch flags.
+            kv_bytes_per_token_per_gpu, block_size, kv_bytes_per_sequence_per_gpu, capacity_tokens: The
+                plan's paged KV per token, block, per-sequence KV and GPU capacity (the offload tier's sizes).
+        """
+        out: dict = {
+            "engine": self.engine, "engine_family": engine_family(self.engine),
+            "extra_weights_bytes_per_gpu": self.extra_weights_bytes,
+            "extra_activation_bytes_per_gpu": self.extra_activation_bytes,
+            "extra_tokens_per_sequence": self.extra_tokens_per_sequence,
+            "extra_kv_cache_bytes_per_token_per_gpu": self.extra_kv_bytes_per_token,
+            "host_bytes_per_gpu": self.host_bytes,
+            "kv_cache_budget_bytes_without_serving": budget_bytes + self.extra_weights_bytes
+            + self.extra_activation_bytes,
+        }
+        if self.lora is not None:
+            lora = self.lora.to_dict()
+            free = budget_bytes + self.lora.slot_bytes - kv_needed_bytes
+            lora["max_loras_that_fit"] = self.lora.slots_that_fit(free)
+            out["lora"] = lora
+        if self.speculative is not None:
+            out["speculative"] = self.speculative.to_dict(self.extra_kv_bytes_per_token)
+        if self.multimodal is not None:
+            out["multimodal"] = self.multimodal.to_dict()
+        if self.offload is not None:
+            out["offload"] = self.offload.to_dict(
+                kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu, block_size=block_size,
+                kv_bytes_per_sequence_per_gpu=kv_bytes_per_sequence_per_gpu, gpu_kv_capacity_tokens=capacity_tokens)
+        out["launch_flags"] = launch_flags(features)
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True)
+class ShiftedProfile:
+    """A KV profile whose sequences each hold ``extra_tokens`` more token slots than their context.
+
+    ``bytes_per_sequence(n) = inner.bytes_per_sequence(n + extra_tokens)``: the lookahead slots vLLM's
+    scheduler reserves (``allocate_slots(..., num_lookahead_tokens)``) and the image tokens a prompt
+    carries both sit in the same blocks as the text. Worked example: block 16, context 16, 2 extra
+    tokens: 18 slots round up to 2 blocks = 32 token slots, where the plain sequence took one block.
+    """
+
+    inner: KVProfile
+    extra_tokens: int
+
+    @property
+    def groups(self):
+        return self.inner.groups
+
+    @property
+    def block_size(self) -> int:
+        return self.inner.block_size
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.inner.bytes_per_token
+
+    def bytes_per_sequence(self, num_tokens: int) -> int:
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        return self.inner.bytes_per_sequence(num_tokens + self.extra_tokens)
+
+    def bytes_per_sequences(self, token_counts) -> list[int]:
+        if token_counts and min(token_counts) < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
+        return self.inner.bytes_per_sequences([n + self.extra_tokens for n in token_counts])
+
+
+def launch_flags(features: ServingFeatures) -> dict[str, str]:
+    """Engine -> the flags that switch these features on (vLLM's, SGLang's, and the planned engine's)."""
+    engines = dict.fromkeys((*LAUNCH_FLAG_ENGINES, features.engine))
+    out = {}
+    for engine in engines:
+        family = engine_family(engine)
+        parts = []
+        if features.lora is not None:
+            parts.append(lora_flags(features.lora, family))
+        if features.speculative is not None:
+            parts.append(speculative_flags(features.speculative, family))
+        if features.offload is not None:
+            parts.append(offload_flags(features.offload, engine))
+        if features.multimodal is not None:
+            parts.append(multimodal_flags(features.multimodal, family))
+        text = " ".join(p for p in parts if p)
+        if text:
+            out[engine] = text
+    return out
+
+
+def serving_effects(model: ModelSpec, features: ServingFeatures, *, tensor_parallel_size: int,
+                    dtypes: CacheDtypes, weight_dtype_name: str = "auto", num_batched_tokens: int,
+                    gpu_id: str = "", pipeline_parallel_size: int = 1) -> ServingEffects:
+    """What ``features`` change on one of ``tensor_parallel_size`` GPUs.
+
+    Args:
+        model: The served model.
+        features: The switched-on features.
+        tensor_parallel_size: GPUs one layer is split over.
+        dtypes: The plan's cache formats (KV of the drafter; ``state`` is the activation dtype, LoRA's ``auto``).
+        weight_dtype_name: The target's weight dtype (EAGLE heads and MTP layers are stored like it).
+        num_batched_tokens: Tokens of the profile pass [tokens].
+        gpu_id: Catalog GPU id (the offload tier's host link).
+        pipeline_parallel_size: Pipeline stages (vLLM splits the offload buffer over every rank).
+
+    Raises:
+        ValueError: an invalid feature setting.
+
+    Sources: module docstring and the feature modules.
+    """
+    features.validate()
+    family = features.family
+    tp = tensor_parallel_size
+    weights = activation_extra = host = tokens = kv_per_token = 0
+    notes: list[str] = []
+    lora = spec = kv_model = offload = mm = None
+    if features.lora is not None:
+        lora = lora_slots(model, features.lora, engine=family, tensor_parallel_size=tp,
+                          activation=dtypes.state, num_batched_tokens=num_batched_tokens)
+        weights += lora.slot_bytes
+        activation_extra += lora.profile_activation_bytes
+        host += lora.host_bytes
+        notes += lora.notes
+    if features.speculative is not None:
+        spec = speculative_cost(model, features.speculative, weight_dtype_name=weight_dtype_name,
+                                tensor_parallel_size=tp, engine=family)
+        weights += spec.weights_bytes
+        tokens += spec.extra_tokens_per_sequence
+        kv_model = spec.kv_model
+        if kv_model is not None:
+            kv_per_token = kv_profile(kv_model, dtypes, tp, 1).bytes_per_token
+        notes += spec.notes
+    if features.offload is not None:
+        offload = offload_plan(features.offload, engine=features.engine, gpu_id=gpu_id, tensor_parallel_size=tp,
+                               pipeline_parallel_size=pipeline_parallel_size)
+        host += offload.host_bytes_per_gpu
+    if features.multimodal is not None:
+        mm = multimodal_cost(features.multimodal, activation=dtypes.state, num_batched_tokens=num_batched_tokens,
+                             tensor_parallel_size=tp, engine=family)
+        weights += mm.vision_weights_bytes
+        tokens += mm.tokens_per_request
+        notes += mm.notes
+    return ServingEffects(engine=features.engine, extra_weights_bytes=weights, extra_activation_bytes=activation_extra,
+                          extra_tokens_per_sequence=tokens, extra_kv_model=kv_model, host_bytes=host, lora=lora,
+                          speculative=spec, offload=offload, multimodal=mm, extra_kv_bytes_per_token=kv_per_token,
+                          notes=tuple(notes))

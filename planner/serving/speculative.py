@@ -1,0 +1,322 @@
+"""Speculative decoding: the drafter's weights, its own KV cache, and the token slots each sequence reserves.
+
+Methods (vLLM ``SpeculativeConfig.method``, vllm/config/speculative.py) and what they add per GPU:
+
+    draft_model  a whole small model: its weights (its own embeddings and lm_head) and every one of
+                 its layers' KV per token.
+    eagle        one decoder layer of the target's shape + ``fc`` (2 H -> H); embeddings and lm_head
+                 shared with the target; one layer of KV per token.
+    eagle3       one decoder layer whose q/k/v read 2 H + ``fc`` (3 H -> H) + its own lm_head over
+                 ``draft_vocab_size`` tokens (embeddings shared); one layer of KV per token.
+    mtp          ``num_nextn_predict_layers`` (DeepSeek-V3/V4, GLM-4.x/5) or ``mtp_num_hidden_layers``
+                 (Qwen3.5/3.6) next-n layers: each a decoder layer like the target's last one (a full
+                 attention MoE layer) + ``eh_proj`` (2 H -> H) + enorm, hnorm and the shared head's
+                 norm; embeddings and lm_head shared; each layer's KV per token.
+    ngram        no weights, no KV; only the verified tokens.
+
+    extra weights per GPU   = drafter weights, sharded like the target (the drafter runs at the target's
+                              tensor parallel size; replicated ``fc`` / ``eh_proj`` / norms stay whole)
+    extra KV per token      = the drafter's layers' KV, in the same block pool and dtype as the target
+    extra slots per sequence = k verified draft tokens (every method) + k lookahead slots
+                              (EAGLE, MTP and draft models), k = ``num_speculative_tokens``
+
+Sources: vllm/v1/spec_decode/eagle.py (``EagleProposer.load_model``: MTP always shares the target's
+``embed_tokens`` and ``lm_head``; EAGLE shares them unless the head has its own; EAGLE-3's head
+keeps its ``lm_head`` over the draft vocabulary) and draft_model.py (a draft model keeps its own,
+and ``draft_tensor_parallel_size`` must equal the target's); vllm/model_executor/models/
+llama_eagle.py (``fc = Linear(2 H, H)``), llama_eagle3.py (``qkv_proj`` over 2 H, ``fc`` over 3 H,
+``draft_vocab_size``), deepseek_mtp.py (``eh_proj = Linear(2 H, H)``, ``enorm``, ``hnorm``,
+``shared_head.norm``); vllm/v1/worker/gpu_model_runner.py (``get_kv_cache_spec`` walks every
+attention layer, the drafter's included, so one block pool holds both); vllm/v1/core/sched/
+scheduler.py (``num_lookahead_tokens = num_speculative_tokens`` for EAGLE / MTP / draft models, 0
+for n-gram; the scheduled tokens of a decode step are 1 + the k drafts) and vllm/v1/core/
+kv_cache_manager.py (``allocate_slots`` rounds computed + new + lookahead tokens up to blocks).
+SGLang (``--speculative-algorithm EAGLE/EAGLE3/NEXTN/STANDALONE/NGRAM``, python/sglang/srt/
+speculative/eagle_worker.py) gives the draft worker a KV pool of the same token count, priced the
+same way here (an estimate); llama.cpp has draft models only (``--model-draft``, its own context
+of the same size, tools/server/server.cpp).
+
+Worked example (tests): a Llama-shaped target of hidden 1,024, 8 heads of 128, intermediate 4,096,
+EAGLE head in bf16: one layer = q, k, v, o 4 x 1,024 x 1,024 + gate, up, down 3 x 1,024 x 4,096 +
+2 norms x 1,024 = 16,779,264 params; fc 2,048 x 1,024 = 2,097,152; together 37,752,832 B. Its KV:
+2 x 8 x 128 x 2 B = 4,096 B per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from planner.model import ModelSpec
+from planner.model.dtypes import weight_dtype
+from planner.model.layers import FullAttention, MLAAttention
+from planner.model.params import ParamGroup, gated_mlp, linear, model_weight_bytes, norm, weight_bytes
+
+SPECULATIVE_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
+"""vLLM ``--speculative-config`` methods modelled (``deepseek_mtp`` and the other ``*_mtp`` names are ``mtp``)."""
+
+LOOKAHEAD_METHODS = frozenset({"draft_model", "eagle", "eagle3", "mtp"})
+"""Methods whose sequences reserve ``num_speculative_tokens`` lookahead slots (vLLM scheduler.py)."""
+
+EAGLE3_DRAFT_VOCAB_SIZE = 32000
+"""``draft_vocab_size`` of the published EAGLE-3 heads (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)."""
+
+MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+"""Config keys that count a model's next-n (MTP) layers: DeepSeek-V3/V4 and GLM-4.x/5 use the first,
+Qwen3.5/3.6 the second."""
+
+SGLANG_ALGORITHMS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
+                     "ngram": "NGRAM"}
+"""``--speculative-algorithm`` names SGLang gives the vLLM methods (python/sglang/srt/server_args.py)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeculativeConfig:
+    """Speculative decoding as asked (vLLM ``--speculative-config`` keys).
+
+    Attributes:
+        method: One of :data:`SPECULATIVE_METHODS`.
+        num_speculative_tokens: Draft tokens per step k, >= 1.
+        draft: The draft model (``draft_model``), or an EAGLE head's own config; None = built from
+            the target's shapes (EAGLE / EAGLE-3 / MTP).
+        draft_model_id: The draft's id for the launch command ("model" of the config).
+        num_mtp_layers: Next-n layers the checkpoint ships (:data:`MTP_CONFIG_KEYS`); 0 = none.
+        draft_vocab_size: EAGLE-3's draft vocabulary [tokens].
+    """
+
+    method: str
+    num_speculative_tokens: int = 1
+    draft: ModelSpec | None = field(default=None, compare=False)
+    draft_model_id: str = ""
+    num_mtp_layers: int = 0
+    draft_vocab_size: int = EAGLE3_DRAFT_VOCAB_SIZE
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad setting and what it takes."""
+        if self.method not in SPECULATIVE_METHODS:
+            raise ValueError(f"unknown speculative method {self.method!r}; choose one of "
+                             f"{', '.join(SPECULATIVE_METHODS)}")
+        if not self.num_speculative_tokens >= 1:
+            raise ValueError(f"num_speculative_tokens must be at least 1, got {self.num_speculative_tokens}")
+        if self.method == "draft_model" and self.draft is None:
+            raise ValueError("speculative method draft_model needs the draft model (--speculative-model ID)")
+        if self.method == "mtp" and self.num_mtp_layers < 1:
+            raise ValueError("speculative method mtp needs a model whose config has num_nextn_predict_layers or "
+                             "mtp_num_hidden_layers (DeepSeek-V3/V4, GLM-4.x/5, Qwen3.5/3.6); this one has none")
+        if self.draft_vocab_size < 1:
+            raise ValueError(f"draft_vocab_size must be >= 1, got {self.draft_vocab_size}")
+
+    @property
+    def extra_tokens_per_sequence(self) -> int:
+        """Token slots each sequence holds beyond its context: k verified drafts, plus k lookahead
+        slots for the methods that reserve them [tokens]."""
+        k = self.num_speculative_tokens
+        return 2 * k if self.method in LOOKAHEAD_METHODS else k
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeculativeCost:
+    """What the drafter costs on one GPU (bytes unless named).
+
+    Attributes:
+        method, num_speculative_tokens: The request.
+        draft_params: Parameters the drafter adds (shared embeddings / lm_head not counted).
+        weights_bytes: Their bytes on one GPU.
+        kv_model: The drafter's layers as a layers-only model (its KV per token), or None.
+        kv_bytes_per_token: Their KV per token on one GPU at TP 1 in the target's KV dtype (for the text).
+        extra_tokens_per_sequence: Slots each sequence reserves beyond its context [tokens].
+        notes: Assumptions.
+    """
+
+    method: str
+    num_speculative_tokens: int
+    draft_params: int
+    weights_bytes: int
+    kv_model: ModelSpec | None
+    extra_tokens_per_sequence: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self, kv_bytes_per_token_per_gpu: int) -> dict:
+        """JSON keys of the ``serving.speculative`` block."""
+        return {"method": self.method, "num_speculative_tokens": self.num_speculative_tokens,
+                "draft_params": self.draft_params, "draft_weights_bytes_per_gpu": self.weights_bytes,
+                "draft_kv_cache_bytes_per_token_per_gpu": kv_bytes_per_token_per_gpu,
+                "draft_layers": 0 if self.kv_model is None else self.kv_model.num_layers,
+                "extra_tokens_per_sequence": self.extra_tokens_per_sequence, "notes": list(self.notes)}
+
+
+def mtp_layers_from_config(config: Mapping) -> int:
+    """Next-n (MTP) layers a config states (:data:`MTP_CONFIG_KEYS`, in ``text_config`` too); 0 when none."""
+    for scope in (config, config.get("text_config") or {}):
+        for key in MTP_CONFIG_KEYS:
+            value = scope.get(key)
+            if isinstance(value, int) and value > 0:
+                return value
+    return 0
+
+
+_OTHER_MIXERS = ("linear_attn", "mamba", "mixer", "conv1d")
+"""Name parts of the non-attention mixers of hybrid models (an MTP layer is full attention)."""
+
+
+def _router_layers(model: ModelSpec) -> int:
+    """MoE layers: the count of the router weight (one per MoE layer), 0 for dense models."""
+    for g in model.params:
+        if g.kind == "router" and g.name.endswith(".weight") and model.num_experts and g.shape[0] == model.num_experts:
+            return g.count
+    return 0
+
+
+def last_layer_groups(model: ModelSpec) -> tuple[ParamGroup, ...]:
+    """The parameter groups of one decoder layer like the model's last: full attention, and the MoE
+    block (router, every routed expert, shared experts) when the model is MoE. Counts become one
+    layer's (experts: ``count // MoE layers``).
+
+    Groups are read by name: ``layers.*`` tensors only; the mixers of hybrid models' linear-attention
+    / Mamba layers and the dense MLP of an MoE model's first dense layers are left out (DeepSeek-V3's
+    ``first_k_dense_replace`` layers: ``mlp.gate_proj`` of count 3 against 58 routers).
+    """
+    moe_layers = _router_layers(model)
+    out = []
+    for g in model.params:
+        if not g.name.startswith("layers.") or any(part in g.name for part in _OTHER_MIXERS):
+            continue
+        expert = ".experts." in g.name
+        if moe_layers and ".mlp." in g.name and not expert and "shared_expert" not in g.name \
+                and g.kind != "router" and g.count != moe_layers:
+            continue  # a dense layer's MLP
+        copies = g.count // moe_layers if expert and moe_layers and g.count % moe_layers == 0 else 1
+        out.append(replace(g, count=copies))
+    return tuple(out)
+
+
+def _attention_groups(model: ModelSpec) -> tuple[ParamGroup, ...]:
+    """One layer's attention tensors and its two norms."""
+    return tuple(g for g in last_layer_groups(model)
+                 if ("attn" in g.name or g.name.endswith("layernorm.weight")) and ".mlp." not in g.name)
+
+
+def _last_attention_layer(model: ModelSpec):
+    """The last layer that holds per-token KV (what an EAGLE head or an MTP layer caches)."""
+    for layer in reversed(model.layers):
+        if isinstance(layer, (FullAttention, MLAAttention)):
+            return layer
+    raise ValueError(f"{model.model_id} has no attention layer for a drafter to copy")
+
+
+def _layers_model(model: ModelSpec, layers: tuple, suffix: str) -> ModelSpec:
+    return ModelSpec(model_id=f"{model.model_id}#{suffix}", model_type=model.model_type, layers=layers, params=(),
+                     hidden_size=model.hidden_size, num_attention_heads=model.num_attention_heads,
+                     num_key_value_heads=model.num_key_value_heads, head_dim=model.head_dim,
+                     vocab_size=model.vocab_size, torch_dtype=model.torch_dtype)
+
+
+def _replicated(name: str, in_features: int, out_features: int) -> tuple[ParamGroup, ...]:
+    """A plain ``nn.Linear`` / ``ReplicatedLinear``: whole on every GPU, in the activation dtype."""
+    return (ParamGroup(name=f"{name}.weight", shape=(out_features, in_features), kind="router"),)
+
+
+def drafter_groups(model: ModelSpec, config: SpeculativeConfig) -> tuple[ParamGroup, ...]:
+    """The parameter groups the drafter adds to the target (module docstring), built from the target's shapes."""
+    h = model.hidden_size
+    if config.method == "mtp":
+        n = config.num_mtp_layers
+        per_layer = (*last_layer_groups(model), *_replicated("mtp.eh_proj", 2 * h, h),
+                     *norm("mtp.enorm", h), *norm("mtp.hnorm", h), *norm("mtp.shared_head.norm", h))
+        return tuple(replace(g, count=g.count * n) for g in per_layer)
+    layer = _attention_groups(model)
+    mlp_width = model.intermediate_size or 4 * h
+    mlp = gated_mlp("eagle.mlp", hidden_size=h, intermediate_size=mlp_width)
+    if config.method == "eagle":
+        return (*layer, *mlp, *_replicated("eagle.fc", 2 * h, h))
+    # eagle3: q/k/v read the concatenated embeddings and hidden states (2 H): the same tensors again.
+    qkv_again = tuple(g for g in layer if g.kind == "linear" and g.name.rsplit(".", 2)[-2] in ("q_proj", "k_proj",
+                                                                                             "v_proj"))
+    return (*layer, *qkv_again, *mlp, *_replicated("eagle3.fc", 3 * h, h), *norm("eagle3.norm", h),
+            *linear("eagle3.lm_head", h, config.draft_vocab_size))
+
+
+def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtype_name: str = "auto",
+                     tensor_parallel_size: int = 1, engine: str = "vllm") -> SpeculativeCost:
+    """What ``config``'s drafter costs on one of ``tensor_parallel_size`` GPUs.
+
+    Args:
+        model: The target model.
+        config: Method, draft tokens and the draft model / MTP layer count.
+        weight_dtype_name: The target's weight dtype (heads and MTP layers are stored like it; a
+            draft model takes its own checkpoint's ``auto``).
+        tensor_parallel_size: GPUs the target (and so the drafter) is split over.
+        engine: Engine family (``vllm``, ``sglang``; ``llama.cpp`` has draft models only).
+
+    Raises:
+        ValueError: an invalid config, or a method the engine lacks.
+
+    Sources: module docstring.
+    """
+    config.validate()
+    tp = tensor_parallel_size
+    notes: list[str] = []
+    if engine == "llama.cpp" and config.method != "draft_model":
+        raise ValueError(f"llama.cpp has no {config.method} speculative decoding (only a draft model: --model-draft)")
+    if engine not in ("vllm", "sglang", "llama.cpp"):
+        raise ValueError(f"speculative decoding is modelled for vLLM, SGLang and llama.cpp, not {engine}")
+    if engine == "sglang":
+        notes.append("SGLang: the draft worker's KV pool is priced like vLLM's shared block pool (an estimate)")
+    if config.method == "ngram":
+        return SpeculativeCost(method="ngram", num_speculative_tokens=config.num_speculative_tokens, draft_params=0,
+                               weights_bytes=0, kv_model=None,
+                               extra_tokens_per_sequence=config.extra_tokens_per_sequence,
+                               notes=(*notes, "n-gram proposals come from the prompt: no weights, no KV"))
+    if config.method == "draft_model":
+        draft = config.draft
+        weights = model_weight_bytes(draft, "auto", 1 if engine == "llama.cpp" else tp)
+        return SpeculativeCost(method="draft_model", num_speculative_tokens=config.num_speculative_tokens,
+                               draft_params=draft.num_parameters, weights_bytes=weights,
+                               kv_model=_layers_model(draft, draft.layers, "draft"),
+                               extra_tokens_per_sequence=config.extra_tokens_per_sequence,
+                               notes=(*notes, f"draft model {draft.model_id} at its checkpoint dtype, tensor parallel "
+                                              f"{tp} like the target (vLLM requires it)"))
+    groups = drafter_groups(model, config)
+    params = sum(g.total_numel for g in groups)
+    weights = weight_bytes(groups, weight_dtype(weight_dtype_name), model.torch_dtype, tp)
+    attention = _last_attention_layer(model)
+    layers = (attention,) * (config.num_mtp_layers if config.method == "mtp" else 1)
+    if config.method == "mtp":
+        notes.append(f"{config.num_mtp_layers} MTP layer(s) shaped like the last decoder layer; embeddings and "
+                     "lm_head shared with the target")
+        if config.num_speculative_tokens > config.num_mtp_layers:
+            notes.append(f"{config.num_speculative_tokens} draft tokens from {config.num_mtp_layers} MTP layer(s): "
+                         "vLLM runs the layers again for the extra tokens (no extra weights)")
+    else:
+        notes.append(f"{config.method.upper()} head built from the target's shapes (one dense layer of "
+                     f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"
+                     + (f", its own lm_head over {config.draft_vocab_size:,} draft tokens" if config.method == "eagle3"
+                        else " and lm_head shared"))
+    return SpeculativeCost(method=config.method, num_speculative_tokens=config.num_speculative_tokens,
+                           draft_params=params, weights_bytes=weights,
+                           kv_model=_layers_model(model, layers, config.method),
+                           extra_tokens_per_sequence=config.extra_tokens_per_sequence, notes=tuple(notes))
+
+
+def launch_flags(config: SpeculativeConfig, engine: str) -> str:
+    """The engine's own flags for this speculative request.
+
+    Sources: vLLM ``--speculative-config`` (vllm/engine/arg_utils.py, keys of
+    vllm/config/speculative.py); SGLang ``--speculative-algorithm --speculative-draft-model-path
+    --speculative-num-steps --speculative-eagle-topk --speculative-num-draft-tokens``
+    (python/sglang/srt/server_args.py); llama.cpp ``--model-draft --draft-max`` (common/arg.cpp).
+    """
+    k = config.num_speculative_tokens
+    if engine == "vllm":
+        model = f', "model": "{config.draft_model_id}"' if config.draft_model_id else ""
+        return f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}}}'"
+    if engine == "sglang":
+        flags = f"--speculative-algorithm {SGLANG_ALGORITHMS[config.method]}"
+        if config.draft_model_id:
+            flags += f" --speculative-draft-model-path {config.draft_model_id}"
+        if config.method != "ngram":
+            flags += f" --speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
+        return flags
+    if engine == "llama.cpp" and config.method == "draft_model":
+        return f"--model-draft DRAFT.gguf --draft-max {k}"
+    return ""
