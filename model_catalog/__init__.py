@@ -61,21 +61,23 @@ def _cached_model_spec(canonical_id: str) -> ModelSpec:
 
     entry = load_catalog().entries[canonical_id]
     # The committed snapshot holds the same spec when it is current (no transformers import: fast cold start).
-    snapshot = spec_snapshot.lookup(entry.id, entry.display_name, entry.config)
+    snapshot = spec_snapshot.lookup(entry.id, entry.display_name, entry.config, hf_quant_config=entry.hf_quant_config)
     if snapshot is not None:
         return snapshot
-    return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name)
+    return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name,
+                                  hf_quant_config=entry.hf_quant_config)
 
 
-def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, display_name: str = "") -> ModelSpec:
-    """A ModelSpec from a config.json dict (e.g. one pasted by the user).
+def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, display_name: str = "",
+                           hf_quant_config: Mapping[str, Any] | None = None) -> ModelSpec:
+    """A ModelSpec from a config.json dict (e.g. one pasted by the user), and its ``hf_quant_config.json``.
 
     Raises:
         ValueError: ``"<model_id>: ..."`` naming the missing or bad key.
     """
     from model_catalog.hf_config import model_spec_from_config as build
 
-    return build(raw_config, model_id, display_name=display_name)
+    return build(raw_config, model_id, display_name=display_name, hf_quant_config=hf_quant_config)
 
 
 __all__ = [

@@ -53,8 +53,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from planner.model import ModelSpec
 from planner.units import GB, GiB, MiB
 
-MAX_CONFIG_BYTES = 1_000_000
-"""Largest config.json accepted [bytes] (1 MB = 10**6 bytes); real ones are a few KB."""
+MAX_CONFIG_BYTES = 4_000_000
+"""Largest config.json accepted [bytes] (4 MB = 4 x 10**6 bytes). Most are a few KB, but ModelOpt
+checkpoints list every module they leave unquantized: nvidia/MiniMax-M3-NVFP4's is 3.1 MB."""
 
 MAX_NAME_CHARS = 100
 """Longest custom model or GPU name [characters]."""
@@ -123,6 +124,8 @@ class CustomModel:
             ``planner.model.dtypes.WEIGHT_DTYPES``), or None when unknown.
         tensors: GGUF tensor groups for the share link (name, shape, count,
             kind, ggml type); empty for config.json models.
+        hf_quant_config: The repository's ``hf_quant_config.json`` read beside
+            config.json (NVIDIA ModelOpt), or None.
     """
 
     spec: ModelSpec
@@ -132,6 +135,7 @@ class CustomModel:
     notes: tuple[str, ...] = ()
     weight_dtype_hint: str | None = None
     tensors: tuple[tuple[str, tuple[int, ...], int, str, str], ...] = ()
+    hf_quant_config: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -232,8 +236,21 @@ def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: 
 # --------------------------------------------------------------------------
 # Reading config.json text
 # --------------------------------------------------------------------------
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"config.json holds {name}, which is not valid JSON; use a number")
+JSON_INFINITIES: dict[str, float] = {"Infinity": float("inf"), "-Infinity": float("-inf")}
+"""Non-standard JSON constants config.json files ship and transformers reads (``json.loads``):
+Nemotron-H's ``time_step_limit: [0.0, Infinity]``. ``NaN`` is still refused: no published config
+uses it, and in a size key it would size nothing."""
+
+
+def json_constant(name: str) -> float:
+    """``parse_constant`` for config.json: ``Infinity`` / ``-Infinity`` as floats, ``NaN`` refused.
+
+    Raises:
+        ValueError: ``NaN``.
+    """
+    if name in JSON_INFINITIES:
+        return JSON_INFINITIES[name]
+    raise ValueError(f"config.json holds {name}, which is not a number; use a number")
 
 
 def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
@@ -254,7 +271,7 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     if len(raw) > max_bytes:
         raise ValueError(
             f"config.json is {len(raw):,} bytes; at most {max_bytes:,} bytes are accepted "
-            "(a config.json is a few KB: did you pick the weights or tokenizer file?)")
+            "(a config.json is a few KB to a few MB: did you pick the weights or tokenizer file?)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -262,7 +279,7 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     if not text.strip():
         raise ValueError("config.json is empty; paste the contents of the model's config.json")
     try:
-        parsed = json.loads(text, parse_constant=_reject_constant)
+        parsed = json.loads(text, parse_constant=json_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
@@ -272,19 +289,11 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     return parsed
 
 
-def load_config_file(path: str | Path, *, name: str | None = None) -> CustomModel:
-    """Read a config.json file from disk and plan it (the CLI's ``--config``).
+HF_QUANT_CONFIG_NAME = "hf_quant_config.json"
+"""The file NVIDIA ModelOpt checkpoints ship beside config.json."""
 
-    Args:
-        path: The file.
-        name: Model id for the plan; defaults to the parent folder's name when
-            the file is called ``config.json``, else the file stem.
 
-    Raises:
-        ValueError: unreadable, too large, not JSON, or a config the planner
-            cannot read (the message names the file and the key).
-    """
-    path = Path(path)
+def _read_json_file(path: Path) -> dict[str, Any]:
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
@@ -292,11 +301,40 @@ def load_config_file(path: str | Path, *, name: str | None = None) -> CustomMode
         raw = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     try:
-        return read_custom_config(parse_config_json(raw), name or default, source=f"file:{path.name}")
+        return parse_config_json(raw)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def load_config_file(path: str | Path, *, name: str | None = None,
+                     hf_quant_config: str | Path | None = None) -> CustomModel:
+    """Read a config.json file from disk and plan it (the CLI's ``--config``).
+
+    Args:
+        path: The file.
+        name: Model id for the plan; defaults to the parent folder's name when
+            the file is called ``config.json``, else the file stem.
+        hf_quant_config: The repository's ``hf_quant_config.json``; None = the one
+            beside ``path`` when there is one (a downloaded ModelOpt checkpoint folder).
+
+    Raises:
+        ValueError: unreadable, too large, not JSON, or a config the planner
+            cannot read (the message names the file and the key).
+    """
+    path = Path(path)
+    raw = _read_json_file(path)
+    quant_path = Path(hf_quant_config) if hf_quant_config is not None else path.with_name(HF_QUANT_CONFIG_NAME)
+    quant = _read_json_file(quant_path) if hf_quant_config is not None or quant_path.is_file() else None
+    default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    try:
+        model = read_custom_config(raw, name or default, source=f"file:{path.name}", hf_quant_config=quant)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if quant is not None:
+        model = replace(model, notes=(*model.notes, f"read {quant_path.name} beside {path.name}: the checkpoint's "
+                                                    "per-layer weight formats (weight dtype auto)"))
+    return model
 
 
 # --------------------------------------------------------------------------
@@ -372,6 +410,14 @@ def weight_dtype_hint(config: Mapping[str, Any]) -> tuple[str | None, str]:
                         return ("fp8" if kind == "float" else "int8"), f"quantization_config: compressed-tensors {kind} 8-bit"
                     if num_bits == 4 and kind == "int":
                         return "int4", "quantization_config: compressed-tensors int 4-bit"
+        from model_catalog.quantization import Scheme, resolve_scheme
+
+        try:
+            scheme = resolve_scheme(quant)
+        except ValueError:
+            scheme = None
+        if isinstance(scheme, Scheme):
+            return "auto", f"quantization_config: {scheme.method} (weight dtype auto counts each tensor as shipped)"
         return None, f"quantization_config {method or '(no quant_method)'} has no matching weight dtype here; pick one"
     torch_dtype = config.get("torch_dtype") or config.get("dtype")
     if isinstance(torch_dtype, str) and torch_dtype in WEIGHT_DTYPE_BY_TORCH_DTYPE:
@@ -516,13 +562,17 @@ def check_sizes(config: Mapping[str, Any], where: str = "") -> None:
 
 
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
-                       source: str = "pasted config.json") -> CustomModel:
+                       source: str = "pasted config.json",
+                       hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
     """Plan any config.json safely (module docstring: three readings).
 
     Args:
         raw: config.json as a dict (e.g. from :func:`parse_config_json`).
         name: Model id for the plan (a repo id, or any name).
         source: Where it came from, for captions and share links.
+        hf_quant_config: The repository's ``hf_quant_config.json`` (optional second
+            file, NVIDIA ModelOpt): it decides which layers the checkpoint stores in
+            NVFP4 / FP8 and which in 16 bits (:mod:`model_catalog.quantization`).
 
     Returns:
         The :class:`CustomModel`; ``reading`` says which reading applied.
@@ -554,14 +604,21 @@ def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                          "language models are planned")
     check_sizes(config)
     hint, hint_reason = weight_dtype_hint(config)
+    if hf_quant_config is not None:
+        if not isinstance(hf_quant_config, Mapping):
+            raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
+        hint = "auto"
     if model_type in SUPPORTED_MODEL_TYPES:
-        missing = [key for key in CORE_KEYS if key not in config]
+        missing = [key for key in CORE_KEYS if key not in config and key not in (config.get("text_config") or {})]
         if missing:
             notes.append(f"config.json does not state {', '.join(missing)}: transformers' {model_type} defaults "
                          "stand in for them; paste the whole config.json for the real model")
-        spec = model_spec_from_config(config, name)
+        spec = model_spec_from_config(config, name, hf_quant_config=hf_quant_config)
         return CustomModel(spec=spec, config=config, reading="family", source=source, notes=tuple(notes),
-                           weight_dtype_hint=hint)
+                           weight_dtype_hint=hint, hf_quant_config=hf_quant_config)
+    if hf_quant_config is not None:
+        raise ValueError(f"hf_quant_config.json is read only beside a config.json whose model_type has an adapter; "
+                         f"{model_type!r} has none: remove the second file")
     text_config = _text_config_reading(config)
     if text_config is not None:
         spec = model_spec_from_config(text_config, name)
@@ -569,18 +626,43 @@ def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                      "text model is planned (vision/audio towers are not counted)")
         return CustomModel(spec=replace(spec, model_type=f"{model_type}/{spec.model_type}"), config=config,
                            reading="text_config", source=source, notes=tuple(notes), weight_dtype_hint=hint)
+    if transformers_knows(model_type):
+        from model_catalog.generic import generic_spec
+
+        try:
+            spec, generic_notes = generic_spec(config, name)
+        except ValueError as exc:
+            raise ValueError(f"{name}: model_type {model_type!r} has no family adapter here, so it was read through "
+                             f"transformers' own {model_type!r} config class: {exc}") from None
+        notes.insert(0, f"model_type {model_type!r} has no family adapter here: read through transformers' own "
+                        f"{model_type!r} config class (generic reading)")
+        notes.extend(generic_notes)
+        return CustomModel(spec=spec, config=config, reading="generic", source=source, notes=tuple(notes),
+                           weight_dtype_hint=hint)
     try:
         generic, generic_notes = generic_config(config)
     except ValueError as exc:
-        raise ValueError(f"{name}: model_type {model_type!r} has no adapter here, so the standard keys are "
+        raise ValueError(f"{name}: model_type {model_type!r} is not known to transformers (its config class is "
+                         f"remote code, which is never run) and has no adapter here, so the standard keys are "
                          f"read: {exc}") from None
     spec = model_spec_from_config(generic, name)
-    notes.insert(0, f"model_type {model_type!r} has no adapter here: read as a generic "
+    notes.insert(0, f"model_type {model_type!r} has no adapter here and transformers has no config class for it "
+                    "(remote code is never run): read as a generic "
                     f"{'Mixtral-style MoE' if generic['model_type'] == 'mixtral' else 'Llama-style'} decoder from "
                     "the standard keys; parameter counts are an estimate")
     notes.extend(generic_notes)
     return CustomModel(spec=replace(spec, model_type=model_type), config=config, reading="generic",
                        source=source, notes=tuple(notes), weight_dtype_hint=hint)
+
+
+def transformers_knows(model_type: str) -> bool:
+    """True when transformers has a built-in config class for ``model_type`` (no remote code).
+
+    Sources: transformers models/auto/configuration_auto.py ``CONFIG_MAPPING_NAMES``.
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return model_type in CONFIG_MAPPING_NAMES
 
 
 def hint_text(model: CustomModel) -> str:

@@ -26,11 +26,11 @@ each adapter).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from planner.model.layers import MLAAttention, RecurrentState
+from planner.model.layers import LayerSpec, MLAAttention, RecurrentState
 from planner.model.params import (
     ParamGroup,
     attention,
@@ -63,6 +63,9 @@ class FamilyParts:
             (Mamba) layer.
         transformers_kv_heads: KV heads transformers' cache stores when it
             differs from ``num_key_value_heads`` (Falcon new decoder: the query heads).
+        layers: One cache spec per decoder layer, when the family decides them
+            itself (per-layer head shapes, Mamba / MoE-only blocks, compressed
+            attention); None = from ``layer_types`` (:func:`model_catalog.hf_config.layer_specs`).
     """
 
     params: Groups
@@ -73,6 +76,10 @@ class FamilyParts:
     latent: MLAAttention | None = None
     recurrent: RecurrentState | None = None
     transformers_kv_heads: int | None = None
+    layers: tuple[LayerSpec, ...] | None = None
+    param_layers: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]] = field(default_factory=dict)
+    """Decoder layers each per-layer group comes from, keyed by ``(name, shape, kind)``; lets a
+    checkpoint's per-layer quantization (:mod:`model_catalog.quantization`) split a merged group."""
 
 
 # --- config readers --------------------------------------------------------------------
@@ -182,20 +189,36 @@ def _decoder(
     hidden = config_int(cfg, "hidden_size")
     vocab = config_int(cfg, "vocab_size")
     groups: list[ParamGroup] = [*embedding(embed, vocab, hidden), *extra]
+    layer_sets: dict[tuple[str, tuple[int, ...], str], list[int]] = {}
     for index in range(config_int(cfg, "num_hidden_layers")):
-        groups += layer(index)
+        for group in layer(index):
+            layer_sets.setdefault((group.name, group.shape, group.kind), []).append(index)
+            groups.append(group)
     groups += norm(final_norm, hidden, bias=norm_bias)
     if not _tied(cfg):
         groups += embedding("lm_head", vocab, hidden, kind="lm_head")
     if lm_head_bias:
         groups.append(ParamGroup(name="lm_head.bias", shape=(vocab,), kind="bias"))
-    return merge_groups(tuple(groups))
+    return DecoderGroups(merge_groups(tuple(groups)),
+                         {key: tuple(sorted(set(indices))) for key, indices in layer_sets.items()})
+
+
+class DecoderGroups(tuple):
+    """The merged groups of :func:`_decoder` plus the decoder layers each per-layer group came from."""
+
+    layer_sets: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]]
+
+    def __new__(cls, groups: Groups, layer_sets: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]]):
+        obj = super().__new__(cls, groups)
+        obj.layer_sets = layer_sets
+        return obj
 
 
 def _parts(cfg: Any, params: Groups, **overrides: Any) -> FamilyParts:
     """FamilyParts with the config's KV heads and head_dim unless overridden."""
+    overrides.setdefault("param_layers", getattr(params, "layer_sets", {}))
     return FamilyParts(
-        params=params,
+        params=tuple(params),
         num_key_value_heads=overrides.pop("num_key_value_heads", None) or config_kv_heads(cfg),
         head_dim=overrides.pop("head_dim", None) or config_head_dim(cfg),
         **overrides,
@@ -305,9 +328,10 @@ def _qwen3_moe(cfg: Any) -> FamilyParts:
     Sources: transformers models/qwen3_moe/modeling_qwen3_moe.py (``Qwen3MoeDecoderLayer``).
     """
     experts = int(cfg.num_experts or 0)
+    dense_only = cfg.mlp_only_layers or ()  # None in Qwen3-VL-MoE text configs that do not state it
 
     def is_sparse(index: int) -> bool:
-        return index not in cfg.mlp_only_layers and experts > 0 and (index + 1) % cfg.decoder_sparse_step == 0
+        return index not in dense_only and experts > 0 and (index + 1) % cfg.decoder_sparse_step == 0
 
     def layer(index: int) -> Groups:
         if is_sparse(index):
@@ -602,8 +626,10 @@ def _deepseek(cfg: Any) -> FamilyParts:
     )
     mlp_bias = bool(getattr(cfg, "mlp_bias", False))  # DeepseekV2MLP reads it; V3 has none
 
+    mlp_types = getattr(cfg, "mlp_layer_types", None)  # GLM-5.x states it; else first_k_dense_replace decides
+
     def layer(index: int) -> Groups:
-        if index >= cfg.first_k_dense_replace:
+        if (mlp_types[index] == "sparse") if mlp_types else index >= cfg.first_k_dense_replace:
             mlp = (
                 *_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=moe_inter),
                 *_swiglu(cfg, f"{_MLP}.shared_experts", moe_inter * config_int(cfg, "n_shared_experts"), bias=mlp_bias),

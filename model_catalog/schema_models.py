@@ -53,6 +53,9 @@ class ModelEntry(BaseModel):
         params_official: Stated parameter count, or None when none was read.
         notes: Caveats: missing keys and the transformers defaults that fill
             them, proxies, variants.
+        hf_quant_config: The repository's ``hf_quant_config.json`` (NVIDIA ModelOpt:
+            ``quantization.quant_algo``, ``exclude_modules``, ``quantized_layers``,
+            ``kv_cache_quant_algo``), verbatim, or None when the repository has none.
         config: The config.json keys, original names and values; must hold
             ``model_type``. No keys starting with ``_`` (metadata lives above).
     """
@@ -66,6 +69,7 @@ class ModelEntry(BaseModel):
     confidence: Literal["high", "medium", "low"]
     params_official: OfficialParams | None = None
     notes: str = ""
+    hf_quant_config: dict[str, Any] | None = None
     config: dict[str, Any]
 
     @field_validator("id")

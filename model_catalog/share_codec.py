@@ -11,13 +11,15 @@ JSON payloads (short keys keep links short):
 
 * ``custom_model``: ``{"n": name, "c": minimal config, "s": source}``, plus for
   GGUF files ``"a"``: architecture and ``"t"``: tensor rows
-  ``[name pattern, shape, count, kind, ggml type]``.
+  ``[name pattern, shape, count, kind, ggml type]``, and ``"q"``: the repository's
+  ``hf_quant_config.json`` when one was given (module lists widened where that plans
+  the same model, :func:`compact_quantization_config`).
 * ``custom_gpu``: ``{"n": name, "m": memory as text, "u": "GiB"|"GB"|"MiB",
   "b": bandwidth [GB/s], "p": price [USD/h] or null}``.
 
 Decoding never trusts the text: length cap, base64 alphabet, zlib with an
 output cap (no decompression bombs) and its Adler-32 check (a changed or cut
-character fails), JSON without NaN, a pydantic schema with ``extra="forbid"``,
+character fails), JSON without NaN (``Infinity`` is kept, as config.json files use it), a pydantic schema with ``extra="forbid"``,
 then the same validation as a pasted config.json (transformers' config
 classes, no remote code). Every failure is a ``ValueError`` whose message
 names the parameter and says how to recover.
@@ -46,6 +48,7 @@ from model_catalog.custom import (
     CustomGPU,
     CustomModel,
     custom_gpu,
+    json_constant,
     read_custom_config,
 )
 
@@ -84,6 +87,7 @@ class _ModelPayload(BaseModel):
     s: str = Field(default="shared link", max_length=300)
     a: str | None = Field(default=None, max_length=64)
     t: list[tuple[str, list[int], int, str, str]] | None = Field(default=None, max_length=MAX_TENSOR_ROWS)
+    q: dict[str, Any] | None = None
 
 
 class _GPUPayload(BaseModel):
@@ -99,15 +103,26 @@ class _GPUPayload(BaseModel):
 # --------------------------------------------------------------------------
 # Framing: JSON -> zlib -> base64url, and back with every check
 # --------------------------------------------------------------------------
+def _refuse_nan(value: Any) -> None:
+    """Raise ValueError for a NaN anywhere in ``value`` (dicts and lists walked)."""
+    if isinstance(value, float) and value != value:
+        raise ValueError("a share code cannot hold NaN")
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _refuse_nan(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _refuse_nan(item)
+
+
 def pack(payload: Mapping[str, Any]) -> str:
     """``v1.`` + base64url(zlib(compact JSON)), padding removed."""
-    text = json.dumps(payload, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    _refuse_nan(payload)  # Infinity is legal in a config (json_constant), NaN is not
+    text = json.dumps(payload, separators=(",", ":"), sort_keys=True, allow_nan=True)
     data = zlib.compress(text.encode("utf-8"), 9)
     return f"v{CODEC_VERSION}." + base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"holds {name}")
 
 
 def unpack(code: str, param: str) -> dict[str, Any]:
@@ -150,7 +165,7 @@ def unpack(code: str, param: str) -> dict[str, Any]:
     if not inflater.eof or inflater.unused_data:
         raise fail("cut short or altered: the compressed data is incomplete")
     try:
-        payload = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        payload = json.loads(raw.decode("utf-8"), parse_constant=json_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise fail("the content is not valid JSON") from None
     if not isinstance(payload, dict):
@@ -167,17 +182,66 @@ def _schema_problem(exc: ValidationError) -> str:
 # --------------------------------------------------------------------------
 # Custom model
 # --------------------------------------------------------------------------
-def _rebuilder(model: CustomModel) -> Callable[[dict[str, Any]], CustomModel]:
+def _rebuilder(model: CustomModel, hf_quant_config: Mapping[str, Any] | None = None
+               ) -> Callable[[dict[str, Any]], CustomModel]:
     """How the decoder rebuilds a model from a config (GGUF models re-apply their tensors)."""
     if model.reading == "gguf":
         from model_catalog.gguf_reader import gguf_custom_model
 
         arch = model.spec.model_type.removeprefix("gguf:")
         return lambda config: gguf_custom_model(config, model.tensors, arch, model.name, source=model.source)
-    return lambda config: read_custom_config(config, model.name, source=model.source)
+    return lambda config: read_custom_config(config, model.name, source=model.source, hf_quant_config=hf_quant_config)
 
 
-def minimal_config(model: CustomModel) -> dict[str, Any]:
+_LAYER_INDEX = re.compile(r"\.\d+(?=\.|\*|$)")
+EXCLUSION_KEYS: tuple[str, ...] = ("modules_to_not_convert", "ignore", "ignored_layers", "exclude_modules")
+"""Lists of module patterns a quantization config leaves unquantized."""
+
+
+def _widen(name: str) -> str:
+    return _LAYER_INDEX.sub(".*", name)
+
+
+def compact_quantization_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with layer (and expert) indices widened to ``*`` in its module lists, duplicates dropped.
+
+    Exclusion lists, ``quantized_layers`` keys (kept per module where the widened entries
+    disagree) and ``config_groups`` targets; nested ``quantization`` objects
+    (hf_quant_config.json) too. Qwen3-235B-A22B-FP8's 283 exclusions become 7 and
+    MiniMax-M3-NVFP4's 22,422 quantized layers 15. :func:`minimal_config` keeps the
+    result only when the rebuilt spec is identical, so a checkpoint that really differs
+    from layer to layer keeps its full list.
+    """
+    out = dict(config)
+    for key in EXCLUSION_KEYS:
+        value = out.get(key)
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            out[key] = list(dict.fromkeys(_widen(item) for item in value))
+    layers = out.get("quantized_layers")
+    if isinstance(layers, Mapping):
+        widened: dict[str, list] = {}
+        for name, value in layers.items():
+            widened.setdefault(_widen(str(name)), []).append((name, value))
+        compact: dict[str, Any] = {}
+        for key, items in widened.items():
+            values = [value for _, value in items]
+            if all(value == values[0] for value in values):
+                compact[key] = values[0]
+            else:
+                compact.update(dict(items))
+        out["quantized_layers"] = compact
+    groups = out.get("config_groups")
+    if isinstance(groups, Mapping):
+        out["config_groups"] = {
+            name: ({**group, "targets": list(dict.fromkeys(_widen(str(t)) for t in group["targets"]))}
+                   if isinstance(group, Mapping) and isinstance(group.get("targets"), list) else group)
+            for name, group in groups.items()}
+    if isinstance(out.get("quantization"), Mapping):
+        out["quantization"] = compact_quantization_config(out["quantization"])
+    return out
+
+
+def minimal_config(model: CustomModel, hf_quant_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The fewest config keys that rebuild exactly ``model.spec`` (greedy, verified).
 
     Each key (and each key inside ``text_config``) is dropped in turn when the
@@ -188,12 +252,13 @@ def minimal_config(model: CustomModel) -> dict[str, Any]:
 
     Args:
         model: A model from :func:`read_custom_config`, the Hub or a GGUF file.
+        hf_quant_config: The ``hf_quant_config.json`` the link carries with it
+            (:func:`minimal_hf_quant_config`); None = the model's own.
 
     Returns:
         A config dict, usually 5-20 keys.
     """
-    rebuild = _rebuilder(model)
-    keep = {"model_type", *ALWAYS_KEPT_KEYS}
+    rebuild = _rebuilder(model, model.hf_quant_config if hf_quant_config is None else hf_quant_config)
 
     def same(candidate: dict[str, Any]) -> bool:
         try:
@@ -201,8 +266,33 @@ def minimal_config(model: CustomModel) -> dict[str, Any]:
         except (ValueError, TypeError, KeyError, AttributeError):
             return False
         return other.spec == model.spec and other.reading == model.reading
+    return _minimal_keys(model, same)
+
+
+def minimal_hf_quant_config(model: CustomModel) -> dict[str, Any] | None:
+    """The model's ``hf_quant_config.json`` with its module lists widened when that rebuilds the same spec."""
+    if model.hf_quant_config is None:
+        return None
+    compact = compact_quantization_config(model.hf_quant_config)
+    try:
+        other = read_custom_config(model.config, model.name, source=model.source, hf_quant_config=compact)
+    except ValueError:
+        return dict(model.hf_quant_config)
+    return compact if other.spec == model.spec else dict(model.hf_quant_config)
+
+
+def _minimal_keys(model: CustomModel, same: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The greedy key removal of :func:`minimal_config`, given its equality check."""
+    keep = {"model_type", *ALWAYS_KEPT_KEYS}
 
     config = {key: value for key, value in model.config.items()}
+    for where in (None, "text_config"):  # long ModelOpt / FP8 exclusion lists, one pattern per layer
+        holder = config if where is None else config.get(where)
+        if isinstance(holder, Mapping) and isinstance(holder.get("quantization_config"), Mapping):
+            compact = {**holder, "quantization_config": compact_quantization_config(holder["quantization_config"])}
+            trial = compact if where is None else {**config, where: compact}
+            if same(trial):
+                config = trial
     for key in list(config):
         if key in keep:
             continue
@@ -223,7 +313,10 @@ def minimal_config(model: CustomModel) -> dict[str, Any]:
 
 def encode_model(model: CustomModel) -> str:
     """The ``custom_model`` code for a model (module docstring)."""
-    payload: dict[str, Any] = {"n": model.name, "c": minimal_config(model), "s": model.source[:300]}
+    quant = minimal_hf_quant_config(model)
+    payload: dict[str, Any] = {"n": model.name, "c": minimal_config(model, quant), "s": model.source[:300]}
+    if quant is not None:
+        payload["q"] = quant
     if model.reading == "gguf":
         payload["a"] = model.spec.model_type.removeprefix("gguf:")
         payload["t"] = [[name, list(shape), count, kind, qtype] for name, shape, count, kind, qtype in model.tensors]
@@ -245,7 +338,7 @@ def decode_model(code: str) -> CustomModel:
                          "ignored: set the custom model again in the sidebar panel") from None
     try:
         if parsed.t is None:
-            return read_custom_config(parsed.c, parsed.n, source=parsed.s)
+            return read_custom_config(parsed.c, parsed.n, source=parsed.s, hf_quant_config=parsed.q)
         rows = []
         for name, shape, count, kind, qtype in parsed.t:
             if kind not in _KINDS or count < 1 or not shape or any(d < 1 for d in shape) or len(shape) > 4:

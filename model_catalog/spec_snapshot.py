@@ -48,19 +48,29 @@ from planner.model.layers import (
     SlidingWindowAttention,
 )
 from planner.model.params import ParamGroup
+from planner.model.sparse import (
+    AttentionWithState,
+    CompressedAttention,
+    IndexedAttention,
+    IndexedMLAAttention,
+    SharedKVSlidingAttention,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "spec_snapshot.json"
 FORMAT = 1
 DERIVATION_SOURCES = (
-    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/quantization.py",
-    "model_catalog/spec_snapshot.py", "planner/model/layers.py", "planner/model/params.py", "planner/model/spec.py",
-    "planner/model/dtypes.py", "planner/units.py",
+    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/families_gqa.py",
+    "model_catalog/families_hybrid.py", "model_catalog/families_sparse.py", "model_catalog/quantization.py",
+    "model_catalog/spec_snapshot.py", "planner/model/layers.py", "planner/model/sparse.py", "planner/model/params.py",
+    "planner/model/spec.py", "planner/model/dtypes.py", "planner/units.py",
 )
 """Files whose code decides what a spec holds (paths from the repository root)."""
 
 _CLASSES = {cls.__name__: cls for cls in (ModelSpec, FullAttention, SlidingWindowAttention, ChunkedLocalAttention,
-                                           MLAAttention, RecurrentState, NoCache, ParamGroup, StorageFormat)}
+                                           MLAAttention, RecurrentState, NoCache, ParamGroup, StorageFormat,
+                                           IndexedMLAAttention, IndexedAttention, SharedKVSlidingAttention,
+                                           CompressedAttention, AttentionWithState)}
 
 
 # --------------------------------------------------------------------------
@@ -75,10 +85,13 @@ def sources_sha256() -> str:
     return digest.hexdigest()
 
 
-def config_sha256(model_id: str, display_name: str, config: Any) -> str:
-    """SHA-256 of what a spec is built from: id, display name and the config.json keys."""
-    text = json.dumps({"id": model_id, "display_name": display_name, "config": config}, sort_keys=True,
-                      separators=(",", ":"), default=str)
+def config_sha256(model_id: str, display_name: str, config: Any, hf_quant_config: Any = None) -> str:
+    """SHA-256 of what a spec is built from: id, display name, the config.json keys and the
+    repository's ``hf_quant_config.json`` when it has one."""
+    doc = {"id": model_id, "display_name": display_name, "config": config}
+    if hf_quant_config is not None:
+        doc["hf_quant_config"] = hf_quant_config
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -146,13 +159,14 @@ def _load(path: Path = SNAPSHOT_PATH) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 
 
-def lookup(model_id: str, display_name: str, config: Any, *, path: Path = SNAPSHOT_PATH) -> ModelSpec | None:
+def lookup(model_id: str, display_name: str, config: Any, *, hf_quant_config: Any = None,
+           path: Path = SNAPSHOT_PATH) -> ModelSpec | None:
     """The snapshot's spec for this catalog entry, or None when the snapshot has no current one."""
     doc = _load(path)
     if doc is None or doc.get("sources_sha256") != sources_sha256():
         return None
     item = doc.get("models", {}).get(model_id)
-    if not item or item.get("config_sha256") != config_sha256(model_id, display_name, config):
+    if not item or item.get("config_sha256") != config_sha256(model_id, display_name, config, hf_quant_config):
         return None
     try:
         spec = decode(item["spec"])
@@ -168,7 +182,8 @@ def build(entries, make_spec) -> dict:
     models = {}
     for entry in sorted(entries, key=lambda e: e.id):
         spec = make_spec(entry)
-        models[entry.id] = {"config_sha256": config_sha256(entry.id, entry.display_name, entry.config),
+        models[entry.id] = {"config_sha256": config_sha256(entry.id, entry.display_name, entry.config,
+                                                           entry.hf_quant_config),
                             "spec": encode(spec)}
     return {"format": FORMAT, "generated_by": "python scripts/snapshot_model_specs.py",
             "transformers_version": transformers.__version__, "sources_sha256": sources_sha256(),

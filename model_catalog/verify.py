@@ -98,9 +98,18 @@ VERIFY_DTYPES = CacheDtypes(kv=BF16, state=BF16)
 
 EXPLICIT_HEAD_DIM_FAMILIES: frozenset[str] = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "gemma2", "gemma3_text",
-    "phi3", "cohere", "starcoder2", "gpt_oss", "llama4_text", "jamba",
+    "phi3", "cohere", "starcoder2", "gpt_oss", "llama4_text", "jamba", "qwen3_5_text", "qwen3_5_moe_text",
+    "qwen3_vl_text", "qwen3_vl_moe_text", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl_text", "glm4_moe",
+    "step3p5", "nemotron_h", "deepseek_v4",
 })
 """Families whose attention reads ``getattr(config, "head_dim", ...)``: their hidden width can shrink."""
+
+PER_LAYER_HEAD_FAMILIES: frozenset[str] = frozenset({"gemma4_text"})
+"""Families whose head shapes live in ``per_layer_config``: only the width shrinks, heads stay."""
+
+MLA_FAMILIES: frozenset[str] = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa",
+                                          "glm4_moe_lite", "kimi_linear"})
+"""Families whose cache is the MLA latent: the width shrinks to a multiple of the query heads."""
 
 DEFAULT_TABLE_PATH = Path(__file__).resolve().parents[1] / "model_catalog" / "verification.json"
 DEFAULT_MARKDOWN_PATH = DEFAULT_TABLE_PATH.with_name("VERIFICATION.md")
@@ -148,7 +157,9 @@ class ModelVerification:
         params_planner, params_transformers: Parameter counts (None if not built).
         kv_checks: Every cache measurement.
         cache_layers: Cache layer classes transformers created, with counts.
-        status: ``exact``, ``mismatch`` or ``unverifiable``.
+        status: ``exact``, ``mismatch``, ``unverifiable`` or ``by source`` (a ``model_type``
+            transformers has no config class for, read through a cited mapping; the
+            mapped architecture's checks are kept when transformers can build it).
         reason: Why not exact (empty when exact).
     """
 
@@ -181,6 +192,22 @@ class ModelVerification:
 # --- token plan --------------------------------------------------------------------------
 
 
+def verification_windows(spec: Any) -> tuple[int, ...]:
+    """Every token count at which a layer's cache changes shape [tokens], sorted.
+
+    The model's sliding windows and chunks (``ModelSpec.sliding_windows``), plus
+    the window and compression ratio of DeepSeek-V4's compressed layers
+    (:class:`planner.model.sparse.CompressedAttention`).
+    """
+    from planner.model.sparse import CompressedAttention
+
+    windows = set(spec.sliding_windows)
+    for layer in spec.layers:
+        if isinstance(layer, CompressedAttention):
+            windows.update({layer.sliding_window, layer.compress_ratio})
+    return tuple(sorted(windows))
+
+
 def prompt_lengths(windows: Iterable[int]) -> tuple[int, ...]:
     """Prefill lengths for a model with these sliding windows / chunks (design note 4).
 
@@ -200,9 +227,10 @@ def _shrink_experts(cfg: Any, out: dict) -> None:
         value = getattr(cfg, key, None)
         if isinstance(value, int) and value > SHRUNK_EXPERTS:
             out[key] = SHRUNK_EXPERTS
-    per_token = getattr(cfg, "num_experts_per_tok", None)
-    if isinstance(per_token, int) and per_token > SHRUNK_EXPERTS_PER_TOKEN:
-        out["num_experts_per_tok"] = SHRUNK_EXPERTS_PER_TOKEN
+    for key in ("num_experts_per_tok", "top_k_experts"):  # Gemma 4 names it top_k_experts
+        per_token = getattr(cfg, key, None)
+        if isinstance(per_token, int) and per_token > SHRUNK_EXPERTS_PER_TOKEN:
+            out[key] = SHRUNK_EXPERTS_PER_TOKEN
     if getattr(cfg, "n_group", None) is not None:
         out["n_group"] = 1
         out["topk_group"] = 1
@@ -224,10 +252,15 @@ def shrink_overrides(cfg: Any, head_dim: int) -> dict[str, Any]:
         if isinstance(value, int) and value >= SHRUNK_VOCAB:
             out[key] = 0
     family = cfg.model_type
-    if family in EXPLICIT_HEAD_DIM_FAMILIES:
+    if family in PER_LAYER_HEAD_FAMILIES:
+        heads = cfg.num_attention_heads
+        out["hidden_size"] = heads * -(-SHRUNK_HIDDEN // heads)
+    elif family in EXPLICIT_HEAD_DIM_FAMILIES:
         out["head_dim"] = head_dim
         heads = getattr(cfg, "num_key_value_heads", None)
         if isinstance(heads, int) and heads >= 1:
+            if family == "mimo_v2_flash":
+                heads *= 2  # its sliding layers have twice the KV heads
             out["num_attention_heads"] = heads  # query heads never reach the cache
         else:
             heads = cfg.num_attention_heads
@@ -241,15 +274,23 @@ def shrink_overrides(cfg: Any, head_dim: int) -> dict[str, Any]:
             out["mamba_dt_rank"] = SHRUNK_DT_RANK
         else:
             out["hidden_size"] = hidden
-    elif family in ("deepseek_v2", "deepseek_v3"):
+    elif family in MLA_FAMILIES:
         # The latent cache does not depend on the width; DeepseekV2Config wants it a multiple of the heads.
         heads = cfg.num_attention_heads
         out["hidden_size"] = heads * -(-SHRUNK_HIDDEN // heads)
         if getattr(cfg, "q_lora_rank", None) is not None:
             out["q_lora_rank"] = SHRUNK_LORA_RANK
+    if family == "deepseek_v4":
+        out["q_lora_rank"] = SHRUNK_LORA_RANK
+        out["o_lora_rank"] = SHRUNK_LORA_RANK
+    if family == "nemotron_h" and getattr(cfg, "moe_latent_size", None) is not None:
+        out["moe_latent_size"] = SHRUNK_LORA_RANK
     for key, size in (("intermediate_size", SHRUNK_FFN), ("intermediate_size_mlp", SHRUNK_FFN),
                       ("moe_intermediate_size", SHRUNK_EXPERT_FFN), ("shared_expert_intermediate_size", SHRUNK_EXPERT_FFN),
-                      ("n_inner", SHRUNK_FFN), ("ffn_hidden_size", SHRUNK_FFN)):
+                      ("n_inner", SHRUNK_FFN), ("ffn_hidden_size", SHRUNK_FFN),
+                      ("dense_intermediate_size", SHRUNK_FFN), ("shared_intermediate_size", SHRUNK_EXPERT_FFN),
+                      ("share_expert_dim", SHRUNK_EXPERT_FFN),
+                      ("moe_shared_expert_intermediate_size", SHRUNK_EXPERT_FFN)):
         if isinstance(getattr(cfg, key, None), int):
             out[key] = size
     _shrink_experts(cfg, out)
@@ -266,6 +307,20 @@ def shrunken_config(cfg: Any, head_dim: int) -> Any:
     kwargs.update(shrink_overrides(cfg, head_dim))
     with _quiet_transformers():
         return type(cfg)(**kwargs)
+
+
+def shrunken_full_config(full: Any, text: Any, small_text: Any) -> Any:
+    """The wrapper config with its text config replaced by ``small_text`` (``full`` itself for text models)."""
+    from model_catalog.hf_config import _quiet_transformers
+
+    if full is text:
+        return small_text
+    kwargs = full.to_dict()
+    kwargs.pop("model_type", None)
+    kwargs.pop("transformers_version", None)
+    kwargs["text_config"] = small_text.to_dict()
+    with _quiet_transformers():
+        return type(full)(**kwargs)
 
 
 # --- model building ----------------------------------------------------------------------
@@ -322,36 +377,61 @@ def _register_stub() -> None:
     AttentionInterface.register(STUB_ATTENTION, _stub_attention)
 
 
-def build_shrunken_model(cfg: Any, attention: str | None) -> Any:
+def _from_config(text: Any, full: Any, **kwargs: Any) -> tuple[Any, bool]:
+    """``(model, text_only)``: the ``*ForCausalLM`` of the text config, else the wrapper's
+    ``*ForConditionalGeneration`` (Qwen3-VL, Step 3.7 have no causal-LM class for their text config)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    try:
+        return AutoModelForCausalLM.from_config(text, **kwargs), True
+    except ValueError:
+        if full is text:
+            raise
+        return AutoModelForImageTextToText.from_config(full, **kwargs), False
+
+
+LANGUAGE_PREFIXES: tuple[str, ...] = ("model.language_model.", "language_model.", "lm_head.")
+"""Parameter-name prefixes of the language model inside a ``*ForConditionalGeneration``."""
+
+
+def build_shrunken_model(cfg: Any, attention: str | None, full: Any = None) -> Any:
     """Build the shrunken model in bf16 with shared weights, eval mode.
 
     Args:
         cfg: Shrunken text config.
         attention: ``attn_implementation`` (None = the model's default).
+        full: Shrunken wrapper config, used when the text config has no causal-LM class.
     """
     import torch
-    from transformers import AutoModelForCausalLM
 
     from model_catalog.hf_config import _quiet_transformers
 
     if attention == STUB_ATTENTION:
         _register_stub()
     with _quiet_transformers(), _parameters_on_meta():
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation=attention)
+        model, _ = _from_config(cfg, cfg if full is None else full, dtype=torch.bfloat16,
+                                attn_implementation=attention)
     _materialise_shared(model)
     return model.eval()
 
 
-def transformers_parameter_count(cfg: Any) -> tuple[int, str]:
-    """``(parameters, class name)`` of ``AutoModelForCausalLM.from_config(cfg)`` built on meta."""
+def transformers_parameter_count(cfg: Any, full: Any = None) -> tuple[int, str]:
+    """``(parameters, class name)`` of the language model transformers builds on meta.
+
+    ``AutoModelForCausalLM.from_config(cfg)``; for a text config without a causal-LM
+    class, the wrapper's ``*ForConditionalGeneration`` counted over its language
+    model and ``lm_head`` (:data:`LANGUAGE_PREFIXES`; tied weights once).
+    """
     import torch
-    from transformers import AutoModelForCausalLM
 
     from model_catalog.hf_config import _quiet_transformers
 
     with _quiet_transformers(), torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
-    return sum(p.numel() for p in model.parameters()), type(model).__name__
+        model, text_only = _from_config(cfg, cfg if full is None else full)
+    if text_only:
+        return sum(p.numel() for p in model.parameters()), type(model).__name__
+    count = sum(p.numel() for name, p in model.named_parameters() if name.startswith(LANGUAGE_PREFIXES))
+    return count, f"{type(model).__name__} (language model)"
 
 
 # --- cache measurement -------------------------------------------------------------------
@@ -439,7 +519,8 @@ def run_generation(model: Any, prompt_tokens: int, decode_steps: int = DECODE_ST
 
     cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     generator = torch.Generator().manual_seed(prompt_tokens)
-    ids = torch.randint(0, model.config.vocab_size, (1, prompt_tokens + decode_steps), generator=generator)
+    vocab = model.config.get_text_config().vocab_size
+    ids = torch.randint(0, vocab, (1, prompt_tokens + decode_steps), generator=generator)
     results = []
     with torch.no_grad(), _quiet_transformers():  # silences the CPU-fallback kernel notices
         output = model(input_ids=ids[:, :prompt_tokens], use_cache=True)
@@ -463,26 +544,34 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
     ``unverifiable`` with the reason.
     """
     from model_catalog import get_model_entry, model_spec
-    from model_catalog.hf_config import load_text_config
+    from model_catalog.hf_config import ADAPTERS, read_config
 
     spec = model_spec(model_id)
     family, model_class, params = spec.model_type, "", None
+    reading = read_config(get_model_entry(model_id).config)
+    by_source = reading.by_source
+    if by_source is not None and reading.model_type in ADAPTERS:
+        return ModelVerification(model_id=model_id, family=family, model_class=by_source.architecture,
+                                 params_planner=spec.num_parameters, params_transformers=None, status=BY_SOURCE,
+                                 reason=f"no transformers class for {reading.model_type!r}: {by_source.source}")
     try:
-        cfg = load_text_config(get_model_entry(model_id).config)
-        params, model_class = transformers_parameter_count(cfg)
+        cfg = reading.text
+        params, model_class = transformers_parameter_count(cfg, reading.full)
         small = shrunken_config(cfg, spec.head_dim)
+        small_full = shrunken_full_config(reading.full, cfg, small)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a table row
+        status, why = (BY_SOURCE, _by_source_reason(reading)) if by_source else ("unverifiable", "")
         return ModelVerification(model_id=model_id, family=family, model_class=model_class,
-                                 params_planner=spec.num_parameters, params_transformers=params,
-                                 status="unverifiable", reason=f"build failed: {type(exc).__name__}: {exc}")
+                                 params_planner=spec.num_parameters, params_transformers=params, status=status,
+                                 reason=f"{why}build failed: {type(exc).__name__}: {exc}")
     checks: list[KVCheck] = []
     classes: dict[str, int] = {}
     models: dict[str | None, Any] = {}
     try:
-        for prompt in prompt_lengths(spec.sliding_windows):
+        for prompt in prompt_lengths(verification_windows(spec)):
             attention = None if prompt <= REAL_ATTENTION_MAX_TOKENS else STUB_ATTENTION
             if attention not in models:
-                models[attention] = build_shrunken_model(small, attention)
+                models[attention] = build_shrunken_model(small, attention, small_full)
             model = models[attention]
             kernel = model.config._attn_implementation
             started = time.perf_counter()
@@ -497,10 +586,11 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
             if log:
                 log(f"  {model_id}: N={prompt} ({kernel}) {time.perf_counter() - started:.1f}s")
     except Exception as exc:  # noqa: BLE001
+        status, why = (BY_SOURCE, _by_source_reason(reading)) if by_source else ("unverifiable", "")
         return ModelVerification(model_id=model_id, family=family, model_class=model_class,
                                  params_planner=spec.num_parameters, params_transformers=params,
-                                 kv_checks=tuple(checks), cache_layers=classes, status="unverifiable",
-                                 reason=f"run failed: {type(exc).__name__}: {exc}")
+                                 kv_checks=tuple(checks), cache_layers=classes, status=status,
+                                 reason=f"{why}run failed: {type(exc).__name__}: {exc}")
     row = ModelVerification(model_id=model_id, family=family, model_class=model_class,
                             params_planner=spec.num_parameters, params_transformers=params,
                             kv_checks=tuple(checks), cache_layers=classes)
@@ -513,9 +603,22 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
         reasons.append(f"KV at {c.phase} N={c.num_tokens}: planner {c.planner_tensor_bytes:,}/"
                        f"{c.planner_memory_bytes:,} vs transformers {c.transformers_tensor_bytes:,}/"
                        f"{c.transformers_memory_bytes:,} B (tensor/memory)")
+    if by_source is not None:
+        verdict = "mapped architecture exact" if not reasons else "mapped architecture differs: " + "; ".join(reasons)
+        return ModelVerification(**{**row.__dict__, "status": BY_SOURCE, "reason": _by_source_reason(reading) + verdict})
     if reasons:
         row = ModelVerification(**{**row.__dict__, "status": "mismatch", "reason": "; ".join(reasons)})
     return row
+
+
+BY_SOURCE = "by source"
+"""Status of a model whose ``model_type`` transformers does not know (read through a cited mapping)."""
+
+
+def _by_source_reason(reading: Any) -> str:
+    by_source = reading.by_source
+    return (f"no transformers config class for {reading.model_type!r}; read as {by_source.read_as} "
+            f"({by_source.source}); ")
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -554,7 +657,7 @@ def _cost(model_id: str) -> int:
     from model_catalog import model_spec
 
     spec = model_spec(model_id)
-    return sum(prompt_lengths(spec.sliding_windows)) * spec.num_layers
+    return sum(prompt_lengths(verification_windows(spec))) * spec.num_layers
 
 
 def verify_models(model_ids: Sequence[str], log: Callable[[str], None] | None = None,
@@ -604,6 +707,8 @@ def build_table(rows: Sequence[ModelVerification], versions: dict[str, str], tod
             "params_exact": sum(row.params_exact for row in rows),
             "kv_exact": sum(row.kv_exact for row in rows),
             "exact": sum(row.status == "exact" for row in rows),
+            "by_source": sum(row.status == BY_SOURCE for row in rows),
+            "mismatch": sum(row.status == "mismatch" for row in rows),
             "unverifiable": sum(row.status == "unverifiable" for row in rows),
             "kv_checks": len(checks),
             "kv_checks_exact": sum(check.exact for check in checks),
@@ -622,7 +727,8 @@ def render_markdown(table: dict) -> str:
          f"{table['transformers_version']}, torch {table['torch_version']}, dtype {table['dtype']}."),
         (f"{s['exact']}/{s['models']} models exact: parameters {s['params_exact']}/{s['models']}, "
          f"KV cache {s['kv_exact']}/{s['models']} ({s['kv_checks_exact']}/{s['kv_checks']} measurements); "
-         f"{s['unverifiable']} unverifiable."),
+         f"{s.get('by_source', 0)} by source (model types transformers has no class for), "
+         f"{s.get('mismatch', 0)} mismatch, {s['unverifiable']} unverifiable."),
         "",
         f"- Parameters: {table['method']['params']}.",
         f"- KV cache: {table['method']['kv']}.",
@@ -710,10 +816,10 @@ def run_verify(model_ids: Sequence[str] | None = None, *, output: Path | None = 
     rows = verify_models(ids, log, jobs=default_jobs() if jobs is None else jobs)
     table = build_table(rows, versions)
     s = table["summary"]
-    log(f"{s['exact']}/{s['models']} exact (params {s['params_exact']}, KV {s['kv_exact']}; "
-        f"{s['kv_checks_exact']}/{s['kv_checks']} measurements) in {time.perf_counter() - started:.0f}s "
-        f"with transformers {versions['transformers']}, torch {versions['torch']}")
-    failed = s["exact"] != s["models"]
+    log(f"{s['exact']}/{s['models']} exact, {s['by_source']} by source (params {s['params_exact']}, "
+        f"KV {s['kv_exact']}; {s['kv_checks_exact']}/{s['kv_checks']} measurements) in "
+        f"{time.perf_counter() - started:.0f}s with transformers {versions['transformers']}, torch {versions['torch']}")
+    failed = s["exact"] + s["by_source"] != s["models"]
     if check:
         committed = json.loads(committed_path.read_text(encoding="utf-8"))
         if model_ids:  # a subset: compare its rows (and the versions), not the catalog-wide summary

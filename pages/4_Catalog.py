@@ -7,14 +7,15 @@ from ui import data, views
 views.setup_page("Catalog", "📚",
                  "Every model and GPU the planner knows, with where each figure comes from.")
 views.navigation()
-query = st.text_input("Search models and GPUs (id or name)", key="search", bind="query-params",
-                      placeholder="e.g. llama 70b, h100, mi300")
+query = st.text_input("Search models and GPUs (any part of the id, name or an alias)", key="search",
+                      bind="query-params", placeholder="e.g. llama 70b, qwen3.6, nvfp4, h100, mi300")
 
 st.subheader("Models")
-models = data.search(data.model_table(), query)
+models = data.search(data.model_table(), query, columns=("id", "name", "aliases"))
 st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
 st.caption(f"{len(models)} models. Parameters count all experts; attention kind from num_key_value_heads "
-           "(MLA when the model caches a latent).")
+           "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
+           "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry.")
 
 st.subheader("GPUs")
 gpus = data.search(data.gpu_table(), query, columns=("id", "name", "vendor"))
@@ -28,6 +29,8 @@ st.dataframe(verified, hide_index=True, key="verification_table")
 st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
            "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
            "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
-           "tensor the cache holds.")
+           "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
+           "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
+           "transformers can build that architecture, are of the mapped model.")
 if models.empty and gpus.empty:
     st.warning(f"Nothing matches “{query}”. Clear the search box to see every entry.")

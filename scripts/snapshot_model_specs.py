@@ -26,13 +26,14 @@ from model_catalog.model_registry import load_catalog  # noqa: E402
 
 def fresh_spec(entry):
     """The spec of a catalog entry, built through transformers (never from the snapshot)."""
-    return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name)
+    return model_spec_from_config(entry.config, entry.id, display_name=entry.display_name,
+                                  hf_quant_config=entry.hf_quant_config)
 
 
 def stale_models() -> list[str]:
     """Catalog ids whose snapshot entry is missing or not current (all of them when the code changed)."""
     return [e.id for e in load_catalog().entries.values()
-            if spec_snapshot.lookup(e.id, e.display_name, e.config) is None]
+            if spec_snapshot.lookup(e.id, e.display_name, e.config, hf_quant_config=e.hf_quant_config) is None]
 
 
 def main(argv: list[str] | None = None) -> int:

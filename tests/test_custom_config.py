@@ -48,8 +48,9 @@ def plan_dict(spec, request: PlanRequest) -> dict:
 
 def pasted(model_id: str, name: str = "pasted/model"):
     """The catalog config of ``model_id`` as a user would paste it (JSON text)."""
-    text = json.dumps(get_model_entry(model_id).config, indent=2)
-    return read_custom_config(parse_config_json(text), name)
+    entry = get_model_entry(model_id)
+    text = json.dumps(entry.config, indent=2)
+    return read_custom_config(parse_config_json(text), name, hf_quant_config=entry.hf_quant_config)
 
 
 # --------------------------------------------------------------------------
@@ -140,7 +141,7 @@ def test_parse_accepts_exactly_the_limit_and_a_bom():
 def test_load_config_file_rejects_a_large_file(tmp_path):
     path = tmp_path / "config.json"
     path.write_bytes(b" " * (MAX_CONFIG_BYTES + 1))
-    with pytest.raises(ValueError, match="at most 1,000,000 bytes"):
+    with pytest.raises(ValueError, match=f"at most {MAX_CONFIG_BYTES:,} bytes"):
         load_config_file(path)
 
 

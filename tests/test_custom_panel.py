@@ -66,6 +66,31 @@ def test_paste_flow_sets_the_link_code():
     assert at.success and "Pasted config.json read: pasted/llama" in at.success[0].value
 
 
+def test_paste_flow_takes_an_optional_hf_quant_config():
+    entry = get_model_entry("nvidia/Qwen3-235B-A22B-NVFP4")
+    at = run()
+    at.text_area(key="custom_config_text").set_value(json.dumps(entry.config))
+    at.text_area(key="custom_quant_text").set_value(json.dumps(entry.hf_quant_config))
+    at.text_input(key="custom_model_name").set_value("pasted/qwen3-nvfp4")
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and not at.error
+    assert "Pasted config.json and hf_quant_config.json read" in at.success[0].value
+    assert "Weight dtype set to auto" in at.success[0].value
+    # The link carries the second file: a fresh run from the code plans the same NVFP4 checkpoint.
+    code = at.text_input(key="custom_model").value
+    again = run({"custom_model": code})
+    assert not again.exception and "model: pasted/qwen3-nvfp4" in texts(again)
+
+
+def test_a_bad_hf_quant_config_is_one_sentence():
+    at = run()
+    at.text_area(key="custom_config_text").set_value(json.dumps(LLAMA3_CONFIG))
+    at.text_area(key="custom_quant_text").set_value('{"quantization": {"quant_algo": "FP3"}}')
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and len(at.error) == 1
+    assert "key 'quant_algo' is 'FP3', which the planner cannot price" in at.error[0].value
+
+
 def test_paste_flow_reports_a_bad_key_and_keeps_working():
     at = run()
     at.text_area(key="custom_config_text").set_value('{"model_type": "acme", "hidden_size": 64}')
@@ -87,13 +112,13 @@ def test_an_oversized_paste_reaches_the_server_and_names_the_limit():
     assert not at.exception
     assert len(at.error) == 1
     message = at.error[0].value
-    assert "5,000,0" in message and "at most 1,000,000 bytes" in message and "empty" not in message
+    assert "5,000,0" in message and "at most 4,000,000 bytes" in message and "empty" not in message
 
 
 def test_an_empty_paste_says_what_to_paste_and_the_limit():
     at = run()
     at.button(key="custom_use_pasted").click().run()
-    assert len(at.error) == 1 and "box is empty" in at.error[0].value and "1,000,000" in at.error[0].value
+    assert len(at.error) == 1 and "box is empty" in at.error[0].value and "4,000,000" in at.error[0].value
 
 
 def test_an_oversized_upload_reaches_the_server_and_names_file_and_limit():
@@ -105,7 +130,7 @@ def test_an_oversized_upload_reaches_the_server_and_names_file_and_limit():
     assert not at.exception
     assert len(at.error) == 1
     message = at.error[0].value
-    assert "big-config.json is 5,000,002 bytes, over the limit" in message and "1,000,000" in message
+    assert "big-config.json is 5,000,002 bytes, over the limit" in message and "4,000,000" in message
 
 
 def test_a_bad_gguf_upload_names_the_users_file_not_a_temporary_copy():

@@ -322,7 +322,7 @@ def test_malformed_model_info(fake_hub):
 
 def test_oversized_config_is_cut_off(fake_hub):
     error = failure(fake_hub, "acme/huge")
-    assert error.kind == "malformed" and "larger than 1,000,000 bytes" in str(error)
+    assert error.kind == "malformed" and f"larger than {MAX_CONFIG_BYTES:,} bytes" in str(error)
 
 
 def test_repo_without_config_json(fake_hub):

@@ -39,7 +39,8 @@ def raw_code(payload_text: str, version: int = 1) -> str:
 
 
 def custom(model_id: str):
-    return read_custom_config(get_model_entry(model_id).config, model_id)
+    entry = get_model_entry(model_id)
+    return read_custom_config(entry.config, model_id, hf_quant_config=entry.hf_quant_config)
 
 
 # --------------------------------------------------------------------------
@@ -49,7 +50,9 @@ def custom(model_id: str):
 def test_every_catalog_model_survives_the_link(model_id):
     model = custom(model_id)
     code = encode_model(model)
-    assert code.startswith("v1.") and len(code) < 1000
+    # Per-layer lists stay: Kimi-K3's KDA / full-attention layer lists (about 1,130 characters), ModelOpt
+    # checkpoints that exclude layers one by one (nvidia/GLM-5-NVFP4: about 2,200).
+    assert code.startswith("v1.") and len(code) < (1200 if model.hf_quant_config is None else 2500)
     back = decode_model(code)
     assert back.spec == model.spec
     request = PlanRequest(context_len=16384, batch_size=8, num_gpus=2)

@@ -26,15 +26,17 @@ ENTRIES = sorted(load_catalog().entries.values(), key=lambda e: e.id)
 
 
 def test_snapshot_covers_every_catalog_model_and_is_current():
-    stale = [e.id for e in ENTRIES if spec_snapshot.lookup(e.id, e.display_name, e.config) is None]
+    stale = [e.id for e in ENTRIES
+             if spec_snapshot.lookup(e.id, e.display_name, e.config, hf_quant_config=e.hf_quant_config) is None]
     assert not stale, f"spec snapshot stale or missing for {len(stale)} models ({', '.join(stale[:5])} ...); " \
                       f"{REGENERATE}"
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_snapshot_spec_equals_the_transformers_built_spec(entry):
-    fresh = model_spec_from_config(entry.config, entry.id, display_name=entry.display_name)
-    stored = spec_snapshot.lookup(entry.id, entry.display_name, entry.config)
+    fresh = model_spec_from_config(entry.config, entry.id, display_name=entry.display_name,
+                                   hf_quant_config=entry.hf_quant_config)
+    stored = spec_snapshot.lookup(entry.id, entry.display_name, entry.config, hf_quant_config=entry.hf_quant_config)
     assert stored is not None, REGENERATE
     assert stored == fresh, REGENERATE
     assert spec_snapshot.encode(stored) == spec_snapshot.encode(fresh), "fields outside __eq__ differ too"
@@ -47,6 +49,8 @@ def test_changed_config_or_code_is_not_served_from_the_snapshot(monkeypatch):
     edited = dict(entry.config, num_key_value_heads=8)
     assert spec_snapshot.lookup(entry.id, entry.display_name, edited) is None
     assert spec_snapshot.lookup(entry.id, "renamed", entry.config) is None
+    quantized = next(e for e in ENTRIES if e.id == "nvidia/Qwen3-235B-A22B-NVFP4")
+    assert spec_snapshot.lookup(quantized.id, quantized.display_name, quantized.config) is None  # hf_quant_config counts
     monkeypatch.setattr(spec_snapshot, "sources_sha256", lambda: "0" * 64)
     assert spec_snapshot.lookup(entry.id, entry.display_name, entry.config) is None
 

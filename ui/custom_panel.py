@@ -5,7 +5,8 @@ The panel turns what the user gives into two share codes
 and ``bind="query-params"``, so the URL carries them like every other input:
 
 * ``custom_model=v1....``: the architecture keys the planner needs (and, for a
-  GGUF file, its tensor types);
+  GGUF file, its tensor types; with a second file, the repository's
+  ``hf_quant_config.json``);
 * ``custom_gpu=v1....``: memory with unit, bandwidth and price.
 
 Pages select them with the id :data:`CUSTOM_ID` (``model=custom``,
@@ -14,7 +15,7 @@ back to the catalog for every other id. A damaged or tampered code gives an
 ``st.error`` (at the top of the page when the shared sidebar draws the panel)
 and is ignored; the page keeps working with the catalog.
 
-Untrusted input stays data: config.json is parsed as JSON (at most 1 MB) and
+Untrusted input stays data: config.json is parsed as JSON (at most 4 MB) and
 read through transformers' built-in config classes, never with remote code;
 a GGUF file's header is parsed, never executed; the Hub is asked for
 config.json and metadata only, with short timeouts. The optional Hub token
@@ -56,13 +57,13 @@ _GGUF_UPLOAD_LIMIT_MB = 64
 its browser session lives, so a larger limit only lets one tab hold more of the server."""
 
 PASTE_MAX_CHARS = 8 * custom.MAX_CONFIG_BYTES
-"""What the paste box lets through to the server [characters]: well above the 1 MB a
+"""What the paste box lets through to the server [characters]: well above the 4 MB a
 config.json may have, so an oversized paste reaches :func:`model_catalog.custom.parse_config_json`
-and gets its "is N bytes; at most 1,000,000" message instead of being dropped by the browser
+and gets its "is N bytes; at most 4,000,000" message instead of being dropped by the browser
 (a text area refuses a paste over its ``max_chars``)."""
 
 CONFIG_UPLOAD_LIMIT_MB = 16
-"""What the config.json uploader accepts [MB]: above the 1 MB limit for the same reason;
+"""What the config.json uploader accepts [MB]: above the 4 MB limit for the same reason;
 a file over this is refused by the uploader itself, which says so under the widget."""
 
 
@@ -185,6 +186,20 @@ def _guard(action: Callable[[], None]) -> None:
         _say("error", str(exc))
 
 
+def _quant_config(data: str | bytes | None) -> dict | None:
+    """The optional second file, ``hf_quant_config.json`` (NVIDIA ModelOpt), parsed; None when not given.
+
+    Raises:
+        ValueError: not JSON or too large, prefixed with the file's name.
+    """
+    if data is None or not (data.strip() if isinstance(data, str) else data.strip()):
+        return None
+    try:
+        return custom.parse_config_json(data)
+    except ValueError as exc:
+        raise ValueError(f"hf_quant_config.json: {str(exc).replace('config.json ', '', 1)}") from None
+
+
 def _use_pasted() -> None:
     def run() -> None:
         text = st.session_state.get("custom_config_text") or ""
@@ -193,7 +208,9 @@ def _use_pasted() -> None:
             raise ValueError(
                 "the config.json box is empty: paste the contents of the model's config.json (at most "
                 f"{custom.MAX_CONFIG_BYTES:,} bytes; the box drops a paste over {PASTE_MAX_CHARS:,} characters)")
-        _adopt(custom.read_custom_config(custom.parse_config_json(text), name), "Pasted config.json read")
+        quant = _quant_config(st.session_state.get("custom_quant_text"))
+        _adopt(custom.read_custom_config(custom.parse_config_json(text), name, hf_quant_config=quant),
+               "Pasted config.json" + (" and hf_quant_config.json" if quant else "") + " read")
     _guard(run)
 
 
@@ -209,9 +226,14 @@ def _use_uploaded() -> None:
                              "the tokenizer?)")
         stem = uploaded.name.rsplit(".", 1)[0]
         name = st.session_state.get("custom_model_name") or (stem if stem != "config" else "custom-model")
+        second = st.session_state.get("custom_quant_file")
+        if second is not None and second.size > custom.MAX_CONFIG_BYTES:
+            raise ValueError(f"{second.name} is {second.size:,} bytes, over the {custom.MAX_CONFIG_BYTES:,}-byte "
+                             "limit of an hf_quant_config.json")
+        quant = _quant_config(second.getvalue() if second is not None else None)
         model = custom.read_custom_config(custom.parse_config_json(uploaded.getvalue()), name,
-                                          source=f"file:{uploaded.name}")
-        _adopt(model, f"{uploaded.name} read")
+                                          source=f"file:{uploaded.name}", hf_quant_config=quant)
+        _adopt(model, f"{uploaded.name}" + (f" and {second.name}" if quant else "") + " read")
     _guard(run)
 
 
@@ -305,12 +327,19 @@ def _model_sources() -> None:
     with paste:
         st.text_area("config.json", key="custom_config_text", height=160, max_chars=PASTE_MAX_CHARS,
                      placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
-                     help="The model's config.json (JSON only, at most 1 MB). Remote code is never run.")
+                     help="The model's config.json (JSON only, at most 4 MB). Remote code is never run.")
+        st.text_area("hf_quant_config.json (optional)", key="custom_quant_text", height=80,
+                     max_chars=PASTE_MAX_CHARS, placeholder='{"quantization": {"quant_algo": "NVFP4", ...}}',
+                     help="NVIDIA ModelOpt checkpoints ship it beside config.json: which layers are NVFP4 / FP8 "
+                          "and which stay in 16 bits (weight dtype auto then counts them as shipped).")
         st.button("Use pasted config", key="custom_use_pasted", on_click=_use_pasted)
     with upload:
         st.file_uploader("config.json file", type=["json"], key="custom_config_file",
                          max_upload_size=CONFIG_UPLOAD_LIMIT_MB,
                          help=f"At most {custom.MAX_CONFIG_BYTES:,} bytes are read.")
+        st.file_uploader("hf_quant_config.json (optional)", type=["json"], key="custom_quant_file",
+                         max_upload_size=CONFIG_UPLOAD_LIMIT_MB,
+                         help="The repository's hf_quant_config.json (NVIDIA ModelOpt), if it has one.")
         st.button("Use uploaded config", key="custom_use_uploaded", on_click=_use_uploaded)
     with hub_tab:
         st.text_input("Repo id", key="custom_hf_repo", placeholder="Qwen/Qwen2.5-7B")

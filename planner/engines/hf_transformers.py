@@ -46,6 +46,14 @@ Design notes (assumptions, with worked examples):
        *before* ``cache.update``: transformers caches 128 heads where engines
        cache 8 (``FullAttention.transformers_kv_heads``). Falcon-7B (multi-query)
        caches its single head.
+    9. 2025-26 layer kinds (:mod:`planner.model.sparse`): sparse-attention indexer
+       keys are cached in the model dtype beside the MLA latent or K/V
+       (``DynamicIndexedLayer``, ``MiniMaxM3VLSparseCacheLayer``): 1,408 B per layer
+       and token for DeepSeek-V3.2 in bf16, where the engines store 1,284 B (FP8
+       indexer key + scale). DeepSeek-V4 keeps K = V twice on its sliding-only layers
+       and once (exposed twice) on CSA / HCA layers, beside the compressor's
+       entries, buffers and overlap state
+       (``planner.model.sparse.CompressedAttention.transformers_cache_bytes``).
 
 Sources: transformers 5.24 src/transformers/cache_utils.py (``DynamicLayer.update``,
 ``DynamicSlidingWindowLayer.update``, ``LinearAttentionLayer``,
@@ -96,6 +104,7 @@ TRANSFORMERS_VIEW_SENTENCE = (
     "transformers keeps every token in full-attention layers and a view of the last "
     "sliding_window - 1 tokens in sliding layers (pinning the whole prompt until the first "
     "decode step), with no page or block rounding, stores Mamba/DeltaNet recurrent states in float32, "
+    "keeps sparse-attention indexer keys in the model dtype (the engines: FP8 with a scale), "
     "and caches Falcon-40B's K/V for all 128 query heads."
 )
 """One sentence for the UI where the transformers view differs from the engines'."""
@@ -177,6 +186,9 @@ def transformers_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_p
     Worked example, Falcon-40B bf16: 2 x 128 heads x 64 x 2 B = 32,768 B per layer,
     16x vLLM's 2 x 8 x 64 x 2 B = 2,048 B.
     """
+    own = getattr(layer, "transformers_bytes_per_token", None)
+    if own is not None:  # indexer keys in the model dtype (planner.model.sparse, design note 1)
+        return own(dtypes, tensor_parallel_size)
     heads = getattr(layer, "transformers_kv_heads", None)
     if heads is not None:
         layer = replace(layer, num_key_value_heads=heads)
@@ -215,6 +227,11 @@ def transformers_layer_bytes(layer: LayerSpec, num_tokens: int, dtypes: CacheDty
         _check(num_tokens, phase)
         return TransformersCacheBytes(tensor_bytes=0, memory_bytes=0)
     _kv_format(dtypes)
+    own = getattr(layer, "transformers_cache_bytes", None)
+    if own is not None:  # DeepSeek-V4 CSA / HCA compressor state (design note 9)
+        _check(num_tokens, phase)
+        tensor_bytes, memory_bytes = own(num_tokens, dtypes, tensor_parallel_size, phase)
+        return TransformersCacheBytes(tensor_bytes=tensor_bytes, memory_bytes=memory_bytes)
     per_token = transformers_bytes_per_token(layer, dtypes, tensor_parallel_size)
     tensor, memory = transformers_layer_tokens(layer, num_tokens, phase)
     return TransformersCacheBytes(tensor_bytes=tensor * per_token, memory_bytes=memory * per_token)

@@ -20,6 +20,12 @@ Sources:
       (ggml/src/ggml.c type traits). ``int4`` uses that q4_0 layout.
     * KV fp8 / int8: 1 byte per element, per-tensor scales stored outside the cache
       (vLLM ``CacheConfig.cache_dtype`` "fp8", vllm/config/cache.py).
+    * nvfp4 (weights): NVIDIA ModelOpt NVFP4 checkpoints store e2m1 values packed two per
+      byte, one fp8 e4m3 ``weight_scale`` per 16 values (4 + 8/16 = 4.5 bits/element) and
+      two fp32 scalars per tensor (``weight_scale_2``, ``input_scale``): 8 B per matrix.
+      Worked example: a (7168, 2048) expert matrix is 7168 x 2048 x 4.5 / 8 + 8 = 8,257,544 B.
+    * nvfp4 (KV cache, TensorRT-LLM ``kv_cache_quant_algo`` NVFP4 on Blackwell): the same
+      4.5 bits per value; its per-tensor scales live outside the cache.
 """
 
 from __future__ import annotations
@@ -102,6 +108,14 @@ FP32 = _fmt("fp32", 32, "fp32 (4 B)", is_float=True)
 BF16 = _fmt("bf16", 16, "bf16 (2 B)", is_float=True)
 FP16 = _fmt("fp16", 16, "fp16 (2 B)", is_float=True)
 
+FP8_BLOCK128 = _fmt(
+    "fp8_block128", 8, "FP8 e4m3 + one fp32 scale per 128 x 128 block (DeepSeek-V3 quantization_config)",
+    block_shape=(128, 128), block_scale_bytes=4,
+)
+"""DeepSeek-V3 / R1 checkpoints: 1-byte e4m3 weights and an fp32 ``weight_scale_inv``
+of shape ``(ceil(out / 128), ceil(in / 128))`` per matrix (DeepSeek-V3 README_WEIGHTS.md,
+"FP8 Weight Documentation")."""
+
 WEIGHT_DTYPES: dict[str, StorageFormat] = {
     f.name: f
     for f in (
@@ -109,9 +123,12 @@ WEIGHT_DTYPES: dict[str, StorageFormat] = {
         BF16,
         FP16,
         _fmt("fp8", 8, "fp8 (1 B + fp32 scale per tensor)", per_tensor_scale_bytes=4),
+        FP8_BLOCK128,
         _fmt("int8", 8, "int8 (1 B + fp32 scale per channel)", per_channel_scale_bytes=4),
         _fmt("int4", Fraction(133, 32), "int4 GPTQ/AWQ (0.5 B + fp16 scale and 4-bit zero per 128)"),
         _fmt("mxfp4", Fraction(17, 4), "MXFP4 (4.25 bits: 32 fp4 values + e8m0 scale)"),
+        _fmt("nvfp4", Fraction(9, 2), "NVFP4 (4.5 bits: 16 fp4 values + fp8 scale; fp32 weight and input scale "
+             "per tensor)", per_tensor_scale_bytes=8),
         _fmt("auto", 16, "as the checkpoint ships (its quantization_config; else its torch_dtype)"),
     )
 }
@@ -125,13 +142,6 @@ stores it in (``ParamGroup.checkpoint``, set by ``model_catalog`` from the confi
 AUTO_WEIGHT_DTYPE = "auto"
 """Name of the "as the checkpoint ships" weight dtype."""
 
-FP8_BLOCK128 = _fmt(
-    "fp8_block128", 8, "FP8 e4m3 + one fp32 scale per 128 x 128 block (DeepSeek-V3 quantization_config)",
-    block_shape=(128, 128), block_scale_bytes=4,
-)
-"""DeepSeek-V3 / R1 checkpoints: 1-byte e4m3 weights and an fp32 ``weight_scale_inv``
-of shape ``(ceil(out / 128), ceil(in / 128))`` per matrix (DeepSeek-V3 README_WEIGHTS.md,
-"FP8 Weight Documentation")."""
 
 
 def checkpoint_dtype(torch_dtype: str | None) -> StorageFormat:
@@ -154,6 +164,7 @@ KV_CACHE_DTYPES: dict[str, StorageFormat] = {
         _fmt("fp8", 8, "fp8 (1 B, per-tensor scale outside the cache)"),
         _fmt("int8", 8, "int8 (1 B, per-tensor scale outside the cache)"),
         _fmt("int4", Fraction(9, 2), "int4 (q4_0 layout: 18 B per 32 values)"),
+        _fmt("nvfp4", Fraction(9, 2), "NVFP4 (16 fp4 values + fp8 scale, per-tensor scale outside the cache)"),
         _fmt("q8_0", Fraction(17, 2), "llama.cpp q8_0 (34 B per 32 values)"),
         _fmt("q4_0", Fraction(9, 2), "llama.cpp q4_0 (18 B per 32 values)"),
     )

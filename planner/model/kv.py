@@ -183,7 +183,9 @@ def _build_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
         per_token = layer.bytes_per_token(dtypes, tensor_parallel_size)
         held = layer.tokens_held(probe)
         cap = None if held == probe else held
-        fixed = 0 if per_token else layer.bytes_per_sequence(0, dtypes, tensor_parallel_size, 1)
+        # Constant per-sequence bytes (recurrent state; zero for attention layers at 0 tokens, so a layer that
+        # keeps both, planner.model.sparse.AttentionWithState, adds its state beside its per-token cost).
+        fixed = layer.bytes_per_sequence(0, dtypes, tensor_parallel_size, 1)
         key = (per_token, cap, fixed)
         counts[key] = counts.get(key, 0) + 1
     groups = tuple(

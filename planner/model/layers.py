@@ -265,17 +265,25 @@ class RecurrentState:
             (Mamba: ``d_inner * d_conv``).
         ssm_state_elements: Elements of the recurrent SSM state
             (Mamba: ``d_inner * d_state``).
+        ssm_state_format: Format of the SSM state when the config fixes it
+            (``mamba_ssm_cache_dtype`` of Nemotron-H, ``mamba_ssm_dtype`` of
+            Qwen3.5: ``float32``); None = ``CacheDtypes.state`` (the activation
+            dtype). The conv state always takes ``CacheDtypes.state``.
 
     Both are split across tensor-parallel GPUs with the ``d_inner`` channels.
     Worked example: Jamba-v0.1, d_inner = 2 * 4096 = 8192, d_conv 4, d_state 16:
     8192 * (4 + 16) * 2 B = 327,680 B per Mamba layer per sequence in bf16.
+    With an fp32 SSM state (Nemotron 3 Nano: conv (4096 + 2 * 8 * 128) x 4 = 24,576,
+    SSM 64 heads x 64 x 128 = 524,288 elements): 24,576 x 2 B + 524,288 x 4 B = 2,146,304 B.
 
     Sources: Gu & Dao 2023 (Mamba); transformers ``HybridMambaAttentionDynamicCache``
-    (models/jamba/modeling_jamba.py); vLLM ``MambaSpec.page_size_bytes``.
+    (models/jamba/modeling_jamba.py); vLLM ``MambaSpec.page_size_bytes`` and
+    ``--mamba-ssm-cache-dtype`` ("auto" takes the model config's value, vllm/config/cache.py).
     """
 
     conv_state_elements: int
     ssm_state_elements: int
+    ssm_state_format: StorageFormat | None = None
 
     kind = "recurrent"
 
@@ -298,8 +306,11 @@ class RecurrentState:
         """State bytes per sequence on one GPU, whatever ``num_tokens`` is."""
         _check_tokens(num_tokens)
         _check_tp(tensor_parallel_size)
-        elements = self.conv_state_elements + self.ssm_state_elements
-        return dtypes.state.bytes_for(ceil_div(elements, tensor_parallel_size))
+        if self.ssm_state_format is None:
+            elements = self.conv_state_elements + self.ssm_state_elements
+            return dtypes.state.bytes_for(ceil_div(elements, tensor_parallel_size))
+        conv = dtypes.state.bytes_for(ceil_div(self.conv_state_elements, tensor_parallel_size))
+        return conv + self.ssm_state_format.bytes_for(ceil_div(self.ssm_state_elements, tensor_parallel_size))
 
 
 @dataclass(frozen=True, kw_only=True)
