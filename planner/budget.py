@@ -1,5 +1,9 @@
 """Per-GPU memory budget: from card memory to KV capacity, users and max context.
 
+(Size: about 500 lines because ``Plan`` and ``PlanRequest`` carry their field docs and the
+memoized context-free part of a plan (``_PlanBase``) sits beside ``plan()``, which it must match
+field for field; the overhead estimate and the diagnosis live in ``overhead.py`` / ``diagnose.py``.)
+
 The chain (one small function each), per GPU:
 
     usable  = floor(gpu_memory_bytes * gpu_memory_utilization)

@@ -1,5 +1,9 @@
 """Parameter tensors of a model, and the bytes they take as weights.
 
+(Size: about 500 lines because it holds the tensor builders every family adapter shares
+(linear, attention, MLA, MoE experts, Mamba mixer) beside the byte arithmetic they feed; a builder
+used by one family only belongs in that family's adapter, not here.)
+
 The catalog describes a model as a tuple of :class:`ParamGroup` (a tensor shape,
 how many copies, and what kind of tensor it is). Counting is a sum of products;
 weight bytes apply a storage format per kind: quantized formats apply to linear
