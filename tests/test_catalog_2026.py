@@ -12,7 +12,14 @@ from model_catalog.hf_config import BY_SOURCE_MODEL_TYPES, read_config
 from model_catalog.model_registry import resolve_model_id
 from planner.cli import main
 from planner.model.dtypes import BF16, FP32
-from planner.model.layers import CacheDtypes, FullAttention, MLAAttention, NoCache, RecurrentState, SlidingWindowAttention
+from planner.model.layers import (
+    CacheDtypes,
+    FullAttention,
+    MLAAttention,
+    NoCache,
+    RecurrentState,
+    SlidingWindowAttention,
+)
 from planner.model.sparse import (
     CompressedAttention,
     IndexedAttention,
@@ -299,3 +306,26 @@ def test_generic_reading_of_mamba2_and_falcon_h1_states() -> None:
     assert (state.conv_state_elements, state.ssm_state_elements) == (1_024, 4_096)
     falcon_h1 = read_custom_config({"model_type": "falcon_h1", "num_hidden_layers": 2}, "a/fh1").spec
     assert {type(layer) for layer in falcon_h1.layers} == {AttentionWithState}  # attention + Mamba2 in each layer
+
+
+def test_generic_reading_of_multi_query_falcon_and_mamba1() -> None:
+    from model_catalog.custom import read_custom_config
+
+    # FalconAttention: multi_query without new_decoder_architecture keeps one KV head, whatever num_kv_heads says.
+    falcon = read_custom_config({"model_type": "falcon", "hidden_size": 256, "num_hidden_layers": 2,
+                                 "num_attention_heads": 4, "num_kv_heads": 4, "multi_query": True,
+                                 "new_decoder_architecture": False, "vocab_size": 512}, "a/f").spec
+    assert {layer.num_key_value_heads for layer in falcon.layers} == {1}
+    # MambaMixer sizes its states by intermediate_size: conv 96 x 4, SSM 96 x 16 (not expand 2 x 64 = 128).
+    mamba = read_custom_config({"model_type": "mamba", "hidden_size": 64, "intermediate_size": 96, "expand": 2,
+                                "state_size": 16, "conv_kernel": 4, "num_hidden_layers": 2, "vocab_size": 512},
+                               "a/m").spec
+    assert (mamba.layers[0].conv_state_elements, mamba.layers[0].ssm_state_elements) == (384, 1_536)
+    # Jamba names its MLP intermediate_size and sizes Mamba by mamba_expand x hidden = 2 x 64 = 128.
+    from types import SimpleNamespace
+
+    from model_catalog.generic import recurrent_state
+
+    jamba = recurrent_state(SimpleNamespace(hidden_size=64, intermediate_size=96, mamba_expand=2, mamba_d_state=16,
+                                            mamba_d_conv=4))
+    assert (jamba.conv_state_elements, jamba.ssm_state_elements) == (512, 2_048)
