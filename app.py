@@ -16,11 +16,13 @@ views.setup_page("GPU memory plan", "🧮",
                  "(v0.21+) default profile pass for that GPU as the overhead.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
-features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True)
+features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
+                                                    gpu=serving.page_gpu(form.gpu_id))
 inputs.show_problems([*problems, *engine_problems, *serving_problems])
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(full_model)  # without the towers when the text-only switch is on
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 result = views.guarded(plan, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                        what=f"planning {form.model_id} on {gpu.name}")
@@ -34,9 +36,11 @@ st.caption(
     f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})",
     help=f"Framework memory source: {gpu.framework_memory_source}")
+st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 views.verdict(result, gpu.name)
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)
+views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")
 st.plotly_chart(charts.budget_bar(result, gpu.name), key="budget_chart")
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)

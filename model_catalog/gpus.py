@@ -134,6 +134,71 @@ _ALIASES: dict[str, str] = {
 }
 
 
+PCIE_GT_S: dict[int, int] = {3: 8, 4: 16, 5: 32, 6: 64}
+"""PCIe generation -> transfer rate per lane [GT/s] (PCI-SIG base specifications 3.0 to 6.0)."""
+
+HOST_LINK_LABELS: dict[str, str] = {"nvlink-c2c": "NVLink-C2C", "unified": "unified memory", "unknown": "unknown"}
+"""Display names of the non-PCIe host-link kinds (PCIe kinds read ``PCIe 5.0 x16``)."""
+
+
+def pcie_gb_s(generation: int, lanes: int) -> float:
+    """Per-direction peak of a PCIe link [GB/s]: GT/s per lane x lanes x coding / 8 bits.
+
+    Gen 3 to 5 code 128b/130b (Gen 5 x16: 32 x 16 x 128/130 / 8 = 63.0 GB/s); Gen 6 uses FLIT mode
+    with 242/256 useful bytes (64 x 16 x 242/256 / 8 = 121.0 GB/s). Sources: PCI-SIG PCI Express base
+    specifications 3.0 (128b/130b) and 6.0 (FLIT).
+
+    Raises:
+        ValueError: a generation outside 3 to 6.
+    """
+    if generation not in PCIE_GT_S:
+        raise ValueError(f"PCIe generation {generation} is not modelled; use 3, 4, 5 or 6")
+    coding = 242 / 256 if generation >= 6 else 128 / 130
+    return PCIE_GT_S[generation] * lanes * coding / 8
+
+
+class HostLink(BaseModel):
+    """A GPU's link to its host CPU (what KV offload copies over), with its source.
+
+    Attributes:
+        kind: ``pcieN xL`` (generation N in 3 to 6, L lanes), ``nvlink-c2c``, ``unified`` (CPU and GPU
+            share one memory: nothing is copied) or ``unknown`` (no source found: say so).
+        gb_s_per_direction: Peak rate in one direction [GB/s, 10**9 B/s]; for PCIe it must match
+            :func:`pcie_gb_s` within 0.1 GB/s (the datasheets round); 0 for ``unified``; None for ``unknown``.
+        source: The datasheet or specification page that states the interface.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(pattern=r"^(pcie[3-6] x(1|2|4|8|16)|nvlink-c2c|unified|unknown)$")
+    gb_s_per_direction: float | None = Field(default=None, ge=0)
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _rate_matches_kind(self) -> HostLink:
+        rate = self.gb_s_per_direction
+        if self.kind == "unknown":
+            if rate is not None:
+                raise ValueError("host_link.gb_s_per_direction: must be null when kind is unknown")
+        elif rate is None:
+            raise ValueError(f"host_link.gb_s_per_direction: required for kind {self.kind} (or say kind unknown)")
+        elif self.kind == "unified" and rate != 0:
+            raise ValueError("host_link.gb_s_per_direction: must be 0 for unified memory (nothing is copied)")
+        elif self.kind.startswith("pcie"):
+            expected = pcie_gb_s(int(self.kind[4]), int(self.kind.split("x")[1]))
+            if abs(rate - expected) > 0.1:
+                raise ValueError(f"host_link.gb_s_per_direction: {rate} GB/s does not match {self.kind} "
+                                 f"({expected:.2f} GB/s per direction)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """Display name: ``PCIe 5.0 x16``, ``NVLink-C2C``, ``unified memory``, ``unknown``."""
+        if self.kind.startswith("pcie"):
+            return f"PCIe {self.kind[4]}.0 {self.kind.split(' ')[1]}"
+        return HOST_LINK_LABELS[self.kind]
+
+
 class GPU(BaseModel):
     """One accelerator as a serving engine sees it (one device, one memory pool).
 
@@ -165,6 +230,8 @@ class GPU(BaseModel):
         price_source: Provider and date of ``price_usd_per_hour``.
         notes: Caveats (ECC, nameplate mismatches, per-GCD values).
         source: Spec sources, with URLs, from the reference table.
+        host_link: The host interface KV offload copies over (:class:`HostLink`; ``unknown`` when
+            no source states it).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -186,6 +253,7 @@ class GPU(BaseModel):
     price_source: str | None = None
     notes: str = ""
     source: str = Field(min_length=1)
+    host_link: HostLink
 
     @model_validator(mode="after")
     def _memory_figures_are_ordered(self) -> GPU:

@@ -4,7 +4,9 @@ The raw dict is read through transformers' own config classes
 (``AutoConfig.for_model(model_type, **raw)``; never remote code), so that
 defaults, attribute maps and derived fields (``head_dim``, ``layer_types``) are
 the library's. Multimodal configs (Gemma 3 / 4, Llama 4, Qwen3-VL, Qwen3.5, Kimi K2.5,
-MiniMax-M3, Step 3.7) are reduced to their text config with ``get_text_config()``.
+MiniMax-M3, Step 3.7) are read through their text config (``get_text_config()``) for the language model,
+and their vision towers and projectors are appended to the parameter groups where the config states
+them (:mod:`model_catalog.families_multimodal`).
 The family adapter (:data:`ADAPTERS`: :mod:`model_catalog.families`, ``families_gqa``,
 ``families_sparse``, ``families_hybrid``) turns the config into parameter groups and,
 where layers differ in shape, one cache spec per layer; otherwise this module turns
@@ -58,6 +60,7 @@ from transformers.utils import logging as hf_logging
 from model_catalog.families import FAMILIES, FamilyParts, config_int
 from model_catalog.families_gqa import GQA_FAMILIES
 from model_catalog.families_hybrid import HYBRID_FAMILIES
+from model_catalog.families_multimodal import tower_groups
 from model_catalog.families_sparse import SPARSE_FAMILIES
 from model_catalog.quantization import checkpoint_formats
 from planner.model import ModelSpec
@@ -418,6 +421,7 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
         parts = adapter(cfg)
         params, quantization = checkpoint_formats(parts.params, _raw_quantization_config(raw_config),
                                                   hf_quant_config, parts.param_layers)
+        params += tower_groups(raw_config, reading.full)  # towers vLLM loads by default (families_multimodal)
         layers = layer_specs(cfg, parts)
         max_positions = getattr(cfg, "max_position_embeddings", None)
         return ModelSpec(

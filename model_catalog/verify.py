@@ -4,7 +4,9 @@ For every catalog model this module
 
 1. builds ``AutoModelForCausalLM.from_config(text_config)`` on the meta device
    and compares ``sum(p.numel() for p in model.parameters())`` with the
-   planner's ``model_spec(id).num_parameters``: must be exactly equal;
+   planner's language model (``text_only(model_spec(id)).num_parameters``): must be exactly
+   equal; for a multimodal model it also builds ``AutoModelForImageTextToText.from_config(config)``
+   and compares the whole model (towers and projectors included) with ``model_spec(id).num_parameters``;
 2. builds a shrunken copy of the same architecture, runs a prefill of ``N``
    tokens and :data:`DECODE_STEPS` decode steps with the cache transformers
    creates for it, sums the bytes of every tensor that cache holds after each
@@ -154,7 +156,10 @@ class ModelVerification:
     Attributes:
         model_id, family, model_class: What was built (``family`` is the text
             config's ``model_type``).
-        params_planner, params_transformers: Parameter counts (None if not built).
+        params_planner, params_transformers: Parameter counts of the language model (None if not built).
+        full_params_planner, full_params_transformers: Of a multimodal model, the whole
+            ``*ForConditionalGeneration`` (language model + towers + projectors, what vLLM loads by
+            default; :mod:`model_catalog.families_multimodal`); None for text models.
         kv_checks: Every cache measurement.
         cache_layers: Cache layer classes transformers created, with counts.
         status: ``exact``, ``mismatch``, ``unverifiable`` or ``by source`` (a ``model_type``
@@ -172,10 +177,13 @@ class ModelVerification:
     cache_layers: dict[str, int] = field(default_factory=dict)
     status: str = "exact"
     reason: str = ""
+    full_params_planner: int | None = None
+    full_params_transformers: int | None = None
 
     @property
     def params_exact(self) -> bool:
-        return self.params_transformers == self.params_planner
+        return self.params_transformers == self.params_planner and \
+            self.full_params_transformers == self.full_params_planner
 
     @property
     def kv_exact(self) -> bool:
@@ -186,6 +194,8 @@ class ModelVerification:
         out["kv_checks"] = [asdict(check) | {"exact": check.exact} for check in self.kv_checks]
         out["params_exact"] = self.params_exact
         out["kv_exact"] = self.kv_exact
+        if self.full_params_planner is None and self.full_params_transformers is None:
+            del out["full_params_planner"], out["full_params_transformers"]  # text models: rows as before
         return out
 
 
@@ -434,6 +444,20 @@ def transformers_parameter_count(cfg: Any, full: Any = None) -> tuple[int, str]:
     return count, f"{type(model).__name__} (language model)"
 
 
+def transformers_full_parameter_count(full: Any) -> int:
+    """Parameters of the whole multimodal model transformers builds on meta (towers, projectors, language
+    model, ``lm_head``; tied weights once): ``AutoModelForImageTextToText.from_config(full)``
+    (models/auto/modeling_auto.py), ``sum(p.numel())``."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from model_catalog.hf_config import _quiet_transformers
+
+    with _quiet_transformers(), torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(full)
+    return sum(p.numel() for p in model.parameters())
+
+
 # --- cache measurement -------------------------------------------------------------------
 
 
@@ -545,25 +569,31 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
     """
     from model_catalog import get_model_entry, model_spec
     from model_catalog.hf_config import ADAPTERS, read_config
+    from planner.serving.multimodal import is_multimodal, text_only
 
-    spec = model_spec(model_id)
+    full_spec = model_spec(model_id)
+    spec = text_only(full_spec)  # the language model; the towers are checked on the whole model below
     family, model_class, params = spec.model_type, "", None
     reading = read_config(get_model_entry(model_id).config)
     by_source = reading.by_source
+    multimodal = is_multimodal(full_spec)
+    full = {"full_params_planner": full_spec.num_parameters} if multimodal else {}
     if by_source is not None and reading.model_type in ADAPTERS:
         return ModelVerification(model_id=model_id, family=family, model_class=by_source.architecture,
                                  params_planner=spec.num_parameters, params_transformers=None, status=BY_SOURCE,
-                                 reason=f"no transformers class for {reading.model_type!r}: {by_source.source}")
+                                 reason=f"no transformers class for {reading.model_type!r}: {by_source.source}", **full)
     try:
         cfg = reading.text
         params, model_class = transformers_parameter_count(cfg, reading.full)
+        if multimodal:
+            full["full_params_transformers"] = transformers_full_parameter_count(reading.full)
         small = shrunken_config(cfg, spec.head_dim)
         small_full = shrunken_full_config(reading.full, cfg, small)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a table row
         status, why = (BY_SOURCE, _by_source_reason(reading)) if by_source else ("unverifiable", "")
         return ModelVerification(model_id=model_id, family=family, model_class=model_class,
                                  params_planner=spec.num_parameters, params_transformers=params, status=status,
-                                 reason=f"{why}build failed: {type(exc).__name__}: {exc}")
+                                 reason=f"{why}build failed: {type(exc).__name__}: {exc}", **full)
     checks: list[KVCheck] = []
     classes: dict[str, int] = {}
     models: dict[str | None, Any] = {}
@@ -590,13 +620,16 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
         return ModelVerification(model_id=model_id, family=family, model_class=model_class,
                                  params_planner=spec.num_parameters, params_transformers=params,
                                  kv_checks=tuple(checks), cache_layers=classes, status=status,
-                                 reason=f"{why}run failed: {type(exc).__name__}: {exc}")
+                                 reason=f"{why}run failed: {type(exc).__name__}: {exc}", **full)
     row = ModelVerification(model_id=model_id, family=family, model_class=model_class,
                             params_planner=spec.num_parameters, params_transformers=params,
-                            kv_checks=tuple(checks), cache_layers=classes)
+                            kv_checks=tuple(checks), cache_layers=classes, **full)
     reasons = []
-    if not row.params_exact:
+    if row.params_transformers != row.params_planner:
         reasons.append(f"parameters: planner {row.params_planner:,} vs transformers {row.params_transformers:,}")
+    if row.full_params_transformers != row.full_params_planner:
+        reasons.append(f"whole multimodal model: planner {row.full_params_planner:,} vs transformers "
+                       f"{row.full_params_transformers:,}")
     bad = [c for c in checks if not c.exact]
     if bad:
         c = bad[0]
@@ -695,7 +728,9 @@ def build_table(rows: Sequence[ModelVerification], versions: dict[str, str], tod
         "torch_version": versions["torch"],
         "dtype": "bf16",
         "method": {
-            "params": "AutoModelForCausalLM.from_config(text_config) on torch.device('meta'); sum(p.numel())",
+            "params": ("AutoModelForCausalLM.from_config(text_config) on torch.device('meta'); sum(p.numel()); "
+                       "multimodal models also AutoModelForImageTextToText.from_config(config), the whole model "
+                       "vLLM loads by default (language model + towers + projectors)"),
             "kv": (f"shrunken copy (same layers, layer_types, KV heads, head_dim, windows, MLA ranks, recurrent "
                    f"state shapes); prefill N then {DECODE_STEPS} decode steps; every tensor of the cache summed "
                    f"after each step; kernels: model default for N <= {REAL_ATTENTION_MAX_TOKENS}, "
@@ -743,8 +778,13 @@ def render_markdown(table: dict) -> str:
         last = row["kv_checks"][-1] if row["kv_checks"] else None
         kv = f"{last['transformers_memory_bytes']:,}" if last else "-"
         transformers_params = "-" if row["params_transformers"] is None else f"{row['params_transformers']:,}"
+        if row.get("full_params_planner") is not None:  # multimodal: language model / whole model
+            whole = row.get("full_params_transformers")
+            transformers_params += f" / {'-' if whole is None else format(whole, ',')} whole"
+            row = {**row, "params_planner": f"{row['params_planner']:,} / {row['full_params_planner']:,} whole"}
         status = row["status"] + (f": {row['reason']}" if row["reason"] else "")
-        lines.append(f"| {row['model_id']} | {row['family']} | {row['params_planner']:,} | {transformers_params} | "
+        planner_params = row["params_planner"] if isinstance(row["params_planner"], str) else f"{row['params_planner']:,}"
+        lines.append(f"| {row['model_id']} | {row['family']} | {planner_params} | {transformers_params} | "
                      f"{', '.join(str(p) for p in prompts) or '-'} | {kv} | {status} |")
     lines += ["", "## Every measurement", "",
               ("| model | phase | N | kernel | tensor bytes planner | tensor bytes transformers | "
@@ -783,6 +823,23 @@ def stale_reasons(fresh: dict, committed: dict) -> list[str]:
             reasons.append(f"row {model_id} differs" if model_id in fresh_rows and model_id in old_rows
                            else f"row {model_id} only in the {'fresh' if model_id in fresh_rows else 'committed'} table")
     return reasons
+
+
+def merged_table(committed: dict, fresh: dict) -> dict:
+    """The committed table with the rows of a subset run replaced (versions and date from the fresh run) and
+    its summary recounted, so ``verify --model ID`` updates one row instead of dropping the others."""
+    rows = {row["model_id"]: row for row in committed.get("models", [])}
+    rows.update({row["model_id"]: row for row in fresh["models"]})
+    models = [rows[k] for k in sorted(rows)]
+    checks = [c for row in models for c in row["kv_checks"]]
+    summary = {"models": len(models), "params_exact": sum(r["params_exact"] for r in models),
+               "kv_exact": sum(r["kv_exact"] for r in models),
+               "exact": sum(r["status"] == "exact" for r in models),
+               "by_source": sum(r["status"] == BY_SOURCE for r in models),
+               "mismatch": sum(r["status"] == "mismatch" for r in models),
+               "unverifiable": sum(r["status"] == "unverifiable" for r in models),
+               "kv_checks": len(checks), "kv_checks_exact": sum(c["exact"] for c in checks)}
+    return {**fresh, "summary": summary, "models": models}
 
 
 def run_verify(model_ids: Sequence[str] | None = None, *, output: Path | None = DEFAULT_TABLE_PATH,
@@ -831,6 +888,8 @@ def run_verify(model_ids: Sequence[str] | None = None, *, output: Path | None = 
         for reason in reasons:
             log(f"stale: {reason}")
         return 1 if failed or reasons else 0
+    if output is not None and model_ids and committed_path.is_file():
+        table = merged_table(json.loads(committed_path.read_text(encoding="utf-8")), table)
     if output is not None:
         write_table(table, Path(output), Path(output).with_name("VERIFICATION.md"))
         log(f"wrote {output}")

@@ -18,7 +18,7 @@ features, serving_problems = serving.serving_inputs(model_id=form.model_id)
 inputs.show_problems([*problems, *serving_problems])
 views.require(form.gpu_ids, "GPU")
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = serving.with_serving(form.request(), features)
 series_of = data.concurrency_series if features is None else serving.concurrency_series
@@ -37,7 +37,8 @@ st.subheader("Max concurrent sequences by context length")
 columns = data.table_contexts(model)
 table = data.concurrency_table(
     views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
-st.dataframe(table, hide_index=True, key="concurrency_table")
+st.dataframe(data.concurrency_display(table), hide_index=True, key="concurrency_table",
+             column_config={"GPU": st.column_config.TextColumn("GPU", pinned=True)})
 st.download_button("Download CSV", table.to_csv(index=False), file_name="max_concurrent_sequences.csv",
                    mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
 st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.engines import plan_engine
-from ui import catalog, charts, engine, inputs, views
+from ui import catalog, charts, engine, inputs, serving, views
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -16,7 +16,10 @@ inputs.show_problems(problems)
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
-request = views.guarded(engine.engine_request, form, knobs, gpu.name, what="reading the engine inputs")
+features, serving_problems = serving.serving_inputs(knobs.engine, form.model_id, offload=True, gpu=gpu)
+model = serving.served_model(model)  # without the towers when the text-only switch is on
+inputs.show_problems(serving_problems)
+request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, what="reading the engine inputs")
 result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
                        what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
 
@@ -50,6 +53,9 @@ st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
 st.code(result.launch_command, language="bash")
+if serving.text_only_launch_note(form.model_id):
+    st.caption(serving.text_only_launch_note(form.model_id))
+engine.serving_section(result)
 
 st.subheader("Check against your engine's startup log")
 text = st.text_area("Paste the startup log (vLLM, SGLang, llama.cpp, TensorRT-LLM or TGI)", key="engine_log",

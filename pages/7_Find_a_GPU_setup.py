@@ -29,7 +29,7 @@ features, more = serving.serving_inputs(model_id=form.model_id)  # every setup c
 problems.extend(more)
 inputs.show_problems(problems)
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 csv_text = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")
 workload = views.guarded(traffic.fixed_or_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
                          load["output_p95"], load["max_model_len"], csv_text, what="building the workload")
@@ -54,27 +54,24 @@ table = traffic.find_rows(result)
 pages = traffic.num_pages(table)
 page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {traffic.FIND_PAGE_ROWS} a page)", min_value=1,
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
-st.dataframe(traffic.page_of(table, page), hide_index=True, key="setups_table",
-             column_config={"USD per hour": st.column_config.NumberColumn("USD per hour", format="$%.2f"),
-                            "USD per 1M output tokens": st.column_config.NumberColumn(
-                                "USD per 1M output tokens", format="$%.3f",
-                                help="Price per hour over the output tokens the setup makes for your users "
-                                     "(roofline: one token per user per decode step)"),
-                            "Time to first token [ms]": st.column_config.NumberColumn(
-                                "Time to first token [ms]", format="%.1f",
-                                help="Roofline: the prompt's prefill on the replica's GPUs plus one decode step"),
-                            "Time per output token [ms]": st.column_config.NumberColumn(
-                                "Time per output token [ms]", format="%.1f"),
-                            "Launch command": st.column_config.TextColumn("Launch command", width="large")})
+shown = traffic.page_of(table, page)
+order, columns = traffic.find_table_config()
+st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns)
+for note in traffic.page_notes(result, page):
+    st.caption(f"Note on this page: {note}")
 st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_setups.csv", mime="text/csv",
                    key="download_setups", icon=":material/download:", on_click="ignore")
 best = traffic.shown_setup(result)
 if best is not None:
     st.markdown("Launch command for the first row:")
     st.code(best.launch_command, language="bash")
+    if serving.text_only_launch_note(form.model_id):
+        st.caption(serving.text_only_launch_note(form.model_id))
 st.caption("Budget per GPU = utilization x framework memory - weights - overhead (as on the Home page); each "
            "replica holds ceil(users / replicas) sequences of prompt + output tokens in whole blocks. Margin = "
-           "share of the KV budget left at that load. Prices: model_catalog/gpus.json (each with its source).")
+           "share of the KV budget left at that load. Hover a column header for its full name. The CSV also "
+           "has each row's KV budget per GPU and launch command. Prices: model_catalog/gpus.json (each with "
+           "its source).")
 
 if best is not None:
     gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")

@@ -1,8 +1,9 @@
 """Per-GPU memory budget: from card memory to KV capacity, users and max context.
 
-(Size: about 500 lines because ``Plan`` and ``PlanRequest`` carry their field docs and the
+(Size: about 590 lines because ``Plan`` and ``PlanRequest`` carry their field docs and the
 memoized context-free part of a plan (``_PlanBase``) sits beside ``plan()``, which it must match
-field for field; the overhead estimate and the diagnosis live in ``overhead.py`` / ``diagnose.py``.)
+field for field, with its one-pass per-sequence sums and the one-dict result record; the overhead
+estimate and the diagnosis live in ``overhead.py`` / ``diagnose.py``.)
 
 The chain (one small function each), per GPU:
 
@@ -32,11 +33,12 @@ Design notes:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from operator import attrgetter
+from operator import itemgetter
 
 from planner.diagnose import diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
+from planner.model.fastinit import fast_frozen_init
 from planner.model.kv import KVProfile, cache_dtypes, kv_profile
 from planner.model.memo import model_memo, remember
 from planner.model.params import (
@@ -59,6 +61,7 @@ MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-context search when the model states no limit [tokens]."""
 
 
+@fast_frozen_init  # the same constructor, without object.__setattr__ per field (planner/model/fastinit.py)
 @dataclass(frozen=True, kw_only=True)
 class PlanRequest:
     """What the user asks for. Field names are the CLI flags and URL keys.
@@ -221,26 +224,35 @@ class Plan:
     @classmethod
     def _from_parts(cls, *parts: dict) -> Plan:
         """``Plan(**merged)`` for the union of ``parts`` (a later part overrides an earlier one), built
-        without the generated ``__init__``; the same object.
-
-        A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
-        (about 0.1 us a field, 4 to 5 us for these 40, half of a warm :func:`plan`); this fills
-        the new instance's ``__dict__`` directly, and the instance is frozen as usual.
-        The parts must name every field and nothing else (checked by count, which a
-        missing field with an extra name would pass: the tests compare the result with
-        ``Plan(**merged)``).
+        without the generated ``__init__`` (:meth:`_from_dict`); the same object.
 
         Raises:
             TypeError: the merged parts do not have one value per field.
         """
-        plan = object.__new__(cls)
-        values = plan.__dict__
+        values: dict = {}
         for part in parts:
             values.update(part)
+        return cls._from_dict(values)
+
+    @classmethod
+    def _from_dict(cls, values: dict) -> Plan:
+        """``Plan(**values)`` without the generated ``__init__``: ``values`` (which the caller hands over and
+        no longer touches) becomes the new instance's ``__dict__``; the same object, frozen as usual.
+
+        A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (about 0.1 us a
+        field, 4 to 5 us for these 43, more than the rest of a warm :func:`plan`). ``values`` must name
+        every field and nothing else (checked by count, which a missing field with an extra name would
+        pass: the tests compare the result with ``Plan(**values)``).
+
+        Raises:
+            TypeError: ``values`` does not have one value per field.
+        """
         if len(values) != _PLAN_FIELD_COUNT:
             missing = sorted(set(cls.__dataclass_fields__) - set(values))
             extra = sorted(set(values) - set(cls.__dataclass_fields__))
-            raise TypeError(f"Plan._from_parts: missing fields {missing}, unknown names {extra}")
+            raise TypeError(f"Plan._from_dict: missing fields {missing}, unknown names {extra}")
+        plan = object.__new__(cls)
+        object.__setattr__(plan, "__dict__", values)
         return plan
 
 
@@ -308,8 +320,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
     tp, context, batch = request.num_gpus, request.context_len, request.batch_size
     budget = base.budget
-    per_seq_gpu_paged = base.paged_gpu.bytes_per_sequence(context)
-    per_seq_gpu_exact = base.exact_gpu.bytes_per_sequence(context)
+    per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
 
     capacity_tokens = base.capacity_tokens
     if budget <= 0:
@@ -320,7 +331,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         max_seqs = 0
 
     model_limit = model.max_position_embeddings
-    by_memory, max_ctx_raw = base.contexts_for_batch(batch)
+    found = base._contexts.get(batch)  # contexts_for_batch, without the call when it has the answer
+    by_memory, max_ctx_raw = base.contexts_for_batch(batch) if found is None else found
     if model_limit and by_memory >= model_limit:
         max_ctx, limited_by = model_limit, "model"
     elif by_memory >= MAX_CONTEXT_SEARCH_LIMIT:
@@ -329,32 +341,47 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         max_ctx, limited_by = by_memory, "memory"
 
     needed = batch * per_seq_gpu_paged
-    in_use = min(needed, max(budget, 0))
-    reasons, suggestions, notes = diagnose(
-        model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
-        budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
-        gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+    budget_or_0 = budget if budget > 0 else 0  # conditionals, not max() / min(): cheaper calls on this path
+    if needed > budget or (model_limit and context > model_limit):
+        reasons, suggestions, notes = diagnose(
+            model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
+            budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
+            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+        reasons, suggestions, notes = tuple(reasons), tuple(suggestions), tuple(notes)
+    else:  # it fits: only the context-free messages (_PlanBase.fitting_messages)
+        reasons, suggestions, notes = base.fitting_messages
+    in_use = needed if needed < budget_or_0 else budget_or_0
     if not base.splits:
         # The engine refuses to start: no capacity to report (the reasons say why).
         capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
         limited_by = "tensor_parallel"
 
-    return Plan._from_parts(base.plan_fields, {
-        "context_len": context, "batch_size": batch,
-        "kv_cache_bytes_per_sequence": base.exact_1.bytes_per_sequence(context),
-        "kv_cache_bytes_per_sequence_per_gpu": per_seq_gpu_exact,
-        "kv_cache_bytes_total": batch * tp * per_seq_gpu_exact,
-        "kv_cache_bytes_in_use": in_use, "free_bytes": max(budget, 0) - in_use,
-        "kv_cache_bytes_needed": needed, "kv_cache_shortfall_bytes": max(needed - max(budget, 0), 0),
-        "kv_cache_capacity_tokens": capacity_tokens, "max_concurrent_sequences": max_seqs,
-        "max_context_len": max_ctx, "max_context_len_limited_by": limited_by,
-        "max_context_len_by_memory": by_memory, "max_context_len_before_overheads": max_ctx_raw,
-        "fits": not reasons, "reasons": tuple(reasons), "suggestions": tuple(suggestions), "notes": tuple(notes),
-        "serving": None if base.serving is None else base.serving.plan_dict(
-            budget_bytes=budget, kv_needed_bytes=needed, features=request.serving,
-            kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=request.block_size,
-            kv_bytes_per_sequence_per_gpu=per_seq_gpu_paged, capacity_tokens=capacity_tokens),
-    })
+    # Plan(**base.plan_fields, **these), filled as one dict (Plan._from_dict): the same object, cheaper.
+    values = base.plan_fields.copy()
+    values["context_len"] = context
+    values["batch_size"] = batch
+    values["kv_cache_bytes_per_sequence"] = per_seq_exact_1
+    values["kv_cache_bytes_per_sequence_per_gpu"] = per_seq_gpu_exact
+    values["kv_cache_bytes_total"] = batch * tp * per_seq_gpu_exact
+    values["kv_cache_bytes_in_use"] = in_use
+    values["free_bytes"] = budget_or_0 - in_use
+    values["kv_cache_bytes_needed"] = needed
+    values["kv_cache_shortfall_bytes"] = needed - budget_or_0 if needed > budget_or_0 else 0
+    values["kv_cache_capacity_tokens"] = capacity_tokens
+    values["max_concurrent_sequences"] = max_seqs
+    values["max_context_len"] = max_ctx
+    values["max_context_len_limited_by"] = limited_by
+    values["max_context_len_by_memory"] = by_memory
+    values["max_context_len_before_overheads"] = max_ctx_raw
+    values["fits"] = not reasons
+    values["reasons"] = reasons
+    values["suggestions"] = suggestions
+    values["notes"] = notes
+    values["serving"] = None if base.serving is None else base.serving.plan_dict(
+        budget_bytes=budget, kv_needed_bytes=needed, features=request.serving,
+        kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=request.block_size,
+        kv_bytes_per_sequence_per_gpu=per_seq_gpu_paged, capacity_tokens=capacity_tokens)
+    return Plan._from_dict(values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -375,8 +402,13 @@ class _PlanBase:
         capacity_tokens: Whole blocks of the budget, in tokens (0 when none).
         raw_budget: ``gpu_memory_bytes - weights_gpu`` (the "before overheads" context).
         splits: Whether engines accept ``num_gpus`` for this model.
+        fitting_messages: ``(reasons, suggestions, notes)`` of a request that fits, as tuples: what
+            :func:`planner.diagnose.diagnose` says then (only the tensor-parallel messages, which do not
+            depend on the context); empty when the budget is negative (no request fits).
         serving: What the request's serving features change (:func:`planner.serving.serving_effects`),
             None when it has none.
+        sequence_terms: The three profiles' per-sequence sums pre-multiplied
+            (:func:`_sequence_terms`), None when a serving feature shifts them (its profiles are then asked).
     """
 
     plan_fields: dict
@@ -390,8 +422,34 @@ class _PlanBase:
     capacity_tokens: int
     raw_budget: int
     splits: bool
+    fitting_messages: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
     serving: ServingEffects | None = None
+    sequence_terms: tuple | None = None
     _contexts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def bytes_per_sequence(self, context_len: int) -> tuple[int, int, int]:
+        """``(paged_gpu, exact_gpu, exact_1)`` bytes of one sequence of ``context_len`` tokens [bytes].
+
+        The same integers as the three profiles' :meth:`planner.model.kv.KVProfile.bytes_per_sequence`
+        (each group's ``num_layers x (slots x bytes_per_token + fixed)`` summed as ``slots x
+        (num_layers x bytes_per_token) + num_layers x fixed``, as ``KVProfile.bytes_per_sequences``
+        does; the groups without a window share one slot count), in one call; ``context_len`` >= 0
+        (``PlanRequest.validate`` checked it).
+        """
+        terms = self.sequence_terms
+        if terms is None:
+            return (self.paged_gpu.bytes_per_sequence(context_len), self.exact_gpu.bytes_per_sequence(context_len),
+                    self.exact_1.bytes_per_sequence(context_len))
+        out = []
+        for block, per_slot, fixed, capped in terms:
+            total = -(-context_len // block) * block * per_slot + fixed
+            for cap, cap_per_slot in capped:
+                held = context_len if context_len < cap else cap
+                total += -(-held // block) * block * cap_per_slot
+            out.append(total)
+        if len(out) == 2:  # exact_1 is exact_gpu (one GPU, or a cache replicated on every GPU)
+            out.append(out[1])
+        return out
 
     def contexts_for_batch(self, batch_size: int) -> tuple[int, int]:
         """``(max context by memory, max context before overheads)`` for ``batch_size`` sequences [tokens].
@@ -408,9 +466,10 @@ class _PlanBase:
         return found
 
 
-_KNOBS_BUT_CONTEXT_AND_BATCH = attrgetter(*(f.name for f in fields(PlanRequest)
+_KNOBS_BUT_CONTEXT_AND_BATCH = itemgetter(*(f.name for f in fields(PlanRequest)
                                              if f.name not in ("context_len", "batch_size")))
-"""Every :class:`PlanRequest` field but ``context_len`` and ``batch_size``, read as one tuple (part of the base's key)."""
+"""Every :class:`PlanRequest` field but ``context_len`` and ``batch_size``, read from the request's ``__dict__``
+as one tuple (part of the base's key; by name from the dict: cheaper than ``attrgetter``)."""
 
 
 def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
@@ -418,7 +477,7 @@ def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gp
     object and every knob but ``context_len`` and ``batch_size`` (:mod:`planner.model.memo`).
     """
     memo = model_memo(model)
-    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request))
+    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request.__dict__))
     base = memo.get(key)
     if base is None:
         base = remember(memo, key, _build_plan_base(model, gpu_memory_bytes, request, gpu_id))
@@ -469,12 +528,30 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
     }
+    fitting = ((), (), ())
+    if budget >= 0:  # what diagnose says of a request that fits (one token, no KV): context-free messages
+        said = diagnose(model, replace(request, context_len=1, batch_size=1), usable=usable,
+                        weights_gpu=weights_gpu, overhead=overhead.total_bytes, budget=budget, per_seq=0,
+                        max_seqs=0, max_ctx=0, gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+        fitting = tuple(tuple(messages) for messages in said)
+    profiles = (paged_gpu, exact_gpu) if exact_1 == exact_gpu else (paged_gpu, exact_gpu, exact_1)
     return _PlanBase(
         plan_fields=plan_fields, exact_1=exact_1, exact_gpu=exact_gpu, paged_gpu=paged_gpu,
         usable=usable, weights_gpu=weights_gpu, overhead_bytes=overhead.total_bytes, budget=budget,
         capacity_tokens=capacity_tokens, raw_budget=gpu_memory_bytes - weights_gpu,
-        splits=tensor_parallel_splits(model, tp), serving=effects,
+        splits=tensor_parallel_splits(model, tp), fitting_messages=fitting, serving=effects,
+        sequence_terms=tuple(map(_sequence_terms, profiles)) if all(type(p) is KVProfile for p in profiles) else None,
     )
+
+
+def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:
+    """``(block_size, uncapped bytes per slot, fixed bytes, ((window cap, bytes per slot), ...))`` of ``profile``:
+    the per-group factors of :meth:`_PlanBase.bytes_per_sequence`, the uncapped groups' summed [bytes, tokens]."""
+    uncapped = sum(g.num_layers * g.bytes_per_token for g in profile.groups if g.max_tokens is None)
+    fixed = sum(g.num_layers * g.bytes_per_sequence_fixed for g in profile.groups)
+    capped = tuple((g.max_tokens, g.num_layers * g.bytes_per_token) for g in profile.groups
+                   if g.max_tokens is not None)
+    return profile.block_size, uncapped, fixed, capped
 
 
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------

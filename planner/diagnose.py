@@ -64,10 +64,9 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
     tp = request.num_gpus
     limit = model.max_position_embeddings
     if limit and request.context_len > limit:
-        reasons.append(
-            f"context_len {request.context_len:,} is longer than the model supports "
-            f"(max_position_embeddings {limit:,})")
-        suggestions.append(Fix(f"lower context_len to at most {limit:,}", "context_len", limit))
+        tail, fix = _context_limit_messages(limit)
+        reasons.append(f"context_len {request.context_len:,}{tail}")
+        suggestions.append(fix)
     if weights_gpu + overhead > usable:
         reason, fixes = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
                                             overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
@@ -83,7 +82,7 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         if max_ctx:
             suggestions.append(Fix(f"lower context_len to {max_ctx:,} (fits this batch)", "context_len", max_ctx))
         if request.kv_cache_dtype in ("auto", "bf16", "fp16", "fp32"):
-            suggestions.append(Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8"))
+            suggestions.append(_FP8_KV_FIX)
         more = gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
         suggestions.append(Fix(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)",
                                "num_gpus", more)
@@ -95,6 +94,25 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
     if split_note:
         notes.append(split_note)
     return reasons, suggestions, notes
+
+
+_FP8_KV_FIX = Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8")
+"""The fp8 KV-cache suggestion (one object: it depends on nothing)."""
+
+_CONTEXT_LIMIT_MESSAGES: dict[int, tuple[str, Fix]] = {}
+
+
+def _context_limit_messages(limit: int) -> tuple[str, Fix]:
+    """The end of the "context_len N is longer than the model supports" reason and the "lower context_len to at
+    most ``limit``" suggestion, made once per model limit [tokens] (neither depends on the context)."""
+    found = _CONTEXT_LIMIT_MESSAGES.get(limit)
+    if found is None:
+        if len(_CONTEXT_LIMIT_MESSAGES) >= 1024:
+            _CONTEXT_LIMIT_MESSAGES.clear()
+        found = _CONTEXT_LIMIT_MESSAGES[limit] = (
+            f" is longer than the model supports (max_position_embeddings {limit:,})",
+            Fix(f"lower context_len to at most {limit:,}", "context_len", limit))
+    return found
 
 
 def _weights_do_not_fit(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,

@@ -161,14 +161,14 @@ def venv_python(venv: Path) -> Path:
     return posix if posix.exists() else venv / "Scripts" / "python.exe"
 
 
-def ensure_peer_venv(venv: Path, spec: str) -> Path:
+def ensure_peer_venv(venv: Path, spec: str, imports: str = "planner.capacity_planner, transformers") -> Path:
     """Make (or reuse) a venv holding ``spec``; returns its interpreter.
 
-    Reused when ``planner.capacity_planner`` and transformers import there;
-    else created with ``python -m venv`` and filled with ``pip install spec``.
+    Reused when ``imports`` (default: ``planner.capacity_planner`` and transformers)
+    import there; else created with ``python -m venv`` and filled with ``pip install spec``.
     """
     python = venv_python(venv)
-    probe = [str(python), "-I", "-c", "import planner.capacity_planner, transformers"]
+    probe = [str(python), "-I", "-c", f"import {imports}"]
     if python.exists() and subprocess.run(probe, cwd=venv, capture_output=True, check=False).returncode == 0:
         return python
     print(f"making the peer's venv ({spec}) under {venv} ...", file=sys.stderr, flush=True)

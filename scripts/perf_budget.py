@@ -22,7 +22,10 @@ against ``streamlit run app.py`` on a free 127.0.0.1 port:
 4. **Catalog sweep**: ``planner.sweep.catalog_sweep`` over every catalog model
    x every GPU x 256 contexts (``scripts/benchmark.py``), median of ``--sweep-repeats``.
 
-Targets (issue "Production-ready"): first page < 3 s, rerun p95 < 300 ms.
+Targets (issue "Ten times faster than the closest peer"; before it "Production-ready": first page
+< 3 s, rerun p95 < 300 ms): first page in a fresh browser on a cold server < 2.5 s, rerun after a
+widget change p95 < 150 ms on every page, catalog sweep < 50 ms, on a quiet machine (the load
+average is printed with the figures).
 Figures are printed and written with ``--json``; nothing is asserted.
 """
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -53,8 +57,8 @@ from tests.e2e_helpers import (  # noqa: E402
     rerun_latency_ms,
 )
 
-FIRST_PAGE_TARGET_MS = 3000
-RERUN_P95_TARGET_MS = 300
+FIRST_PAGE_TARGET_MS = 2500
+RERUN_P95_TARGET_MS = 150
 
 
 def measure_page(browser, path: str, *, warm: int, reruns: int, log_dir: Path, app_dir: Path = ROOT) -> dict:
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
-    report: dict = {"pages": []}
+    report: dict = {"pages": [], "load_average_before": os.getloadavg()[0]}
     sweep = measure_sweep(args.sweep_repeats)
     report["sweep"] = sweep
     print(f"catalog sweep: {sweep['models']} models x {sweep['gpus']} GPUs x {sweep['contexts']} contexts = "
@@ -155,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         slow = [name(r) for r in rows if (r["rerun_p95_ms"] or 0) > RERUN_P95_TARGET_MS]
         print(f"targets: first page < {FIRST_PAGE_TARGET_MS} ms (cold over: {over or 'none'}; warm over: "
               f"{warm_over or 'none'}); rerun p95 < {RERUN_P95_TARGET_MS} ms (over: {slow or 'none'})")
+    report["load_average_after"] = os.getloadavg()[0]
+    print(f"load average {report['load_average_before']:.2f} before, {report['load_average_after']:.2f} after")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

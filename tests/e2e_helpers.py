@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -378,8 +379,29 @@ def step_number(page, key: str, up: bool = True) -> float:
     return t0
 
 
+PICKER_KEYS = ("model", "models", "gpu", "gpus")
+"""Widgets that show a catalog name for an id (``ui.inputs.picker``)."""
+
+
+@functools.lru_cache(maxsize=1)
+def picker_labels() -> dict[str, str]:
+    """Catalog id -> the label the model and GPU pickers show (``ui.catalog.model_label``, GPU names)."""
+    from model_catalog import get_model_entry, model_ids
+    from model_catalog.gpus import load_gpus
+    from ui.catalog import model_label
+
+    labels = {g.id: g.name for g in load_gpus().values()}
+    for model_id in model_ids():
+        entry = get_model_entry(model_id)
+        labels[model_id] = model_label(entry.display_name, model_id, entry.aliases)
+    return labels
+
+
 def choose(page, key: str, option: str) -> float:
-    """Pick ``option`` (exact text) in the selectbox ``key``; return the page time before the first click."""
+    """Pick ``option`` (exact text, or a catalog id in a model/GPU picker) in the selectbox ``key``;
+    return the page time before the first click."""
+    if key in PICKER_KEYS:
+        option = picker_labels().get(option, option)
     field = key_box(page, key).locator("input")
     t0 = page_now_ms(page)
     field.click()
@@ -430,10 +452,18 @@ def collect(page) -> dict:
         ``exceptions`` (texts of ``st.exception`` blocks), ``metrics`` (label ->
         value text), ``alerts`` (``{"kind": "error"|"warning"|"info"|"success",
         "text"}``), ``title``, ``widgets`` (key -> value as shown: text for inputs
-        and selectboxes, a list for multiselects), ``charts`` (plotly: drawn,
+        and selectboxes, a list for multiselects; the model and GPU pickers as ids), ``charts`` (plotly: drawn,
         traces, points) and ``url``.
     """
-    return page.evaluate(COLLECT_JS)
+    shown = page.evaluate(COLLECT_JS)
+    ids = {label: item for item, label in picker_labels().items()}
+    for key in PICKER_KEYS:  # the pickers show names: report the ids they stand for
+        value = shown["widgets"].get(key)
+        if isinstance(value, list):
+            shown["widgets"][key] = [ids.get(v, v) for v in value]
+        elif value is not None:
+            shown["widgets"][key] = ids.get(value, value)
+    return shown
 
 
 def query(**params) -> str:

@@ -25,7 +25,8 @@ from planner.budget import PlanRequest, plan
 from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve, memory_curve
 from ui import data
-from ui.format import bytes_to_gib, format_bytes, format_context, format_int, format_tokens, gib_to_bytes
+from ui.format import (bytes_to_gib, format_bytes, format_context, format_int, format_tokens, format_tokens_short,
+                       gib_to_bytes)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
@@ -72,8 +73,7 @@ def check_home(at: AppTest) -> None:
         "KV budget per GPU": format_bytes(p.kv_cache_budget_bytes),
         "Max concurrent sequences": format_int(p.max_concurrent_sequences),
         "Max context at batch 2 [tokens]": format_int(p.max_context_len),
-        "Max context before overheads [tokens]": format_context(p.max_context_len_before_overheads,
-                                                                p.max_position_embeddings),
+        "Max context before overheads [tokens]": format_int(p.max_context_len_before_overheads),
     }
     assert at.selectbox(key="gpu").value == RTX3090
     assert at.number_input(key="overhead_gib").value == 1.5
@@ -97,7 +97,7 @@ def check_memory_curves(at: AppTest) -> None:
         assert traces[group.label]["y"] == [bytes_to_gib(pt.total_bytes) for pt in points]
     table = at.dataframe[0].value
     p = _plan(LLAMA3, RTX3090, context_len=8192, batch_size=4)
-    row = table[table["Model"] == LLAMA3].iloc[0]
+    row = table[table["Model"] == model_spec(LLAMA3).display_name].iloc[0]  # names on screen, not ids
     assert row[get_gpu(RTX3090).name].startswith(format_tokens(p.max_context_len))
 
 
@@ -119,11 +119,12 @@ def check_concurrency(at: AppTest) -> None:
     request = PlanRequest(context_len=8192, num_gpus=2)
     table = at.dataframe[0].value
     contexts = data.table_contexts(spec)
-    assert list(table["gpu_id"]) == [RTX3090, H100]
+    assert list(table["GPU"]) == [get_gpu(RTX3090).name, get_gpu(H100).name]  # names first; ids in the CSV
+    assert list(table.columns[1:]) == [format_tokens_short(c) for c in contexts]
     for gpu_id in (RTX3090, H100):
         users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts)
-        row = table[table["gpu_id"] == gpu_id].iloc[0]
-        assert [int(row[f"{c} tokens"]) for c in contexts] == list(users)
+        row = table[table["GPU"] == get_gpu(gpu_id).name].iloc[0]
+        assert [int(row[format_tokens_short(c)]) for c in contexts] == list(users)
     assert at.get("download_button"), "CSV download offered"
 
 
@@ -173,14 +174,24 @@ def test_home_defaults_answer_with_planner_values():
     assert metrics(at)["KV per token"] == format_bytes(p.kv_cache_bytes_per_token, "auto") == "128.00 KiB"
 
 
+def test_context_beyond_the_model_limit_is_said_under_the_number():
+    """Issue 14 item 8: the card showed "526,192 (beyond t..." cut off; the words now sit under the number."""
+    at = run_page("app.py", {"model": LLAMA2, "gpu": H100, "weight_dtype": "fp16", "context_len": "4096"})
+    p = _plan(LLAMA2, H100, context_len=4096, weight_dtype="fp16")
+    assert p.max_context_len_before_overheads > p.max_position_embeddings == 4096
+    card = next(m for m in at.metric if m.label == "Max context before overheads [tokens]")
+    assert card.value == format_int(p.max_context_len_before_overheads)
+    assert card.delta == "beyond the model's 4,096"
+    assert format_context(p.max_context_len_before_overheads, 4096) == f"{card.value} ({card.delta})"
+
+
 def test_seed_question_llama2_fp16_on_24gb_card():
     """Llama-2-7b fp16 on an RTX 3090: both max-context figures are on screen, as the planner gives them."""
     at = run_page("app.py", {"model": LLAMA2, "gpu": RTX3090, "weight_dtype": "fp16", "context_len": "4096"})
     p = _plan(LLAMA2, RTX3090, context_len=4096, weight_dtype="fp16")
     shown = metrics(at)
     assert shown["Max context at batch 1 [tokens]"] == format_int(p.max_context_len)
-    assert shown["Max context before overheads [tokens]"] == format_context(p.max_context_len_before_overheads,
-                                                                          p.max_position_embeddings)
+    assert shown["Max context before overheads [tokens]"] == format_int(p.max_context_len_before_overheads)
     assert shown["Weights"] == format_bytes(p.weights_bytes_per_gpu) == "12.55 GiB"
     text = " ".join(m.value for m in at.markdown)
     assert format_tokens(p.max_context_len_by_memory) in text

@@ -244,3 +244,76 @@ def _change_batch_and_reopen(server, browser, page):
         assert found["metrics"] == before
     finally:
         other.close()
+
+
+# --------------------------------------------------------------------------
+# Pickers show names, the URL keeps ids (issue 14, item 6), and the Find table fits (item 8)
+# --------------------------------------------------------------------------
+WIDGET_TEXT_JS = """(label) => {
+  const all = Array.from(document.querySelectorAll(
+    '[data-testid="stSelectbox"], [data-testid="stMultiSelect"]'));
+  const el = all.find(e => (e.querySelector('[data-testid="stWidgetLabel"]') || {}).innerText === label);
+  if (!el) return null;
+  return {text: el.innerText + ' | ' + Array.from(el.querySelectorAll('input')).map(i => i.value).join(' | '),
+          chips: Array.from(el.querySelectorAll('[data-tag] > span')).map(s => s.innerText.replace(/\\s+/g, ' '))};
+}"""
+
+LLAMA31 = "meta-llama/Meta-Llama-3.1-8B"
+
+
+def _url_params(pg) -> dict[str, list[str]]:
+    return parse_qs(urlparse(pg.url).query)
+
+
+@pytest.mark.parametrize(("path", "label", "names", "key", "ids"), [
+    ("/" + q(model=LLAMA31, gpu="nvidia-l4"), "Model", ["Llama 3.1 8B · meta-llama/Meta-Llama-3.1-8B"], "model",
+     [LLAMA31]),
+    ("/" + q(model=LLAMA31, gpu="nvidia-l4"), "GPU", ["L4"], "gpu", ["nvidia-l4"]),
+    ("/Memory_curves" + q(models=[LLAMA31, "Qwen/Qwen2.5-7B"], gpus=["nvidia-rtx-4090"]), "Models (up to 6)",
+     ["Llama 3.1 8B · meta-llama/Meta-Llama-3.1-8B[-Instruct]", "Qwen2.5 7B · Qwen/Qwen2.5-7B[-Instruct]"], "models",
+     [LLAMA31, "Qwen/Qwen2.5-7B"]),
+    ("/Concurrency" + q(model=LLAMA31, gpus=["nvidia-rtx-4090", "nvidia-h100-sxm-80gb"]), "GPUs (up to 8)",
+     ["GeForce RTX 4090", "H100 SXM5 80GB"], "gpus", ["nvidia-rtx-4090", "nvidia-h100-sxm-80gb"]),
+], ids=["model", "gpu", "models", "gpus"])
+def test_pickers_show_names_while_the_url_keeps_ids(server, page, request, path, label, names, key, ids):
+    with shot_on_failure(page, request):
+        open_settled(page, server + path)
+        found = page.evaluate(WIDGET_TEXT_JS, label)
+        assert found is not None, f"no picker labelled {label!r}"
+        if key in ("models", "gpus"):
+            assert found["chips"] == names, found  # whole names: the chips wrap instead of ending in "..."
+        else:
+            assert names[0] in found["text"], found
+        assert ids[0] not in found["text"].split(" · ")[0]  # the name comes first, not the id
+        assert _url_params(page)[key] == ids
+
+
+def test_typing_part_of_a_name_picks_it_and_writes_the_id(server, page, request):
+    with shot_on_failure(page, request):
+        open_settled(page, server + "/" + q(model=LLAMA31, gpu="nvidia-l4"))
+        box = page.locator('[data-testid="stSelectbox"]').filter(has_text="GPU").first
+        box.locator("input").click()
+        page.keyboard.type("h100 pcie")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => location.search.includes('gpu=nvidia-h100-pcie-80gb')", timeout=15000)
+        settle(page)
+        assert "H100 PCIe 80GB" in page.evaluate(WIDGET_TEXT_JS, "GPU")["text"]
+        assert _url_params(page)["model"] == [LLAMA31]
+
+
+@pytest.mark.parametrize("width", [1400, 1280])
+def test_find_table_does_not_scroll_sideways(server, browser, request, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    try:
+        with shot_on_failure(pg, request):
+            found = open_settled(pg, server + "/Find_a_GPU_setup" + q(model="meta-llama/Meta-Llama-3-8B", users=50))
+            assert not found["exceptions"], found["exceptions"]
+            pg.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller', state="attached", timeout=15000)
+            grids = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+                .map(d => { const s = d.querySelector('.dvn-scroller');
+                            return {scroll: s.scrollWidth, client: s.clientWidth}; })""")
+            assert grids, "no table"
+            assert grids[0]["scroll"] <= grids[0]["client"], grids[0]  # the setups table
+    finally:
+        context.close()

@@ -4,6 +4,7 @@ layer kind holds the bytes its source states (hand-checkable values in the comme
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -176,7 +177,11 @@ def test_step37_flat_config_reads_through_its_text_config_class() -> None:
 def test_kimi_k25_reads_its_kimi_k2_text_config() -> None:
     spec = model_spec("moonshotai/Kimi-K2.5")
     assert spec.attention_kind == "MLA"
-    assert spec.num_parameters == model_spec("moonshotai/Kimi-K2-Instruct").num_parameters
+    from planner.serving.multimodal import text_only, tower_parameters
+
+    # the language model is Kimi-K2's; the whole spec adds MoonViT + its projector (families_multimodal)
+    assert text_only(spec).num_parameters == model_spec("moonshotai/Kimi-K2-Instruct").num_parameters
+    assert spec.num_parameters == text_only(spec).num_parameters + tower_parameters(spec) == 1_026_879_353_328
 
 
 @pytest.mark.parametrize("model_id", [m for m in model_ids()
@@ -329,3 +334,31 @@ def test_generic_reading_of_multi_query_falcon_and_mamba1() -> None:
     jamba = recurrent_state(SimpleNamespace(hidden_size=64, intermediate_size=96, mamba_expand=2, mamba_d_state=16,
                                             mamba_d_conv=4))
     assert (jamba.conv_state_elements, jamba.ssm_state_elements) == (512, 2_048)
+
+
+# --- stated parameter counts (params_official) ----------------------------------------------
+
+
+@pytest.mark.parametrize(("model_id", "low", "high"), [
+    ("zai-org/GLM-5", 743.5e9, 744.5e9),  # "744B" (GLM-5 technical report)
+    ("deepseek-ai/DeepSeek-V3.1", 670.5e9, 671.5e9),  # "671 billion total parameters"
+    ("moonshotai/Kimi-K2-Instruct", 0.95e12, 1.05e12),  # "1 trillion total parameters"
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", 479.5e9, 480.5e9),  # repo id "480B-A35B"
+    ("Qwen/Qwen3.5-397B-A17B", 396.5e9, 397.5e9),  # repo id "397B-A17B" (tower included)
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 396e9, 404e9),  # "~400B total"
+])
+def test_stated_totals_bracket_the_exact_count(model_id: str, low: float, high: float) -> None:
+    assert get_model_entry(model_id).params_official is not None
+    assert low <= model_spec(model_id).num_parameters <= high
+
+
+def test_repo_id_sizes_are_the_stated_totals() -> None:
+    # Where the repo id states the size ("122B-A10B"), params_official carries exactly that statement.
+    sized = re.compile(r"-(\d+(?:\.\d+)?B)(?:-A(\d+(?:\.\d+)?B))?(?:-|$)")
+    for model_id in model_ids():
+        official = get_model_entry(model_id).params_official
+        if official is None or not official.source.startswith("Hugging Face repo id"):
+            continue
+        match = sized.search(model_id.split("/")[1])
+        assert match, model_id
+        assert (official.total, official.active) == match.groups(), model_id

@@ -173,6 +173,7 @@ def _entry(**overrides) -> dict:
         "price_source": None,
         "notes": "",
         "source": "https://example.org/spec",
+        "host_link": {"kind": "pcie4 x16", "gb_s_per_direction": 31.5, "source": "https://example.org/spec"},
     }
     entry.update(overrides)
     return entry
@@ -557,3 +558,55 @@ def test_get_gpu_searches_a_given_catalog(tmp_path):
     assert get_gpu("TEST-CARD-16GB", catalog).name == "Test Card 16GB"
     with pytest.raises(ValueError, match="did you mean 'test-card-16gb'"):
         get_gpu("test-card-32gb", catalog)
+
+
+# --- host links (what KV offload copies over) --------------------------------------------------
+# Per-direction rates worked by hand: PCIe Gen3/4/5 carry 8/16/32 GT/s per lane with 128b/130b
+# coding, so x16 = 8 x 16 x 128/130 / 8 = 15.75, 31.51, 63.02 GB/s (x8: half); NVLink-C2C 900 GB/s
+# both ways = 450 per direction (NVIDIA GH200 / GB200 datasheets).
+HOST_LINK_EXPECTED = {
+    "nvidia-h100-sxm-80gb": ("PCIe 5.0 x16", 63.0), "nvidia-h200-sxm": ("PCIe 5.0 x16", 63.0),
+    "nvidia-gh200-144gb": ("NVLink-C2C", 450.0), "nvidia-a100-sxm-80gb": ("PCIe 4.0 x16", 31.5),
+    "nvidia-l4": ("PCIe 4.0 x16", 31.5), "nvidia-rtx-4060-ti-16gb": ("PCIe 4.0 x8", 15.75),
+    "nvidia-t4": ("PCIe 3.0 x16", 15.75), "amd-mi300x": ("PCIe 5.0 x16", 63.0),
+    "apple-m4-max-128gb": ("unified memory", 0.0), "nvidia-dgx-spark": ("unified memory", 0.0),
+    "nvidia-b300": ("unknown", None),
+}
+
+
+def test_every_gpu_has_a_host_link_or_says_unknown():
+    for gpu in load_gpus().values():
+        link = gpu.host_link
+        assert link.source.strip(), gpu.id
+        if link.kind == "unknown":
+            assert link.gb_s_per_direction is None, gpu.id
+        else:
+            assert link.gb_s_per_direction is not None, gpu.id
+        assert (link.kind == "unified") == gpu.unified_memory, gpu.id  # shared memory: nothing to copy
+
+
+@pytest.mark.parametrize(("gpu_id", "expected"), HOST_LINK_EXPECTED.items())
+def test_host_links_worked_by_hand(gpu_id, expected):
+    link = get_gpu(gpu_id).host_link
+    assert (link.label, link.gb_s_per_direction) == expected
+
+
+@pytest.mark.parametrize(("link", "message"), [
+    ({"kind": "pcie5 x16", "gb_s_per_direction": 64.0, "source": "s"}, "does not match pcie5 x16"),
+    ({"kind": "unknown", "gb_s_per_direction": 31.5, "source": "s"}, "must be null"),
+    ({"kind": "pcie4 x16", "gb_s_per_direction": None, "source": "s"}, "required for kind"),
+    ({"kind": "unified", "gb_s_per_direction": 5.0, "source": "s"}, "must be 0"),
+    ({"kind": "pcie9 x16", "gb_s_per_direction": 1.0, "source": "s"}, "kind"),
+    ({"kind": "pcie4 x16", "gb_s_per_direction": 31.5, "source": ""}, "source"),
+])
+def test_bad_host_links_are_refused(tmp_path, link, message):
+    path = _write_catalog(tmp_path, [_entry(host_link=link)])
+    with pytest.raises(ValueError, match=message):
+        load_gpus(path)
+
+
+def test_a_gpu_without_a_host_link_is_refused(tmp_path):
+    entry = _entry()
+    del entry["host_link"]
+    with pytest.raises(ValueError, match="host_link"):
+        load_gpus(_write_catalog(tmp_path, [entry]))

@@ -97,8 +97,7 @@ def home_metrics_from_cli(result: dict) -> dict[str, str]:
         "KV budget per GPU": format_bytes(result["kv_cache_budget_bytes"]),
         "Max concurrent sequences": format_int(result["max_concurrent_sequences"]),
         f"Max context at batch {format_int(result['batch_size'])} [tokens]": format_int(result["max_context_len"]),
-        "Max context before overheads [tokens]": format_context(result["max_context_len_before_overheads"],
-                                                                result["max_position_embeddings"]),
+        "Max context before overheads [tokens]": format_int(result["max_context_len_before_overheads"]),
     }
 
 

@@ -165,3 +165,29 @@ def test_engine_spelled_another_way_in_the_link_is_read():
     at = run(PAGE, {"engine": "tensorrt-llm", "model": LLAMA3, "gpu": H100, "context_len": "4096"})
     assert not at.exception and not at.error
     assert at.selectbox(key="engine").value == "trtllm"
+
+
+def test_serving_features_deep_link_reaches_the_engine_plan():
+    # LoRA 8 x rank 64 + EAGLE (3 tokens) on the Engine page: the URL keys are the Home page's
+    # (ui/serving.py); the numbers shown are plan_engine's with the same features, through ui.engine.
+    from planner.serving import LoRAConfig, ServingFeatures, SpeculativeConfig
+    from ui.engine import serving_metric_values
+
+    params = {"model": LLAMA3, "gpu": H100, "context_len": "8192", "enable_lora": "true", "max_loras": "8",
+              "max_lora_rank": "64", "speculative_method": "eagle", "num_speculative_tokens": "3"}
+    at = run(PAGE, params)
+    assert not at.exception
+    features = ServingFeatures(engine="vllm", lora=LoRAConfig(max_loras=8, max_lora_rank=64),
+                               speculative=SpeculativeConfig(method="eagle", num_speculative_tokens=3))
+    plan = expected("vllm", max_model_len=8192, serving=features)
+    shown = shown_metrics(at)
+    for label, (value, _) in (engine_metric_values(plan) | serving_metric_values(plan)).items():
+        assert shown[label] == value, label
+    assert "LoRA slots" in shown and "Draft KV cache" in shown
+    assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in c.value for c in at.code)
+
+
+def test_engine_without_the_feature_says_so_on_the_page():
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "engine": "tgi", "enable_lora": "true"})
+    assert not at.exception
+    assert any("not modelled for tgi: LoRA adapter slots" in i.value for i in at.info)

@@ -8,28 +8,36 @@
 * ``_from_parts`` builds the same records as their constructors.
 * Integer shortcuts (``StorageFormat.bytes_for``, :func:`~planner.engines.pages.concurrency_ratio`)
   equal the ``Fraction`` arithmetic they replace.
+* :func:`planner.model.fastinit.fast_frozen_init` builds the same request objects as the
+  ``__init__`` ``dataclasses`` generates (same ``__dict__``, signature, errors); the one-pass
+  per-sequence sums, the full-attention shortcut of the vLLM plan and the read-back of two
+  printed decimals equal what they replace.
 
 No timings here (scripts/bench_peer.py measures them).
 """
 
 from __future__ import annotations
 
+import copy
 import gc
+import inspect
+import pickle
 import re
-from dataclasses import fields, replace
+from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields, make_dataclass, replace
 from fractions import Fraction
 
 import pytest
 
 from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
-from planner.budget import Plan, PlanRequest, plan
+from planner.budget import Plan, PlanRequest, _plan_base, plan
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.pages import concurrency_ratio, max_concurrency, printed_tokens, printed_tokens_for_ratio
 from planner.engines.profiles import ENGINE_PROFILES, engine_profile
 from planner.engines.types import EnginePlan
 from planner.engines.vllm import _static_plan
 from planner.model.dtypes import KV_CACHE_DTYPES, WEIGHT_DTYPES
+from planner.model.fastinit import fast_frozen_init
 from planner.model.kv import _build_kv_profile, cache_dtypes, kv_profile
 from planner.model.layers import NoCache
 from planner.model.memo import _MEMOS, model_memo
@@ -206,3 +214,111 @@ def test_bytes_per_sequences_equals_bytes_per_sequence():
             assert profile.bytes_per_sequences(counts) == [profile.bytes_per_sequence(n) for n in counts]
     with pytest.raises(ValueError, match="num_tokens must be >= 0"):
         profile.bytes_per_sequences([5, -1])
+
+
+def _generated_init_twin(cls):
+    """A plain frozen dataclass with ``cls``'s fields: its ``__init__`` is the one ``dataclasses`` generates."""
+    specs = [(f.name, f.type, field(default=f.default) if f.default is not MISSING
+              else field(default_factory=f.default_factory) if f.default_factory is not MISSING else field())
+             for f in fields(cls)]
+    return make_dataclass(f"{cls.__name__}Twin", specs, frozen=True, kw_only=True)
+
+
+@pytest.mark.parametrize("cls, arguments", [
+    (PlanRequest, {"context_len": 4096, "num_gpus": 2, "block_size": 32, "gpu_memory_utilization": 0.85}),
+    (EngineRequest, {"engine": "vllm-v0", "tensor_parallel_size": 2, "max_model_len": 4096, "gpu_name": "L4",
+                     "available_kv_memory_per_rank_bytes": (1, 2)}),
+])
+def test_fast_frozen_init_matches_the_generated_init(cls, arguments):
+    twin = _generated_init_twin(cls)
+    made, reference = cls(**arguments), twin(**arguments)
+    assert vars(made) == vars(reference) and list(vars(made)) == list(vars(reference))
+    assert replace(made) == made
+    assert vars(replace(made, weight_dtype="fp8")) == vars(twin(**arguments | {"weight_dtype": "fp8"}))
+    assert inspect.signature(cls) == inspect.signature(twin)
+    assert pickle.loads(pickle.dumps(made)) == made and copy.deepcopy(made) == made
+    with pytest.raises(FrozenInstanceError):
+        made.block_size = 1
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        cls(**arguments, colour="blue")
+    with pytest.raises(TypeError, match="positional argument"):
+        cls(1)
+
+
+def test_fast_frozen_init_errors_and_factories_as_dataclasses_word_them():
+    @fast_frozen_init
+    @dataclass(frozen=True, kw_only=True)
+    class Knobs:
+        a: int
+        b: int
+        tags: tuple = field(default_factory=tuple)
+        names: list = field(default_factory=list)
+
+    with pytest.raises(TypeError, match=r"missing 2 required keyword-only arguments: 'a' and 'b'"):
+        Knobs()
+    with pytest.raises(TypeError, match=r"missing 1 required keyword-only argument: 'b'"):
+        Knobs(a=1)
+    one, two = Knobs(a=1, b=2), Knobs(a=1, b=2)
+    assert one.names == [] and one.names is not two.names  # one factory call per instance
+    assert Knobs(a=1, b=2, names=["x"]).names == ["x"]
+    with pytest.raises(TypeError, match="PlanRequest.__init__\\(\\) missing 1 required keyword-only argument"):
+        PlanRequest()
+
+    @dataclass(frozen=False, kw_only=True)
+    class Mutable:
+        a: int
+
+    with pytest.raises(TypeError, match="frozen dataclass"):
+        fast_frozen_init(Mutable)
+
+
+@pytest.mark.parametrize("model_id", MODELS)
+def test_plan_base_sums_equal_the_profiles(model_id):
+    # _PlanBase.bytes_per_sequence: one pass for the three profiles, the same integers as each profile's own sum.
+    model = model_spec(model_id)
+    for tp in (1, 2, 8):
+        for block in (1, 16, 64):
+            base = _plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=1, num_gpus=tp,
+                                                                               block_size=block), H100.id)
+            for n in (0, 1, 15, 16, 17, 4095, 4096, 4097, 131072, 1 << 20):
+                assert list(base.bytes_per_sequence(n)) == [base.paged_gpu.bytes_per_sequence(n),
+                                                            base.exact_gpu.bytes_per_sequence(n),
+                                                            base.exact_1.bytes_per_sequence(n)]
+
+
+def test_fitting_messages_are_what_diagnose_says_of_a_fitting_request():
+    model = model_spec("meta-llama/Meta-Llama-3-8B")  # 32 heads, 8 KV heads
+    for tp in (1, 3, 16):  # splits; cannot split the heads; more GPUs than KV heads (a note)
+        base = _plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=4096, num_gpus=tp), H100.id)
+        result = plan(model, H100.framework_memory_bytes, PlanRequest(context_len=4096, num_gpus=tp), H100.id)
+        assert (result.reasons, result.suggestions, result.notes) == base.fitting_messages
+    assert base.fitting_messages[2] and "KV heads are replicated" in base.fitting_messages[2][0]
+
+
+@pytest.mark.parametrize("model_id", MODELS)
+def test_full_attention_terms_equal_the_layout_sums(model_id):
+    # _StaticPlan.full_attention: ceil(L / B) blocks per group and per layer, as KVLayout sums them.
+    model = model_spec(model_id)
+    for engine in ("vllm", "vllm-v0.11", "vllm-v0"):
+        if engine == "vllm-v0" and model_id == "ai21labs/Jamba-v0.1":
+            continue  # V0 refuses attention + Mamba hybrids (a ValueError)
+        for tp in (1, 2):
+            request = EngineRequest(engine=engine, tensor_parallel_size=tp, max_model_len=4096, gpu_name=H100.name)
+            st = _static_plan(model, H100.framework_memory_bytes, request, engine_profile(engine), 8192, 256)
+            if st.full_attention is None:
+                continue
+            block, groups, per_block = st.full_attention
+            for length in (1, 15, 16, 17, 8192, 131071):
+                blocks = ceil_div(length, block)
+                assert blocks * groups == st.layout.blocks_per_request(length, 8192)
+                assert blocks * per_block == st.layout.needed_bytes(length, 8192)
+
+
+def test_two_decimals_read_back_equal_round():
+    # plan_vllm takes round(conc, 2) as float(f"{conc:.2f}"): both round the float's exact value (dtoa mode 3).
+    for numerator in range(0, 5000, 7):
+        for denominator in (1, 3, 7, 8, 40, 137, 1024, 1161):
+            conc = numerator / denominator
+            assert float(f"{conc:.2f}") == round(conc, 2)
+    for conc in (0.005, 0.015, 0.125, 0.375, 1.005, 2.675, 284.245, 1e-9):  # halves and near-halves
+        assert float(f"{conc:.2f}") == round(conc, 2)

@@ -20,7 +20,8 @@ EDGE = {"cli", "__main__.py"}
 
 ALLOWED_PLANNER_IMPORTS = {
     "model": {"planner.model", "planner.units"},
-    "engines": {"planner.engines", "planner.model", "planner.units", "planner.diagnose", "planner.overhead"},
+    "engines": {"planner.engines", "planner.model", "planner.units", "planner.diagnose", "planner.overhead",
+                "planner.serving"},
     "traffic": {"planner.traffic", "planner.engines", "planner.model", "planner.units", "planner.budget",
                 "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving"},
     "serving": {"planner.serving", "planner.model", "planner.units"},

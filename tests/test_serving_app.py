@@ -75,17 +75,25 @@ def test_home_shows_mtp_and_offload():
     assert shown["Host memory per GPU (offload)"] == format_bytes(result.serving["offload"]["host_bytes_per_gpu"])
 
 
+def concurrency_row(at: AppTest, gpu) -> list[int]:
+    """The Concurrency table's cells for ``gpu``, in context order (the GPU column first, then one column per
+    :func:`ui.data.table_contexts` context)."""
+    table = at.dataframe[0].value
+    name = "GPU" if "GPU" in table.columns else "gpu"
+    row = table[table[name] == gpu.name].iloc[0]
+    return [int(v) for v in row[[c for c in table.columns if c not in ("GPU", "gpu", "gpu_id")]]]
+
+
 def test_concurrency_table_follows_the_features():
     at = run("pages/3_Concurrency.py", {"model": LLAMA, "gpus": [L4], **LORA})
     assert not at.exception and not at.error, [e.value for e in at.error]
-    table = at.dataframe[0].value
     gpu = get_gpu(L4)
     features = ServingFeatures(lora=LoRAConfig(max_loras=8, max_lora_rank=64))
-    row = table[table["gpu_id"] == L4].iloc[0]
-    for c in data.table_contexts(model_spec(LLAMA))[:4]:
+    shown = concurrency_row(at, gpu)
+    for i, c in enumerate(data.table_contexts(model_spec(LLAMA))[:4]):
         expected = plan(model_spec(LLAMA), gpu.framework_memory_bytes,
                         PlanRequest(context_len=c, serving=features), gpu_id=gpu.id).max_concurrent_sequences
-        assert int(row[f"{c} tokens"]) == expected
+        assert shown[i] == expected
 
 
 def test_find_launch_commands_carry_the_flags():
@@ -107,10 +115,105 @@ def test_bad_serving_links_say_what_to_change(params, fragment):
     assert fragment in errors and "sidebar" in errors
 
 
+QWEN3_VL = "Qwen/Qwen3-VL-8B-Instruct"
+L40S = "nvidia-l40s"
+TOWER_BYTES = 1_152_776_672
+"""Qwen3-VL-8B's vision tower in bf16: 576,388,336 parameters x 2 B (counted by hand from its config.json
+``vision_config`` in tests/test_serving_multimodal.py), 1.07 GiB."""
+
+
+def _cli_plan(*argv: str) -> dict:
+    """``python -m planner plan --format json`` for Qwen3-VL-8B on an L40S at 4,096 tokens, in process."""
+    import contextlib
+    import io
+    import json
+
+    from planner.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["plan", "--model", QWEN3_VL, "--gpu", L40S, "--context-len", "4096", "--format", "json",
+                     *argv]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_multimodal_home_shows_the_switch_and_the_tower():
+    from ui.serving import TEXT_ONLY_LABEL
+
+    at = run("app.py", {"model": QWEN3_VL, "gpu": L40S, "context_len": "4096"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    switch = [t for t in at.toggle if t.label == TEXT_ONLY_LABEL]
+    assert len(switch) == 1 and switch[0].value is False
+    full, text = _cli_plan(), _cli_plan("--language-model-only")
+    assert full["multimodal_towers"] == "vision tower 1.07 GiB"  # 1,152,776,672 / 2^30 = 1.0736
+    assert full["weights_bytes"] - text["weights_bytes"] == TOWER_BYTES
+    line = f"vision tower 1.07 GiB; text only: {format_bytes(text['weights_bytes'])}"
+    assert any(line in m.value for m in at.markdown), [m.value for m in at.markdown]
+    shown = metrics(at)
+    assert shown["Weights, with the tower"] == format_bytes(full["weights_bytes"])
+    assert shown["Weights, text only"] == format_bytes(text["weights_bytes"])
+    assert shown["Users with the tower"] == format_int(full["max_concurrent_sequences"])
+    assert shown["Users text only"] == format_int(text["max_concurrent_sequences"])
+    assert shown["Weights"] == format_bytes(full["weights_bytes"])  # vLLM's default: the tower is loaded
+
+
+def test_text_only_link_changes_weights_and_users_as_the_cli_does():
+    at = run("app.py", {"model": QWEN3_VL, "gpu": L40S, "context_len": "4096", "language_model_only": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    full, text = _cli_plan(), _cli_plan("--language-model-only")
+    assert text["max_concurrent_sequences"] > full["max_concurrent_sequences"]  # the tower's 1.07 GiB freed
+    shown = metrics(at)
+    assert shown["Weights"] == format_bytes(text["weights_bytes"]) != format_bytes(full["weights_bytes"])
+    assert shown["Max concurrent sequences"] == format_int(text["max_concurrent_sequences"])
+    assert shown["KV budget per GPU"] == format_bytes(text["kv_cache_budget_bytes"])
+
+
+def test_text_only_link_reaches_concurrency():
+    from planner.serving.multimodal import text_only
+
+    at = run("pages/3_Concurrency.py", {"model": QWEN3_VL, "gpus": [L40S], "language_model_only": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    gpu, spec = get_gpu(L40S), model_spec(QWEN3_VL)
+    shown = concurrency_row(at, gpu)
+    for i, c in enumerate(data.table_contexts(spec)[:3]):
+        served = plan(text_only(spec), gpu.framework_memory_bytes, PlanRequest(context_len=c), gpu_id=gpu.id)
+        full = plan(spec, gpu.framework_memory_bytes, PlanRequest(context_len=c), gpu_id=gpu.id)
+        assert shown[i] == served.max_concurrent_sequences > full.max_concurrent_sequences
+
+
+def test_text_models_get_no_text_only_switch():
+    from ui.serving import TEXT_ONLY_LABEL
+
+    at = run("app.py", {"model": LLAMA, "gpu": L4, "language_model_only": "true"})
+    assert not at.exception and not at.error
+    assert all(t.label != TEXT_ONLY_LABEL for t in at.toggle)
+    assert "Users text only" not in metrics(at)
+
+
+def test_video_link_prices_the_video_tokens():
+    # 16 frames of 448 x 448 on Qwen3-VL: 8 groups x 36 tokens + 8 x 2 delimiters = 304 (planner/serving/
+    # multimodal.py docstring's worked example, from transformers video_processing_qwen3_vl.py)
+    at = run("app.py", {"model": QWEN3_VL, "gpu": L40S, "context_len": "4096", "videos_per_request": "1",
+                        "video_frames": "16"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    cli = _cli_plan("--videos-per-request", "1", "--video-frames", "16")
+    assert cli["serving"]["multimodal"]["tokens_per_video"] == 304
+    shown = metrics(at)
+    assert shown["Tokens per video"] == "304"
+    assert shown["Users at this context"].startswith(format_int(cli["max_concurrent_sequences"]) + " ")
+
+
+def test_text_only_with_images_says_what_to_change():
+    at = run("app.py", {"model": QWEN3_VL, "gpu": L40S, "language_model_only": "true", "images_per_request": "2"})
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "text only" in errors and "sidebar" in errors
+
+
 NASTY = ("", "-1", "inf", "nan", "1e400", "9" * 40, "abc", "x" * 300)
 SERVING_KEYS = ("max_loras", "max_lora_rank", "max_cpu_loras", "num_speculative_tokens", "speculative_method",
                 "speculative_model", "kv_offloading_size", "kv_offloading_backend", "host_link_gb_s",
-                "images_per_request", "enable_lora")
+                "images_per_request", "enable_lora", "video_seconds", "language_model_only")
 
 
 @pytest.mark.parametrize("key", SERVING_KEYS)

@@ -11,30 +11,37 @@ import pytest
 
 from planner.budget import PlanRequest, plan
 from planner.serving import ServingFeatures
-from planner.serving.offload import OffloadConfig, host_link, launch_flags, offload_plan
+from planner.serving.offload import UNKNOWN_LINK, OffloadConfig, host_link, launch_flags, offload_plan
 from planner.units import GB, GiB
 from tests.factories import dense_model
 
 
-@pytest.mark.parametrize(("gpu_id", "name", "gb_s"), [
-    ("nvidia-h100-sxm-80gb", "PCIe 5.0 x16", 63.0),
-    ("nvidia-h200-sxm", "PCIe 5.0 x16", 63.0),
-    ("nvidia-gh200-144gb", "NVLink-C2C", 450.0),
-    ("nvidia-a100-sxm-80gb", "PCIe 4.0 x16", 31.5),
-    ("nvidia-l4", "PCIe 4.0 x16", 31.5),
-    ("nvidia-rtx-4060-ti-16gb", "PCIe 4.0 x8", 15.75),
-    ("nvidia-t4", "PCIe 3.0 x16", 15.75),
-    ("amd-mi300x", "PCIe 5.0 x16", 63.0),
-    ("apple-m4-max-128gb", "unified memory", 0.0),
-    ("some-new-card", "PCIe 4.0 x16 (assumed)", 31.5),
-])
-def test_host_link_by_gpu_family(gpu_id, name, gb_s):
-    link = host_link(gpu_id)
-    assert (link.name, link.gb_s) == (name, gb_s) and link.source
+def test_host_link_takes_the_rate_it_is_given():
+    # The rate comes from the GPU catalog (model_catalog/gpus.json host_link) or --host-link-gb-s.
+    link = host_link(63.0, "PCIe 5.0 x16", "NVIDIA H100 datasheet")
+    assert (link.name, link.gb_s, link.source) == ("PCIe 5.0 x16", 63.0, "NVIDIA H100 datasheet")
+    assert host_link(25.0).name == "given" and host_link(25.0).source == "--host-link-gb-s"
+    assert host_link(None) is UNKNOWN_LINK
 
 
-def test_link_override():
-    assert host_link("nvidia-l4", 25.0).gb_s == 25.0
+def test_unknown_link_prices_no_time():
+    off = offload_plan(OffloadConfig(kv_offloading_size=8.0), engine="vllm", gpu_id="nvidia-b300")
+    out = off.to_dict(kv_bytes_per_token_per_gpu=131_072, block_size=16, kv_bytes_per_sequence_per_gpu=GiB,
+                      gpu_kv_capacity_tokens=0)
+    assert out["host_link"] == "unknown" and out["seconds_per_token_moved"] is None
+    assert any("unknown" in n for n in off.notes)
+
+
+def test_catalog_link_prices_the_copy():
+    # Llama-3.1-8B bf16 on one GPU: 32 layers x 2 x 8 heads x 128 x 2 B = 131,072 B per token;
+    # over PCIe 5.0 x16 (32 GT/s x 16 x 128/130 / 8 = 63.0 GB/s): 131,072 / 63e9 s = 2.0805 us.
+    config = OffloadConfig(kv_offloading_size=8.0, host_link_gb_s=63.0, host_link_name="PCIe 5.0 x16",
+                           host_link_source="NVIDIA H100 datasheet")
+    out = offload_plan(config, engine="vllm", gpu_id="nvidia-h100-sxm-80gb").to_dict(
+        kv_bytes_per_token_per_gpu=131_072, block_size=16, kv_bytes_per_sequence_per_gpu=GiB, gpu_kv_capacity_tokens=0)
+    assert out["host_link"] == "PCIe 5.0 x16"
+    assert out["seconds_per_token_moved"] == pytest.approx(131_072 / 63e9)
+    assert out["seconds_per_sequence_moved"] == pytest.approx(GiB / 63e9)
 
 
 def test_vllm_splits_the_size_over_its_ranks():
@@ -85,7 +92,8 @@ def test_plan_keeps_the_gpu_pool_and_adds_a_host_tier():
     # The factory model costs 4 layers x 2 x 8 x 128 x 2 B = 16,384 B per token; a 16-token block 262,144 B.
     # 1 GiB of host = 4,096 blocks = 65,536 tokens. Over PCIe 5.0 x16: 16,384 / 63e9 s per token.
     model = dense_model()
-    features = ServingFeatures(offload=OffloadConfig(kv_offloading_size=1.0))
+    features = ServingFeatures(offload=OffloadConfig(kv_offloading_size=1.0, host_link_gb_s=63.0,
+                                                     host_link_name="PCIe 5.0 x16"))
     plain = plan(model, 24 * GiB, PlanRequest(context_len=1024), gpu_id="nvidia-h100-sxm-80gb")
     result = plan(model, 24 * GiB, PlanRequest(context_len=1024, serving=features), gpu_id="nvidia-h100-sxm-80gb")
     assert result.max_concurrent_sequences == plain.max_concurrent_sequences

@@ -331,9 +331,13 @@ def test_table_crosses_every_window() -> None:
 
 def test_table_planner_columns_match_the_planner_today() -> None:
     """Catches a stale table on the planner side without torch."""
+    from planner.serving.multimodal import is_multimodal, text_only
+
     for row in json.loads(DEFAULT_TABLE_PATH.read_text(encoding="utf-8"))["models"]:
-        spec = model_spec(row["model_id"])
+        full = model_spec(row["model_id"])
+        spec = text_only(full)  # the language model; multimodal rows add the whole model
         assert row["params_planner"] == spec.num_parameters, row["model_id"]
+        assert row.get("full_params_planner") == (full.num_parameters if is_multimodal(full) else None), row["model_id"]
         for check in row["kv_checks"]:
             view = transformers_cache_bytes(spec, check["num_tokens"], VERIFY_DTYPES, phase=check["phase"])
             assert (view.tensor_bytes, view.memory_bytes) == (
@@ -356,6 +360,31 @@ def test_stale_reasons_ignore_the_date() -> None:
 # --- a fresh run against transformers -------------------------------------------------------
 
 _HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed: `pip install -r requirements-dev.txt` "
+                                          "(CI installs it) to build the multimodal models on the meta device")
+@pytest.mark.parametrize("model_id", ["Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3.5-35B-A3B", "google/gemma-4-26B-A4B",
+                                      "moonshotai/Kimi-K2.5", "nvidia/MiniMax-M3-NVFP4", "google/gemma-3-27b-it",
+                                      "meta-llama/Llama-4-Scout-17B-16E-Instruct"])
+def test_whole_multimodal_model_on_meta_equals_text_plus_towers(model_id) -> None:
+    """transformers' AutoModelForImageTextToText on the meta device = language model + towers + projectors."""
+    from model_catalog import get_model_entry
+    from model_catalog.hf_config import read_config
+    from model_catalog.verify import transformers_full_parameter_count
+    from planner.serving.multimodal import text_only, tower_parameters
+
+    spec = model_spec(model_id)
+    whole = transformers_full_parameter_count(read_config(get_model_entry(model_id).config).full)
+    assert whole == spec.num_parameters == text_only(spec).num_parameters + tower_parameters(spec)
+    assert tower_parameters(spec) > 0
+
+
+def test_multimodal_rows_check_the_whole_model() -> None:
+    rows = {r["model_id"]: r for r in json.loads(DEFAULT_TABLE_PATH.read_text(encoding="utf-8"))["models"]}
+    for model_id in ("Qwen/Qwen3-VL-8B-Instruct", "google/gemma-4-26B-A4B", "moonshotai/Kimi-K2.5"):
+        row = rows[model_id]
+        assert row["full_params_planner"] == row["full_params_transformers"] > row["params_planner"], model_id
 
 
 @pytest.mark.skipif(not _HAS_TORCH, reason="torch is not installed: `pip install -r requirements-dev.txt` "

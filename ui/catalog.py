@@ -9,6 +9,8 @@ Sources: Streamlit docs, "Caching overview" (cache I/O, not computation).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 import model_catalog
@@ -101,6 +103,97 @@ def resolve_gpu_id(text: str) -> str:
     if text in gpus():
         return text
     return gpu_catalog.get_gpu(text).id
+
+
+# --------------------------------------------------------------------------
+# Picker labels: names on screen, ids in the URL (ui.inputs.picker)
+# --------------------------------------------------------------------------
+LABEL_SEPARATOR = " · "
+"""Between a model's display name and its Hugging Face id in the picker label."""
+
+
+def is_fuzzy_match(query: str, label: str) -> bool:
+    """Whether Streamlit's picker filter keeps ``label`` for the typed ``query``.
+
+    Streamlit 1.67's selectbox and multiselect filter with ``filter_mode="fuzzy"`` by
+    default: the frontend keeps an option when every character of the query occurs in
+    its label in the same order, ignoring case (fzy.js ``hasMatch``, as bundled in
+    Streamlit's static ``useSyncComboBoxEnterTargetFocus`` chunk). The ids and names are ASCII.
+    """
+    text, at = label.lower(), 0
+    for char in query.lower():
+        at = text.find(char, at) + 1
+        if at == 0:
+            return False
+    return True
+
+
+def _insertion(repo: str, alias_repo: str) -> tuple[int, str] | None:
+    """``(k, text)`` when ``alias_repo`` is ``repo`` with ``text`` inserted at ``k``, moved as far left
+    as it goes so that it starts at a separator (``Llama-2-7b-hf`` + ``-chat`` at 10); else None."""
+    if len(alias_repo) <= len(repo):
+        return None
+    k = 0
+    while k < len(repo) and repo[k] == alias_repo[k]:
+        k += 1
+    text = alias_repo[k:len(alias_repo) - (len(repo) - k)]
+    if text + repo[k:] != alias_repo[k:]:
+        return None
+    while k and repo[k - 1] == text[-1]:  # the same string with the insertion one character earlier
+        k, text = k - 1, repo[k - 1] + text[:-1]
+    return k, text
+
+
+def model_label(name: str, model_id: str, aliases: Sequence[str] = ()) -> str:
+    """The picker label of a catalog model: display name, Hugging Face id, then what its aliases add.
+
+    The label is all the picker can search (:func:`is_fuzzy_match`), so typing any part of the
+    name, the id or an alias id finds the entry. Aliases of the same owner that insert words
+    into the id's repo name at one place are written there in brackets
+    (``meta-llama/Meta-Llama-3.1-8B[-Instruct]``, ``Qwen/Qwen3-30B-A3B-FP8`` with
+    ``[-Instruct-2507|-Thinking-2507]`` before ``-FP8``); an alias that the label already matches
+    adds nothing (``meta-llama/Llama-3.1-8B`` inside ``meta-llama/Meta-Llama-3.1-8B``); any other
+    adds its repo name, or its whole id under another owner, after ``also``.
+
+    Args:
+        name: The catalog's ``display_name`` (``Llama 3.1 8B``).
+        model_id: The canonical Hugging Face id.
+        aliases: The entry's alias ids.
+
+    Returns:
+        ``"Llama 3.1 8B · meta-llama/Meta-Llama-3.1-8B[-Instruct]"``.
+    """
+    owner, _, repo = model_id.rpartition("/")
+    found: dict[str, tuple[int, str] | None] = {}
+    for alias in aliases:
+        alias_owner, _, alias_repo = alias.rpartition("/")
+        found[alias] = _insertion(repo, alias_repo) if alias_owner == owner else None
+    places = [f[0] for f in found.values() if f is not None]
+    place = max(places, key=places.count) if places else None  # the most shared insertion point
+    texts = [f[1] for f in found.values() if f is not None and f[0] == place]
+    shown_id = (f"{owner}/{repo[:place]}[{'|'.join(dict.fromkeys(texts))}]{repo[place:]}"
+                if place is not None else model_id)
+    label = f"{name}{LABEL_SEPARATOR}{shown_id}"
+    for alias in aliases:
+        if not is_fuzzy_match(alias, label):
+            alias_owner, _, alias_repo = alias.rpartition("/")
+            label += f" also {alias_repo if alias_owner == owner else alias}"
+    return label
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def model_labels() -> dict[str, str]:
+    """Picker label of every catalog model by canonical id (:func:`model_label`)."""
+    labels = {}
+    for model_id in model_ids():
+        entry = model_entry(model_id)
+        labels[model_id] = model_label(entry.display_name, model_id, tuple(entry.aliases))
+    return labels
+
+
+def gpu_labels() -> dict[str, str]:
+    """Picker label of every catalog GPU by id: its catalog name (``H100 SXM5 80GB``)."""
+    return {gpu_id: g.name for gpu_id, g in gpus().items()}
 
 
 def default_model_id() -> str:

@@ -42,6 +42,8 @@ SEGMENT_COLOURS = {
 RANK_COLOURS = {
     "Weights": "#4C78A8", "Activation peak": "#B279A2", "Non-torch": "#9D755D", "CUDA graphs": "#72B7B2",
     "KV cache": "#F58518", "Not allocated": "#E5E8EC", "Over the card": "#D62728",
+    # serving features (planner.engines.serving.SEGMENT_LABELS)
+    "LoRA slots": "#54A24B", "Draft weights": "#88D27A", "LoRA / encoder buffers": "#D4A6C8", "Draft KV cache": "#FFBF79",
 }
 """Segments of :meth:`planner.engines.types.RankBudget.segments`."""
 

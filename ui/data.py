@@ -19,7 +19,7 @@ from planner.model import ModelSpec
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.sweep import concurrency_curve, context_points, memory_curve, per_gpu_costs
 from ui import catalog
-from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens
+from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
 
 CURVE_MIN_TOKENS = 128
 """Shortest context on the curves [tokens]."""
@@ -104,7 +104,7 @@ def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec],
     """Largest context that fits at the plan's batch, model rows x GPU columns (text cells)."""
     rows = []
     for m in models:
-        row = {"Model": m.model_id}
+        row = {"Model": m.display_name or m.model_id}
         for g in gpus:
             p = grid[(m.model_id, g.id)]
             if p.max_context_len_limited_by == "tensor_parallel":
@@ -193,6 +193,13 @@ def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, conte
     return pd.DataFrame(rows)
 
 
+def concurrency_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The on-screen form of :func:`concurrency_table`: GPU names first (ids stay in the CSV) and context
+    columns headed in K / M tokens (``"8K"``; inexact sizes in full)."""
+    shown = table.drop(columns=["gpu_id"]).rename(columns={"gpu": "GPU"})
+    return shown.rename(columns={c: format_tokens_short(int(c.split()[0])) for c in shown.columns if c != "GPU"})
+
+
 def first_url(text: str) -> str | None:
     """The first http(s) URL in a source note, for a link column."""
     match = _URL.search(text or "")
@@ -228,6 +235,8 @@ def gpu_table() -> pd.DataFrame:
             "framework memory [GiB]": bytes_to_gib(g.framework_memory_bytes),
             "basis": g.framework_memory_basis, "marketed [GB]": g.memory_gb_marketed,
             "bandwidth [GB/s]": g.bandwidth_gb_s, "bf16 dense TFLOPS": g.bf16_dense_tflops,
+            "host link": g.host_link.label, "host link [GB/s per direction]": g.host_link.gb_s_per_direction,
+            "host link source": g.host_link.source,
             "price [USD/h]": g.price_usd_per_hour, "source": first_url(g.source), "source note": g.source,
         })
     return pd.DataFrame(rows)

@@ -19,6 +19,7 @@ from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROF
 from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
+from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
 from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField, PlanInputs
@@ -131,12 +132,14 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
     return EngineInputs(engine=engine, **values), problems
 
 
-def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str) -> EngineRequest:
+def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
+                   features: ServingFeatures | None = None) -> EngineRequest:
     """The planner request for the sidebar: GPUs per replica = tensor parallel x pipeline stages.
 
     With 'GPUs per replica' left at 1, pipeline stages add GPUs (tensor parallel 1,
     ``pp`` GPUs per replica), as the CLI's ``--pipeline-parallel-size`` does
-    without ``--num-gpus``.
+    without ``--num-gpus``. ``features`` (the sidebar's serving features, ``ui.serving``) are priced
+    under the chosen engine's rules (:mod:`planner.engines.serving`); None = the bare model.
 
     Raises:
         ValueError: GPUs per replica (above 1) not a multiple of the pipeline stages.
@@ -156,7 +159,7 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str) -> Engi
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
-        enforce_eager=bool(knobs.enforce_eager))
+        enforce_eager=bool(knobs.enforce_eager), serving=features)
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
@@ -265,8 +268,13 @@ def rank_caption(plan: EnginePlan) -> str:
 
 
 def rank_rows(plan: EnginePlan) -> list[dict]:
-    """One formatted row per kind of GPU: per pipeline stage, and V0's driver apart from its peers."""
-    return [{
+    """One formatted row per kind of GPU: per pipeline stage, and V0's driver apart from its peers; with
+    serving features, one column per part they add (:attr:`planner.engines.types.RankBudget.serving_parts`)."""
+    return [_rank_row(r) | {label: format_bytes(size) for label, _, size in r.serving_parts} for r in plan.ranks]
+
+
+def _rank_row(r) -> dict:
+    return {
         "Stage": r.stage, "GPUs": ROLE_LABELS.get(r.role, r.role),
         "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
         "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
@@ -275,7 +283,61 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
         "KV per token": format_bytes(r.kv_cache_bytes_per_token, "auto"),
         "Block": format_bytes(r.bytes_per_block, "auto"), "Blocks": format_int(r.num_blocks),
         "Measured": ", ".join(r.overridden) or "-",
-    } for r in plan.ranks]
+    }
+
+
+SERVING_PART_HELP = {
+    "LoRA slots": "Adapter slots the engine preallocates (counted in the weights: 'Model loading took')",
+    "Draft weights": "The drafter's own weights: a draft model, an EAGLE head or the MTP layers",
+    "LoRA / encoder buffers": "Profile-pass extras: the LoRA shrink buffer and the encoder cache of the images",
+    "Draft KV cache": "The drafter's KV: in the same block pool (vLLM) or a pool of its own (SGLang, llama.cpp)",
+}
+WHERE = {"weights": "in the weights", "activation": "in the activation peak", "kv": "in the KV pool",
+         "outside": "beside the engine's pool"}
+
+
+def serving_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
+    """Metric label -> (value, help) for the Engine page's serving section, from ``plan.serving``."""
+    serving = plan.serving or {}
+    out: dict[str, tuple[str, str]] = {}
+    for label, where, size in plan.limiting_rank.serving_parts:
+        if size:
+            out[label] = (format_bytes(size), f"{SERVING_PART_HELP[label]}; per GPU, {WHERE[where]}")
+    lora = serving.get("lora")
+    if lora and lora["supported"]:
+        out["Memory per adapter slot"] = (format_bytes(lora["bytes_per_adapter_slot"], "auto"),
+                                          f"{format_bytes_exact(lora['bytes_per_adapter_slot'], 'B')} per GPU")
+        out["Adapter slots that fit"] = (format_int(lora["max_loras_that_fit"]),
+                                         f"Slots the pool holds beside one {format_int(plan.max_model_len)}-token "
+                                         "request")
+    spec = serving.get("speculative")
+    if spec:
+        out["Drafter KV per token"] = (format_bytes(spec["draft_kv_cache_bytes_per_token_per_gpu"], "auto"),
+                                       f"{format_int(spec['draft_layers'])} drafter layer(s), per GPU")
+    off = serving.get("offload")
+    if off and off["supported"]:
+        out["Host memory per GPU"] = (format_bytes(off["host_bytes_per_gpu"]),
+                                      f"{off['mechanism']}; the GPU keeps its whole pool")
+        if off["seconds_per_token_moved"] is not None:
+            out["Per token moved (estimate)"] = (f"{off['seconds_per_token_moved'] * 1e6:,.2f} µs",
+                                                 f"over {off['host_link']} ({off['host_link_gb_s']:g} GB/s)")
+    return out
+
+
+def serving_section(plan: EnginePlan) -> None:
+    """The Engine page's "Serving features" block: what they cost under this engine and its flags (their notes
+    are among ``plan.notes``, shown with the verdict)."""
+    if plan.serving is None:
+        return
+    st.subheader("Serving features under this engine")
+    items = list(serving_metric_values(plan).items())
+    for row in (items[i:i + 4] for i in range(0, len(items), 4)):
+        for col, (label, (value, help_text)) in zip(st.columns(len(row)), row):
+            col.metric(label, value, help=help_text, border=True)
+    if plan.serving["engine_launch_flags"]:
+        st.caption(f"{plan.engine}'s own flags (in the launch command above): "
+                   f"`{plan.serving['engine_launch_flags']}`")
+    st.caption("The features' notes are with the verdict above.")
 
 
 def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:

@@ -11,6 +11,12 @@ widget default. :func:`check_link` therefore reads the raw parameters
 *before* the widgets exist, says what was wrong and how to fix it, and maps
 catalog aliases (``gpu=h100``) to canonical ids through ``st.session_state``.
 Everything else in the link is kept.
+
+The four pickers (``model``, ``models``, ``gpu``, ``gpus``) show names, not ids, so they are
+*not* bound: a bound widget with ``format_func`` writes the shown label into the URL
+(Streamlit 1.67 serializes a selectbox value through ``format_func``) and no longer accepts
+the id in a link. :func:`picker` syncs them by hand, ids both ways: a link's ids seed the
+widget, and a change writes the ids into ``st.query_params`` in the same run.
 """
 
 from __future__ import annotations
@@ -333,6 +339,109 @@ def _number_widget(container, key: str, default: int | float | None = None):
         step=int(field.step), key=key, help=field.help, bind="query-params")
 
 
+_SYNCED = "_picker_url_ids"
+"""Session-state key: key -> (page, ids) each picker last wrote into the URL."""
+
+PICKER_CSS = """<style>
+section[data-testid="stSidebar"] [data-testid="stMultiSelect"] div[role="group"] {max-height: none;}
+section[data-testid="stSidebar"] [data-testid="stMultiSelectTagsContainer"] {max-height: none; overflow: visible;}
+section[data-testid="stSidebar"] [data-testid="stMultiSelectTagsContainer"] [data-tag] {height: auto; max-width: 100%;}
+section[data-testid="stSidebar"] [data-testid="stMultiSelectTagsContainer"] [data-tag] > span {
+  white-space: normal; overflow-wrap: anywhere; line-height: 1.3; padding: 2px 0;}
+</style>"""
+"""Sidebar multiselect chips wrap instead of ending in an ellipsis, and the box grows with them
+(Streamlit 1.67 caps a chip at one line and the box at about five chips, then scrolls)."""
+
+
+SIDEBAR_WIDTH_PX = 340
+"""Sidebar width [px] (Streamlit's default is 300): room for model names in the chips (the Find
+table, :data:`ui.traffic.FIND_COLUMNS`, is sized for what it leaves at 1,280 px). Set by
+:func:`ui.views.setup_page`: Streamlit 1.67 takes the width only from a page's first
+``st.set_page_config`` call."""
+
+
+def _seed_from_link(key: str, options: Sequence[str], multi: bool) -> None:
+    """Put the link's ids into the picker's state when the link changed since this session wrote it.
+
+    The link wins on a session's first run, on a page's first run after a page switch (the
+    navigation carries the ids) and when the browser goes back; otherwise the widget's own state (a click, a callback of the
+    custom panel) wins and is written to the URL by :func:`_write_link`. :func:`check_link` has
+    already replaced aliases by canonical ids and dropped unknown ones.
+    """
+    ids = [v for v in st.query_params.get_all(key) if v in options]
+    if not ids:
+        return
+    synced = st.session_state.get(_SYNCED, {})
+    if key in st.session_state and synced.get(key) == (_page_id(), ids):
+        return
+    st.session_state[key] = ids if multi else ids[-1]
+
+
+def _page_id() -> str:
+    """This run's page (script hash): on the first run after a page switch Streamlit shows a picker's
+    default even when the same key was set on the page before, so the link's ids are put back."""
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else str(ctx.page_script_hash)
+
+
+def _write_link(key: str, chosen: Sequence[str], default: Sequence[str]) -> None:
+    """Write the picker's ids into the URL (same run), unless they are the default and the link lacks the key."""
+    ids = [str(v) for v in chosen]
+    st.session_state.setdefault(_SYNCED, {})[key] = (_page_id(), ids)
+    if st.query_params.get_all(key) == ids or (key not in st.query_params and ids == list(default)):
+        return
+    if ids:
+        st.query_params[key] = ids
+    else:
+        del st.query_params[key]
+
+
+def picker(container, key: str, label: str, options: Sequence[str], labels: Mapping[str, str],
+           default: Sequence[str], *, multi: bool, help: str, max_selections: int | None = None) -> list[str]:
+    """A model or GPU picker that shows names and keeps ids in the URL (see the module docstring).
+
+    Args:
+        container: Where to draw it (``st.sidebar``).
+        key: Widget key and URL key (``model``, ``models``, ``gpu``, ``gpus``).
+        label: Widget label.
+        options: Canonical ids offered.
+        labels: id -> label shown (and searched) in the picker; an id without one shows as itself.
+        default: Ids chosen when neither the link nor the session says (one for a selectbox).
+        multi: Multiselect (else selectbox).
+        help: Tooltip.
+        max_selections: Most ids a multiselect keeps.
+
+    Returns:
+        The chosen canonical ids (one for a selectbox).
+    """
+    _seed_from_link(key, options, multi)
+    shown = lambda option: labels.get(option, str(option))  # noqa: E731 - format_func
+    if multi:
+        chosen = list(container.multiselect(label, options, default=list(default), key=key, format_func=shown,
+                                            max_selections=max_selections, help=help))
+    else:
+        chosen = [container.selectbox(label, options, index=list(options).index(default[0]), key=key,
+                                      format_func=shown, help=help)]
+    _write_link(key, chosen, default)
+    return chosen
+
+
+def _picker_labels(kind: str) -> dict[str, str]:
+    """Picker labels of the catalog models or GPUs, plus the sidebar's custom one when it is set."""
+    from ui import custom_panel  # noqa: PLC0415 - ui.custom_panel imports ui.catalog
+
+    choice = custom_panel.current_choice()
+    if kind == "model":
+        labels = dict(catalog.model_labels())
+        if choice.model is not None:
+            labels[catalog.CUSTOM_ID] = f"Custom model: {choice.model.name}"
+    else:
+        labels = catalog.gpu_labels()
+        if choice.gpu is not None:
+            labels[catalog.CUSTOM_ID] = f"Custom GPU: {choice.gpu.name}"
+    return labels
+
+
 def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                    default_models: Sequence[str] = (), default_gpus: Sequence[str] = (),
                    numbers: Sequence[str] = ("num_gpus", "context_len", "batch_size", "gpu_memory_utilization"),
@@ -375,20 +484,27 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     bar = st.sidebar
     chosen_models: tuple[str, ...] = ()
     chosen_gpus: tuple[str, ...] = ()
+    if model is not None or gpu is not None:
+        bar.html(PICKER_CSS)
+    model_help = ("Shown by name, then the Hugging Face id (and the alias ids it also answers to); type any "
+                  "part of either to search. Links and the CLI use the id (`--model`).")
     if model == "one":
-        chosen_models = (bar.selectbox("Model", m_ids, index=m_ids.index(d_models[0]), key="model",
-                                       bind="query-params", help="Hugging Face repo id (`--model`)."),)
+        chosen_models = tuple(picker(bar, "model", "Model", m_ids, _picker_labels("model"), d_models[:1],
+                                     multi=False, help=model_help))
     elif model == "many":
-        chosen_models = tuple(bar.multiselect(
-            f"Models (up to {MAX_MODELS})", m_ids, default=d_models[:MAX_MODELS], key="models",
-            max_selections=MAX_MODELS, bind="query-params", help="Hugging Face repo ids to compare."))
+        chosen_models = tuple(picker(bar, "models", f"Models (up to {MAX_MODELS})", m_ids, _picker_labels("model"),
+                                     d_models[:MAX_MODELS], multi=True, max_selections=MAX_MODELS,
+                                     help=model_help))
+    gpu_help = "Shown by catalog name; type any part of it to search. Links and the CLI use the id (`--gpu`)."
     if gpu == "one":
-        chosen_gpus = (bar.selectbox("GPU", g_ids, index=g_ids.index(d_gpus[0]), key="gpu",
-                                     bind="query-params", help="Catalog GPU id (`--gpu`)."),)
+        chosen_gpus = tuple(picker(bar, "gpu", "GPU", g_ids, _picker_labels("gpu"), d_gpus[:1], multi=False,
+                                   help=gpu_help))
     elif gpu == "many":
-        chosen_gpus = tuple(bar.multiselect(
-            f"GPUs (up to {MAX_GPUS})", g_ids, default=d_gpus[:MAX_GPUS], key="gpus",
-            max_selections=MAX_GPUS, bind="query-params", help="Catalog GPU ids to compare."))
+        chosen_gpus = tuple(picker(bar, "gpus", f"GPUs (up to {MAX_GPUS})", g_ids, _picker_labels("gpu"),
+                                   d_gpus[:MAX_GPUS], multi=True, max_selections=MAX_GPUS, help=gpu_help))
+    if chosen_gpus:
+        bar.caption(f"GPU id{'s' if len(chosen_gpus) > 1 else ''} (`--gpu`): "
+                    + ", ".join(f"`{g}`" for g in chosen_gpus))
     values: dict = {}
     if dtypes:
         values["weight_dtype"] = bar.selectbox(

@@ -51,7 +51,7 @@ MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors"})
 MAX_VALUES_PER_KEY = 16
 """Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
 
-BOOLEAN_KEYS = frozenset({"log_y", "enable_lora"})
+BOOLEAN_KEYS = frozenset({"log_y", "enable_lora", "language_model_only"})
 """Switches: ``true`` or ``false`` (what Streamlit writes for a bound toggle)."""
 
 NUMBER_KEYS = frozenset({
@@ -62,6 +62,7 @@ NUMBER_KEYS = frozenset({
     "prefix_len", "seed", "swap_space_gib", "host_link_gb_s",
     "max_loras", "max_lora_rank", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_size",  # ui/serving.py
     "images_per_request", "image_width", "image_height", "limit_mm_per_prompt",
+    "videos_per_request", "video_frames", "video_seconds", "video_width", "video_height",
 })
 """Keys of numeric inputs (every page's number fields)."""
 

@@ -5,10 +5,16 @@ The inputs sit in one sidebar expander, bound to the URL under the CLI flag name
 underscores (``enable_lora``, ``max_loras``, ``max_lora_rank``, ``max_cpu_loras``,
 ``speculative_method``, ``num_speculative_tokens``, ``speculative_model``, ``kv_offloading_size``,
 ``kv_offloading_backend``, ``swap_space_gib``, ``host_link_gb_s``, ``images_per_request``,
-``image_width``, ``image_height``, ``limit_mm_per_prompt``), so a copied link carries them. With
-every switch off the pages compute exactly what they did before: the request's ``serving`` stays
-None. Numbers on screen are planner return values (:attr:`planner.budget.Plan.serving`) through
-:mod:`ui.format`.
+``image_width``, ``image_height``, ``limit_mm_per_prompt`` (the image limit, a number),
+``videos_per_request``, ``video_frames``, ``video_seconds``, ``video_width``, ``video_height``), so a
+copied link carries them. With every switch off the pages compute exactly what they did before: the
+request's ``serving`` stays None.
+
+For a model with a vision / audio tower the sidebar shows the text-only switch (``language_model_only``,
+the CLI's ``--language-model-only``) above the expander; :func:`served_model` gives the spec the pages
+plan (the towers dropped by :func:`planner.serving.multimodal.text_only`, as the CLI does), and
+:func:`tower_panel` shows both weight figures and both user counts on Home. Numbers on screen are planner
+return values (:func:`planner.budget.plan`, :attr:`planner.budget.Plan.serving`) through :mod:`ui.format`.
 """
 
 from __future__ import annotations
@@ -22,8 +28,15 @@ from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.features import SERVING_ENGINES
-from planner.serving.multimodal import MultimodalConfig, vision_from_config
-from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig
+from planner.serving.multimodal import (
+    MultimodalConfig,
+    is_multimodal,
+    text_only,
+    tower_summary,
+    video_frames,
+    vision_from_config,
+)
+from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 from ui import catalog, inputs
 from ui.format import format_bytes, format_bytes_exact, format_int
@@ -65,16 +78,36 @@ SERVING_FIELDS: dict[str, NumberField] = {
         NumberField(key="limit_mm_per_prompt", label="vLLM image limit per prompt (empty = default)", min_value=0,
                     max_value=1024, default=None, step=1, unit="images",
                     help="vLLM `--limit-mm-per-prompt '{\"image\": N}'`; 0 switches the encoder profile off."),
+        NumberField(key="videos_per_request", label="Videos per request (empty = none)", min_value=0, max_value=64,
+                    default=None, step=1, unit="videos",
+                    help="Videos each request carries; their tokens join every sequence's KV "
+                         "(`--videos-per-request`; Qwen3-VL, Qwen3.5, Qwen2.5-VL)."),
+        NumberField(key="video_frames", label="Frames per video (empty = 16, or from the seconds)", min_value=1,
+                    max_value=768, default=None, step=2, unit="frames",
+                    help="Frames after sampling (`--video-frames`); give this or the clip length, not both."),
+        NumberField(key="video_seconds", label="Clip length [s] (empty = use the frames)", min_value=0.1,
+                    max_value=86400.0, default=None, step=1.0, is_float=True, unit="seconds",
+                    help="`--video-seconds`: frames = seconds x 2 fps, clamped to 4 to 768 (the Qwen3-VL video "
+                         "processor's defaults)."),
+        NumberField(key="video_width", label="Video frame width [px]", min_value=1, max_value=65536, default=448,
+                    step=32, unit="pixels", help="`--video-width`, before the video processor's resize."),
+        NumberField(key="video_height", label="Video frame height [px]", min_value=1, max_value=65536, default=448,
+                    step=32, unit="pixels", help="`--video-height`."),
         NumberField(key="host_link_gb_s", label="Host link [GB/s per direction] (empty = the GPU's)", min_value=0.1,
                     max_value=1000.0, default=None, step=1.0, is_float=True, unit="GB/s",
-                    help="GPU-CPU bandwidth; by default the GPU family's link (PCIe 4.0 x16 = 31.5, PCIe 5.0 x16 = "
-                         "63, NVLink-C2C = 450)."),
+                    help="GPU-CPU bandwidth; by default the GPU's link from the catalog (PCIe 4.0 x16 = 31.5, "
+                         "PCIe 5.0 x16 = 63, NVLink-C2C = 450; none for a GPU the catalog marks unknown)."),
     )
 }
 """Numeric serving inputs, by key (= CLI flag with underscores)."""
 
 SWITCHES = {"enable_lora": "LoRA adapters (`--enable-lora`)"}
 """Boolean serving inputs: key -> toggle label."""
+
+TEXT_ONLY_KEY = "language_model_only"
+"""URL key of the text-only switch (the CLI's ``--language-model-only``)."""
+
+TEXT_ONLY_LABEL = "Serve text only (skip the vision tower: vLLM --limit-mm-per-prompt image 0, video 0)"
 
 OFF = "off"
 METHOD_OPTIONS = (OFF, *SPECULATIVE_METHODS)
@@ -83,22 +116,81 @@ METHOD_OPTIONS = (OFF, *SPECULATIVE_METHODS)
 LORA_KEYS = ("max_loras", "max_lora_rank", "max_cpu_loras")
 OFFLOAD_KEYS = ("kv_offloading_size", "swap_space_gib", "host_link_gb_s")
 IMAGE_KEYS = ("images_per_request", "image_width", "image_height", "limit_mm_per_prompt")
+VIDEO_KEYS = ("videos_per_request", "video_frames", "video_seconds", "video_width", "video_height")
+MEDIA_COUNT_KEYS = ("images_per_request", "videos_per_request")
 
 for _field in SERVING_FIELDS.values():
     inputs.NUMBER_FIELDS.setdefault(_field.key, _field)  # so inputs.check_link validates them too
 
 
-def _number(container, key: str):
+def _number(container, key: str, disabled: bool = False):
     field = SERVING_FIELDS[key]
     if field.is_float:
         return container.number_input(
             field.label, min_value=float(field.min_value), max_value=float(field.max_value),
             value=None if field.default is None else float(field.default), step=float(field.step), format="%.2f",
-            key=key, help=field.help, bind="query-params")
+            key=key, help=field.help, bind="query-params", disabled=disabled)
     return container.number_input(
         field.label, min_value=int(field.min_value), max_value=int(field.max_value),
         value=None if field.default is None else int(field.default), step=int(field.step), key=key,
-        help=field.help, bind="query-params")
+        help=field.help, bind="query-params", disabled=disabled)
+
+
+def _has_tower(model_id: str | None) -> bool:
+    """Whether the page's model carries vision / audio tower weights (:func:`is_multimodal`); False when it
+    cannot be loaded (the page reports that itself)."""
+    if not model_id:
+        return False
+    try:
+        return is_multimodal(catalog.model_spec(model_id))
+    except (ValueError, KeyError):
+        return False
+
+
+def text_only_switch(model_id: str | None) -> bool:
+    """The sidebar's text-only switch (URL key ``language_model_only``), drawn only for a model with a tower;
+    True when it is on."""
+    if not _has_tower(model_id):
+        return False
+    return st.sidebar.toggle(
+        TEXT_ONLY_LABEL, key=TEXT_ONLY_KEY, bind="query-params",
+        help="vLLM builds no vision / audio tower when every modality is limited to 0 per prompt "
+             "(`--language-model-only`): the weights shrink by the tower and the KV budget grows by as much; "
+             "the server then takes text only.")
+
+
+def served_model(model: ModelSpec) -> ModelSpec:
+    """``model`` as the page's server holds it: without its towers when the text-only switch is on
+    (:func:`planner.serving.multimodal.text_only`, as ``python -m planner plan --language-model-only``), else
+    ``model``. Call after :func:`serving_inputs`."""
+    return text_only(model) if _is_on(TEXT_ONLY_KEY) else model
+
+
+def text_only_launch_note(model_id: str | None) -> str:
+    """The flag a text-only server needs in its vLLM launch command (the commands on the page price the text
+    model but are written without it); empty when the switch is off or the model has no tower."""
+    if not (_is_on(TEXT_ONLY_KEY) and _has_tower(model_id)):
+        return ""
+    return ("Text only: add `--language-model-only` (or `--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'`) "
+            "to the vLLM launch command, so the server skips the tower these figures leave out.")
+
+
+def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> MultimodalConfig | None:
+    """The images and videos the inputs ask for (None when neither count is set), read as the CLI reads its
+    flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images."""
+    if not (images.get("images_per_request") or videos.get("videos_per_request")):
+        return None
+    frames, seconds = videos["video_frames"], videos["video_seconds"]
+    if frames is not None and seconds is not None and videos["videos_per_request"]:
+        problems.append("Serving features: frames per video and clip length are both set (like `--video-frames` "
+                        "with `--video-seconds`); using the frames. Clear one in the sidebar.")
+    if frames is None:
+        frames = video_frames(seconds) if seconds else MultimodalConfig.video_frames
+    return MultimodalConfig(vision=vision, images_per_request=images["images_per_request"] or 0,
+                            image_width=images["image_width"], image_height=images["image_height"],
+                            limit_mm_per_prompt=images["limit_mm_per_prompt"],
+                            videos_per_request=videos["videos_per_request"] or 0, video_frames=frames,
+                            video_width=videos["video_width"], video_height=videos["video_height"])
 
 
 def _raw_config(model_id: str | None) -> dict:
@@ -120,13 +212,15 @@ def _is_on(key: str) -> bool:
 
 
 def serving_inputs(engine: str = "vllm", model_id: str | None = None,
-                   offload: bool = False) -> tuple[ServingFeatures | None, list[str]]:
+                   offload: bool = False, gpu=None) -> tuple[ServingFeatures | None, list[str]]:
     """The "Serving features" sidebar block (URL-bound) and its link problems.
 
     Args:
         engine: The page's engine (profile id); its family decides whose allocation rules apply.
         model_id: The page's model (its config's MTP layers); None = no MTP.
         offload: Offer the KV offload inputs (Home: the host tier changes no user count elsewhere).
+        gpu: The page's catalog GPU, whose ``host_link`` (model_catalog/gpus.json) prices the offload copies
+            when the host-link input is empty; None = unknown link.
 
     Returns:
         The features switched on (None when every switch is off), and the problems to show.
@@ -139,6 +233,7 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
         {}, tuple(k for k in SERVING_FIELDS if offload or k not in OFFLOAD_KEYS))
     raw = _raw_config(model_id)
     vision = vision_from_config(raw)
+    text_only_on = text_only_switch(model_id)
     expanded = any(_is_on(k) for k in (*SWITCHES, "speculative_method")) or (
         offload and bool(st.query_params.get("kv_offloading_size") or st.session_state.get("kv_offloading_size")))
     with st.sidebar.expander("Serving features", expanded=expanded):
@@ -155,9 +250,10 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
             if method == "draft_model":
                 draft_id = st.selectbox("Draft model", model_options, index=0, key="speculative_model",
                                         bind="query-params", help="A small model of the same tokenizer (`model`).")
-        images = {}
-        if vision is not None:
-            images = {key: _number(st, key) for key in IMAGE_KEYS}
+        images, videos = {}, {}
+        if vision is not None:  # greyed out while the server is text only (they would be refused)
+            images = {key: _number(st, key, disabled=text_only_on) for key in IMAGE_KEYS}
+            videos = {key: _number(st, key, disabled=text_only_on) for key in VIDEO_KEYS}
         host = {}
         if offload:
             host = {key: _number(st, key) for key in OFFLOAD_KEYS if key != "swap_space_gib" or engine == "vllm-v0"}
@@ -179,14 +275,19 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
         speculative = SpeculativeConfig(method=method, num_speculative_tokens=tokens, draft=draft,
                                         draft_model_id=draft_id or "", num_mtp_layers=layers)
     if host.get("kv_offloading_size") is not None or host.get("swap_space_gib") is not None:
+        rate, name, source = (host["host_link_gb_s"], "", "") if host.get("host_link_gb_s") is not None \
+            else link_of_gpu(gpu)
         host_tier = OffloadConfig(kv_offloading_size=host.get("kv_offloading_size"),
                                   swap_space=host.get("swap_space_gib"), kv_offloading_backend=host["backend"],
-                                  host_link_gb_s=host.get("host_link_gb_s"))
+                                  host_link_gb_s=rate, host_link_name=name, host_link_source=source)
     multimodal = None
-    if vision is not None and images.get("images_per_request"):
-        multimodal = MultimodalConfig(vision=vision, images_per_request=images["images_per_request"],
-                                      image_width=images["image_width"], image_height=images["image_height"],
-                                      limit_mm_per_prompt=images["limit_mm_per_prompt"])
+    if vision is not None and text_only_on:
+        if images.get("images_per_request") or videos.get("videos_per_request"):
+            problems.append("Serving features: images or videos per request are set, but the server is text only "
+                            "(the CLI refuses `--images-per-request` beside `--language-model-only`); showing the "
+                            "text-only plan. Switch text only off, or clear the counts in the sidebar.")
+    elif vision is not None:
+        multimodal = _media_config(vision, images, videos, problems)
     if lora is None and speculative is None and host_tier is None and multimodal is None:
         return None, problems
     features = ServingFeatures(engine=engine, lora=lora, speculative=speculative, offload=host_tier,
@@ -197,6 +298,15 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
         problems.append(f"Serving features: {exc}. Showing the plan without them; change them in the sidebar.")
         return None, problems
     return features, problems
+
+
+def page_gpu(gpu_id: str | None):
+    """The catalog (or custom) GPU of ``gpu_id`` for its host link, or None when it cannot be loaded (the page
+    reports that itself)."""
+    try:
+        return catalog.gpu(gpu_id) if gpu_id else None
+    except (ValueError, KeyError):
+        return None
 
 
 def with_serving(request: PlanRequest, features: ServingFeatures | None) -> PlanRequest:
@@ -231,6 +341,9 @@ def cli_flags(features: ServingFeatures) -> str:
     if mm is not None:
         parts.append(f"--images-per-request {mm.images_per_request} --image-width {mm.image_width} "
                      f"--image-height {mm.image_height}")
+        if mm.videos_per_request:
+            parts.append(f"--videos-per-request {mm.videos_per_request} --video-frames {mm.video_frames} "
+                         f"--video-width {mm.video_width} --video-height {mm.video_height}")
         if mm.limit_mm_per_prompt is not None:
             parts.append(f"--limit-mm-per-prompt '{{\"image\": {mm.limit_mm_per_prompt}}}'")
     if features.engine != "vllm":
@@ -281,8 +394,13 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             + (" + the same number of lookahead slots" if spec["extra_tokens_per_sequence"]
                > spec["num_speculative_tokens"] else ""))
     mm = serving.get("multimodal")
+    if mm and mm.get("videos_per_request"):
+        out["Tokens per video"] = (
+            format_int(mm["tokens_per_video"]),
+            (f"{format_int(mm['videos_per_request'])} video(s) of {format_int(mm['video_frames'])} frames resized to "
+             f"{mm['resized_video_width']} x {mm['resized_video_height']} px, delimiters included"))
     if mm:
-        out["Image tokens per request"] = (
+        out["Image and video tokens per request" if mm.get("videos_per_request") else "Image tokens per request"] = (
             format_int(mm["tokens_per_request"]),
             f"{format_int(mm['images_per_request'])} image(s) resized to {mm['resized_width']} x "
             f"{mm['resized_height']} px: {format_int(mm['tokens_per_image'])} tokens each, delimiters included")
@@ -334,7 +452,8 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
                 col.metric(label, value, help=help_text, border=True)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
         st.info(note, icon=":material/info:")
-    st.caption("The engine panel below prices the bare model: its figures do not include these features yet.")
+    st.caption("The engine panel below prices the bare model; the Engine page prices these features under "
+               "each engine's own rules.")
     for engine, flags in serving["launch_flags"].items():
         st.markdown(f"{engine} launch flags:")
         st.code(flags, language="bash")
@@ -349,3 +468,75 @@ def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
     :func:`planner.budget.plan` per point; the plain page uses :func:`ui.data.concurrency_series`)."""
     return {g.name: tuple(plan(model, g.framework_memory_bytes, replace(request, context_len=c), gpu_id=g.id)
                           .max_concurrent_sequences for c in contexts) for g in gpus}
+
+
+def weights_source_note(model: ModelSpec) -> str:
+    """The Home page's label on the weights: ``exact`` / ``by source`` / ``estimate (+-N%)``, as ``plan --format
+    json`` reports it (``params_source``: planner/cli/serving.py ``model_keys``); :func:`tower_panel` names the
+    towers."""
+    from model_catalog.verification import load_verification
+
+    statuses = {row["model_id"]: row["status"] for row in load_verification()["models"]}
+    if model.model_id in statuses:  # a catalog entry: its verification status (no transformers import)
+        source = statuses[model.model_id]
+    elif model.params and all(g.storage is not None for g in model.params):
+        source = "exact"  # a GGUF header's own tensors
+    else:  # a pasted config: transformers is loaded for it anyway
+        from model_catalog.generic import PARAMS_EXPECTED_ERROR
+        from model_catalog.hf_config import ADAPTERS, BY_SOURCE_MODEL_TYPES
+
+        kind = model.model_type.rsplit("/", 1)[-1]
+        source = ("by source" if kind in BY_SOURCE_MODEL_TYPES else "exact" if kind in ADAPTERS
+                  else f"estimate (expected error: {PARAMS_EXPECTED_ERROR})")
+    return f"Weights: {source}."
+
+
+def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> tuple[str, dict[str, tuple[str, str]]]:
+    """The Home page's tower line and cards for a multimodal ``model`` (``("", {})`` for a text model): the tower
+    named with its size and the text model's weights (``"vision tower 1.07 GiB; text only: 15.26 GiB"``), then
+    the weights and the users with the tower and text only, each from :func:`planner.budget.plan` (the page's
+    ``result`` and one plan of the other variant) and :func:`tower_summary`, as ``plan --format json`` reports
+    them (``multimodal_towers``, ``weights_bytes``, ``max_concurrent_sequences`` with and without
+    ``--language-model-only``).
+
+    Args:
+        model: The catalog spec with its towers (not :func:`served_model`'s).
+        gpu, request: What ``result`` was planned on and from.
+        result: The page's plan of :func:`served_model`.
+
+    Raises:
+        ValueError: as :func:`planner.budget.plan`, for the other variant.
+    """
+    from planner.model.dtypes import weight_dtype
+
+    if not is_multimodal(model):
+        return "", {}
+    on = _is_on(TEXT_ONLY_KEY)
+    other = plan(model if on else text_only(model), gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    full, text = (other, result) if on else (result, other)
+    per_gpu = " per GPU" if result.num_gpus > 1 else ""
+    line = (f"**{tower_summary(model, weight_dtype(request.weight_dtype))}; text only: "
+            f"{format_bytes(text.weights_bytes)}** (whole model). "
+            + ("Not loaded: the sidebar's text-only switch is on, so the cards above plan the text model."
+               if on else "Loaded, as vLLM does by default; the sidebar's text-only switch "
+                          "(`--language-model-only`) drops it."))
+    users = f"max concurrent sequences at {format_int(result.context_len)} tokens each"
+    cards = {
+        f"Weights{per_gpu}, with the tower": (format_bytes(full.weights_bytes_per_gpu),
+                                              f"{format_int(full.params)} parameters"),
+        f"Weights{per_gpu}, text only": (format_bytes(text.weights_bytes_per_gpu),
+                                         f"{format_int(text.params)} parameters"),
+        "Users with the tower": (format_int(full.max_concurrent_sequences), users),
+        "Users text only": (format_int(text.max_concurrent_sequences), users),
+    }
+    return line, cards
+
+
+def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> None:
+    """The Home page's row of tower cards (:func:`tower_figures`); nothing for a text model."""
+    line, cards = tower_figures(model, gpu, request, result)
+    if not cards:
+        return
+    st.markdown(line)
+    for col, (label, (value, help_text)) in zip(st.columns(len(cards)), cards.items()):
+        col.metric(label, value, help=help_text, border=True)

@@ -471,6 +471,59 @@ def find_rows(result: FindResult) -> pd.DataFrame:
     } for s in setups])
 
 
+@dataclass(frozen=True)
+class FindColumn:
+    """How the Find table shows one column of :func:`find_rows`: short header, fixed width, tooltip."""
+
+    label: str
+    width: int
+    help: str
+    format: str | None = None
+
+
+FIND_COLUMNS: dict[str, FindColumn] = {
+    "GPU": FindColumn("GPU", 120, "Catalog GPU name"),
+    "GPUs": FindColumn("GPUs", 45, "GPUs in the whole setup (tensor parallel x replicas)"),
+    "TP": FindColumn("TP", 35, "Tensor-parallel size of one replica"),
+    "replicas": FindColumn("Replicas", 62, "Copies of the model; users are split evenly over them"),
+    "USD per hour": FindColumn("$/h", 55, "USD per hour for every GPU of the setup (catalog price)", "$%.2f"),
+    "USD per 1M output tokens": FindColumn(
+        "$/1M out", 68, "USD per 1M output tokens: price per hour over the output tokens the setup makes for "
+                        "your users (roofline: one token per user per decode step)", "$%.3f"),
+    "Time per output token [ms]": FindColumn(
+        "TPOT ms", 64, "Time per output token [ms] at your user count (roofline upper bound)", "%.1f"),
+    "Time to first token [ms]": FindColumn(
+        "TTFT ms", 64, "Time to first token [ms]: the prompt's prefill on the replica's GPUs plus one decode "
+                       "step (roofline)", "%.1f"),
+    "KV dtype": FindColumn("KV", 45, "KV-cache dtype of the setup"),
+    "Max users": FindColumn("Max users", 72, "Most concurrent sequences the setup's KV budget holds"),
+    "Margin": FindColumn("Margin", 58, "Share of the KV budget left at your load"),
+    "Notes": FindColumn("Notes", 70, "What the setup needs (an attention backend, ...); listed in full under "
+                                     "the table"),
+}
+"""The Find table's shown columns, in order: 1,280 px minus the 340 px sidebar and the page padding
+leaves about 780 px, and these widths add up to 758, so the table never scrolls sideways.
+The KV budget, the fit flag and each launch command stay in the CSV download."""
+
+
+def find_table_config() -> tuple[list[str], dict]:
+    """``column_order`` and ``column_config`` for ``st.dataframe`` of :func:`find_rows` (:data:`FIND_COLUMNS`)."""
+    config = {}
+    for name, col in FIND_COLUMNS.items():
+        if col.format:
+            config[name] = st.column_config.NumberColumn(col.label, width=col.width, help=col.help, format=col.format)
+        else:
+            config[name] = st.column_config.Column(col.label, width=col.width, help=col.help)
+    return list(FIND_COLUMNS), config
+
+
+def page_notes(result: FindResult, page: int, rows: int = FIND_PAGE_ROWS) -> list[str]:
+    """The distinct notes of the setups on table page ``page`` (as :func:`find_rows` and :func:`page_of`
+    lay them out), in order of first appearance: the Notes column is too narrow to read them."""
+    setups = result.options or ((result.closest,) if result.closest else ())
+    return list(dict.fromkeys(note for s in setups[(page - 1) * rows: page * rows] for note in s.notes))
+
+
 def page_of(table: pd.DataFrame, page: int, rows: int = FIND_PAGE_ROWS) -> pd.DataFrame:
     """Rows ``(page - 1) x rows`` to ``page x rows`` of ``table`` (page 1 first)."""
     return table.iloc[(page - 1) * rows: page * rows]

@@ -41,7 +41,7 @@ from ui.format import (
     format_limited_by,
     format_tokens,
 )
-from ui.inputs import PlanInputs
+from ui.inputs import SIDEBAR_WIDTH_PX, PlanInputs
 
 T = TypeVar("T")
 
@@ -58,7 +58,8 @@ def setup_page(title: str, icon: str, intro: str) -> None:
         icon: An emoji (material icons would be fetched from Google's font CDN for the favicon).
         intro: One sentence under the title.
     """
-    st.set_page_config(page_title=f"{title} · GPU memory planner", page_icon=icon, layout="wide")
+    st.set_page_config(page_title=f"{title} · GPU memory planner", page_icon=icon, layout="wide",
+                       initial_sidebar_state=SIDEBAR_WIDTH_PX)  # a width only counts in this first call
     nav.begin()  # the top of the sidebar; filled by ui.inputs.sidebar_inputs or navigation()
     link_problems = link_guard.apply()  # before any widget or lookup reads the link
     st.title(title)
@@ -179,7 +180,8 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
 
 
 def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
-    """Metric label -> (value, help) for the Home page, all from ``plan`` fields."""
+    """Metric label -> (value, help) or (value, help, note under the value) for the Home page, all from
+    ``plan`` fields."""
     per_gpu = " per GPU" if plan.num_gpus > 1 else ""
     return {
         "Weights" + per_gpu: (format_bytes(plan.weights_bytes_per_gpu),
@@ -203,10 +205,13 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
             f"{format_limited_by(plan.max_context_len_limited_by)}; memory alone allows "
             f"{format_tokens(plan.max_context_len_by_memory)}"),
         "Max context before overheads [tokens]": (
-            format_context(plan.max_context_len_before_overheads, plan.max_position_embeddings),
+            format_int(plan.max_context_len_before_overheads),
             "memory only: whole card minus weights, no utilization cap, no activations or runtime, no block "
             "rounding, and not capped at the model's max_position_embeddings"
-            + (f" ({format_int(plan.max_position_embeddings)})" if plan.max_position_embeddings else "")),
+            + (f" ({format_int(plan.max_position_embeddings)})" if plan.max_position_embeddings else ""),
+            # the card is too narrow for format_context's words beside the number: they go under it
+            format_context(plan.max_context_len_before_overheads, plan.max_position_embeddings)
+            .partition(" (")[2].rstrip(")") or None),
     }
 
 
@@ -214,8 +219,9 @@ def plan_metrics(plan: Plan) -> None:
     """The Home metrics in two rows."""
     items = list(plan_metric_values(plan).items())
     for row, widths in ((items[:4], (1, 1, 1, 1.2)), (items[4:], (1, 1, 1.25))):
-        for col, (label, (value, help_text)) in zip(st.columns(widths), row):
-            col.metric(label, value, help=help_text, border=True)
+        for col, (label, (value, help_text, *note)) in zip(st.columns(widths), row):
+            delta = note[0] if note else None
+            col.metric(label, value, delta=delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
 
 
 def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.args import gib_amount, positive_int
+from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
@@ -125,6 +126,7 @@ def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
         available_kv_memory_bytes=available, available_kv_memory_per_rank_bytes=per_rank, gpu_name=gpu.name,
         distributed_executor_backend=backend, num_nodes=nodes, enforce_eager=bool(args.enforce_eager),
         usage_context=args.usage_context or "serve",
+        serving=serving_from_args(args, engine=args.engine or DEFAULT_ENGINE),
     )
     return plan_engine(model, gpu.framework_memory_bytes, request)
 
@@ -152,4 +154,19 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
     lines += [f"  reason: {r}" for r in result.reasons]
     lines += [f"  warning: {w}" for w in result.warnings]
     lines.append(f"launch       {result.launch_command}")
+    if result.serving is not None:
+        lines += engine_serving_lines(result)
+    return lines
+
+
+def engine_serving_lines(result: EnginePlan) -> list[str]:
+    """Lines for the engine plan's serving features: each part on the limiting GPU, then the notes."""
+    parts = [f"{label} {size / GiB:,.2f} GiB ({term if term != 'outside' else 'beside the pool'})"
+             for label, term, size in result.limiting_rank.serving_parts if size]
+    lines = [f"engine serv  {result.engine}: " + ("; ".join(parts) if parts else "no memory priced") + " per GPU"]
+    lora = result.serving.get("lora")
+    if lora:
+        lines.append(f"engine LoRA  {lora['bytes_per_adapter_slot'] / GiB:,.3f} GiB per adapter slot; "
+                     f"{lora['max_loras_that_fit']:,} slots fit beside one {result.max_model_len:,}-token request")
+    lines += [f"  engine note: {n}" for n in result.serving["notes"]]
     return lines

@@ -131,7 +131,8 @@ def _run_plans(args: argparse.Namespace):
     The GPU is the catalog's ``--gpu`` or the app's custom GPU for ``--gpu-memory-gib`` (id ``custom``,
     as the app's pages plan it).
     """
-    model = _model_from_args(args)
+    full_model = _model_from_args(args)
+    model = cli_serving.served_model(args, full_model)  # text only: no towers (planner/cli/serving.py)
     gpu = resolve_gpu(args)
     _, tp, pp = cli_engine.parallel_layout(args)
     num_gpus = tp  # the v1 plan splits over tensor parallel GPUs; pipeline stages are the engine section's
@@ -151,6 +152,7 @@ def _run_plans(args: argparse.Namespace):
             f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
             "stages")))
     engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
+    args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
     return result, engine, gpu
 
 
@@ -238,10 +240,12 @@ def _output(args: argparse.Namespace) -> str:
         return json.dumps(rows, indent=2) if args.format == "json" else _table(rows)
     result, engine, gpu = _run_plans(args)
     if args.format == "json":
-        return json.dumps(result.to_dict() | (cli_engine.engine_json(engine) if engine else {}), indent=2)
+        return json.dumps(result.to_dict() | args.model_keys | (cli_engine.engine_json(engine) if engine else {}),
+                          indent=2)
     extra_lines = cli_engine.engine_table_lines(engine) if engine else []
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
+    extra_lines += cli_serving.model_table_lines(args.model_keys)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
     return "\n".join([_plan_table(result, custom_name), *extra_lines])
 

@@ -8,10 +8,14 @@ with ``--engine sglang`` they price SGLang's ``--max-loras-per-batch`` pool, who
 override the JSON). A ``draft_model`` is read from the catalog; MTP layers from the model's config
 (``num_nextn_predict_layers`` / ``mtp_num_hidden_layers``). KV offload: ``--kv-offloading-size GiB
 --kv-offloading-backend {native,lmcache}`` (vLLM V1; SGLang's ``--hicache-size``), ``--swap-space GiB``
-(vLLM V0 only), ``--host-link-gb-s`` (the host link; default: the GPU's entry in
-:data:`planner.serving.offload.HOST_LINKS`). Images: ``--images-per-request N --image-width PX
---image-height PX`` (the workload; default 1,024 x 1,024) and vLLM's ``--limit-mm-per-prompt
-'{"image": N}'``, priced from the model config's ``vision_config`` (Qwen2-VL / 2.5-VL / 3-VL / 3.5).
+(vLLM V0 only), ``--host-link-gb-s`` (the host link; default: the catalog GPU's ``host_link``,
+model_catalog/gpus.json, read by :func:`catalog_host_link`). Images: ``--images-per-request N --image-width PX
+--image-height PX`` (the workload; default 1,024 x 1,024), videos: ``--videos-per-request N --video-frames F
+| --video-seconds S --video-width PX --video-height PX`` (default 16 frames of 448 x 448), and vLLM's
+``--limit-mm-per-prompt '{"image": N, "video": M}'``, priced from the model config's ``vision_config``
+(Qwen2-VL / 2.5-VL / 3-VL / 3.5). ``--limit-mm-per-prompt '{"image": 0, "video": 0}'`` or
+``--language-model-only`` serve the text model only: the plan drops the towers' weights
+(:func:`served_model`); :func:`model_keys` adds the multimodal and ``params_source`` JSON keys.
 
 With none of them given the request carries no serving features and the JSON stays byte-identical;
 with any, ``plan`` adds a ``serving`` key (:attr:`planner.budget.Plan.serving`) and ``find`` sizes
@@ -28,8 +32,8 @@ from collections.abc import Mapping
 
 from planner.cli.args import gib_amount, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
-from planner.serving.multimodal import MultimodalConfig, vision_from_config
-from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig
+from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
+from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
@@ -76,7 +80,121 @@ def add_serving_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--image-width", type=positive_int, default=None, metavar="PX", help="image width (default 1024)")
     g.add_argument("--image-height", type=positive_int, default=None, metavar="PX", help="image height (default 1024)")
     g.add_argument("--limit-mm-per-prompt", default=None, metavar="JSON",
-                   help='vLLM\'s per-prompt limit, e.g. \'{"image": 2}\' (0 switches the encoder profile off)')
+                   help='vLLM\'s per-prompt limit, e.g. \'{"image": 2, "video": 1}\'; \'{"image": 0, "video": 0}\' '
+                        "serves text only (no vision tower, no encoder profile)")
+    add_multimodal_arguments(g)
+
+
+def add_multimodal_arguments(g) -> None:
+    """The video and text-only flags (vLLM's names): ``--videos-per-request --video-frames | --video-seconds
+    --video-width --video-height`` and ``--language-model-only`` (vLLM's shorthand for every modality limited to 0)."""
+    g.add_argument("--videos-per-request", type=non_negative_int, default=None,
+                   help="videos each request carries (Qwen3-VL / Qwen3.5 / Qwen2.5-VL; their tokens join each sequence)")
+    g.add_argument("--video-frames", type=positive_int, default=None, help="frames per video after sampling (default 16)")
+    g.add_argument("--video-seconds", type=positive_float, default=None,
+                   help="clip length instead of --video-frames: frames = seconds x 2 fps, 4 to 768")
+    g.add_argument("--video-width", type=positive_int, default=None, metavar="PX", help="frame width (default 448)")
+    g.add_argument("--video-height", type=positive_int, default=None, metavar="PX", help="frame height (default 448)")
+    g.add_argument("--language-model-only", action="store_true", default=None,
+                   help="serve the text model only: the vision / audio towers are not loaded (vLLM "
+                        "--language-model-only, the same as --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}')")
+
+
+VIDEO_FLAGS = ("videos_per_request", "video_frames", "video_seconds", "video_width", "video_height")
+"""Flags describing the videos of a request."""
+
+
+def mm_limits(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """``(image limit, video limit)`` of ``--limit-mm-per-prompt`` (None = unstated, vLLM's 999); both 0 under
+    ``--language-model-only``. Values may be counts or vLLM's ``{"count": N, ...}`` objects
+    (vllm/config/multimodal.py ``limit_per_prompt``).
+
+    Raises:
+        ValueError: text that is not such JSON (one sentence with an example).
+    """
+    if getattr(args, "language_model_only", None):
+        return 0, 0
+    text = getattr(args, "limit_mm_per_prompt", None)
+    if text is None:
+        return None, None
+    example = "--limit-mm-per-prompt takes JSON such as '{\"image\": 2, \"video\": 1}'"
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"{example}, got {text!r}") from None
+    if isinstance(parsed, int) and not isinstance(parsed, bool):
+        parsed = {"image": parsed}
+    if not isinstance(parsed, dict):
+        raise ValueError(f"{example}, got {text!r}")
+    limits = []
+    for key in ("image", "video"):
+        value = parsed.get(key)
+        if isinstance(value, dict):
+            value = value.get("count", 999)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"{example} (whole numbers >= 0), got {text!r}")
+        limits.append(value)
+    return limits[0], limits[1]
+
+
+def text_only_requested(args: argparse.Namespace) -> bool:
+    """True when the server loads no tower: ``--language-model-only`` or image and video limits both 0."""
+    return mm_limits(args) == (0, 0)
+
+
+def served_model(args: argparse.Namespace, model):
+    """The spec the flags' server holds: ``model`` without towers when text only
+    (:func:`planner.serving.multimodal.text_only`), else ``model``."""
+    from planner.serving.multimodal import text_only
+
+    return text_only(model) if text_only_requested(args) else model
+
+
+def model_keys(args: argparse.Namespace, model, num_gpus: int) -> dict:
+    """Extra ``plan`` JSON keys about what the parameter count is and what is loaded.
+
+    ``params_source`` / ``params_expected_error`` for models given by file (``--config``: ``estimate`` for the
+    generic reading, :data:`model_catalog.generic.PARAMS_EXPECTED_ERROR`; ``exact`` for a family adapter;
+    ``by source``; ``--gguf``: ``exact``, the header's tensors) and for multimodal catalog models (the
+    verification table's status); plus, for a multimodal model, ``text_only``, ``text_params``,
+    ``multimodal_params``, ``multimodal_weight_bytes`` (the towers and projectors, in the plan's weight dtype,
+    whole model), ``multimodal_weight_bytes_per_gpu`` and ``multimodal_towers`` ("vision tower 1.07 GiB").
+    Empty for a text-only catalog model, so its JSON is unchanged.
+    """
+    from planner.model.dtypes import weight_dtype
+    from planner.serving.multimodal import (is_multimodal, text_only, tower_parameters, tower_summary,
+                                            tower_weight_bytes)
+
+    out: dict = {}
+    custom = getattr(args, "config", None) is not None or getattr(args, "gguf", None) is not None
+    if custom or is_multimodal(model):
+        out |= params_source(args, model)
+    if is_multimodal(model):
+        fmt = weight_dtype(args.weight_dtype)
+        out |= {"text_only": text_only_requested(args), "text_params": text_only(model).num_parameters,
+                "multimodal_params": tower_parameters(model),
+                "multimodal_weight_bytes": tower_weight_bytes(model, fmt),
+                "multimodal_weight_bytes_per_gpu": tower_weight_bytes(model, fmt, num_gpus),
+                "multimodal_towers": tower_summary(model, fmt)}
+    return out
+
+
+def params_source(args: argparse.Namespace, model) -> dict:
+    """``{"params_source": ..., "params_expected_error": ...}`` (:func:`model_keys`)."""
+    from model_catalog.generic import PARAMS_EXPECTED_ERROR
+    from model_catalog.hf_config import ADAPTERS, BY_SOURCE_MODEL_TYPES
+
+    if getattr(args, "gguf", None) is not None:
+        return {"params_source": "exact", "params_expected_error": None}
+    kind = model.model_type.rsplit("/", 1)[-1]
+    if getattr(args, "config", None) is not None:
+        source = "by source" if kind in BY_SOURCE_MODEL_TYPES else "exact" if kind in ADAPTERS else "estimate"
+    else:
+        from model_catalog.verification import load_verification
+
+        rows = {row["model_id"]: row["status"] for row in load_verification()["models"]}
+        source = rows.get(model.model_id, "exact")
+    return {"params_source": source, "params_expected_error": PARAMS_EXPECTED_ERROR if source == "estimate" else None}
 
 
 def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None) -> SpeculativeConfig | None:
@@ -126,32 +244,41 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
 
 
 def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> MultimodalConfig | None:
-    """The images the flags describe, or None when no image flag is given.
+    """The images and videos the flags describe, or None when no image / video count or size is given
+    (a bare ``--limit-mm-per-prompt`` only bounds, or with 0 / 0 switches the towers off).
 
     Raises:
-        ValueError: image flags for a model without a vision config the planner reads, or a bad limit.
+        ValueError: image or video flags for a model without a vision config the planner reads, flags beside a
+            text-only switch, or a bad limit.
     """
-    names = ("images_per_request", "image_width", "image_height", "limit_mm_per_prompt")
-    if all(getattr(args, n, None) is None for n in names):
+    image_limit, video_limit = mm_limits(args)
+    image_names = ("images_per_request", "image_width", "image_height")
+    asked = [n for n in (*image_names, *VIDEO_FLAGS) if getattr(args, n, None) is not None]
+    if (image_limit, video_limit) == (0, 0):
+        if asked:
+            flag = "--" + asked[0].replace("_", "-")
+            raise ValueError(f"{flag} sends images or videos, but the server is text only (--language-model-only "
+                             "or --limit-mm-per-prompt with image and video 0); drop one of them")
         return None
-    limit = None
-    if args.limit_mm_per_prompt is not None:
-        try:
-            parsed = json.loads(args.limit_mm_per_prompt)
-        except json.JSONDecodeError:
-            parsed = None
-        value = parsed.get("image") if isinstance(parsed, dict) else parsed
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"--limit-mm-per-prompt takes JSON such as '{{\"image\": 2}}', got "
-                             f"{args.limit_mm_per_prompt!r}")
-        limit = value
+    if not asked and getattr(args, "limit_mm_per_prompt", None) is None:
+        return None
     vision = vision_from_config(raw_config)
     if vision is None:
-        raise ValueError("image flags need a vision-language model whose config.json has a vision_config the planner "
-                         "reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5); this one has none")
-    images = args.images_per_request if args.images_per_request is not None else 1
+        raise ValueError("image and video flags need a vision-language model whose config.json has a vision_config "
+                         "the planner reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5); this one has none")
+    if getattr(args, "video_frames", None) is not None and getattr(args, "video_seconds", None) is not None:
+        raise ValueError("give --video-frames or --video-seconds, not both")
+    videos = getattr(args, "videos_per_request", None)
+    if videos is None:
+        videos = 1 if any(getattr(args, n, None) is not None for n in VIDEO_FLAGS) else 0
+    frames = args.video_frames or (video_frames(args.video_seconds) if args.video_seconds else 16)
+    images = args.images_per_request
+    if images is None:
+        images = 0 if videos and not any(getattr(args, n, None) is not None for n in image_names) else 1
     return MultimodalConfig(vision=vision, images_per_request=images, image_width=args.image_width or 1024,
-                            image_height=args.image_height or 1024, limit_mm_per_prompt=limit)
+                            image_height=args.image_height or 1024, limit_mm_per_prompt=image_limit,
+                            videos_per_request=videos, video_frames=frames, video_width=args.video_width or 448,
+                            video_height=args.video_height or 448, limit_videos_per_prompt=video_limit)
 
 
 def raw_model_config(args: argparse.Namespace) -> Mapping:
@@ -169,6 +296,22 @@ def raw_model_config(args: argparse.Namespace) -> Mapping:
     except (OSError, ValueError):
         pass
     return {}
+
+
+def catalog_host_link(args: argparse.Namespace) -> tuple[float | None, str, str]:
+    """The host link the offload flags price: ``--host-link-gb-s`` when given, else the ``--gpu``'s catalog
+    entry (:func:`link_of_gpu`); unknown (None) when neither states one."""
+    if getattr(args, "host_link_gb_s", None) is not None:
+        return args.host_link_gb_s, "", ""
+    gpu_id = getattr(args, "gpu", None)
+    if not gpu_id:
+        return None, "", ""
+    from model_catalog.gpus import get_gpu
+
+    try:
+        return link_of_gpu(get_gpu(gpu_id))
+    except ValueError:
+        return None, "", ""
 
 
 def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
@@ -197,16 +340,18 @@ def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
     wants_spec = any(getattr(args, name, None) is not None for name in (
         "speculative_config", "speculative_method", "num_speculative_tokens", "speculative_model"))
     wants_images = any(getattr(args, name, None) is not None for name in (
-        "images_per_request", "image_width", "image_height", "limit_mm_per_prompt"))
+        "images_per_request", "image_width", "image_height", "limit_mm_per_prompt", "language_model_only",
+        *VIDEO_FLAGS))
     if raw_config is None and (wants_spec or wants_images):
         raw_config = raw_model_config(args)
     speculative = _speculative_from_args(args, raw_config) if wants_spec else None
     multimodal = _multimodal_from_args(args, raw_config or {}) if wants_images else None
     offload = None
     if getattr(args, "kv_offloading_size", None) is not None or getattr(args, "swap_space", None) is not None:
+        rate, name, source = catalog_host_link(args)
         offload = OffloadConfig(kv_offloading_size=args.kv_offloading_size, swap_space=args.swap_space,
                                 kv_offloading_backend=args.kv_offloading_backend or "native",
-                                host_link_gb_s=args.host_link_gb_s)
+                                host_link_gb_s=rate, host_link_name=name, host_link_source=source)
     else:
         for name in ("kv_offloading_backend", "host_link_gb_s"):
             if getattr(args, name, None) is not None:
@@ -243,6 +388,10 @@ def serving_table_lines(serving: dict) -> list[str]:
                      f"+{spec['draft_kv_cache_bytes_per_token_per_gpu']:,} B KV per token, "
                      f"+{spec['extra_tokens_per_sequence']} slots per sequence")
     mm = serving.get("multimodal")
+    if mm and mm.get("videos_per_request"):
+        lines.append(f"videos       {mm['videos_per_request']} x {mm['video_frames']} frames of "
+                     f"{mm['resized_video_width']} x {mm['resized_video_height']} px: {mm['tokens_per_video']:,} "
+                     "tokens each")
     if mm:
         lines.append(f"images       {mm['images_per_request']} x {mm['resized_width']} x {mm['resized_height']} px: "
                      f"{mm['tokens_per_image']:,} tokens each, {mm['tokens_per_request']:,} per request; vision tower "
@@ -254,7 +403,7 @@ def serving_table_lines(serving: dict) -> list[str]:
             per_token = off["seconds_per_token_moved"]
             timing = (f"; {per_token * 1e6:,.2f} us per token, {off['seconds_per_sequence_moved'] * 1e3:,.1f} ms per "
                       f"sequence over {off['host_link']} ({off['host_link_gb_s']:g} GB/s, estimate)"
-                      if per_token is not None else f"; {off['host_link']}: nothing to copy")
+                      if per_token is not None else f"; host link {off['host_link']}: no copy time priced")
             lines.append(f"offload      {off['mechanism']}: {g(off['host_bytes_per_gpu'])} host per GPU holds "
                          f"{off['host_kv_capacity_tokens']:,} tokens beside {off['gpu_kv_capacity_tokens']:,} on the "
                          f"GPU{timing}")
@@ -263,4 +412,16 @@ def serving_table_lines(serving: dict) -> list[str]:
     for engine, flags in serving["launch_flags"].items():
         lines.append(f"  {engine} flags: {flags}")
     lines += [f"  note: {n}" for n in serving["notes"]]
+    return lines
+
+
+def model_table_lines(keys: dict) -> list[str]:
+    """Lines appended to the ``plan`` table for :func:`model_keys` (none for a text-only catalog model)."""
+    lines = []
+    if "multimodal_params" in keys:
+        loaded = "not loaded (text only)" if keys["text_only"] else "loaded"
+        lines.append(f"multimodal   {keys['multimodal_towers']} ({keys['multimodal_params']:,} params) {loaded}; "
+                     f"text model {keys['text_params']:,} params")
+    if keys.get("params_source") == "estimate":
+        lines.append(f"params       estimate ({keys['params_expected_error']})")
     return lines

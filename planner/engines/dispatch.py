@@ -39,6 +39,7 @@ from planner.engines.profiles import (
     engine_profile,
     resolve_engine_name,
 )
+from planner.engines.serving import with_serving
 from planner.engines.sglang import plan_sglang
 from planner.engines.tgi import plan_tgi
 from planner.engines.trtllm import plan_trtllm
@@ -95,9 +96,12 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
     if request.pipeline_parallel_size > model.num_layers:
         raise ValueError(f"pipeline_parallel_size {request.pipeline_parallel_size} exceeds the model's "
                          f"{model.num_layers} layers; choose at most {model.num_layers}")
-    profile = engine_profile(request.engine)
-    _check_engine_dtype(profile, request)
+    profile = ENGINE_PROFILES.get(request.engine) or engine_profile(request.engine)
+    if request.kv_cache_dtype not in profile.kv_cache_dtypes or request.kv_cache_dtype_v is not None:
+        _check_engine_dtype(profile, request)  # raises for a combination the engine does not offer
     result = _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
+    if request.serving is not None:  # serving features: the serving block, notes, launch flags
+        result = with_serving(model, request, profile, result)
     if profile.family in HEAD_SPLITTING_FAMILIES and not tensor_parallel_splits(model, request.tensor_parallel_size):
         result = _refused_at_config_check(model, request, result)
     return result

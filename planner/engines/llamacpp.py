@@ -25,7 +25,7 @@ ENGINES.md 3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.engines.common import engine_plan, kv_row_bytes, rank_budget, resolve_knobs
 from planner.engines.launch import LaunchSpec
@@ -35,7 +35,8 @@ from planner.engines.overheads import (
     pipeline_layer_ranges,
 )
 from planner.engines.profiles import EngineProfile
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.serving import DRAFT_KV, DRAFT_WEIGHTS, LORA_SLOTS, serving_terms
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -184,6 +185,20 @@ def _refusal(r, gpu_memory_bytes: int, k_name: str, mla: bool) -> str:
             f"buffer ~{gib2(r.activation_bytes)} GiB exceed {gib2(gpu_memory_bytes)} GiB; {', '.join(knobs)}")
 
 
+def _llamacpp_serving_rank(rank: RankBudget, terms, n_ctx: int, lines: list[str]) -> RankBudget:
+    """Device 0 with the ``--lora`` adapters (loaded whole) and the ``--model-draft`` model with its KV of
+    ``n_ctx`` cells beside its own (llama-server gives each slot a draft context of the slot's size, so
+    the slots' draft caches add up to ``-c``; tools/server/server.cpp), all of it on device 0 (an
+    estimate: ``-ngld`` / ``-devd`` can place the draft elsewhere). Appends the draft's KV line."""
+    draft_kv = terms.draft_kv_bytes_per_token * n_ctx
+    parts = ((LORA_SLOTS, "outside", terms.lora_bytes), (DRAFT_WEIGHTS, "outside", terms.draft_weights_bytes),
+             (DRAFT_KV, "outside", draft_kv))
+    if draft_kv:
+        lines.append(f"llama_kv_cache: {'CUDA0':>10s} KV buffer size = {draft_kv / MiB:8.2f} MiB")
+    extra = terms.lora_bytes + terms.draft_weights_bytes + draft_kv
+    return replace(rank, requested_bytes=rank.requested_bytes + extra, serving_parts=parts)
+
+
 def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                   profile: EngineProfile) -> EnginePlan:
     """llama.cpp: the KV buffer is exactly what ``-c/-np/-ctk/-ctv`` ask for (or it fails).
@@ -224,6 +239,9 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
                            cudagraph=0, available=kv, per_token=row, bytes_per_block=row,
                            num_blocks=cells.full_cells * cells.streams, request=request))
         lines.append(f"llama_kv_cache: {'CUDA' + str(device):>10s} KV buffer size = {kv / MiB:8.2f} MiB")
+    if request.serving is not None:  # --lora adapters and --model-draft on device 0 (planner.engines.serving)
+        ranks[0] = _llamacpp_serving_rank(ranks[0], serving_terms(model, request, profile, num_batched_tokens=0),
+                                          cells.n_ctx, lines)
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     reasons = [_refusal(r, gpu_memory_bytes, c.dtypes.kv.name, mla)
                for r in ranks if r.requested_bytes + r.non_torch_bytes > gpu_memory_bytes][:1]

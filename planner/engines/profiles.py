@@ -417,7 +417,7 @@ def default_block_size(profile: EngineProfile, *, is_mla: bool, gpu_name: str = 
 
 
 def sglang_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,
-                           pipeline_parallel_size: int = 1) -> tuple[int, int, float]:
+                           pipeline_parallel_size: int = 1, extra_reserved_mib: float = 0) -> tuple[int, int, float]:
     """``(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static)`` SGLang picks.
 
     Buckets by GPU memory (MiB): < 20 GiB 2048 / 8; < 35 GiB 2048 / 24 (80 at
@@ -428,8 +428,11 @@ def sglang_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,
     Worked example: H100 80GB (81,090 MiB), TP 1: reserved = max(512 + 12288 + 512
     + 128, 10240) = 13,440 MiB, fraction round(67,650 / 81,090, 3) = 0.834.
 
+    ``extra_reserved_mib`` is added to ``reserved`` after that floor: the speculative term
+    (:data:`planner.serving.speculative.SGLANG_SPEC_RESERVE_MIB`).
+
     Sources: python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``
-    (PR #10975 and later; DP-attention and speculative terms not modelled).
+    (PR #10975 and later; the DP-attention term not modelled).
     """
     tp = tensor_parallel_size
     mem_mib = gpu_memory_bytes / MiB
@@ -446,4 +449,4 @@ def sglang_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pipeline_parallel_size / 8 * 1024
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return chunk, graph_bs, round((mem_mib - reserved) / mem_mib, 3)
+    return chunk, graph_bs, round((mem_mib - reserved - extra_reserved_mib) / mem_mib, 3)

@@ -10,11 +10,14 @@ from dataclasses import asdict, dataclass, field, fields
 
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.model.fastinit import fast_frozen_init
+from planner.serving.features import ServingFeatures
 
 EXECUTOR_BACKENDS: tuple[str, ...] = ("mp", "ray")
 """``--distributed-executor-backend`` values the planner models (vllm/config/parallel.py)."""
 
 
+@fast_frozen_init  # the same constructor, without object.__setattr__ per field (planner/model/fastinit.py)
 @dataclass(frozen=True, kw_only=True)
 class EngineRequest:
     """The engine, its knobs, and optional measured overrides.
@@ -65,6 +68,9 @@ class EngineRequest:
         distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
             (``--distributed-executor-backend ray``, the way vLLM spans nodes).
         num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
+        serving: LoRA slots, speculative decoding, images, KV offload (:class:`planner.serving.ServingFeatures`,
+            priced under this request's engine by :mod:`planner.engines.serving`); None = the bare model,
+            every number and JSON key exactly as without it.
     """
 
     engine: str = DEFAULT_ENGINE
@@ -95,6 +101,7 @@ class EngineRequest:
     enforce_eager: bool = False
     distributed_executor_backend: str = "mp"
     num_nodes: int = 1
+    serving: ServingFeatures | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -103,23 +110,24 @@ class EngineRequest:
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for any out-of-range field."""
+        values = self.__dict__  # the fields by name (a dict lookup is cheaper than getattr on a hot path)
         positive = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "n_ubatch", "num_nodes")
         for name in positive:
-            value = getattr(self, name)
+            value = values[name]
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
         for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
-            value = getattr(self, name)
+            value = values[name]
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
         for name in ("available_kv_memory_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
                      "cudagraph_bytes"):
-            value = getattr(self, name)
+            value = values[name]
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0 bytes, got {value}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if any(v < 0 for v in self.available_kv_memory_per_rank_bytes):
+        if self.available_kv_memory_per_rank_bytes and min(self.available_kv_memory_per_rank_bytes) < 0:
             raise ValueError(f"available KV memory per rank must be >= 0 bytes, got "
                              f"{list(self.available_kv_memory_per_rank_bytes)}")
         ranks = self.tensor_parallel_size * self.pipeline_parallel_size
@@ -148,6 +156,8 @@ class EngineRequest:
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
             raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
+        if self.serving is not None:
+            self.serving.validate()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +181,9 @@ class RankBudget:
         bytes_per_block: One block of the pool on this GPU [bytes] (cell size for page 1).
         num_blocks: Blocks this GPU alone could hold.
         overridden: Names of terms the user supplied.
+        serving_parts: What the serving features put on this GPU, as ``(label, term, bytes)``: ``term``
+            is the budget term the part is counted in (``weights``, ``activation``, ``kv``) or ``outside``
+            (SGLang's draft worker, llama.cpp's draft model: beside the pool); empty without features.
     """
 
     stage: int
@@ -190,6 +203,7 @@ class RankBudget:
     num_blocks: int
     overridden: tuple[str, ...] = ()
     role: str = "all"
+    serving_parts: tuple[tuple[str, str, int], ...] = ()
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
@@ -205,8 +219,25 @@ class RankBudget:
         used = (("Weights", self.weights_bytes), ("Activation peak", self.activation_bytes),
                 ("Non-torch", self.non_torch_bytes), ("CUDA graphs", self.cudagraph_bytes),
                 ("KV cache", self.available_kv_cache_bytes))
+        if self.serving_parts:
+            used = self._with_serving_parts(used)
         rest = gpu_memory_bytes - sum(size for _, size in used)
         return (*used, ("Not allocated", max(rest, 0)), ("Over the card", max(-rest, 0)))
+
+    def _with_serving_parts(self, used: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+        """``used`` with each serving part carved out of the term it is counted in (placed after that
+        term), and the ``outside`` parts added after the KV cache; every part keeps its place at 0 B so
+        each rank of a plan has the same segments."""
+        term_of = {"Weights": "weights", "Activation peak": "activation", "KV cache": "kv"}
+        out: list[tuple[str, int]] = []
+        for name, size in used:
+            term = term_of.get(name)
+            mine = [(label, part) for label, where, part in self.serving_parts if where == term]
+            out.append((name, max(size - sum(part for _, part in mine), 0)))
+            out += mine
+            if term == "kv":
+                out += [(label, part) for label, where, part in self.serving_parts if where == "outside"]
+        return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,6 +278,8 @@ class EnginePlan:
         launch_command: A ready-to-run command for this plan.
         stopped_at_config_check: True when the engine stops before loading weights (tensor
             parallel size that cannot split the heads): the printed figures are then 0.
+        serving: What the request's serving features cost under this engine
+            (:func:`planner.engines.serving.with_serving`), None without features (then not in the JSON).
     """
 
     engine: str
@@ -286,6 +319,7 @@ class EnginePlan:
     overhead_formula: str = ""
     launch_command: str = ""
     stopped_at_config_check: bool = False
+    serving: dict | None = None
 
     @property
     def limiting_rank(self) -> RankBudget:
@@ -298,6 +332,13 @@ class EnginePlan:
         out["ranks"] = [asdict(r) | {"overridden": list(r.overridden)} for r in self.ranks]
         for key in ("reasons", "warnings", "notes", "engine_log_lines"):
             out[key] = list(out[key])
+        if self.serving is None:  # the JSON without features stays what it was
+            del out["serving"]
+            for rank in out["ranks"]:
+                del rank["serving_parts"]
+        else:
+            for rank in out["ranks"]:
+                rank["serving_parts"] = [list(p) for p in rank["serving_parts"]]
         return out
 
     def cli_keys(self) -> dict:
@@ -327,14 +368,27 @@ class EnginePlan:
         Raises:
             TypeError: the merged parts do not have one value per field.
         """
-        result = object.__new__(cls)
-        values = result.__dict__
+        values: dict = {}
         for part in parts:
             values.update(part)
+        return cls._from_dict(values)
+
+    @classmethod
+    def _from_dict(cls, values: dict) -> EnginePlan:
+        """:meth:`_from_parts` of one dict, which becomes the new instance's ``__dict__`` (the caller hands
+        it over and no longer touches it): one dict, no per-field ``object.__setattr__``.
+
+        Raises:
+            TypeError: ``values`` does not have one value per field.
+        """
+        if len(values) == _ENGINE_PLAN_FIELD_COUNT - 1 and "serving" not in values:
+            values["serving"] = None  # planners that know no serving features leave it out
         if len(values) != _ENGINE_PLAN_FIELD_COUNT:
             missing = sorted(set(cls.__dataclass_fields__) - set(values))
             extra = sorted(set(values) - set(cls.__dataclass_fields__))
             raise TypeError(f"EnginePlan._from_parts: missing fields {missing}, unknown names {extra}")
+        result = object.__new__(cls)
+        object.__setattr__(result, "__dict__", values)
         return result
 
 

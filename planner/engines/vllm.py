@@ -30,7 +30,7 @@ vllm/worker/worker.py (V0 ``determine_num_available_blocks``), vllm/v1/engine/co
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from operator import attrgetter
+from operator import itemgetter
 
 from planner.engines.launch import LaunchSpec, vllm_command_around_length
 from planner.engines.loaded import loaded_weight_bytes, pipeline_layer_ranges, vllm_mxfp4_layout
@@ -47,6 +47,7 @@ from planner.engines.pages import (
     printed_tokens_for_ratio,
 )
 from planner.engines.profiles import EngineProfile, default_block_size, vllm_scheduler_defaults
+from planner.engines.serving import vllm_drafter_layers, vllm_rank_budget
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -82,6 +83,9 @@ def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profi
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
     specs = [layer_pages(model.layers[i], dtypes, tp, block_size, hybrid_allocator=hybrid) for i in layers]
+    if request.serving is not None:  # the drafter's layers share the pool (planner.engines.serving)
+        specs += [layer_pages(x, dtypes, tp, block_size, hybrid_allocator=hybrid)
+                  for x in vllm_drafter_layers(model, request, profile, layers)]
     attention = [s for s in specs if isinstance(s, FullAttentionPages)]
     mamba = [s for s in specs if isinstance(s, MambaPages)]
     if mamba and not hybrid:
@@ -108,34 +112,45 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     Raises:
         ValueError: invalid knobs (e.g. ``pipeline_parallel_size`` above the layer count).
     """
-    max_model_len = resolve_max_model_len(model, request)
-    default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, request.gpu_name, max_model_len)
-    mnbt = request.max_num_batched_tokens or default_tokens
-    seqs = request.max_num_seqs or default_seqs
-    st = _static_plan(model, gpu_memory_bytes, request, profile, mnbt, seqs)
+    max_model_len = request.max_model_len or resolve_max_model_len(model, request)  # validated >= 1 when given
+    st = _static_plan_at(model, gpu_memory_bytes, request, profile, max_model_len)
 
-    layout, num_blocks = st.layout, st.num_blocks
-    blocks_per_request = layout.blocks_per_request(max_model_len, mnbt)
+    layout, num_blocks, mnbt = st.layout, st.num_blocks, st.plan_fields["max_num_batched_tokens"]
+    if st.full_attention is not None:  # _StaticPlan.full_attention: both sums from one ceil(len / B)
+        block, groups, bytes_per_block = st.full_attention
+        blocks = -(-max_model_len // block)
+        blocks_per_request, needs = blocks * groups, (blocks * bytes_per_block,)
+    else:
+        blocks_per_request = layout.blocks_per_request(max_model_len, mnbt)
+        needs = [lay.needed_bytes(max_model_len, mnbt) for lay in st.layouts]
     ratio = concurrency_ratio(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print,
                               blocks_per_request=blocks_per_request)
     conc = ratio[0] / ratio[1]  # float(max_concurrency(...)), as vLLM prints it
     tokens = printed_tokens_for_ratio(layout, num_blocks, profile.token_print, ratio, max_model_len)
-    needs = [lay.needed_bytes(max_model_len, mnbt) for lay in st.layouts] if len(st.layouts) > 1 else [
-        layout.needed_bytes(max_model_len, mnbt)]  # one stage: the same list without a comprehension
     engine_max_len = st.engine_max_len
-    reasons = _start_reasons(model, profile, st, max_model_len, needs)
-    log = st.log_head + _log_tail(profile, num_blocks, tokens, conc, max_model_len)
+    # A length up to engine_max_len passes every start check (needed bytes grow with the length), so the
+    # checks run only above it.
+    reasons = () if max_model_len <= engine_max_len else _start_reasons(model, profile, st, max_model_len, needs)
+    conc_text = f"{conc:.2f}"  # vLLM prints 2 decimals
+    log = st.log_head + _log_tail(profile, num_blocks, tokens, conc_text, max_model_len)
     launch_head, launch_tail = st.launch_around_length
     launch = f"{launch_head}{engine_max_len if reasons and engine_max_len > 0 else max_model_len}{launch_tail}"
-    rounded = round(conc, 2)  # vLLM prints 2 decimals
+    # round(conc, 2), read back from the printed digits: both round the float's exact value to 2 decimals
+    # (CPython's float round and format use the same correctly rounded dtoa), at half the cost.
+    rounded = float(conc_text)
     dp = request.data_parallel_size
-    return EnginePlan._from_parts(st.plan_fields, {
-        "max_model_len": max_model_len, "blocks_per_request": blocks_per_request,
-        "engine_kv_cache_tokens": tokens, "max_concurrency": rounded,
-        "max_concurrency_all_replicas": rounded if dp == 1 else round(conc * dp, 2),
-        "kv_cache_bytes_needed_per_request": max(needs), "starts": not reasons, "reasons": tuple(reasons),
-        "engine_log_lines": log, "launch_command": launch,
-    })
+    values = st.plan_fields.copy()  # EnginePlan(**st.plan_fields, **these) as one dict (EnginePlan._from_dict)
+    values["max_model_len"] = max_model_len
+    values["blocks_per_request"] = blocks_per_request
+    values["engine_kv_cache_tokens"] = tokens
+    values["max_concurrency"] = rounded
+    values["max_concurrency_all_replicas"] = rounded if dp == 1 else round(conc * dp, 2)
+    values["kv_cache_bytes_needed_per_request"] = needs[0] if len(needs) == 1 else max(needs)
+    values["starts"] = not reasons
+    values["reasons"] = tuple(reasons)
+    values["engine_log_lines"] = log
+    values["launch_command"] = launch
+    return EnginePlan._from_dict(values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +168,12 @@ class _StaticPlan:
         log_head: The first engine log lines (weights, available memory).
         launch_around_length: The launch command before and after its ``--max-model-len`` value
             (:func:`planner.engines.launch.vllm_command_around_length`).
+        full_attention: ``(block_size, groups, bytes per block over all layers)`` when the one stage
+            holds only full-attention pages of one block size, else None. A request of ``L`` tokens
+            then needs ``ceil(L / B)`` blocks in every group and every layer
+            (:meth:`planner.engines.pages.FullAttentionPages.blocks_per_request`), so
+            ``KVLayout.blocks_per_request`` is ``groups x ceil(L / B)`` and ``KVLayout.needed_bytes``
+            is ``ceil(L / B) x`` that byte count.
     """
 
     plan_fields: dict
@@ -164,10 +185,33 @@ class _StaticPlan:
     no_memory_reason: str
     log_head: tuple[str, ...]
     launch_around_length: tuple[str, str]
+    full_attention: tuple[int, int, int] | None = None
 
 
-_LENGTH_FREE_FIELDS = attrgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
-"""Every :class:`EngineRequest` field but ``max_model_len``, read as one tuple (part of the static plan's key)."""
+_LENGTH_FREE_FIELDS = itemgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
+"""Every :class:`EngineRequest` field but ``max_model_len``, read from the request's ``__dict__`` as one tuple
+(part of the static plan's key; by name from the dict: cheaper than ``attrgetter``)."""
+
+
+def _static_plan_at(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
+                    max_model_len: int) -> _StaticPlan:
+    """:func:`_static_plan` under the batch limits vLLM picks at ``max_model_len`` (the request's, else
+    :func:`planner.engines.profiles.vllm_scheduler_defaults`).
+
+    Only V0 derives those defaults from the length; for every V1 profile the static plan is
+    also memoized without them, so a warm plan looks it up once.
+    """
+    v1 = profile.id != "vllm-v0"
+    if v1:
+        memo = model_memo(model)
+        key = ("vllm_static_v1", profile.id, gpu_memory_bytes, _LENGTH_FREE_FIELDS(request.__dict__))
+        st = memo.get(key)
+        if st is not None:
+            return st
+    default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, request.gpu_name, max_model_len)
+    st = _static_plan(model, gpu_memory_bytes, request, profile, request.max_num_batched_tokens or default_tokens,
+                      request.max_num_seqs or default_seqs)
+    return remember(memo, key, st) if v1 else st
 
 
 def _static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
@@ -178,7 +222,7 @@ def _static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     (vLLM V0 derives them from ``max_model_len``) and every request field but ``max_model_len``.
     """
     memo = model_memo(model)
-    key = ("vllm_static", profile.id, gpu_memory_bytes, mnbt, seqs, _LENGTH_FREE_FIELDS(request))
+    key = ("vllm_static", profile.id, gpu_memory_bytes, mnbt, seqs, _LENGTH_FREE_FIELDS(request.__dict__))
     st = memo.get(key)
     if st is None:
         st = remember(memo, key, _build_static_plan(model, gpu_memory_bytes, request, profile, mnbt, seqs))
@@ -244,7 +288,20 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         plan_fields=plan_fields, layouts=tuple(layouts), ranks=tuple(ranks), layout=layout,
         num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=_no_memory_reason(ranks),
         log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
+        full_attention=_full_attention_terms(layouts),
     )
+
+
+def _full_attention_terms(layouts: list[KVLayout]) -> tuple[int, int, int] | None:
+    """:attr:`_StaticPlan.full_attention` of a plan's layouts (one per GPU kind), or None."""
+    if len(layouts) != 1 or any(type(spec) is not FullAttentionPages for spec, _ in layouts[0].spec_counts):
+        return None
+    layout = layouts[0]
+    blocks = {spec.block_size for spec, _ in layout.spec_counts}
+    if len(blocks) != 1:
+        return None
+    return (blocks.pop(), sum(count for _, count in layout.group_spec_counts),
+            sum(count * spec.page_size_bytes for spec, count in layout.spec_counts))
 
 
 def _stage_roles(profile: EngineProfile, request: EngineRequest, stage: int) -> tuple[str, ...]:
@@ -316,7 +373,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     else:
         graphs = terms["cudagraph"] if profile.subtracts_cudagraph else 0
         available = requested - terms["weights"] - terms["activation"] - terms["non_torch"] - graphs
-    return RankBudget(
+    budget = RankBudget(
         stage=stage, role=role, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
         requested_bytes=requested, weights_bytes=terms["weights"], activation_bytes=terms["activation"],
         forward_activation_bytes=act.forward_bytes, sampler_bytes=act.sampler_bytes,
@@ -324,6 +381,9 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         kv_cache_bytes_per_token=sum(model.layers[i].bytes_per_token(dtypes, tp) for i in layers),
         bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
         overridden=tuple(overridden))
+    if request.serving is not None:  # serving features (planner.engines.serving)
+        return vllm_rank_budget(budget, model, request, profile, layout, mnbt=mnbt)
+    return budget
 
 
 def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, mnbt: int, seqs: int) -> str:
@@ -417,14 +477,15 @@ def _log_head(profile: EngineProfile, ranks: list[RankBudget]) -> list[str]:
     return lines
 
 
-def _log_tail(profile: EngineProfile, num_blocks: int, tokens: int, conc: float,
+def _log_tail(profile: EngineProfile, num_blocks: int, tokens: int, conc: str,
               max_model_len: int) -> tuple[str, str]:
-    """The startup lines after :func:`_log_head`: the KV cache size and the maximum concurrency."""
+    """The startup lines after :func:`_log_head`: the KV cache size and the maximum concurrency
+    (``conc`` already formatted with 2 decimals, as vLLM prints it)."""
     if profile.token_print == "blocks":
         size = f"# GPU blocks: {num_blocks}"
     else:
         size = f"GPU KV cache size: {tokens:,} tokens"
-    return size, f"Maximum concurrency for {max_model_len:,} tokens per request: {conc:.2f}x"
+    return size, f"Maximum concurrency for {max_model_len:,} tokens per request: {conc}x"
 
 
 def with_available(request: EngineRequest, available_bytes: int) -> EngineRequest:

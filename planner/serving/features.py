@@ -5,10 +5,10 @@
 as it was. When set, :func:`serving_effects` says what the features change on one GPU, and the
 budget chain applies it in four places, each as vLLM accounts for it:
 
-    weights_per_gpu  += LoRA slots + draft / MTP / EAGLE weights (+ vision tower)   ("Model loading took")
+    weights_per_gpu  += LoRA slots + draft / MTP / EAGLE weights                    ("Model loading took")
     activation       += profile-pass extras (LoRA punica buffer, encoder cache)     (determine_available_memory)
     KV per token     += the draft's own layers (the same block pool)                (get_kv_cache_spec)
-    tokens per seq   += lookahead slots (num_speculative_tokens) + image tokens     (allocate_slots)
+    tokens per seq   += lookahead slots (num_speculative_tokens) + image / video tokens (allocate_slots)
 
 Sources: vllm/v1/worker/gpu_model_runner.py (``load_model`` loads the drafter and the LoRA
 manager inside the memory profiler that reports "Model loading took"; ``get_kv_cache_spec`` walks
@@ -289,8 +289,7 @@ def serving_effects(model: ModelSpec, features: ServingFeatures, *, tensor_paral
     if features.multimodal is not None:
         mm = multimodal_cost(features.multimodal, activation=dtypes.state, num_batched_tokens=num_batched_tokens,
                              tensor_parallel_size=tp, engine=family)
-        weights += mm.vision_weights_bytes
-        tokens += mm.tokens_per_request
+        tokens += mm.tokens_per_request  # the tower's weights are in the model's own (families_multimodal)
         notes += mm.notes
     return ServingEffects(engine=features.engine, extra_weights_bytes=weights, extra_activation_bytes=activation_extra,
                           extra_tokens_per_sequence=tokens, extra_kv_model=kv_model, host_bytes=host, lora=lora,

@@ -1,5 +1,5 @@
-"""Multimodal inputs: the image tokens a request puts into the KV cache, the encoder cache vLLM profiles,
-and the vision tower the text-only catalog spec leaves out.
+"""Multimodal inputs: the image and video tokens a request puts into the KV cache, the encoder cache vLLM
+profiles, and the vision tower a multimodal catalog spec carries beside its language model.
 
 Tokens per image (Qwen2-VL / Qwen2.5-VL / Qwen3-VL / Qwen3.5 processors, ``smart_resize`` in
 transformers models/qwen2_vl/image_processing_qwen2_vl.py, which the Qwen3-VL processor reuses):
@@ -34,24 +34,57 @@ the largest size and keeps their outputs while it profiles the language model. S
     + max(0, vision forward peak - language-model activation peak)
     vision forward peak ~ patches x activation bytes x (3 x hidden + intermediate)   (an estimate)
 
-and the weights gain the vision tower (transformers Qwen2_5_VisionTransformerPretrainedModel,
-models/qwen2_5_vl/modeling_qwen2_5_vl.py; Qwen3VLVisionModel, models/qwen3_vl/modeling_qwen3_vl.py),
-split over tensor-parallel GPUs like vLLM's default ``mm_encoder_tp_mode="weights"``, in the activation
-dtype (quantized checkpoints leave the tower unquantized). SGLang and llama.cpp (``--mmproj``) put the
-same tokens into the KV cache; their encoder memory is not profiled this way, so only the tokens and
-the tower are priced for them.
+The vision tower (transformers Qwen2_5_VisionTransformerPretrainedModel,
+models/qwen2_5_vl/modeling_qwen2_5_vl.py; Qwen3VLVisionModel, models/qwen3_vl/modeling_qwen3_vl.py) is part
+of the catalog spec (:mod:`model_catalog.families_multimodal` adds every family's tower groups, names under
+:data:`TOWER_PREFIXES`), because vLLM loads it unless every modality it serves is limited to 0
+(``--limit-mm-per-prompt '{"image": 0, "video": 0}'``, vllm/model_executor/models/qwen3_vl.py: ``self.visual
+= None`` only then). :func:`text_only` is the spec such a server holds; :func:`tower_weight_bytes` the share
+the towers take. It is split over tensor-parallel GPUs like vLLM's default ``mm_encoder_tp_mode="weights"``,
+in the activation dtype (quantized checkpoints leave the tower unquantized). SGLang and llama.cpp
+(``--mmproj``) put the same tokens into the KV cache; their encoder memory is not profiled this way, so only
+the tokens are priced for them.
 
-Video is not modelled (its frames share the image formula with their own limits).
+Tokens per video (:func:`tokens_per_video`). Frames: ``--video-frames`` as given, or ``--video-seconds x fps``
+with fps 2, clamped to [4, 768] frames (``Qwen3VLVideoProcessor.sample_frames``: ``fps = 2``, ``min_frames =
+4``, ``max_frames = 768``, transformers models/qwen3_vl/video_processing_qwen3_vl.py); an odd count is padded
+to a multiple of ``temporal_patch_size`` (``patchify``). Frame size:
+
+    Qwen3-VL / Qwen3.5: one smart_resize over the whole clip: h x w rounded to factor 32, then, if
+        t x h x w leaves [131,072, 786,432] pixels (``size`` 128 x 32 x 32 / 768 x 32 x 32; t = frames
+        rounded to 2), rescaled by sqrt as for images (video_processing_qwen3_vl.py ``smart_resize``,
+        ``cap_pixels_per_frame`` off, its 5.24 default)
+    Qwen2-VL / 2.5-VL: each frame like an image within [100,352, 602,112] pixels (``size`` 128 x 28 x 28 /
+        768 x 28 x 28, video_processing_qwen2_vl.py)
+
+    groups = frames / temporal_patch_size
+    tokens = groups x (h / patch) x (w / patch) / merge^2 + delimiters
+    delimiters: Qwen3-VL 2 per group (``<|vision_start|>`` ... ``<|vision_end|>`` around every group,
+        processing_qwen3_vl.py ``replace_video_token``); Qwen2-VL 2 per video (processing_qwen2_vl.py)
+
+Worked example: 1 video of 16 frames at 448 x 448 on Qwen3-VL-8B: 448 is a multiple of 32, but 16 x 448 x
+448 = 3,211,264 px > 786,432, so beta = sqrt(3,211,264 / 786,432) = 2.021 and each side becomes
+floor(448 / 2.021 / 32) x 32 = 192; 8 groups x (12 x 12 / 4 = 36) = 288 tokens + 8 x 2 delimiters = **304
+tokens**. Qwen3-VL also writes a ``<t seconds>`` timestamp in text before each group (a few text tokens,
+tokenizer-dependent), which is not counted.
+
+The video processors' defaults are used because the repositories' video_preprocessor_config.json files are
+not among the references.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from planner.model.dtypes import StorageFormat
-from planner.model.params import ParamGroup, linear, norm, weight_bytes
+from planner.model.memo import memoized
+from planner.model.params import ParamGroup, weight_bytes
+
+if TYPE_CHECKING:
+    from planner.model.spec import ModelSpec
 
 QWEN2_VL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
 QWEN3_VL_TYPES = frozenset({"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision",
@@ -63,8 +96,89 @@ PROCESSOR_DEFAULTS: dict[str, tuple[int, int]] = {
 }
 """Vision family -> (min_pixels, max_pixels) of its published preprocessor_config.json (module docstring)."""
 
+VIDEO_DEFAULTS: dict[str, tuple[int, int]] = {
+    "qwen2_vl": (128 * 28 * 28, 768 * 28 * 28),
+    "qwen3_vl": (128 * 32 * 32, 768 * 32 * 32),
+}
+"""Vision family -> the video processor's ``size`` (shortest_edge, longest_edge) [pixels] (module docstring):
+per frame for Qwen2-VL, over the whole clip for Qwen3-VL."""
+
+VIDEO_FPS = 2
+VIDEO_MIN_FRAMES = 4
+VIDEO_MAX_FRAMES = 768
+"""``Qwen3VLVideoProcessor`` frame sampling defaults (fps, min_frames, max_frames)."""
+
 DELIMITER_TOKENS = 2
 """<|vision_start|> and <|vision_end|> around each image's pad tokens (Qwen chat templates)."""
+
+TOWER_PREFIXES: tuple[str, ...] = ("visual.", "vision_tower.", "vision_model.", "embed_vision.", "mm_projector.",
+                                   "multi_modal_projector.", "audio_tower.", "embed_audio.")
+"""Parameter-group name prefixes of vision / audio towers and projectors (the transformers module names
+under ``model.`` of each ``*ForConditionalGeneration``); everything else is the language model."""
+
+
+def tower_linear(name: str, fan_in: int, fan_out: int, *, bias: bool = False, count: int = 1) -> list[ParamGroup]:
+    """One tower ``nn.Linear`` (``fan_in`` -> ``fan_out``) as parameter groups: weight ``(out, in)`` of kind
+    ``other`` (activation dtype, split over tensor-parallel GPUs) and, with ``bias``, its bias."""
+    out = [ParamGroup(name=f"{name}.weight", shape=(fan_out, fan_in), count=count, kind="other")]
+    if bias:
+        out.append(ParamGroup(name=f"{name}.bias", shape=(fan_out,), count=count, kind="bias"))
+    return out
+
+
+def tower_norm(name: str, dim: int, *, bias: bool = False, count: int = 1) -> list[ParamGroup]:
+    """One tower norm: ``weight`` (and ``bias`` for a LayerNorm) of ``dim``, replicated on every GPU."""
+    out = [ParamGroup(name=f"{name}.weight", shape=(dim,), count=count, kind="norm")]
+    if bias:
+        out.append(ParamGroup(name=f"{name}.bias", shape=(dim,), count=count, kind="norm"))
+    return out
+
+
+def is_tower_group(group: ParamGroup) -> bool:
+    """True for a vision / audio tower or projector tensor (:data:`TOWER_PREFIXES`)."""
+    return group.name.startswith(TOWER_PREFIXES)
+
+
+def tower_groups_of(model: ModelSpec) -> tuple[ParamGroup, ...]:
+    """The model's tower and projector groups (empty for a text model)."""
+    return memoized(model, ("tower_groups",), lambda: tuple(g for g in model.params if is_tower_group(g)))
+
+
+def is_multimodal(model: ModelSpec) -> bool:
+    """True when the spec carries tower or projector weights."""
+    return bool(tower_groups_of(model))
+
+
+def text_only(model: ModelSpec) -> ModelSpec:
+    """The spec a text-only server holds: ``model`` without its towers and projectors (``model`` itself for a
+    text model). vLLM builds no tower when every modality it serves is limited to 0 (module docstring).
+    Memoized per object, so repeated plans of the same text-only model share one spec."""
+    if not is_multimodal(model):
+        return model
+    return memoized(model, ("text_only",), lambda: replace(
+        model, params=tuple(g for g in model.params if not is_tower_group(g))))
+
+
+def tower_parameters(model: ModelSpec) -> int:
+    """Parameters of the model's towers and projectors."""
+    return sum(g.total_numel for g in tower_groups_of(model))
+
+
+def tower_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_parallel_size: int = 1) -> int:
+    """Bytes the towers and projectors take on one of ``tensor_parallel_size`` GPUs [bytes]
+    (:func:`planner.model.params.weight_bytes` over their groups, in the format the plan gives them)."""
+    return weight_bytes(tower_groups_of(model), weight_format, model.torch_dtype, tensor_parallel_size)
+
+
+def tower_summary(model: ModelSpec, weight_format: StorageFormat) -> str:
+    """``"vision tower 1.07 GiB"`` (and ``"audio tower ..."`` where there is one): the towers with their
+    projectors and their bytes in ``weight_format`` (:func:`tower_weight_bytes`), whole model."""
+    groups = tower_groups_of(model)
+    audio = tuple(g for g in groups if g.name.startswith(("audio_tower.", "embed_audio.")))
+    vision = tuple(g for g in groups if g not in audio)
+    parts = [f"{what} tower {weight_bytes(gs, weight_format, model.torch_dtype) / (1 << 30):.2f} GiB"
+             for what, gs in (("vision", vision), ("audio", audio)) if gs]
+    return " + ".join(parts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,52 +283,124 @@ def tokens_per_image(vision: VisionConfig, width: int, height: int) -> int:
 
 
 def vision_tower_groups(vision: VisionConfig) -> tuple[ParamGroup, ...]:
-    """The vision tower's parameter groups (module docstring's transformers classes)."""
+    """The vision tower's parameter groups, named as transformers' ``model.visual`` (module docstring's
+    classes): Conv3d patch embedding (bias in Qwen3-VL), Qwen3-VL's learned position table, per block two
+    norms (LayerNorm in Qwen3-VL, RMSNorm in Qwen2.5-VL), biased ``qkv`` / ``proj`` and MLP (Qwen3-VL
+    ``linear_fc1`` / ``linear_fc2``, Qwen2.5-VL gated), the patch merger over ``spatial_merge_size^2``
+    tokens and Qwen3-VL's deepstack mergers (one per ``deepstack_visual_indexes`` entry).
+
+    Worked example (Qwen3-VL-8B: hidden 1,152, depth 27, intermediate 4,304, patch 16, position table 2,304,
+    out 4,096, 3 deepstack levels): patch 1,152 x 3 x 2 x 16 x 16 + 1,152 = 1,770,624; position 2,304 x 1,152
+    = 2,654,208; per block 4 x 1,152 (norms) + 1,152 x 3,456 + 3,456 + 1,152^2 + 1,152 + 2 x 1,152 x 4,304
+    + 4,304 + 1,152 = 15,239,504, x 27 = 411,466,608; merger 2 x 1,152 + 4,608^2 + 4,608 + 4,608 x 4,096
+    + 4,096 = 40,119,040; each deepstack merger 2 x 4,608 + the same two linears = 40,125,952, x 3 =
+    120,377,856; total 576,388,336 (transformers 5.24 meta count of ``model.visual``).
+    """
     h, m2 = vision.hidden_size, vision.spatial_merge_size ** 2
-    kernel = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
+    kernel = (h, vision.in_channels, vision.temporal_patch_size, vision.patch_size, vision.patch_size)
     qwen3 = vision.family == "qwen3_vl"
     d = vision.depth
-    # patch_embed is a Conv3d vLLM keeps whole on every GPU ("router" = replicated, activation dtype)
-    groups = [ParamGroup(name="visual.patch_embed.proj.weight", shape=(h, kernel), kind="router")]
+    # patch_embed is a Conv3d vLLM keeps whole on every GPU (kind "norm": replicated, activation dtype)
+    groups = [ParamGroup(name="visual.patch_embed.proj.weight", shape=kernel, kind="norm")]
     if qwen3:
-        groups.append(ParamGroup(name="visual.patch_embed.proj.bias", shape=(h,), kind="bias"))
+        groups.append(ParamGroup(name="visual.patch_embed.proj.bias", shape=(h,), kind="norm"))
         if vision.num_position_embeddings:
             groups.append(ParamGroup(name="visual.pos_embed.weight", shape=(vision.num_position_embeddings, h),
                                      kind="norm"))  # an nn.Embedding vLLM keeps whole on every GPU
     norm_bias = qwen3  # LayerNorm (weight + bias) in Qwen3-VL, RMSNorm (weight) in Qwen2.5-VL
-    groups += [*norm("visual.blocks.*.norm1", h, bias=norm_bias, count=d),
-               *norm("visual.blocks.*.norm2", h, bias=norm_bias, count=d),
-               *linear("visual.blocks.*.attn.qkv", h, 3 * h, bias=True, count=d),
-               *linear("visual.blocks.*.attn.proj", h, h, bias=True, count=d)]
+    groups += [*tower_norm("visual.blocks.*.norm1", h, bias=norm_bias, count=d),
+               *tower_norm("visual.blocks.*.norm2", h, bias=norm_bias, count=d),
+               *tower_linear("visual.blocks.*.attn.qkv", h, 3 * h, bias=True, count=d),
+               *tower_linear("visual.blocks.*.attn.proj", h, h, bias=True, count=d)]
     if qwen3:
-        groups += [*linear("visual.blocks.*.mlp.linear_fc1", h, vision.intermediate_size, bias=True, count=d),
-                   *linear("visual.blocks.*.mlp.linear_fc2", vision.intermediate_size, h, bias=True, count=d)]
+        groups += [*tower_linear("visual.blocks.*.mlp.linear_fc1", h, vision.intermediate_size, bias=True, count=d),
+                   *tower_linear("visual.blocks.*.mlp.linear_fc2", vision.intermediate_size, h, bias=True, count=d)]
     else:
         for name in ("gate_proj", "up_proj"):
-            groups += linear(f"visual.blocks.*.mlp.{name}", h, vision.intermediate_size, bias=True, count=d)
-        groups += linear("visual.blocks.*.mlp.down_proj", vision.intermediate_size, h, bias=True, count=d)
+            groups += tower_linear(f"visual.blocks.*.mlp.{name}", h, vision.intermediate_size, bias=True, count=d)
+        groups += tower_linear("visual.blocks.*.mlp.down_proj", vision.intermediate_size, h, bias=True, count=d)
     merged = h * m2
-    groups += [*norm("visual.merger.norm", h, bias=norm_bias),
-               *linear("visual.merger.fc1", merged, merged, bias=True),
-               *linear("visual.merger.fc2", merged, vision.out_hidden_size, bias=True)]
+    fc1, fc2 = ("linear_fc1", "linear_fc2") if qwen3 else ("mlp.0", "mlp.2")
+    groups += [*tower_norm("visual.merger.norm" if qwen3 else "visual.merger.ln_q", h, bias=norm_bias),
+               *tower_linear(f"visual.merger.{fc1}", merged, merged, bias=True),
+               *tower_linear(f"visual.merger.{fc2}", merged, vision.out_hidden_size, bias=True)]
     if vision.deepstack_levels:
         n = vision.deepstack_levels
-        groups += [*norm("visual.deepstack_merger_list.*.norm", merged, bias=True, count=n),
-                   *linear("visual.deepstack_merger_list.*.fc1", merged, merged, bias=True, count=n),
-                   *linear("visual.deepstack_merger_list.*.fc2", merged, vision.out_hidden_size, bias=True, count=n)]
+        groups += [*tower_norm("visual.deepstack_merger_list.*.norm", merged, bias=True, count=n),
+                   *tower_linear("visual.deepstack_merger_list.*.linear_fc1", merged, merged, bias=True, count=n),
+                   *tower_linear("visual.deepstack_merger_list.*.linear_fc2", merged, vision.out_hidden_size,
+                                 bias=True, count=n)]
     return tuple(groups)
+
+
+def video_frames(seconds: float, fps: float = VIDEO_FPS) -> int:
+    """Frames the processor samples from a clip of ``seconds`` at ``fps`` [frames]: ``int(seconds x fps)``
+    clamped to [:data:`VIDEO_MIN_FRAMES`, :data:`VIDEO_MAX_FRAMES`] (module docstring).
+
+    Raises:
+        ValueError: a duration or rate that is not positive.
+    """
+    if seconds <= 0 or fps <= 0:
+        raise ValueError(f"video seconds and fps must be positive, got {seconds} s at {fps} fps")
+    return min(max(int(seconds * fps), VIDEO_MIN_FRAMES), VIDEO_MAX_FRAMES)
+
+
+def resized_video(vision: VisionConfig, frames: int, width: int, height: int) -> tuple[int, int]:
+    """``(width, height)`` every frame is resized to [pixels] (module docstring's video rules).
+
+    Raises:
+        ValueError: fewer frames than ``temporal_patch_size`` or a side under 1 pixel.
+    """
+    if frames < vision.temporal_patch_size:
+        raise ValueError(f"a video needs at least {vision.temporal_patch_size} frames (temporal_patch_size), "
+                         f"got {frames}")
+    low, high = VIDEO_DEFAULTS[vision.family]
+    if vision.family == "qwen2_vl":  # each frame like an image within the video size bounds
+        return resized(replace(vision, min_pixels=low, max_pixels=high), width, height)
+    t = round(frames / vision.temporal_patch_size) * vision.temporal_patch_size
+    if width < 1 or height < 1:
+        raise ValueError(f"video frame sides must be at least 1 pixel, got {width} x {height}")
+    f = vision.factor
+    h, w = max(f, round(height / f) * f), max(f, round(width / f) * f)
+    if t * h * w > high:
+        beta = math.sqrt(frames * height * width / high)
+        h, w = max(f, math.floor(height / beta / f) * f), max(f, math.floor(width / beta / f) * f)
+    elif t * h * w < low:
+        beta = math.sqrt(low / (frames * height * width))
+        h, w = math.ceil(height * beta / f) * f, math.ceil(width * beta / f) * f
+    return w, h
+
+
+def tokens_per_video(vision: VisionConfig, frames: int, width: int, height: int) -> int:
+    """Tokens one video of ``frames`` frames of ``width x height`` puts into the prompt [tokens]
+    (module docstring: ``groups x patches / merge^2`` plus the delimiters; timestamps not counted).
+
+    Raises:
+        ValueError: as :func:`resized_video`.
+    """
+    w, h = resized_video(vision, frames, width, height)
+    groups = -(-frames // vision.temporal_patch_size)  # patchify pads to a multiple of temporal_patch_size
+    per_group = (w // vision.patch_size) * (h // vision.patch_size) // (vision.spatial_merge_size ** 2)
+    delimiters = DELIMITER_TOKENS * groups if vision.family == "qwen3_vl" else DELIMITER_TOKENS
+    return groups * per_group + delimiters
 
 
 @dataclass(frozen=True, kw_only=True)
 class MultimodalConfig:
-    """Images per request, as asked (vLLM ``--limit-mm-per-prompt '{"image": N}'`` bounds them).
+    """Images and videos per request, as asked (vLLM ``--limit-mm-per-prompt '{"image": N, "video": M}'``
+    bounds them).
 
     Attributes:
         vision: The model's vision fields (:func:`vision_from_config`).
         images_per_request: Images each request carries, >= 0.
         image_width, image_height: Their size [pixels].
-        limit_mm_per_prompt: vLLM's image limit per prompt; None = vLLM's default (no practical
-            limit), 0 = images off (no encoder profile).
+        limit_mm_per_prompt: vLLM's image limit per prompt; None = vLLM's default (999 per modality),
+            0 = images off.
+        videos_per_request: Videos each request carries, >= 0.
+        video_frames: Frames of each video after sampling [frames].
+        video_width, video_height: Frame size [pixels].
+        limit_videos_per_prompt: vLLM's video limit per prompt; None = 999. The encoder profile is off only
+            when both limits are 0.
     """
 
     vision: VisionConfig = field(compare=True)
@@ -222,33 +408,50 @@ class MultimodalConfig:
     image_width: int = 1024
     image_height: int = 1024
     limit_mm_per_prompt: int | None = None
+    videos_per_request: int = 0
+    video_frames: int = 16
+    video_width: int = 448
+    video_height: int = 448
+    limit_videos_per_prompt: int | None = None
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting."""
-        if self.images_per_request < 0:
-            raise ValueError(f"images_per_request must be >= 0, got {self.images_per_request}")
+        if self.images_per_request < 0 or self.videos_per_request < 0:
+            raise ValueError(f"images and videos per request must be >= 0, got {self.images_per_request} and "
+                             f"{self.videos_per_request}")
         if self.image_width < 1 or self.image_height < 1:
             raise ValueError(f"image sides must be at least 1 pixel, got {self.image_width} x {self.image_height}")
-        if self.limit_mm_per_prompt is not None and self.limit_mm_per_prompt < 0:
-            raise ValueError(f"limit_mm_per_prompt must be >= 0, got {self.limit_mm_per_prompt}")
-        if self.limit_mm_per_prompt is not None and self.images_per_request > self.limit_mm_per_prompt:
-            raise ValueError(f"{self.images_per_request} images per request exceed --limit-mm-per-prompt "
-                             f"{self.limit_mm_per_prompt}; raise the limit or send fewer images")
+        for what, asked, limit in (("images", self.images_per_request, self.limit_mm_per_prompt),
+                                   ("videos", self.videos_per_request, self.limit_videos_per_prompt)):
+            if limit is not None and limit < 0:
+                raise ValueError(f"--limit-mm-per-prompt's {what[:-1]} limit must be >= 0, got {limit}")
+            if limit is not None and asked > limit:
+                raise ValueError(f"{asked} {what} per request exceed --limit-mm-per-prompt's {what[:-1]} limit "
+                                 f"{limit}; raise the limit or send fewer {what}")
+        if self.videos_per_request:
+            resized_video(self.vision, self.video_frames, self.video_width, self.video_height)
+
+    @property
+    def encoder_profiled(self) -> bool:
+        """False when vLLM skips the encoder: every modality limited to 0 (module docstring)."""
+        return not (self.limit_mm_per_prompt == 0 and self.limit_videos_per_prompt == 0)
 
 
 @dataclass(frozen=True, kw_only=True)
 class MultimodalCost:
-    """What the images and the tower cost on one GPU (bytes unless named).
+    """What the images, videos and the tower cost on one GPU (bytes unless named).
 
     Attributes:
         tokens_per_image: Prompt tokens of one image, delimiters included [tokens].
-        tokens_per_request: ``images_per_request x tokens_per_image`` [tokens].
+        tokens_per_request: ``images x tokens_per_image + videos x tokens_per_video`` [tokens].
         resized_width, resized_height: The processor's image size [pixels].
         encoder_budget_tokens: vLLM's encoder cache budget [tokens] (0 when profiling is off).
         encoder_cache_bytes: Encoder outputs held through the profile pass.
         vision_forward_bytes: Estimated vision-tower activation peak of the profile pass.
         vision_params: Parameters of the vision tower.
-        vision_weights_bytes: Its bytes on one GPU.
+        vision_weights_bytes: Its bytes on one GPU (already inside the model's weights).
+        videos_per_request, video_frames, tokens_per_video: The videos and their tokens [tokens].
+        resized_video_width, resized_video_height: The video processor's frame size [pixels].
         notes: Assumptions.
     """
 
@@ -262,24 +465,36 @@ class MultimodalCost:
     vision_forward_bytes: int
     vision_params: int
     vision_weights_bytes: int
+    videos_per_request: int = 0
+    video_frames: int = 0
+    tokens_per_video: int = 0
+    resized_video_width: int = 0
+    resized_video_height: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict:
-        """JSON keys of the ``serving.multimodal`` block."""
-        return {"images_per_request": self.images_per_request, "tokens_per_image": self.tokens_per_image,
-                "tokens_per_request": self.tokens_per_request, "resized_width": self.resized_width,
-                "resized_height": self.resized_height, "encoder_budget_tokens": self.encoder_budget_tokens,
-                "encoder_cache_bytes": self.encoder_cache_bytes, "vision_forward_bytes": self.vision_forward_bytes,
-                "vision_params": self.vision_params, "vision_weights_bytes_per_gpu": self.vision_weights_bytes,
-                "notes": list(self.notes)}
+        """JSON keys of the ``serving.multimodal`` block (the video keys only when a video is asked for)."""
+        out = {"images_per_request": self.images_per_request, "tokens_per_image": self.tokens_per_image,
+               "tokens_per_request": self.tokens_per_request, "resized_width": self.resized_width,
+               "resized_height": self.resized_height, "encoder_budget_tokens": self.encoder_budget_tokens,
+               "encoder_cache_bytes": self.encoder_cache_bytes, "vision_forward_bytes": self.vision_forward_bytes,
+               "vision_params": self.vision_params, "vision_weights_bytes_per_gpu": self.vision_weights_bytes}
+        if self.videos_per_request:
+            out |= {"videos_per_request": self.videos_per_request, "video_frames": self.video_frames,
+                    "tokens_per_video": self.tokens_per_video, "resized_video_width": self.resized_video_width,
+                    "resized_video_height": self.resized_video_height}
+        return out | {"notes": list(self.notes)}
 
 
 def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_batched_tokens: int,
                     tensor_parallel_size: int = 1, engine: str = "vllm") -> MultimodalCost:
     """Tokens, encoder cache, vision activation and tower weights of ``config`` on one GPU (module docstring).
 
+    The tower's weights are reported (``vision_weights_bytes``) but not added: the catalog spec already
+    holds them (:mod:`model_catalog.families_multimodal`).
+
     Args:
-        config: The images and the model's vision fields.
+        config: The images, videos and the model's vision fields.
         activation: The activation dtype (encoder outputs and the tower).
         num_batched_tokens: ``max_num_batched_tokens`` of the profile pass [tokens].
         tensor_parallel_size: GPUs the tower is split over.
@@ -292,39 +507,53 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
     vision = config.vision
     per_image = tokens_per_image(vision, config.image_width, config.image_height)
     width, height = resized(vision, config.image_width, config.image_height)
+    per_video = video_w = video_h = 0
+    if config.videos_per_request:
+        per_video = tokens_per_video(vision, config.video_frames, config.video_width, config.video_height)
+        video_w, video_h = resized_video(vision, config.video_frames, config.video_width, config.video_height)
     groups = vision_tower_groups(vision)
     notes: list[str] = [f"min_pixels {vision.min_pixels:,} / max_pixels {vision.max_pixels:,}: the "
-                        f"{vision.family} processor defaults", "vision tower added to the weights (the catalog spec "
-                        "is the language model only)"]
+                        f"{vision.family} processor defaults"]
+    if config.videos_per_request:
+        notes.append(f"video: {config.video_frames} frames resized to {video_w} x {video_h} ({vision.family} video "
+                     "processor defaults); Qwen3-VL's per-group text timestamps are not counted")
     budget = cache = forward = 0
-    if engine == "vllm" and config.limit_mm_per_prompt != 0:
-        largest = vision.max_tokens_per_image
+    if engine == "vllm" and config.encoder_profiled:
+        largest = max(vision.max_tokens_per_image, per_video)
         budget = max(num_batched_tokens, largest)
         cache = activation.bytes_for(budget * vision.output_width)
         patches = largest * vision.spatial_merge_size ** 2
         forward = activation.bytes_for(patches * (3 * vision.hidden_size + vision.intermediate_size))
-        notes.append(f"vLLM encoder cache of {budget:,} tokens (max of max_num_batched_tokens and the largest image's "
+        notes.append(f"vLLM encoder cache of {budget:,} tokens (max of max_num_batched_tokens and the largest item's "
                      f"{largest:,}) held through the profile pass; the vision forward peak is an estimate")
     elif engine == "vllm":
-        notes.append("--limit-mm-per-prompt 0: vLLM skips the encoder profile")
+        notes.append("--limit-mm-per-prompt 0 for images and videos: vLLM skips the encoder profile")
     else:
-        notes.append(f"{engine}: image tokens and tower priced; its encoder memory is not profiled here")
+        notes.append(f"{engine}: image and video tokens priced; its encoder memory is not profiled here")
     return MultimodalCost(
         images_per_request=config.images_per_request, tokens_per_image=per_image,
-        tokens_per_request=config.images_per_request * per_image, resized_width=width, resized_height=height,
+        tokens_per_request=config.images_per_request * per_image + config.videos_per_request * per_video,
+        resized_width=width, resized_height=height,
         encoder_budget_tokens=budget, encoder_cache_bytes=cache, vision_forward_bytes=forward,
         vision_params=sum(g.total_numel for g in groups),
-        vision_weights_bytes=weight_bytes(groups, activation, None, tensor_parallel_size), notes=tuple(notes))
+        vision_weights_bytes=weight_bytes(groups, activation, None, tensor_parallel_size),
+        videos_per_request=config.videos_per_request, video_frames=config.video_frames if per_video else 0,
+        tokens_per_video=per_video, resized_video_width=video_w, resized_video_height=video_h, notes=tuple(notes))
 
 
 def launch_flags(config: MultimodalConfig, engine: str) -> str:
-    """The engine's flag bounding images per prompt (vLLM ``--limit-mm-per-prompt``, vllm/engine/arg_utils.py).
+    """The engine's flag bounding images and videos per prompt (vLLM ``--limit-mm-per-prompt``,
+    vllm/config/multimodal.py ``limit_per_prompt``).
 
     SGLang and llama.cpp take no such bound (llama.cpp needs the tower's ``--mmproj`` file).
     """
     if engine == "vllm":
         limit = config.limit_mm_per_prompt if config.limit_mm_per_prompt is not None else config.images_per_request
-        return f"--limit-mm-per-prompt '{{\"image\": {limit}}}'"
+        if not config.videos_per_request and config.limit_videos_per_prompt is None:
+            return f"--limit-mm-per-prompt '{{\"image\": {limit}}}'"
+        videos = (config.limit_videos_per_prompt if config.limit_videos_per_prompt is not None
+                  else config.videos_per_request)
+        return f"--limit-mm-per-prompt '{{\"image\": {limit}, \"video\": {videos}}}'"
     if engine == "llama.cpp":
         return "--mmproj MMPROJ.gguf"
     return ""

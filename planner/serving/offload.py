@@ -22,8 +22,9 @@ Per GPU, with ``B`` the KV bytes one token costs on that GPU (all its layers, it
     seconds per token    = B / (link GB/s x 10^9)                  (one direction; an estimate)
     seconds per sequence = KV of one sequence of the plan / (link GB/s x 10^9)
 
-The link rate is the per-direction peak of the GPU's host interface (:data:`HOST_LINKS`, by GPU
-family; ``--host-link-gb-s`` overrides it): PCIe x16 carries 8 / 16 / 32 GT/s per lane for Gen 3 /
+The link rate is the per-direction peak of the GPU's host interface, which the GPU catalog states
+per GPU with its source (``model_catalog/gpus.json`` ``host_link``; the CLI and the pages pass it in
+:class:`OffloadConfig`, ``--host-link-gb-s`` overrides it, a GPU marked ``unknown`` gets no time): PCIe x16 carries 8 / 16 / 32 GT/s per lane for Gen 3 /
 4 / 5 with 128b/130b coding, so 15.75 / 31.5 / 63.0 GB/s per direction (PCI-SIG base
 specifications); NVLink-C2C carries 900 GB/s both ways, 450 GB/s per direction (NVIDIA GH200 and
 GB200 datasheets). Real copies reach 70-90 % of that, hence "estimate". Worked example: Llama-3.1-8B
@@ -33,8 +34,8 @@ sequence (1 GiB) reloads in 17.0 ms.
 Sources: vllm/config/cache.py (``kv_offloading_size``, ``kv_offloading_backend``, ``swap_space``),
 vllm/config/vllm.py (``_post_init_kv_transfer_config``: the size is split over the ranks),
 vllm/v1/kv_offload/ (``CPUOffloadingSpec``), vllm/distributed/kv_transfer/kv_connector/v1/
-offloading_connector.py; SGLang server arguments (python/sglang/srt/server_args.py); the link
-sources in :data:`HOST_LINKS`.
+offloading_connector.py; SGLang server arguments (python/sglang/srt/server_args.py); each GPU's
+link source in model_catalog/gpus.json.
 """
 
 from __future__ import annotations
@@ -74,50 +75,43 @@ class HostLink:
     source: str
 
 
-_PCIE3 = "PCIe 3.0 x16"
-_PCIE4 = "PCIe 4.0 x16"
-_PCIE5 = "PCIe 5.0 x16"
-
-HOST_LINKS: tuple[tuple[tuple[str, ...], HostLink], ...] = (
-    (("nvidia-gh200", "nvidia-gb200", "nvidia-gb300"),
-     HostLink("NVLink-C2C", NVLINK_C2C_GB_S, "NVIDIA GH200 Grace Hopper and GB200 NVL72 datasheets: NVLink-C2C, "
-                                             "900 GB/s bidirectional CPU-GPU")),
-    (("nvidia-dgx-spark", "apple-"),
-     HostLink("unified memory", 0.0, "one memory for CPU and GPU (NVIDIA DGX Spark GB10, Apple M-series): "
-                                     "offloading moves nothing")),
-    (("nvidia-h100", "nvidia-h200", "nvidia-h800", "nvidia-h20-", "nvidia-b200", "nvidia-rtx-pro-6000",
-      "nvidia-rtx-5090", "nvidia-rtx-5080", "nvidia-rtx-5070"),
-     HostLink(_PCIE5, PCIE5_X16_GB_S, "NVIDIA H100 / H200 / H20 / B200 / RTX PRO 6000 Blackwell / GeForce RTX "
-                                      "50 datasheets: PCIe Gen5 x16 host interface")),
-    (("amd-mi300x", "amd-mi325x", "amd-mi355x"),
-     HostLink(_PCIE5, PCIE5_X16_GB_S, "AMD Instinct MI300X / MI325X / MI355X datasheets: PCIe Gen5 x16")),
-    (("nvidia-rtx-4060-ti",),
-     HostLink("PCIe 4.0 x8", PCIE4_X16_GB_S / 2, "NVIDIA GeForce RTX 4060 Ti specifications: PCIe 4.0 x8")),
-    (("nvidia-a100", "nvidia-a10", "nvidia-a40", "nvidia-l4", "nvidia-l40", "nvidia-l20", "nvidia-rtx-a",
-      "nvidia-rtx-6000-ada", "nvidia-rtx-40", "nvidia-rtx-30", "amd-mi250x"),
-     HostLink(_PCIE4, PCIE4_X16_GB_S, "NVIDIA A100 / A10 / A40 / L4 / L40(S) / L20 / RTX A-series / RTX 6000 Ada "
-                                      "/ GeForce RTX 30 and 40 datasheets, AMD MI250X: PCIe Gen4 x16")),
-    (("nvidia-v100", "nvidia-t4", "nvidia-p40", "nvidia-rtx-2080"),
-     HostLink(_PCIE3, PCIE3_X16_GB_S, "NVIDIA V100 / T4 / Tesla P40 / GeForce RTX 2080 Ti datasheets: "
-                                      "PCIe Gen3 x16")),
-)
-"""GPU id prefix -> host link, first match wins (the catalog's ids; a GPU not listed gets PCIe 4.0 x16,
-labelled as assumed)."""
+UNKNOWN_LINK = HostLink("unknown", 0.0, "the GPU catalog states no host link for this GPU; give --host-link-gb-s")
+"""The link of a GPU whose catalog entry says ``unknown`` (or of a custom GPU): no time is priced."""
 
 
-def host_link(gpu_id: str, override_gb_s: float | None = None) -> HostLink:
-    """The host link of a GPU: ``override_gb_s`` when given, else :data:`HOST_LINKS` by id prefix.
+def host_link(gb_s: float | None, name: str = "", source: str = "") -> HostLink:
+    """A host link from its per-direction rate, as the edge read it from the GPU catalog
+    (``model_catalog/gpus.json`` ``host_link``) or from ``--host-link-gb-s``.
 
-    Examples: ``nvidia-h100-sxm-80gb`` -> PCIe 5.0 x16, 63 GB/s; ``nvidia-gh200-144gb`` -> NVLink-C2C,
-    450 GB/s; an unknown id -> PCIe 4.0 x16 (assumed).
+    Args:
+        gb_s: Per-direction peak [GB/s]; 0 for unified memory (nothing is copied); None when unknown.
+        name: What the link is (``pcie5 x16``, ``nvlink-c2c``); "" = ``given``.
+        source: Where the rate comes from; "" = ``--host-link-gb-s``.
+
+    Returns:
+        A :class:`HostLink`; :data:`UNKNOWN_LINK` when ``gb_s`` is None.
+
+    Raises:
+        ValueError: a negative rate.
+
+    Examples: ``host_link(63.0, "pcie5 x16", "NVIDIA H100 datasheet")`` (PCIe Gen5 x16, :data:`PCIE5_X16_GB_S`);
+    ``host_link(450.0, "nvlink-c2c", ...)`` (GH200); ``host_link(None)`` -> unknown, no time priced.
     """
-    if override_gb_s is not None:
-        return HostLink("given", float(override_gb_s), "--host-link-gb-s")
-    for prefixes, link in HOST_LINKS:
-        if gpu_id.startswith(prefixes):
-            return link
-    return HostLink(f"{_PCIE4} (assumed)", PCIE4_X16_GB_S, "GPU not in the link table: PCIe Gen4 x16 assumed; "
-                                                          "give --host-link-gb-s")
+    if gb_s is None:
+        return UNKNOWN_LINK
+    if gb_s < 0:
+        raise ValueError(f"host link rate must be >= 0 GB/s, got {gb_s}")
+    return HostLink(name or "given", float(gb_s), source or "--host-link-gb-s")
+
+
+def link_of_gpu(gpu) -> tuple[float | None, str, str]:
+    """``(GB/s per direction, name, source)`` of a catalog GPU's ``host_link`` (model_catalog/gpus.json, read
+    by attribute: ``gb_s_per_direction``, ``label``, ``source``), for :class:`OffloadConfig`; ``(None, "", "")``
+    for a GPU without one (a custom GPU, None) or one the catalog marks ``unknown``."""
+    link = getattr(gpu, "host_link", None)
+    if link is None or link.gb_s_per_direction is None:
+        return None, "", ""
+    return link.gb_s_per_direction, link.label, link.source
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,13 +123,18 @@ class OffloadConfig:
             ``--hicache-size`` per rank. None = off.
         kv_offloading_backend: ``native`` or ``lmcache``.
         swap_space: vLLM V0 ``--swap-space`` GiB per GPU; None = off.
-        host_link_gb_s: Host-link rate override [GB/s per direction]; None = the GPU's table entry.
+        host_link_gb_s: Host-link rate [GB/s per direction] (``--host-link-gb-s``, or the catalog GPU's
+            ``host_link`` filled in by the CLI / page); None = unknown (no time priced).
+        host_link_name, host_link_source: What that link is and where its rate comes from (the catalog's
+            ``kind`` and ``source``); "" = given by the user.
     """
 
     kv_offloading_size: float | None = None
     kv_offloading_backend: str = "native"
     swap_space: float | None = None
     host_link_gb_s: float | None = None
+    host_link_name: str = ""
+    host_link_source: str = ""
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting."""
@@ -148,7 +147,8 @@ class OffloadConfig:
         if self.kv_offloading_backend not in OFFLOAD_BACKENDS:
             raise ValueError(f"unknown kv_offloading_backend {self.kv_offloading_backend!r}; choose "
                              f"{' or '.join(OFFLOAD_BACKENDS)}")
-        if self.host_link_gb_s is not None and not self.host_link_gb_s > 0:
+        if self.host_link_gb_s is not None and not (self.host_link_gb_s > 0 or (
+                self.host_link_gb_s == 0 and self.host_link_name)):
             raise ValueError(f"host_link_gb_s must be > 0 GB/s, got {self.host_link_gb_s}")
 
 
@@ -198,19 +198,21 @@ def offload_plan(config: OffloadConfig, *, engine: str, gpu_id: str, tensor_para
     Args:
         config: Sizes, backend, link override.
         engine: Engine profile id (``vllm``, ``vllm-v0``, ``sglang``, ``llama.cpp``, ...).
-        gpu_id: Catalog GPU id (the link table's key).
+        gpu_id: Catalog GPU id (named in the notes; the link rate comes in ``config``).
         tensor_parallel_size, pipeline_parallel_size: The replica's ranks (vLLM splits the size over them).
 
     Raises:
         ValueError: an invalid config.
     """
     config.validate()
-    link = host_link(gpu_id, config.host_link_gb_s)
+    link = host_link(config.host_link_gb_s, config.host_link_name, config.host_link_source)
     ranks = tensor_parallel_size * pipeline_parallel_size
     family = "vllm" if engine == "vllm" or engine.startswith("vllm-") else engine
     notes: list[str] = ["the GPU keeps its whole KV pool: offloading adds a host tier behind it, for prefix hits "
                         "and preempted sequences (users per card on the GPU are unchanged)"]
-    if link.gb_s == 0:
+    if link is UNKNOWN_LINK:
+        notes.append(f"host link of {gpu_id or 'this GPU'} unknown: no copy time priced (give --host-link-gb-s)")
+    elif link.gb_s == 0:
         notes.append(f"{link.name}: the host tier is the same memory, so nothing is copied")
 
     def unsupported(why: str) -> OffloadPlan:

@@ -31,9 +31,10 @@ attention layer, the drafter's included, so one block pool holds both); vllm/v1/
 scheduler.py (``num_lookahead_tokens = num_speculative_tokens`` for EAGLE / MTP / draft models, 0
 for n-gram; the scheduled tokens of a decode step are 1 + the k drafts) and vllm/v1/core/
 kv_cache_manager.py (``allocate_slots`` rounds computed + new + lookahead tokens up to blocks).
-SGLang (``--speculative-algorithm EAGLE/EAGLE3/NEXTN/STANDALONE/NGRAM``, python/sglang/srt/
-speculative/eagle_worker.py) gives the draft worker a KV pool of the same token count, priced the
-same way here (an estimate); llama.cpp has draft models only (``--model-draft``, its own context
+SGLang (``--speculative-algorithm EAGLE/EAGLE3/NEXTN/STANDALONE/NGRAM``) sizes the drafter
+differently from vLLM (:func:`sglang_draft_pool_bytes`): the target's pool is profiled first, from the
+target's layers alone, and the draft worker then loads its weights and allocates a pool of its own
+with the target's token count, in the memory ``mem_fraction_static`` leaves; llama.cpp has draft models only (``--model-draft``, its own context
 of the same size, tools/server/server.cpp).
 
 Worked example (tests): a Llama-shaped target of hidden 1,024, 8 heads of 128, intermediate 4,096,
@@ -68,6 +69,51 @@ Qwen3.5/3.6 the second."""
 SGLANG_ALGORITHMS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
                      "ngram": "NGRAM"}
 """``--speculative-algorithm`` names SGLang gives the vLLM methods (python/sglang/srt/server_args.py)."""
+
+
+SGLANG_SPEC_RESERVE_MIB: dict[str, int] = {"draft_model": 6 * 1024, "eagle": 2 * 1024, "eagle3": 2 * 1024,
+                                             "mtp": 2 * 1024, "ngram": 0}
+"""MiB SGLang adds to its reserved memory when it picks the default ``mem_fraction_static`` for a
+speculative algorithm: 6 GiB for STANDALONE (a draft model), 2 GiB for the EAGLE family and NEXTN,
+none for NGRAM (python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``: "draft model and
+larger cuda graph buffers")."""
+
+
+def sglang_draft_pool_bytes(target_tokens: int, page_size: int, draft_cell_bytes: int) -> int:
+    """The SGLang draft worker's own KV pool on one GPU [bytes].
+
+    SGLang profiles the target worker first: ``profile_max_num_token`` divides the memory left under
+    ``mem_fraction_static`` by the target's cell (its own layers only; the draft is not loaded yet), and
+    ``init_memory`` then sets ``draft_runner_cache_size = max_total_num_tokens`` (after page rounding).
+    The draft worker, built afterwards on the same GPU, overrides its own profiled count with that
+    size and allocates its pool with it (``MHATokenToKVPool`` / ``MLATokenToKVPool`` of ``size +
+    page_size`` slots, the first page padding), the cell being the draft's: one layer for an EAGLE /
+    EAGLE-3 head (its config's ``num_hidden_layers``), ``num_nextn_predict_layers`` for NEXTN, every
+    layer of a STANDALONE draft model. Target and draft share slot indices, so the pools are the same
+    length. Both the draft's weights and this pool come out of the ``1 - mem_fraction_static`` share,
+    not out of the target's KV tokens.
+
+        pool = (target tokens + page_size) x draft cell
+
+    Worked example (tests): target 100,000 tokens, page 1, EAGLE head of 8 KV heads x 128 in bf16
+    (cell 2 x 8 x 128 x 2 = 4,096 B): (100,000 + 1) x 4,096 = 409,604,096 B.
+
+    Older releases sized it with headroom, ``tokens + max_num_reqs x (steps x topk + draft tokens) +
+    100`` (python/sglang/srt/model_executor/model_runner.py before the KV-cache mixin); this follows
+    the current rule.
+
+    Sources: python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (``profile_max_num_token``,
+    ``init_memory``: ``draft_runner_cache_size``), python/sglang/srt/speculative/eagle_worker.py and
+    standalone_worker.py (the draft ``TpModelWorker`` with ``is_draft_worker=True``).
+
+    Raises:
+        ValueError: a negative size.
+    """
+    if min(target_tokens, page_size, draft_cell_bytes) < 0:
+        raise ValueError(f"sizes must be >= 0, got tokens {target_tokens}, page {page_size}, cell {draft_cell_bytes}")
+    if target_tokens == 0 or draft_cell_bytes == 0:
+        return 0
+    return (target_tokens + page_size) * draft_cell_bytes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +307,9 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
     if engine not in ("vllm", "sglang", "llama.cpp"):
         raise ValueError(f"speculative decoding is modelled for vLLM, SGLang and llama.cpp, not {engine}")
     if engine == "sglang":
-        notes.append("SGLang: the draft worker's KV pool is priced like vLLM's shared block pool (an estimate)")
+        notes.append("SGLang: the draft worker holds its own KV pool of the target's token count beside the target's, "
+                     "both its weights and that pool in the share mem_fraction_static leaves (the draft's CUDA "
+                     "graphs and activations there are not priced: an estimate)")
     if config.method == "ngram":
         return SpeculativeCost(method="ngram", num_speculative_tokens=config.num_speculative_tokens, draft_params=0,
                                weights_bytes=0, kv_model=None,
@@ -274,8 +322,9 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
                                draft_params=draft.num_parameters, weights_bytes=weights,
                                kv_model=_layers_model(draft, draft.layers, "draft"),
                                extra_tokens_per_sequence=config.extra_tokens_per_sequence,
-                               notes=(*notes, f"draft model {draft.model_id} at its checkpoint dtype, tensor parallel "
-                                              f"{tp} like the target (vLLM requires it)"))
+                               notes=(*notes, f"draft model {draft.model_id} at its checkpoint dtype, " + (
+                                   "whole on the GPU (llama.cpp splits layers, not tensors)" if engine == "llama.cpp"
+                                   else f"tensor parallel {tp} like the target (vLLM requires it)")))
     groups = drafter_groups(model, config)
     params = sum(g.total_numel for g in groups)
     weights = weight_bytes(groups, weight_dtype(weight_dtype_name), model.torch_dtype, tp)
