@@ -414,7 +414,7 @@ def _qwen3_next(cfg: Any) -> FamilyParts:
         _decoder(cfg, layer),
         num_experts=experts,
         num_experts_per_tok=config_int(cfg, "num_experts_per_tok") if experts else 0,
-        recurrent=RecurrentState(conv_state_elements=conv_dim * kernel,
+        recurrent=RecurrentState(conv_state_elements=conv_dim * kernel, conv_kernel=kernel,
                                  ssm_state_elements=v_heads * config_int(cfg, "linear_key_head_dim")
                                  * config_int(cfg, "linear_value_head_dim")),
     )
@@ -600,7 +600,8 @@ def _jamba(cfg: Any) -> FamilyParts:
         _decoder(cfg, layer, final_norm="final_layernorm"),
         num_experts=config_int(cfg, "num_experts") if has_moe else 0,
         num_experts_per_tok=config_int(cfg, "num_experts_per_tok") if has_moe else 0,
-        recurrent=RecurrentState(conv_state_elements=d_inner * d_conv, ssm_state_elements=d_inner * d_state),
+        recurrent=RecurrentState(conv_state_elements=d_inner * d_conv, ssm_state_elements=d_inner * d_state,
+                                 conv_kernel=d_conv),
     )
 
 

@@ -51,7 +51,7 @@ from model_catalog.families import (
 )
 from planner.model.dtypes import BF16, FP16, FP32, StorageFormat
 from planner.model.layers import FullAttention, LayerSpec, MLAAttention, NoCache, RecurrentState
-from planner.model.params import ParamGroup, attention, linear, mla_attention, norm, router
+from planner.model.params import ParamGroup, attention, linear, mla_attention, moe_experts, norm, router
 
 _STATE_FORMATS: dict[str, StorageFormat] = {"float32": FP32, "bfloat16": BF16, "float16": FP16}
 """Config dtype names a recurrent state may be fixed to (design note 1)."""
@@ -134,6 +134,7 @@ def _qwen3_5(cfg: Any) -> FamilyParts:
         cfg, _decoder(cfg, layer), num_experts=experts,
         num_experts_per_tok=config_int(cfg, "num_experts_per_tok") if experts else 0,
         recurrent=RecurrentState(conv_state_elements=conv_dim * kernel, ssm_state_elements=v_heads * k_dim * v_dim,
+                                 conv_kernel=kernel,
                                  ssm_state_format=state_format(cfg, "mamba_ssm_dtype", "mamba_ssm_cache_dtype")),
     )
 
@@ -188,6 +189,7 @@ def _nemotron_h(cfg: Any) -> FamilyParts:
            *(() if latent is None else (*linear(f"{mix}.fc1_latent_proj", hidden, width, bias=mlp_bias),
                                         *linear(f"{mix}.fc2_latent_proj", width, hidden, bias=mlp_bias))))
     state = RecurrentState(conv_state_elements=conv_dim * kernel, ssm_state_elements=m_heads * m_head_dim * d_state,
+                           conv_kernel=kernel,
                            ssm_state_format=state_format(cfg, "mamba_ssm_cache_dtype"))
     full = FullAttention(num_key_value_heads=config_kv_heads(cfg), head_dim=config_head_dim(cfg))
     mixers = {"linear_attention": (mamba, state), "full_attention": (attn, full),
@@ -219,6 +221,14 @@ def _kimi_linear(cfg: Any) -> FamilyParts:
     (heads, hidden)``, ``g_a_proj`` / ``g_b_proj``, gated ``o_norm (head_dim)``, ``o_proj``.
     Cache per KDA layer: conv ``3d x kernel``, fp32 state ``heads x head_dim x head_dim``.
 
+    Kimi K3 routes its experts in a narrower space (config ``routed_expert_hidden_size`` 3,584 of
+    ``hidden_size`` 7,168, ``latent_moe_use_norm``): the router reads the full hidden state, a
+    ``hidden -> r`` projection (with an RMSNorm of ``r``) feeds experts of ``(2 x moe_intermediate,
+    r)`` / ``(r, moe_intermediate)``, and an ``r -> hidden`` projection returns; the shared experts
+    stay at full width. The remote modeling file is not in the references, so this follows the
+    config fields and the latent MoE transformers builds for Nemotron 3 (``fc1_latent_proj`` /
+    ``fc2_latent_proj``, models/nemotron_h/modeling_nemotron_h.py): a by-source count.
+
     Sources: transformers models/kimi_linear/modeling_kimi_linear.py (``KimiLinearDeltaAttention``,
     ``KimiLinearForgetGate``, ``KimiLinearAttention``, ``KimiLinearMoE``,
     ``KimiLinearDecoderLayer``: ``update_recurrent_state(... .to(torch.float32))``).
@@ -244,11 +254,21 @@ def _kimi_linear(cfg: Any) -> FamilyParts:
     experts, moe_inter = config_int(cfg, "num_local_experts"), config_int(cfg, "moe_intermediate_size")
     latent = MLAAttention(kv_lora_rank=kv_lora, qk_rope_head_dim=rope, num_attention_heads=heads,
                           qk_nope_head_dim=nope, v_head_dim=v_dim)
-    state = RecurrentState(conv_state_elements=3 * d * kernel, ssm_state_elements=l_heads * l_dim * l_dim)
+    state = RecurrentState(conv_state_elements=3 * d * kernel, ssm_state_elements=l_heads * l_dim * l_dim,
+                           conv_kernel=kernel)
+    routed = int(getattr(cfg, "routed_expert_hidden_size", None) or hidden)
 
     def layer(index: int) -> Groups:
         mixer = kda if cfg.layer_types[index] == "linear_attention" else mla
-        if cfg.mlp_layer_types[index] == "sparse":
+        if cfg.mlp_layer_types[index] == "sparse" and routed < hidden:  # Kimi K3 latent experts
+            mlp = (*router(f"{_MLP}.gate", hidden_size=hidden, num_experts=experts),
+                   *linear(f"{_MLP}.fc1_latent_proj", hidden, routed),
+                   *(norm(f"{_MLP}.latent_norm", routed) if getattr(cfg, "latent_moe_use_norm", False) else ()),
+                   *moe_experts(f"{_MLP}.experts", hidden_size=routed, intermediate_size=moe_inter,
+                                num_experts=experts),
+                   *linear(f"{_MLP}.fc2_latent_proj", routed, hidden),
+                   *_swiglu(cfg, f"{_MLP}.shared_experts", moe_inter * config_int(cfg, "n_shared_experts")))
+        elif cfg.mlp_layer_types[index] == "sparse":
             mlp = (*_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=moe_inter),
                    *_swiglu(cfg, f"{_MLP}.shared_experts", moe_inter * config_int(cfg, "n_shared_experts")))
         else:

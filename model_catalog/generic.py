@@ -124,25 +124,25 @@ def recurrent_state(cfg: Any) -> RecurrentState | None:
     if heads and head_dim and d_state and kernel:
         groups = groups or 1
         d_inner = heads * head_dim
-        return RecurrentState(conv_state_elements=(d_inner + 2 * groups * d_state) * kernel,
+        return RecurrentState(conv_state_elements=(d_inner + 2 * groups * d_state) * kernel, conv_kernel=kernel,
                               ssm_state_elements=heads * head_dim * d_state, ssm_state_format=fmt)
     v_heads, k_dim, v_dim = (_int(cfg, k) for k in ("linear_num_value_heads", "linear_key_head_dim",
                                                     "linear_value_head_dim"))
     k_heads, l_kernel = _int(cfg, "linear_num_key_heads"), _int(cfg, "linear_conv_kernel_dim")
     if v_heads and k_dim and v_dim and k_heads and l_kernel:
         conv = (2 * k_heads * k_dim + v_heads * v_dim) * l_kernel
-        return RecurrentState(conv_state_elements=conv, ssm_state_elements=v_heads * k_dim * v_dim,
+        return RecurrentState(conv_state_elements=conv, ssm_state_elements=v_heads * k_dim * v_dim, conv_kernel=l_kernel,
                               ssm_state_format=fmt)
     expand = _get(cfg, "mamba_expand", "expand")
     if hidden and d_state and kernel and isinstance(expand, int | float) and expand > 0:
         # MambaMixer reads intermediate_size; hybrids (Jamba, Zamba) name the MLP so and expand by mamba_expand
         pure = _get(cfg, "mamba_expand") is None
         d_inner = (_int(cfg, "intermediate_size") if pure else None) or int(expand * hidden)
-        return RecurrentState(conv_state_elements=d_inner * kernel, ssm_state_elements=d_inner * d_state,
+        return RecurrentState(conv_state_elements=d_inner * kernel, ssm_state_elements=d_inner * d_state, conv_kernel=kernel,
                               ssm_state_format=fmt)
     short = _int(cfg, "conv_L_cache")
     if hidden and short:
-        return RecurrentState(conv_state_elements=hidden * short, ssm_state_elements=0)
+        return RecurrentState(conv_state_elements=hidden * short, ssm_state_elements=0, conv_kernel=short)
     return None
 
 

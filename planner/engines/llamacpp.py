@@ -11,7 +11,9 @@ models) live in a separate ``llama_memory_recurrent``: one cell per sequence
 (``max(1, n_seq_max)``), each holding the layer's conv state R and SSM state S in f32
 whatever ``-ctk`` / ``-ctv`` say (``llama_model::create_memory`` passes ``GGML_TYPE_F32``
 for both); it prints ``llama_memory_recurrent: size = X MiB (N cells, L layers, S seqs),
-R (f32): ..., S (f32): ...``. The state sizes are the catalog's (``RecurrentState``).
+R (f32): ..., S (f32): ...``. S is the catalog's SSM state; R keeps ``d_conv - 1`` of the
+``d_conv`` conv columns (``llama_hparams::n_embd_r`` in src/llama-hparams.cpp:
+``(ssm_d_conv - 1) x (d_inner + 2 x n_group x d_state)``; LFM2 ``n_shortconv_l_cache - 1``).
 
 SWA layers take the same K/V types as the full layers: ggml-org/llama.cpp PR #21277
 (2026-04-01) kept them in F16 under a quantized cache, and PR #21332 reverted it the next
@@ -131,7 +133,7 @@ def _device_kv(model: ModelSpec, layers: range, k_dtypes: CacheDtypes, v_dtypes:
         layer = model.layers[i]
         if isinstance(layer, RecurrentState):
             recurrent[0] += 1
-            recurrent[1] += layer.conv_state_elements * RECURRENT_STATE_BYTES_PER_ELEMENT
+            recurrent[1] += layer.engine_conv_state_elements * RECURRENT_STATE_BYTES_PER_ELEMENT  # d_conv - 1
             recurrent[2] += layer.ssm_state_elements * RECURRENT_STATE_BYTES_PER_ELEMENT
             continue
         k, _ = kv_row_bytes(layer, k_dtypes, 1)

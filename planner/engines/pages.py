@@ -25,6 +25,14 @@ Design notes (assumptions, with worked examples):
        when max < 1.5 x min); all groups share one pool, and one block of the pool
        costs ``page x group_size`` bytes. gpt-oss-120b (18 sliding + 18 full)
        -> 2 groups of 18; Gemma 3 (5 sliding : 1 full) -> 6 groups.
+    5. DeepSeek-V4's compressed (CSA / HCA) layers are priced at their amortized bytes per
+       source token (:mod:`planner.model.sparse` design note 2), whose pages need not divide
+       the sliding layers' page (V4-Flash bf16, block 16: CSA 16 x 289 = 4,624 B against
+       16 x 1,024 = 16,384 B). vLLM's allocator for that model is not modelled here; as an
+       estimate such a page takes the largest whole multiple of its block size that fits the
+       pool's page and is padded to it (4,624 -> 3 x 16 = 48 tokens, 13,872 B padded to
+       16,384 B), the way ``MambaSpec`` pages are padded. Any other page that does not
+       divide the largest one raises, as vLLM's ``unify_kv_cache_spec_page_size`` does.
 
 Sources: vllm/v1/kv_cache_interface.py (``FullAttentionSpec``,
 ``SlidingWindowSpec``, ``ChunkedLocalAttentionSpec``, ``MLAAttentionSpec``,
@@ -52,6 +60,7 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
+from planner.model.sparse import CompressedAttention
 from planner.units import ceil_div, largest_fitting
 
 MAMBA_BLOCK_ALIGNMENT = 16
@@ -68,18 +77,24 @@ class FullAttentionPages:
         bytes_per_token: K + V bytes of one token in this layer on one GPU [bytes].
         mla: True for an MLA latent (vLLM ``MLAAttentionSpec``: same sizing,
             one latent "head", no factor 2).
+        compressed: True for a DeepSeek-V4 CSA / HCA layer priced at its amortized
+            per-token bytes (:class:`planner.model.sparse.CompressedAttention`); its page
+            may be padded to the pool's page (design note 5, an estimate).
+        padded_page_bytes: Page after that padding (0 = unpadded).
     """
 
     block_size: int
     bytes_per_token: int
     mla: bool = False
+    compressed: bool = False
+    padded_page_bytes: int = 0
 
     kind = "full"
 
     @property
     def page_size_bytes(self) -> int:
         """One layer, one block [bytes]."""
-        return self.block_size * self.bytes_per_token
+        return self.padded_page_bytes or self.block_size * self.bytes_per_token
 
     def blocks_per_request(self, max_model_len: int, max_num_batched_tokens: int) -> int:
         """Blocks one request of ``max_model_len`` needs: ``ceil(max_model_len / B)``."""
@@ -90,8 +105,8 @@ class FullAttentionPages:
         return self.blocks_per_request(max_model_len, max_num_batched_tokens) * self.page_size_bytes
 
     def with_block_size(self, block_size: int):
-        """The same layer with another block size (page grows proportionally)."""
-        return replace(self, block_size=block_size)
+        """The same layer with another block size (page grows proportionally, padding dropped)."""
+        return replace(self, block_size=block_size, padded_page_bytes=0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,10 +198,12 @@ def layer_pages(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int
         return None
     if isinstance(layer, RecurrentState):
         return MambaPages(block_size=block_size,
-                          state_bytes=layer.bytes_per_sequence(0, dtypes, tensor_parallel_size))
+                          state_bytes=layer.engine_bytes_per_sequence(dtypes, tensor_parallel_size))
     per_token = layer.bytes_per_token(dtypes, tensor_parallel_size)
     if isinstance(layer, MLAAttention):
         return FullAttentionPages(block_size=block_size, bytes_per_token=per_token, mla=True)
+    if isinstance(layer, CompressedAttention):
+        return FullAttentionPages(block_size=block_size, bytes_per_token=per_token, compressed=True)
     if hybrid_allocator and isinstance(layer, SlidingWindowAttention):
         return SlidingWindowPages(block_size=block_size, bytes_per_token=per_token,
                                   sliding_window=layer.sliding_window)
@@ -196,6 +213,28 @@ def layer_pages(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int
     if isinstance(layer, FullAttention):
         return FullAttentionPages(block_size=block_size, bytes_per_token=per_token)
     raise ValueError(f"unsupported layer spec {type(layer).__name__}")
+
+
+def layer_page_specs(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int,
+                     *, hybrid_allocator: bool = True) -> tuple[PageSpec, ...]:
+    """Every page spec one decoder layer adds on one GPU: :func:`layer_pages`, and for a
+    DeepSeek-V4 compressed layer its sliding K=V window as a second, sliding-window spec.
+
+    A CSA / HCA layer keeps the last ``sliding_window`` tokens of one K=V head beside its
+    compressed entries (:mod:`planner.model.sparse` design note 2); the engine prices that
+    window like a sliding-window layer (design note 5: an estimate, vLLM's allocator for
+    the model is not modelled). Worked example, V4-Flash CSA layer, bf16, block 16: a
+    compressed spec of 289 B per token and a window spec of 1,024 B per token, window 128.
+    """
+    spec = layer_pages(layer, dtypes, tensor_parallel_size, block_size, hybrid_allocator=hybrid_allocator)
+    if spec is None:
+        return ()
+    if not isinstance(layer, CompressedAttention):
+        return (spec,)
+    row = dtypes.kv.bytes_for(layer.kv_heads_per_gpu(tensor_parallel_size) * layer.head_dim)
+    if not hybrid_allocator:
+        return (spec, FullAttentionPages(block_size=block_size, bytes_per_token=row))
+    return (spec, SlidingWindowPages(block_size=block_size, bytes_per_token=row, sliding_window=layer.sliding_window))
 
 
 def mamba_hybrid_block_size(attention_bytes_per_token: int, mamba_state_bytes: int,
@@ -234,6 +273,12 @@ class KVLayout:
     @property
     def num_groups(self) -> int:
         return len(self.groups)
+
+    @property
+    def padded_estimate(self) -> bool:
+        """True when a compressed layer's page was padded to the pool's page (design note 5: an estimate)."""
+        return any(getattr(spec, "padded_page_bytes", 0) and getattr(spec, "compressed", False)
+                   for group in self.groups for spec in group)
 
     @property
     def min_block_size(self) -> int:
@@ -315,6 +360,10 @@ def _unify_pages(specs: list[PageSpec]) -> list[PageSpec]:
             continue
         if isinstance(spec, MambaPages):
             out.append(replace(spec, padded_page_bytes=target))
+            continue
+        if getattr(spec, "compressed", False) and target % page and page < target:  # design note 5
+            grown = spec.with_block_size(spec.block_size * (target // page))
+            out.append(replace(grown, padded_page_bytes=target))
             continue
         if target % page:
             raise ValueError(

@@ -9,9 +9,15 @@ before the KV pool is sized, so they come out of it like weights; speculative de
 fraction (:data:`planner.serving.speculative.SGLANG_SPEC_RESERVE_MIB`) and the draft worker's weights
 and own KV pool sit beside the target's (:func:`planner.serving.speculative.sglang_draft_pool_bytes`).
 
+Hybrid models with Mamba / linear-attention layers (Qwen3.5 / Qwen3.6 Gated DeltaNet,
+Qwen3-Next, Nemotron-H, Jamba, Kimi Linear) keep their states in a separate Mamba pool
+that is carved out of ``rest`` first (:func:`mamba_pool`): the cell then counts only the
+attention layers, and ``max_running_requests`` is capped by the pool's slots.
+
 Sources: SGLang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
-(``profile_max_num_token``, ``get_cell_size_per_token``), mem_cache/memory_pool.py;
-ENGINES.md 2.
+(``profile_max_num_token``, ``get_cell_size_per_token``, ``handle_max_mamba_cache``,
+``init_memory``), mem_cache/memory_pool.py (``MambaPool``); server_args.py
+(``mamba_full_memory_ratio`` 0.9, ``mamba_ssm_dtype`` "float32"); ENGINES.md 2.
 """
 
 from __future__ import annotations
@@ -42,8 +48,48 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
+from planner.model.dtypes import BF16, FP32
 from planner.serving.speculative import SGLANG_SPEC_RESERVE_MIB, sglang_draft_pool_bytes
 from planner.units import GiB
+
+MAMBA_FULL_MEMORY_RATIO = (9, 10)
+"""``--mamba-full-memory-ratio`` default 0.9 (SGLang server_args.py): Mamba pool / KV pool bytes."""
+MAMBA_SLOTS_PER_RUNNING_REQUEST = 3
+"""``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` (model_runner_kv_cache_mixin.py): Mamba slots per running
+request with the radix cache on and no extra buffer."""
+
+
+def mamba_state_bytes_per_request(model: ModelSpec, layers, dtypes, tensor_parallel_size: int) -> int:
+    """SGLang's ``mamba_cache_per_req`` on one GPU [bytes]: every recurrent layer's conv state in bf16
+    (``CONV_DTYPE``) and SSM state in ``--mamba-ssm-dtype`` (default float32), ``d_conv - 1`` conv columns.
+
+    Worked example, Nemotron 3 Nano (23 Mamba2 layers, TP 1): 23 x (18,432 x 2 + 524,288 x 4) =
+    49,082,368 B.
+
+    Sources: SGLang python/sglang/srt/configs/mamba_utils.py (``Mamba2StateShape.create``,
+    ``Mamba2CacheParams.mamba_cache_per_req``, ``mamba2_state_dtype``); server_args.py ``mamba_ssm_dtype``.
+    """
+    return sum(model.layers[i].engine_bytes_per_sequence(dtypes, tensor_parallel_size, conv_format=BF16,
+                                                         ssm_format=FP32)
+               for i in layers if isinstance(model.layers[i], RecurrentState))
+
+
+def mamba_pool(rest_bytes: int, state_bytes_per_request: int) -> tuple[int, int]:
+    """``(slots, bytes)`` of SGLang's Mamba pool carved out of ``rest_bytes``.
+
+    ``mamba = rest x r / (1 + r)`` with ``r`` = ``--mamba-full-memory-ratio`` (0.9), then
+    ``slots = mamba // mamba_cache_per_req`` and the pool costs ``slots x mamba_cache_per_req``; the KV
+    tokens come from what is left. Worked example: rest 60 GiB, 49,082,368 B per request:
+    64,424,509,440 x 9 // 19 = 30,516,872,892 B -> 621 slots, 30,480,150,528 B.
+
+    Sources: model_runner_kv_cache_mixin.py ``handle_max_mamba_cache`` (ratio-based branch: no
+    ``--max-mamba-cache-size``, radix cache on).
+    """
+    if rest_bytes <= 0 or state_bytes_per_request <= 0:
+        return 0, 0
+    num, den = MAMBA_FULL_MEMORY_RATIO
+    slots = rest_bytes * num // (num + den) // state_bytes_per_request
+    return slots, slots * state_bytes_per_request
 
 
 def _sglang_pool_side(terms, model: ModelSpec, stage: int, layers: range) -> int:
@@ -101,7 +147,7 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     page = request.block_size or default_block_size(profile, is_mla=False)
     mnbt = request.max_num_batched_tokens or chunk
     terms = None if request.serving is None else serving_terms(model, request, profile, num_batched_tokens=mnbt)
-    ranks, k_cells, v_cells = [], [], []
+    ranks, k_cells, v_cells, mamba_slots, mamba_states = [], [], [], [], []
     for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, c.pp)):
         rows = [kv_row_bytes(model.layers[i], c.dtypes, c.tp) for i in layers]
         k_cell, v_cell = sum(r[0] for r in rows), sum(r[1] for r in rows)
@@ -112,10 +158,14 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         non_torch = non_torch_memory(profile, request, c, context=True)
         free_before = gpu_memory_bytes - non_torch
         rest = int(free_before * fraction) - weights
+        state = mamba_state_bytes_per_request(model, layers, c.dtypes, c.tp)
+        slots, pool_bytes = mamba_pool(rest, state) if request.available_kv_memory_bytes is None else (0, 0)
+        mamba_slots.append(slots)
+        mamba_states.append(state)
         if request.available_kv_memory_bytes is not None:
             tokens = request.available_kv_memory_bytes // cell - page if cell else 0
         else:
-            tokens = rest // cell if cell and rest > 0 else 0
+            tokens = (rest - pool_bytes) // cell if cell and rest > pool_bytes else 0
         tokens = max(tokens, 0) // page * page
         pool = (tokens + page) * cell if tokens else max(rest, 0)
         activation, forward = profile_activation(model, request, c, mnbt)
@@ -129,6 +179,10 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     if terms is not None:
         ranks = [_sglang_serving_rank(r, terms, model, tokens, page, last=r.stage == c.pp - 1) for r in ranks]
     seqs = request.max_num_seqs or max(1, int(min(max(min(tokens / c.max_model_len * 512, 4096), 2048), tokens / 2)))
+    hybrid_mamba = any(mamba_states) and request.available_kv_memory_bytes is None
+    if hybrid_mamba:  # init_memory: max_num_reqs = min(max_num_reqs, max_mamba_cache_size // 3)
+        seqs = max(1, min(seqs, min(mamba_slots) // MAMBA_SLOTS_PER_RUNNING_REQUEST))
+    concurrency = min(tokens / c.max_model_len, seqs) if hybrid_mamba else tokens / c.max_model_len
     reasons, warnings, notes = [], [], []
     if tokens <= 0:
         reasons.append("Not enough memory. Please try to increase --mem-fraction-static "
@@ -141,21 +195,27 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     if any(isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)) for layer in model.layers):
         notes.append("sliding-window layers priced as full attention (SGLang disables its hybrid SWA pool for "
                      "Gemma and gpt-oss)")
-    if any(isinstance(layer, RecurrentState) for layer in model.layers):
-        notes.append("Mamba state pool not modelled: SGLang carves it out before the KV tokens")
+    if any(isinstance(layer, RecurrentState) for layer in model.layers) and not hybrid_mamba:
+        notes.append("with the KV memory given, the Mamba state pool SGLang carves out first is not priced")
+    elif hybrid_mamba:
+        notes.append(f"Mamba pool: {min(mamba_slots)} state slots of {mamba_states[0]:,} B (bf16 conv, fp32 SSM) "
+                     f"take {gib2(min(mamba_slots) * mamba_states[0])} GiB before the KV tokens "
+                     "(--mamba-full-memory-ratio 0.9); max_running_requests is capped at slots // 3")
     mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     kv_print = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {(tokens + page) * k_cells[0] / GiB:.2f} GB"
                 if mla else
                 f"KV Cache is allocated. #tokens: {tokens}, K size: {(tokens + page) * k_cells[0] / GiB:.2f} GB, "
                 f"V size: {(tokens + page) * v_cells[0] / GiB:.2f} GB")
-    log = [f"Load weight end. mem usage={gib2(ranks[0].weights_bytes)} GB", kv_print,
+    mamba_print = ([f"Mamba Cache is allocated. max_mamba_cache_size: {mamba_slots[0]}, "
+                    f"state size: {mamba_slots[0] * mamba_states[0] / GiB:.2f}GB"] if hybrid_mamba else [])
+    log = [f"Load weight end. mem usage={gib2(ranks[0].weights_bytes)} GB", *mamba_print, kv_print,
            f"max_total_num_tokens={tokens}, chunked_prefill_size={mnbt}, max_running_requests={seqs}, "
            f"context_len={c.max_model_len}"]
     if terms is not None and terms.draft_weights_bytes:
         warnings += _sglang_draft_messages(ranks[-1], log, tokens, fraction, mla=mla)
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
                  block_size=page, mnbt=mnbt, seqs=seqs, tokens=tokens, num_blocks=tokens // page,
-                 concurrency=tokens / c.max_model_len, engine_max_len=min(tokens, c.limit),
+                 concurrency=concurrency, engine_max_len=min(tokens, c.limit),
                  needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=warnings,
                  notes=notes, log=log,
                  formula=f"tokens = (({gib2(gpu_memory_bytes)} GiB - context/non-torch) x {fraction:g} - weights) "

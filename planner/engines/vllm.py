@@ -41,7 +41,7 @@ from planner.engines.pages import (
     MambaPages,
     concurrency_ratio,
     kv_layout,
-    layer_pages,
+    layer_page_specs,
     mamba_hybrid_block_size,
     max_model_len_that_fits,
     printed_tokens_for_ratio,
@@ -82,10 +82,11 @@ def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profi
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
-    specs = [layer_pages(model.layers[i], dtypes, tp, block_size, hybrid_allocator=hybrid) for i in layers]
+    specs = [spec for i in layers
+             for spec in layer_page_specs(model.layers[i], dtypes, tp, block_size, hybrid_allocator=hybrid)]
     if request.serving is not None:  # the drafter's layers share the pool (planner.engines.serving)
-        specs += [layer_pages(x, dtypes, tp, block_size, hybrid_allocator=hybrid)
-                  for x in vllm_drafter_layers(model, request, profile, layers)]
+        specs += [spec for x in vllm_drafter_layers(model, request, profile, layers)
+                  for spec in layer_page_specs(x, dtypes, tp, block_size, hybrid_allocator=hybrid)]
     attention = [s for s in specs if isinstance(s, FullAttentionPages)]
     mamba = [s for s in specs if isinstance(s, MambaPages)]
     if mamba and not hybrid:
@@ -452,6 +453,9 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"CUDA graphs (~{gib2(ranks[0].cudagraph_bytes)} GiB) are captured after the KV cache is allocated and "
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
+    if layouts[0].padded_estimate:  # planner/engines/pages.py design note 5
+        notes.append("DeepSeek-V4 compressed-attention pages are padded to the sliding-window page: vLLM's "
+                     "allocator for this model is not modelled, so its KV tokens are an estimate")
     if layouts[0].padding_layers:
         notes.append(f"hybrid KV groups padded with {layouts[0].padding_layers} layer(s); vLLM warns about "
                      "the memory this may waste")

@@ -270,6 +270,13 @@ class RecurrentState:
             Qwen3.5: ``float32``); None = ``CacheDtypes.state`` (the activation
             dtype). The conv state always takes ``CacheDtypes.state``.
 
+        conv_kernel: Convolution width ``d_conv`` (config ``conv_kernel``,
+            ``mamba_d_conv``, ``linear_conv_kernel_dim``, ``conv_L_cache``) when the
+            family knows it, else 0. transformers keeps all ``d_conv`` columns of the
+            rolling conv state (``conv_state_elements``); the serving engines keep
+            ``d_conv - 1``, because the oldest column is shifted out before it is read
+            (:meth:`engine_bytes_per_sequence`).
+
     Both are split across tensor-parallel GPUs with the ``d_inner`` channels.
     Worked example: Jamba-v0.1, d_inner = 2 * 4096 = 8192, d_conv 4, d_state 16:
     8192 * (4 + 16) * 2 B = 327,680 B per Mamba layer per sequence in bf16.
@@ -284,8 +291,47 @@ class RecurrentState:
     conv_state_elements: int
     ssm_state_elements: int
     ssm_state_format: StorageFormat | None = None
+    conv_kernel: int = 0
 
     kind = "recurrent"
+
+    @property
+    def engine_conv_state_elements(self) -> int:
+        """Conv-state elements a serving engine keeps: ``d_conv - 1`` of the ``d_conv`` columns.
+
+        Worked example, Nemotron 3 Nano: conv_dim 4096 + 2 x 8 x 128 = 6,144 channels, d_conv 4:
+        transformers 24,576 elements, the engines 6,144 x 3 = 18,432. Unknown kernel (0): all of them.
+
+        Sources: vLLM vllm/model_executor/layers/mamba/mamba_utils.py ``MambaStateShapeCalculator``
+        (``conv_kernel - 1`` in ``mamba2_state_shape``, ``gated_delta_net_state_shape``,
+        ``short_conv_state_shape``); SGLang configs/mamba_utils.py ``Mamba2StateShape``
+        (``conv_kernel - 1``); llama.cpp src/llama-hparams.cpp ``n_embd_r`` (``ssm_d_conv - 1``,
+        LFM2 ``n_shortconv_l_cache - 1``).
+        """
+        if self.conv_kernel > 1:
+            return self.conv_state_elements // self.conv_kernel * (self.conv_kernel - 1)
+        return self.conv_state_elements
+
+    def engine_bytes_per_sequence(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1, *,
+                                  conv_format: StorageFormat | None = None,
+                                  ssm_format: StorageFormat | None = None) -> int:
+        """State bytes per sequence on one GPU as a serving engine stores it [bytes].
+
+        ``conv_format`` (default ``dtypes.state``) for the ``d_conv - 1`` conv columns
+        (:attr:`engine_conv_state_elements`), ``ssm_format`` (default the config's
+        ``ssm_state_format``, else ``dtypes.state``) for the SSM state; both split over
+        ``tensor_parallel_size``. Worked example, Nemotron 3 Nano in vLLM (bf16 conv, fp32 SSM
+        from ``mamba_ssm_cache_dtype``): 18,432 x 2 + 524,288 x 4 = 2,134,016 B per layer.
+
+        Sources: vLLM ``MambaSpec.page_size_bytes`` (vllm/v1/kv_cache_interface.py: the product of
+        each state shape times its dtype size); see :attr:`engine_conv_state_elements`.
+        """
+        _check_tp(tensor_parallel_size)
+        conv = (conv_format or dtypes.state).bytes_for(ceil_div(self.engine_conv_state_elements,
+                                                                tensor_parallel_size))
+        ssm = (ssm_format or self.ssm_state_format or dtypes.state).bytes_for(
+            ceil_div(self.ssm_state_elements, tensor_parallel_size))
+        return conv + ssm
 
     def bytes_per_token(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
         """Always 0: the state does not grow with the sequence."""
