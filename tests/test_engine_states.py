@@ -14,7 +14,7 @@ from model_catalog.gpus import get_gpu
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.llamacpp import _device_kv
 from planner.engines.pages import MambaPages, layer_pages
-from planner.engines.sglang import mamba_pool, mamba_state_bytes_per_request
+from planner.engines.sglang import hybrid_swa_tokens, mamba_pool, mamba_state_bytes_per_request
 from planner.model.dtypes import BF16
 from planner.model.layers import CacheDtypes, RecurrentState
 
@@ -75,3 +75,20 @@ def test_sglang_view_carves_the_mamba_pool_before_the_kv_tokens():
     cell = 6 * 2 * 2 * 128 * 2  # 6 layers x K+V x 2 KV heads x 128 x bf16
     rank = result.ranks[0]
     assert result.engine_kv_cache_tokens * cell + slots * 49_082_368 <= rank.requested_bytes - rank.weights_bytes
+
+
+def test_sglang_hybrid_swa_split_worked_example():
+    # F = 16,384 B, S = 81,920 B, 1,000,000 profile tokens: 1,000,000 x 98,304 / (16,384 + 0.8 x 81,920)
+    assert hybrid_swa_tokens(1_000_000, 16_384, 81_920, 1) == (1_200_000, 960_000)
+    # rounded down to the page size
+    assert hybrid_swa_tokens(1_000_000, 16_384, 81_920, 64) == (1_200_000 // 64 * 64, 960_000 // 64 * 64)
+
+
+def test_sglang_gemma4_gets_a_sliding_pool_and_gpt_oss_does_not():
+    gpu = get_gpu("nvidia-h200-sxm")
+    request = EngineRequest(engine="sglang", max_model_len=8192)
+    gemma = plan_engine(model_spec("google/gemma-4-26B-A4B"), gpu.framework_memory_bytes, request)
+    assert any(line.startswith("Use sliding window memory pool.") for line in gemma.engine_log_lines)
+    assert any("hybrid SWA pool" in note for note in gemma.notes)
+    oss = plan_engine(model_spec("openai/gpt-oss-20b"), gpu.framework_memory_bytes, request)
+    assert not any(line.startswith("Use sliding window memory pool.") for line in oss.engine_log_lines)

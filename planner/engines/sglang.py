@@ -74,6 +74,37 @@ def mamba_state_bytes_per_request(model: ModelSpec, layers, dtypes, tensor_paral
                for i in layers if isinstance(model.layers[i], RecurrentState))
 
 
+HYBRID_SWA_MODEL_TYPES = frozenset({"llama4", "llama4_text", "mimo_v2_flash", "step3p5", "gemma4", "gemma4_text"})
+"""Model types whose architectures SGLang gives a separate sliding-window pool (``is_hybrid_swa_model`` in
+python/sglang/srt/configs/model_config.py: Llama4, MiMoV2Flash, Step3p5, Gemma4). gpt-oss is on that list too,
+but ``ServerArgs._handle_model_specific_adjustments`` sets ``disable_hybrid_swa_memory`` for it in the
+releases modelled here, as it does for Gemma 2 / 3."""
+SWA_FULL_TOKENS_RATIO = (4, 5)
+"""``--swa-full-tokens-ratio`` default 0.8 (server_args.py): sliding-window tokens per full-attention token."""
+
+
+def hybrid_swa_tokens(profile_tokens: int, full_bytes_per_token: int, swa_bytes_per_token: int,
+                      page_size: int) -> tuple[int, int]:
+    """``(full_layer_tokens, swa_layer_tokens)`` SGLang splits a hybrid-SWA pool into.
+
+    The profile sized ``profile_tokens`` against ``F + S`` bytes per token (``F`` = every full layer's
+    K + V of one token, ``S`` = every sliding layer's); the same bytes are re-split so that the sliding
+    layers hold ``r = 0.8`` tokens per full-layer token: ``full = profile x (F + S) / (F + r S)``,
+    ``swa = full x r``, each rounded down to ``page_size``. Worked example: 1,000,000 profile tokens,
+    F = 16,384 B, S = 81,920 B (Gemma-like 1 : 5 layers of equal width): full = 1,000,000 x 98,304 /
+    81,920 = 1,200,000, swa = 960,000.
+
+    Sources: SGLang model_runner_kv_cache_mixin.py ``set_num_tokens_hybrid_swa``.
+    """
+    num, den = SWA_FULL_TOKENS_RATIO
+    if profile_tokens <= 0 or full_bytes_per_token <= 0:
+        return max(profile_tokens, 0), 0
+    full = profile_tokens * (full_bytes_per_token + swa_bytes_per_token) * den // (
+        full_bytes_per_token * den + swa_bytes_per_token * num)
+    swa = full * num // den
+    return full // page_size * page_size, swa // page_size * page_size
+
+
 def mamba_pool(rest_bytes: int, state_bytes_per_request: int) -> tuple[int, int]:
     """``(slots, bytes)`` of SGLang's Mamba pool carved out of ``rest_bytes``.
 
@@ -176,9 +207,23 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         k_cells.append(k_cell)
         v_cells.append(v_cell)
     tokens = min(r.num_blocks for r in ranks)
-    if terms is not None:
+    profile_tokens = tokens
+    swa_split = None
+    if model.model_type in HYBRID_SWA_MODEL_TYPES and request.available_kv_memory_bytes is None and tokens > 0:
+        rows = {False: [0, 0], True: [0, 0]}  # sliding? -> [K, V] bytes per token over the first stage's layers
+        for i in pipeline_layer_ranges(model.num_layers, c.pp)[0]:
+            k_row, v_row = kv_row_bytes(model.layers[i], c.dtypes, c.tp)
+            sliding = isinstance(model.layers[i], (SlidingWindowAttention, ChunkedLocalAttention))
+            rows[sliding][0] += k_row
+            rows[sliding][1] += v_row
+        swa_split = hybrid_swa_tokens(tokens, sum(rows[False]), sum(rows[True]), page)
+        tokens = swa_split[0]
+        k_cells[0] = ((swa_split[0] + page) * rows[False][0] + (swa_split[1] + page) * rows[True][0]) // (tokens + page)
+        v_cells[0] = ((swa_split[0] + page) * rows[False][1] + (swa_split[1] + page) * rows[True][1]) // (tokens + page)
+    if terms is not None:  # the draft pool takes the SWA-adjusted token count (draft_runner_cache_size)
         ranks = [_sglang_serving_rank(r, terms, model, tokens, page, last=r.stage == c.pp - 1) for r in ranks]
-    seqs = request.max_num_seqs or max(1, int(min(max(min(tokens / c.max_model_len * 512, 4096), 2048), tokens / 2)))
+    seqs = request.max_num_seqs or max(1, int(min(max(min(profile_tokens / c.max_model_len * 512, 4096), 2048),
+                                                  profile_tokens / 2)))
     hybrid_mamba = any(mamba_states) and request.available_kv_memory_bytes is None
     if hybrid_mamba:  # init_memory: max_num_reqs = min(max_num_reqs, max_mamba_cache_size // 3)
         seqs = max(1, min(seqs, min(mamba_slots) // MAMBA_SLOTS_PER_RUNNING_REQUEST))
@@ -192,7 +237,10 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     if ranks[0].activation_bytes > reserve:
         warnings.append(f"the activation estimate ({gib2(ranks[0].activation_bytes)} GiB) exceeds the "
                         f"{gib2(reserve)} GiB that mem_fraction_static {fraction:g} leaves; lower it")
-    if any(isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)) for layer in model.layers):
+    if swa_split is not None:
+        notes.append(f"hybrid SWA pool: {swa_split[0]:,} full-layer and {swa_split[1]:,} sliding-layer tokens "
+                     "(--swa-full-tokens-ratio 0.8)")
+    elif any(isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)) for layer in model.layers):
         notes.append("sliding-window layers priced as full attention (SGLang disables its hybrid SWA pool for "
                      "Gemma and gpt-oss)")
     if any(isinstance(layer, RecurrentState) for layer in model.layers) and not hybrid_mamba:
@@ -208,7 +256,9 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                 f"V size: {(tokens + page) * v_cells[0] / GiB:.2f} GB")
     mamba_print = ([f"Mamba Cache is allocated. max_mamba_cache_size: {mamba_slots[0]}, "
                     f"state size: {mamba_slots[0] * mamba_states[0] / GiB:.2f}GB"] if hybrid_mamba else [])
-    log = [f"Load weight end. mem usage={gib2(ranks[0].weights_bytes)} GB", *mamba_print, kv_print,
+    swa_print = ([f"Use sliding window memory pool. full_layer_tokens={swa_split[0]}, "
+                  f"swa_layer_tokens={swa_split[1]}"] if swa_split is not None else [])
+    log = [f"Load weight end. mem usage={gib2(ranks[0].weights_bytes)} GB", *mamba_print, *swa_print, kv_print,
            f"max_total_num_tokens={tokens}, chunked_prefill_size={mnbt}, max_running_requests={seqs}, "
            f"context_len={c.max_model_len}"]
     if terms is not None and terms.draft_weights_bytes:
