@@ -92,3 +92,32 @@ def test_sglang_gemma4_gets_a_sliding_pool_and_gpt_oss_does_not():
     assert any("hybrid SWA pool" in note for note in gemma.notes)
     oss = plan_engine(model_spec("openai/gpt-oss-20b"), gpu.framework_memory_bytes, request)
     assert not any(line.startswith("Use sliding window memory pool.") for line in oss.engine_log_lines)
+
+
+def test_sglang_state_pool_is_its_own_segment_and_json_key():
+    model = model_spec(NANO)
+    gpu = get_gpu("nvidia-h200-sxm")
+    result = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(engine="sglang", max_model_len=8192))
+    rank = result.ranks[0]
+    slots = int(result.engine_log_lines[1].split("max_mamba_cache_size: ")[1].split(",")[0])
+    assert rank.state_pool_bytes == slots * 49_082_368
+    segments = dict(rank.segments(gpu.framework_memory_bytes))
+    assert segments["Mamba state pool"] == rank.state_pool_bytes
+    assert sum(v for k, v in segments.items() if k != "Over the card") == gpu.framework_memory_bytes
+    assert result.to_dict()["ranks"][0]["state_pool_bytes"] == rank.state_pool_bytes
+    plain = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,
+                        EngineRequest(engine="sglang", max_model_len=8192))
+    assert "state_pool_bytes" not in plain.to_dict()["ranks"][0]  # the JSON of other models is unchanged
+
+
+def test_a_refused_engine_plan_draws_its_excess_over_the_card():
+    """A plan whose weights exceed the card has a negative KV pool; its bar shows the excess, not a negative bar."""
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    result = plan_engine(model_spec("meta-llama/Meta-Llama-3.1-70B"), gpu.framework_memory_bytes,
+                         EngineRequest(engine="vllm-v0", max_model_len=8192))
+    rank = result.ranks[0]
+    assert not result.starts and rank.available_kv_cache_bytes < 0
+    segments = dict(rank.segments(gpu.framework_memory_bytes))
+    assert segments["KV cache"] == 0 and segments["Not allocated"] == 0
+    used = rank.weights_bytes + rank.activation_bytes + rank.non_torch_bytes + rank.cudagraph_bytes
+    assert segments["Over the card"] == used - gpu.framework_memory_bytes

@@ -44,6 +44,7 @@ RANK_COLOURS = {
     "KV cache": "#F58518", "Not allocated": "#E5E8EC", "Over the card": "#D62728",
     # serving features (planner.engines.serving.SEGMENT_LABELS)
     "LoRA slots": "#54A24B", "Draft weights": "#88D27A", "LoRA / encoder buffers": "#D4A6C8", "Draft KV cache": "#FFBF79",
+    "Mamba state pool": "#17BECF",
 }
 """Segments of :meth:`planner.engines.types.RankBudget.segments`."""
 
@@ -282,10 +283,14 @@ def rank_bars(plan) -> go.Figure:
         lines.append((share, "dash", f"engine's share {format_bytes(share)}"))
     fig.update_layout(
         shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _ in lines],
-        annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0 if i == 0 else 0.0, yref="paper",
-                          yanchor="bottom" if i == 0 else "top", xanchor="right", text=text, showarrow=False,
-                          font=dict(size=11, color="#333333")) for i, (size, _, text) in enumerate(lines)])
-    fig.update_layout(barmode="stack", height=170 + 40 * len(labels), xaxis_title="GiB per GPU (2^30 bytes)",
+        # both labels above the bars, one line apart, so neither sits on the axis ticks or on the other
+        annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0, yref="paper", yanchor="bottom", yshift=16 * i,
+                          xanchor="right", text=text, showarrow=False, font=dict(size=11, color="#333333"))
+                     for i, (size, _, text) in enumerate(lines)])
+    fig.update_layout(barmode="stack", height=230 + 40 * len(labels), xaxis_title="GiB per GPU (2^30 bytes)",
                       yaxis=dict(autorange="reversed"), **_LAYOUT)
-    fig.update_layout(margin=dict(l=10, r=10, t=70, b=40))
+    # the legend goes under the axis title: above the bars it wraps into a second row once the serving or
+    # state-pool segments join, and ran into the "card" label
+    fig.update_layout(margin=dict(l=10, r=10, t=50, b=100),
+                      legend=dict(orientation="h", yanchor="bottom", y=0.0, yref="container", x=0, xanchor="left"))
     return fig

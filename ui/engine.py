@@ -280,6 +280,7 @@ def _rank_row(r) -> dict:
         "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
+        **({"Mamba state pool": format_bytes(r.state_pool_bytes)} if r.state_pool_bytes else {}),
         "KV per token": format_bytes(r.kv_cache_bytes_per_token, "auto"),
         "Block": format_bytes(r.bytes_per_block, "auto"), "Blocks": format_int(r.num_blocks),
         "Measured": ", ".join(r.overridden) or "-",

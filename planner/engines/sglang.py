@@ -200,10 +200,11 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         tokens = max(tokens, 0) // page * page
         pool = (tokens + page) * cell if tokens else max(rest, 0)
         activation, forward = profile_activation(model, request, c, mnbt)
-        ranks.append(rank_budget(stage, layers, base=free_before, requested=int(free_before * fraction), weights=weights,
+        rank = rank_budget(stage, layers, base=free_before, requested=int(free_before * fraction), weights=weights,
                            activation=activation, forward=forward, sampler=0, non_torch=non_torch,
                            cudagraph=request.cudagraph_bytes or 0, available=pool, per_token=cell,
-                           bytes_per_block=cell * page, num_blocks=tokens, request=request))
+                           bytes_per_block=cell * page, num_blocks=tokens, request=request)
+        ranks.append(replace(rank, state_pool_bytes=pool_bytes) if pool_bytes else rank)
         k_cells.append(k_cell)
         v_cells.append(v_cell)
     tokens = min(r.num_blocks for r in ranks)

@@ -184,6 +184,8 @@ class RankBudget:
         serving_parts: What the serving features put on this GPU, as ``(label, term, bytes)``: ``term``
             is the budget term the part is counted in (``weights``, ``activation``, ``kv``) or ``outside``
             (SGLang's draft worker, llama.cpp's draft model: beside the pool); empty without features.
+        state_pool_bytes: An engine's separate recurrent-state pool beside the KV cache (SGLang's Mamba
+            pool, :func:`planner.engines.sglang.mamba_pool`) [bytes]; 0 where the states share the KV pool.
     """
 
     stage: int
@@ -204,6 +206,7 @@ class RankBudget:
     overridden: tuple[str, ...] = ()
     role: str = "all"
     serving_parts: tuple[tuple[str, str, int], ...] = ()
+    state_pool_bytes: int = 0
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
@@ -218,9 +221,11 @@ class RankBudget:
         """
         used = (("Weights", self.weights_bytes), ("Activation peak", self.activation_bytes),
                 ("Non-torch", self.non_torch_bytes), ("CUDA graphs", self.cudagraph_bytes),
-                ("KV cache", self.available_kv_cache_bytes))
+                ("KV cache", max(self.available_kv_cache_bytes, 0)))  # a refusal's negative pool is no segment
         if self.serving_parts:
             used = self._with_serving_parts(used)
+        if self.state_pool_bytes:
+            used = (*used, ("Mamba state pool", self.state_pool_bytes))
         rest = gpu_memory_bytes - sum(size for _, size in used)
         return (*used, ("Not allocated", max(rest, 0)), ("Over the card", max(-rest, 0)))
 
@@ -332,6 +337,9 @@ class EnginePlan:
         out["ranks"] = [asdict(r) | {"overridden": list(r.overridden)} for r in self.ranks]
         for key in ("reasons", "warnings", "notes", "engine_log_lines"):
             out[key] = list(out[key])
+        for rank in out["ranks"]:
+            if not rank["state_pool_bytes"]:  # only engines with a separate state pool add the key
+                del rank["state_pool_bytes"]
         if self.serving is None:  # the JSON without features stays what it was
             del out["serving"]
             for rank in out["ranks"]:
