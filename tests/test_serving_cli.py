@@ -141,3 +141,21 @@ def test_find_sizes_setups_with_the_features(capsys):
         if same:
             drop = same["kv_cache_budget_bytes_per_gpu"] - r["kv_cache_budget_bytes_per_gpu"] - 8 * 369_426_432
             assert drop in punica
+
+
+def test_find_language_model_only_sizes_the_text_model(capsys):
+    """`find --language-model-only` plans without the vision tower, as `plan` and the Find page do: on the same
+    GPU setup the KV budget per GPU grows by exactly the tower's bytes per GPU (bf16, TP 1)."""
+    from planner.cli.entry import main as cli_main
+    from planner.model.dtypes import weight_dtype
+    from planner.serving.multimodal import tower_weight_bytes
+
+    common = ["find", "--model", "Qwen/Qwen3-VL-8B-Instruct", "--users", "8", "--prompt-len", "2000",
+              "--output-len", "500", "--max-gpus", "1", "--top", "200", "--format", "json"]
+    assert cli_main(common) == 0
+    full = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
+    assert cli_main([*common, "--language-model-only"]) == 0
+    text = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
+    key = ("nvidia-h100-sxm-80gb", "bf16")
+    tower = tower_weight_bytes(model_spec("Qwen/Qwen3-VL-8B-Instruct"), weight_dtype("auto"))
+    assert text[key]["kv_cache_budget_bytes_per_gpu"] - full[key]["kv_cache_budget_bytes_per_gpu"] == tower

@@ -224,7 +224,9 @@ def run_find(args: argparse.Namespace) -> FindResult:
     if custom is not None and args.gpu_bandwidth_gb_s is None and args.max_tpot_ms is not None:
         raise ValueError("--max-tpot-ms with --gpu-memory-gib needs --gpu-bandwidth-gb-s (the time-per-token "
                          "roofline reads the GPU's memory bandwidth)")
-    model = _catalog_model(args.model)
+    from planner.cli.serving import served_model  # noqa: PLC0415 - the one user of it here
+
+    model = served_model(args, _catalog_model(args.model))  # --language-model-only: no tower, as `plan`
     workload = find_workload(args)
     output_len = args.output_len
     if workload is None and args.max_model_len is not None:
