@@ -38,10 +38,12 @@ st.caption(
     help=f"Framework memory source: {gpu.framework_memory_source}")
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 views.verdict(result, gpu.name)
+engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)
+engine.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)
 views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")
 st.plotly_chart(charts.budget_bar(result, gpu.name), key="budget_chart")
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
-engine.home_engine_view(model, gpu, form, engine_name)
+engine.home_engine_view(model, gpu, form, engine_name, engine_plan)

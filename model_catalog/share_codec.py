@@ -133,10 +133,10 @@ def unpack(code: str, param: str) -> dict[str, Any]:
         param: Parameter name, for messages.
 
     Raises:
-        ValueError: ``"link parameter custom_model ... : <reason>; <what to do>"``.
+        ValueError: ``"Link parameter custom_model ... : <reason>; <what to do>"``.
     """
     def fail(reason: str) -> ValueError:
-        return ValueError(f"link parameter {param} is not a valid share code ({reason}); it was ignored: "
+        return ValueError(f"Link parameter {param} is not a valid share code ({reason}); it was ignored: "
                           "ask for a fresh link, or set the custom model/GPU again in the sidebar panel")
 
     if not isinstance(code, str):
@@ -334,7 +334,7 @@ def decode_model(code: str) -> CustomModel:
     try:
         parsed = _ModelPayload.model_validate(payload)
     except ValidationError as exc:
-        raise ValueError(f"link parameter {MODEL_PARAM} has an invalid {_schema_problem(exc)}; it was "
+        raise ValueError(f"Link parameter {MODEL_PARAM} has an invalid {_schema_problem(exc)}; it was "
                          "ignored: set the custom model again in the sidebar panel") from None
     try:
         if parsed.t is None:
@@ -348,7 +348,7 @@ def decode_model(code: str) -> CustomModel:
 
         return gguf_custom_model(parsed.c, rows, parsed.a or "unknown", parsed.n, source=parsed.s)
     except ValueError as exc:
-        raise ValueError(f"link parameter {MODEL_PARAM} describes a model that cannot be planned: {exc}; "
+        raise ValueError(f"Link parameter {MODEL_PARAM} describes a model that cannot be planned: {exc}; "
                          "set the custom model again in the sidebar panel") from None
 
 
@@ -373,8 +373,8 @@ def decode_gpu(code: str) -> CustomGPU:
         parsed = _GPUPayload.model_validate(payload)
         return custom_gpu(parsed.n, parsed.m, parsed.u, parsed.b, parsed.p)
     except ValidationError as exc:
-        raise ValueError(f"link parameter {GPU_PARAM} has an invalid {_schema_problem(exc)}; it was ignored: "
+        raise ValueError(f"Link parameter {GPU_PARAM} has an invalid {_schema_problem(exc)}; it was ignored: "
                          "set the custom GPU again in the sidebar panel") from None
     except ValueError as exc:
-        raise ValueError(f"link parameter {GPU_PARAM}: {exc}; it was ignored: set the custom GPU again in the "
+        raise ValueError(f"Link parameter {GPU_PARAM}: {exc}; it was ignored: set the custom GPU again in the "
                          "sidebar panel") from None

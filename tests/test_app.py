@@ -185,6 +185,31 @@ def test_context_beyond_the_model_limit_is_said_under_the_number():
     assert format_context(p.max_context_len_before_overheads, 4096) == f"{card.value} ({card.delta})"
 
 
+def test_context_at_the_search_cap_is_shown_as_a_lower_bound():
+    """QA: DeepSeek-V4-Flash on 4 x H200 showed 16,777,216 (the search cap, 2^24) as if it were the answer."""
+    from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
+
+    params = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "4",
+              "context_len": "65536"}
+    at = run_page("app.py", params)
+    p = _plan("deepseek-ai/DeepSeek-V4-Flash", "nvidia-h200-sxm", context_len=65536, num_gpus=4)
+    assert p.max_context_len_before_overheads == MAX_CONTEXT_SEARCH_LIMIT
+    card = next(m for m in at.metric if m.label == "Max context before overheads [tokens]")
+    assert card.value == f"≥ {MAX_CONTEXT_SEARCH_LIMIT:,}"
+
+
+def test_home_says_when_the_engine_would_refuse_a_plan_that_fits():
+    """QA: gpt-oss-120b on one H100 at 8K said "Fits" while vLLM (the Engine page) refuses: MXFP4 experts as its
+    kernels hold them, 64.33 GiB, plus its profile leave -1.07 GiB. The verdict now carries the refusal."""
+    at = run_page("app.py", {"model": "openai/gpt-oss-120b", "gpu": H100, "context_len": "8192"})
+    p = _plan("openai/gpt-oss-120b", H100, context_len=8192)
+    assert p.fits
+    warnings = [w.value for w in at.warning]
+    assert any("would refuse to start" in w and "No available memory for the cache blocks" in w for w in warnings)
+    at = run_page("app.py", {"model": LLAMA2, "gpu": H100, "context_len": "4096"})
+    assert not any("would refuse to start" in w.value for w in at.warning)
+
+
 def test_seed_question_llama2_fp16_on_24gb_card():
     """Llama-2-7b fp16 on an RTX 3090: both max-context figures are on screen, as the planner gives them."""
     at = run_page("app.py", {"model": LLAMA2, "gpu": RTX3090, "weight_dtype": "fp16", "context_len": "4096"})

@@ -51,7 +51,7 @@ def test_tampered_code_is_a_message_not_a_traceback(param):
         custom_gpu("x", 24, "GiB", 900))
     at = run({param: good[:-6] + "AAAAAA"})
     assert not at.exception
-    assert len(at.error) == 1 and f"link parameter {param} is not a valid share code" in at.error[0].value
+    assert len(at.error) == 1 and f"Link parameter {param} is not a valid share code" in at.error[0].value
     assert "model: none" in texts(at) and "gpu: none" in texts(at)
 
 
@@ -204,7 +204,7 @@ def test_tampered_link_on_a_page_is_a_top_message_and_the_catalog_still_works():
     at = run_page("app.py", {"custom_model": CUSTOM_LINK["custom_model"][:-8] + "zzzzzzzz", "context_len": "4096"})
     assert not at.exception
     messages = [e.value for e in at.error]
-    assert len(messages) == 1 and "link parameter custom_model is not a valid share code" in messages[0]
+    assert len(messages) == 1 and "Link parameter custom_model is not a valid share code" in messages[0]
     assert at.selectbox(key="model").value == "meta-llama/Meta-Llama-3-8B"
     assert at.metric  # the catalog plan is still shown
 

@@ -716,3 +716,18 @@ def test_llamacpp_recurrent_state_is_f32_per_sequence_whatever_the_kv_type():
     line = next(x for x in plan.engine_log_lines if x.startswith("llama_memory_recurrent"))
     # R: 2 layers x 32,768 x 4 B x 2 sequences = 0.50 MiB; S: 2 x 131,072 x 4 B x 2 = 2.00 MiB
     assert "size =    2.50 MiB (     2 cells,   2 layers,  2 seqs), R (f32):    0.50 MiB, S (f32):    2.00 MiB" in line
+
+
+@pytest.mark.parametrize(("dtype", "words"), [("nvfp4", "an NVFP4 checkpoint (ModelOpt hf_quant_config.json"),
+                                              ("fp8_block128", "a block-scaled FP8 checkpoint")])
+def test_launch_command_says_which_checkpoint_a_pre_quantized_dtype_needs(dtype, words):
+    """No flag turns a 16-bit checkpoint into NVFP4 or block-scaled FP8: the command says what to serve instead."""
+    from model_catalog.gpus import get_gpu
+
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    for engine in ("vllm", "sglang"):
+        result = plan_engine(model_spec("google/gemma-4-26B-A4B"), gpu.framework_memory_bytes,
+                             EngineRequest(engine=engine, weight_dtype=dtype, max_model_len=8192))
+        command, comment = result.launch_command.split("  # ", 1)
+        assert "--quantization" not in command
+        assert comment.startswith(f"{dtype} weights: serve {words}")

@@ -150,10 +150,10 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
                 for i, (_, usable) in enumerate(capacities)],
         # On a log axis shapes take data values but annotations take log10 of them.
-        annotations=[dict(x=0, xref="paper", xanchor="left", yref="y", yanchor="bottom",
-                          y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
-                          text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
-                          font=dict(size=11, color="#333333"))
+        annotations=[dict(y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
+                          xref="paper", yref="y", text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
+                          font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.85)",
+                          **_free_label_place(curves, bytes_to_gib(usable), capacities, log_y))
                      for label, usable in capacities])
     if log_y:
         values = [bytes_to_gib(p.total_bytes) for curve in curves for p in curve.points]
@@ -165,6 +165,48 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         yaxis = dict(title="Memory per GPU [GiB]", rangemode="tozero")
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     return fig
+
+
+_LABEL_PLACES = tuple(dict(x=x, xanchor=anchor, yanchor=side) for side in ("bottom", "top")
+                      for x, anchor in ((0, "left"), (1, "right"), (0.5, "center")))
+"""Where a GPU line's label may go: left end, right end or middle, above then below the line."""
+
+
+def _free_label_place(curves: Sequence, line_gib: float, capacities: Sequence[tuple[str, int]],
+                      log_y: bool) -> dict:
+    """The first of :data:`_LABEL_PLACES` where no curve point and no other GPU line runs through the
+    label's box (a third of the log context axis at that end or in the middle, 4.5 % of the memory axis
+    above or below the line); when every one is taken, the one fewest points run through (the label's white
+    backing keeps it readable there)."""
+    def height(v: float) -> float:
+        return math.log10(max(v, 1e-9)) if log_y else v
+
+    ys = [bytes_to_gib(p.total_bytes) for c in curves for p in c.points]
+    ys += [bytes_to_gib(u) for _, u in capacities]
+    xs = [p.context_len for c in curves for p in c.points]
+    if not ys or not xs:
+        return dict(_LABEL_PLACES[0])
+    low, high = min(height(v) for v in ys), max(height(v) for v in ys)
+    if not log_y:
+        low = min(low, 0.0)
+    box = 0.045 * ((high - low) or 1.0)
+    x_low, x_high = math.log10(min(xs)), math.log10(max(xs))
+    width = (x_high - x_low) or 1.0
+    y0 = height(line_gib)
+    others = [height(bytes_to_gib(u)) for _, u in capacities if bytes_to_gib(u) != line_gib]
+    hits: list[int] = []
+    for place in _LABEL_PLACES:
+        y_from, y_to = (y0, y0 + box) if place["yanchor"] == "bottom" else (y0 - box, y0)
+        start = x_low + place["x"] * width - {"left": 0.0, "right": 1 / 3, "center": 1 / 6}[place["xanchor"]] * width
+
+        def in_x(x: int, start: float = start) -> bool:
+            return start <= math.log10(x) <= start + width / 3
+        hit = sum(in_x(p.context_len) and y_from <= height(bytes_to_gib(p.total_bytes)) <= y_to
+                  for c in curves for p in c.points) + 100 * sum(y_from < o < y_to for o in others)
+        if not hit:
+            return dict(place)
+        hits.append(hit)
+    return dict(_LABEL_PLACES[hits.index(min(hits))])
 
 
 def _log_ticks(low: float, high: float) -> list[float]:

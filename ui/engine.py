@@ -432,12 +432,32 @@ def home_panel(plan: EnginePlan) -> None:
                  icon=":material/arrow_forward:")
 
 
-def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> None:
-    """The Home page's engine panel; an engine/dtype mismatch is an ``st.info``, not an error."""
+def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> EnginePlan | str:
+    """The Home page's engine plan, or the sentence saying why the engine cannot plan it (an engine/dtype
+    mismatch is a message, not an error)."""
     try:
-        plan = plan_engine(model, gpu.framework_memory_bytes, home_request(form, engine, gpu.name))
+        return plan_engine(model, gpu.framework_memory_bytes, home_request(form, engine, gpu.name))
     except ValueError as exc:
-        st.info(f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures.",
-                icon=":material/info:")
+        return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
+
+
+def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
+    """Under the verdict: a plan that fits while the selected engine would refuse to start says so, with the
+    engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)."""
+    if isinstance(plan, str) or plan.starts or not fits:
+        return
+    reason = plan.reasons[0] if plan.reasons else "its own figures leave no room"
+    st.warning(f"**But {plan.engine} would refuse to start** with these inputs: {reason}. The budget above "
+               "prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom.",
+               icon=":material/warning:")
+
+
+def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
+                     plan: EnginePlan | str | None = None) -> None:
+    """The Home page's engine panel (``plan``: :func:`home_engine_plan`'s answer when the page has it)."""
+    if plan is None:
+        plan = home_engine_plan(model, gpu, form, engine)
+    if isinstance(plan, str):
+        st.info(plan, icon=":material/info:")
         return
     home_panel(plan)

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from planner.budget import Plan
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, Plan
 from planner.diagnose import Fix
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
@@ -173,7 +173,9 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
               if limit and plan.max_context_len_before_overheads > limit else "")
     st.markdown(
         f"{batch} {model.display_name} with {plan.weights_label} weights on {gpu_label}: {memory}, and after "
-        f"**{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights)"
+        f"**{'at least ' if plan.max_context_len_before_overheads >= MAX_CONTEXT_SEARCH_LIMIT else ''}"
+        f"{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights"
+        f"{'; the search stops there' if plan.max_context_len_before_overheads >= MAX_CONTEXT_SEARCH_LIMIT else ''})"
         f"{beyond}. "
         f"Usable here: **{format_tokens(plan.max_context_len)}** "
         f"({format_limited_by(plan.max_context_len_limited_by)}).")
@@ -205,7 +207,7 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
             f"{format_limited_by(plan.max_context_len_limited_by)}; memory alone allows "
             f"{format_tokens(plan.max_context_len_by_memory)}"),
         "Max context before overheads [tokens]": (
-            format_int(plan.max_context_len_before_overheads),
+            _at_least(plan.max_context_len_before_overheads),
             "memory only: whole card minus weights, no utilization cap, no activations or runtime, no block "
             "rounding, and not capped at the model's max_position_embeddings"
             + (f" ({format_int(plan.max_position_embeddings)})" if plan.max_position_embeddings else ""),
@@ -213,6 +215,12 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
             format_context(plan.max_context_len_before_overheads, plan.max_position_embeddings)
             .partition(" (")[2].rstrip(")") or None),
     }
+
+
+def _at_least(num_tokens: int) -> str:
+    """A searched context length: ``"≥ 16,777,216"`` when the search stopped at its cap
+    (:data:`planner.budget.MAX_CONTEXT_SEARCH_LIMIT`, 2^24 tokens) rather than at memory."""
+    return f"≥ {format_int(num_tokens)}" if num_tokens >= MAX_CONTEXT_SEARCH_LIMIT else format_int(num_tokens)
 
 
 def plan_metrics(plan: Plan) -> None:

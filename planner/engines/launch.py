@@ -87,18 +87,29 @@ WEIGHT_DTYPE_FLAGS: dict[str, tuple[str, ...]] = {
 """Flags that give vLLM and SGLang the planned weights from an unquantized checkpoint: ``--dtype``
 for 16/32-bit, ``--quantization fp8`` for online fp8 (vllm/engine/arg_utils.py; SGLang server_args.py)."""
 
-PRE_QUANTIZED = frozenset({"int8", "int4", "mxfp4"})
-"""Weight dtypes no flag produces from a 16-bit checkpoint: the model must be a quantized checkpoint."""
+PRE_QUANTIZED = frozenset({"int8", "int4", "mxfp4", "nvfp4", "fp8_block128"})
+"""Weight dtypes no flag produces from a 16-bit checkpoint: the model must be a quantized checkpoint
+(vLLM's online ``--quantization fp8`` is per-tensor, not 128 x 128 block-scaled; NVFP4 needs ModelOpt's
+``hf_quant_config.json`` or a compressed-tensors nvfp4 config, vllm/model_executor/layers/quantization/modelopt.py)."""
+
+PRE_QUANTIZED_KINDS = {
+    "nvfp4": "an NVFP4 checkpoint (ModelOpt hf_quant_config.json, e.g. the nvidia/...-NVFP4 repos)",
+    "fp8_block128": "a block-scaled FP8 checkpoint (weight_block_size [128, 128], e.g. the ...-FP8 repos)",
+}
+"""What a checkpoint of each pre-quantized dtype is, for the launch comment (default: AWQ / GPTQ / ...)."""
 
 
 def weight_flags(weight_dtype: str) -> tuple[list[str], str]:
     """``(flags, trailing comment)`` that load weights in ``weight_dtype`` (vLLM and SGLang).
 
     ``auto`` adds nothing (the engines follow the checkpoint's ``torch_dtype`` and
-    ``quantization_config``). int8/int4/mxfp4 add no flag but a comment: they need a
-    checkpoint quantized that way (AWQ, GPTQ, compressed-tensors, MXFP4), whose
-    ``quantization_config`` the engine reads.
+    ``quantization_config``). int8/int4/mxfp4/nvfp4/fp8_block128 add no flag but a comment: they
+    need a checkpoint quantized that way (AWQ, GPTQ, compressed-tensors, MXFP4, ModelOpt NVFP4,
+    block-scaled FP8), whose quantization config the engine reads.
     """
+    if weight_dtype in PRE_QUANTIZED_KINDS:
+        return [], (f"  # {weight_dtype} weights: serve {PRE_QUANTIZED_KINDS[weight_dtype]}; the engine reads its "
+                    "quantization config")
     if weight_dtype in PRE_QUANTIZED:
         return [], (f"  # {weight_dtype} weights: serve a checkpoint quantized to {weight_dtype} "
                     "(AWQ/GPTQ/compressed-tensors/MXFP4); the engine reads its quantization_config")
