@@ -11,7 +11,8 @@ views.setup_page("Allocation", "🧱",
                  "vs PagedAttention blocks vs shared prefixes, under your traffic.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "gpu_memory_utilization"),
                                        advanced=("block_size", "overhead_gib"))
-alloc, more = traffic.number_inputs("Allocation", ("max_model_len", "mean_len", "prefix_len", "prefix_hit_fraction"))
+alloc, more = traffic.number_inputs("Allocation", ("max_model_len", "mean_len", "prefix_len", "prefix_hit_fraction"),
+                                    defaults=traffic.length_from_link())  # a plan's context_len carries over
 problems.extend(more)
 load, more = traffic.number_inputs(
     "Traffic (Monte-Carlo)", ("users", "prompt_len", "prompt_p95", "output_len", "output_p95", "seed"),

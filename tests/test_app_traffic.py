@@ -145,3 +145,14 @@ def test_find_page_includes_the_sidebar_custom_gpu():
     assert not at.exception and not at.error
     # $0.44/h undercuts every catalog GPU that holds two 20,000-token users.
     assert "Cheapest: 1 x Cheap 24G" in at.success[0].value
+
+
+def test_allocation_takes_the_plans_context_len_when_the_link_has_no_max_model_len():
+    """QA: a Home link at 16K opened Allocation at its own 8,192 default; the plan's length now carries over."""
+    at = run_page("pages/6_Allocation.py", {"model": "openai/gpt-oss-120b", "gpu": "nvidia-h200-sxm",
+                                            "context_len": "16384"})
+    assert not at.exception
+    assert at.number_input(key="max_model_len").value == 16384
+    at = run_page("pages/6_Allocation.py", {"model": "openai/gpt-oss-120b", "gpu": "nvidia-h200-sxm",
+                                            "context_len": "16384", "max_model_len": "4096"})
+    assert at.number_input(key="max_model_len").value == 4096  # its own key wins

@@ -125,6 +125,19 @@ def _number(container, key: str, default):
         bind="query-params")
 
 
+def length_from_link() -> dict[str, int]:
+    """``{"max_model_len": N}`` when the link carries a plan's ``context_len`` but no ``max_model_len`` (a link
+    from Home or Concurrency), so the Allocation page sizes the same length; else ``{}``. A value that is not a
+    whole number in range is left to the page's own default (its ``context_len`` check says why)."""
+    params = st.query_params
+    if "max_model_len" in params or "context_len" not in params:
+        return {}
+    raw = params.get("context_len", "")
+    if not raw.isdigit() or not 1 <= int(raw) <= TRAFFIC_FIELDS["max_model_len"].max_value:
+        return {}
+    return {"max_model_len": int(raw)}
+
+
 def number_inputs(title: str, keys: Sequence[str], defaults: dict | None = None,
                   expanded: bool = True) -> tuple[dict, list[str]]:
     """A titled sidebar block of numeric inputs, validated against the link first.
