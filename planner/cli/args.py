@@ -36,6 +36,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def token_count(text: str) -> int:
+    """A length in tokens: a whole number from 1 to :data:`planner.budget.MAX_CONTEXT_SEARCH_LIMIT` (2^24), the
+    longest context the planner searches, so a too-long value gets argparse's "argument --context-len: ..."
+    message like the other flags."""
+    from planner.budget import MAX_CONTEXT_SEARCH_LIMIT  # noqa: PLC0415 - args stays import-light
+
+    value = positive_int(text)
+    if value > MAX_CONTEXT_SEARCH_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, got {value:,}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     """A whole number >= 0."""
     value = _number(text, int, "a whole number")

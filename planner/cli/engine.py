@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli.args import gib_amount, positive_int
+from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
@@ -61,7 +61,7 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="tokens in the engine's profile pass (default: the engine's)")
     p.add_argument("--max-num-seqs", type=positive_int, default=None,
                    help="sequences per step / llama.cpp slots (default: the engine's)")
-    p.add_argument("--max-model-len", type=positive_int, default=None,
+    p.add_argument("--max-model-len", type=token_count, default=None,
                    help="engine max_model_len (llama.cpp n_ctx); default: --context-len")
     p.add_argument("--available-kv-memory-gib", type=gib_per_rank, default=None,
                    help="the engine's printed available KV memory per GPU in GiB, or one value per worker in rank "

@@ -23,7 +23,7 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, P
 from planner.cli import engine as cli_engine
 from planner.cli import serving as cli_serving
 from planner.cli import traffic as cli_traffic
-from planner.cli.args import add_gpu_arguments, fraction, gib_amount, positive_int, resolve_gpu
+from planner.cli.args import add_gpu_arguments, fraction, gib_amount, positive_int, resolve_gpu, token_count
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
 
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto",
                    help="auto (default): as the checkpoint ships, per its quantization_config")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
-    p.add_argument("--context-len", type=positive_int, default=None,
+    p.add_argument("--context-len", type=token_count, default=None,
                    help="tokens per sequence (prompt + output); default --max-model-len if given, else 8192")
     p.add_argument("--batch-size", type=positive_int, default=1, help="concurrent sequences")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=None,
