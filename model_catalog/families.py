@@ -168,6 +168,19 @@ def _routed_moe(
     )
 
 
+def _gated_attention(cfg: Any, *, hidden: int, heads: int, head_dim: int, kv_heads: int, bias: bool) -> Groups:
+    """Gated full attention of Qwen3-Next / Qwen3.5: ``q_proj`` doubled for the output gate
+    (``2 x heads x head_dim``), k/v/o and the q/k head norms (transformers models/qwen3_next/
+    modeling_qwen3_next.py ``Qwen3NextAttention``; Qwen3.5 reuses it)."""
+    return (
+        *linear(f"{_ATTN}.q_proj", hidden, 2 * heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.k_proj", hidden, kv_heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.v_proj", hidden, kv_heads * head_dim, bias=bias),
+        *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden, bias=bias),
+        *_head_norms(cfg, _ATTN),
+    )
+
+
 def _decoder(
     cfg: Any,
     layer: Callable[[int], Groups],
@@ -388,13 +401,8 @@ def _qwen3_next(cfg: Any) -> FamilyParts:
         *norm(f"{delta}.norm", config_int(cfg, "linear_value_head_dim")),
         *linear(f"{delta}.out_proj", value_dim, hidden),
     )
-    gated_attention = (
-        *linear(f"{_ATTN}.q_proj", hidden, 2 * heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.k_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.v_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden, bias=bias),
-        *_head_norms(cfg, _ATTN),
-    )
+    gated_attention = _gated_attention(cfg, hidden=hidden, heads=heads, head_dim=head_dim, kv_heads=kv_heads,
+                                       bias=bias)
 
     def layer(index: int) -> Groups:
         mixer = delta_net if cfg.layer_types[index] == "linear_attention" else gated_attention

@@ -40,7 +40,7 @@ from model_catalog.families import (
     FamilyParts,
     Groups,
     _decoder,
-    _head_norms,
+    _gated_attention,
     _layer_norms,
     _parts,
     _routed_moe,
@@ -112,13 +112,8 @@ def _qwen3_5(cfg: Any) -> FamilyParts:
         ParamGroup(name=f"{delta}.A_log", shape=(v_heads,), kind="other"),
         *norm(f"{delta}.norm", v_dim), *linear(f"{delta}.out_proj", value_dim, hidden),
     )
-    gated_attention = (
-        *linear(f"{_ATTN}.q_proj", hidden, 2 * heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.k_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.v_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden, bias=bias),
-        *_head_norms(cfg, _ATTN),
-    )
+    gated_attention = _gated_attention(cfg, hidden=hidden, heads=heads, head_dim=head_dim, kv_heads=kv_heads,
+                                       bias=bias)
     if experts:
         mlp = (*_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=config_int(cfg, "moe_intermediate_size")),
                *_swiglu(cfg, f"{_MLP}.shared_expert", config_int(cfg, "shared_expert_intermediate_size")),

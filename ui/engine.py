@@ -206,7 +206,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
                             f"requests of {format_tokens(plan.max_model_len)}; "
                             f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
-        "Largest max_model_len accepted": (format_int(plan.engine_max_model_len),
+        "max_model_len accepted": (format_int(plan.engine_max_model_len),
                                            f"needs {format_bytes(plan.kv_cache_bytes_needed_per_request)} per "
                                            f"request at {format_tokens(plan.max_model_len)}"),
     }

@@ -447,7 +447,7 @@ def swap_metric_values(s: SwapPlan) -> dict[str, tuple[str, str]]:
     recompute = "unknown (no TFLOPS in the catalog)" if s.recompute_seconds is None else \
         f"{s.recompute_seconds * 1000:,.1f} ms"
     return {
-        "Sequences parked in CPU memory": (format_int(s.parked_sequences),
+        "Sequences in CPU swap": (format_int(s.parked_sequences),
                                            f"{format_bytes(s.cpu_swap_bytes)} ÷ "
                                            f"{format_bytes_exact(s.kv_bytes_per_sequence_per_gpu)} per sequence"),
         "Kept alive (GPU + CPU)": (format_int(s.sequences_in_flight), "resident plus parked"),

@@ -224,9 +224,9 @@ def _at_least(num_tokens: int) -> str:
 
 
 def plan_metrics(plan: Plan) -> None:
-    """The Home metrics in two rows."""
+    """The Home metrics in three rows (sizes, capacity, context), so values and labels stay whole at 1,280 px."""
     items = list(plan_metric_values(plan).items())
-    for row, widths in ((items[:4], (1, 1, 1, 1.2)), (items[4:], (1, 1, 1.25))):
+    for row, widths in ((items[:3], (1, 1, 1)), (items[3:5], (1, 1)), (items[5:], (1, 1))):
         for col, (label, (value, help_text, *note)) in zip(st.columns(widths), row):
             delta = note[0] if note else None
             col.metric(label, value, delta=delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
