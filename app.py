@@ -8,7 +8,7 @@ Run: ``streamlit run app.py``.
 import streamlit as st
 
 from planner.budget import plan
-from ui import catalog, charts, engine, inputs, serving, views
+from ui import budget_bar, catalog, engine, inputs, serving, views
 from ui.format import format_bytes
 
 views.setup_page("GPU memory plan", "🧮",
@@ -43,7 +43,7 @@ engine.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the en
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)
 views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")
-st.plotly_chart(charts.budget_bar(result, gpu.name), key="budget_chart")
+st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
 engine.home_engine_view(model, gpu, form, engine_name, engine_plan)

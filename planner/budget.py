@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from operator import itemgetter
 
-from planner.diagnose import diagnose, gib, tensor_parallel_splits
+from planner.diagnose import ContextFreeMessages, context_free_messages, diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
 from planner.model.fastinit import fast_frozen_init
@@ -98,13 +98,7 @@ class PlanRequest:
 
         The checks run in a fixed order and a message is formatted only when its check fails.
         """
-        if not self.context_len >= 1:
-            raise ValueError(f"context_len must be at least 1 token, got {self.context_len}")
-        if not self.context_len <= MAX_CONTEXT_SEARCH_LIMIT:
-            raise ValueError(f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, "
-                             f"got {self.context_len:,}")
-        if not self.batch_size >= 1:
-            raise ValueError(f"batch_size must be at least 1 sequence, got {self.batch_size}")
+        self.validate_context_and_batch()
         if not self.num_gpus >= 1:
             raise ValueError(f"num_gpus must be at least 1, got {self.num_gpus}")
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -122,6 +116,23 @@ class PlanRequest:
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
         if self.serving is not None:
             self.serving.validate()
+
+    def validate_context_and_batch(self) -> None:
+        """The first checks of :meth:`validate`: ``context_len`` in [1, 2^24] and ``batch_size`` >= 1.
+
+        :func:`plan` runs only these when a request with the same other knobs has already passed
+        :meth:`validate` (its per-model memo holds that request's context-free part).
+
+        Raises:
+            ValueError: naming the field, its limit and the value given.
+        """
+        if not self.context_len >= 1:
+            raise ValueError(f"context_len must be at least 1 token, got {self.context_len}")
+        if not self.context_len <= MAX_CONTEXT_SEARCH_LIMIT:
+            raise ValueError(f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, "
+                             f"got {self.context_len:,}")
+        if not self.batch_size >= 1:
+            raise ValueError(f"batch_size must be at least 1 sequence, got {self.batch_size}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,11 +325,18 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
     Sources: see the module docstring.
     """
-    request.validate()
-    if gpu_memory_bytes <= 0:
-        raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
-    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
-    tp, context, batch = request.num_gpus, request.context_len, request.batch_size
+    knobs = request.__dict__  # the fields by name (cheaper than attribute reads on this path)
+    tp, context, batch = knobs["num_gpus"], knobs["context_len"], knobs["batch_size"]
+    # _plan_base, its memo hit inlined: an entry means these knobs passed validate() (only the two keyed out are new)
+    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(knobs))
+    try:
+        base = model_memo(model).get(key)
+    except TypeError:  # an unhashable knob: _plan_base's validate() names it
+        base = None
+    if base is None:
+        base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
+    elif not (1 <= context <= MAX_CONTEXT_SEARCH_LIMIT and batch >= 1):
+        request.validate_context_and_batch()  # raises, naming the field
     budget = base.budget
     per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
 
@@ -346,7 +364,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         reasons, suggestions, notes = diagnose(
             model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
             budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
-            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id, context_free=base.context_free)
         reasons, suggestions, notes = tuple(reasons), tuple(suggestions), tuple(notes)
     else:  # it fits: only the context-free messages (_PlanBase.fitting_messages)
         reasons, suggestions, notes = base.fitting_messages
@@ -402,6 +420,8 @@ class _PlanBase:
         capacity_tokens: Whole blocks of the budget, in tokens (0 when none).
         raw_budget: ``gpu_memory_bytes - weights_gpu`` (the "before overheads" context).
         splits: Whether engines accept ``num_gpus`` for this model.
+        context_free: The messages of :func:`planner.diagnose.diagnose` that no context or batch
+            changes (weights that do not fit, tensor-parallel split), for a request that does not fit.
         fitting_messages: ``(reasons, suggestions, notes)`` of a request that fits, as tuples: what
             :func:`planner.diagnose.diagnose` says then (only the tensor-parallel messages, which do not
             depend on the context); empty when the budget is negative (no request fits).
@@ -423,6 +443,7 @@ class _PlanBase:
     raw_budget: int
     splits: bool
     fitting_messages: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
+    context_free: ContextFreeMessages | None = None
     serving: ServingEffects | None = None
     sequence_terms: tuple | None = None
     _contexts: dict = field(default_factory=dict, compare=False, repr=False)
@@ -475,12 +496,26 @@ as one tuple (part of the base's key; by name from the dict: cheaper than ``attr
 def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
     """The :class:`_PlanBase` of ``plan(model, gpu_memory_bytes, request, gpu_id)``, memoized per model
     object and every knob but ``context_len`` and ``batch_size`` (:mod:`planner.model.memo`).
+
+    Validates the request first when the memo has no entry for its knobs; an entry means a request
+    with the same knobs passed :meth:`PlanRequest.validate`, so only the context and batch are checked.
+
+    Raises:
+        ValueError: as :meth:`PlanRequest.validate`, or ``gpu_memory_bytes <= 0``.
     """
     memo = model_memo(model)
     key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request.__dict__))
-    base = memo.get(key)
+    try:
+        base = memo.get(key)
+    except TypeError:  # an unhashable knob (a caller's list, say): validate() names it
+        base = None
     if base is None:
+        request.validate()
+        if gpu_memory_bytes <= 0:
+            raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
         base = remember(memo, key, _build_plan_base(model, gpu_memory_bytes, request, gpu_id))
+    else:  # a request with these other knobs passed validate() and gpu_memory_bytes > 0: only these two are new
+        request.validate_context_and_batch()
     return base
 
 
@@ -529,17 +564,22 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
     }
     fitting = ((), (), ())
+    context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,
+                                         overhead=overhead.total_bytes, gpu_memory_bytes=gpu_memory_bytes,
+                                         budget=budget)
     if budget >= 0:  # what diagnose says of a request that fits (one token, no KV): context-free messages
         said = diagnose(model, replace(request, context_len=1, batch_size=1), usable=usable,
                         weights_gpu=weights_gpu, overhead=overhead.total_bytes, budget=budget, per_seq=0,
-                        max_seqs=0, max_ctx=0, gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+                        max_seqs=0, max_ctx=0, gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id,
+                        context_free=context_free)
         fitting = tuple(tuple(messages) for messages in said)
     profiles = (paged_gpu, exact_gpu) if exact_1 == exact_gpu else (paged_gpu, exact_gpu, exact_1)
     return _PlanBase(
         plan_fields=plan_fields, exact_1=exact_1, exact_gpu=exact_gpu, paged_gpu=paged_gpu,
         usable=usable, weights_gpu=weights_gpu, overhead_bytes=overhead.total_bytes, budget=budget,
         capacity_tokens=capacity_tokens, raw_budget=gpu_memory_bytes - weights_gpu,
-        splits=tensor_parallel_splits(model, tp), fitting_messages=fitting, serving=effects,
+        splits=tensor_parallel_splits(model, tp), fitting_messages=fitting, context_free=context_free,
+        serving=effects,
         sequence_terms=tuple(map(_sequence_terms, profiles)) if all(type(p) is KVProfile for p in profiles) else None,
     )
 

@@ -13,7 +13,7 @@ Sources: vLLM ``ModelConfig.verify_with_parallel_config`` (vllm/config/model.py)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
@@ -56,27 +56,34 @@ def gib(num_bytes: int) -> str:
 
 def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
               budget: int, per_seq: int, max_seqs: int, max_ctx: int,
-              gpu_memory_bytes: int, gpu_name: str = "") -> tuple[list[str], list[str], list[str]]:
-    """Reasons a plan does not fit, the knobs that would fix it, and notes."""
+              gpu_memory_bytes: int, gpu_name: str = "",
+              context_free: ContextFreeMessages | None = None) -> tuple[list[str], list[str], list[str]]:
+    """Reasons a plan does not fit, the knobs that would fix it, and notes.
+
+    ``context_free``: :func:`context_free_messages` of the same model and knobs (a caller that keeps
+    it per knob set passes it; else it is looked up in the model's memo).
+    """
     reasons: list[str] = []
     suggestions: list[str] = []
     notes: list[str] = []
-    tp = request.num_gpus
+    if context_free is None:
+        context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,
+                                             overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
     limit = model.max_position_embeddings
     if limit and request.context_len > limit:
         tail, fix = _context_limit_messages(limit)
         reasons.append(f"context_len {request.context_len:,}{tail}")
         suggestions.append(fix)
-    if weights_gpu + overhead > usable:
-        reason, fixes = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
-                                            overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
+    if context_free.weights is not None:
+        reason, fixes = context_free.weights
         reasons.append(reason)
         suggestions.extend(fixes)
     elif request.batch_size * per_seq > budget:
         need = request.batch_size * per_seq
+        budget_text = context_free.budget_text if context_free.budget == budget else gib(budget)
         reasons.append(
             f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
-            f"cache per GPU; the budget is {gib(budget)}")
+            f"cache per GPU; the budget is {budget_text}")
         if max_seqs:
             suggestions.append(Fix(f"lower batch_size to {max_seqs:,} (fits at this context)", "batch_size", max_seqs))
         if max_ctx:
@@ -87,13 +94,41 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         suggestions.append(Fix(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)",
                                "num_gpus", more)
                            if more else "add replicas (each holds part of the batch) or a GPU with more memory")
-    split_reason, split_fix, split_note = _tensor_parallel_messages(model, tp)
+    split_reason, split_fix, split_note = context_free.tensor_parallel
     if split_reason:
         reasons.append(split_reason)
         suggestions.append(split_fix)
     if split_note:
         notes.append(split_note)
     return reasons, suggestions, notes
+
+
+class ContextFreeMessages(NamedTuple):
+    """The parts of :func:`diagnose` that no context length or batch size changes.
+
+    Attributes:
+        weights: ``(reason, fixes)`` when weights + overhead exceed the usable memory
+            (:func:`_weights_do_not_fit`), else None.
+        tensor_parallel: ``(reason, fix, note)`` of :func:`_tensor_parallel_messages`.
+        budget, budget_text: The KV-cache budget per GPU [bytes] and :func:`gib` of it (the end of the
+            "need ... of KV cache per GPU; the budget is ..." reason).
+    """
+
+    weights: tuple[str, tuple[str, ...]] | None
+    tensor_parallel: tuple[str, str, str]
+    budget: int | None = None
+    budget_text: str = ""
+
+
+def context_free_messages(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
+                          gpu_memory_bytes: int, budget: int | None = None) -> ContextFreeMessages:
+    """:class:`ContextFreeMessages` of ``model`` under ``request``'s knobs (sizes per GPU [bytes])."""
+    weights = None
+    if weights_gpu + overhead > usable:
+        weights = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
+                                      overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
+    return ContextFreeMessages(weights, _tensor_parallel_messages(model, request.num_gpus), budget,
+                               "" if budget is None else gib(budget))
 
 
 _FP8_KV_FIX = Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8")

@@ -174,9 +174,9 @@ def ensure_peer_venv(venv: Path, spec: str, imports: str = "planner.capacity_pla
     print(f"making the peer's venv ({spec}) under {venv} ...", file=sys.stderr, flush=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv_python(venv)
+    python = venv_python(venv)  # the layout is known only now: probe that interpreter
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", spec], check=True)
-    subprocess.run(probe, cwd=venv, check=True)
+    subprocess.run([str(python), *probe[1:]], cwd=venv, check=True)
     return python
 
 

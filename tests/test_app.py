@@ -78,6 +78,10 @@ def check_home(at: AppTest) -> None:
     assert at.selectbox(key="gpu").value == RTX3090
     assert at.number_input(key="overhead_gib").value == 1.5
     assert (at.success if p.fits else at.warning), "the verdict is shown"
+    [bar] = [h.proto.body for h in at.get("html") if "data-segment" in h.proto.body]  # the budget bar agrees
+    for name, size in (("Weights", p.weights_bytes_per_gpu), ("KV cache in use", p.kv_cache_bytes_in_use),
+                       ("Free KV budget", p.free_bytes)):
+        assert f'data-segment="{name}" data-bytes="{size}"' in bar
 
 
 def check_memory_curves(at: AppTest) -> None:
@@ -385,9 +389,8 @@ def test_home_shows_the_kv_overflow_past_the_budget():
     assert p.kv_cache_budget_bytes < p.kv_cache_bytes_needed       # overhead of the vLLM version modelled
     assert p.kv_cache_shortfall_bytes == p.kv_cache_bytes_needed - p.kv_cache_budget_bytes
     assert any(f"{format_bytes(p.kv_cache_shortfall_bytes)} per GPU short" in w.value for w in at.warning)
-    bar = json.loads(at.get("plotly_chart")[0].proto.spec)
-    over = [trace for trace in bar["data"] if trace["name"] == "KV over the budget"]
-    assert len(over) == 1 and over[0]["x"] == [bytes_to_gib(p.kv_cache_shortfall_bytes)]
+    [bar] = [h.proto.body for h in at.get("html") if "data-segment" in h.proto.body]  # ui/budget_bar.py
+    assert f'data-segment="KV over the budget" data-bytes="{p.kv_cache_shortfall_bytes}"' in bar
 
 
 

@@ -59,11 +59,14 @@ def q(**params) -> str:
 DEEP_LINKS = [
     ("/Memory_curves" + q(models=[LLAMA2, LLAMA3, "Qwen/Qwen2.5-7B"], gpus=["nvidia-rtx-3090", "nvidia-l40s"],
                           batch_size=8), 1, []),
-    ("/" + q(model=LLAMA2, gpu="nvidia-rtx-3090", weight_dtype="fp16", context_len=4096), 1, ["12.55 GiB"]),
+    # Home: no Plotly chart (its budget bar is HTML, ui/budget_bar.py); the bar's axis title and legend are text
+    ("/" + q(model=LLAMA2, gpu="nvidia-rtx-3090", weight_dtype="fp16", context_len=4096), 0,
+     ["12.55 GiB", "GiB per GPU (2^30 bytes)", "Free KV budget"]),
     ("/GQA_savings" + q(model="deepseek-ai/DeepSeek-V2-Lite", gpu="nvidia-a100-sxm-80gb", context_len=16384), 3, []),
     ("/Concurrency" + q(model="Qwen/Qwen2.5-7B", gpus=["nvidia-l4", "nvidia-h100-sxm-80gb"], num_gpus=1), 1, []),
     ("/Catalog" + q(search="qwen"), 0, ["qwen", "models. Parameters"]),
-    ("/" + q(model="nope", gpu="h100", context_len="inf", batch_size=0), 1, ["model=nope", "context_len=inf"]),
+    ("/" + q(model="nope", gpu="h100", context_len="inf", batch_size=0), 0,
+     ["model=nope", "context_len=inf", "GiB per GPU (2^30 bytes)"]),
     ("/Memory_curves" + q(models=["zzz"], gpus=["nvidia-t4"]), 1, ["models=zzz"]),
 ]
 

@@ -58,7 +58,7 @@ MLA = "deepseek-ai/DeepSeek-V2-Lite"
 DEEP_LINKS: dict[str, tuple[dict, int]] = {
     "/Concurrency": ({"model": QWEN, "gpus": ["nvidia-l4", "nvidia-h100-sxm-80gb"], "num_gpus": 2,
                       "gpu_memory_utilization": 0.85}, 1),
-    "/": ({"model": LLAMA2, "gpu": "nvidia-rtx-3090", "weight_dtype": "fp16", "context_len": 4096, "batch_size": 2}, 1),
+    "/": ({"model": LLAMA2, "gpu": "nvidia-rtx-3090", "weight_dtype": "fp16", "context_len": 4096, "batch_size": 2}, 0),
     "/Memory_curves": ({"models": [LLAMA2, QWEN], "gpus": ["nvidia-l4", "nvidia-a100-sxm-80gb"], "batch_size": 4}, 1),
     "/GQA_savings": ({"model": MLA, "gpu": "nvidia-a100-sxm-80gb", "context_len": 16384}, 3),
     "/Catalog": ({"search": "qwen"}, 0),

@@ -322,3 +322,36 @@ def test_two_decimals_read_back_equal_round():
             assert float(f"{conc:.2f}") == round(conc, 2)
     for conc in (0.005, 0.015, 0.125, 0.375, 1.005, 2.675, 284.245, 1e-9):  # halves and near-halves
         assert float(f"{conc:.2f}") == round(conc, 2)
+
+
+def test_a_warm_request_is_still_checked_for_what_its_memo_key_leaves_out():
+    # plan() validates a knob set once (its _PlanBase entry); plan_engine() once per checked request.
+    # What the keys leave out (context_len / batch_size, max_model_len) is checked on every call.
+    model, memory = cold(model_spec("meta-llama/Meta-Llama-3-8B")), H100.framework_memory_bytes
+    plan(model, memory, PlanRequest(context_len=4096), H100.id)
+    for bad, message in (({"context_len": 0}, "context_len must be at least 1"),
+                         ({"context_len": (1 << 24) + 1}, "context_len must be at most"),
+                         ({"batch_size": 0}, "batch_size must be at least 1"),
+                         ({"num_gpus": 0}, "num_gpus must be at least 1"),
+                         ({"kv_cache_dtype": "fp7"}, "unknown KV-cache dtype")):
+        with pytest.raises(ValueError, match=message):
+            plan(model, memory, PlanRequest(**{"context_len": 4096, **bad}), H100.id)
+    with pytest.raises(ValueError, match="gpu_memory_bytes must be > 0"):
+        plan(model, 0, PlanRequest(context_len=4096), H100.id)
+
+    request = EngineRequest(engine="vllm", max_model_len=4096, gpu_name=H100.name)
+    assert plan_engine(model, memory, request).starts
+    with pytest.raises(ValueError, match="max_model_len must be at least 1"):
+        plan_engine(model, memory, replace(request, max_model_len=0))
+    with pytest.raises(ValueError, match="tensor_parallel_size must be at least 1"):
+        plan_engine(model, memory, replace(request, tensor_parallel_size=0))
+    with pytest.raises(ValueError, match="does not offer KV-cache dtype"):
+        plan_engine(model, memory, replace(request, engine="llama.cpp", kv_cache_dtype="fp8"))
+    # another spelling of the engine, twice: the checked request keeps the resolved name
+    for _ in range(2):
+        spelled = plan_engine(model, memory, replace(request, engine="vLLM", max_model_len=8192))
+        assert spelled == plan_engine(cold(model), memory, replace(request, max_model_len=8192))
+    # heads that four GPUs split, then three that cannot: the second is refused at the config check, warm or cold
+    for tp, refused in ((4, False), (3, True), (3, True)):
+        result = plan_engine(model, memory, replace(request, tensor_parallel_size=tp))
+        assert result.stopped_at_config_check is refused

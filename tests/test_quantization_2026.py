@@ -166,3 +166,50 @@ def test_plan_config_reads_the_hf_quant_config_beside_it(tmp_path, capsys) -> No
     (folder / "hf_quant_config.json").write_text('{"quantization": {"quant_algo": "FP3"}}')
     assert main(["plan", "--config", str(folder / "config.json"), "--gpu", "nvidia-h100-sxm-80gb"]) == 2
     assert "key 'quant_algo' is 'FP3'" in capsys.readouterr().err
+
+
+# --- NVFP4 on Blackwell: swizzled scales and padded values (planner/engines/loaded.py design note 6) -------------
+
+def test_nvfp4_padding_follows_vllms_swizzle_on_blackwell_only():
+    from planner.engines.loaded import nvfp4_padding_bytes, nvfp4_swizzles
+    from planner.model.dtypes import weight_dtype
+    from planner.model.params import ParamGroup
+
+    nvfp4 = weight_dtype("nvfp4")
+    # Nemotron 3 Nano's routed up_proj: 1,856 rows -> 1,920 scale rows (168 scale columns, already x4)
+    up = ParamGroup(name="layers.*.mixer.experts.up_proj", shape=(1856, 2688), count=1, kind="linear",
+                    checkpoint=nvfp4)
+    assert nvfp4_padding_bytes((up,), 1) == (1920 - 1856) * 168
+    # aligned shapes pad nothing: 4,096 x 7,168 experts at TP 8 (512 rows, 448 scale columns)
+    aligned = ParamGroup(name="layers.*.mlp.experts.gate_up_proj", shape=(4096, 7168), count=10, kind="linear")
+    assert nvfp4_padding_bytes((aligned,), 8) == 0
+    # q/k/v are one partition: 4,096 + 2 x 512 rows at TP 8 = 640 rows (5 x 128) -> no padding, though
+    # k and v alone (64 rows each) would pad to 128 scale rows and 64 value rows
+    qkv = tuple(ParamGroup(name=f"layers.*.self_attn.{leaf}.weight", shape=(rows, 4096), count=94, kind="linear")
+                for leaf, rows in (("q_proj", 4096), ("k_proj", 512), ("v_proj", 512)))
+    assert nvfp4_padding_bytes(qkv, 8) == 0
+    assert nvfp4_padding_bytes(qkv[1:2], 8) > 0
+    # a dense row-parallel layer pads its columns: 5,000 / 16 = 313 scale columns -> 316, 5,000 values -> 5,024
+    down = ParamGroup(name="layers.*.mlp.down_proj.weight", shape=(4096, 5000), count=2, kind="linear")
+    assert nvfp4_padding_bytes((down,), 1) == 2 * (4096 * (316 - 313) + 4096 * (5024 - 5000) // 2)
+    assert nvfp4_swizzles("B200") and nvfp4_swizzles("RTX PRO 6000 Blackwell") and not nvfp4_swizzles("H100 SXM5 80GB")
+
+
+def test_vllm_weights_of_an_nvfp4_checkpoint_on_b200_add_the_padding():
+    from model_catalog.gpus import load_gpus
+    from planner.engines import EngineRequest, plan_engine
+    from planner.engines.loaded import loaded_weight_bytes, nvfp4_padding_bytes
+    from planner.model.dtypes import weight_dtype
+
+    model = model_spec("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4")
+    auto = weight_dtype("auto")
+    gpus = {g.name: g for g in load_gpus().values()}
+    b200 = next(g for name, g in gpus.items() if "B200" in name)
+    h100 = next(g for name, g in gpus.items() if "H100" in name)
+    plain = loaded_weight_bytes(model, auto, 1)
+    padded = loaded_weight_bytes(model, auto, 1, nvfp4_swizzle=True)
+    nvfp4_groups = tuple(g for g in model.params if g.checkpoint is not None and g.checkpoint.name == "nvfp4")
+    assert padded - plain == nvfp4_padding_bytes(nvfp4_groups, 1) > 30 * 2**20  # the routed experts' 1,856 rows
+    on = {gpu.name: plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", max_model_len=8192, gpu_name=gpu.name)).limiting_rank.weights_bytes for gpu in (b200, h100)}
+    assert on[b200.name] == padded and on[h100.name] == plain  # Hopper runs NVFP4 through Marlin: no padding

@@ -6,6 +6,7 @@ Sizes are powers of two or ten so each expected string can be checked by hand.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from planner.budget import PlanRequest, plan
 from planner.units import GB, GiB, MiB
 from tests.factories import dense_model
-from ui import charts, data
+from ui import budget_bar, charts, data
 from ui.format import (
     bytes_to_gib,
     format_bytes,
@@ -170,15 +171,44 @@ def test_first_url():
     assert data.first_url("no link") is None
 
 
+def _bar_parts(fragment: str) -> tuple[dict[str, int], dict[str, float]]:
+    """``({segment: bytes}, {line: left %})`` of a budget bar's HTML (ui/budget_bar.py)."""
+    segments = {name: int(size) for name, size in re.findall(r'data-segment="([^"]+)" data-bytes="(\d+)"', fragment)}
+    lines = {name: float(left) for name, left in re.findall(r'data-line="(\w+)" style="[^"]*left:([\d.]+)%', fragment)}
+    return segments, lines
+
+
 def test_budget_bar_segments_are_plan_fields():
     model = dense_model()  # 4 layers x 2 x 8 heads x 128 x 2 B = 16,384 B per token
     p = plan(model, 8 * GiB, PlanRequest(context_len=1024, overhead_bytes=GiB), gpu_id="test")
-    fig = charts.budget_bar(p, "test GPU")
-    bars = {t.name: t.x[0] for t in fig.data}
-    assert bars["Weights"] == bytes_to_gib(p.weights_bytes_per_gpu)
-    assert bars["KV cache in use"] == bytes_to_gib(p.kv_cache_bytes_in_use) == 0.015625  # 16 KiB x 1,024
-    assert bars["Overhead (override)"] == 1.0
-    assert [s.x0 for s in fig.layout.shapes] == [bytes_to_gib(p.usable_memory_bytes), 8.0]
+    segments, lines = _bar_parts(budget_bar.budget_bar_html(p, "test GPU"))
+    assert segments["Weights"] == p.weights_bytes_per_gpu
+    assert segments["KV cache in use"] == p.kv_cache_bytes_in_use == 16 * 1024 * 1024  # 16 KiB x 1,024
+    assert segments["Overhead (override)"] == GiB
+    assert segments["Free KV budget"] == p.free_bytes
+    assert sum(segments.values()) == p.usable_memory_bytes  # it fits: the segments fill the usable memory
+    # the card's 8 GiB is the scale: the card line at 100 %, the usable one at 0.9 of it
+    assert lines == {"usable": pytest.approx(100 * p.usable_memory_bytes / p.gpu_memory_bytes, abs=1e-3),
+                     "card": 100.0}
+
+
+def test_budget_bar_runs_past_the_card_when_the_shortfall_is_larger_than_the_headroom():
+    model = dense_model()
+    p = plan(model, 8 * GiB, PlanRequest(context_len=4096, batch_size=200, overhead_bytes=GiB), gpu_id="test")
+    assert p.kv_cache_shortfall_bytes > p.gpu_memory_bytes - p.usable_memory_bytes
+    fragment = budget_bar.budget_bar_html(p, "test GPU")
+    segments, lines = _bar_parts(fragment)
+    assert segments["KV over the budget"] == p.kv_cache_shortfall_bytes
+    scale = sum(segments.values())  # wider than the card: the card line sits inside the bar
+    assert lines["card"] == pytest.approx(100 * p.gpu_memory_bytes / scale, abs=1e-3)
+    assert "usable " + format_bytes(p.usable_memory_bytes) in fragment and "card 8.00 GiB" in fragment
+
+
+def test_budget_bar_ticks_are_round_steps():
+    assert budget_bar.nice_ticks(80.0) == [0, 20, 40, 60, 80]  # 80 / 6 = 13.3 -> a step of 20
+    assert budget_bar.nice_ticks(23.6) == [0, 5, 10, 15, 20]
+    assert budget_bar.nice_ticks(0.9) == [0, 0.2, 0.4, 0.6, 0.8]  # rounded: no 0.6000000000000001
+    assert budget_bar.nice_ticks(0) == [0.0]
 
 
 def test_concurrency_lines_drop_zero_points_for_the_log_axis():

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from planner.budget import Plan
 from ui.format import (
     binary_unit,
     bytes_in,
@@ -28,16 +27,6 @@ from ui.format import (
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D")
 """Colour per series (Tableau 10 order), colour-blind friendly."""
 
-SEGMENT_COLOURS = {
-    "Weights": "#4C78A8",
-    "KV cache in use": "#F58518",
-    "Activations": "#B279A2",
-    "Logits": "#FF9DA6",
-    "Runtime": "#9D755D",
-    "Overhead (override)": "#B279A2",
-    "Free KV budget": "#C7E9C0",
-    "KV over the budget": "#D62728",
-}
 
 RANK_COLOURS = {
     "Weights": "#4C78A8", "Activation peak": "#B279A2", "Non-torch": "#9D755D", "CUDA graphs": "#72B7B2",
@@ -71,45 +60,6 @@ def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict
     return {"type": "line", "xref": "x" if axis == "x" else "paper", "yref": "y" if axis == "y" else "paper",
             axis + "0": value, axis + "1": value, other + "0": 0, other + "1": 1,
             "line": {"dash": dash, "color": colour, "width": width}}
-
-
-def budget_bar(plan: Plan, gpu_label: str) -> go.Figure:
-    """One GPU's memory as a stacked horizontal bar, with usable and total lines.
-
-    Segments: weights, KV cache in use, overhead terms, free KV budget, and in red the KV
-    the batch needs beyond its budget (``Plan.kv_cache_shortfall_bytes``), so it runs past the
-    usable line; the
-    dashed line is usable memory (utilization x framework memory), the solid
-    line the card's framework-visible total.
-    """
-    if plan.overhead_overridden:
-        overhead = [("Overhead (override)", plan.activation_bytes)]
-    else:
-        overhead = [("Activations", plan.activation_bytes), ("Logits", plan.logits_bytes),
-                    ("Runtime", plan.runtime_bytes)]
-    segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
-                *overhead, ("Free KV budget", plan.free_bytes)]
-    if plan.kv_cache_shortfall_bytes > 0:  # the KV the batch needs beyond the budget, past the usable line
-        segments.append(("KV over the budget", plan.kv_cache_shortfall_bytes))
-    fig = go.Figure()
-    for name, size in segments:
-        fig.add_bar(x=[bytes_to_gib(size)], y=[gpu_label], orientation="h", name=name,
-                    marker_color=SEGMENT_COLOURS[name], hovertext=[format_bytes_exact(size)],
-                    hovertemplate=f"{name}: %{{hovertext}}<extra></extra>")
-    # Labels sit above the plot area, beside their line (usable to its left, card to its right),
-    # never over a bar; the legend goes under the axis.
-    lines = ((plan.usable_memory_bytes, "dash", f"usable {format_bytes(plan.usable_memory_bytes)}", "right"),
-             (plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}", "left"))
-    fig.update_layout(
-        shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _, _ in lines],
-        annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0, yref="paper", yanchor="bottom", xanchor=side,
-                          text=text, showarrow=False, font=dict(size=11, color="#333333"))
-                     for size, _, text, side in lines])
-    fig.update_layout(barmode="stack", height=250, xaxis_title="GiB per GPU (2^30 bytes)",
-                      yaxis=dict(showticklabels=False), **_LAYOUT)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.45, x=0), legend_traceorder="normal")
-    fig.update_layout(margin=dict(l=10, r=90, t=30, b=10))
-    return fig
 
 
 MODEL_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
@@ -20,6 +19,9 @@ from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_
 from planner.sweep import concurrency_curve, context_points, memory_curve, per_gpu_costs
 from ui import catalog
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
+    import pandas as pd  # tables, such as Home, starts without it)
 
 CURVE_MIN_TOKENS = 128
 """Shortest context on the curves [tokens]."""
@@ -102,6 +104,7 @@ def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest)
 
 def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec], gpus: Sequence) -> pd.DataFrame:
     """Largest context that fits at the plan's batch, model rows x GPU columns (text cells)."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     rows = []
     for m in models:
         row = {"Model": m.display_name or m.model_id}
@@ -185,6 +188,7 @@ def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
 
 def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, contexts: Sequence[int]) -> pd.DataFrame:
     """GPU rows x context columns of max concurrent sequences (integers, for CSV)."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     rows = []
     for g in gpus:
         row = {"gpu_id": g.id, "gpu": g.name}
@@ -208,6 +212,7 @@ def first_url(text: str) -> str | None:
 
 def model_table() -> pd.DataFrame:
     """The model catalog, one row per model."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     rows = []
     for model_id in catalog.model_ids():
         spec, entry = catalog.model_spec(model_id), catalog.model_entry(model_id)
@@ -228,6 +233,7 @@ def model_table() -> pd.DataFrame:
 
 def gpu_table() -> pd.DataFrame:
     """The GPU catalog, one row per GPU."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     rows = []
     for g in catalog.gpus().values():
         rows.append({
@@ -248,6 +254,7 @@ def verification_frame() -> pd.DataFrame:
     Rows come from :func:`model_catalog.verification_table` (written by
     ``python -m planner verify``); nothing is recomputed here.
     """
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     from model_catalog import verification_table
 
     rows = []
@@ -278,6 +285,7 @@ def verification_headline() -> str:
 
 def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "name")) -> pd.DataFrame:
     """Rows whose ``columns`` contain every word of ``query`` (case-insensitive)."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     words = [w for w in (query or "").lower().split() if w]
     if not words:
         return table

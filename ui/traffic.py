@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -41,6 +41,9 @@ from ui import inputs
 from ui.charts import PALETTE, TOKEN_AXIS
 from ui.format import bytes_to_gib, format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
+    import pandas as pd  # tables, such as Home, starts without it)
 
 # --------------------------------------------------------------------------
 # Inputs
@@ -469,6 +472,7 @@ def _ms(seconds: float | None) -> float | None:
 
 def find_rows(result: FindResult) -> pd.DataFrame:
     """The Find page table: fitting setups, or the closest one; speed and cost first."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     setups = result.options or ((result.closest,) if result.closest else ())
     return pd.DataFrame([{
         "GPU": s.gpu_name, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size, "replicas": s.data_parallel_size,

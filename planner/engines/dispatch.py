@@ -26,7 +26,8 @@ Sources: ENGINES.md (per-engine source files are cited in
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
+from operator import itemgetter
 
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.hf_transformers import plan_transformers
@@ -46,6 +47,7 @@ from planner.engines.trtllm import plan_trtllm
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import plan_vllm
 from planner.model import ModelSpec
+from planner.model.memo import model_memo, remember
 
 _PLANNERS = {
     "vllm": plan_vllm, "sglang": plan_sglang, "trtllm": plan_trtllm, "tgi": plan_tgi,
@@ -88,23 +90,77 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
             engine does not offer, ``pipeline_parallel_size`` above the layer
             count, or ``gpu_memory_bytes <= 0``.
     """
-    if request.engine not in ENGINE_PROFILES:  # another spelling ("vLLM", "tensorrt-llm")
-        request = replace(request, engine=resolve_engine_name(request.engine))
+    memo = model_memo(model)
+    key = ("engine_request", gpu_memory_bytes, _LENGTH_FREE_FIELDS(request.__dict__))
+    try:
+        checked = memo.get(key)
+    except TypeError:  # an unhashable field (a caller's list, say): validate() names it
+        checked = None
+    if checked is None:
+        checked = _check_request(model, gpu_memory_bytes, request)
+        try:
+            remember(memo, key, checked)
+        except TypeError:
+            pass
+    elif request.max_model_len is not None and request.max_model_len < 1:  # these other fields passed the checks
+        request.validate_max_model_len()  # raises
+    if checked.engine != request.engine:  # another spelling ("vLLM", "tensorrt-llm")
+        request = replace(request, engine=checked.engine)
+    profile = checked.profile
+    if profile.family == "vllm":
+        result = plan_vllm(model, gpu_memory_bytes, request, profile, static_slot=checked.static_slot)
+    else:
+        result = _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
+    if request.serving is not None:  # serving features: the serving block, notes, launch flags
+        result = with_serving(model, request, profile, result)
+    if not checked.splits:
+        result = _refused_at_config_check(model, request, result)
+    return result
+
+
+_LENGTH_FREE_FIELDS = itemgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
+"""Every :class:`EngineRequest` field but ``max_model_len``, read from the request's ``__dict__`` as one tuple
+(the key of a checked request in the model's memo; by name from the dict: cheaper than ``attrgetter``)."""
+
+
+@dataclass(frozen=True)
+class _CheckedRequest:
+    """What :func:`plan_engine` knows of a request whose fields but ``max_model_len`` passed its checks.
+
+    Kept in the model's memo (:mod:`planner.model.memo`) under the GPU memory and those fields, so a
+    request that differs only in ``max_model_len`` is validated, resolved and keyed once.
+
+    Attributes:
+        engine: The profile id the request's engine name means (:func:`resolve_engine_name`).
+        profile: That profile.
+        splits: False when the engine splits heads and cannot split them over ``tensor_parallel_size``.
+        static_slot: Where the vLLM planner keeps its length-free plan for these fields
+            (:func:`planner.engines.vllm.plan_vllm`); empty for the other engines.
+    """
+
+    engine: str
+    profile: EngineProfile
+    splits: bool
+    static_slot: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def _check_request(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest) -> _CheckedRequest:
+    """Resolve the engine's name and check every field and combination (raises as :func:`plan_engine`)."""
+    engine = request.engine if request.engine in ENGINE_PROFILES else resolve_engine_name(request.engine)
+    if engine != request.engine:
+        request = replace(request, engine=engine)
     request.validate()
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
     if request.pipeline_parallel_size > model.num_layers:
         raise ValueError(f"pipeline_parallel_size {request.pipeline_parallel_size} exceeds the model's "
                          f"{model.num_layers} layers; choose at most {model.num_layers}")
-    profile = ENGINE_PROFILES.get(request.engine) or engine_profile(request.engine)
+    profile = ENGINE_PROFILES.get(engine) or engine_profile(engine)
     if request.kv_cache_dtype not in profile.kv_cache_dtypes or request.kv_cache_dtype_v is not None:
         _check_engine_dtype(profile, request)  # raises for a combination the engine does not offer
-    result = _PLANNERS[profile.family](model, gpu_memory_bytes, request, profile)
-    if request.serving is not None:  # serving features: the serving block, notes, launch flags
-        result = with_serving(model, request, profile, result)
-    if profile.family in HEAD_SPLITTING_FAMILIES and not tensor_parallel_splits(model, request.tensor_parallel_size):
-        result = _refused_at_config_check(model, request, result)
-    return result
+    splits = (profile.family not in HEAD_SPLITTING_FAMILIES
+              or tensor_parallel_splits(model, request.tensor_parallel_size))
+    return _CheckedRequest(engine=engine, profile=profile, splits=splits)
 
 
 HEAD_SPLITTING_FAMILIES = frozenset({"vllm", "sglang", "trtllm", "tgi"})

@@ -42,6 +42,17 @@ Design notes (assumptions, each with the file it was read from):
     4. GPTQ / AWQ int4 with Marlin (gptq_marlin.py, awq_marlin.py): repacking keeps the
        byte count of packed weights, scales and zero points, so the checkpoint's bytes
        stand. NVFP4 follows its own format's bytes when the model carries it.
+    6. NVFP4 on Blackwell (SM 10.x / 12.x; vllm/model_executor/layers/quantization/utils/nvfp4_utils.py,
+       used by the CUTLASS and FlashInfer kernels of model_executor/kernels/linear/nvfp4/ and by the
+       CUTLASS MoE path of quantization/modelopt.py): ``swizzle_blockscale`` replaces each fp8 scale
+       matrix (``rows x cols / 16`` of one partition, per expert for MoE) by one padded to a
+       multiple of 128 rows and 4 scale columns, and ``pad_nvfp4_weight_for_cutlass`` pads a dense
+       linear's packed values to a multiple of 32 rows and 32 values per row. vLLM fuses ``q/k/v``
+       and ``gate/up`` into one partition before padding (``QKVParallelLinear``,
+       ``MergedColumnParallelLinear``). Hopper and older run NVFP4 through Marlin
+       (quantization/utils/marlin_utils_fp4.py), which repacks to the same byte count. The
+       shapes of most checkpoints are already aligned (no padding); Nemotron 3 Nano's 1,856-row
+       experts and Gemma 4 26B-A4B's at TP 2 are not.
     5. Rotary cos/sin cache (vllm/model_executor/layers/rotary_embedding.py,
        ``RotaryEmbedding._compute_cos_sin_cache``): ``max_position_embeddings x
        rotary_dim`` in the dtype ``get_rope`` gets: the model dtype, except gpt-oss,
@@ -301,7 +312,7 @@ def _block_scaled_bytes(group: ParamGroup, fmt: StorageFormat, tp: int) -> int:
 
 def loaded_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_parallel_size: int = 1,
                         stage: int = 0, pipeline_parallel_size: int = 1, *, engine_extras: bool = True,
-                        mxfp4: Mxfp4Layout = MXFP4_CHECKPOINT) -> int:
+                        mxfp4: Mxfp4Layout = MXFP4_CHECKPOINT, nvfp4_swizzle: bool = False) -> int:
     """Weights one GPU holds after loading, as the engine reports them [bytes].
 
     Args:
@@ -313,6 +324,8 @@ def loaded_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_p
         engine_extras: Add the rope cache, the MXFP4 layout and per-partition block scales
             (False: the checkpoint's bytes, as llama.cpp and transformers hold them).
         mxfp4: How MXFP4 experts are laid out (:func:`vllm_mxfp4_layout`).
+        nvfp4_swizzle: Add the padding of NVFP4 scales and values the Blackwell kernels need
+            (design note 6; :func:`nvfp4_swizzles`).
 
     MXFP4 applies to the routed experts only (``.experts.`` groups, whether the request
     names ``mxfp4`` or the checkpoint ships it with ``auto``); with an explicit ``mxfp4``
@@ -345,10 +358,73 @@ def loaded_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_p
         else:
             plain.append(group)
     total += weight_bytes(tuple(plain), weight_format, model.torch_dtype, tp)
+    if engine_extras and nvfp4_swizzle:
+        total += nvfp4_padding_bytes(tuple(g for g in plain if _group_format(g, weight_format, model.torch_dtype)
+                                           .name == "nvfp4" and len(g.shape) == 2), tp)
     total += _mxfp4_bytes(experts, tp, mxfp4)
     if engine_extras:
         total += rope_cache_bytes(model, activation_dtype(weight_format, model.torch_dtype).bytes_for(1))
     return total
+
+
+def nvfp4_swizzles(gpu_name: str) -> bool:
+    """Whether vLLM's NVFP4 kernels on this GPU pad scales and values (design note 6): Blackwell, SM 10.x / 12.x."""
+    return gpu_capability(gpu_name)[0] in (10, 12)
+
+
+_FUSED_ROWS = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
+               "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
+"""Column-parallel projections vLLM loads into one fused partition (``QKVParallelLinear``,
+``MergedColumnParallelLinear``): their rows are padded together."""
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def nvfp4_padding_bytes(groups: tuple[ParamGroup, ...], tensor_parallel_size: int) -> int:
+    """Bytes the Blackwell NVFP4 kernels add to these NVFP4 matrix groups on one GPU (design note 6) [bytes].
+
+    Per partition of ``rows x cols`` (column-parallel layers split rows, row-parallel ones columns;
+    ``q/k/v`` and ``gate/up`` fused into one partition): scales ``pad(rows, 128) x pad(cols / 16, 4)``
+    instead of ``rows x cols / 16`` (experts: per expert), and for dense layers values
+    ``pad(rows, 32) x pad(cols, 32) / 2`` instead of ``rows x cols / 2``. Zero for aligned shapes.
+    Worked example (Nemotron 3 Nano's routed ``up_proj``, 1,856 x 2,688, TP 1): scales
+    1,920 x 168 - 1,856 x 168 = 10,752 B per expert.
+
+    Sources: vllm/model_executor/layers/quantization/utils/nvfp4_utils.py (``swizzle_blockscale``,
+    ``pad_nvfp4_weight_for_cutlass``).
+    """
+    tp = tensor_parallel_size
+    fused: dict[tuple[str, int], list[int, int]] = {}  # (fused name, count) -> [rows of one partition, cols]
+    extra = 0
+    for group in groups:
+        rows, cols = group.shape[0], group.numel // group.shape[0]
+        leaf = group.name.removesuffix(".weight").rsplit(".", 1)[-1]
+        expert = ".experts." in group.name
+        if leaf in ROW_PARALLEL_LEAVES:
+            cols = ceil_div(cols, tp)
+        else:
+            rows = ceil_div(rows, tp)
+        if not expert and leaf in _FUSED_ROWS:
+            key = (group.name.rsplit(".", 2 if group.name.endswith(".weight") else 1)[0] + "." + _FUSED_ROWS[leaf],
+                   group.count)
+            entry = fused.setdefault(key, [0, cols])
+            entry[0] += rows
+            continue
+        extra += _nvfp4_partition_padding(rows, cols, values=not expert) * group.count
+    for (_, count), (rows, cols) in fused.items():
+        extra += _nvfp4_partition_padding(rows, cols, values=True) * count
+    return extra
+
+
+def _nvfp4_partition_padding(rows: int, cols: int, *, values: bool) -> int:
+    """Padding bytes of one NVFP4 partition of ``rows x cols`` values (:func:`nvfp4_padding_bytes`)."""
+    scale_cols = ceil_div(cols, 16)
+    extra = _round_up(rows, 128) * _round_up(scale_cols, 4) - rows * scale_cols
+    if values:
+        extra += (_round_up(rows, 32) * _round_up(cols, 32) - rows * cols) // 2
+    return extra
 
 
 def _mxfp4_bytes(experts: dict[str, ParamGroup], tp: int, layout: Mxfp4Layout) -> int:

@@ -108,6 +108,19 @@ class EngineRequest:
         """GPUs in all: ``tp x pp x dp``."""
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
+    def validate_max_model_len(self) -> None:
+        """The one check of :meth:`validate` on ``max_model_len``: unset or >= 1 [tokens].
+
+        :func:`planner.engines.plan_engine` runs only this when a request with the same other
+        fields has already passed :meth:`validate`.
+
+        Raises:
+            ValueError: ``max_model_len`` below 1.
+        """
+        value = self.max_model_len
+        if value is not None and value < 1:
+            raise ValueError(f"max_model_len must be at least 1 (or unset for the engine default), got {value}")
+
     def validate(self) -> None:
         """Raise ValueError with an actionable message for any out-of-range field."""
         values = self.__dict__  # the fields by name (a dict lookup is cheaper than getattr on a hot path)

@@ -33,7 +33,12 @@ from dataclasses import dataclass, fields, replace
 from operator import itemgetter
 
 from planner.engines.launch import LaunchSpec, vllm_command_around_length
-from planner.engines.loaded import loaded_weight_bytes, pipeline_layer_ranges, vllm_mxfp4_layout
+from planner.engines.loaded import (
+    loaded_weight_bytes,
+    nvfp4_swizzles,
+    pipeline_layer_ranges,
+    vllm_mxfp4_layout,
+)
 from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes
 from planner.engines.pages import (
     FullAttentionPages,
@@ -101,7 +106,8 @@ def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profi
     return kv_layout(specs)
 
 
-def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
+def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
+              static_slot: dict | None = None) -> EnginePlan:
     """Plan ``model`` under a vLLM profile (module docstring).
 
     Everything but ``max_model_len`` (layouts, per-stage budgets, blocks, the longest
@@ -110,11 +116,19 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     concurrency, the printed tokens, the KV one request needs, the start check and
     the last log lines.
 
+    ``static_slot``: a dict owned by the caller for these exact fields but ``max_model_len``
+    (:func:`planner.engines.dispatch.plan_engine` keeps one per checked request), where a V1
+    profile's static plan is kept instead of under a second key in the model's memo.
+
     Raises:
         ValueError: invalid knobs (e.g. ``pipeline_parallel_size`` above the layer count).
     """
     max_model_len = request.max_model_len or resolve_max_model_len(model, request)  # validated >= 1 when given
-    st = _static_plan_at(model, gpu_memory_bytes, request, profile, max_model_len)
+    st = static_slot.get("st") if static_slot is not None else None
+    if st is None:
+        st = _static_plan_at(model, gpu_memory_bytes, request, profile, max_model_len)
+        if static_slot is not None and profile.id != "vllm-v0":  # V0's depends on the length
+            static_slot["st"] = st
 
     layout, num_blocks, mnbt = st.layout, st.num_blocks, st.plan_fields["max_num_batched_tokens"]
     if st.full_attention is not None:  # _StaticPlan.full_attention: both sums from one ceil(len / B)
@@ -124,10 +138,16 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     else:
         blocks_per_request = layout.blocks_per_request(max_model_len, mnbt)
         needs = [lay.needed_bytes(max_model_len, mnbt) for lay in st.layouts]
-    ratio = concurrency_ratio(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print,
-                              blocks_per_request=blocks_per_request)
-    conc = ratio[0] / ratio[1]  # float(max_concurrency(...)), as vLLM prints it
-    tokens = printed_tokens_for_ratio(layout, num_blocks, profile.token_print, ratio, max_model_len)
+    if profile.token_print == "concurrency_x_len" and profile.concurrency_print == "blocks_per_request":
+        # the newest releases: concurrency_ratio is (blocks, blocks per request) and the printed tokens
+        # int(concurrency x len) (printed_tokens_for_ratio), without the two calls
+        conc = num_blocks / blocks_per_request
+        tokens = num_blocks * max_model_len // blocks_per_request
+    else:
+        ratio = concurrency_ratio(layout, num_blocks, max_model_len, mnbt, profile.concurrency_print,
+                                  blocks_per_request=blocks_per_request)
+        conc = ratio[0] / ratio[1]  # float(max_concurrency(...)), as vLLM prints it
+        tokens = printed_tokens_for_ratio(layout, num_blocks, profile.token_print, ratio, max_model_len)
     engine_max_len = st.engine_max_len
     # A length up to engine_max_len passes every start check (needed bytes grow with the length), so the
     # checks run only above it.
@@ -175,6 +195,9 @@ class _StaticPlan:
             (:meth:`planner.engines.pages.FullAttentionPages.blocks_per_request`), so
             ``KVLayout.blocks_per_request`` is ``groups x ceil(L / B)`` and ``KVLayout.needed_bytes``
             is ``ceil(L / B) x`` that byte count.
+        reason_tails: ``(over_limit, memory)``: the end of the "greater than the derived
+            max_model_len" refusal after its length, and per stage the end of the "To serve at least
+            one request" refusal after its GiB figure (:func:`_reason_tails`; both are static).
     """
 
     plan_fields: dict
@@ -187,6 +210,7 @@ class _StaticPlan:
     log_head: tuple[str, ...]
     launch_around_length: tuple[str, str]
     full_attention: tuple[int, int, int] | None = None
+    reason_tails: tuple[str, tuple[str, ...]] = ("", ())
 
 
 _LENGTH_FREE_FIELDS = itemgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
@@ -290,7 +314,20 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=_no_memory_reason(ranks),
         log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
         full_attention=_full_attention_terms(layouts),
+        reason_tails=_reason_tails(model, ranks, engine_max_len),
     )
+
+
+def _reason_tails(model: ModelSpec, ranks: list[RankBudget], engine_max_len: int) -> tuple[str, tuple[str, ...]]:
+    """:attr:`_StaticPlan.reason_tails`: the parts of :func:`_start_reasons`' sentences after their
+    length-dependent figure, which only the static plan decides."""
+    over_limit = (f") is greater than the derived max_model_len (max_position_embeddings="
+                  f"{model.max_position_embeddings}); lower max_model_len")
+    memory = tuple(f" GiB KV cache is needed, which is larger than the available KV cache memory "
+                   f"({gib2(rank.available_kv_cache_bytes)} GiB). Based on the available memory, the estimated "
+                   f"maximum model length is {engine_max_len}. Try increasing `gpu_memory_utilization` or "
+                   "decreasing `max_model_len` when initializing the engine." for rank in ranks)
+    return over_limit, memory
 
 
 def _full_attention_terms(layouts: list[KVLayout]) -> tuple[int, int, int] | None:
@@ -356,7 +393,8 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
                               last_stage=stage == pp - 1 and role != "others")
     estimates = {
         "weights": loaded_weight_bytes(model, weight_dtype(request.weight_dtype), tp, stage, pp,
-                                       mxfp4=vllm_mxfp4_layout(profile.id, request.gpu_name)),
+                                       mxfp4=vllm_mxfp4_layout(profile.id, request.gpu_name),
+                                       nvfp4_swizzle=nvfp4_swizzles(request.gpu_name)),
         "activation": act.peak_bytes,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
@@ -406,21 +444,17 @@ def _start_reasons(model: ModelSpec, profile: EngineProfile, st: _StaticPlan, ma
         needs: KV bytes one request of ``max_model_len`` needs on each stage (``KVLayout.needed_bytes``).
     """
     reasons: list[str] = []
+    over_limit_tail, memory_tails = st.reason_tails  # the sentences' static ends (_reason_tails)
     # Heads that tensor parallelism cannot split: planner.engines.plan_engine, for every head-splitting engine.
     if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
-        reasons.append(f"User-specified max_model_len ({max_model_len}) is greater than the derived "
-                       f"max_model_len (max_position_embeddings={model.max_position_embeddings}); lower max_model_len")
+        reasons.append(f"User-specified max_model_len ({max_model_len}{over_limit_tail}")
     if st.no_memory_reason:
         reasons.append(st.no_memory_reason)
     elif profile.start_check == "v1_memory":
-        for needed, rank in zip(needs, st.ranks):
+        for needed, rank, tail in zip(needs, st.ranks, memory_tails):
             if needed > rank.available_kv_cache_bytes:
-                reasons.append(
-                    f"To serve at least one request with the model's max seq len ({max_model_len}), "
-                    f"({gib2(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
-                    f"({gib2(rank.available_kv_cache_bytes)} GiB). Based on the available memory, the estimated "
-                    f"maximum model length is {st.engine_max_len}. Try increasing `gpu_memory_utilization` or "
-                    f"decreasing `max_model_len` when initializing the engine.")
+                reasons.append(f"To serve at least one request with the model's max seq len ({max_model_len}), "
+                               f"({gib2(needed)}{tail}")
                 break
     elif max_model_len > st.num_blocks * st.layout.block_size:
         reasons.append(

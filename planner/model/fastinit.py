@@ -67,19 +67,41 @@ def fast_frozen_init(cls: type) -> type:
     set_attribute = object.__setattr__
     qualname = f"{cls.__qualname__}.__init__"
 
-    def __init__(self, **arguments):
-        values = template.copy()
-        values.update(arguments)
-        if len(values) != count:
-            unknown = next(name for name in arguments if name not in template)
-            raise TypeError(f"{qualname}() got an unexpected keyword argument {unknown!r}")
-        if not arguments.keys() >= required:
-            raise TypeError(_missing_message(qualname, [n for n in template if n in required and n not in arguments]))
-        if factories:
+    def unknown_argument(arguments):
+        unknown = next(name for name in arguments if name not in template)
+        return TypeError(f"{qualname}() got an unexpected keyword argument {unknown!r}")
+
+    def missing_arguments(arguments):
+        return TypeError(_missing_message(qualname, [n for n in template if n in required and n not in arguments]))
+
+    if factories:
+        def __init__(self, **arguments):
+            values = {**template, **arguments}
+            if len(values) != count:
+                raise unknown_argument(arguments)
+            if not arguments.keys() >= required:
+                raise missing_arguments(arguments)
             for name, factory in factories:
                 if values[name] is _UNSET:
                     values[name] = factory()
-        set_attribute(self, "__dict__", values)
+            set_attribute(self, "__dict__", values)
+    elif required:  # a required field left out keeps the template's _UNSET
+        required_names = tuple(required)
+
+        def __init__(self, **arguments):
+            values = {**template, **arguments}
+            if len(values) != count:
+                raise unknown_argument(arguments)
+            for name in required_names:
+                if values[name] is _UNSET:
+                    raise missing_arguments(arguments)
+            set_attribute(self, "__dict__", values)
+    else:
+        def __init__(self, **arguments):
+            values = {**template, **arguments}
+            if len(values) != count:
+                raise unknown_argument(arguments)
+            set_attribute(self, "__dict__", values)
 
     __init__.__signature__ = inspect.signature(cls.__init__)  # the generated one's, defaults included
     __init__.__qualname__ = qualname

@@ -1,0 +1,119 @@
+"""Home's budget bar: one GPU's memory as a stacked horizontal bar, drawn in HTML.
+
+Home shows one chart, and drawing it with ``st.plotly_chart`` makes a fresh browser
+fetch, parse and run Streamlit's Plotly chunk (``PlotlyChart.*.js``, 4.7 MB) before the
+page is idle: about a second of a 2.5 s first page on a 2-core machine (issue "Ten times
+faster than the closest peer"). The bar needs no chart library: each segment is a
+``<div>`` whose width is its share of the scale, the usable and card lines are absolutely
+placed borders, and hovering a segment shows its exact size (``title``). Rendered with
+``st.html`` (no iframe, no script).
+
+Sizes are :class:`planner.budget.Plan` fields (per GPU [bytes]); widths are percentages
+of ``max(card, sum of segments)``, so a batch that needs KV beyond its budget runs past
+the usable line (and the card's, when the shortfall is larger than the headroom), as the
+plan says. Labels go through :mod:`ui.format` (GiB = 2^30 bytes).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from planner.budget import Plan
+from ui.format import format_bytes, format_bytes_exact
+
+SEGMENT_COLOURS = {
+    "Weights": "#4C78A8",
+    "KV cache in use": "#F58518",
+    "Activations": "#B279A2",
+    "Logits": "#FF9DA6",
+    "Runtime": "#9D755D",
+    "Overhead (override)": "#B279A2",
+    "Free KV budget": "#C7E9C0",
+    "KV over the budget": "#D62728",
+}
+"""Colour per segment (Tableau 10 hues; the free budget pale green, the shortfall red)."""
+
+AXIS_TITLE = "GiB per GPU (2^30 bytes)"
+
+
+def budget_segments(plan: Plan) -> list[tuple[str, int]]:
+    """``(name, bytes)`` of the bar, left to right: weights, KV in use, overhead terms, free budget and,
+    when the batch needs more KV than the budget, the shortfall (``Plan.kv_cache_shortfall_bytes``).
+
+    Zero-byte segments stay in the list (the legend names them); negative sizes count as zero.
+    """
+    if plan.overhead_overridden:
+        overhead = [("Overhead (override)", plan.activation_bytes)]
+    else:
+        overhead = [("Activations", plan.activation_bytes), ("Logits", plan.logits_bytes),
+                    ("Runtime", plan.runtime_bytes)]
+    segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
+                *overhead, ("Free KV budget", plan.free_bytes)]
+    if plan.kv_cache_shortfall_bytes > 0:
+        segments.append(("KV over the budget", plan.kv_cache_shortfall_bytes))
+    return [(name, max(0, size)) for name, size in segments]
+
+
+def nice_ticks(high_gib: float, target: int = 6) -> list[float]:
+    """Axis ticks from 0 to at most ``high_gib`` [GiB], a 1, 2 or 5 x 10^k step, about ``target`` of them."""
+    if high_gib <= 0:
+        return [0.0]
+    raw = high_gib / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [round(i * step, 12) for i in range(int(high_gib / step + 1e-9) + 1)]
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.3f}%"
+
+
+def _tick_label(value: float) -> str:
+    return f"{value:g}"
+
+
+def budget_bar_html(plan: Plan, gpu_label: str) -> str:
+    """The bar as an HTML fragment for ``st.html``: segments, the usable (dashed) and card (solid) lines
+    with their labels above the bar, a GiB axis under it and a legend with every segment's size.
+
+    Each segment carries ``data-segment`` (its name) and ``data-bytes`` (its size [bytes]) for tests
+    and tools, and a ``title`` with the exact size for hovering.
+    """
+    segments = budget_segments(plan)
+    total = sum(size for _, size in segments)
+    scale = max(plan.gpu_memory_bytes, total, 1)
+    usable, card = plan.usable_memory_bytes, plan.gpu_memory_bytes
+    bars = "".join(
+        f'<div data-segment="{html.escape(name)}" data-bytes="{size}" '
+        f'title="{html.escape(name)}: {html.escape(format_bytes_exact(size))}" '
+        f'style="width:{_pct(size, scale)};background:{SEGMENT_COLOURS[name]};height:100%"></div>'
+        for name, size in segments if size)
+    line = "position:absolute;top:-6px;bottom:-6px;width:0;border-left:2px {style} #333333"
+    lines = (f'<div data-line="usable" style="{line.format(style="dashed")};left:{_pct(usable, scale)}"></div>'
+             f'<div data-line="card" style="{line.format(style="solid")};left:{_pct(card, scale)}"></div>')
+    label = "position:absolute;bottom:2px;font-size:12px;color:#333333;white-space:nowrap"
+    labels = (f'<span style="{label};right:calc(100% - {_pct(usable, scale)} + 4px)">'
+              f'usable {html.escape(format_bytes(usable))}</span>'
+              f'<span style="{label};left:calc({_pct(card, scale)} + 4px)">card {html.escape(format_bytes(card))}</span>')
+    high = scale / 2**30
+    ticks = "".join(  # a 5 px mark at the value and its label centred under it
+        f'<span style="position:absolute;left:{_pct(t, high)};top:0;height:5px;border-left:1px solid #999999">'
+        f'</span><span style="position:absolute;left:{_pct(t, high)};top:6px;transform:translateX(-50%);'
+        f'font-size:11px;color:#555555">{_tick_label(t)}</span>'
+        for t in nice_ticks(high))
+    legend = "".join(
+        f'<span style="display:inline-flex;align-items:center;margin:0 14px 4px 0;white-space:nowrap">'
+        f'<span style="width:12px;height:12px;background:{SEGMENT_COLOURS[name]};margin-right:5px;'
+        f'border:1px solid #bbbbbb"></span>{html.escape(name)} {html.escape(format_bytes(size))}</span>'
+        for name, size in segments)
+    summary = "; ".join(f"{name} {format_bytes(size)}" for name, size in segments)
+    return (
+        f'<div role="img" aria-label="{html.escape(f"{gpu_label}: {summary}")}" '
+        f'style="font-family:\'Source Sans Pro\',sans-serif;padding:4px 110px 0 0;margin-bottom:8px">'
+        f'<div style="position:relative;height:22px">{labels}</div>'
+        f'<div style="position:relative;display:flex;height:44px;background:#f4f4f4">{bars}{lines}</div>'
+        f'<div style="position:relative;height:22px;margin-top:6px">{ticks}</div>'
+        f'<div style="font-size:12px;color:#555555;margin:2px 0 8px">{AXIS_TITLE}</div>'
+        f'<div style="font-size:13px;color:#31333F">{legend}</div>'
+        "</div>")
