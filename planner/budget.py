@@ -325,18 +325,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
     Sources: see the module docstring.
     """
-    knobs = request.__dict__  # the fields by name (cheaper than attribute reads on this path)
-    tp, context, batch = knobs["num_gpus"], knobs["context_len"], knobs["batch_size"]
-    # _plan_base, its memo hit inlined: an entry means these knobs passed validate() (only the two keyed out are new)
-    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(knobs))
-    try:
-        base = model_memo(model).get(key)
-    except TypeError:  # an unhashable knob: _plan_base's validate() names it
-        base = None
-    if base is None:
-        base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
-    elif not (1 <= context <= MAX_CONTEXT_SEARCH_LIMIT and batch >= 1):
-        request.validate_context_and_batch()  # raises, naming the field
+    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)  # validates the request (or knew it valid)
+    tp, context, batch = request.num_gpus, request.context_len, request.batch_size
     budget = base.budget
     per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
 

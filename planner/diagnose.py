@@ -60,15 +60,15 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
               context_free: ContextFreeMessages | None = None) -> tuple[list[str], list[str], list[str]]:
     """Reasons a plan does not fit, the knobs that would fix it, and notes.
 
-    ``context_free``: :func:`context_free_messages` of the same model and knobs (a caller that keeps
-    it per knob set passes it; else it is looked up in the model's memo).
+    ``context_free``: :func:`context_free_messages` of the same model, knobs and budget (a caller that
+    keeps it per knob set passes it; else it is made here).
     """
     reasons: list[str] = []
     suggestions: list[str] = []
     notes: list[str] = []
     if context_free is None:
         context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,
-                                             overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
+                                             overhead=overhead, gpu_memory_bytes=gpu_memory_bytes, budget=budget)
     limit = model.max_position_embeddings
     if limit and request.context_len > limit:
         tail, fix = _context_limit_messages(limit)
@@ -80,10 +80,9 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         suggestions.extend(fixes)
     elif request.batch_size * per_seq > budget:
         need = request.batch_size * per_seq
-        budget_text = context_free.budget_text if context_free.budget == budget else gib(budget)
         reasons.append(
             f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
-            f"cache per GPU; the budget is {budget_text}")
+            f"cache per GPU; the budget is {context_free.budget_text}")
         if max_seqs:
             suggestions.append(Fix(f"lower batch_size to {max_seqs:,} (fits at this context)", "batch_size", max_seqs))
         if max_ctx:
@@ -110,25 +109,23 @@ class ContextFreeMessages(NamedTuple):
         weights: ``(reason, fixes)`` when weights + overhead exceed the usable memory
             (:func:`_weights_do_not_fit`), else None.
         tensor_parallel: ``(reason, fix, note)`` of :func:`_tensor_parallel_messages`.
-        budget, budget_text: The KV-cache budget per GPU [bytes] and :func:`gib` of it (the end of the
-            "need ... of KV cache per GPU; the budget is ..." reason).
+        budget_text: :func:`gib` of the KV-cache budget per GPU (the end of the "need ... of KV cache
+            per GPU; the budget is ..." reason).
     """
 
     weights: tuple[str, tuple[str, ...]] | None
     tensor_parallel: tuple[str, str, str]
-    budget: int | None = None
-    budget_text: str = ""
+    budget_text: str
 
 
 def context_free_messages(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
-                          gpu_memory_bytes: int, budget: int | None = None) -> ContextFreeMessages:
+                          gpu_memory_bytes: int, budget: int) -> ContextFreeMessages:
     """:class:`ContextFreeMessages` of ``model`` under ``request``'s knobs (sizes per GPU [bytes])."""
     weights = None
     if weights_gpu + overhead > usable:
         weights = _weights_do_not_fit(model, request, usable=usable, weights_gpu=weights_gpu,
                                       overhead=overhead, gpu_memory_bytes=gpu_memory_bytes)
-    return ContextFreeMessages(weights, _tensor_parallel_messages(model, request.num_gpus), budget,
-                               "" if budget is None else gib(budget))
+    return ContextFreeMessages(weights, _tensor_parallel_messages(model, request.num_gpus), gib(budget))
 
 
 _FP8_KV_FIX = Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8")

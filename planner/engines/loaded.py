@@ -41,7 +41,12 @@ Design notes (assumptions, each with the file it was read from):
        (:data:`REPLICATED_LEAVES`).
     4. GPTQ / AWQ int4 with Marlin (gptq_marlin.py, awq_marlin.py): repacking keeps the
        byte count of packed weights, scales and zero points, so the checkpoint's bytes
-       stand. NVFP4 follows its own format's bytes when the model carries it.
+       stand. NVFP4 follows its own format's bytes when the model carries it (plus note 6 on Blackwell).
+    5. Rotary cos/sin cache (vllm/model_executor/layers/rotary_embedding.py,
+       ``RotaryEmbedding._compute_cos_sin_cache``): ``max_position_embeddings x
+       rotary_dim`` in the dtype ``get_rope`` gets: the model dtype, except gpt-oss,
+       whose ``OAIAttention`` asks for float32 (vllm/model_executor/models/gpt_oss.py).
+       One cache is shared by every layer (``get_rope`` memoizes by its arguments).
     6. NVFP4 on Blackwell (SM 10.x / 12.x; vllm/model_executor/layers/quantization/utils/nvfp4_utils.py,
        used by the CUTLASS and FlashInfer kernels of model_executor/kernels/linear/nvfp4/ and by the
        CUTLASS MoE path of quantization/modelopt.py): ``swizzle_blockscale`` replaces each fp8 scale
@@ -53,11 +58,6 @@ Design notes (assumptions, each with the file it was read from):
        (quantization/utils/marlin_utils_fp4.py), which repacks to the same byte count. The
        shapes of most checkpoints are already aligned (no padding); Nemotron 3 Nano's 1,856-row
        experts and Gemma 4 26B-A4B's at TP 2 are not.
-    5. Rotary cos/sin cache (vllm/model_executor/layers/rotary_embedding.py,
-       ``RotaryEmbedding._compute_cos_sin_cache``): ``max_position_embeddings x
-       rotary_dim`` in the dtype ``get_rope`` gets: the model dtype, except gpt-oss,
-       whose ``OAIAttention`` asks for float32 (vllm/model_executor/models/gpt_oss.py).
-       One cache is shared by every layer (``get_rope`` memoizes by its arguments).
 
 Worked example (case V21, gpt-oss-20b on an H100, vLLM late 2025): 24 layers x 32
 experts, hidden 2880, intermediate 2880 (no padding at 64). Values 12,441,600 B per
@@ -378,10 +378,6 @@ _FUSED_ROWS = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
 ``MergedColumnParallelLinear``): their rows are padded together."""
 
 
-def _round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
 def nvfp4_padding_bytes(groups: tuple[ParamGroup, ...], tensor_parallel_size: int) -> int:
     """Bytes the Blackwell NVFP4 kernels add to these NVFP4 matrix groups on one GPU (design note 6) [bytes].
 
@@ -396,7 +392,7 @@ def nvfp4_padding_bytes(groups: tuple[ParamGroup, ...], tensor_parallel_size: in
     ``pad_nvfp4_weight_for_cutlass``).
     """
     tp = tensor_parallel_size
-    fused: dict[tuple[str, int], list[int, int]] = {}  # (fused name, count) -> [rows of one partition, cols]
+    fused: dict[tuple[str, int], list[int]] = {}  # (fused name, count) -> [rows of one partition, cols]
     extra = 0
     for group in groups:
         rows, cols = group.shape[0], group.numel // group.shape[0]
@@ -421,9 +417,9 @@ def nvfp4_padding_bytes(groups: tuple[ParamGroup, ...], tensor_parallel_size: in
 def _nvfp4_partition_padding(rows: int, cols: int, *, values: bool) -> int:
     """Padding bytes of one NVFP4 partition of ``rows x cols`` values (:func:`nvfp4_padding_bytes`)."""
     scale_cols = ceil_div(cols, 16)
-    extra = _round_up(rows, 128) * _round_up(scale_cols, 4) - rows * scale_cols
+    extra = _pad(rows, 128) * _pad(scale_cols, 4) - rows * scale_cols
     if values:
-        extra += (_round_up(rows, 32) * _round_up(cols, 32) - rows * cols) // 2
+        extra += (_pad(rows, 32) * _pad(cols, 32) - rows * cols) // 2
     return extra
 
 

@@ -74,34 +74,19 @@ def fast_frozen_init(cls: type) -> type:
     def missing_arguments(arguments):
         return TypeError(_missing_message(qualname, [n for n in template if n in required and n not in arguments]))
 
-    if factories:
-        def __init__(self, **arguments):
-            values = {**template, **arguments}
-            if len(values) != count:
-                raise unknown_argument(arguments)
-            if not arguments.keys() >= required:
-                raise missing_arguments(arguments)
-            for name, factory in factories:
-                if values[name] is _UNSET:
-                    values[name] = factory()
-            set_attribute(self, "__dict__", values)
-    elif required:  # a required field left out keeps the template's _UNSET
-        required_names = tuple(required)
+    required_names = tuple(name for name in template if name in required)  # left out: the template's _UNSET
 
-        def __init__(self, **arguments):
-            values = {**template, **arguments}
-            if len(values) != count:
-                raise unknown_argument(arguments)
-            for name in required_names:
-                if values[name] is _UNSET:
-                    raise missing_arguments(arguments)
-            set_attribute(self, "__dict__", values)
-    else:
-        def __init__(self, **arguments):
-            values = {**template, **arguments}
-            if len(values) != count:
-                raise unknown_argument(arguments)
-            set_attribute(self, "__dict__", values)
+    def __init__(self, **arguments):
+        values = {**template, **arguments}
+        if len(values) != count:
+            raise unknown_argument(arguments)
+        for name in required_names:
+            if values[name] is _UNSET:
+                raise missing_arguments(arguments)
+        for name, factory in factories:
+            if values[name] is _UNSET:
+                values[name] = factory()
+        set_attribute(self, "__dict__", values)
 
     __init__.__signature__ = inspect.signature(cls.__init__)  # the generated one's, defaults included
     __init__.__qualname__ = qualname
