@@ -192,6 +192,18 @@ def test_budget_bar_segments_are_plan_fields():
                      "card": 100.0}
 
 
+def test_budget_bar_names_the_activation_peak_as_the_engine_page_does():
+    model = dense_model()
+    p = plan(model, 24 * GiB, PlanRequest(context_len=1024), gpu_id="test")  # the planner's own estimate
+    assert p.activation_bytes + p.logits_bytes > 0 and min(p.activation_bytes, p.logits_bytes) == 0
+    segments, _ = _bar_parts(budget_bar.budget_bar_html(p, "test GPU"))
+    peak = {name: size for name, size in segments.items() if name.startswith("Activation peak")}
+    assert list(peak.values()) == [p.activation_bytes + p.logits_bytes]  # one segment: the part that is not zero
+    assert ("Activation peak (sampler)" if p.logits_bytes else "Activation peak (forward)") in peak
+    assert segments["Runtime"] == p.runtime_bytes
+    assert sum(segments.values()) == p.usable_memory_bytes
+
+
 def test_budget_bar_runs_past_the_card_when_the_shortfall_is_larger_than_the_headroom():
     model = dense_model()
     p = plan(model, 8 * GiB, PlanRequest(context_len=4096, batch_size=200, overhead_bytes=GiB), gpu_id="test")

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.model.kv import cache_dtypes, kv_profile
+from planner.traffic import simulation
 from planner.traffic.lengths_csv import parse_lengths_csv, workload_from_csv
 from planner.traffic.simulation import (
     analytic_mean_sequence_bytes,
@@ -166,10 +167,32 @@ LOGNORMAL = Workload(prompt=LogNormal(mean=2000, p95=4000), output=Uniform(low=1
 
 def test_monte_carlo_is_deterministic_for_a_seed():
     a = simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=7)
+    simulation._simulate.cache_clear()  # draw again instead of reusing the kept result
     b = simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=7)
     c = simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=8)
-    assert a == b
+    assert a == b and a is not b
     assert a.users_fit != c.users_fit
+
+
+def test_a_repeated_simulation_is_reused_and_any_changed_argument_draws_again():
+    simulation._simulate.cache_clear()
+    first = simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=7)
+    assert simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=7) is first
+    # An equal workload built anew (as every page rerun builds it) is the same key.
+    again = Workload(prompt=LogNormal(mean=2000, p95=4000), output=Uniform(low=100, high=900), max_model_len=1 << 20)
+    assert simulate_concurrency(PAGED, 8 * GiB, again, num_trials=200, seed=7) is first
+    changed = [simulate_concurrency(PAGED, 8 * GiB - 1, LOGNORMAL, num_trials=200, seed=7),
+               simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=201, seed=7),
+               simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=200, seed=8),
+               simulate_concurrency(PAGED, 8 * GiB, fixed_workload(2000, 500), num_trials=200, seed=7)]
+    assert all(sim is not first for sim in changed)
+    assert changed[0].kv_cache_budget_bytes == 8 * GiB - 1 and changed[1].num_trials == 201
+    assert simulation._simulate.cache_info().currsize == 5
+    for _ in range(simulation.SIMULATION_CACHE_SIZE + 1):  # bounded: the oldest result goes
+        simulate_concurrency(PAGED, 4 * GiB + _, LOGNORMAL, num_trials=20, seed=0)
+    assert simulation._simulate.cache_info().currsize == simulation.SIMULATION_CACHE_SIZE
+    with pytest.raises(ValueError, match="num_trials must be >= 20"):  # errors are not kept
+        simulate_concurrency(PAGED, 8 * GiB, LOGNORMAL, num_trials=19, seed=7)
 
 
 def test_monte_carlo_agrees_with_the_analytic_mean_within_1_percent():

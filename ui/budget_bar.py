@@ -25,8 +25,8 @@ from ui.format import format_bytes, format_bytes_exact
 SEGMENT_COLOURS = {
     "Weights": "#4C78A8",
     "KV cache in use": "#F58518",
-    "Activations": "#B279A2",
-    "Logits": "#FF9DA6",
+    "Activation peak (forward)": "#B279A2",
+    "Activation peak (sampler)": "#FF9DA6",
     "Runtime": "#9D755D",
     "Overhead (override)": "#B279A2",
     "Free KV budget": "#C7E9C0",
@@ -41,13 +41,17 @@ def budget_segments(plan: Plan) -> list[tuple[str, int]]:
     """``(name, bytes)`` of the bar, left to right: weights, KV in use, overhead terms, free budget and,
     when the batch needs more KV than the budget, the shortfall (``Plan.kv_cache_shortfall_bytes``).
 
-    Zero-byte segments stay in the list (the legend names them); negative sizes count as zero.
+    The profile pass's peak is the forward pass or the sampler's logits, whichever is larger
+    (``Plan.activation_bytes`` / ``Plan.logits_bytes``; the Engine page calls it the activation
+    peak); the part that is zero is left out. Other zero-byte segments stay in the list (the
+    legend names them); negative sizes count as zero.
     """
     if plan.overhead_overridden:
         overhead = [("Overhead (override)", plan.activation_bytes)]
     else:
-        overhead = [("Activations", plan.activation_bytes), ("Logits", plan.logits_bytes),
-                    ("Runtime", plan.runtime_bytes)]
+        peaks = [(name, size) for name, size in (("Activation peak (forward)", plan.activation_bytes),
+                                                 ("Activation peak (sampler)", plan.logits_bytes)) if size > 0]
+        overhead = [*(peaks or [("Activation peak (forward)", 0)]), ("Runtime", plan.runtime_bytes)]
     segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
                 *overhead, ("Free KV budget", plan.free_bytes)]
     if plan.kv_cache_shortfall_bytes > 0:

@@ -7,8 +7,11 @@ the exact byte count), so charts and metrics never disagree.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -51,6 +54,57 @@ _LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h",
                hoverlabel=dict(namelength=-1))
 
 
+FIGURES_KEPT = 64
+"""Figures :func:`reused` keeps per builder (the most recently used ones)."""
+
+
+def _frozen(value):
+    """``value`` as a hashable key: mappings and lists become tuples, recursively.
+
+    Raises:
+        TypeError: something inside is not hashable (the figure is then built afresh).
+    """
+    if isinstance(value, Mapping):
+        return ("<map>",) + tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ("<seq>",) + tuple(_frozen(v) for v in value)
+    hash(value)
+    return value
+
+
+def reused(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """Keep a builder's figures by its arguments, so a rerun for a knob a chart does not read reuses it.
+
+    Plotly validates every property a figure is built with (10-15 ms per chart here), and a page
+    rerun after one widget change leaves most charts' inputs as they were. The key is the arguments
+    themselves (planner results are frozen dataclasses; lists and dicts are turned into tuples),
+    never their identity. Callers must not change a figure they get (``st.plotly_chart`` only reads it).
+    """
+    kept: OrderedDict = OrderedDict()
+    lock = threading.Lock()
+
+    @functools.wraps(builder)
+    def build(*args, **kwargs):
+        try:
+            key = _frozen((args, kwargs))
+        except TypeError:
+            return builder(*args, **kwargs)
+        with lock:
+            figure = kept.get(key)
+            if figure is not None:
+                kept.move_to_end(key)
+                return figure
+        figure = builder(*args, **kwargs)
+        with lock:
+            kept[key] = figure
+            while len(kept) > FIGURES_KEPT:
+                kept.popitem(last=False)
+        return figure
+
+    build.kept = kept
+    return build
+
+
 def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict:
     """A full-width (``axis="y"``) or full-height (``axis="x"``) reference line as a layout shape.
 
@@ -69,6 +123,7 @@ GROUP_MARKERS = ("circle", "diamond", "square", "triangle-up")
 """Marker per overhead class of one model (the same model priced for small vs large GPUs)."""
 
 
+@reused
 def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch_size: int,
                   log_y: bool = False) -> go.Figure:
     """Per-GPU memory against context length, one line per model and GPU overhead class, log x.
@@ -172,6 +227,7 @@ def _log_ticks(low: float, high: float) -> list[float]:
     return ticks
 
 
+@reused
 def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str,
                  byte_axis: bool = False) -> go.Figure:
     """Bars per attention variant (MHA / GQA / MQA / MLA), the as-built one outlined.
@@ -195,6 +251,7 @@ def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: 
     return fig
 
 
+@reused
 def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Figure:
     """Catalog scatter: KV bytes per token against parameter count, log axes, by attention kind.
 
@@ -228,6 +285,7 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
     return fig
 
 
+@reused
 def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
     """Max concurrent sequences against context length, one line per GPU, log axes.
 
@@ -247,6 +305,7 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
     return fig
 
 
+@reused
 def rank_bars(plan) -> go.Figure:
     """The engine's per-GPU budget: one stacked horizontal bar per pipeline stage.
 

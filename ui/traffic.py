@@ -38,7 +38,7 @@ from planner.traffic.simulation import ConcurrencySimulation, simulate_concurren
 from planner.traffic.throughput import ThroughputEstimate, active_parameters, estimate_throughput, prefill_seconds
 from planner.traffic.workload import Fixed, LogNormal, Workload
 from ui import inputs
-from ui.charts import PALETTE, TOKEN_AXIS
+from ui.charts import PALETTE, TOKEN_AXIS, reused
 from ui.format import bytes_to_gib, format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField
 
@@ -600,6 +600,7 @@ def throughput_rows(est: ThroughputEstimate) -> list[dict]:
 # --------------------------------------------------------------------------
 # Charts
 # --------------------------------------------------------------------------
+@reused
 def allocation_bars(c: AllocationComparison) -> go.Figure:
     """Reserved vs in use vs wasted KV per scheme, for the same batch (GiB per GPU)."""
     names = [SCHEME_LABELS[u.scheme] for u in c.schemes]
@@ -631,6 +632,7 @@ def _label_side(x: int, xs: Sequence[int]) -> str:
     return "right" if x > middle else "left"
 
 
+@reused
 def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> go.Figure:
     """Sequences that fit against max_model_len, per scheme (log x axis)."""
     fig = go.Figure()
@@ -657,6 +659,7 @@ def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> g
     return fig
 
 
+@reused
 def preemption_chart(sim: ConcurrencySimulation, users: int) -> go.Figure:
     """Users against the probability of running out of KV cache (Monte-Carlo)."""
     curve = sim.curve()
@@ -678,6 +681,7 @@ def preemption_chart(sim: ConcurrencySimulation, users: int) -> go.Figure:
     return fig
 
 
+@reused
 def kv_dtype_bars(options: Sequence[KVQuantOption]) -> go.Figure:
     """Sequences that fit per KV dtype."""
     fig = go.Figure(go.Bar(
@@ -690,6 +694,7 @@ def kv_dtype_bars(options: Sequence[KVQuantOption]) -> go.Figure:
     return fig
 
 
+@reused
 def sampling_bars(s: SamplingMemory) -> go.Figure:
     """KV of one n-sample / beam request: no paging, paged unshared, paged shared."""
     labels = ("No paging (k full caches)", "Paged, no sharing", "Paged, prompt shared")
@@ -703,6 +708,7 @@ def sampling_bars(s: SamplingMemory) -> go.Figure:
     return fig
 
 
+@reused
 def throughput_chart(est: ThroughputEstimate) -> go.Figure:
     """Time per output token and cost per 1M output tokens against batch size (roofline)."""
     batches = [p.batch_size for p in est.points]

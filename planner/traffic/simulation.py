@@ -13,6 +13,7 @@ demand); vLLM docs "Optimization and Tuning" (preemption).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -186,7 +187,24 @@ def simulate_concurrency(
 
     Sources: module docstring; vLLM scheduler admits requests FCFS while free
     blocks remain (vllm/v1/core/sched/scheduler.py).
+
+    The result is immutable and a function of the arguments alone (the seed fixes
+    the draws), so the last :data:`SIMULATION_CACHE_SIZE` results are kept: a page
+    rerun for a knob the simulation does not read (the Allocation page's mean
+    length, say) reuses the draws instead of repeating them.
     """
+    return _simulate(profile, budget_bytes, workload, num_trials, seed)
+
+
+SIMULATION_CACHE_SIZE = 16
+"""Results :func:`simulate_concurrency` keeps (each holds ``num_trials`` integers and
+references its profile and workload, an uploaded CSV's lengths included)."""
+
+
+@functools.lru_cache(maxsize=SIMULATION_CACHE_SIZE)
+def _simulate(profile: KVProfile, budget_bytes: int, workload: Workload, num_trials: int,
+              seed: int) -> ConcurrencySimulation:
+    """:func:`simulate_concurrency` without its cache (same arguments, positional)."""
     if num_trials < 20:
         raise ValueError(f"num_trials must be >= 20 for percentiles, got {num_trials}")
     if profile.bytes_per_sequence(1) <= 0:
