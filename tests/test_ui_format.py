@@ -236,3 +236,18 @@ def test_format_context_says_when_memory_allows_more_than_the_model():
     assert format_context(526_192, 8192) == "526,192 (beyond the model's 8,192)"
     assert format_context(8192, 8192) == "8,192"
     assert format_context(4096, None) == "4,096"
+
+
+def test_a_chart_with_unchanged_arguments_is_reused_and_any_change_builds_it_again():
+    series = {"GPU a": [4, 2, 1], "GPU b": [8, 4, 2]}
+    first = charts.concurrency_lines([1024, 2048, 4096], series)
+    assert charts.concurrency_lines([1024, 2048, 4096], {"GPU a": [4, 2, 1], "GPU b": [8, 4, 2]}) is first
+    changed = charts.concurrency_lines([1024, 2048, 4096], {"GPU a": [4, 2, 1], "GPU b": [8, 4, 3]})
+    assert changed is not first and list(changed.data[1].y) == [8, 4, 3]
+    assert list(first.data[1].y) == [8, 4, 2]  # the kept figure was not touched by the new one
+    built = charts.concurrency_lines.kept
+    for n in range(charts.FIGURES_KEPT + 1):  # bounded: the oldest figure goes
+        charts.concurrency_lines([1024], {"GPU": [n + 1]})
+    assert len(built) == charts.FIGURES_KEPT
+    with pytest.raises(TypeError):  # an unhashable argument: the builder then runs uncached
+        charts._frozen(([1], {"k": set()}))
