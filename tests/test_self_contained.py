@@ -2,9 +2,8 @@
 
 Reference facts live in ``tests/data`` (with their sources, tests/data/README.md). This
 test reads every Python file of the project as text and fails on the spellings that
-reach out of the repository: a parent of the repository root (``parents[1].parent``,
-``parents[2]`` from a top-level folder), the sibling ``shared`` folder, or an absolute
-machine path.
+reach out of the repository: a parent of the repository root, a folder beside the clone,
+or an absolute machine path (the exact patterns are ``ESCAPES`` below).
 """
 
 import re
