@@ -43,7 +43,7 @@ left, right = st.columns([3, 2])
 left.plotly_chart(charts.rank_bars(result), key="rank_chart")
 right.markdown("**The engine would print**")
 if result.engine_log_lines:
-    right.code("\n".join(result.engine_log_lines), language="text")
+    right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
 else:
     right.caption(f"{result.engine} prints no memory lines at startup.")
 st.dataframe(engine.rank_rows(result), hide_index=True, key="rank_table")
