@@ -64,9 +64,10 @@ experts, hidden 2880, intermediate 2880 (no padding at 64). Values 12,441,600 B 
 expert, checkpoint scales 777,600 B, swizzled scales (5888 x 90 + 3072 x 90) =
 806,400 B, fp32 biases 34,560 B; x 768 experts = 10,798,202,880 B; plus 3,595,648,128 B of
 bf16 attention, router, norms, embedding and ``lm_head`` and a 32 MiB fp32 rope cache:
-14,427,405,440 B = 13.44 GiB ("Model loading took 13.47 GiB"; 12.83 GiB at checkpoint
-bytes). Case V15, gpt-oss-120b TP 4 on A100s (Marlin): 17.2171 GiB ("Model loading took
-17.2217 GiB" on every worker of its log, "17.22" in the case table).
+14,427,405,440 B = 13.44 GiB (12.83 GiB at checkpoint bytes). Case V15, gpt-oss-120b TP 4 on
+A100s (Marlin): 17.2171 GiB. These are tensor bytes; vLLM's "Model loading took" counts the caching
+allocator's blocks, which the vLLM planner adds (:mod:`planner.engines.weight_tensors`): V21
+13.4665 GiB (printed 13.47), V15 17.2209 GiB (printed 17.2217 on every worker of its log).
 """
 
 from __future__ import annotations

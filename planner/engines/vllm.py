@@ -54,6 +54,7 @@ from planner.engines.pages import (
 from planner.engines.profiles import EngineProfile, default_block_size, vllm_scheduler_defaults
 from planner.engines.serving import vllm_drafter_layers, vllm_rank_budget
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes
@@ -377,6 +378,16 @@ def _rank_available_override(request: EngineRequest, stage: int, role: str) -> i
     return min(values)
 
 
+def _loaded_weights(model: ModelSpec, request: EngineRequest, profile: EngineProfile, stage: int) -> int:
+    """What "Model loading took" counts on one GPU of ``stage`` [bytes]: the tensors as this vLLM lays them
+    out on this GPU (:func:`planner.engines.loaded.loaded_weight_bytes`) plus the caching allocator's
+    rounding of their blocks (:func:`planner.engines.weight_tensors.vllm_allocator_rounding_bytes`)."""
+    fmt, tp, pp = weight_dtype(request.weight_dtype), request.tensor_parallel_size, request.pipeline_parallel_size
+    layout = vllm_mxfp4_layout(profile.id, request.gpu_name)
+    return (loaded_weight_bytes(model, fmt, tp, stage, pp, mxfp4=layout, nvfp4_swizzle=nvfp4_swizzles(request.gpu_name))
+            + vllm_allocator_rounding_bytes(model, fmt, tp, stage, pp, mxfp4=layout))
+
+
 def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfile, stage: int, layers: range,
                  layout: KVLayout, *, requested: int, gpu_memory_bytes: int, mnbt: int, seqs: int,
                  role: str = "all") -> RankBudget:
@@ -392,9 +403,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
                               bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
                               last_stage=stage == pp - 1 and role != "others")
     estimates = {
-        "weights": loaded_weight_bytes(model, weight_dtype(request.weight_dtype), tp, stage, pp,
-                                       mxfp4=vllm_mxfp4_layout(profile.id, request.gpu_name),
-                                       nvfp4_swizzle=nvfp4_swizzles(request.gpu_name)),
+        "weights": _loaded_weights(model, request, profile, stage),
         "activation": act.peak_bytes,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
