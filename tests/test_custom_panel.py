@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry
 from model_catalog.custom import custom_gpu, read_custom_config
+from ui import custom_panel
 from model_catalog.share_codec import encode_gpu, encode_model
 
 PAGE = Path(__file__).resolve().parent / "fixtures" / "custom_panel_page.py"
@@ -17,10 +18,13 @@ LLAMA3 = "meta-llama/Meta-Llama-3-8B"
 LLAMA3_CONFIG = get_model_entry(LLAMA3).config
 
 
-def run(params: dict | None = None) -> AppTest:
+def run(params: dict | None = None, *, open_panel: bool = True) -> AppTest:
+    """The fixture page; the panel unfolded (a lazy expander: folded, it draws no widgets), as a user opens it."""
     at = AppTest.from_file(str(PAGE), default_timeout=60)
     for key, value in (params or {}).items():
         at.query_params[key] = value
+    if open_panel:
+        at.session_state[custom_panel.PANEL_KEY] = True
     return at.run()
 
 
@@ -53,6 +57,28 @@ def test_tampered_code_is_a_message_not_a_traceback(param):
     assert not at.exception
     assert len(at.error) == 1 and f"Link parameter {param} is not a valid share code" in at.error[0].value
     assert "model: none" in texts(at) and "gpu: none" in texts(at)
+
+
+def test_folding_the_panel_keeps_what_was_typed_into_it():
+    at = run()
+    at.text_area(key="custom_config_text").set_value('{"model_type": "llama"}')
+    at.number_input(key="custom_gpu_memory").set_value(48.0)
+    at.run()
+    at.session_state[custom_panel.PANEL_KEY] = False  # the user folds the panel: a run without its widgets
+    at.run()
+    assert "custom_config_text" not in [w.key for w in at.text_area]
+    at.session_state[custom_panel.PANEL_KEY] = True  # and unfolds it again
+    at.run()
+    assert not at.exception
+    assert at.text_area(key="custom_config_text").value == '{"model_type": "llama"}'
+    assert at.number_input(key="custom_gpu_memory").value == 48.0
+
+
+def test_a_folded_panel_draws_no_widgets():
+    at = run(open_panel=False)
+    assert not at.exception
+    assert not at.text_area and not at.text_input and not at.get("file_uploader")
+    assert at.expander and at.expander[0].label == "Custom model & GPU"
 
 
 def test_paste_flow_sets_the_link_code():
@@ -180,10 +206,17 @@ def test_every_page_offers_the_panel_and_plans_the_custom_model(page):
     pickers = [w.key for w in (*at.selectbox, *at.multiselect) if w.key in ("model", "models", "gpu", "gpus")]
     if not pickers:  # a page without the shared sidebar (the catalog tables)
         return
-    assert at.text_input(key="custom_model").value == CUSTOM_LINK["custom_model"]
     for key in pickers:
         widget = at.selectbox(key=key) if key in ("model", "gpu") else at.multiselect(key=key)
         assert "custom" in (widget.value if key in ("models", "gpus") else [widget.value]), key
+    # The panel is folded (lazy: none of its widgets is drawn), yet the link's codes plan the model;
+    # unfolded, its link-code inputs show them.
+    assert "custom_model" not in [w.key for w in at.text_input]
+    at.session_state[custom_panel.PANEL_KEY] = True
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="custom_model").value == CUSTOM_LINK["custom_model"]
+    assert at.text_input(key="custom_gpu").value == CUSTOM_LINK["custom_gpu"]
 
 
 def test_home_page_numbers_are_the_custom_plan():
