@@ -46,13 +46,13 @@ if result.engine_log_lines:
     right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
 else:
     right.caption(f"{result.engine} prints no memory lines at startup.")
-st.dataframe(engine.rank_rows(result), hide_index=True, key="rank_table")
+st.dataframe(engine.rank_table(result), hide_index=True, height="content", key="rank_table")
 st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured one (paste a log below, or set "
            "the engine's available KV memory in the sidebar). The engine keeps the fewest blocks over all GPUs. "
            "Sources: ENGINES.md; vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
-st.code(result.launch_command, language="bash")
+st.code(result.launch_command, language="bash", wrap_lines=True)
 if serving.text_only_launch_note(form.model_id):
     st.caption(serving.text_only_launch_note(form.model_id))
 engine.serving_section(result)

@@ -69,7 +69,7 @@ def test_parallel_deep_link_splits_gpus_into_stages():
     assert not at.exception and not at.error
     plan = expected("vllm", max_model_len=8192, tensor_parallel_size=2, pipeline_parallel_size=2, data_parallel_size=3)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
-    assert len(at.dataframe[0].value) == 2  # one row per pipeline stage
+    assert list(at.dataframe[0].value.columns)[1:] == ["Stage 0", "Stage 1"]  # one column per pipeline stage
 
 
 def test_refusal_is_a_warning_with_the_largest_length():
@@ -191,3 +191,20 @@ def test_engine_without_the_feature_says_so_on_the_page():
     at = run(PAGE, {"model": LLAMA3, "gpu": H100, "engine": "tgi", "enable_lora": "true"})
     assert not at.exception
     assert any("not modelled for tgi: LoRA adapter slots" in i.value for i in at.info)
+
+
+def test_per_gpu_table_reads_down_one_column_per_stage():
+    # Turned on its side so a dozen terms fit 1,400 px: one row per term, one column per kind of GPU,
+    # the same formatted values as the plan's ranks.
+    from ui.engine import rank_rows, rank_table
+
+    model = model_spec("meta-llama/Meta-Llama-3.1-70B")
+    gpu = get_gpu("nvidia-a100-sxm-80gb")
+    plan = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", pipeline_parallel_size=4, max_model_len=8192, gpu_name=gpu.name))
+    table, rows = rank_table(plan), rank_rows(plan)
+    assert [list(r)[1:] for r in table][0] == ["Stage 0", "Stage 1", "Stage 2", "Stage 3"]
+    by_term = {r["Per GPU"]: r for r in table}
+    assert by_term["Layers"]["Stage 3"] == "60-79"
+    assert [by_term["Weights"][f"Stage {i}"] for i in range(4)] == [r["Weights"] for r in rows]
+    assert "Stage" not in by_term and "GPUs" not in by_term

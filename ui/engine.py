@@ -273,6 +273,16 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
     return [_rank_row(r) | {label: format_bytes(size) for label, _, size in r.serving_parts} for r in plan.ranks]
 
 
+def rank_table(plan: EnginePlan) -> list[dict]:
+    """:func:`rank_rows` turned on its side: one row per term, one column per kind of GPU (``Stage 0``, or
+    ``Stage 0 (driver)``, ...), so the dozen-odd terms read down the page at 1,400 px instead of scrolling
+    out of view to the right."""
+    rows = rank_rows(plan)
+    heads = [f"Stage {r['Stage']}" + ("" if r["GPUs"] == ROLE_LABELS.get("all") else f" ({r['GPUs']})") for r in rows]
+    terms = [k for k in (rows[0] if rows else {}) if k not in ("Stage", "GPUs")]
+    return [{"Per GPU": term, **{head: str(row.get(term, "-")) for head, row in zip(heads, rows)}} for term in terms]
+
+
 def _rank_row(r) -> dict:
     return {
         "Stage": r.stage, "GPUs": ROLE_LABELS.get(r.role, r.role),
