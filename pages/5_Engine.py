@@ -13,6 +13,7 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpu
 knobs, more = engine.engine_inputs()
 problems.extend(more)
 inputs.show_problems(problems)
+engine.kv_dtype_fix(knobs.engine, form.kv_cache_dtype, stop=True)  # an engine/dtype mismatch: a one-click fix
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")

@@ -208,3 +208,25 @@ def test_per_gpu_table_reads_down_one_column_per_stage():
     assert by_term["Layers"]["Stage 3"] == "60-79"
     assert [by_term["Weights"][f"Stage {i}"] for i in range(4)] == [r["Weights"] for r in rows]
     assert "Stage" not in by_term and "GPUs" not in by_term
+
+
+def test_engine_without_the_kv_dtype_offers_the_nearest_in_one_click():
+    # llama.cpp has no fp8 cache (its -ctk choices: f32, f16, bf16, q8_0, q4_0...): the page names what it
+    # offers and a button switches the sidebar to q8_0, the nearest in size; the plan then runs.
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "engine": "llama.cpp", "kv_cache_dtype": "fp8"})
+    assert not at.exception
+    assert any("does not offer KV-cache dtype `fp8`" in e.value and "`q8_0`" in e.value for e in at.error)
+    assert not at.metric  # stopped: no figures for a combination the engine refuses
+    at.button(key="kv_dtype_fix").click().run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="kv_cache_dtype").value == "q8_0"
+    assert shown_metrics(at)  # the llama.cpp plan with a q8_0 cache
+
+
+def test_home_engine_panel_offers_the_same_fix_without_stopping_the_page():
+    at = run("app.py", {"model": LLAMA3, "gpu": H100, "engine": "llama.cpp", "kv_cache_dtype": "fp8"})
+    assert not at.exception
+    assert at.metric  # Home's own plan still shows
+    assert any("does not offer KV-cache dtype `fp8`" in i.value for i in at.info)
+    at.button(key="kv_dtype_fix").click().run()
+    assert at.selectbox(key="kv_cache_dtype").value == "q8_0" and not at.exception

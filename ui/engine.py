@@ -15,7 +15,13 @@ import streamlit as st
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines import plan_engine
 from planner.engines.logparse import LogFigures, parse_engine_log
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
+from planner.engines.profiles import (
+    DEFAULT_ENGINE,
+    ENGINE_CHOICES,
+    ENGINE_PROFILES,
+    nearest_kv_cache_dtype,
+    resolve_engine_name,
+)
 from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
@@ -442,6 +448,38 @@ def home_panel(plan: EnginePlan) -> None:
                  icon=":material/arrow_forward:")
 
 
+KV_DTYPE_KEY = "kv_cache_dtype"
+"""The sidebar's KV-cache dtype widget (ui/inputs.py), which the one-click fix sets."""
+
+
+def _use_kv_dtype(value: str) -> None:
+    st.session_state[KV_DTYPE_KEY] = value
+
+
+def kv_dtype_fix(engine_name: str, kv_cache_dtype: str, *, stop: bool) -> bool:
+    """When ``engine_name`` does not offer ``kv_cache_dtype``: say which it offers and offer a button that
+    switches the sidebar to the nearest (:func:`planner.engines.profiles.nearest_kv_cache_dtype`).
+
+    Returns False when there is nothing to fix (or the engine name is unknown: the engine selector reports
+    that); with ``stop`` the page stops after the message, else True is returned.
+    """
+    try:
+        nearest = nearest_kv_cache_dtype(engine_name, kv_cache_dtype)
+        offered = ENGINE_PROFILES[resolve_engine_name(engine_name)].kv_cache_dtypes
+    except ValueError:
+        return False
+    if nearest is None:
+        return False
+    (st.error if stop else st.info)(
+        f"{engine_name} does not offer KV-cache dtype `{kv_cache_dtype}`; it offers {', '.join(offered)}. "
+        f"The nearest in size is `{nearest}`.", icon=":material/error:" if stop else ":material/info:")
+    st.button(f"Use KV-cache dtype {nearest}", key="kv_dtype_fix", on_click=_use_kv_dtype, args=(nearest,),
+              type="primary", help="Sets the KV-cache dtype in the sidebar (and in the page's address)")
+    if stop:
+        st.stop()
+    return True
+
+
 def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> EnginePlan | str:
     """The Home page's engine plan, or the sentence saying why the engine cannot plan it (an engine/dtype
     mismatch is a message, not an error)."""
@@ -468,6 +506,7 @@ def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
     if plan is None:
         plan = home_engine_plan(model, gpu, form, engine)
     if isinstance(plan, str):
-        st.info(plan, icon=":material/info:")
+        if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
+            st.info(plan, icon=":material/info:")
         return
     home_panel(plan)

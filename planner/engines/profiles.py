@@ -296,6 +296,34 @@ def engine_profile(engine: str) -> EngineProfile:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINE_CHOICES)}") from None
 
 
+def nearest_kv_cache_dtype(engine: str, kv_cache_dtype: str) -> str | None:
+    """The KV-cache dtype ``engine`` offers that is closest in bits to ``kv_cache_dtype``, or None when it
+    offers that one (nothing to change).
+
+    Closest: the smallest difference in bits per element (:data:`planner.model.dtypes.KV_CACHE_DTYPES`;
+    ``auto`` counts as 16), ties to the wider one, then to a named dtype over ``auto``. Examples: llama.cpp
+    with ``fp8`` -> ``q8_0`` (8.5 bits); vLLM with ``q8_0`` or ``int4`` -> ``fp8``; vLLM with ``fp32`` ->
+    ``bf16``; TGI with ``bf16`` -> ``auto``.
+
+    Raises:
+        ValueError: unknown engine (as :func:`resolve_engine_name`).
+
+    Sources: each profile's ``kv_cache_dtypes`` (the engine's ``--kv-cache-dtype`` / ``-ctk`` choices).
+    """
+    from planner.model.dtypes import KV_CACHE_DTYPES
+
+    offered = ENGINE_PROFILES[resolve_engine_name(engine)].kv_cache_dtypes
+    if kv_cache_dtype in offered:
+        return None
+
+    def bits(name: str) -> float:
+        fmt = KV_CACHE_DTYPES.get(name)
+        return 16.0 if fmt is None else float(fmt.bits_per_element)
+
+    wanted = bits(kv_cache_dtype)
+    return min(offered, key=lambda name: (abs(bits(name) - wanted), -bits(name), name == "auto"))
+
+
 def is_large_datacenter_gpu(gpu_memory_bytes: int, gpu_name: str) -> bool:
     """vLLM's "large GPU" test for scheduler defaults: >= 70 GiB and not an A100.
 
