@@ -27,7 +27,7 @@ each adapter).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.model.layers import LayerSpec, MLAAttention, RecurrentState
@@ -212,8 +212,12 @@ def _decoder(
         groups += embedding("lm_head", vocab, hidden, kind="lm_head")
     if lm_head_bias:
         groups.append(ParamGroup(name="lm_head.bias", shape=(vocab,), kind="bias"))
-    return DecoderGroups(merge_groups(tuple(groups)),
-                         {key: tuple(sorted(set(indices))) for key, indices in layer_sets.items()})
+    sets = {key: tuple(sorted(set(indices))) for key, indices in layer_sets.items()}
+    num_layers = config_int(cfg, "num_hidden_layers")
+    merged = tuple(replace(g, layers=sets[(g.name, g.shape, g.kind)])
+                   if len(sets.get((g.name, g.shape, g.kind), range(num_layers))) < num_layers else g
+                   for g in merge_groups(tuple(groups)))  # groups in only some layers name them
+    return DecoderGroups(merged, sets)
 
 
 class DecoderGroups(tuple):

@@ -377,6 +377,7 @@ def checkpoint_formats(params: tuple[ParamGroup, ...], quantization_config: Mapp
         total += 1
         module = _module_path(group)
         layers = layer_map.get((group.name, group.shape, group.kind))
+        where: dict[StorageFormat | None, list[int]] = {}
         if "*" not in module or not layers or group.count % len(layers):
             parts = {format_of(module): group.count}
         else:
@@ -385,9 +386,13 @@ def checkpoint_formats(params: tuple[ParamGroup, ...], quantization_config: Mapp
             for index in layers:
                 fmt = format_of(module.replace("*", str(index), 1))
                 parts[fmt] = parts.get(fmt, 0) + per_layer
+                where.setdefault(fmt, []).append(index)
         for fmt, count in parts.items():
             checkpoint = None if fmt is None else _split_tensors(group, fmt)
-            out.append(replace(group, count=count, checkpoint=checkpoint))
+            piece = replace(group, count=count, checkpoint=checkpoint)
+            if len(parts) > 1:  # split by format: each piece holds some of the group's layers
+                piece = replace(piece, layers=tuple(where[fmt]))
+            out.append(piece)
             if fmt is not None:
                 labels[fmt.name] = fmt.label
         marked += any(fmt is not None for fmt in parts)

@@ -5,6 +5,7 @@ import streamlit as st
 from planner.budget import weights_label
 from planner.engines import plan_engine
 from ui import catalog, charts, engine, inputs, serving, views
+from ui.format import format_command
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -53,7 +54,7 @@ st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured
            "Sources: ENGINES.md; vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
-st.code(result.launch_command, language="bash", wrap_lines=True)
+st.code(format_command(result.launch_command), language="bash")
 if serving.text_only_launch_note(form.model_id):
     st.caption(serving.text_only_launch_note(form.model_id))
 engine.serving_section(result)

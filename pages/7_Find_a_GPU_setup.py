@@ -6,6 +6,7 @@ from dataclasses import replace
 import streamlit as st
 
 from ui import catalog, custom_panel, inputs, serving, traffic, views
+from ui.format import format_command
 
 views.setup_page("Find a GPU setup", "🔎",
                  "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
@@ -56,7 +57,8 @@ page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {traffic.FIND_
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
 shown = traffic.page_of(table, page)
 order, columns = traffic.find_table_config()
-st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns)
+st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
+             placeholder="n/a")  # a setup without a figure (TTFT where the catalog states no TFLOPS)
 for note in traffic.page_notes(result, page):
     st.caption(f"Note on this page: {note}")
 st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_setups.csv", mime="text/csv",
@@ -64,7 +66,7 @@ st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_set
 best = traffic.shown_setup(result)
 if best is not None:
     st.markdown("Launch command for the first row:")
-    st.code(best.launch_command, language="bash")
+    st.code(format_command(best.launch_command), language="bash")
     if serving.text_only_launch_note(form.model_id):
         st.caption(serving.text_only_launch_note(form.model_id))
 st.caption("Budget per GPU = utilization x framework memory - weights - overhead (as on the Home page); each "

@@ -289,3 +289,27 @@ def test_copied_link_reproduces_the_view_in_a_fresh_context(streamlit_server, br
     assert [a["text"] for a in after["alerts"]] == [a["text"] for a in before["alerts"]]
     assert [(c["traces"], c["points"]) for c in after["charts"]] == [(c["traces"], c["points"]) for c in before["charts"]]
     assert after["url"] == link, "opening the link does not rewrite it"
+
+
+def test_folding_the_custom_panel_keeps_its_codes_in_the_share_link(streamlit_server, browser_page):
+    # The panel is a lazy expander: folded, its bound link-code inputs are not drawn, and Streamlit would
+    # take their parameters out of the URL. The share link must keep them (ui/custom_panel.py).
+    from model_catalog import get_model_entry
+    from model_catalog.custom import read_custom_config
+    from model_catalog.share_codec import encode_model
+
+    code = encode_model(read_custom_config(get_model_entry("meta-llama/Meta-Llama-3-8B").config, "my-org/llama-ft"))
+    page = browser_page()
+    open_settled(page, streamlit_server.base_url + "/" + query(model="custom", custom_model=code))
+    for _ in range(2):  # unfold (its inputs drawn), then fold again
+        before = page.evaluate("performance.now()")
+        page.get_by_text("Custom model & GPU").click()
+        wait_settled(page, after_ms=before)
+    rerun_latency_ms(page, set_number(page, "batch_size", 3))
+    assert "custom_model=" in page.url, page.url
+
+    copy = browser_page()
+    open_settled(copy, page.url)
+    shown = collect(copy)
+    assert not shown["exceptions"] and not errors(shown)
+    assert copy.locator("h3").first.inner_text().startswith("my-org/llama-ft")

@@ -14,7 +14,9 @@ from streamlit.testing.v1 import AppTest
 from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.engines import EngineRequest, plan_engine
+from planner.units import GiB
 from ui.engine import engine_metric_values
+from ui.format import format_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "pages/5_Engine.py"
@@ -56,7 +58,7 @@ def test_engine_page_shows_planner_values(engine):
     plan = expected(engine, max_model_len=4096)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
     codes = [c.value for c in at.code]
-    assert plan.launch_command in codes
+    assert format_command(plan.launch_command) in codes
     if plan.engine_log_lines:
         assert "\n".join(plan.engine_log_lines) in codes
     else:  # transformers prints nothing: the page says so instead of an empty box
@@ -158,7 +160,7 @@ def test_nodes_and_enforce_eager_deep_link_reach_the_plan():
                     distributed_executor_backend="ray", enforce_eager=True)
     assert plan.ranks[0].cudagraph_bytes == 0
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
-    assert plan.launch_command in [c.value for c in at.code]
+    assert format_command(plan.launch_command) in [c.value for c in at.code]
 
 
 def test_engine_spelled_another_way_in_the_link_is_read():
@@ -184,7 +186,8 @@ def test_serving_features_deep_link_reaches_the_engine_plan():
     for label, (value, _) in (engine_metric_values(plan) | serving_metric_values(plan)).items():
         assert shown[label] == value, label
     assert "LoRA slots" in shown and "Draft KV cache" in shown
-    assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in c.value for c in at.code)
+    assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in " ".join(c.value.replace("\\\n", " ").split())
+               for c in at.code)  # the command is shown one flag per line
 
 
 def test_engine_without_the_feature_says_so_on_the_page():
@@ -203,11 +206,28 @@ def test_per_gpu_table_reads_down_one_column_per_stage():
     plan = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
         engine="vllm", pipeline_parallel_size=4, max_model_len=8192, gpu_name=gpu.name))
     table, rows = rank_table(plan), rank_rows(plan)
-    assert [list(r)[1:] for r in table][0] == ["Stage 0", "Stage 1", "Stage 2", "Stage 3"]
+    # stages 1 and 2 (layers only, no embedding or lm_head) have the same figures: one column
+    assert list(table[0])[1:] == ["Stage 0", "Stages 1-2", "Stage 3"]
     by_term = {r["Per GPU"]: r for r in table}
-    assert by_term["Layers"]["Stage 3"] == "60-79"
-    assert [by_term["Weights"][f"Stage {i}"] for i in range(4)] == [r["Weights"] for r in rows]
+    assert by_term["Layers"]["Stage 3"] == "60-79" and by_term["Layers"]["Stages 1-2"] == "20-59, 20 per stage"
+    assert [by_term["Weights"][h] for h in ("Stage 0", "Stages 1-2", "Stages 1-2", "Stage 3")] == \
+        [r["Weights"] for r in rows]
     assert "Stage" not in by_term and "GPUs" not in by_term
+
+
+def test_sixteen_pipeline_stages_fit_and_place_dense_and_moe_layers_where_they_are():
+    # DeepSeek-V3: dense MLP in layers 0-2, experts in 3-60 (ParamGroup.layers). Stage 0 holds the
+    # embedding and the three dense layers only; the 4-layer MoE stages share one column.
+    from ui.engine import rank_table
+
+    model = model_spec("deepseek-ai/DeepSeek-V3")
+    gpu = get_gpu(H100)
+    plan = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", pipeline_parallel_size=16, max_model_len=8192, gpu_name=gpu.name))
+    weights = [r.weights_bytes for r in plan.ranks]
+    assert weights[0] < 4 * GiB < 40 * GiB < weights[2] == max(weights)  # dense stage vs 4 MoE layers
+    heads = list(rank_table(plan)[0])[1:]
+    assert len(heads) <= 5 and any(h.startswith("Stages ") for h in heads)
 
 
 def test_engine_without_the_kv_dtype_offers_the_nearest_in_one_click():

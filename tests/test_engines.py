@@ -731,3 +731,23 @@ def test_launch_command_says_which_checkpoint_a_pre_quantized_dtype_needs(dtype,
         command, comment = result.launch_command.split("  # ", 1)
         assert "--quantization" not in command
         assert comment.startswith(f"{dtype} weights: serve {words}")
+
+
+def test_pipeline_stages_hold_the_groups_of_their_own_layers():
+    # DeepSeek-V3 (config first_k_dense_replace 3): the dense MLP groups name layers 0-2 and the routed
+    # experts 3-60 (ParamGroup.layers, from the family adapter); a stage holds the tensors of its layers.
+    from model_catalog import model_spec
+    from planner.engines.loaded import pipeline_layer_ranges, stage_params
+
+    model = model_spec("deepseek-ai/DeepSeek-V3")
+    dense = next(g for g in model.params if g.name == "layers.*.mlp.gate_proj.weight")
+    experts = next(g for g in model.params if g.name == "layers.*.mlp.experts.gate_up_proj")
+    assert dense.layers == (0, 1, 2) and experts.layers == tuple(range(3, 61)) and experts.count == 58 * 256
+    ranges = pipeline_layer_ranges(model.num_layers, 16)
+    for stage, layers in enumerate(ranges):
+        held = {g.name: g.count for g in stage_params(model, stage, 16)}
+        assert held.get(dense.name, 0) == sum(1 for i in layers if i < 3)
+        assert held.get(experts.name, 0) == 256 * sum(1 for i in layers if i >= 3)
+    # over all stages every tensor is held exactly once
+    total = sum(g.count for stage in range(16) for g in stage_params(model, stage, 16) if g.name == experts.name)
+    assert total == experts.count

@@ -251,3 +251,21 @@ def test_a_chart_with_unchanged_arguments_is_reused_and_any_change_builds_it_aga
     assert len(built) == charts.FIGURES_KEPT
     with pytest.raises(TypeError):  # an unhashable argument: the builder then runs uncached
         charts._frozen(([1], {"k": set()}))
+
+
+@pytest.mark.parametrize("command", [
+    "vllm serve openai/gpt-oss-20b --tensor-parallel-size 1 --max-model-len 8192 --gpu-memory-utilization 0.9",
+    "llama-server -m model.gguf -c 8192 -ngl 99 -ctk q8_0 -ctv f16 --rope-freq-scale -1",
+    "VLLM_USE_V1=1 vllm serve m --override-generation-config '{\"a\": 1}'",
+    "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --mem-fraction-static 0.88",
+])
+def test_a_launch_command_on_lines_is_the_same_command(command):
+    import shlex
+
+    from ui.format import format_command
+
+    shown = format_command(command)
+    assert shlex.split(shown.replace(" \\\n", " ")) == shlex.split(command)  # pastes as the same command
+    lines = shown.split("\n")
+    assert all(line.startswith("  -") for line in lines[1:])  # one flag (and its values) per line
+    assert max(len(line) for line in lines) <= 80

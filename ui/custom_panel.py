@@ -25,8 +25,8 @@ The panel is a lazy expander (``on_change="rerun"``): folded, which it is unless
 invalid or a message waits, it draws none of its widgets, so a rerun after any other input skips
 its ~30 elements (measured in the browser, side by side: rerun p50 -13 to -58 ms, cold first page
 -0.4 to -1.2 s on Home, Concurrency, Allocation and Engine). The codes need no widget: the URL keeps
-their parameters and :func:`current_choice` reads them from there; what was typed into the panel
-outlives folding it (:data:`KEPT_KEYS`), uploads do not.
+their parameters (:func:`_keep_codes_in_the_url`) and :func:`current_choice` reads them from there;
+what was typed into the panel outlives folding it (:data:`KEPT_KEYS`), uploads do not.
 
 Wiring: :func:`ui.inputs.sidebar_inputs` draws the panel on every page,
 offers :func:`model_options` / :func:`gpu_options` in its selectboxes (the
@@ -402,6 +402,19 @@ def _keep_typed_inputs() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+def _keep_codes_in_the_url() -> None:
+    """Write the session's link codes into the URL on a run that does not draw their inputs.
+
+    A ``bind="query-params"`` input that a run does not draw takes its parameter out of the URL at the
+    end of that run (folding the panel would drop ``custom_model=`` from the share link); set here, the
+    parameter stays, and :func:`current_choice` reads it on the next runs.
+    """
+    for key in (MODEL_PARAM, GPU_PARAM):
+        code = st.session_state.get(key)
+        if code and st.query_params.get(key) != code:
+            st.query_params[key] = code
+
+
 def render_custom_model_panel(container=None, *, show_problems: bool = True) -> CustomChoice:
     """Draw the "Custom model & GPU" panel (in the sidebar by default) and return the active choice.
 
@@ -419,7 +432,8 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
     _keep_typed_inputs()
     panel = box.expander("Custom model & GPU", expanded=bool(choice.problems) or _MESSAGE_KEY in st.session_state,
                          key=PANEL_KEY, on_change="rerun")
-    if not panel.open:  # lazy: a folded panel draws none of its ~30 widgets (the codes stay in the URL)
+    if not panel.open:  # lazy: a folded panel draws none of its ~30 widgets
+        _keep_codes_in_the_url()
         return choice
     with panel:
         message = st.session_state.pop(_MESSAGE_KEY, None)

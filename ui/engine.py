@@ -27,7 +27,7 @@ from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
+from ui.format import format_bytes, format_bytes_exact, format_command, format_int, format_tokens, gib_to_bytes
 from ui.inputs import NumberField, PlanInputs
 
 ENGINE_FIELDS: dict[str, NumberField] = {
@@ -212,9 +212,11 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
                             f"requests of {format_tokens(plan.max_model_len)}; "
                             f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
-        "max_model_len accepted": (format_int(plan.engine_max_model_len),
-                                           f"needs {format_bytes(plan.kv_cache_bytes_needed_per_request)} per "
-                                           f"request at {format_tokens(plan.max_model_len)}"),
+        "Longest max_model_len that starts": (
+            format_int(plan.engine_max_model_len),
+            f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
+            f"{format_tokens(plan.max_model_len)}); one request of {format_tokens(plan.max_model_len)} needs "
+            f"{format_bytes(plan.kv_cache_bytes_needed_per_request)} of KV cache"),
     }
 
 
@@ -282,11 +284,40 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
 def rank_table(plan: EnginePlan) -> list[dict]:
     """:func:`rank_rows` turned on its side: one row per term, one column per kind of GPU (``Stage 0``, or
     ``Stage 0 (driver)``, ...), so the dozen-odd terms read down the page at 1,400 px instead of scrolling
-    out of view to the right."""
+    out of view to the right. Neighbouring stages whose figures are all the same share one column
+    (``Stages 1-14``, their layers as ``3-58, 4 per stage``), so 16 pipeline stages still fit."""
     rows = rank_rows(plan)
-    heads = [f"Stage {r['Stage']}" + ("" if r["GPUs"] == ROLE_LABELS.get("all") else f" ({r['GPUs']})") for r in rows]
+    groups: list[list[dict]] = []
+    for row in rows:
+        last = groups[-1][-1] if groups else None
+        if last is not None and _same_but_layers(last, row):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
     terms = [k for k in (rows[0] if rows else {}) if k not in ("Stage", "GPUs")]
-    return [{"Per GPU": term, **{head: str(row.get(term, "-")) for head, row in zip(heads, rows)}} for term in terms]
+    columns = [(_stage_head(group), _merged(group)) for group in groups]
+    return [{"Per GPU": term, **{head: str(row.get(term, "-")) for head, row in columns}} for term in terms]
+
+
+def _same_but_layers(a: dict, b: dict) -> bool:
+    return a["GPUs"] == b["GPUs"] and all(a[k] == b.get(k) for k in a if k not in ("Stage", "Layers")) \
+        and len(a) == len(b)
+
+
+def _stage_head(group: list[dict]) -> str:
+    first, last = group[0]["Stage"], group[-1]["Stage"]
+    head = f"Stage {first}" if first == last else f"Stages {first}-{last}"
+    role = group[0]["GPUs"]
+    return head if role == ROLE_LABELS.get("all") else f"{head} ({role})"
+
+
+def _merged(group: list[dict]) -> dict:
+    if len(group) == 1:
+        return group[0]
+    start, end = group[0]["Layers"].split("-")[0], group[-1]["Layers"].split("-")[-1]
+    sizes = {int(r["Layers"].split("-")[1]) - int(r["Layers"].split("-")[0]) + 1 for r in group}
+    each = f", {sizes.pop()} per stage" if len(sizes) == 1 else ""
+    return group[0] | {"Layers": f"{start}-{end}{each}"}
 
 
 def _rank_row(r) -> dict:
@@ -443,7 +474,7 @@ def home_panel(plan: EnginePlan) -> None:
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
                    "per request); the figures above cap each window at its size and use the newest vLLM's profile pass.")
         st.code("\n".join(plan.engine_log_lines), language="text")
-        st.code(plan.launch_command, language="bash")
+        st.code(format_command(plan.launch_command), language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
                  icon=":material/arrow_forward:")
 

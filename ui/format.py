@@ -144,3 +144,36 @@ def format_tokens_short(num_tokens: int) -> str:
 def shorten(text: str, limit: int = 60) -> str:
     """``text`` cut to ``limit`` characters with an ellipsis, for messages that quote user input."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_command(command: str) -> str:
+    """A shell command one flag per line, continued with `` \\``, for a code block that is read and copied.
+
+    Flags (tokens starting with ``-``) start a line with the values that follow them; what comes before
+    the first flag (the program, the model; ``python -m module``) stays on the first line. Each line is re-quoted with
+    :func:`shlex.join`, so the text pastes into bash as one command. A command ``shlex`` cannot split
+    (an unclosed quote) is returned as it is.
+    Example: ``vllm serve m --tensor-parallel-size 2 --max-model-len 8192`` ->
+    ``vllm serve m \\`` / ``  --tensor-parallel-size 2 \\`` / ``  --max-model-len 8192``.
+    """
+    import shlex
+
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return command
+    lines: list[list[str]] = [[]]
+    for i, token in enumerate(tokens):
+        module = i > 0 and token == "-m" and tokens[i - 1].startswith("python")  # python -m pkg.module
+        if token.startswith("-") and lines[-1] and not _is_number(token) and not module:
+            lines.append([])
+        lines[-1].append(token)
+    return " \\\n  ".join(shlex.join(line) for line in lines if line)
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True

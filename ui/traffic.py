@@ -511,7 +511,7 @@ FIND_COLUMNS: dict[str, FindColumn] = {
         "TPOT ms", 64, "Time per output token [ms] at your user count (roofline upper bound)", "%.1f"),
     "Time to first token [ms]": FindColumn(
         "TTFT ms", 64, "Time to first token [ms]: the prompt's prefill on the replica's GPUs plus one decode "
-                       "step (roofline); empty where the catalog states no dense bf16 TFLOPS for the GPU (e.g. "
+                       "step (roofline); n/a where the catalog states no dense bf16 TFLOPS for the GPU (e.g. "
                        "RTX PRO 6000 Blackwell: NVIDIA's figure has no sparsity footnote, see the Catalog)", "%.1f"),
     "KV dtype": FindColumn("KV", 45, "KV-cache dtype of the setup"),
     "Max users": FindColumn("Max users", 72, "Most concurrent sequences the setup's KV budget holds"),

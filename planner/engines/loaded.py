@@ -235,11 +235,13 @@ def pipeline_layer_ranges(num_layers: int, pipeline_parallel_size: int) -> tuple
 def stage_params(model: ModelSpec, stage: int, pipeline_parallel_size: int) -> tuple[ParamGroup, ...]:
     """Parameter groups one pipeline stage holds.
 
-    Per-layer groups (names starting with ``layers.``) are apportioned by the
-    stage's share of layers (groups present in only some layers, e.g. the dense
-    MLP of DeepSeek's first layers, are apportioned proportionally: an
-    approximation); the embedding goes to the first stage, the final norm and
-    ``lm_head`` to the last. A tied model's last stage also holds a copy of the
+    Per-layer groups (names starting with ``layers.``) go where their layers are: a group
+    that names its layers (:attr:`planner.model.params.ParamGroup.layers`, e.g. the dense MLP
+    of DeepSeek's first three layers and its experts in the other 58) contributes its tensors
+    of the stage's layers; one in every layer is apportioned by the stage's share of layers
+    (a group present in only some layers without naming them, as a GGUF header gives, is
+    apportioned proportionally: an approximation); the embedding goes to the first stage, the
+    final norm and ``lm_head`` to the last. A tied model's last stage also holds a copy of the
     embedding table as its LM head when ``pp > 1``.
 
     Sources: vLLM ``PPMissingLayer`` / ``make_layers`` (vllm/model_executor/models/utils.py).
@@ -253,7 +255,12 @@ def stage_params(model: ModelSpec, stage: int, pipeline_parallel_size: int) -> t
     has_lm_head = any(g.kind == "lm_head" for g in model.params)
     out = []
     for group in model.params:
-        if group.name.startswith("layers."):
+        if group.name.startswith("layers.") and group.layers:
+            inside = sum(1 for index in group.layers if index in ranges[stage])
+            count = group.count * inside // len(group.layers)
+            if count:
+                out.append(replace(group, count=count))
+        elif group.name.startswith("layers."):
             count = group.count * share // model.num_layers if group.count % model.num_layers == 0 \
                 else round(group.count * share / model.num_layers)
             if count:

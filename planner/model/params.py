@@ -54,6 +54,11 @@ class ParamGroup:
             tensor in, from the config's ``quantization_config`` (gpt-oss experts
             ``mxfp4``, DeepSeek-V3 linears ``fp8_block128``); used only by weight
             dtype ``auto``. None = unquantized (the checkpoint's ``torch_dtype``).
+        layers: The decoder layers that hold this per-layer group when not all of them do (DeepSeek's
+            dense MLP in its first ``first_k_dense_replace`` layers, its experts in the rest; Llama 4's
+            MoE on ``moe_layers``), ``count / len(layers)`` tensors each; None when every layer holds
+            the same number (or the group is not per layer). Pipeline stages place groups by it
+            (:func:`planner.engines.loaded.stage_params`).
     """
 
     name: str
@@ -62,6 +67,7 @@ class ParamGroup:
     kind: ParamKind = "other"
     storage: StorageFormat | None = None
     checkpoint: StorageFormat | None = None
+    layers: tuple[int, ...] | None = None
 
     @property
     def numel(self) -> int:
@@ -331,14 +337,14 @@ def merge_groups(groups: tuple[ParamGroup, ...]) -> tuple[ParamGroup, ...]:
     appearance is kept. Example: 32 layers x ``q_proj (4096, 4096)`` become one
     group with ``count=32``.
     """
-    merged: dict[tuple[str, tuple[int, ...], str, StorageFormat | None, StorageFormat | None], int] = {}
+    merged: dict[tuple, int] = {}
     for group in groups:
-        key = (group.name, group.shape, group.kind, group.storage, group.checkpoint)
+        key = (group.name, group.shape, group.kind, group.storage, group.checkpoint, group.layers)
         merged[key] = merged.get(key, 0) + group.count
     return tuple(
         ParamGroup(name=name, shape=shape, count=count, kind=kind, storage=storage,  # type: ignore[arg-type]
-                   checkpoint=checkpoint)
-        for (name, shape, kind, storage, checkpoint), count in merged.items()
+                   checkpoint=checkpoint, layers=layers)
+        for (name, shape, kind, storage, checkpoint, layers), count in merged.items()
     )
 
 
