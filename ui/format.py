@@ -172,8 +172,5 @@ def format_command(command: str) -> str:
 
 
 def _is_number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
+    """``-1``, ``-0.5``: a negative value after a flag, not a flag of its own."""
+    return token.lstrip("-").replace(".", "", 1).isdigit()
