@@ -564,6 +564,52 @@ def check_sizes(config: Mapping[str, Any], where: str = "") -> None:
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                        source: str = "pasted config.json",
                        hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
+    """Plan any config.json safely (module docstring: three readings), then check what it built.
+
+    Besides :func:`_read_custom_config`'s errors, refuses a non-positive ``max_position_embeddings`` and
+    KV heads that do not divide the attention heads, and notes a ``quantization_config`` it cannot read
+    (:func:`_checked`).
+    """
+    model = _read_custom_config(raw, name, source=source, hf_quant_config=hf_quant_config)
+    return _checked(model, raw)
+
+
+def _checked(model: CustomModel, raw: Mapping[str, Any]) -> CustomModel:
+    """``model`` with a note for an unread ``quantization_config``; raises for impossible geometry.
+
+    Raises:
+        ValueError: ``max_position_embeddings`` <= 0 (naming the key and the fix), or
+            ``num_key_value_heads`` not dividing ``num_attention_heads`` (GQA shares each KV head among
+            ``num_attention_heads / num_key_value_heads`` query heads; transformers' ``repeat_kv`` needs
+            the division to be exact).
+    """
+    for where, cfg in (("", raw), ("text_config.", raw.get("text_config"))):
+        if not isinstance(cfg, Mapping):
+            continue
+        for key in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
+            value = cfg.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+                raise ValueError(f"config key '{where}{key}' is {value}; expected the longest context in tokens, "
+                                 "a positive number such as 131072 (or leave the key out)")
+    spec = model.spec
+    heads, kv = spec.num_attention_heads, spec.num_key_value_heads
+    if spec.attention_kind != "MLA" and heads and kv and (kv > heads or heads % kv):
+        raise ValueError(f"num_key_value_heads {kv} does not divide num_attention_heads {heads}: each KV head "
+                         f"serves num_attention_heads / num_key_value_heads query heads; use a divisor of {heads} "
+                         f"(e.g. {heads} for MHA, 1 for MQA)")
+    quantization = raw.get("quantization_config")
+    read = spec.checkpoint_quantization
+    if quantization is not None and (not read or read.startswith("unsupported")):
+        method = quantization.get("quant_method") if isinstance(quantization, Mapping) else quantization
+        note = (f"quantization_config ({method!r}) is not a scheme the planner reads: weight dtype auto counts "
+                "the weights at torch_dtype; pick the weight dtype in the sidebar")
+        return replace(model, notes=(*model.notes, note))
+    return model
+
+
+def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
+                        source: str = "pasted config.json",
+                        hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
     """Plan any config.json safely (module docstring: three readings).
 
     Args:

@@ -8,6 +8,7 @@ that names remote code imports and runs nothing.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -356,3 +357,30 @@ def test_a_known_family_with_missing_size_keys_says_defaults_stand_in():
     model = read_custom_config({"model_type": "llama", "hidden_size": 2048})
     assert any("does not state num_hidden_layers, num_attention_heads, intermediate_size, vocab_size" in n
                for n in model.notes)
+
+
+@pytest.mark.parametrize("change,phrase", [
+    ({"max_position_embeddings": -1}, "config key 'max_position_embeddings' is -1; expected the longest context"),
+    ({"max_position_embeddings": 0}, "config key 'max_position_embeddings' is 0"),
+    ({"num_key_value_heads": 1000}, "num_key_value_heads 1000 does not divide num_attention_heads 28"),
+    ({"num_attention_heads": 7}, "num_key_value_heads 4 does not divide num_attention_heads 7"),
+])
+def test_impossible_geometry_is_refused_with_the_key_and_the_fix(change, phrase):
+    # A new user pasted these: -1 led to "lower context_len to at most -1", 1,000 KV heads for 28 query
+    # heads was planned as MHA. transformers' repeat_kv needs heads % kv_heads == 0.
+    from model_catalog import get_model_entry
+    from model_catalog.custom import read_custom_config
+
+    config = {**get_model_entry("Qwen/Qwen2.5-7B").config, **change}
+    with pytest.raises(ValueError, match=re.escape(phrase)):
+        read_custom_config(config, "pasted/qwen")
+
+
+@pytest.mark.parametrize("quantization", [{"quant_method": "weird"}, "fp8"])
+def test_a_quantization_config_the_planner_cannot_read_is_a_note(quantization):
+    from model_catalog import get_model_entry
+    from model_catalog.custom import read_custom_config
+
+    model = read_custom_config({**get_model_entry("Qwen/Qwen2.5-7B").config, "quantization_config": quantization},
+                               "pasted/qwen")
+    assert any("is not a scheme the planner reads" in note for note in model.notes)
