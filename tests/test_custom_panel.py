@@ -255,3 +255,14 @@ def test_broken_custom_link_says_the_custom_model_could_not_be_read_not_unknown_
     assert any("custom model this link names could not be read" in t for t in texts)
     assert not any("unknown model id 'custom'" in t for t in texts)
 
+
+
+def test_a_custom_model_sized_by_defaults_is_a_warning_on_the_page():
+    # {"model_type": "llama"} alone: transformers' Llama defaults stand in for its sizes. The panel is
+    # folded, so the page itself says so above the plan.
+    from model_catalog.share_codec import encode_model
+
+    code = encode_model(read_custom_config({"model_type": "llama"}, "only/type"))
+    at = run_page("app.py", {"custom_model": code, "model": "custom"})
+    assert not at.exception
+    assert any("defaults stand in" in w.value and "only/type" in w.value for w in at.warning)

@@ -402,6 +402,16 @@ def _keep_typed_inputs() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+WARNING_PHRASES = ("defaults stand in", "is not a scheme the planner reads")
+"""Notes of a custom model that change its numbers (sizes taken from defaults, a quantization not read):
+pages that plan it show them as warnings, not only inside the panel."""
+
+
+def warning_notes(model: CustomModel) -> tuple[str, ...]:
+    """The notes of ``model`` that :data:`WARNING_PHRASES` mark."""
+    return tuple(note for note in model.notes if any(phrase in note for phrase in WARNING_PHRASES))
+
+
 def _keep_codes_in_the_url() -> None:
     """Write the session's link codes into the URL on a run that does not draw their inputs.
 

@@ -522,7 +522,11 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
         with bar.expander("Advanced"):
             for key in advanced:
                 values[key] = _number_widget(st, key)
-    problems += custom_panel.render_custom_model_panel(bar, show_problems=False).problems
+    choice = custom_panel.render_custom_model_panel(bar, show_problems=False)
+    problems += choice.problems
+    if choice.model is not None and catalog.CUSTOM_ID in chosen_models:
+        for note in custom_panel.warning_notes(choice.model):  # the folded panel would hide them
+            st.warning(f"Custom model {choice.model.name}: {note}", icon=":material/warning:")
     bar.caption("Every input is in the address bar: copy the URL to share this exact view.")
     from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
 
