@@ -65,9 +65,10 @@ class NumberField:
 NUMBER_FIELDS: dict[str, NumberField] = {
     f.key: f
     for f in (
-        NumberField(key="num_gpus", label="GPUs per replica (tensor parallel)", min_value=1, max_value=64,
+        NumberField(key="num_gpus", label="GPUs per replica", min_value=1, max_value=64,
                     default=1, step=1, unit="GPUs",
-                    help="Weights and KV heads are split over this many GPUs (`--num-gpus`). Budgets are per GPU."),
+                    help="Weights and KV heads are split over this many GPUs (`--num-gpus`): tensor parallel, "
+                         "times the pipeline stages where the page has them. Budgets are per GPU."),
         NumberField(key="context_len", label="Context length [tokens]", min_value=1,
                     max_value=MAX_CONTEXT_SEARCH_LIMIT, default=8192, step=1024, unit="tokens",
                     help="Prompt + generated tokens per sequence, sized for the end of generation (`--context-len`)."),
