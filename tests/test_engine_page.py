@@ -250,3 +250,16 @@ def test_home_engine_panel_offers_the_same_fix_without_stopping_the_page():
     assert any("does not offer KV-cache dtype `fp8`" in i.value for i in at.info)
     at.button(key="kv_dtype_fix").click().run()
     assert at.selectbox(key="kv_cache_dtype").value == "q8_0" and not at.exception
+
+
+def test_printed_lines_say_which_stage_they_describe_when_stages_differ():
+    from ui.engine import log_note
+
+    model, gpu = model_spec("meta-llama/Meta-Llama-3.1-70B"), get_gpu(H100)
+    staged = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", pipeline_parallel_size=4, max_model_len=8192, gpu_name=gpu.name))
+    assert len({r.available_kv_cache_bytes for r in staged.ranks}) > 1
+    assert "stage 0's here" in log_note(staged)
+    single = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", tensor_parallel_size=4, max_model_len=8192, gpu_name=gpu.name))
+    assert log_note(single) is None

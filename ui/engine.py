@@ -281,6 +281,14 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
     return [_rank_row(r) | {label: format_bytes(size) for label, _, size in r.serving_parts} for r in plan.ranks]
 
 
+def log_note(plan: EnginePlan) -> str | None:
+    """Under the printed lines when vLLM's pipeline stages differ: which stage each line describes."""
+    if not plan.engine.startswith("vllm") or len({r.available_kv_cache_bytes for r in plan.ranks}) < 2:
+        return None
+    return ("As vLLM logs them: 'Available KV cache memory' is one worker's line (stage 0's here; every worker "
+            "prints its own), while the KV cache size and the concurrency follow the stage with the fewest blocks.")
+
+
 def rank_table(plan: EnginePlan) -> list[dict]:
     """:func:`rank_rows` turned on its side: one row per term, one column per kind of GPU (``Stage 0``, or
     ``Stage 0 (driver)``, ...), so the dozen-odd terms read down the page at 1,400 px instead of scrolling
