@@ -176,3 +176,14 @@ def test_closed_stdout_is_quiet(args, read_first):
     stderr = proc.stderr.decode()
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr and "Exception ignored" not in stderr
+
+
+def test_pipeline_stages_do_not_get_a_num_gpus_suggestion_they_already_have(capsys):
+    # --num-gpus 16 --pipeline-parallel-size 16: the plain plan sizes one tensor-parallel group (1 GPU) and
+    # does not fit, but "use num_gpus 16" would name the GPUs the replica already has.
+    out = plan_json(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "nvidia-h100-sxm-80gb", "--num-gpus", "16",
+                    "--pipeline-parallel-size", "16", "--engine", "vllm")
+    assert out["num_gpus"] == 16
+    assert not any("use num_gpus" in s and int(s.split("use num_gpus ")[1].split()[0]) <= 16
+                   for s in out["suggestions"])
+    assert any("pipeline_parallel_size 16" in note for note in out["notes"])

@@ -147,7 +147,10 @@ def _run_plans(args: argparse.Namespace):
     )
     result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
     if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
-        result = replace(result, num_gpus=tp * pp, notes=(*result.notes, (
+        # A "use num_gpus N" with N <= tp x pp names GPUs the replica already has (the stages hold them).
+        kept = tuple(s for s in result.suggestions
+                     if not (getattr(s, "key", None) == "num_gpus" and getattr(s, "value", 0) <= tp * pp))
+        result = replace(result, num_gpus=tp * pp, suggestions=kept, notes=(*result.notes, (
             f"pipeline_parallel_size {pp}: this section holds the whole model on each group of {tp} "
             f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
             "stages")))
