@@ -46,8 +46,8 @@ left.plotly_chart(charts.rank_bars(result), key="rank_chart")
 right.markdown("**The engine would print**")
 if result.engine_log_lines:
     right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
-    if engine.log_note(result):
-        right.caption(engine.log_note(result))
+    if note := engine.log_note(result):
+        right.caption(note)
 else:
     right.caption(f"{result.engine} prints no memory lines at startup.")
 st.dataframe(engine.rank_table(result), hide_index=True, height="content", key="rank_table")

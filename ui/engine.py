@@ -23,7 +23,7 @@ from planner.engines.profiles import (
     resolve_engine_name,
 )
 from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
@@ -295,37 +295,34 @@ def rank_table(plan: EnginePlan) -> list[dict]:
     out of view to the right. Neighbouring stages whose figures are all the same share one column
     (``Stages 1-14``, their layers as ``3-58, 4 per stage``), so 16 pipeline stages still fit."""
     rows = rank_rows(plan)
-    groups: list[list[dict]] = []
-    for row in rows:
-        last = groups[-1][-1] if groups else None
-        if last is not None and _same_but_layers(last, row):
-            groups[-1].append(row)
+    groups: list[list[tuple[RankBudget, dict]]] = []
+    for rank, row in zip(plan.ranks, rows):
+        if groups and _same_but_layers(groups[-1][-1][1], row):
+            groups[-1].append((rank, row))
         else:
-            groups.append([row])
+            groups.append([(rank, row)])
     terms = [k for k in (rows[0] if rows else {}) if k not in ("Stage", "GPUs")]
     columns = [(_stage_head(group), _merged(group)) for group in groups]
     return [{"Per GPU": term, **{head: str(row.get(term, "-")) for head, row in columns}} for term in terms]
 
 
 def _same_but_layers(a: dict, b: dict) -> bool:
-    return a["GPUs"] == b["GPUs"] and all(a[k] == b.get(k) for k in a if k not in ("Stage", "Layers")) \
-        and len(a) == len(b)
+    return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k not in ("Stage", "Layers"))
 
 
-def _stage_head(group: list[dict]) -> str:
-    first, last = group[0]["Stage"], group[-1]["Stage"]
-    head = f"Stage {first}" if first == last else f"Stages {first}-{last}"
-    role = group[0]["GPUs"]
-    return head if role == ROLE_LABELS.get("all") else f"{head} ({role})"
+def _stage_head(group: list[tuple[RankBudget, dict]]) -> str:
+    first, last = group[0][0], group[-1][0]
+    head = f"Stage {first.stage}" if first is last else f"Stages {first.stage}-{last.stage}"
+    return head if first.role == "all" else f"{head} ({ROLE_LABELS.get(first.role, first.role)})"
 
 
-def _merged(group: list[dict]) -> dict:
-    if len(group) == 1:
-        return group[0]
-    start, end = group[0]["Layers"].split("-")[0], group[-1]["Layers"].split("-")[-1]
-    sizes = {int(r["Layers"].split("-")[1]) - int(r["Layers"].split("-")[0]) + 1 for r in group}
+def _merged(group: list[tuple[RankBudget, dict]]) -> dict:
+    (first, row), last = group[0], group[-1][0]
+    if first is last:
+        return row
+    sizes = {rank.num_layers for rank, _ in group}
     each = f", {sizes.pop()} per stage" if len(sizes) == 1 else ""
-    return group[0] | {"Layers": f"{start}-{end}{each}"}
+    return row | {"Layers": f"{first.first_layer}-{last.first_layer + last.num_layers - 1}{each}"}
 
 
 def _rank_row(r) -> dict:

@@ -176,32 +176,75 @@ def _pad(n: int, multiple: int) -> int:
     return ceil_div(n, multiple) * multiple
 
 
-def mxfp4_expert_bytes(*, hidden: int, intermediate: int, tensor_parallel_size: int, layout: Mxfp4Layout,
-                       with_bias: bool) -> int:
-    """Bytes of one MXFP4 expert (fused gate+up and down) on one GPU [bytes].
+@dataclass(frozen=True)
+class Mxfp4Projection:
+    """One projection (fused gate+up ``w13``, or down ``w2``) of one MXFP4 expert on one GPU [bytes].
 
-    ``I = pad(intermediate // tp)``, ``H = pad(hidden)``; values ``2I x H / 2 + H x I / 2``,
-    scales ``(2I x H + H x I) / 32`` (one e8m0 byte per 32 values), a swizzled scale copy
-    when the layout keeps one, biases ``(2I + H) x bias_bytes``. Worked example (V15,
-    Marlin, TP 4): I = 768, H = 3072: 2,359,296 + 1,179,648 + 147,456 + 73,728 + 9,216 =
-    3,769,344 B.
+    Attributes:
+        checkpoint_values: Packed values in the checkpoint's shape (rows x packed bytes, unpadded).
+        values: Packed values as the layout holds them (``value_pack`` padding).
+        scales: The checkpoint-layout e8m0 scales (one byte per 32 values), which stay.
+        scale_copy: The swizzled copy of the scales the layout keeps beside them (0: none).
+        bias_rows: Elements of its bias (times :attr:`Mxfp4Layout.bias_bytes` once loaded, 2 as created).
+    """
+
+    checkpoint_values: int
+    values: int
+    scales: int
+    scale_copy: int
+    bias_rows: int
+
+
+def mxfp4_projections(*, hidden: int, intermediate: int, tensor_parallel_size: int,
+                      layout: Mxfp4Layout) -> tuple[Mxfp4Projection, Mxfp4Projection]:
+    """``(w13, w2)`` of one MXFP4 expert on one GPU (design note 2).
+
+    ``I = pad(intermediate // tp)``, ``H = pad(hidden)``; w13 is ``2I`` rows of ``H / 2`` packed
+    bytes, w2 ``H`` rows of ``I / 2``; scales ``rows x packed x 2 / 32``.
 
     Sources: design note 2.
     """
     inter = _pad(intermediate // tensor_parallel_size, layout.inter_multiple)
     hid = _pad(hidden, layout.hidden_multiple)
-    rows_bytes = ((2 * inter, hid // 2), (hid, inter // 2))  # (rows, packed bytes) of w13, w2
-    scales = ((2 * inter, hid // 32), (hid, inter // 32))
+    out = []
+    for rows, packed in ((2 * inter, hid // 2), (hid, inter // 2)):
+        srows, scols = rows, packed * 2 // 32
+        vrows, vbytes = (rows, packed) if layout.value_pack is None else (
+            _pad(rows, layout.value_pack[0]), _pad(packed, layout.value_pack[1]))
+        copy = 0 if layout.scale_pack is None else \
+            _pad(srows, layout.scale_pack[0]) * _pad(scols, layout.scale_pack[1])
+        out.append(Mxfp4Projection(checkpoint_values=rows * packed, values=vrows * vbytes, scales=srows * scols,
+                                   scale_copy=copy, bias_rows=rows))
+    return out[0], out[1]
+
+
+def mxfp4_expert_bytes(*, hidden: int, intermediate: int, tensor_parallel_size: int, layout: Mxfp4Layout,
+                       with_bias: bool) -> int:
+    """Bytes of one MXFP4 expert (fused gate+up and down) on one GPU [bytes].
+
+    The sum over :func:`mxfp4_projections` of values, scales and the swizzled scale copy, plus biases
+    ``(2I + H) x bias_bytes``. Worked example (V15, Marlin, TP 4): I = 768, H = 3072: 2,359,296 +
+    1,179,648 + 147,456 + 73,728 + 9,216 = 3,769,344 B.
+
+    Sources: design note 2.
+    """
     total = 0
-    for (rows, packed), (srows, scols) in zip(rows_bytes, scales):
-        if layout.value_pack is not None:
-            rows, packed = _pad(rows, layout.value_pack[0]), _pad(packed, layout.value_pack[1])
-        total += rows * packed + srows * scols
-        if layout.scale_pack is not None:
-            total += _pad(srows, layout.scale_pack[0]) * _pad(scols, layout.scale_pack[1])
-    if with_bias:
-        total += (2 * inter + hid) * layout.bias_bytes
+    for p in mxfp4_projections(hidden=hidden, intermediate=intermediate, tensor_parallel_size=tensor_parallel_size,
+                               layout=layout):
+        total += p.values + p.scales + p.scale_copy + (p.bias_rows * layout.bias_bytes if with_bias else 0)
     return total
+
+
+def mxfp4_expert_groups(params: tuple[ParamGroup, ...], weight_format: StorageFormat,
+                        torch_dtype: str | None) -> dict[str, ParamGroup]:
+    """The routed-expert groups by leaf (``gate_up_proj``, ``down_proj``, their biases) when they load in an
+    MXFP4 layout (an explicit ``mxfp4`` request, or ``auto`` on a checkpoint that ships them so), else {}."""
+    experts = {g.name.rsplit(".", 1)[-1]: g for g in params if ".experts." in g.name}
+    gate_up = experts.get("gate_up_proj")
+    if weight_format.name == "mxfp4" or (
+            gate_up is not None and _group_format(gate_up, weight_format, torch_dtype).name == "mxfp4"):
+        return experts
+    return {}
 
 
 # --- pipeline stages ----------------------------------------------------------------------
@@ -344,11 +387,8 @@ def loaded_weight_bytes(model: ModelSpec, weight_format: StorageFormat, tensor_p
     params = stage_params(model, stage, pipeline_parallel_size)
     tp = tensor_parallel_size
     explicit = weight_format.name == "mxfp4"
-    experts = {g.name.rsplit(".", 1)[-1]: g for g in params if ".experts." in g.name}
-    gate_up = experts.get("gate_up_proj")
-    if not engine_extras or not (explicit or (
-            gate_up is not None and _group_format(gate_up, weight_format, model.torch_dtype).name == "mxfp4")):
-        experts = {}  # no engine layout: every group at its checkpoint (or requested) bytes
+    # without the engine layout every group is at its checkpoint (or requested) bytes
+    experts = mxfp4_expert_groups(params, weight_format, model.torch_dtype) if engine_extras else {}
     plain: list[ParamGroup] = []
     total = 0
     for group in params:

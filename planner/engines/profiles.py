@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from planner.model.dtypes import KV_CACHE_DTYPES
 from planner.units import GiB, MiB
 
 EngineFamily = Literal["vllm", "sglang", "trtllm", "tgi", "llama.cpp", "transformers"]
@@ -310,8 +311,6 @@ def nearest_kv_cache_dtype(engine: str, kv_cache_dtype: str) -> str | None:
 
     Sources: each profile's ``kv_cache_dtypes`` (the engine's ``--kv-cache-dtype`` / ``-ctk`` choices).
     """
-    from planner.model.dtypes import KV_CACHE_DTYPES
-
     offered = ENGINE_PROFILES[resolve_engine_name(engine)].kv_cache_dtypes
     if kv_cache_dtype in offered:
         return None

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 from planner.engines.allocator import CachingAllocator, allocated_bytes
 from planner.engines.loaded import (
+    _FUSED_ROWS,
     MXFP4_CHECKPOINT,
     REPLICATED_LEAVES,
     Mxfp4Layout,
     _group_format,
-    _pad,
+    mxfp4_expert_groups,
+    mxfp4_projections,
     pipeline_layer_ranges,
     rope_cache_bytes,
     stage_params,
@@ -52,11 +54,6 @@ from planner.units import ceil_div
 
 ATTENTION_SCALARS = 7
 """fp32 scalars each vLLM ``Attention`` layer keeps on the GPU (module docstring)."""
-
-_FUSED = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
-          "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
-"""Checkpoint projections vLLM creates as one fused tensor (module docstring)."""
-
 
 def _split_bytes(fmt: StorageFormat, group: ParamGroup, shards: int) -> tuple[int, int]:
     """``(values, scales)`` bytes of one tensor of ``group`` on one of ``shards`` GPUs [bytes]."""
@@ -76,29 +73,23 @@ def _leaf(group: ParamGroup) -> tuple[str, str]:
 
 def _mxfp4_tensors(gate_up: ParamGroup, with_bias: bool, tp: int, layout: Mxfp4Layout,
                    experts: int) -> tuple[list[int], list[int], dict]:
-    """``(created, swizzled, swizzle)`` of one layer's MXFP4 experts (:func:`mxfp4_expert_bytes` split up).
+    """``(created, swizzled, swizzle)`` of one layer's ``experts`` MXFP4 experts
+    (:func:`planner.engines.loaded.mxfp4_projections`, times the experts).
 
     ``created``: w13 values, scales (and fp32 biases), then w2's, as loaded; ``swizzled``: the swizzled
     scale copies. ``swizzle``: what the Hopper swizzle (:func:`_replay_hopper_swizzle`) works on, per
     projection ``(checkpoint values, swizzled values, checkpoint scales, swizzled scales, bf16 bias,
     fp32 bias)`` [bytes].
     """
-    inter = _pad(gate_up.shape[0] // 2 // tp, layout.inter_multiple)
-    hid = _pad(gate_up.shape[1], layout.hidden_multiple)
     created, swizzled, swizzle = [], [], []
-    for rows, packed, bias_rows in ((2 * inter, hid // 2, 2 * inter), (hid, inter // 2, hid)):
-        srows, scols = rows, packed * 2 // 32
-        vrows, vbytes = (rows, packed) if layout.value_pack is None else (
-            _pad(rows, layout.value_pack[0]), _pad(packed, layout.value_pack[1]))
-        created += [experts * vrows * vbytes, experts * srows * scols]
-        bias = (experts * bias_rows * 2, experts * bias_rows * layout.bias_bytes) if with_bias else (0, 0)
-        if with_bias:
-            created.append(bias[1])
-        scale_copy = 0
+    for p in mxfp4_projections(hidden=gate_up.shape[1], intermediate=gate_up.shape[0] // 2,
+                               tensor_parallel_size=tp, layout=layout):
+        bias = (experts * p.bias_rows * 2, experts * p.bias_rows * layout.bias_bytes) if with_bias else (0, 0)
+        created += [experts * p.values, experts * p.scales, *([bias[1]] if with_bias else [])]
         if layout.scale_pack is not None:
-            scale_copy = experts * _pad(srows, layout.scale_pack[0]) * _pad(scols, layout.scale_pack[1])
-            swizzled.append(scale_copy)
-        swizzle.append((experts * rows * packed, experts * vrows * vbytes, experts * srows * scols, scale_copy, *bias))
+            swizzled.append(experts * p.scale_copy)
+        swizzle.append((experts * p.checkpoint_values, experts * p.values, experts * p.scales,
+                        experts * p.scale_copy, *bias))
     return created, swizzled, {"projections": swizzle}
 
 
@@ -124,7 +115,8 @@ def vllm_weight_tensors(model: ModelSpec, weight_format: StorageFormat, tensor_p
     """
     tp = tensor_parallel_size
     params = stage_params(model, stage, pipeline_parallel_size)
-    layers = len(pipeline_layer_ranges(model.num_layers, pipeline_parallel_size)[stage])
+    stage_layers = pipeline_layer_ranges(model.num_layers, pipeline_parallel_size)[stage]
+    layers = len(stage_layers)
     routers = max((g.count for g in params if g.kind == "router"), default=0)
     moe_layers = routers if routers and routers <= layers else layers
     head, per_layer, tail = [], [], []
@@ -148,7 +140,8 @@ def vllm_weight_tensors(model: ModelSpec, weight_format: StorageFormat, tensor_p
 
     for group in head:
         emit(parts_of(group), group.count)
-    mxfp4_experts = _mxfp4_groups(per_layer, weight_format, model.torch_dtype, explicit)
+    experts = mxfp4_expert_groups(tuple(per_layer), weight_format, model.torch_dtype)
+    mxfp4_experts = (experts["gate_up_proj"], "gate_up_proj_bias" in experts) if "gate_up_proj" in experts else None
     swizzled_all: list[int] = []
     replays: list[dict] = []
     for layer in range(layers):
@@ -174,7 +167,7 @@ def vllm_weight_tensors(model: ModelSpec, weight_format: StorageFormat, tensor_p
                 continue
             repeat = max(1, group.count // layers)
             path, leaf = _leaf(group)
-            target = _FUSED.get(leaf)
+            target = _FUSED_ROWS.get(leaf)
             if target is not None and repeat == 1:
                 key = f"{path}.{target}{'.bias' if group.name.endswith('.bias') else ''}"
                 values, scales = parts_of(group)
@@ -198,22 +191,11 @@ def vllm_weight_tensors(model: ModelSpec, weight_format: StorageFormat, tensor_p
         emit(parts_of(group), group.count)
     swizzled_at = len(out)
     out += swizzled_all
-    stage_layers = pipeline_layer_ranges(model.num_layers, pipeline_parallel_size)[stage]
     attention = sum(1 for i in stage_layers if isinstance(model.layers[i], (FullAttention, MLAAttention)))
     if replay is not None:
         replay += replays
         replay.append({"swizzled_at": swizzled_at})
     return out, attention * ATTENTION_SCALARS
-
-
-def _mxfp4_groups(per_layer: list[ParamGroup], weight_format: StorageFormat, torch_dtype: str | None,
-                  explicit: bool) -> tuple[ParamGroup, bool] | None:
-    """``(gate_up_proj group, has biases)`` when the experts load as MXFP4 (the rule of ``loaded_weight_bytes``)."""
-    experts = {g.name.rsplit(".", 1)[-1]: g for g in per_layer if ".experts." in g.name}
-    gate_up = experts.get("gate_up_proj")
-    if gate_up is None or not (explicit or _group_format(gate_up, weight_format, torch_dtype).name == "mxfp4"):
-        return None
-    return gate_up, "gate_up_proj_bias" in experts
 
 
 def _replay_pack_part(allocator: CachingAllocator, n: int, *, fourth: bool) -> tuple[int, int]:
