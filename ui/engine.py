@@ -212,7 +212,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
                             f"requests of {format_tokens(plan.max_model_len)}; "
                             f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
-        "Longest max_model_len that starts": (
+        "Longest max_model_len": (
             format_int(plan.engine_max_model_len),
             f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
             f"{format_tokens(plan.max_model_len)}); one request of {format_tokens(plan.max_model_len)} needs "
