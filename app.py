@@ -9,7 +9,7 @@ import streamlit as st
 
 from planner.budget import plan
 from ui import budget_bar, catalog, engine, inputs, serving, views
-from ui.format import format_bytes
+from ui.format import format_bytes, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
                  "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
@@ -29,13 +29,13 @@ result = views.guarded(plan, model, gpu.framework_memory_bytes, request, gpu_id=
 
 too_long = views.context_problem(model, form.context_len)
 if too_long:
-    st.error(too_long, icon=":material/error:")
+    st.error(md_message(too_long), icon=":material/error:")
 
-st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name}")
-st.caption(
+st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name}"))
+st.caption(md_message(
     f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
-    f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})",
-    help=f"Framework memory source: {gpu.framework_memory_source}")
+    f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
+    help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 views.verdict(result, gpu.name)
 engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)

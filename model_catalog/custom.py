@@ -4,7 +4,11 @@ A user's ``config.json`` is untrusted text. It is read as JSON only (at most
 :data:`MAX_CONFIG_BYTES`), never as code: keys that name remote code
 (``auto_map``, ``trust_remote_code``) are dropped before transformers sees the
 dict, and transformers is only asked for its built-in config classes
-(``AutoConfig.for_model``), which never import a repository's files.
+(``AutoConfig.for_model``), which never import a repository's files. Before
+anything is computed from it, every number, list and object in it, at any depth
+(text model, vision / audio towers, a draft's config), is bounded
+(:func:`check_sizes`, :data:`CONFIG_KEY_RANGES`), so no loop, multiplication or
+division runs on a count or size the config states unchecked.
 
 Three readings, tried in order:
 
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
@@ -50,7 +55,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from model_catalog.config_bounds import check_sizes
 from planner.model import ModelSpec
+from planner.text import quote
 from planner.units import GB, GiB, MiB
 
 MAX_CONFIG_BYTES = 4_000_000
@@ -182,6 +189,15 @@ MEMORY_UNITS: dict[str, int] = {"GiB": GiB, "GB": GB, "MiB": MiB}
 MAX_GPU_MEMORY_BYTES = 64 * 1024 * GiB
 """Largest custom GPU memory accepted [bytes] (64 TiB): above any real device."""
 
+MAX_GPU_MEMORY_EXPONENT = 15
+"""Largest decimal exponent of an entered memory amount (10^15 MiB is past 64 TiB in every unit):
+checked before ``amount x unit`` so that ``1e999999`` is refused instead of overflowing
+:mod:`decimal`'s context (``decimal.Overflow``)."""
+
+MAX_GPU_MEMORY_DIGITS = 40
+"""Most significant digits accepted in an entered memory amount: more precision than any byte
+count needs, and a bound on the cost of the multiplication."""
+
 
 def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: float,
                price_usd_per_hour: float | None = None) -> CustomGPU:
@@ -208,9 +224,11 @@ def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: 
     try:
         amount = Decimal(str(memory).strip())
     except InvalidOperation:
-        raise ValueError(f"custom GPU memory {memory!r} is not a number; enter e.g. 24 ({unit})") from None
+        raise ValueError(f"custom GPU memory {quote(memory)} is not a number; enter e.g. 24 ({unit})") from None
     if not amount.is_finite() or amount <= 0:
-        raise ValueError(f"custom GPU memory must be a positive number of {unit}, got {memory!r}")
+        raise ValueError(f"custom GPU memory must be a positive number of {unit}, got {quote(memory)}")
+    if amount.adjusted() > MAX_GPU_MEMORY_EXPONENT or len(amount.as_tuple().digits) > MAX_GPU_MEMORY_DIGITS:
+        raise ValueError(f"custom GPU memory {quote(memory)} {unit} is outside 1 byte .. 64 TiB; enter e.g. 80 (GiB)")
     memory_bytes = int(amount * MEMORY_UNITS[unit])
     if not 0 < memory_bytes <= MAX_GPU_MEMORY_BYTES:
         raise ValueError(f"custom GPU memory {memory} {unit} is outside 1 byte .. 64 TiB")
@@ -218,9 +236,13 @@ def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: 
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not math.isfinite(value)):
             raise ValueError(f"custom GPU {label} must be a finite number, got {value!r}")
+    gpu_name = str(name).strip() or "Custom GPU"
+    if len(gpu_name) > MAX_NAME_CHARS or not gpu_name.isprintable():
+        raise ValueError(f"custom GPU name must be printable (no control characters) and at most {MAX_NAME_CHARS} "
+                         f"characters, got {quote(gpu_name)}")
     try:
         return CustomGPU(
-            name=str(name).strip() or "Custom GPU", memory_value=format(amount.normalize(), "f"),
+            name=gpu_name, memory_value=format(amount.normalize(), "f"),
             memory_unit=unit,  # type: ignore[arg-type]
             framework_memory_bytes=memory_bytes,
             framework_memory_source=f"entered: {format(amount.normalize(), 'f')} {unit} framework-visible memory",
@@ -253,6 +275,26 @@ def json_constant(name: str) -> float:
     raise ValueError(f"config.json holds {name}, which is not a number; use a number")
 
 
+MAX_PARSED_INT_DIGITS = 4_300
+"""Longest whole number parse_config_json converts [decimal digits]: CPython's default
+``sys.int_info.default_max_str_digits``, beyond which ``int()`` itself refuses. Any number over 18 digits is
+refused later anyway (:data:`MAX_CONFIG_INT`, with the key named); this bound only gives the longer ones a
+clear message instead of CPython's."""
+
+
+def json_int(text: str) -> int:
+    """``parse_int`` for config.json: ``int(text)``, refusing a number too long to convert.
+
+    Raises:
+        ValueError: more than :data:`MAX_PARSED_INT_DIGITS` digits.
+    """
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_PARSED_INT_DIGITS:
+        raise ValueError(f"config.json holds a whole number of {digits:,} digits (it starts {text[:12]}...); "
+                         f"numbers in a model config stay below 10^18: fix that number")
+    return int(text)
+
+
 def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """Parse config.json text (JSON only, nothing evaluated).
 
@@ -279,7 +321,7 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     if not text.strip():
         raise ValueError("config.json is empty; paste the contents of the model's config.json")
     try:
-        parsed = json.loads(text, parse_constant=json_constant)
+        parsed = json.loads(text, parse_constant=json_constant, parse_int=json_int)
     except json.JSONDecodeError as exc:
         raise ValueError(f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
@@ -293,14 +335,43 @@ HF_QUANT_CONFIG_NAME = "hf_quant_config.json"
 """The file NVIDIA ModelOpt checkpoints ship beside config.json."""
 
 
-def _read_json_file(path: Path) -> dict[str, Any]:
+def check_regular_file(path: Path, what: str = "a config.json file") -> None:
+    """Refuse a path that is not a regular file before anything reads it.
+
+    ``st_size`` is not to be trusted and a read may never end: ``/dev/zero`` reports 0 bytes and
+    streams forever, a FIFO blocks until a writer comes.
+
+    Raises:
+        ValueError: missing, unreadable, or a device, FIFO or folder (the message says to give ``what``).
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ValueError(f"{path}: {size:,} bytes; at most {MAX_CONFIG_BYTES:,} bytes are accepted")
-        raw = path.read_bytes()
+        mode = path.stat().st_mode
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: not a regular file (a device, FIFO or folder); give {what}")
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """At most ``max_bytes`` bytes of a regular file [bytes], read with that cap.
+
+    Raises:
+        ValueError: not a regular file (:func:`check_regular_file`), unreadable, or longer than
+            ``max_bytes`` (naming the limit).
+    """
+    check_regular_file(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    if len(raw) > max_bytes:
+        raise ValueError(f"{path}: more than {max_bytes:,} bytes; at most {max_bytes:,} bytes are accepted")
+    return raw
+
+
+def _read_json_file(path: Path) -> dict[str, Any]:
+    raw = read_regular_file(path, MAX_CONFIG_BYTES)
     try:
         return parse_config_json(raw)
     except ValueError as exc:
@@ -527,38 +598,9 @@ def _text_config_reading(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return config
 
 
-SIZE_LIMITS: dict[str, int] = {
-    "num_hidden_layers": 1_024, "n_layer": 1_024, "n_layers": 1_024, "num_layers": 1_024,
-    "hidden_size": 262_144, "n_embd": 262_144, "d_model": 262_144,
-    "intermediate_size": 1_048_576, "moe_intermediate_size": 1_048_576, "n_inner": 1_048_576,
-    "num_attention_heads": 4_096, "n_head": 4_096, "num_key_value_heads": 4_096, "head_dim": 4_096,
-    "vocab_size": 4_194_304,
-    "num_local_experts": 16_384, "num_experts": 16_384, "n_routed_experts": 16_384,
-    "kv_lora_rank": 65_536, "q_lora_rank": 65_536,
-}
-"""Largest value accepted per size key, far above any published model (Llama 3.1 405B: 126 layers,
-hidden 16,384; DeepSeek-V3: vocab 129,280, 256 experts): a larger value is a typo or an attempt to
-make the server build a huge model, and is refused with a message instead of a long computation."""
-
 CORE_KEYS: tuple[str, ...] = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                               "vocab_size")
 """Keys whose absence means transformers' class defaults stand in for the model's own sizes."""
-
-
-def check_sizes(config: Mapping[str, Any], where: str = "") -> None:
-    """Refuse size keys above :data:`SIZE_LIMITS` (top level and ``text_config``).
-
-    Raises:
-        ValueError: names the key, its value and the limit.
-    """
-    for key, limit in SIZE_LIMITS.items():
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
-            raise ValueError(f"config key '{where}{key}' is {value:,}; at most {limit:,} is accepted "
-                             "(far above any published model)")
-    text = config.get("text_config")
-    if isinstance(text, Mapping) and not where:
-        check_sizes(text, "text_config.")
 
 
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
@@ -566,7 +608,8 @@ def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                        hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
     """Plan any config.json safely (module docstring: three readings), then check what it built.
 
-    Besides :func:`_read_custom_config`'s errors, refuses a non-positive ``max_position_embeddings`` and
+    First bounds every number, list and object of ``raw`` and ``hf_quant_config`` (:func:`check_sizes`). Besides
+    :func:`_read_custom_config`'s errors, refuses a non-positive ``max_position_embeddings`` and
     KV heads that do not divide the attention heads, and notes a ``quantization_config`` it cannot read
     (:func:`_checked`).
     """
@@ -624,8 +667,9 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         The :class:`CustomModel`; ``reading`` says which reading applied.
 
     Raises:
-        ValueError: a missing or bad key (named, with the expected value), an
-            encoder-decoder model, or a config transformers' class rejects.
+        ValueError: a number, list or object out of bounds (:func:`check_sizes`: the dotted key path and the
+            limit), a missing or bad key (named, with the expected value), an encoder-decoder model, or a
+            config transformers' class rejects.
 
     Example:
         ``read_custom_config(json.loads(text), "my-org/my-llama").spec.num_parameters``
@@ -635,6 +679,9 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     name = clean_name(name)
     if not isinstance(raw, Mapping):
         raise ValueError(f"config.json must be a JSON object, got {type(raw).__name__}")
+    check_sizes(raw)  # first: every later step may loop over, multiply or nest what the config states
+    if isinstance(hf_quant_config, Mapping):
+        check_sizes(hf_quant_config, label="hf_quant_config.json key", module_lists=True)
     config, dropped = strip_remote_code(raw)
     notes: list[str] = []
     if dropped:
@@ -648,7 +695,6 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     if config.get("is_encoder_decoder") is True:
         raise ValueError(f"config key 'is_encoder_decoder' is true ({model_type!r}); only decoder-only "
                          "language models are planned")
-    check_sizes(config)
     hint, hint_reason = weight_dtype_hint(config)
     if hf_quant_config is not None:
         if not isinstance(hf_quant_config, Mapping):

@@ -212,7 +212,9 @@ def tower_groups(raw_config: Mapping[str, Any], full: Any) -> tuple[ParamGroup, 
         full: The wrapper config transformers read (``ConfigReading.full``).
 
     Raises:
-        ValueError: a ``vision_config`` without a field its family needs (the message names it).
+        ValueError: a ``vision_config`` without a field its family needs (the message names it), or with sizes
+            out of range (:func:`planner.serving.multimodal.vision_from_config`; pasted configs are bounded
+            before, :func:`model_catalog.config_bounds.check_sizes`).
     """
     model_type = raw_config.get("model_type")
     if model_type in QWEN_VISION_TYPES:
@@ -230,3 +232,6 @@ def tower_groups(raw_config: Mapping[str, Any], full: Any) -> tuple[ParamGroup, 
     except (AttributeError, TypeError) as exc:
         raise ValueError(f"config key 'vision_config' of a {model_type!r} config lacks a field its tower needs "
                          f"({exc}); paste the whole config.json") from None
+    except ArithmeticError as exc:  # a zero patch or an overflowing size that reached the builder unchecked
+        raise ValueError(f"config key 'vision_config' of a {model_type!r} config gives a size its tower cannot be "
+                         f"built from ({type(exc).__name__}); check its patch, merge and layer sizes") from None

@@ -5,17 +5,25 @@ architecture (``general.architecture``), the hyper-parameters
 (``{arch}.block_count``, ``{arch}.attention.head_count_kv`` ...) and every
 tensor with its shape and ggml type (``Q4_K``, ``Q6_K``, ``F32`` ...). This
 module reads only that header and never touches the tensor data: a header
-prefix of the file (``head -c 64M model.gguf > head.gguf``) is enough.
+prefix of the file (``head -c 32M model.gguf > head.gguf``) is enough.
 
 Bounded reading: the header is scanned by :func:`scan_header`, not by gguf-py's
 ``GGUFReader``, which builds every array item in memory (a 69-byte header
 claiming 2^22 int32 items grew a process to 4 GB; a real 262,144-token
 vocabulary cost about 900 MB and 10 s). Every declared count and length is
 checked against a limit (``MAX_*`` below: metadata entries, array length,
-string length, tensor count, header bytes) and against the bytes the file
-holds before it is read; arrays are seeked over, and only the few values the
-plan uses are decoded. A size over a limit is one sentence naming the key,
-the value and the limit. The CLI's ``--gguf`` and the app both call
+elements over all arrays, nested arrays, string length, tensor count and name
+length, header bytes) and against the bytes the file holds before it is read;
+arrays are seeked over, and only the few values the plan uses are decoded.
+Each hyper-parameter (``block_count``, head and expert counts, widths, vocabulary,
+context, per-layer arrays and window patterns) is checked against the bound a
+config.json key gets (``SIZE_LIMITS`` of model_catalog/custom.py, mapped by
+:data:`SIZE_KEYS`) as it is read, before anything is built from it. Keys and
+tensor names must be printable; ``general.name`` is read in part, stripped of
+non-printable characters and cut. A size over a limit is one sentence naming
+the key, the value and the limit, quoting at most 60 characters of the file's
+text. The tensor rows must fit the model's own share link
+(model_catalog/share_codec.py). The CLI's ``--gguf`` and the app both call
 :func:`read_gguf`, so the same limits apply.
 
 Weights: each tensor becomes a :class:`planner.model.params.ParamGroup` whose
@@ -50,9 +58,8 @@ llama.cpp src/llama-model.cpp for the window patterns.
 
 from __future__ import annotations
 
-import os
+import json
 import re
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -60,9 +67,30 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from model_catalog.custom import CustomModel, clean_name, read_custom_config
+from model_catalog.config_bounds import SIZE_LIMITS
+from model_catalog.custom import MAX_NAME_CHARS, CustomModel, clean_name, read_custom_config
+from model_catalog.gguf_header import (
+    _ADVICE,
+    _ARRAY,
+    _CUT_SHORT,
+    _STRING,
+    MAX_ARCHITECTURE_CHARS,
+    MAX_CONTEXT_TOKENS,
+    MAX_HEADER_NAME_BYTES,
+    MAX_LAYERS,
+    MAX_TENSOR_CODE_CHARS,
+    MAX_TENSOR_JSON_BYTES,
+    SIZE_KEYS,
+    GGUFHeader,
+    _CutShort,
+    _HeaderError,
+    _NotGGUF,
+    scan_header,
+)
+from model_catalog.share_codec import MAX_TENSOR_ROWS, pack
 from planner.model.dtypes import StorageFormat
 from planner.model.params import ParamGroup, merge_groups
+from planner.text import quote
 
 SWA_PATTERNS: dict[str, int] = {"gemma2": 2, "gemma3": 6, "cohere2": 4}
 """llama.cpp's sliding-window period per architecture (every n-th layer is full attention)."""
@@ -179,354 +207,48 @@ def gguf_custom_model(config: dict[str, Any], rows: Sequence[TensorRow], archite
                    notes=(first, *notes))
 
 
-# --------------------------------------------------------------------------
-# Header reading: a bounded scan (GGUF spec, ggml docs/gguf.md "File Structure")
-# --------------------------------------------------------------------------
-MAX_HEADER_BYTES = 256 * 2**20
-"""Most header bytes scanned: file start to the end of the tensor infos [bytes] (256 MiB).
-
-Real headers are the vocabulary plus merges, about 10-30 MB (Gemma 3's 262,144
-tokens with scores and types: about 7 MB; Llama 3's 128,256 tokens and 280,147
-merges: about 8 MB); the app asks for the first 64 MB. Big arrays are seeked
-over, so the bytes actually read are far fewer (length prefixes and the few
-values the plan uses).
-"""
-
-MAX_METADATA_ENTRIES = 16_384
-"""Most metadata key/value pairs (``metadata_kv_count``); llama.cpp's files hold 30-60."""
-
-MAX_ARRAY_LENGTH = 1_048_576
-"""Most items in one metadata array (2^20).
-
-The longest real arrays are a vocabulary (Gemma 3: 262,144 tokens, the largest
-in the catalog) and BPE merges (Llama 3: 280,147); this is 4x the largest
-vocabulary.
-"""
-
-MAX_ARRAY_ITEMS = 4_194_304
-"""Most string and nested-array items walked over all arrays (2^22).
-
-Numeric arrays are skipped by one seek, but each string's length must be read
-to find the next one; Llama 3 walks about 410,000 (tokens + merges), Gemma 3
-262,144. Bounds the scan's time (about 0.3 us per item).
-"""
-
-MAX_ARRAY_DEPTH = 4
-"""Most nesting of arrays inside arrays (the spec allows it; llama.cpp's writers never nest)."""
-
-MAX_STRING_BYTES = 64 * 2**20
-"""Longest metadata string [bytes] (64 MiB): an embedded ``tokenizer.huggingface.json`` is the longest written."""
-
-MAX_NAME_BYTES = 65_535
-"""Longest key or tensor name [bytes] (the spec: keys are at most 2^16 - 1 bytes), and longest string value decoded."""
-
-MAX_TENSOR_COUNT = 65_536
-"""Most tensor infos (``tensor_count``); the largest real models list about 1,100 (Llama 3.1 405B: 1,138)."""
-
-MAX_TENSOR_DIMS = 4
-"""Most dimensions of one tensor (``GGML_MAX_DIMS``; llama.cpp's ggml/src/gguf.cpp refuses more)."""
-
-MAX_VALUE_ITEMS = 65_536
-"""Longest numeric array decoded for the plan (per-layer values such as ``head_count_kv``: one per layer)."""
-
-_ADVICE = ("use a GGUF file written by llama.cpp's convert script (convert_hf_to_gguf.py), "
-           "or paste the model's config.json")
-_CUT_SHORT = "the header may be cut short: keep more of the file (the header holds the vocabulary, often 10-30 MB)"
-
-_SCALARS: dict[int, str] = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-"""struct codes of the fixed-size ``gguf_metadata_value_type`` values (spec: UINT8 = 0 ... FLOAT64 = 12)."""
-_STRING, _ARRAY = 8, 9
-_TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
-               8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}
-_CHUNK = 1 << 20
-"""Bytes read at a time while walking a string array [bytes]."""
-
-
-class _HeaderError(ValueError):
-    """A malformed header; :func:`read_gguf` words it as "cannot read the GGUF header (...)"."""
-
-
-class _CutShort(_HeaderError):
-    """The header declares more bytes than the file holds."""
-
-
-class _NotGGUF(_HeaderError):
-    """No ``GGUF`` magic at the start."""
-
-
-def _limit(what: str, declared: int, limit: int) -> ValueError:
-    """The one-sentence message for a declared size over a reader limit."""
-    return ValueError(f"this GGUF header declares {declared:,} {what}; the reader accepts at most {limit:,}: {_ADVICE}")
-
-
-@dataclass(frozen=True)
-class _Field:
-    """Where one metadata value lies: ``kind`` (value type), ``offset`` [bytes], item type and length."""
-
-    kind: int
-    offset: int
-    item_kind: int = -1
-    length: int = 1
-
-
-@dataclass(frozen=True)
-class _Unread:
-    """A value the plan never needs whole (a long string, an array of strings); its repr says what it is."""
-
-    what: str
-
-    def __repr__(self) -> str:
-        return self.what
-
-
-class _Scan:
-    """Reads a GGUF header within the module's limits, seeking over what the plan does not need."""
-
-    def __init__(self, handle: Any, size: int) -> None:
-        self.handle, self.size, self.pos = handle, size, 0
-        self.order = "<"
-        self.items = 0
-
-    def need(self, count: int, what: str) -> None:
-        """Check that ``count`` bytes at the position are inside the header limit and the file."""
-        end = self.pos + count
-        if end > MAX_HEADER_BYTES:
-            raise _limit(f"bytes of header (it runs to byte {end:,} in {what})", end, MAX_HEADER_BYTES)
-        if end > self.size:
-            raise _CutShort(f"{what} needs {count:,} bytes at byte {self.pos:,} but the file ends at byte "
-                            f"{self.size:,}")
-
-    def read(self, count: int, what: str) -> bytes:
-        """The next ``count`` bytes (checked by :meth:`need`; only small items are read)."""
-        self.need(count, what)
-        self.pos += count
-        return self.handle.read(count)
-
-    def skip(self, count: int, what: str) -> None:
-        """Seek over the next ``count`` bytes (checked by :meth:`need`) without reading them."""
-        self.need(count, what)
-        self.pos += count
-        self.handle.seek(self.pos)
-
-    def unpack(self, code: str, what: str) -> Any:
-        """The next fixed-size value, ``code`` a struct code in the file's byte order."""
-        fmt = struct.Struct(self.order + code)
-        return fmt.unpack(self.read(fmt.size, what))[0]
-
-    def string(self, what: str, limit: int) -> str:
-        """A ``gguf_string_t`` of at most ``limit`` bytes, decoded."""
-        length = self.unpack("Q", what)
-        if length > limit:
-            raise _limit(f"bytes in the {what}", length, limit)
-        return self.read(length, what).decode("utf-8", errors="replace")
-
-    def value(self, kind: int, key: str, depth: int = 0) -> _Field:
-        """Check and seek over one metadata value; return where it lies.
-
-        Args:
-            kind: Its ``gguf_metadata_value_type``.
-            key: Its key, for messages.
-            depth: Arrays it lies inside.
-
-        Returns:
-            Its :class:`_Field`; an array's offset is its first item's [bytes].
-
-        Raises:
-            ValueError: a length over a limit, the file ending inside it, or an unknown type.
-        """
-        offset = self.pos
-        code = _SCALARS.get(kind)
-        if code is not None:
-            self.skip(struct.calcsize(code), key)
-            return _Field(kind, offset)
-        if kind == _STRING:
-            length = self.unpack("Q", key)
-            if length > MAX_STRING_BYTES:
-                raise _limit(f"bytes in the string {key}", length, MAX_STRING_BYTES)
-            self.skip(length, key)
-            return _Field(kind, offset + 8, length=length)
-        if kind != _ARRAY:
-            raise _HeaderError(f"unknown metadata value type {kind} for {key}")
-        if depth >= MAX_ARRAY_DEPTH:
-            raise _limit(f"levels of nested arrays in {key}", depth + 1, MAX_ARRAY_DEPTH)
-        item_kind = self.unpack("I", key)
-        length = self.unpack("Q", key)
-        if length > MAX_ARRAY_LENGTH:
-            raise _limit(f"entries in {key}", length, MAX_ARRAY_LENGTH)
-        code = _SCALARS.get(item_kind)
-        if code is not None:
-            self.skip(length * struct.calcsize(code), key)
-        elif item_kind in (_STRING, _ARRAY):
-            self.items += length
-            if self.items > MAX_ARRAY_ITEMS:
-                raise _limit(f"string or array items in all (at {key})", self.items, MAX_ARRAY_ITEMS)
-            smallest = 8 if item_kind == _STRING else 12  # an empty string / array [bytes]
-            self.need(length * smallest, f"{key} ({length:,} items of at least {smallest} bytes)")
-            if item_kind == _STRING:
-                self.skip_strings(length, key)
-            else:
-                for _ in range(length):
-                    self.value(_ARRAY, key, depth + 1)
-        else:
-            raise _HeaderError(f"unknown array item type {item_kind} in {key}")
-        return _Field(kind, offset + 12, item_kind, length)  # items follow the u32 type and u64 length
-
-    def skip_strings(self, count: int, key: str) -> None:
-        """Seek over ``count`` strings, reading only their u64 length prefixes, a chunk at a time."""
-        prefix = struct.Struct(self.order + "Q")
-        left = count
-        while left:
-            self.need(8, key)
-            start = self.pos
-            avail = min(_CHUNK, self.size - start, MAX_HEADER_BYTES - start)
-            buf = self.handle.read(avail)
-            off = 0
-            while left and off + 8 <= avail:
-                (length,) = prefix.unpack_from(buf, off)
-                if length > MAX_STRING_BYTES:
-                    raise _limit(f"bytes in one string of {key}", length, MAX_STRING_BYTES)
-                off += 8 + length
-                left -= 1
-            self.handle.seek(start)
-            self.skip(off, key)
-
-    def tensor(self, index: int) -> tuple[str, str, tuple[int, ...]]:
-        """One ``gguf_tensor_info_t``: (name, ggml type name, dims with ne0 first)."""
-        from gguf import GGMLQuantizationType
-
-        name = self.string(f"name of tensor {index:,}", MAX_NAME_BYTES)
-        n_dims = self.unpack("I", f"tensor {name}")
-        if n_dims > MAX_TENSOR_DIMS:
-            raise _limit(f"dimensions for tensor {name}", n_dims, MAX_TENSOR_DIMS)
-        dims = struct.unpack(f"{self.order}{n_dims}Q", self.read(8 * n_dims, f"tensor {name}"))
-        raw_type = self.unpack("I", f"tensor {name}")
-        self.skip(8, f"tensor {name}")  # offset of the data, not needed
-        try:
-            type_name = GGMLQuantizationType(raw_type).name
-        except ValueError:
-            raise _HeaderError(f"tensor {name} has unknown ggml type {raw_type}") from None
-        numel = 1
-        for d in dims:
-            numel *= d
-        if numel > 2**63 - 1:
-            raise _limit(f"elements in tensor {name}", numel, 2**63 - 1)
-        return name, type_name, tuple(dims)
-
-
-@dataclass(frozen=True)
-class GGUFHeader:
-    """What :func:`scan_header` found.
-
-    Attributes:
-        path: The file scanned (values are read from it on demand).
-        order: struct byte order of the file, ``<`` or ``>``.
-        fields: Key -> where its value lies; ``key in fields`` tests presence.
-        tensor_infos: ``(name, ggml type name, dims with ne0 first)`` per tensor, in file order.
-    """
-
-    path: Path
-    order: str
-    fields: dict[str, _Field]
-    tensor_infos: list[tuple[str, str, tuple[int, ...]]]
-
-    def value(self, key: str) -> Any:
-        """The decoded value of one metadata key, read from the file now.
-
-        Scalars and strings up to :data:`MAX_NAME_BYTES` come back as Python
-        values, numeric arrays up to :data:`MAX_VALUE_ITEMS` as lists; longer
-        strings, string arrays and nested arrays as an :class:`_Unread`
-        describing them (the plan never needs them).
-
-        Args:
-            key: The metadata key.
-
-        Returns:
-            The value, or None when the header has no such key.
-        """
-        field = self.fields.get(key)
-        if field is None:
-            return None
-        code = _SCALARS.get(field.kind)
-        if field.kind == _STRING:
-            if field.length > MAX_NAME_BYTES:
-                return _Unread(f"a string of {field.length:,} bytes")
-            return self._read(field.offset, field.length).decode("utf-8", errors="replace")
-        if code is not None:
-            return struct.unpack(self.order + code, self._read(field.offset, struct.calcsize(code)))[0]
-        code = _SCALARS.get(field.item_kind)
-        if code is None or field.length > MAX_VALUE_ITEMS:
-            return _Unread(f"an array of {field.length:,} {_TYPE_NAMES.get(field.item_kind, '?')} values")
-        data = self._read(field.offset, field.length * struct.calcsize(code))
-        return list(struct.unpack(f"{self.order}{field.length}{code}", data))
-
-    def _read(self, offset: int, count: int) -> bytes:
-        """``count`` bytes at ``offset`` [bytes] (bounded by the callers' limits)."""
-        with self.path.open("rb") as handle:
-            handle.seek(offset)
-            return handle.read(count)
-
-
-def scan_header(path: Path) -> GGUFHeader:
-    """Scan a GGUF header within the module's limits, without materializing its arrays.
-
-    Layout (GGUF spec, ggml docs/gguf.md "File Structure"; gguf-py
-    ``GGUFReader``): ``GGUF`` magic, u32 version (2 or 3), u64 tensor count, u64
-    metadata count, the key/value pairs (string key, u32 value type, value;
-    arrays are u32 item type, u64 length, items), then per tensor its name, u32
-    n_dims, u64 dims (ne0 first), u32 ggml type and u64 data offset. A file of
-    the other byte order is read as gguf-py does (version low half zero).
-
-    Every declared count and length is checked against a module limit
-    (``MAX_*``) and against the bytes the file holds before anything is read,
-    and big arrays (``tokenizer.ggml.tokens`` ...) are seeked over, so memory
-    stays a few MB and time is bounded whatever the header claims.
-
-    Args:
-        path: A ``.gguf`` file or a prefix holding its whole header.
-
-    Returns:
-        Where each metadata value lies, and the ``(name, ggml type, dims)`` of each tensor.
-
-    Raises:
-        ValueError: a declared size over a limit (naming the key and the limit),
-            a header cut short, or a malformed header.
-        OSError: the file cannot be opened.
-    """
-    with path.open("rb", buffering=1 << 16) as handle:
-        scan = _Scan(handle, os.fstat(handle.fileno()).st_size)
-        if scan.size < 4 or handle.read(4) != b"GGUF":
-            raise _NotGGUF("no 'GGUF' magic at the start")
-        scan.pos = 4
-        raw = scan.read(4, "version")
-        version = struct.unpack("<I", raw)[0]
-        if version & 0xFFFF == 0:  # written on a host of the other byte order (gguf-py's test)
-            scan.order = ">"
-            version = struct.unpack(">I", raw)[0]
-        if version not in (2, 3):
-            raise _HeaderError(f"GGUF version {version} is not supported (versions 2 and 3 are)")
-        tensor_count = scan.unpack("Q", "tensor count")
-        kv_count = scan.unpack("Q", "metadata count")
-        if kv_count > MAX_METADATA_ENTRIES:
-            raise _limit("metadata entries", kv_count, MAX_METADATA_ENTRIES)
-        if tensor_count > MAX_TENSOR_COUNT:
-            raise _limit("tensors", tensor_count, MAX_TENSOR_COUNT)
-        fields: dict[str, _Field] = {}
-        for index in range(kv_count):
-            key = scan.string(f"key of metadata entry {index:,}", MAX_NAME_BYTES)
-            if key in fields:
-                raise _HeaderError(f"the key {key} appears twice")
-            fields[key] = scan.value(scan.unpack("I", key), key)
-        tensors = [scan.tensor(index) for index in range(tensor_count)]
-        if len({name for name, _, _ in tensors}) != len(tensors):
-            raise _HeaderError("a tensor name appears twice")
-        return GGUFHeader(path=path, order=scan.order, fields=fields, tensor_infos=tensors)
-
-
 def _value(reader: GGUFHeader, key: str) -> Any:
     return reader.value(key)
 
 
-def _int(reader: Any, key: str, *, required: bool = True) -> int | None:
+def _bounded(what: str, value: int, limit: int, bound: str) -> int:
+    """``value`` when at most ``limit``, else a ValueError naming ``what``, the value, the limit and its source."""
+    if value > limit:
+        raise ValueError(f"GGUF {what} is {value:,}; the reader accepts at most {limit:,} ({bound}, far above any "
+                         f"published model): {_ADVICE}")
+    return value
+
+
+def _limit_of(suffix: str) -> tuple[int, str]:
+    """``(limit, its source)`` for the header key ``{arch}.{suffix}`` (:data:`SIZE_KEYS`; a key in tokens that
+    ``SIZE_LIMITS`` does not bound gets :data:`MAX_CONTEXT_TOKENS`)."""
+    name = SIZE_KEYS[suffix]
+    if name in SIZE_LIMITS:
+        return SIZE_LIMITS[name], f"the bound on config.json's {name}"
+    return MAX_CONTEXT_TOKENS, "tokens"
+
+
+def _per_layer_length(reader: GGUFHeader, key: str) -> None:
+    """Refuse an array value of ``key`` longer than :data:`MAX_LAYERS` before it is decoded."""
+    field = reader.fields.get(key)
+    if field is not None and field.kind == _ARRAY and field.length > MAX_LAYERS:
+        raise ValueError(f"GGUF key '{key}' is an array of {field.length:,} values; a per-layer array holds "
+                         f"one per layer and the reader accepts at most {MAX_LAYERS:,} layers (the bound on "
+                         f"config.json's num_hidden_layers): {_ADVICE}")
+
+
+def _int(reader: GGUFHeader, arch: str, suffix: str, *, required: bool = True) -> int | None:
+    """The positive integer ``{arch}.{suffix}``, checked against its limit (:func:`_limit_of`) as it is read.
+
+    A per-layer array (one value per layer) is accepted when all its values are
+    equal; its length is checked (:data:`MAX_LAYERS`) before it is decoded.
+
+    Raises:
+        ValueError: missing (when required), not a positive integer, over its
+            limit, or a per-layer array too long or with differing values.
+    """
+    key = f"{arch}.{suffix}"
+    _per_layer_length(reader, key)
     value = _value(reader, key)
     if isinstance(value, list):
         distinct = set(value)
@@ -539,19 +261,30 @@ def _int(reader: Any, key: str, *, required: bool = True) -> int | None:
             raise ValueError(f"GGUF header has no '{key}'; expected a positive integer")
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"GGUF key '{key}' is {value!r}; expected a positive integer")
-    return value
+        shown = quote(value) if isinstance(value, str) else repr(value)
+        raise ValueError(f"GGUF key '{key}' is {shown}; expected a positive integer")
+    return _bounded(f"key '{key}'", value, *_limit_of(suffix))
 
 
-def _layer_types(reader: Any, arch: str, num_layers: int) -> tuple[list[str] | None, int | None, list[str]]:
-    """(layer_types, sliding window, notes) following llama.cpp (design note 1)."""
-    window = _int(reader, f"{arch}.attention.sliding_window", required=False)
-    pattern = _value(reader, f"{arch}.attention.sliding_window_pattern")
+def _layer_types(reader: GGUFHeader, arch: str, num_layers: int) -> tuple[list[str] | None, int | None, list[str]]:
+    """(layer_types, sliding window, notes) following llama.cpp (design note 1).
+
+    ``num_layers`` is at most :data:`MAX_LAYERS` (checked by the caller); the
+    window pattern, a per-layer array or a period [layers], is checked against
+    the same limit before it is decoded or used.
+    """
+    window = _int(reader, arch, "attention.sliding_window", required=False)
     if window is None:
         return None, None, []
+    pattern_key = f"{arch}.attention.sliding_window_pattern"
+    _per_layer_length(reader, pattern_key)
+    pattern = _value(reader, pattern_key)
     if isinstance(pattern, list) and len(pattern) == num_layers:
         flags = [bool(p) for p in pattern]
     else:
+        if isinstance(pattern, int) and not isinstance(pattern, bool):
+            _bounded(f"key '{pattern_key}' (a period in layers)", pattern, MAX_LAYERS,
+                     "the bound on config.json's num_hidden_layers")
         period = pattern if isinstance(pattern, int) and pattern > 0 else SWA_PATTERNS.get(arch)
         if period is None:
             return None, None, [(f"the header states a {window:,}-token sliding window, but llama.cpp runs "
@@ -569,38 +302,41 @@ def _config_from_header(reader: Any, arch: str, tensors: list[tuple[str, str, tu
             raise ValueError(f"GGUF architecture '{arch}' uses {what}; this reader prices only K/V attention "
                              "caches: plan the model from its config.json instead")
     shapes = {name: dims for name, _, dims in tensors}
-    hidden = _int(reader, f"{arch}.embedding_length")
-    heads = _int(reader, f"{arch}.attention.head_count")
-    layers = _int(reader, f"{arch}.block_count")
-    kv_heads = _int(reader, f"{arch}.attention.head_count_kv", required=False) or heads
-    key_length = _int(reader, f"{arch}.attention.key_length", required=False)
-    value_length = _int(reader, f"{arch}.attention.value_length", required=False)
+    hidden = _int(reader, arch, "embedding_length")
+    heads = _int(reader, arch, "attention.head_count")
+    layers = _int(reader, arch, "block_count")
+    kv_heads = _int(reader, arch, "attention.head_count_kv", required=False) or heads
+    key_length = _int(reader, arch, "attention.key_length", required=False)
+    value_length = _int(reader, arch, "attention.value_length", required=False)
     if key_length and value_length and key_length != value_length:
         raise ValueError(f"GGUF keys '{arch}.attention.key_length' ({key_length}) and 'value_length' "
                          f"({value_length}) differ; such caches are not priced here")
     embd = shapes.get("token_embd.weight")
     # GGUF dims list ne0 first: token_embd is (n_embd, n_vocab), ffn_up (n_embd, n_ff).
-    vocab = _int(reader, f"{arch}.vocab_size", required=False) or (embd[1] if embd and len(embd) == 2 else None)
+    vocab = _int(reader, arch, "vocab_size", required=False)
+    if vocab is None and embd and len(embd) == 2:
+        vocab = _bounded("token_embd.weight's vocabulary dimension", embd[1], *_limit_of("vocab_size"))
     if not vocab:
         raise ValueError(f"GGUF header has no vocabulary size ('{arch}.vocab_size' or a token_embd tensor)")
-    ffn = _int(reader, f"{arch}.feed_forward_length", required=False)
+    ffn = _int(reader, arch, "feed_forward_length", required=False)
     if ffn is None:
         up = shapes.get("blk.0.ffn_up.weight")
-        ffn = up[1] if up and len(up) == 2 else 4 * hidden
+        ffn = (_bounded("blk.0.ffn_up.weight's FFN dimension", up[1], *_limit_of("feed_forward_length"))
+               if up and len(up) == 2 else 4 * hidden)
     config: dict[str, Any] = {
         "model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
         "num_attention_heads": heads, "num_key_value_heads": kv_heads, "intermediate_size": ffn,
         "vocab_size": vocab, "head_dim": key_length or hidden // heads, "torch_dtype": "float16",
         "tie_word_embeddings": "output.weight" not in shapes,
     }
-    context = _int(reader, f"{arch}.context_length", required=False)
+    context = _int(reader, arch, "context_length", required=False)
     if context:
         config["max_position_embeddings"] = context
-    experts = _int(reader, f"{arch}.expert_count", required=False)
+    experts = _int(reader, arch, "expert_count", required=False)
     if experts and experts > 1:
         config.update(model_type="mixtral", num_local_experts=experts,
-                      num_experts_per_tok=_int(reader, f"{arch}.expert_used_count"))
-        expert_ffn = _int(reader, f"{arch}.expert_feed_forward_length", required=False)
+                      num_experts_per_tok=_int(reader, arch, "expert_used_count"))
+        expert_ffn = _int(reader, arch, "expert_feed_forward_length", required=False)
         if expert_ffn:
             config["intermediate_size"] = expert_ffn
     layer_types, window, notes = _layer_types(reader, arch, layers)
@@ -643,20 +379,27 @@ def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
     except OSError as exc:
         raise ValueError(f"{path.name}: cannot read the GGUF header ({type(exc).__name__}: "
                          f"{str(exc)[:120]})") from None
-    arch = _value(reader, "general.architecture")
-    if not isinstance(arch, str) or not arch:
+    if "general.architecture" not in reader.fields:
         raise ValueError(f"{path.name}: GGUF header has no 'general.architecture'")
+    arch = _value(reader, "general.architecture")
+    if not isinstance(arch, str) or not _ARCHITECTURE.fullmatch(arch):
+        shown = quote(arch) if isinstance(arch, str) else repr(arch)
+        raise ValueError(f"{path.name}: GGUF key 'general.architecture' is {shown}; expected an architecture "
+                         f"name of 1-{MAX_ARCHITECTURE_CHARS} characters a-z, 0-9, '-' or '_' such as 'llama' or "
+                         f"'qwen2' (GGUF spec): {_ADVICE}")
     tensors = list(reader.tensor_infos)
     if not tensors:
         raise ValueError(f"{path.name}: GGUF header lists no tensors (a vocabulary-only file?)")
     try:
         config, notes = _config_from_header(reader, arch, tensors)
+        rows, by_type = _rows(tensors)
+        _check_shareable(rows, len(tensors))
     except ValueError as exc:
         raise ValueError(f"{path.name}: {exc}") from None
-    default_name = _value(reader, "general.name")
-    model_name = clean_name(name or (default_name if isinstance(default_name, str) and default_name.strip()
-                                     else path.stem))
-    rows, by_type = _rows(tensors)
+    header_name, name_note = _header_name(reader)
+    model_name = clean_name(name or header_name or _plain_text(path.stem, MAX_NAME_CHARS) or "gguf-model")
+    if name is None and name_note:
+        notes = [*notes, name_note]
     model = gguf_custom_model(config, rows, arch, model_name, source=f"gguf:{path.name}", notes=notes)
     return GGUFModel(
         file_name=path.name, architecture=arch,
@@ -667,6 +410,60 @@ def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
 
 
 _LAYER = re.compile(r"^blk\.\d+\.")
+_ARCHITECTURE = re.compile(rf"[a-z0-9_-]{{1,{MAX_ARCHITECTURE_CHARS}}}")
+
+
+def _plain_text(text: str, limit: int) -> str:
+    """``text`` with non-printable characters dropped, whitespace runs made one space, cut to ``limit`` characters."""
+    kept = "".join(ch if ch.isprintable() else (" " if ch.isspace() else "") for ch in text)
+    return " ".join(kept.split())[:limit].rstrip()
+
+
+def _header_name(reader: GGUFHeader) -> tuple[str | None, str | None]:
+    """``(general.name for display, a note when it was cleaned)``; ``(None, None)`` if absent, empty or not a string.
+
+    Reads at most :data:`MAX_HEADER_NAME_BYTES` of it, drops non-printable
+    characters (control characters, bidirectional overrides) and cuts it to
+    ``MAX_NAME_CHARS`` (100), so a long or odd name never refuses the file.
+    """
+    field = reader.fields.get("general.name")
+    if field is None or field.kind != _STRING:
+        return None, None
+    raw = reader._read(field.offset, min(field.length, MAX_HEADER_NAME_BYTES))
+    text = raw.decode("utf-8", errors="ignore")
+    clean = _plain_text(text, MAX_NAME_CHARS)
+    if not clean:
+        return None, None
+    if clean == text and field.length <= MAX_HEADER_NAME_BYTES:
+        return clean, None
+    return clean, (f"the header's general.name ({field.length:,} bytes) is shown as {quote(clean)}: non-printable "
+                   f"characters dropped, at most {MAX_NAME_CHARS} characters kept")
+
+
+def _check_shareable(rows: list[TensorRow], tensor_count: int) -> None:
+    """Refuse tensor rows that the model's own share link could not carry (model_catalog/share_codec.py).
+
+    A link holds at most ``MAX_TENSOR_ROWS`` rows; their JSON and code must
+    leave room for the rest of the payload (:data:`MAX_TENSOR_JSON_BYTES`,
+    :data:`MAX_TENSOR_CODE_CHARS`). Real models merge into a few dozen rows
+    (``blk.N.`` -> ``layers.*.``): the count is checked first, so the code is
+    built only for at most ``MAX_TENSOR_ROWS`` rows.
+
+    Raises:
+        ValueError: naming the count or size, its limit and what to do.
+    """
+    why = (f"the {tensor_count:,} tensors merge into {len(rows):,} rows (per-layer tensors blk.N.* share one row), "
+           "and a share link of the model must carry them all")
+    if len(rows) > MAX_TENSOR_ROWS:
+        raise ValueError(f"{why}: at most {MAX_TENSOR_ROWS:,} rows fit a share link; {_ADVICE}")
+    payload = [[row_name, list(shape), count, kind, qtype] for row_name, shape, count, kind, qtype in rows]
+    size = len(json.dumps(payload, separators=(",", ":")))
+    if size > MAX_TENSOR_JSON_BYTES:
+        raise ValueError(f"{why}: they take {size:,} bytes of JSON, at most {MAX_TENSOR_JSON_BYTES:,} fit; {_ADVICE}")
+    chars = len(pack({"t": payload}))
+    if chars > MAX_TENSOR_CODE_CHARS:
+        raise ValueError(f"{why}: they take {chars:,} characters of share code, at most {MAX_TENSOR_CODE_CHARS:,} "
+                         f"fit; {_ADVICE}")
 
 
 def _rows(tensors: list[tuple[str, str, tuple[int, ...]]]) -> tuple[list[TensorRow], dict[str, tuple[int, int, int]]]:

@@ -73,6 +73,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner.text import quote
 from planner.units import GiB, MiB
 
 __all__ = [
@@ -404,6 +405,11 @@ def _normalize(gpu_id: str) -> str:
     return re.sub(r"[\s_]+", "-", gpu_id.strip().lower())
 
 
+MAX_GPU_ID_CHARS = 200
+"""Longest GPU id looked up [characters]: catalog ids are under 40; the same bound as a link's id values
+(ui/link_guard.py ``MAX_ID_CHARS``), checked before the close-match search."""
+
+
 def get_gpu(gpu_id: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
     """Looks up one accelerator by id, case-insensitively, accepting a few aliases.
 
@@ -422,6 +428,9 @@ def get_gpu(gpu_id: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
         ValueError: For an unknown id, with close matches as suggestions.
     """
     catalog = load_gpus() if gpus is None else gpus
+    if len(str(gpu_id)) > MAX_GPU_ID_CHARS:  # before any matching: difflib is quadratic in the query's length
+        raise ValueError(f"GPU id {quote(gpu_id)} is longer than {MAX_GPU_ID_CHARS} characters; "
+                         "see `python -m planner gpus` for the ids")
     key = _normalize(gpu_id)
     if key in catalog:
         return catalog[key]
@@ -443,4 +452,4 @@ def get_gpu(gpu_id: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
         hint = "did you mean " + ", ".join(repr(s) for s in suggestions) + "?"
     else:
         hint = f"none of the {len(catalog)} known ids is close"
-    raise ValueError(f"unknown GPU id {gpu_id!r}; {hint} (see `python -m planner gpus`)")
+    raise ValueError(f"unknown GPU id {quote(gpu_id)}; {hint} (see `python -m planner gpus`)")

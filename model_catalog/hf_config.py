@@ -446,3 +446,6 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
         raise ValueError(f"{model_id}: {exc}") from exc
     except (TypeError, AttributeError, KeyError) as exc:
         raise ValueError(f"{model_id}: config.json is missing or mistypes a key the planner needs ({exc!r})") from exc
+    except ArithmeticError as exc:  # a zero divisor or an overflowing size the bounds did not catch
+        raise ValueError(f"{model_id}: config.json gives a size the planner cannot compute with "
+                         f"({type(exc).__name__}); check for a zero, negative or huge size or count") from exc

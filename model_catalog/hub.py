@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from model_catalog.custom import MAX_CONFIG_BYTES, CustomModel, parse_config_json, read_custom_config
+from planner.text import quote
 
 DEFAULT_TIMEOUT_S = 6.0
 """Per-request timeout [s]: connect and each read."""
@@ -62,6 +63,14 @@ SAFETENSORS_DTYPE_BYTES: dict[str, int] = {
     "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
 }
 """Bytes per element of each safetensors dtype (safetensors format spec)."""
+
+MAX_REPO_ID_CHARS = 300
+"""Longest repo field accepted [characters]: a repo id is ``ORG/NAME``, each part at most 96 characters
+(193 in all, :data:`_REPO_ID`), and the field also takes the repo's Hub address
+(``https://<host>/ORG/NAME/tree/REV``); the page's field takes no more."""
+
+MAX_REVISION_CHARS = 200
+"""Longest revision accepted [characters] (:data:`_REVISION`); the page's field takes no more."""
 
 _REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
@@ -350,10 +359,10 @@ def fetch_model(repo_id: str, *, revision: str | None = None, token: str | None 
     if repo_id.startswith(("https://", "http://")):
         repo_id = re.sub(r"^https?://[^/]+/", "", repo_id).split("/tree/")[0].strip("/")
     if not _REPO_ID.match(repo_id) or ".." in repo_id:
-        raise HubError("bad_input", f"'{repo_id}' is not a Hugging Face repo id; expected ORG/NAME, e.g. "
+        raise HubError("bad_input", f"{quote(repo_id)} is not a Hugging Face repo id; expected ORG/NAME, e.g. "
                                     "Qwen/Qwen2.5-7B")
     if revision is not None and (not _REVISION.match(revision) or ".." in revision):
-        raise HubError("bad_input", f"revision '{revision}' is not a branch, tag or commit name")
+        raise HubError("bad_input", f"revision {quote(revision)} is not a branch, tag or commit name")
     if not timeout_s > 0:
         raise HubError("bad_input", f"timeout_s must be > 0, got {timeout_s}")
     base = hub_endpoint(endpoint)

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from pydantic import ValidationError
 
 from model_catalog.schema_models import ModelEntry
+from planner.text import quote
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 """Folder of the catalog's model entries, one ``ORG__NAME.json`` per model."""
@@ -114,6 +115,13 @@ def _similarity(query: str, name: str) -> float:
     return ratio + (1.0 if len(query) >= 4 and query in name else 0.0) + (1.0 if same_core else 0.0)
 
 
+MAX_MODEL_ID_CHARS = 200
+"""Longest model id looked up [characters]. A Hugging Face repo id is ``org/name``, the name at most
+96 characters (the Hub's limit, huggingface_hub ``validate_repo_id``); the same bound as a link's id
+values (ui/link_guard.py ``MAX_ID_CHARS``). A 100,000-character ``--model`` cost 43 s in the close-match
+search before this bound."""
+
+
 def _suggestions(query: str, catalog: ModelCatalog, limit: int = 3, cutoff: float = 0.6) -> list[str]:
     """Up to ``limit`` canonical ids closest to ``query`` (by id, alias or name part)."""
     wanted = query.lower()
@@ -131,12 +139,16 @@ def resolve_model_id(model_id: str, models_dir: Path = MODELS_DIR) -> str:
         ValueError: ``unknown model id 'X'; did you mean 'A', 'B'? (see `python -m planner models`)``.
     """
     catalog = load_catalog(models_dir)
-    found = catalog.lookup.get(str(model_id).strip().lower())
+    text = str(model_id).strip()
+    if len(text) > MAX_MODEL_ID_CHARS:  # before any matching: difflib is quadratic in the query's length
+        raise ValueError(f"model id {quote(text)} is longer than {MAX_MODEL_ID_CHARS} characters, so it is no "
+                         f"Hugging Face repo id (org/name); {_LIST_HINT}")
+    found = catalog.lookup.get(text.lower())
     if found is not None:
         return found
-    suggestions = _suggestions(str(model_id).strip(), catalog)
+    suggestions = _suggestions(text, catalog)
     if suggestions:
         hint = "did you mean " + ", ".join(repr(s) for s in suggestions) + "?"
     else:
         hint = "no close match in the catalog"
-    raise ValueError(f"unknown model id {model_id!r}; {hint} {_LIST_HINT}")
+    raise ValueError(f"unknown model id {quote(text)}; {hint} {_LIST_HINT}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -51,6 +52,7 @@ from model_catalog.custom import (
     json_constant,
     read_custom_config,
 )
+from planner.text import quote
 
 CODEC_VERSION = 1
 """Current format version; the code starts with ``v1.``."""
@@ -69,6 +71,11 @@ MAX_JSON_BYTES = 256 * 1024
 
 MAX_TENSOR_ROWS = 4096
 """Most GGUF tensor rows in one code."""
+
+MAX_TENSOR_ELEMENTS = 2**63 - 1
+"""Most elements of one tensor in a GGUF row [elements]: what a GGUF header may state (int64 element
+counts; :mod:`model_catalog.gguf_reader` refuses more), so a link can describe no larger tensor than a file.
+The rows' counts together are bounded like a file's tensors (``gguf_header.MAX_TENSOR_COUNT``)."""
 
 ALWAYS_KEPT_KEYS: tuple[str, ...] = (
     *GENERIC_REQUIRED_KEYS, "num_key_value_heads", "head_dim", "max_position_embeddings", "torch_dtype",
@@ -281,8 +288,31 @@ def minimal_hf_quant_config(model: CustomModel) -> dict[str, Any] | None:
     return compact if other.spec == model.spec else dict(model.hf_quant_config)
 
 
+MAX_GREEDY_KEYS = 128
+"""Most removable keys of one object :func:`minimal_config` tries one at a time (published configs have at
+most 96). A larger object, padded with keys nothing reads, is pruned by halves first
+(:func:`_halved_away`), so it costs a few rebuilds per needed key instead of one rebuild per key: a paste of
+1,000 unread keys in both ``config`` and ``text_config`` took 38 s of CPU one key at a time."""
+
+
+def _halved_away(keys: list[str], same_without: Callable[[list[str]], bool]) -> list[str]:
+    """The keys of ``keys`` whose removal keeps the model: a run of keys that can go together goes in one
+    rebuild, a run that cannot is split in halves down to single keys (which then stay)."""
+    dropped: list[str] = []
+    pending = [keys]
+    while pending:
+        run = pending.pop()
+        if same_without([*dropped, *run]):
+            dropped += run
+        elif len(run) > 1:
+            middle = len(run) // 2
+            pending += [run[middle:], run[:middle]]  # the first half is tried first
+    return dropped
+
+
 def _minimal_keys(model: CustomModel, same: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """The greedy key removal of :func:`minimal_config`, given its equality check."""
+    """The greedy key removal of :func:`minimal_config`, given its equality check (objects of more than
+    :data:`MAX_GREEDY_KEYS` removable keys pruned by halves first)."""
     keep = {"model_type", *ALWAYS_KEPT_KEYS}
 
     config = {key: value for key, value in model.config.items()}
@@ -293,6 +323,17 @@ def _minimal_keys(model: CustomModel, same: Callable[[dict[str, Any]], bool]) ->
             trial = compact if where is None else {**config, where: compact}
             if same(trial):
                 config = trial
+    candidates = [key for key in config if key not in keep and key != "text_config"]
+    if len(candidates) > MAX_GREEDY_KEYS:
+        gone = set(_halved_away(candidates, lambda drop: same({k: v for k, v in config.items() if k not in drop})))
+        config = {k: v for k, v in config.items() if k not in gone}
+    text = config.get("text_config")
+    inner_candidates = [key for key in text if key not in keep] if isinstance(text, Mapping) else []
+    if len(inner_candidates) > MAX_GREEDY_KEYS:
+        def without(drop: list[str]) -> bool:
+            return same({**config, "text_config": {k: v for k, v in text.items() if k not in drop}})
+        gone = set(_halved_away(inner_candidates, without))
+        config = {**config, "text_config": {k: v for k, v in text.items() if k not in gone}}
     for key in list(config):
         if key in keep:
             continue
@@ -339,12 +380,22 @@ def decode_model(code: str) -> CustomModel:
     try:
         if parsed.t is None:
             return read_custom_config(parsed.c, parsed.n, source=parsed.s, hf_quant_config=parsed.q)
+        from model_catalog.gguf_header import MAX_TENSOR_COUNT, MAX_TENSOR_DIMS
+        from model_catalog.gguf_reader import gguf_custom_model
+
         rows = []
         for name, shape, count, kind, qtype in parsed.t:
-            if kind not in _KINDS or count < 1 or not shape or any(d < 1 for d in shape) or len(shape) > 4:
-                raise ValueError(f"tensor row {name!r} is malformed")
+            if (kind not in _KINDS or count < 1 or not shape or any(d < 1 for d in shape)
+                    or len(shape) > MAX_TENSOR_DIMS):
+                raise ValueError(f"tensor row {quote(name)} is malformed")
+            if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+                raise ValueError(f"tensor row {quote(name)} has more than {MAX_TENSOR_ELEMENTS:,} elements, more "
+                                 "than a GGUF file can hold")
             rows.append((name, tuple(shape), count, kind, qtype))
-        from model_catalog.gguf_reader import gguf_custom_model
+        tensors = sum(row[2] for row in rows)
+        if tensors > MAX_TENSOR_COUNT:
+            raise ValueError(f"the tensor rows count {tensors:,} tensors; a GGUF file holds at most "
+                             f"{MAX_TENSOR_COUNT:,}")
 
         return gguf_custom_model(parsed.c, rows, parsed.a or "unknown", parsed.n, source=parsed.s)
     except ValueError as exc:

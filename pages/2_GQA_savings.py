@@ -5,7 +5,7 @@ import streamlit as st
 from planner.budget import plan
 from planner.model.kv import attention_variants
 from ui import catalog, charts, data, inputs, views
-from ui.format import format_tokens
+from ui.format import format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
                  "The chosen model rebuilt as MHA, GQA (as built), MQA, or with MLA's latent: KV cache per token "
@@ -17,20 +17,20 @@ model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.mo
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 too_long = views.context_problem(model, form.context_len)
 if too_long:
-    st.error(too_long, icon=":material/error:")
+    st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
 plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, form.request(), gpu_id=gpu.id,
                            what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
 
-st.subheader(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence")
-st.caption(f"`{model.model_id}` is built with {model.attention_kind}; weights {plans[0][1].weights_label}, "
-           f"{plans[0][1].kv_cache_dtype} KV cache, "
-           f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica.")
+st.subheader(md_text(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence"))
+st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
+                      f"{plans[0][1].weights_label}, {plans[0][1].kv_cache_dtype} KV cache, "
+                      f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica."))
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:
-    st.markdown(f"**{savings}**")
+    st.markdown(f"**{md_message(savings)}**")
 views.variant_metrics(plans)
 left, right = st.columns(2)
 left.plotly_chart(charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",

@@ -4,7 +4,8 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.model.kv import cache_dtypes
-from ui import catalog, charts, data, inputs, serving, views
+from ui import catalog, charts, data, downloads, inputs, serving, views
+from ui.format import md_text
 
 views.setup_page("Concurrency", "👥",
                  "How many sequences of a given length fit in each GPU's KV budget (one model replica, "
@@ -26,8 +27,9 @@ contexts = data.within_limit(data.curve_contexts([model]), model)
 series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
 views.no_fit_warnings(series, model.model_id)
 
-st.subheader(f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} weights, "
-             f"{cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache")
+st.subheader(md_text(
+    f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
+    f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache"))
 st.plotly_chart(charts.concurrency_lines(contexts, series), key="concurrency_chart")
 st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover or use "
            "the table. A line that levels off above its neighbours comes from sliding-window or recurrent layers "
@@ -39,7 +41,7 @@ table = data.concurrency_table(
     views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
 st.dataframe(data.concurrency_display(table), hide_index=True, key="concurrency_table",
              column_config={"GPU": st.column_config.TextColumn("GPU", pinned=True)})
-st.download_button("Download CSV", table.to_csv(index=False), file_name="max_concurrent_sequences.csv",
+st.download_button("Download CSV", downloads.csv_text(table), file_name="max_concurrent_sequences.csv",
                    mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
 st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
            "overhead. Columns stop at the model's max_position_embeddings.")

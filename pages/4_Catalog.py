@@ -3,12 +3,15 @@
 import streamlit as st
 
 from ui import data, views
+from ui.format import md_text, shorten
+from ui.link_guard import MAX_ID_CHARS
 
 views.setup_page("Catalog", "📚",
                  "Every model and GPU the planner knows, with where each figure comes from.")
 views.navigation()
 query = st.text_input("Search models and GPUs (any part of the id, name or an alias)", key="search",
-                      bind="query-params", placeholder="e.g. llama 70b, qwen3.6, nvfp4, h100, mi300")
+                      bind="query-params", placeholder="e.g. llama 70b, qwen3.6, nvfp4, h100, mi300",
+                      max_chars=MAX_ID_CHARS)
 
 st.subheader("Models")
 models = data.search(data.model_table(), query, columns=("id", "name", "aliases"))
@@ -33,4 +36,4 @@ st.caption("`python -m planner verify` builds each model from its config on the 
            "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
            "transformers can build that architecture, are of the mapped model.")
 if models.empty and gpus.empty:
-    st.warning(f"Nothing matches “{query}”. Clear the search box to see every entry.")
+    st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")

@@ -4,8 +4,9 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.engines import plan_engine
+from planner.engines.logparse import MAX_LOG_CHARS
 from ui import catalog, charts, engine, inputs, serving, views
-from ui.format import format_command
+from ui.format import format_command, md_text
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -25,7 +26,7 @@ request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, 
 result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
                        what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
 
-st.subheader(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}")
+st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}"))
 st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_size} × pipeline "
            f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = "
            f"{result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'} · "
@@ -63,8 +64,11 @@ engine.serving_section(result)
 
 st.subheader("Check against your engine's startup log")
 text = st.text_area("Paste the startup log (vLLM, SGLang, llama.cpp, TensorRT-LLM or TGI)", key="engine_log",
-                    height=180, help="Lines such as 'Available KV cache memory: X GiB', 'GPU KV cache size: N "
-                                     "tokens', 'KV Cache is allocated. #tokens: N', 'llama_kv_cache: size = ...'.")
+                    height=180, max_chars=MAX_LOG_CHARS,
+                    help="Lines such as 'Available KV cache memory: X GiB', 'GPU KV cache size: N "
+                         "tokens', 'KV Cache is allocated. #tokens: N', 'llama_kv_cache: size = ...'. "
+                         f"At most {MAX_LOG_CHARS:,} characters: paste the startup part, from model loading to "
+                         "the KV-cache lines, not a whole day of serving logs.")
 if text.strip():
     view = views.guarded(engine.log_view, text, model, gpu.framework_memory_bytes, request, result,
                          what="reading the log")

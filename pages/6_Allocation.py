@@ -4,7 +4,7 @@ KV quantization and swap, for one model on one GPU type."""
 import streamlit as st
 
 from ui import catalog, inputs, traffic, views
-from ui.format import format_bytes, format_tokens
+from ui.format import format_bytes, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
                  "How the KV cache is handed out decides how many users fit: naive reservation of max_model_len "
@@ -21,15 +21,14 @@ problems.extend(more)
 extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_space_gib", "host_link_gb_s"),
                                     expanded=False)
 problems.extend(more)
-upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv",
-                                  help="One column of total tokens, or prompt_len,output_len (header optional).")
+upload = traffic.lengths_uploader()
 inputs.show_problems(problems)
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
-csv_text = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")
+lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")  # parsed once
 workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
-                         load["output_p95"], alloc["max_model_len"], csv_text, what="building the workload")
+                         load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
 view = views.guarded(
     traffic.allocation_view, model, gpu, form.request(context_len=alloc["max_model_len"]),
     mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
@@ -38,12 +37,12 @@ view = views.guarded(
     what=f"comparing allocations for {form.model_id} on {gpu.name}")
 c = view.comparison
 
-st.subheader(f"{model.display_name} on {gpu.name}: naive vs paged vs paged + prefix")
+st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:
-    st.error(too_long, icon=":material/error:")
+    st.error(md_message(too_long), icon=":material/error:")
 for note in c.notes:
-    st.warning(note, icon=":material/warning:")
+    st.warning(md_message(note), icon=":material/warning:")
 traffic.metrics_row(traffic.allocation_metric_values(view))
 left, right = st.columns(2)
 left.plotly_chart(traffic.allocation_bars(c), key="allocation_bars")

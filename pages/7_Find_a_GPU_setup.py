@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import catalog, custom_panel, inputs, serving, traffic, views
-from ui.format import format_command
+from ui import catalog, custom_panel, downloads, inputs, serving, traffic, views
+from ui.format import format_command, md_message, md_text
 
 views.setup_page("Find a GPU setup", "🔎",
                  "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
@@ -21,8 +21,7 @@ load, more = traffic.number_inputs(
 problems.extend(more)
 limits, more = traffic.number_inputs("Search limits", ("max_gpus", "max_tpot_ms", "preemption_probability", "seed"))
 problems.extend(more)
-upload = st.sidebar.file_uploader("Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv",
-                                  help="One column of total tokens, or prompt_len,output_len (header optional).")
+upload = traffic.lengths_uploader()
 custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
 search_gpus, more = traffic.vendor_filter([*catalog.gpus().values(), *([custom_gpu] if custom_gpu else [])])
 problems.extend(more)
@@ -31,9 +30,9 @@ problems.extend(more)
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
-csv_text = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")
+lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")  # parsed once
 workload = views.guarded(traffic.fixed_or_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
-                         load["output_p95"], load["max_model_len"], csv_text, what="building the workload")
+                         load["output_p95"], load["max_model_len"], lengths, what="building the workload")
 request = views.guarded(
     traffic.find_request, users=load["users"], workload=workload, max_gpus=limits["max_gpus"],
     kv_cache_dtypes=kv_cache_dtypes, weight_dtype=weight_dtype, max_tpot_ms=limits["max_tpot_ms"],
@@ -43,14 +42,14 @@ if features is not None:
     request = replace(request, serving=features)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
-st.subheader(f"{model.display_name}: {load['users']:,} users")
+st.subheader(f"{md_text(model.display_name)}: {load['users']:,} users")
 st.caption(workload.describe())
 if result.fits:
     st.success(traffic.best_text(result), icon=":material/check_circle:")
 else:
     st.warning(traffic.nothing_fits_text(result, limits["max_gpus"]), icon=":material/warning:")
 for note in result.notes:
-    st.info(note, icon=":material/info:")
+    st.info(md_message(note), icon=":material/info:")
 table = traffic.find_rows(result)
 pages = traffic.num_pages(table)
 page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {traffic.FIND_PAGE_ROWS} a page)", min_value=1,
@@ -60,8 +59,8 @@ order, columns = traffic.find_table_config()
 st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
              placeholder="n/a")  # a setup without a figure (TTFT where the catalog states no TFLOPS)
 for note in traffic.page_notes(result, page):
-    st.caption(f"Note on this page: {note}")
-st.download_button("Download CSV", table.to_csv(index=False), file_name="gpu_setups.csv", mime="text/csv",
+    st.caption(f"Note on this page: {md_message(note)}")
+st.download_button("Download CSV", downloads.csv_text(table), file_name="gpu_setups.csv", mime="text/csv",
                    key="download_setups", icon=":material/download:", on_click="ignore")
 best = traffic.shown_setup(result)
 if best is not None:
@@ -79,13 +78,13 @@ if best is not None:
     gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")
     estimate = views.guarded(traffic.setup_throughput, model, gpu, best, request, workload,
                              what="estimating throughput")
-    st.subheader(f"Throughput and cost on {best.num_gpus} x {gpu.name} (one replica, tensor parallel "
+    st.subheader(f"Throughput and cost on {best.num_gpus} x {md_text(gpu.name)} (one replica, tensor parallel "
                  f"{best.tensor_parallel_size})")
     st.warning(f"**{estimate.label.capitalize()}.** {estimate.formula}.", icon=":material/speed:")
     st.plotly_chart(traffic.throughput_chart(estimate), key="throughput_chart")
     st.dataframe(traffic.throughput_rows(estimate), hide_index=True, key="throughput_table")
     for note in estimate.notes:
-        st.info(note, icon=":material/info:")
+        st.info(md_message(note), icon=":material/info:")
     st.caption("Decode reads every weight once per step plus each running sequence's KV (at the mean decode "
                "context); prefill costs 2 x active parameters FLOPs per token. Sources: DOMAIN.md section 4; "
                "Pope et al., MLSys 2023; Williams et al., Roofline, CACM 2009.")

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from model_catalog import get_gpu, get_model_entry, model_ids, model_spec
+from model_catalog.config_bounds import check_sizes
 from model_catalog.custom import (
     MAX_CONFIG_BYTES,
-    check_sizes,
     custom_gpu,
     load_config_file,
     parse_config_json,

@@ -15,8 +15,10 @@ Total 1,238,272 B. KV cache (f16, 2 B): 2 layers x 2 (K, V) x 2 heads x 64 x 2 B
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +27,8 @@ import gguf
 import pytest
 from gguf import GGUFEndian
 
-from model_catalog import gguf_reader
+from model_catalog import gguf_header, gguf_reader
+from model_catalog.config_bounds import SIZE_LIMITS as LIMITS
 from model_catalog.gguf_reader import ggml_storage, read_gguf
 from model_catalog.share_codec import decode_model, encode_model
 from planner.budget import PlanRequest, plan
@@ -260,7 +263,8 @@ BOMBS = {
     "entries-2^40": (gguf_header_bytes(kv_count=2**40),
                      "declares 1,099,511,627,776 metadata entries; the reader accepts at most 16,384"),
     "tensors-2^40": (gguf_header_bytes([_arch()], tensor_count=2**40),
-                     "declares 1,099,511,627,776 tensors; the reader accepts at most 65,536"),
+                     "declares 1,099,511,627,776 tensors (the largest real models list about 1,100); the reader "
+                     "accepts at most 16,384"),
     "dims-2^32": (gguf_header_bytes([_arch()], [gguf_tensor_info("token_embd.weight", (), 0, n_dims=2**32 - 1)]),
                   "declares 4,294,967,295 dimensions for tensor token_embd.weight; the reader accepts at most 4"),
     "nested-arrays": (gguf_header_bytes([gguf_kv("x.nested", V.ARRAY, gguf_array(V.ARRAY, 1) * 64)]),
@@ -312,7 +316,7 @@ def test_big_vocabulary_plans_like_the_tiny_file(tiny, tmp_path):
 
 
 def test_header_bytes_limit(tiny, monkeypatch):
-    monkeypatch.setattr(gguf_reader, "MAX_HEADER_BYTES", 1000)
+    monkeypatch.setattr(gguf_header, "MAX_HEADER_BYTES", 1000)
     with pytest.raises(ValueError, match=r"^tiny.Q4_K_M.gguf: this GGUF header declares 1,0\d\d bytes of header "
                                          r"\(it runs to byte 1,0\d\d in tensor .*\); the reader accepts at most 1,000: "
                                          "use a GGUF file written by llama.cpp's convert script"):
@@ -323,9 +327,10 @@ def test_array_items_limit_counts_all_string_arrays(tmp_path, monkeypatch):
     path = write_tiny_gguf(tmp_path / "two.gguf", extra=lambda w: (w.add_token_list(["a"] * 600),
                                                                   w.add_token_merges(["a b"] * 600)))
     assert read_gguf(path).weight_bytes == TOTAL_BYTES
-    monkeypatch.setattr(gguf_reader, "MAX_ARRAY_ITEMS", 1000)
-    with pytest.raises(ValueError, match="declares 1,200 string or array items in all "
-                                         r"\(at tokenizer.ggml.merges\); the reader accepts at most 1,000"):
+    monkeypatch.setattr(gguf_header, "MAX_ARRAY_ITEMS", 1000)
+    with pytest.raises(ValueError, match="declares 1,200 array elements over all its arrays, nested ones included "
+                                         r"\(the total passes the limit at tokenizer.ggml.merges\); the reader "
+                                         "accepts at most 1,000"):
         read_gguf(path)
 
 
@@ -356,10 +361,225 @@ def test_big_endian_header_is_read(tiny, tmp_path):
 @pytest.mark.parametrize(("items", "refused"), [(1024, False), (1025, True)])
 def test_array_length_limit_is_inclusive(tmp_path, monkeypatch, items, refused):
     path = write_tiny_gguf(tmp_path / "edge.gguf", extra=lambda w: w.add_token_types([1] * items))
-    monkeypatch.setattr(gguf_reader, "MAX_ARRAY_LENGTH", 1024)
+    monkeypatch.setattr(gguf_header, "MAX_ARRAY_LENGTH", 1024)
     if refused:
         with pytest.raises(ValueError, match="declares 1,025 entries in tokenizer.ggml.token_type; the reader "
                                              "accepts at most 1,024"):
             read_gguf(path)
     else:
         assert read_gguf(path).weight_bytes == TOTAL_BYTES
+
+
+
+# --------------------------------------------------------------------------
+# Hostile headers within the byte limits: every count is bounded before it is
+# used, nested arrays and all arrays' elements are capped, tensor rows must fit
+# the model's own share link, and the file's strings are bounded and plain.
+# --------------------------------------------------------------------------
+BASE_SIZES = {"block_count": 2, "embedding_length": 256, "attention.head_count": 4, "vocab_size": 1024}
+"""The keys :func:`read_gguf` needs, at the tiny model's sizes (tests/fixtures/gguf_files.py ``TINY``)."""
+
+BIG = 2**40
+"""A declared count far over every limit."""
+
+
+def _model_header(arch: str = "llama", sizes: dict | None = None, extra: tuple[bytes, ...] = (),
+                  tensors: list[bytes] | None = None) -> bytes:
+    """A hand-built header that plans (:data:`BASE_SIZES` as u64 values, updated by ``sizes``), plus ``extra`` pairs."""
+    values = {**BASE_SIZES, **(sizes or {})}
+    kvs = [gguf_kv("general.architecture", V.STRING, gguf_string(arch)),
+           *(gguf_kv(f"{arch}.{key}", V.UINT64, struct.pack("<Q", value)) for key, value in values.items()), *extra]
+    infos = tensors if tensors is not None else [gguf_tensor_info("token_embd.weight", (256, 1024), T.F32)]
+    return gguf_header_bytes(kvs, infos)
+
+
+def _refusal(tmp_path: Path, content: bytes) -> str:
+    """The ValueError message of :func:`read_gguf` for a file holding ``content``."""
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as caught:
+        read_gguf(path)
+    return str(caught.value)
+
+
+def _window(arch: str = "gemma3") -> bytes:
+    return gguf_kv(f"{arch}.attention.sliding_window", V.UINT32, struct.pack("<I", 512))
+
+
+def test_the_hand_built_header_plans(tmp_path):
+    path = tmp_path / "base.gguf"
+    path.write_bytes(_model_header("gemma3", extra=(_window(),)))
+    spec = read_gguf(path).model.spec
+    assert len(spec.layers) == 2 and spec.vocab_size == 1024
+
+
+@pytest.mark.parametrize("layers", [2**27, 2**36])
+def test_block_count_is_refused_before_any_layer_is_built(tmp_path, layers):
+    """The issue's tiny files: a sliding window made a list per layer (2^27: about 20 s, 2.1 GB; 2^36: MemoryError)."""
+    path = tmp_path / "layers.gguf"
+    path.write_bytes(_model_header("gemma3", {"block_count": layers}, (_window(),)))
+    result, _ = run_child(path)
+    assert (f"layers.gguf: GGUF key 'gemma3.block_count' is {layers:,}; the reader accepts at most "
+            f"{LIMITS['num_hidden_layers']:,} (the bound on config.json's num_hidden_layers, far above any published "
+            "model): use a GGUF file written by "
+            "llama.cpp's convert script") in result.get("error", ""), result
+    assert result["grew_mb"] < 64, result
+
+
+COUNT_CASES = {
+    "head_count_kv": ({"attention.head_count_kv": BIG}, (), "GGUF key 'llama.attention.head_count_kv' is "
+                      f"1,099,511,627,776; the reader accepts at most {LIMITS['num_key_value_heads']:,} (the bound on "
+                      "config.json's num_key_value_heads"),
+    "head_count": ({"attention.head_count": BIG}, (), "'llama.attention.head_count' is 1,099,511,627,776; the "
+                   f"reader accepts at most {LIMITS['num_attention_heads']:,} (the bound on config.json's "
+                   "num_attention_heads"),
+    "embedding_length": ({"embedding_length": BIG}, (), "'llama.embedding_length' is 1,099,511,627,776; the "
+                         f"reader accepts at most {LIMITS['hidden_size']:,} (the bound on config.json's hidden_size"),
+    "vocab_size": ({"vocab_size": BIG}, (), "'llama.vocab_size' is 1,099,511,627,776; the reader accepts at "
+                   f"most {LIMITS['vocab_size']:,} (the bound on config.json's vocab_size"),
+    "expert_count": ({"expert_count": BIG}, (), "'llama.expert_count' is 1,099,511,627,776; the reader accepts "
+                     f"at most {LIMITS['num_local_experts']:,} (the bound on config.json's num_local_experts"),
+    "key_length": ({"attention.key_length": BIG}, (), "'llama.attention.key_length' is 1,099,511,627,776; the "
+                   f"reader accepts at most {LIMITS['head_dim']:,} (the bound on config.json's head_dim"),
+    "context_length": ({"context_length": BIG}, (), "'llama.context_length' is 1,099,511,627,776; the reader "
+                       "accepts at most "),
+    "per-layer array": ({}, (gguf_kv("llama.attention.head_count_kv", V.ARRAY,
+                                     gguf_array(V.INT32, 2000, struct.pack("<2000i", *[2] * 2000))),),
+                        "GGUF key 'llama.attention.head_count_kv' is an array of 2,000 values; a per-layer array "
+                        f"holds one per layer and the reader accepts at most {LIMITS['num_hidden_layers']:,} layers"),
+}
+
+
+@pytest.mark.parametrize("case", list(COUNT_CASES))
+def test_every_header_count_is_checked_as_it_is_read(tmp_path, case):
+    sizes, extra, message = COUNT_CASES[case]
+    assert message in _refusal(tmp_path, _model_header("llama", sizes, extra))
+
+
+def test_window_pattern_and_embedding_shape_are_bounded(tmp_path):
+    period = gguf_kv("gemma3.attention.sliding_window_pattern", V.UINT64, struct.pack("<Q", BIG))
+    assert ("GGUF key 'gemma3.attention.sliding_window_pattern' (a period in layers) is 1,099,511,627,776; the "
+            f"reader accepts at most {LIMITS['num_hidden_layers']:,}") in _refusal(
+                tmp_path, _model_header("gemma3", extra=(_window(), period)))
+    flags = gguf_kv("gemma3.attention.sliding_window_pattern", V.ARRAY, gguf_array(V.BOOL, 5000, b"\1" * 5000))
+    assert "'gemma3.attention.sliding_window_pattern' is an array of 5,000 values" in _refusal(
+        tmp_path, _model_header("gemma3", extra=(_window(), flags)))
+    no_vocab = {key: value for key, value in BASE_SIZES.items() if key != "vocab_size"}
+    header = gguf_header_bytes(
+        [gguf_kv("general.architecture", V.STRING, gguf_string("llama")),
+         *(gguf_kv(f"llama.{key}", V.UINT64, struct.pack("<Q", value)) for key, value in no_vocab.items())],
+        [gguf_tensor_info("token_embd.weight", (256, BIG), T.F32)])
+    assert ("GGUF token_embd.weight's vocabulary dimension is 1,099,511,627,776; the reader accepts at most "
+            f"{LIMITS['vocab_size']:,}") in _refusal(tmp_path, header)
+
+
+def test_size_keys_reuse_the_config_json_bounds():
+    for suffix, config_key in gguf_reader.SIZE_KEYS.items():
+        limit, _ = gguf_reader._limit_of(suffix)
+        assert limit == LIMITS.get(config_key, gguf_reader.MAX_CONTEXT_TOKENS), suffix
+    assert gguf_reader.MAX_LAYERS == LIMITS["num_hidden_layers"]
+
+
+def test_nested_empty_arrays_are_capped_over_the_whole_header(tmp_path):
+    """The issue's 50 MB of empty nested arrays cost 12 s; here three keys of 21,846 (786 KB) pass the 65,536 cap."""
+    nested = tuple(gguf_kv(f"x.nested{i}", V.ARRAY, gguf_array(V.ARRAY, 21_846, gguf_array(V.UINT8, 0) * 21_846))
+                   for i in range(3))
+    assert ("declares 65,538 arrays inside arrays over the whole header (the total passes the limit at x.nested2); "
+            "the reader accepts at most 65,536") in _refusal(tmp_path, _model_header(extra=nested))
+
+
+def test_array_elements_are_capped_numeric_and_nested_included(tmp_path, monkeypatch):
+    numeric = tuple(gguf_kv(f"x.bytes{i}", V.ARRAY, gguf_array(V.UINT8, 840_000, bytes(840_000))) for i in range(5))
+    assert ("declares 4,200,000 array elements over all its arrays, nested ones included (the total passes the "
+            "limit at x.bytes4); the reader accepts at most 4,194,304") in _refusal(
+                tmp_path, _model_header(extra=numeric))  # 4.2 MB
+    monkeypatch.setattr(gguf_header, "MAX_ARRAY_ITEMS", 1000)
+    inner = gguf_array(V.UINT8, 100, bytes(100))
+    nested = gguf_kv("x.nested", V.ARRAY, gguf_array(V.ARRAY, 10, inner * 10))
+    assert "declares 1,010 array elements over all its arrays" in _refusal(tmp_path, _model_header(extra=(nested,)))
+
+
+def _tensors(names) -> list[bytes]:
+    return [gguf_tensor_info(name, (256,), T.F32) for name in names]
+
+
+def test_65536_tensor_names_are_refused_at_read_time(tmp_path):
+    """Such a file was read (8 s, +333 MB) and then its own share code was refused as too long."""
+    header = _model_header(tensors=_tensors(f"t{i}.weight" for i in range(65_536)))
+    assert ("declares 65,536 tensors (the largest real models list about 1,100); the reader accepts at most "
+            "16,384") in _refusal(tmp_path, header)
+
+
+def test_tensor_rows_must_fit_the_models_share_link(tmp_path):
+    rows = _refusal(tmp_path, _model_header(tensors=_tensors(f"t{i}.weight" for i in range(4097))))
+    assert "the 4,097 tensors merge into 4,097 rows" in rows and "at most 4,096 rows fit a share link" in rows
+    random_names = (hashlib.sha256(str(i).encode()).hexdigest()[:40] for i in range(1500))
+    code = _refusal(tmp_path, _model_header(tensors=_tensors(random_names)))
+    assert "the 1,500 tensors merge into 1,500 rows" in code and "characters of share code, at most 12,000" in code
+
+
+def test_a_405b_sized_tensor_list_reads_and_shares(tmp_path):
+    """Llama 3.1 405B's layout: 126 layers x 9 tensors + 4 = 1,138, the most of a real dense model."""
+    names = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"]
+    infos = [gguf_tensor_info(f"blk.{i}.{n}.weight", (256,) if "norm" in n else (256, 256), T.F32 if "norm" in n
+                              else T.Q4_K) for i in range(126) for n in names]
+    infos += [gguf_tensor_info("token_embd.weight", (256, 1024), T.Q8_0), gguf_tensor_info("output.weight", (256, 1024),
+              T.Q6_K), gguf_tensor_info("output_norm.weight", (256,), T.F32), gguf_tensor_info("rope_freqs.weight",
+              (64,), T.F32)]
+    path = tmp_path / "405b.gguf"
+    path.write_bytes(_model_header(sizes={"block_count": 126}, tensors=infos))
+    model = read_gguf(path).model
+    assert decode_model(encode_model(model)).spec == model.spec
+
+
+HUGE = (2**60).to_bytes(8, "little")
+"""A ``gguf_string_t`` length prefix of 2^60 bytes."""
+
+STRING_BOMBS = {
+    "key": (gguf_header_bytes(kv_count=1) + HUGE, "1,152,921,504,606,846,976 bytes in the key of metadata entry 0; "
+            "the reader accepts at most 65,535"),
+    "name": (gguf_header_bytes([gguf_kv("general.name", V.STRING, HUGE)]), "1,152,921,504,606,846,976 bytes in the "
+             "string general.name; the reader accepts at most 67,108,864"),
+    "token": (gguf_header_bytes([gguf_kv("tokenizer.ggml.tokens", V.ARRAY, gguf_array(V.STRING, 1, HUGE))]),
+              "1,152,921,504,606,846,976 bytes in one string of tokenizer.ggml.tokens; the reader accepts at most "
+              "67,108,864"),
+    "tensor": (_model_header(tensors=[HUGE]), "1,152,921,504,606,846,976 bytes in the name of tensor 0; the reader "
+               "accepts at most 63"),
+}
+
+
+@pytest.mark.parametrize("case", list(STRING_BOMBS))
+def test_string_lengths_are_checked_before_any_allocation(tmp_path, case):
+    content, message = STRING_BOMBS[case]
+    assert f"this GGUF header declares {message}" in _refusal(tmp_path, content)
+
+
+def test_tensor_names_follow_llama_cpp(tmp_path):
+    assert "declares 64 bytes in the name of tensor 0; the reader accepts at most 63" in _refusal(
+        tmp_path, _model_header(tensors=_tensors(["x" * 64])))
+    control = _refusal(tmp_path, _model_header(tensors=_tensors(["blk.0.\x1b[31mred"])))
+    assert "the name of tensor 0 'blk.0.\\x1b[31mred' holds control or other non-printable characters" in control
+    assert "\x1b" not in control
+
+
+def test_keys_with_control_characters_are_refused_and_long_keys_are_cut(tmp_path):
+    title = _refusal(tmp_path, _model_header(extra=(gguf_kv("x.\x1b]0;pwned\x07", V.UINT8, b"\0"),)))
+    assert "key of metadata entry 5 'x.\\x1b]0;pwned\\x07' holds control" in title and "\x1b" not in title
+    long_key = _refusal(tmp_path, gguf_header_bytes([gguf_kv("k" * 10_000, 13, b"")]))
+    assert "unknown metadata value type 13 for 'kkk" in long_key and "(10,000 characters)" in long_key
+    assert "k" * 61 not in long_key
+
+
+def test_general_name_is_cut_and_stripped_not_refused(tmp_path):
+    hostile = "Evil\x1b[2J\u202e model\n" + "x" * 5000
+    path = tmp_path / "named.gguf"
+    path.write_bytes(_model_header(extra=(gguf_kv("general.name", V.STRING, gguf_string(hostile)),)))
+    read = read_gguf(path)
+    assert read.model.name == ("Evil[2J model " + "x" * 100)[:100]
+    assert any("general.name (5,018 bytes) is shown as 'Evil[2J model xxx" in note for note in read.model.notes)
+
+
+def test_architecture_must_be_a_short_plain_name(tmp_path):
+    message = _refusal(tmp_path, _model_header(arch="a" * 1000))
+    assert "GGUF key 'general.architecture' is 'aaa" in message and "(1,000 characters)" in message
+    assert "a" * 61 not in message and "such as 'llama' or 'qwen2'" in message

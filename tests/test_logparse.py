@@ -250,3 +250,93 @@ def test_llamacpp_recurrent_memory_line_adds_to_the_kv_size():
     assert figures.engine == "llama.cpp" and figures.complete
     assert figures.value("llamacpp_rs_mib") == 2.5 and figures.value("llamacpp_rs_buffer_mib") == 2.5
     assert measured_available_bytes(figures) == int(66.5 * MiB)
+
+
+# --- hostile pastes: linear time, a size limit, the page's box ----------------------------------
+# One pasted log runs on the shared server while ``re`` holds the GIL. Before the gaps were bounded,
+# 256 kB of "Load weight end." took ~17 s (quadratic: 1 MB ~270 s), so a regression shows here as a
+# hung test rather than a timing assertion on a noisy machine.
+
+HOSTILE = ("Load weight end.", "Peak memory during memory usage profiling", "llama_kv_cache")
+"""Repeated anchors of the patterns that had an unbounded gap (``.*?``) or ``\\w*`` after a word."""
+
+
+def _repeat(unit: str, chars: int) -> str:
+    return (unit * (chars // len(unit) + 1))[:chars]
+
+
+def test_no_pattern_has_an_unbounded_gap():
+    import re
+
+    from planner.engines.logparse import _COMPILED, _VERSION
+    # "." / "\w" / "\S" under * or + can swallow the pattern's own anchor: every start then rescans the line
+    unbounded, classes = re.compile(r"(?<!\\)\.[*+]|\\[wS][*+]"), re.compile(r"\[(?:\\.|[^\]])*\]")
+    for pattern in [entry[3].pattern for entry in _COMPILED] + [_VERSION.pattern]:
+        assert not unbounded.search(classes.sub("C", pattern)), pattern  # a "." inside [...] is the character
+
+
+@pytest.mark.parametrize("unit", HOSTILE)
+@pytest.mark.parametrize("one_line", [True, False])
+def test_a_megabyte_of_repeated_anchors_is_read_in_one_pass(unit, one_line):
+    text = _repeat(unit, 1_000_000)
+    if not one_line:  # lines at the length cap: the cap alone does not bound the work
+        from planner.engines.logparse import MAX_LINE_CHARS
+        step = MAX_LINE_CHARS - MAX_LINE_CHARS % len(unit)
+        text = "\n".join(text[i:i + step] for i in range(0, len(text), step))
+    figures = parse_engine_log(text)
+    assert figures.engine is None and figures.message.startswith("No engine figures recognised")
+
+
+@pytest.mark.parametrize("text,name,value", [
+    ("Load weight end. " * 500 + "avail mem=19.40 GB, mem usage=55.52 GB.", "sglang_weights_gib", 55.52),
+    ("[TRT-LLM] [I] Peak memory during memory usage profiling (torch + non-torch): 91.46 GiB, available KV cache "
+     "memory when calculating max tokens: 41.11 GiB, fraction is set 0.85", "trtllm_peak_gib", 91.46),
+    ("[2026-08-28 21:32:38] Load weight end. elapsed=787.55 s, type=Qwen4ExpForConditionalGeneration, "
+     "quant=modelopt_fp4, quant_algo=NVFP4, avail mem=29.01 GB, mem usage=82.97 GB.", "sglang_weights_gib", 82.97),
+    ("llama_kv_cache_unified_iswa: size =   64.00 MiB (  4096 cells,   2 layers,  2/2 seqs)", "llamacpp_kv_mib", 64.0),
+], ids=["anchors-then-sglang", "trtllm-peak", "sglang-2026", "llamacpp-iswa"])
+def test_bounded_gaps_still_read_real_lines(text, name, value):
+    # public SGLang / TensorRT-LLM startup lines (2026 issue logs); a run of anchors before the real one
+    assert parse_engine_log(text).value(name) == value
+
+
+def test_paste_over_the_limit_is_refused_unread_with_both_sizes():
+    from planner.engines.logparse import MAX_LOG_CHARS
+    assert MAX_LOG_CHARS == 2_000_000
+    text = VLLM_V1 * (14_400_000 // len(VLLM_V1) + 1)
+    figures = parse_engine_log(text)  # holds real figures: refused unread, not scanned
+    assert figures.engine is None and figures.figures == () and not figures.complete
+    assert "at most 2,000,000 characters" in figures.message
+    assert f"this paste has {len(text):,}" in figures.message
+    assert parse_engine_log(VLLM_V1 + "x" * (MAX_LOG_CHARS - len(VLLM_V1))).engine == "vllm"  # at the limit: read
+
+
+def test_a_line_over_the_length_cap_is_read_that_far_and_said():
+    from planner.engines.logparse import MAX_LINE_CHARS
+    head = "Available KV cache memory: 5.01 GiB "
+    figures = parse_engine_log(head + "x" * MAX_LINE_CHARS + " GPU KV cache size: 93,872 tokens")
+    assert figures.value("available_kv_gib") == 5.01 and figures.get("kv_cache_tokens") is None
+    assert len(figures.get("available_kv_gib").line) == MAX_LINE_CHARS
+    assert f"Line 1 is longer than {MAX_LINE_CHARS:,} characters" in figures.message
+
+
+def test_prefilter_literals_are_in_every_match():
+    from planner.engines.logparse import _COMPILED
+    text = "\n".join((VLLM_V1, VLLM_V0, SGLANG, LLAMACPP, LLAMACPP_HYBRID, TRTLLM, TGI, VLLM_TP2))
+    for name, _, _, pattern, _, literal in _COMPILED:
+        assert len(literal) >= 4, (name, literal)
+        for m in pattern.finditer(text):
+            assert literal in m.group(0), (name, literal)
+
+
+def test_engine_page_log_box_states_and_enforces_the_limit():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from planner.engines.logparse import MAX_LOG_CHARS
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages/5_Engine.py"), default_timeout=90).run()
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.text_area(key="engine_log")
+    assert box.max_chars == MAX_LOG_CHARS
+    assert f"At most {MAX_LOG_CHARS:,} characters" in box.help

@@ -19,15 +19,16 @@ EDGE = {"cli", "__main__.py"}
 """First path part (folder or file) of the edge modules, relative to planner/."""
 
 ALLOWED_PLANNER_IMPORTS = {
-    "model": {"planner.model", "planner.units"},
-    "engines": {"planner.engines", "planner.model", "planner.units", "planner.diagnose", "planner.overhead",
-                "planner.serving"},
-    "traffic": {"planner.traffic", "planner.engines", "planner.model", "planner.units", "planner.budget",
-                "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving"},
-    "serving": {"planner.serving", "planner.model", "planner.units"},
+    "model": {"planner.model", "planner.units", "planner.text"},
+    "engines": {"planner.engines", "planner.model", "planner.units", "planner.text", "planner.diagnose",
+                "planner.overhead", "planner.serving"},
+    "traffic": {"planner.traffic", "planner.engines", "planner.model", "planner.units", "planner.text",
+                "planner.budget", "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving"},
+    "serving": {"planner.serving", "planner.model", "planner.units", "planner.text"},
 }
 """Which planner packages each folder may import: ``model/`` knows nothing of engines or
-traffic, and no computation module imports the CLI."""
+traffic, and no computation module imports the CLI. ``planner.units`` and ``planner.text`` (quoting
+user input in messages) are leaves every folder may use."""
 
 MODULES = sorted(PLANNER.rglob("*.py"))
 

@@ -25,6 +25,7 @@ from ui.format import (
     format_params,
     format_tokens,
     format_tokens_short,
+    plotly_text,
 )
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D")
@@ -141,13 +142,13 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
     for curve in curves:
         i, points = model_index[curve.model_id], curve.points
         text = [
-            f"<b>{curve.label}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
+            f"<b>{plotly_text(curve.label)}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
             f"total {format_bytes_exact(p.total_bytes)}<br>weights {format_bytes_exact(p.weights_bytes)}<br>"
             f"KV cache {format_bytes_exact(p.kv_cache_bytes)}<br>overhead {format_bytes_exact(p.overhead_bytes)}"
             for p in points
         ]
         fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
-                        mode="lines+markers", name=curve.label,
+                        mode="lines+markers", name=plotly_text(curve.label),
                         line=dict(color=PALETTE[i % len(PALETTE)], width=3, dash=MODEL_DASHES[i % len(MODEL_DASHES)]),
                         marker=dict(symbol=GROUP_MARKERS[curve.group % len(GROUP_MARKERS)], size=7, maxdisplayed=14),
                         hovertext=text, hovertemplate="%{hovertext}<extra></extra>")
@@ -156,7 +157,7 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
                 for i, (_, usable) in enumerate(capacities)],
         # On a log axis shapes take data values but annotations take log10 of them.
         annotations=[dict(y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
-                          xref="paper", yref="y", text=f"{label}: usable {format_bytes(usable)}", showarrow=False,
+                          xref="paper", yref="y", text=f"{plotly_text(label)}: usable {format_bytes(usable)}", showarrow=False,
                           font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.85)",
                           **_free_label_place(curves, bytes_to_gib(usable), capacities, log_y))
                      for label, usable in capacities])
@@ -267,7 +268,7 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
         fig.add_scatter(
             x=[r["params"] for r in group], y=[r["kv_bytes_per_token"] for r in group], mode="markers", name=kind,
             marker=dict(color=colour, size=11, line=dict(color="#ffffff", width=1)),
-            hovertext=[f"<b>{r['model_id']}</b><br>{format_params(r['params'])} params<br>"
+            hovertext=[f"<b>{plotly_text(r['model_id'])}</b><br>{format_params(r['params'])} params<br>"
                        f"KV {format_bytes(r['kv_bytes_per_token'], 'auto')} per token" for r in group],
             hovertemplate="%{hovertext}<extra></extra>")
     chosen = [r for r in rows if r["model_id"] == highlight and r["kv_bytes_per_token"] > 0]
@@ -295,9 +296,9 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
     for i, (label, users) in enumerate(series.items()):
         pts = [(c, u) for c, u in zip(contexts, users) if u > 0]
         fig.add_scatter(
-            x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines+markers", name=label,
+            x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines+markers", name=plotly_text(label),
             line=dict(color=PALETTE[i % len(PALETTE)], width=3), marker=dict(size=5),
-            hovertext=[f"<b>{label}</b><br>{format_tokens(c)}: {format_int(u)} sequences" for c, u in pts],
+            hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {format_int(u)} sequences" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(height=500, xaxis=TOKEN_AXIS,
                       yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,

@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from model_catalog import custom, share_codec
+from model_catalog import custom, hub, share_codec
 from model_catalog.custom import CustomGPU, CustomModel
 from planner.model import ModelSpec
 from ui import catalog
-from ui.format import format_bytes, format_int
+from ui.format import format_bytes, format_int, md_message, md_text
 
 CUSTOM_ID = catalog.CUSTOM_ID
 """Option id of the custom model and of the custom GPU in the sidebar selectboxes and the URL."""
@@ -58,16 +58,23 @@ MODEL_PARAM = share_codec.MODEL_PARAM
 GPU_PARAM = share_codec.GPU_PARAM
 
 _MESSAGE_KEY = "_custom_panel_message"
-_GGUF_UPLOAD_LIMIT_MB = 64
-"""Largest GGUF upload [MB]. Only the header is read (the first 64 MB hold it even for a
+_GGUF_UPLOAD_LIMIT_MB = 32
+"""Largest GGUF upload [MB]. Only the header is read (the first 32 MB hold it even for a
 262,144-token vocabulary), and an uploaded file stays in the server's memory for as long as
 its browser session lives, so a larger limit only lets one tab hold more of the server."""
 
-PASTE_MAX_CHARS = 8 * custom.MAX_CONFIG_BYTES
-"""What the paste box lets through to the server [characters]: well above the 4 MB a
+PASTE_MAX_CHARS = custom.MAX_CONFIG_BYTES + 2_000_000
+"""What the config.json paste box lets through to the server [characters]: half again the 4 MB a
 config.json may have, so an oversized paste reaches :func:`model_catalog.custom.parse_config_json`
 and gets its "is N bytes; at most 4,000,000" message instead of being dropped by the browser
-(a text area refuses a paste over its ``max_chars``)."""
+(a text area refuses a paste over its ``max_chars``). Every rerun sends every box's text, so this box,
+:data:`QUANT_PASTE_MAX_CHARS` and the log box together (12,500,000 characters) fit under
+``server.maxWidgetStateSize`` (13 MB, ``.streamlit/config.toml``): a larger frame can only come from a
+client that skips the boxes' limits, and the server refuses it before decoding it."""
+
+QUANT_PASTE_MAX_CHARS = custom.MAX_CONFIG_BYTES + 500_000
+"""What the hf_quant_config.json paste box lets through [characters]: the same 4 MB limit plus a
+margin for its message (ModelOpt's files are a few KB to a few hundred KB)."""
 
 CONFIG_UPLOAD_LIMIT_MB = 16
 """What the config.json uploader accepts [MB]: above the 4 MB limit for the same reason;
@@ -246,8 +253,6 @@ def _use_uploaded() -> None:
 
 def _use_hub() -> None:
     def run() -> None:
-        from model_catalog import hub
-
         repo = (st.session_state.get("custom_hf_repo") or "").strip()
         revision = (st.session_state.get("custom_hf_revision") or "").strip() or None
         if not repo:
@@ -268,8 +273,8 @@ def _use_gguf() -> None:
 
         uploaded = st.session_state.get("custom_gguf_file")
         if uploaded is None:
-            raise ValueError(f"choose a .gguf file (or its first 64 MB) first; the uploader refuses files over "
-                             f"{_GGUF_UPLOAD_LIMIT_MB} MB: upload the header only, `head -c 64M model.gguf > "
+            raise ValueError(f"choose a .gguf file (or its first 32 MB) first; the uploader refuses files over "
+                             f"{_GGUF_UPLOAD_LIMIT_MB} MB: upload the header only, `head -c 32M model.gguf > "
                              "header.gguf`")
         handle, path = tempfile.mkstemp(suffix=".gguf")
         try:
@@ -326,6 +331,7 @@ SOURCES = ("Paste", "Upload", "Hugging Face", "GGUF")
 
 def _model_sources() -> None:
     st.text_input("Name for the plan", key="custom_model_name", placeholder="my-org/my-finetune",
+                  max_chars=custom.MAX_NAME_CHARS,
                   help="Shown as the model id; defaults to the repo id or file name.")
     # Keyed, state-tracking tabs: plain st.tabs fall back to the first tab on every rerun, so a
     # button press in "Upload" or "GGUF" jumped back to "Paste". Every tab's widgets still run, so
@@ -336,7 +342,7 @@ def _model_sources() -> None:
                      placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
                      help="The model's config.json (JSON only, at most 4 MB). Remote code is never run.")
         st.text_area("hf_quant_config.json (optional)", key="custom_quant_text", height=80,
-                     max_chars=PASTE_MAX_CHARS, placeholder='{"quantization": {"quant_algo": "NVFP4", ...}}',
+                     max_chars=QUANT_PASTE_MAX_CHARS, placeholder='{"quantization": {"quant_algo": "NVFP4", ...}}',
                      help="NVIDIA ModelOpt checkpoints ship it beside config.json: which layers are NVFP4 / FP8 "
                           "and which stay in 16 bits (weight dtype auto then counts them as shipped).")
         st.button("Use pasted config", key="custom_use_pasted", on_click=_use_pasted)
@@ -349,32 +355,32 @@ def _model_sources() -> None:
                          help="The repository's hf_quant_config.json (NVIDIA ModelOpt), if it has one.")
         st.button("Use uploaded config", key="custom_use_uploaded", on_click=_use_uploaded)
     with hub_tab:
-        st.text_input("Repo id", key="custom_hf_repo", placeholder="Qwen/Qwen2.5-7B")
-        st.text_input("Revision", key="custom_hf_revision", placeholder="main")
+        st.text_input("Repo id", key="custom_hf_repo", placeholder="Qwen/Qwen2.5-7B", max_chars=hub.MAX_REPO_ID_CHARS)
+        st.text_input("Revision", key="custom_hf_revision", placeholder="main", max_chars=hub.MAX_REVISION_CHARS)
         st.button("Fetch config.json", key="custom_use_hub", on_click=_use_hub,
                   help="Needs network access (hosted app). Gated repos need a token: HF_TOKEN in Streamlit "
                        "secrets or the environment.")
         fetched = st.session_state.get("_custom_hub_result")
         if fetched is not None and fetched.parameters_by_dtype:
             st.caption("Safetensors parameters per dtype: " + ", ".join(
-                f"{dtype} {format_int(n)}" for dtype, n in fetched.parameters_by_dtype.items())
+                f"{md_text(dtype)} {format_int(n)}" for dtype, n in fetched.parameters_by_dtype.items())
                 + (f"; checkpoint {format_bytes(fetched.checkpoint_bytes)}" if fetched.checkpoint_bytes else ""))
             for note in fetched.notes:
-                st.caption(note)
+                st.caption(md_message(note))
     with gguf_tab:
         st.file_uploader("GGUF file or its header", type=["gguf"], key="custom_gguf_file",
                          max_upload_size=_GGUF_UPLOAD_LIMIT_MB,
-                         help="Only the header is read. For a large file upload its first 64 MB: "
-                              "`head -c 64M model.gguf > header.gguf`.")
+                         help="Only the header is read. For a large file upload its first 32 MB: "
+                              "`head -c 32M model.gguf > header.gguf`.")
         st.button("Read GGUF header", key="custom_use_gguf", on_click=_use_gguf)
         read = st.session_state.get("_custom_gguf_result")
         if read is not None:
             st.caption("Tensor bytes by type: " + ", ".join(
-                f"{t} {format_bytes(b)}" for t, (_, _, b) in sorted(read.bytes_by_type.items())))
+                f"{md_text(t)} {format_bytes(b)}" for t, (_, _, b) in sorted(read.bytes_by_type.items())))
 
 
 def _gpu_form() -> None:
-    st.text_input("GPU name", key="custom_gpu_name", placeholder="My accelerator")
+    st.text_input("GPU name", key="custom_gpu_name", placeholder="My accelerator", max_chars=custom.MAX_NAME_CHARS)
     st.number_input("Memory (framework-visible)", key="custom_gpu_memory", min_value=0.001, value=24.0,
                     step=1.0, help="What PyTorch reports as total memory (torch.cuda.mem_get_info()[1]); a "
                                    "card sold as 24 GB reports about 23.5 GiB.")
@@ -449,24 +455,25 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
         message = st.session_state.pop(_MESSAGE_KEY, None)
         if message is not None:
             kind, text = message
-            {"success": st.success, "error": st.error}.get(kind, st.info)(text)
+            {"success": st.success, "error": st.error}.get(kind, st.info)(md_message(text))
         for problem in choice.problems if show_problems else ():
-            st.error(problem, icon=":material/link_off:")
+            st.error(md_message(problem), icon=":material/link_off:")
         st.markdown("**Model** (config.json, Hugging Face repo or GGUF)")
         _model_sources()
         st.text_input("Custom model link code", key=MODEL_PARAM, bind="query-params",
                       help="The model's architecture in the URL; copy the page address to share it.")
         if choice.model is not None:
-            st.caption(f"Active: **{choice.model.name}** ({choice.model.source}), select `{CUSTOM_ID}` as model.")
+            st.caption(f"Active: **{md_text(choice.model.name)}** ({md_text(choice.model.source)}), select "
+                       f"`{CUSTOM_ID}` as model.")
             for note in choice.model.notes:
-                st.caption(note)
+                st.caption(md_message(note))
             st.button("Clear custom model", key="custom_clear_model", on_click=_clear_model)
         st.divider()
         st.markdown("**GPU**")
         _gpu_form()
         st.text_input("Custom GPU link code", key=GPU_PARAM, bind="query-params")
         if choice.gpu is not None:
-            st.caption(f"Active: **{choice.gpu.name}**, {format_bytes(choice.gpu.framework_memory_bytes)}, "
+            st.caption(f"Active: **{md_text(choice.gpu.name)}**, {format_bytes(choice.gpu.framework_memory_bytes)}, "
                        f"{choice.gpu.bandwidth_gb_s:g} GB/s; select `{CUSTOM_ID}` as GPU.")
             st.button("Clear custom GPU", key="custom_clear_gpu", on_click=_clear_gpu)
     return choice

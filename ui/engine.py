@@ -27,7 +27,15 @@ from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.format import format_bytes, format_bytes_exact, format_command, format_int, format_tokens, gib_to_bytes
+from ui.format import (
+    format_bytes,
+    format_bytes_exact,
+    format_command,
+    format_int,
+    format_tokens,
+    gib_to_bytes,
+    md_message,
+)
 from ui.inputs import NumberField, PlanInputs
 
 ENGINE_FIELDS: dict[str, NumberField] = {
@@ -235,31 +243,31 @@ def engine_verdict(plan: EnginePlan) -> None:
         fits = plan.starts
         text = (f"**{format_int(plan.num_gpu_blocks)} sequence(s) of {format_int(plan.max_model_len)} tokens fit** "
                 f"in generate() at once" if fits else
-                f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {r}" for r in plan.reasons))
+                f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {md_message(r)}" for r in plan.reasons))
         (st.success if fits else st.warning)(text, icon=":material/check_circle:" if fits else ":material/warning:")
         st.caption(f"Sized for a prompt pass of {format_int(plan.max_num_batched_tokens)} tokens in all "
                    "(max_num_batched_tokens; empty = the whole length): right after the prefill, sliding-window "
                    "layers still hold the whole prompt. transformers has no startup check; it runs out of memory "
                    "during generate() instead.")
         for warning in plan.warnings:
-            st.warning(warning, icon=":material/warning:")
+            st.warning(md_message(warning), icon=":material/warning:")
         for note in plan.notes:
-            st.info(note, icon=":material/info:")
+            st.info(md_message(note), icon=":material/info:")
         return
     if plan.starts:
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
                    f"{plan.max_concurrency:.2f}x concurrency per replica.", icon=":material/check_circle:")
     else:
-        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {r}" for r in plan.reasons]]
+        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {md_message(r)}" for r in plan.reasons]]
         if plan.engine_max_model_len > 0:
             lines.append(f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, "
                          "the largest it would accept here.")
         st.warning("\n".join(lines), icon=":material/warning:")
     for warning in plan.warnings:
-        st.warning(warning, icon=":material/warning:")
+        st.warning(md_message(warning), icon=":material/warning:")
     for note in plan.notes:
-        st.info(note, icon=":material/info:")
+        st.info(md_message(note), icon=":material/info:")
 
 
 ROLE_LABELS = {"all": "every GPU of the stage", "driver": "TP rank 0 (driver, samples)",
@@ -473,7 +481,7 @@ def home_panel(plan: EnginePlan) -> None:
             f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
             f"{format_int(plan.engine_max_model_len)}.")
         for reason in plan.reasons:
-            st.markdown(f"- {reason}")
+            st.markdown(f"- {md_message(reason)}")
         st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
                    "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
@@ -531,7 +539,7 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     if isinstance(plan, str) or plan.starts or not fits:
         return
     reason = plan.reasons[0] if plan.reasons else "its own figures leave no room"
-    st.warning(f"**But {plan.engine} would refuse to start** with these inputs: {reason}. The budget above "
+    st.warning(f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget above "
                "prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom.",
                icon=":material/warning:")
 
@@ -543,6 +551,6 @@ def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
         plan = home_engine_plan(model, gpu, form, engine)
     if isinstance(plan, str):
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
-            st.info(plan, icon=":material/info:")
+            st.info(md_message(plan), icon=":material/info:")
         return
     home_panel(plan)

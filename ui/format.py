@@ -13,6 +13,7 @@ Sources: DOMAIN.md ("GB = 10^9 bytes, GiB = 2^30 bytes, never mixed");
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 from planner.units import GB, GiB, KiB, MiB
@@ -174,3 +175,99 @@ def format_command(command: str) -> str:
 def _is_number(token: str) -> bool:
     """``-1``, ``-0.5``: a negative value after a flag, not a flag of its own."""
     return token.lstrip("-").replace(".", "", 1).isdigit()
+
+
+MARKDOWN_SPECIALS = frozenset("\\`[]<>$*_~|#")
+"""Characters :func:`md_text` backslash-escapes (CommonMark 0.31 "Backslash escapes": any ASCII
+punctuation may be): the brackets without which no link ``[..](..)``, image ``![..](..)`` or
+Streamlit ``:color[..]`` directive can form, ``<`` of autolinks and HTML, code, Streamlit's ``$``
+LaTeX, and the emphasis, strikethrough, table and heading marks, so a name shows as typed.
+Parentheses and ``!`` do nothing without a bracket and stay as they are."""
+
+_MESSAGE_SPECIALS = frozenset("\\`[]<>$")
+"""What :func:`md_message` escapes outside code spans: only what makes a link, an image, HTML, code
+or math, so the message's own words (``max_model_len``, ``x * y``) read the same in the page and
+in the Markdown source."""
+
+_WORD_JOINER = "\u2060"
+"""U+2060 WORD JOINER: invisible, and part of no URL, domain or e-mail address."""
+
+_AUTOLINK_STARTS = re.compile(r"(?i)(://|www\.|mailto:|xmpp:|@)")
+"""Where GitHub-flavoured Markdown's autolink literals start (GFM spec, "Autolinks (extension)":
+``http(s)://``, ``www.``, ``mailto:``, ``xmpp:``, ``a@b.c``). remark-gfm finds them after backslash
+escapes are resolved (seen in Streamlit 1.67: ``https\\://x`` is still a link), so a joiner goes
+inside each: ``:\u2060//``, ``www\u2060.``, ``mailto\u2060:``, ``\u2060@``."""
+
+
+def _break_autolinks(text: str) -> str:
+    def joined(match: re.Match) -> str:
+        found = match.group(0)
+        if found == "@":
+            return _WORD_JOINER + "@"
+        if found == "://":
+            return ":" + _WORD_JOINER + "//"
+        return found[:-1] + _WORD_JOINER + found[-1]
+    return _AUTOLINK_STARTS.sub(joined, text)
+
+
+def _escaped(text: str, specials: frozenset[str]) -> str:
+    out = "".join("\\" + ch if ch in specials else ch for ch in text.replace("\r", " ").replace("\n", " "))
+    return _break_autolinks(out)
+
+
+def md_text(value: object) -> str:
+    """User text made inert for ``st.markdown`` and every element that renders Markdown.
+
+    Every string a visitor can set (a custom model or GPU name, a link value, a search, a GGUF
+    ``general.name``, an uploaded file's name) goes through this (or :func:`md_message`) before a page
+    echoes it, so ``[Click to re-login](https://...)`` or ``![t](https://.../pixel.png)`` shows as
+    text: no link, no remote image.
+
+    Args:
+        value: Any object; ``str()`` of it is escaped.
+
+    Returns:
+        The text with :data:`MARKDOWN_SPECIALS` backslash-escaped, a :data:`_WORD_JOINER` inside each
+        autolink start (:data:`_AUTOLINK_STARTS`) and line breaks as spaces (no heading or list can
+        start on a new line). It renders as the same characters.
+    """
+    return _escaped(str(value), MARKDOWN_SPECIALS)
+
+
+def md_message(text: object) -> str:
+    """A message of ours that quotes user input, made inert for Markdown but for its code spans.
+
+    Messages mark ids and values as code (`` `model=x` ``), and Markdown renders code spans literally
+    (no links, images or emphasis inside). So the text is split at backticks: the code spans stay,
+    everything between them has :data:`_MESSAGE_SPECIALS` escaped and its autolinks broken. A backtick inside a quoted value only moves
+    the split, and each piece is still either code or escaped text; an unpaired last backtick is escaped.
+
+    Args:
+        text: The message (``str()`` of any object).
+
+    Returns:
+        Markdown that shows the message's characters, with its code spans as code.
+    """
+    pieces = str(text).replace("\r", " ").replace("\n", " ").split("`")
+    closed = len(pieces) % 2 == 1  # an even count of backticks pairs them all
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        if i % 2 == 0:
+            out.append(_escaped(piece, _MESSAGE_SPECIALS))
+        elif (closed or i < len(pieces) - 1) and piece.strip():
+            out.append(f"`{piece}`")
+        else:
+            out.append(_escaped("`" + piece + ("`" if closed or i < len(pieces) - 1 else ""), _MESSAGE_SPECIALS))
+    return "".join(out)
+
+
+def plotly_text(value: object) -> str:
+    """User text for a Plotly label, legend entry or hover text: ``<``, ``>`` and ``&`` as entities.
+
+    Plotly.js renders a subset of HTML in every text property (``<a href>``, ``<b>``, ``<br>``; plotly.js
+    ``src/lib/svg_text_utils.js``), so a custom name ``<a href="https://...">`` would be a live link in the
+    legend. Entities show the characters and start no tag.
+    """
+    import html  # noqa: PLC0415 - tiny, used by this edge only
+
+    return html.escape(str(value), quote=False)

@@ -31,8 +31,9 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
+from planner.text import quote
 from ui import catalog
-from ui.format import format_int, gib_to_bytes, shorten
+from ui.format import format_int, gib_to_bytes, md_message, shorten
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,8 +211,8 @@ def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], s
             return None, str(exc)
         if canonical in options:
             return canonical, None
-        return None, f"{canonical!r} is not offered here"
-    return None, f"unknown {what} {raw!r}; choose one of {', '.join(options)}"
+        return None, f"{quote(canonical)} is not offered here"
+    return None, f"unknown {what} {quote(raw)}; choose one of {', '.join(options)}"
 
 
 def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[str]) -> None:
@@ -527,7 +528,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     problems += choice.problems
     if choice.model is not None and catalog.CUSTOM_ID in chosen_models:
         for note in custom_panel.warning_notes(choice.model):  # the folded panel would hide them
-            st.warning(f"Custom model {choice.model.name}: {note}", icon=":material/warning:")
+            st.warning(md_message(f"Custom model {choice.model.name}: {note}"), icon=":material/warning:")
     bar.caption("Every input is in the address bar: copy the URL to share this exact view.")
     from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
 
@@ -539,4 +540,4 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
 def show_problems(problems: Sequence[str]) -> None:
     """Show each link problem as an ``st.error`` at the top of the page."""
     for problem in problems:
-        st.error(problem, icon=":material/link_off:")
+        st.error(md_message(problem), icon=":material/link_off:")

@@ -39,7 +39,7 @@ from planner.serving.multimodal import (
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 from ui import catalog, inputs
-from ui.format import format_bytes, format_bytes_exact, format_int
+from ui.format import format_bytes, format_bytes_exact, format_int, md_message
 from ui.inputs import NumberField
 
 SERVING_FIELDS: dict[str, NumberField] = {
@@ -451,7 +451,7 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
             for col, (label, (value, help_text)) in zip(st.columns(len(row)), row):
                 col.metric(label, value, help=help_text, border=True)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
-        st.info(note, icon=":material/info:")
+        st.info(md_message(note), icon=":material/info:")
     st.caption("The engine panel below prices the bare model; the Engine page prices these features under "
                "each engine's own rules.")
     for engine, flags in serving["launch_flags"].items():

@@ -8,6 +8,7 @@ through :mod:`ui.format`.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.sweep import context_points
+from planner.text import quote
 from planner.traffic.allocation import (
     AllocationComparison,
     AllocationPoint,
@@ -30,7 +32,7 @@ from planner.traffic.allocation import (
 )
 from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult, Setup
 from planner.traffic.kvquant import KVQuantOption, compare_kv_dtypes
-from planner.traffic.lengths_csv import workload_from_csv
+from planner.traffic.lengths_csv import LengthTable, parse_lengths_csv, workload_from_lengths
 from planner.traffic.offload import PCIE4_X16_GB_S, SwapPlan, swap_plan
 from planner.traffic.prefix import PrefixSharing, SamplingMemory, parallel_sampling, prefix_caching
 from planner.traffic.reverse import find_setups
@@ -39,7 +41,16 @@ from planner.traffic.throughput import ThroughputEstimate, active_parameters, es
 from planner.traffic.workload import Fixed, LogNormal, Workload
 from ui import inputs
 from ui.charts import PALETTE, TOKEN_AXIS, reused
-from ui.format import bytes_to_gib, format_bytes, format_bytes_exact, format_int, format_tokens, gib_to_bytes
+from ui.format import (
+    bytes_to_gib,
+    format_bytes,
+    format_bytes_exact,
+    format_int,
+    format_tokens,
+    gib_to_bytes,
+    md_message,
+    md_text,
+)
 from ui.inputs import NumberField
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
@@ -179,29 +190,80 @@ def find_dtype_inputs() -> tuple[str, tuple[str, ...], list[str]]:
     return weight, tuple(kv), problems
 
 
-def read_upload(upload) -> str | None:
-    """Text of an uploaded CSV (None when nothing was uploaded).
+LENGTHS_UPLOAD_LIMIT_MB = 2
+"""Largest CSV of lengths the uploader takes [MB; Streamlit's MB is 2**20 bytes]. 100,000 rows of the
+longest realistic row (two 8-digit token counts, a comma and CRLF: 19 bytes) are 1.9 MB, and typical
+rows (``1834,412``: 9-10 bytes) give ~200,000, far more draws than the Monte-Carlo percentiles need.
+A session keeps its parsed upload for as long as the upload stays, so this limit also bounds what one
+browser tab holds (~20 MB of parsed lengths at most, measured with tracemalloc)."""
+
+LENGTHS_UPLOAD_MAX_BYTES = LENGTHS_UPLOAD_LIMIT_MB * 1024 * 1024
+""":data:`LENGTHS_UPLOAD_LIMIT_MB` in bytes, as Streamlit counts it; checked again on the server, because
+the uploader's own limit is enforced by the browser only (the server refuses only past
+``server.maxUploadSize``, which the GGUF uploader needs larger)."""
+
+_PARSED_UPLOAD_KEY = "_lengths_csv_parsed"
+"""Session-state slot of the last upload read: ``((file_id, size), LengthTable or error message)``. One slot,
+so a session holds one parsed table at most, and reruns (every widget change) reuse it."""
+
+
+def lengths_uploader():
+    """The sidebar's "upload a CSV of lengths" widget, limited to :data:`LENGTHS_UPLOAD_LIMIT_MB`."""
+    return st.sidebar.file_uploader(
+        "Or upload a CSV of lengths", type=["csv", "txt"], key="lengths_csv", max_upload_size=LENGTHS_UPLOAD_LIMIT_MB,
+        help=f"One column of total tokens, or prompt_len,output_len (header optional); at most "
+             f"{LENGTHS_UPLOAD_LIMIT_MB} MB.")
+
+
+def read_upload(upload) -> LengthTable | None:
+    """The lengths in an uploaded CSV (None when nothing was uploaded), parsed once per upload.
+
+    The result (or the error) is kept in session state under the upload's ``file_id`` and size, so a rerun
+    costs a lookup, not a parse.
 
     Raises:
-        ValueError: the file is not UTF-8 text.
+        ValueError: the file is over :data:`LENGTHS_UPLOAD_MAX_BYTES`, not UTF-8 text, or not a CSV of
+            lengths (messages from :func:`planner.traffic.lengths_csv.parse_lengths_csv`).
     """
     if upload is None:
+        st.session_state.pop(_PARSED_UPLOAD_KEY, None)  # a removed upload frees its table
         return None
+    fingerprint = (upload.file_id, upload.size)
+    saved = st.session_state.get(_PARSED_UPLOAD_KEY)
+    if saved is None or saved[0] != fingerprint:
+        try:
+            result: LengthTable | str = _parse_upload(upload)
+        except ValueError as exc:
+            result = str(exc)
+        saved = (fingerprint, result)
+        st.session_state[_PARSED_UPLOAD_KEY] = saved
+    if isinstance(saved[1], str):
+        raise ValueError(saved[1])
+    return saved[1]
+
+
+def _parse_upload(upload) -> LengthTable:
+    name = quote(upload.name)
+    if upload.size > LENGTHS_UPLOAD_MAX_BYTES:
+        raise ValueError(f"{name} is {upload.size:,} bytes; the limit is {LENGTHS_UPLOAD_MAX_BYTES:,} bytes "
+                         f"({LENGTHS_UPLOAD_LIMIT_MB} MB): keep a random sample of the rows")
+    stream = io.TextIOWrapper(io.BytesIO(upload.getvalue()), encoding="utf-8-sig", newline=None)
     try:
-        return upload.getvalue().decode("utf-8")
+        return parse_lengths_csv(stream, max_chars=LENGTHS_UPLOAD_MAX_BYTES)
     except UnicodeDecodeError:
-        raise ValueError("the uploaded file is not UTF-8 text; save it as a plain CSV") from None
+        raise ValueError(f"{name} is not UTF-8 text; save it as a plain CSV (UTF-8)") from None
 
 
 def build_workload(prompt_len: int, prompt_p95: int | None, output_len: int, output_p95: int | None,
-                   max_model_len: int, csv_text: str | None = None) -> Workload:
-    """The workload the inputs describe: an uploaded CSV, else log-normal where a p95 is set, else fixed.
+                   max_model_len: int, lengths: LengthTable | None = None) -> Workload:
+    """The workload the inputs describe: an uploaded CSV's lengths (:func:`read_upload`), else log-normal where
+    a p95 is set, else fixed.
 
     Raises:
-        ValueError: impossible shapes or a bad CSV (messages from :mod:`planner.workload`).
+        ValueError: impossible shapes or a CSV row over ``max_model_len`` (messages from :mod:`planner.traffic`).
     """
-    if csv_text:
-        return workload_from_csv(csv_text, max_model_len)
+    if lengths is not None:
+        return workload_from_lengths(lengths, max_model_len)
     prompt = LogNormal(mean=prompt_len, p95=prompt_p95) if prompt_p95 else Fixed(tokens=prompt_len)
     output = LogNormal(mean=output_len, p95=output_p95) if output_p95 else Fixed(tokens=output_len)
     return Workload(prompt=prompt, output=output, max_model_len=max_model_len)
@@ -285,16 +347,16 @@ def find_request(*, users: int, workload: Workload, max_gpus: int, kv_cache_dtyp
 
 
 def fixed_or_workload(prompt_len: int, prompt_p95: int | None, output_len: int, output_p95: int | None,
-                      max_model_len: int | None, csv_text: str | None) -> Workload:
+                      max_model_len: int | None, lengths: LengthTable | None) -> Workload:
     """The Find page's workload: like the CLI, the limit defaults to prompt + output for fixed lengths.
 
     Raises:
         ValueError: a distribution without ``max_model_len``, or bad shapes.
     """
-    if csv_text or prompt_p95 or output_p95:
+    if lengths is not None or prompt_p95 or output_p95:
         if max_model_len is None:
             raise ValueError("a length distribution needs max_model_len (the engine limit that caps long requests)")
-        return build_workload(prompt_len, prompt_p95, output_len, output_p95, max_model_len, csv_text)
+        return build_workload(prompt_len, prompt_p95, output_len, output_p95, max_model_len, lengths)
     total = prompt_len + output_len
     return build_workload(prompt_len, None, output_len, None, max_model_len or total)
 
@@ -566,20 +628,20 @@ def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     lines = [f"**Nothing fits** within {format_int(max_gpus)} GPUs."]
     c = result.closest
     if c is not None:
-        lines.append(f"Closest: {c.num_gpus} x {c.gpu_name} (tensor parallel {c.tensor_parallel_size}, "
+        lines.append(f"Closest: {c.num_gpus} x {md_text(c.gpu_name)} (tensor parallel {c.tensor_parallel_size}, "
                      f"{c.kv_cache_dtype} KV) at ${c.price_per_hour:,.2f}/h, holding about "
                      f"{format_int(c.max_concurrent_sequences)} of {format_int(c.users)} users:")
-        lines += [f"- {r}" for r in c.reasons]
+        lines += [f"- {md_message(r)}" for r in c.reasons]
     if result.suggestions:
         lines.append("\n**Try:**")
-        lines += [f"- {s}" for s in result.suggestions]
+        lines += [f"- {md_message(s)}" for s in result.suggestions]
     return "\n".join(lines)
 
 
 def best_text(result: FindResult) -> str:
     """One sentence on the cheapest setup."""
     s = result.options[0]
-    return (f"**Cheapest: {s.num_gpus} x {s.gpu_name}** (tensor parallel {s.tensor_parallel_size}, "
+    return (f"**Cheapest: {s.num_gpus} x {md_text(s.gpu_name)}** (tensor parallel {s.tensor_parallel_size}, "
             f"{s.data_parallel_size} replica{'s' if s.data_parallel_size > 1 else ''}, {s.kv_cache_dtype} KV) at "
             f"**${s.price_per_hour:,.2f}/h**: holds {format_int(s.max_concurrent_sequences)} users for "
             f"{format_int(s.users)} wanted ({s.margin:.0%} of the KV budget to spare).")

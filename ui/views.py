@@ -31,7 +31,7 @@ from planner.model.sparse import (
     SharedKVSlidingAttention,
     engine_indexer_bytes,
 )
-from ui import link_guard, nav
+from ui import link_guard, nav, upload_sweep
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -40,6 +40,8 @@ from ui.format import (
     format_int,
     format_limited_by,
     format_tokens,
+    md_message,
+    md_text,
 )
 from ui.inputs import SIDEBAR_WIDTH_PX, PlanInputs
 
@@ -62,10 +64,11 @@ def setup_page(title: str, icon: str, intro: str) -> None:
                        initial_sidebar_state=SIDEBAR_WIDTH_PX)  # a width only counts in this first call
     nav.begin()  # the top of the sidebar; filled by ui.inputs.sidebar_inputs or navigation()
     link_problems = link_guard.apply()  # before any widget or lookup reads the link
+    upload_sweep.sweep()  # uploads of closed tabs that Streamlit would keep for the server's life
     st.title(title)
     st.caption(intro)
     for problem in link_problems:
-        st.warning(problem, icon=":material/link_off:")
+        st.warning(md_message(problem), icon=":material/link_off:")
 
 
 def navigation() -> None:
@@ -83,7 +86,8 @@ def guarded(call: Callable[..., T], *args, what: str, **kwargs) -> T:
     try:
         return call(*args, **kwargs)
     except ValueError as exc:
-        st.error(f"Could not finish {what}: {exc}. Change the inputs in the sidebar.", icon=":material/error:")
+        st.error(md_message(f"Could not finish {what}: {exc}. Change the inputs in the sidebar."),
+                 icon=":material/error:")
         st.stop()
         raise  # st.stop() raises; this keeps type checkers quiet
 
@@ -110,24 +114,24 @@ def verdict(plan: Plan, gpu_label: str) -> None:
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
     if plan.fits:
         st.success(
-            f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {plan.model_id} "
-            f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {where}: "
+            f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
+            f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
             f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
             f"KV budget per GPU in use; up to {format_int(plan.max_concurrent_sequences)} concurrent sequences "
             f"at this context.", icon=":material/check_circle:")
     else:
-        lines = [f"**Does not fit** on {where}:"]
-        lines += [f"- {reason}" for reason in plan.reasons]
+        lines = [f"**Does not fit** on {md_text(where)}:"]
+        lines += [f"- {md_message(reason)}" for reason in plan.reasons]
         if plan.kv_cache_shortfall_bytes > 0 and plan.kv_cache_budget_bytes > 0:
             lines.append(f"- **{format_bytes(plan.kv_cache_shortfall_bytes)} per GPU short**: the red segment "
                          "of the bar below runs past the usable line by that much")
         if plan.suggestions:
             lines.append("\n**Try:**")
-            lines += [f"- {s}" for s in plan.suggestions]
+            lines += [f"- {md_message(s)}" for s in plan.suggestions]
         st.warning("\n".join(lines), icon=":material/warning:")
         fix_buttons(plan.suggestions)
     for note in plan.notes:
-        st.info(note, icon=":material/info:")
+        st.info(md_message(note), icon=":material/info:")
 
 
 _FIX_LABELS = {"weight_dtype": "Weight dtype", "kv_cache_dtype": "KV-cache dtype"}
@@ -160,8 +164,8 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
     """The longest context that fits at this batch: capped by the model, by memory alone, and before overheads."""
     batch = f"**Longest context at batch {format_int(plan.batch_size)}:**"
     if not plan.max_context_len_before_overheads:
-        st.markdown(f"{batch} none. {model.display_name} with {plan.weights_label} weights does not fit on "
-                    f"{gpu_label} at any context length, even with no overheads; see the suggestions above.")
+        st.markdown(f"{batch} none. {md_text(model.display_name)} with {plan.weights_label} weights does not fit on "
+                    f"{md_text(gpu_label)} at any context length, even with no overheads; see the suggestions above.")
         return
     if plan.max_context_len_by_memory:
         memory = (f"GPU memory runs out after **{format_tokens(plan.max_context_len_by_memory)}** per sequence "
@@ -172,7 +176,8 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
     beyond = (f", beyond the {format_tokens(limit)} the model was built for"
               if limit and plan.max_context_len_before_overheads > limit else "")
     st.markdown(
-        f"{batch} {model.display_name} with {plan.weights_label} weights on {gpu_label}: {memory}, and after "
+        f"{batch} {md_text(model.display_name)} with {plan.weights_label} weights on {md_text(gpu_label)}: {memory}, "
+        "and after "
         f"**{'at least ' if plan.max_context_len_before_overheads >= MAX_CONTEXT_SEARCH_LIMIT else ''}"
         f"{format_tokens(plan.max_context_len_before_overheads)}** before overheads (whole card minus weights"
         f"{'; the search stops there' if plan.max_context_len_before_overheads >= MAX_CONTEXT_SEARCH_LIMIT else ''})"
@@ -366,9 +371,9 @@ def variant_fit_warning(plans) -> bool:
     if not any(p.max_concurrent_sequences for _, p in plans):
         where = "one GPU" if built.num_gpus == 1 else f"a replica of {built.num_gpus} GPUs"
         lines = [f"**No sequence fits on {where} with these settings:**",
-                 *[f"- {r}" for r in built.reasons]]
+                 *[f"- {md_message(r)}" for r in built.reasons]]
         if built.suggestions:
-            lines += ["", "Try: " + "; ".join(built.suggestions) + " (in the sidebar)."]
+            lines += ["", "Try: " + "; ".join(md_message(s) for s in built.suggestions) + " (in the sidebar)."]
         st.warning("\n".join(lines), icon=":material/warning:")
         fix_buttons(built.suggestions)
         return True
@@ -387,7 +392,8 @@ def no_fit_warnings(series, model_id: str) -> None:
     """``st.warning`` for each GPU where not even the shortest context fits."""
     for label, users in series.items():
         if not any(users):
-            st.warning(f"{model_id} does not fit on {label} at any context with these settings: weights and "
+            st.warning(f"{md_text(model_id)} does not fit on {md_text(label)} at any context with these settings: "
+                       "weights and "
                        "overhead exceed the usable memory. Try more GPUs (num_gpus), a smaller weight dtype or "
                        "a higher gpu_memory_utilization.", icon=":material/warning:")
 

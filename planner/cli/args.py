@@ -15,7 +15,54 @@ catalog stores as ``framework_memory_bytes``), not the marketed size.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+
+
+MAX_JSON_FLAG_CHARS = 4_096
+"""Longest JSON value of a flag (``--speculative-config``, ``--limit-mm-per-prompt``) [characters]:
+vLLM's own examples are under 200 characters."""
+
+MAX_JSON_FLAG_DEPTH = 8
+"""Deepest nesting of ``[`` / ``{`` accepted in a JSON flag: the flags take a flat object (one level,
+a nested ``{"count": N}`` at most); checked by a linear scan before :func:`json.loads`, whose
+recursion 50,000 ``[`` would exhaust (``RecursionError``)."""
+
+
+def json_flag(text: str, flag: str, example: str):
+    """Parse a flag's JSON value within :data:`MAX_JSON_FLAG_CHARS` and :data:`MAX_JSON_FLAG_DEPTH`.
+
+    Args:
+        text: The flag's value as typed.
+        flag: The flag's name for the message (``--speculative-config``).
+        example: A valid value for the message.
+
+    Returns:
+        The parsed JSON value (any type: the caller checks the shape).
+
+    Raises:
+        ValueError: too long, nested too deeply, or not JSON; the message names the limit or the
+            JSON error, quotes at most 60 characters of ``text`` and gives ``example``.
+    """
+    from planner.text import quote
+
+    if len(text) > MAX_JSON_FLAG_CHARS:
+        raise ValueError(f"{flag} is {len(text):,} characters; at most {MAX_JSON_FLAG_CHARS:,} are accepted; "
+                         f"e.g. {example}")
+    depth = deepest = 0
+    for ch in text:  # brackets inside strings count too: an over-count only refuses absurd input
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    if deepest > MAX_JSON_FLAG_DEPTH:
+        raise ValueError(f"{flag} nests {deepest:,} levels deep; at most {MAX_JSON_FLAG_DEPTH} are accepted; "
+                         f"e.g. {example}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:  # within 4,096 characters no integer reaches Python's 4,300-digit limit
+        raise ValueError(f"{flag} is not JSON ({exc.msg}): {quote(text)}; e.g. {example}") from None
 
 
 def _number(text: str, kind: type, expected: str):

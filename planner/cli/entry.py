@@ -177,8 +177,12 @@ def _model_from_args(args: argparse.Namespace):
 
             custom = load_config_file(args.config)
         else:
+            from pathlib import Path
+
+            from model_catalog.custom import check_regular_file
             from model_catalog.gguf_reader import read_gguf
 
+            check_regular_file(Path(args.gguf), "a .gguf file")
             custom = read_gguf(args.gguf).model
     except ValueError as exc:
         raise ValueError(" ".join(str(exc).split())) from None
@@ -297,6 +301,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = _output(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (ArithmeticError, RecursionError, MemoryError) as exc:  # a bound the readers missed: one line, no trace
+        print(f"error: the input could not be planned ({type(exc).__name__}): a size or count in it is out of "
+              "range; check the config's numbers (a zero, a huge or a negative value)", file=sys.stderr)
         return 2
     _write(text)
     return 0

@@ -27,14 +27,14 @@ This module is a CLI edge like :mod:`planner.cli.engine`: it may read the catalo
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 
-from planner.cli.args import gib_amount, non_negative_int, positive_float, positive_int
+from planner.cli.args import gib_amount, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
+from planner.text import quote
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
 """``--lora-dtype`` spellings: vLLM's (auto, bfloat16, float16) and the planner's short names."""
@@ -118,21 +118,18 @@ def mm_limits(args: argparse.Namespace) -> tuple[int | None, int | None]:
     if text is None:
         return None, None
     example = "--limit-mm-per-prompt takes JSON such as '{\"image\": 2, \"video\": 1}'"
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        raise ValueError(f"{example}, got {text!r}") from None
+    parsed = json_flag(text, "--limit-mm-per-prompt", "'{\"image\": 2, \"video\": 1}'")
     if isinstance(parsed, int) and not isinstance(parsed, bool):
         parsed = {"image": parsed}
     if not isinstance(parsed, dict):
-        raise ValueError(f"{example}, got {text!r}")
+        raise ValueError(f"{example}, got {quote(text)}")
     limits = []
     for key in ("image", "video"):
         value = parsed.get(key)
         if isinstance(value, dict):
             value = value.get("count", 999)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"{example} (whole numbers >= 0), got {text!r}")
+            raise ValueError(f"{example} (whole numbers >= 0), got {quote(text)}")
         limits.append(value)
     return limits[0], limits[1]
 
@@ -205,11 +202,8 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     """
     spec: dict = {}
     if getattr(args, "speculative_config", None) is not None:
-        try:
-            spec = json.loads(args.speculative_config)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--speculative-config is not JSON ({exc.msg}); e.g. "
-                             '\'{"method": "eagle", "num_speculative_tokens": 3}\'') from None
+        spec = json_flag(args.speculative_config, "--speculative-config",
+                         '\'{"method": "eagle", "num_speculative_tokens": 3}\'')
         if not isinstance(spec, dict):
             raise ValueError("--speculative-config must be a JSON object with method and num_speculative_tokens")
         unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"})
@@ -285,10 +279,15 @@ def raw_model_config(args: argparse.Namespace) -> Mapping:
     """The raw config.json of the planned model (``--model`` from the catalog, ``--config`` from its file), for
     the keys the spec does not carry (``num_nextn_predict_layers``); empty for a GGUF or an unknown id."""
     try:
-        if getattr(args, "config", None) is not None:
-            with open(args.config, encoding="utf-8") as f:
-                raw = json.load(f)
-            return raw if isinstance(raw, dict) else {}
+        if getattr(args, "config", None) is not None:  # the same capped read as the plan's (model_catalog.custom)
+            from pathlib import Path
+
+            from model_catalog.config_bounds import check_sizes
+            from model_catalog.custom import MAX_CONFIG_BYTES, parse_config_json, read_regular_file
+
+            raw = parse_config_json(read_regular_file(Path(args.config), MAX_CONFIG_BYTES))
+            check_sizes(raw)  # the file may have changed since the plan's own (checked) read
+            return raw
         if getattr(args, "model", None):
             from model_catalog import get_model_entry
 

@@ -196,12 +196,18 @@ def find_workload(args: argparse.Namespace) -> Workload | None:
         return None
     if args.max_model_len is None:
         raise ValueError("a length distribution needs --max-model-len (the engine limit that caps long requests)")
-    if args.lengths_csv is not None:
+    if args.lengths_csv is not None:  # a regular file, read as a stream that stops at the CSV's limits
+        from model_catalog.custom import check_regular_file
+
         try:
-            text = args.lengths_csv.read_text()
+            check_regular_file(args.lengths_csv, "a CSV file of lengths")
+        except ValueError as exc:
+            raise ValueError(f"cannot read --lengths-csv: {exc}") from None
+        try:
+            with args.lengths_csv.open(encoding="utf-8", errors="replace") as handle:
+                return workload_from_csv(handle, args.max_model_len)
         except OSError as exc:
             raise ValueError(f"cannot read --lengths-csv {args.lengths_csv}: {exc.strerror}") from None
-        return workload_from_csv(text, args.max_model_len)
     prompt = (LogNormal(mean=args.prompt_len, p95=args.prompt_p95) if args.prompt_p95 is not None
               else Fixed(tokens=args.prompt_len))
     output = (LogNormal(mean=args.output_len, p95=args.output_p95) if args.output_p95 is not None

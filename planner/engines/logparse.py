@@ -12,6 +12,10 @@ Units: "GiB" and SGLang's "GB" are 2^30 bytes (SGLang divides by 2^30); vLLM V0'
 "Loading model weights took X GB" is also GiB (it divides by 2^30). Printed
 values carry their print rounding (2 decimals of GiB = +-5.4 MB).
 
+Limits: a paste over :data:`MAX_LOG_CHARS` is refused unread; each line is read up to
+:data:`MAX_LINE_CHARS`; every pattern is bounded, so the time is linear in the paste's
+length (``scripts/bench_logparse.py`` measures it).
+
 Sources (log formats): vLLM vllm/v1/worker/gpu_worker.py,
 vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``), vllm/worker/worker.py
 (V0 "Memory profiling results"), vllm/executor/executor_base.py ("# GPU blocks");
@@ -28,8 +32,49 @@ from dataclasses import dataclass, field
 
 from planner.units import GiB, MiB
 
+MAX_LOG_CHARS = 2_000_000
+"""Most characters :func:`parse_engine_log` reads, and the Engine page's log box accepts [characters].
+
+A startup log, from the launch command to "ready", is tens to a few hundred kB (a
+public 8-GPU SGLang boot log with every rank's lines: ~130 kB); 2,000,000 leaves room
+for ten of those. Above it the paste is refused unread: the work is linear, but it is
+a shared server's CPU (``re`` holds the GIL, so every other visitor waits), and over
+16 MB the browser's websocket message was dropped without a word."""
+
+MAX_LINE_CHARS = 16_384
+"""Characters of one line that are scanned; the rest of a longer line is not read [characters].
+
+Figure lines are under 1,000 characters (the longest, TensorRT-LLM's "Peak memory during
+memory usage profiling" and SGLang's "Load weight end.", run to ~300 with their
+timestamps); the longest lines of a real log are configuration dumps (vLLM "with
+config:", SGLang "server_args=ServerArgs(...)"), several thousand. The cap bounds the
+work of one line whatever it holds."""
+
+_MAX_GAP = 500
+"""Most characters between the two halves of a split pattern ("Load weight end." ...
+"mem usage=", "Peak memory during memory usage profiling" ... ":") [characters].
+
+Real lines put 20 (TensorRT-LLM: " (torch + non-torch)") to ~120 (SGLang 2026: " elapsed=...
+s, type=<class>, quant=..., quant_algo=..., avail mem=... GB, ") characters there; 500 is
+four times the longest. A bounded gap keeps the search linear: unbounded, every start rescans to
+the end of the line (256 kB of "Load weight end." took 17 s)."""
+
+_MAX_NAME_SUFFIX = 32
+"""Most word characters after ``llama_kv_cache`` in a llama.cpp line [characters]; the real
+suffixes ("_unified", "_iswa", "_unified_iswa") are at most 13. Bounded for the same reason
+as :data:`_MAX_GAP` (``\\w*`` would swallow a run of repeated names)."""
+
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _SP = r"\s*"
+
+
+def _gap(anchor: str) -> str:
+    """A lazy gap of at most :data:`_MAX_GAP` characters that stops at the next ``anchor``.
+
+    Stopping at the anchor makes each character part of one start's scan only, so a line of
+    repeated anchors costs one pass; the figure read from a real line is the same.
+    """
+    return r"(?:(?!" + anchor + r").){0," + str(_MAX_GAP) + r"}?"
 
 # name, engine family, unit ("GiB", "MiB", "tokens", "count", "x", "bytes"), pattern, group
 _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
@@ -69,10 +114,13 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("sglang_max_running_requests", "sglang", "count", r"max_running_requests=" + _NUM, 1),
     ("sglang_context_len", "sglang", "tokens", r"context_len=" + _NUM, 1),
     ("sglang_avail_gib", "sglang", "GiB", r"avail mem=" + _NUM + _SP + "GB", 1),
-    ("sglang_weights_gib", "sglang", "GiB", r"Load weight end\..*?mem usage=" + _NUM + _SP + "GB", 1),
-    ("llamacpp_kv_mib", "llama.cpp", "MiB", r"llama_kv_cache\w*:\s+size =" + _SP + _NUM + _SP + "MiB", 1),
+    ("sglang_weights_gib", "sglang", "GiB",
+     r"Load weight end\." + _gap(r"Load weight end\.") + r"mem usage=" + _NUM + _SP + "GB", 1),
+    ("llamacpp_kv_mib", "llama.cpp", "MiB",
+     r"llama_kv_cache\w{0,%d}:\s+size =" % _MAX_NAME_SUFFIX + _SP + _NUM + _SP + "MiB", 1),
     ("llamacpp_kv_mib", "llama.cpp", "MiB", r"KV self size\s*=" + _SP + _NUM + _SP + "MiB", 1),
-    ("llamacpp_cells", "llama.cpp", "count", r"llama_kv_cache\w*:\s+size =\s*[0-9.]+ MiB \(\s*" + _NUM + r" cells", 1),
+    ("llamacpp_cells", "llama.cpp", "count",
+     r"llama_kv_cache\w{0,%d}:\s+size =\s*[0-9.]+ MiB \(\s*" % _MAX_NAME_SUFFIX + _NUM + r" cells", 1),
     ("llamacpp_layers", "llama.cpp", "count", r"MiB \(\s*[0-9]+ cells,\s*" + _NUM + r" layers", 1),
     ("llamacpp_streams", "llama.cpp", "count", r"layers,\s*[0-9]+/" + _NUM + r" seqs\)", 1),
     ("llamacpp_kv_buffer_mib", "llama.cpp", "MiB", r"KV buffer size\s*=" + _SP + _NUM + _SP + "MiB", 1),
@@ -89,13 +137,61 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("trtllm_tokens", "trtllm", "tokens", r"Using" + _SP + _NUM + _SP + r"tokens in paged KV cache", 1),
     ("trtllm_blocks", "trtllm", "count", r"Number of blocks in KV cache primary pool:" + _SP + _NUM, 1),
     ("trtllm_estimated_kv_gib", "trtllm", "GiB", r"Estimated max memory in KV cache\s*:" + _SP + _NUM + _SP + "GiB", 1),
-    ("trtllm_peak_gib", "trtllm", "GiB", r"Peak memory during memory usage profiling.*?:" + _SP + _NUM + _SP + "GiB", 1),
+    ("trtllm_peak_gib", "trtllm", "GiB", r"Peak memory during memory usage profiling"
+     + _gap("Peak memory during memory usage profiling") + ":" + _SP + _NUM + _SP + "GiB", 1),
     ("tgi_blocks", "tgi", "count", r"KV-cache blocks:" + _SP + _NUM, 1),
     ("tgi_block_size", "tgi", "tokens", r"KV-cache blocks: [0-9]+, size:" + _SP + _NUM, 1),
     ("tgi_max_total_tokens", "tgi", "tokens", r"Setting max batch total tokens to" + _SP + _NUM, 1),
 )
-_COMPILED = tuple((n, e, u, re.compile(p), g) for n, e, u, p, g in _PATTERNS)
+
+
+def _required_literal(pattern: str) -> str:
+    """The longest run of plain characters that every match of ``pattern`` contains.
+
+    Reads the pattern's top level only: groups, classes, escapes such as ``\\s`` and a
+    character under a quantifier break a run; ``\\.`` and ``\\(`` are the characters. Used
+    as a pre-filter (``in`` is a plain substring search, far cheaper than a regex): a
+    line without the literal cannot match.
+
+    Raises:
+        ValueError: the pattern has a top-level ``|`` (no literal is then required).
+    """
+    runs, run, depth, i = [], "", 0, 0
+    while i < len(pattern):
+        char, literal = pattern[i], None
+        if char == "\\":
+            escaped = pattern[i + 1]
+            literal = escaped if not escaped.isalnum() else None
+            i += 2
+        elif char == "[":
+            i = pattern.index("]", i + 2) + 1  # no class here holds "]"
+        elif char in "*+?{":
+            run = run[:-1]  # the character before is optional or repeated: not part of a run
+            runs.append(run)
+            run = ""
+            i = pattern.index("}", i) + 1 if char == "{" else i + 1
+            continue
+        else:
+            if char == "|" and depth == 0:
+                raise ValueError(f"top-level alternation in {pattern[:60]!r}")
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            literal = None if char in "().^$|" else char
+            i += 1
+        if literal is not None and depth == 0:
+            run += literal
+        else:
+            runs.append(run)
+            run = ""
+    return max(runs + [run], key=len)
+
+
+_COMPILED = tuple((n, e, u, re.compile(p), g, _required_literal(p)) for n, e, u, p, g in _PATTERNS)
+"""Each pattern compiled, with the literal every match contains (the pre-filter of :func:`parse_engine_log`)."""
 _VERSION = re.compile(r"(?:vLLM API server version|LLM engine \(v)\s*([0-9][0-9a-z.+\-]*)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+"""An ANSI colour code. Linear as is: a run of ``[0-9;]`` cannot hold the next ``\\x1b``, so each
+character is scanned from one start only; ``_VERSION`` likewise (its ``\\s*`` run ends at the
+next non-space)."""
 
 LABELS: dict[str, str] = {
     "available_kv_gib": "Available KV cache memory", "kv_cache_tokens": "GPU KV cache size",
@@ -202,31 +298,55 @@ class LogFigures:
 def parse_engine_log(text: str) -> LogFigures:
     """Recognise the KV-sizing figures in an engine's startup log.
 
+    Linear in the length of ``text``: every pattern is bounded (:data:`_MAX_GAP`), a line
+    is read up to :data:`MAX_LINE_CHARS`, and a pattern runs only on lines holding its
+    literal text. A paste over :data:`MAX_LOG_CHARS` is refused unread.
+
     Args:
         text: Pasted log (any mix of lines; ANSI colour codes are ignored).
 
     Returns:
         A :class:`LogFigures`; ``engine`` None and an explanatory ``message``
-        when no known line was found. Never raises on odd input.
+        when no known line was found or the paste is over :data:`MAX_LOG_CHARS`.
+        Never raises on odd input.
     """
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text or "")
+    text = text or ""
+    if len(text) > MAX_LOG_CHARS:
+        return LogFigures(engine=None, version=None, message=(
+            f"The log box accepts at most {MAX_LOG_CHARS:,} characters; this paste has {len(text):,}. Paste the "
+            "startup part only, from model loading to the KV-cache lines (a few hundred lines)."))
+    return _scan(text)
+
+
+def _scan(text: str) -> LogFigures:
+    """:func:`parse_engine_log` without the :data:`MAX_LOG_CHARS` check (``scripts/bench_logparse.py``
+    times it past the limit to show the growth is linear)."""
+    text = _ANSI.sub("", text)
+    active = tuple(entry for entry in _COMPILED if entry[5] in text)  # patterns whose literal is in the paste
     figures: list[LogFigure] = []
-    version = None
+    version, long_line = None, None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        if len(line) > MAX_LINE_CHARS:
+            line, long_line = line[:MAX_LINE_CHARS], long_line or number
         if not line:
             continue
-        match = _VERSION.search(line)
-        if match and version is None:
+        if version is None and (match := _VERSION.search(line)):
             version = match.group(1).rstrip(")")
-        for name, engine, unit, pattern, group in _COMPILED:
+        for name, engine, unit, pattern, group, literal in active:
+            if literal not in line:
+                continue
             for m in pattern.finditer(line):
                 value = float(m.group(group).replace(",", ""))
                 figures.append(LogFigure(name=name, engine=engine, value=value, unit=unit, line_number=number,
                                          line=line))
     figures = _dedupe(figures)
     engine = _detect(figures)
-    return LogFigures(engine=engine, version=version, figures=tuple(figures), message=_message(engine, figures),
+    message = _message(engine, figures)
+    if long_line is not None:
+        message += (f" Line {long_line:,} is longer than {MAX_LINE_CHARS:,} characters and was read only that far; "
+                    "paste the log as the engine printed it, one line per log record.")
+    return LogFigures(engine=engine, version=version, figures=tuple(figures), message=message,
                       complete=engine is not None and not _missing(engine, figures))
 
 

@@ -55,6 +55,25 @@ from planner.units import ceil_div
 ATTENTION_SCALARS = 7
 """fp32 scalars each vLLM ``Attention`` layer keeps on the GPU (module docstring)."""
 
+MAX_WEIGHT_TENSORS = 1_048_576
+"""Most weight tensors (experts apart, which are laid out as one tensor per layer) one rank's list may
+hold: 550x the most of any catalog model (Kimi K3: 1,901) and above any spec a bounded config builds
+(1,024 layers of some 30 tensors plus a 1,024-block tower). A spec above it was built around the
+config bounds; it is refused before the per-tensor loop instead of filling memory."""
+
+
+def _check_tensor_count(model: ModelSpec, params: tuple[ParamGroup, ...]) -> None:
+    """Refuse a stage whose tensors (experts apart) exceed :data:`MAX_WEIGHT_TENSORS`.
+
+    Raises:
+        ValueError: naming the model, the count and the limit.
+    """
+    count = sum(g.count for g in params if ".experts." not in g.name)
+    if count > MAX_WEIGHT_TENSORS:
+        raise ValueError(f"{model.model_id}: {count:,} weight tensors to lay out; at most {MAX_WEIGHT_TENSORS:,} "
+                         "are accepted (far above any published model): check the config's layer and tower counts")
+
+
 def _split_bytes(fmt: StorageFormat, group: ParamGroup, shards: int) -> tuple[int, int]:
     """``(values, scales)`` bytes of one tensor of ``group`` on one of ``shards`` GPUs [bytes]."""
     total = ceil_div(fmt.bytes_for_matrix(group.shape), shards)
@@ -111,10 +130,14 @@ def vllm_weight_tensors(model: ModelSpec, weight_format: StorageFormat, tensor_p
         ``(tensor bytes, number of attention scalars)``; the tensors' sum is close to
         ``loaded_weight_bytes`` (the same formats and splits, values and scales apart).
 
+    Raises:
+        ValueError: more tensors than :data:`MAX_WEIGHT_TENSORS` (a spec built around the config bounds).
+
     Sources: module docstring.
     """
     tp = tensor_parallel_size
     params = stage_params(model, stage, pipeline_parallel_size)
+    _check_tensor_count(model, params)
     stage_layers = pipeline_layer_ranges(model.num_layers, pipeline_parallel_size)[stage]
     layers = len(stage_layers)
     routers = max((g.count for g in params if g.kind == "router"), default=0)

@@ -111,6 +111,81 @@ VIDEO_MAX_FRAMES = 768
 DELIMITER_TOKENS = 2
 """<|vision_start|> and <|vision_end|> around each image's pad tokens (Qwen chat templates)."""
 
+MAX_TOWER_LAYERS = 1_024
+"""Most vision-tower blocks accepted (``depth``): the text model's layer bound
+(``model_catalog.config_bounds.MAX_LAYERS``), 38x Qwen3-VL's 27 and 23x InternViT-6B's 45."""
+
+MAX_TOWER_WIDTH = 262_144
+"""Widest tower or merger output accepted [elements] (``hidden_size``, ``out_hidden_size``): the text
+model's width bound (``model_catalog.config_bounds.MAX_HIDDEN``); Qwen3-VL: 1,152 and 4,096."""
+
+MAX_TOWER_FFN = 1_048_576
+"""Widest tower MLP accepted [elements]: the text model's bound (``model_catalog.config_bounds.MAX_FFN``);
+Qwen3-VL: 4,304."""
+
+MAX_TOWER_HEADS = 4_096
+"""Most tower attention heads accepted: the text model's bound (``model_catalog.config_bounds.MAX_HEADS``);
+Qwen3-VL: 16."""
+
+MAX_PATCH_SIZE = 256
+"""Largest patch side accepted [pixels]: 8x the largest published (ViT-B/32: 32; Qwen3-VL 16, Qwen2.5-VL 14)."""
+
+MAX_MERGE_SIZE = 64
+"""Largest spatial merge, temporal patch, merge-kernel or pooling side accepted [patches or frames]:
+published 2 (Qwen-VL, Kimi-K2.5 ``merge_kernel_size [2, 2]``) and 3 (Gemma 4 ``pooling_kernel_size``)."""
+
+MAX_CHANNELS = 1_024
+"""Most input channels of a patch or audio front-end accepted: images have 3, audio encoders up to 128 mel bins."""
+
+MAX_VISION_POSITIONS = 1_048_576
+"""Largest learned position table side accepted [positions]: 100x the largest published
+(Gemma 4 ``position_embedding_size`` 10,240; Qwen3-VL ``num_position_embeddings`` 2,304)."""
+
+MAX_IMAGE_SIZE = 16_384
+"""Largest image side a config may state [pixels]: 8x the largest published (MiniMax-M3: 2,016; Gemma 3: 896)."""
+
+MAX_PIXELS = 1 << 28
+"""Largest ``min_pixels`` / ``max_pixels`` accepted [pixels] (16,384 x 16,384): 16x Qwen3-VL's 16,777,216."""
+
+VISION_FIELD_LIMITS: dict[str, tuple[int, int]] = {
+    "patch_size": (1, MAX_PATCH_SIZE), "spatial_merge_size": (1, MAX_MERGE_SIZE),
+    "temporal_patch_size": (1, MAX_MERGE_SIZE), "hidden_size": (1, MAX_TOWER_WIDTH),
+    "embed_dim": (1, MAX_TOWER_WIDTH), "depth": (1, MAX_TOWER_LAYERS), "intermediate_size": (1, MAX_TOWER_FFN),
+    "num_heads": (1, MAX_TOWER_HEADS), "in_channels": (1, MAX_CHANNELS), "out_hidden_size": (1, MAX_TOWER_WIDTH),
+    "num_position_embeddings": (0, MAX_VISION_POSITIONS), "deepstack_visual_indexes": (0, MAX_TOWER_LAYERS),
+    "min_pixels": (1, MAX_PIXELS), "max_pixels": (1, MAX_PIXELS),
+}
+"""Accepted range of each ``vision_config`` field :func:`vision_from_config` reads (inclusive;
+``deepstack_visual_indexes``: its length). The catalog checks the same keys with the same bounds when a config
+is read (``model_catalog.config_bounds.CONFIG_KEY_RANGES``); these keep a config that reached the planner another way
+from building a tower of a billion blocks or dividing by a zero patch."""
+
+
+def _vision_field(key: str, value: object) -> int:
+    """``value`` of ``vision_config.<key>`` as an int inside :data:`VISION_FIELD_LIMITS`.
+
+    Raises:
+        ValueError: not a whole number, or out of range (naming the key and the bound).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"config key 'vision_config.{key}' is a {type(value).__name__}; expected a whole number")
+    try:
+        number = int(value) if not isinstance(value, float) or value.is_integer() else None
+    except ValueError:
+        number = None
+    if number is None:
+        raise ValueError(f"config key 'vision_config.{key}' is {str(value)[:60]!r}; expected a whole number")
+    low, high = VISION_FIELD_LIMITS[key]
+    if number > high:
+        shown = f"{number:,}" if number < 10**30 else "a number of more than 30 digits"
+        raise ValueError(f"config key 'vision_config.{key}' is {shown}; at most {high:,} is accepted (far above "
+                         "any published vision tower): fix the value")
+    if number < low:
+        raise ValueError(f"config key 'vision_config.{key}' is {number:,}; at least {low:,} is accepted: fix the "
+                         "value, or leave the key out")
+    return number
+
+
 TOWER_PREFIXES: tuple[str, ...] = ("visual.", "vision_tower.", "vision_model.", "embed_vision.", "mm_projector.",
                                    "multi_modal_projector.", "audio_tower.", "embed_audio.")
 """Parameter-group name prefixes of vision / audio towers and projectors (the transformers module names
@@ -231,6 +306,10 @@ def vision_from_config(config: Mapping) -> VisionConfig | None:
 
     Reads ``vision_config`` and the top-level ``model_type``; min / max pixels are the family's
     :data:`PROCESSOR_DEFAULTS` unless the vision config states ``min_pixels`` / ``max_pixels``.
+
+    Raises:
+        ValueError: a field that is not a whole number or lies outside :data:`VISION_FIELD_LIMITS` (the message
+            names ``vision_config.<key>`` and the bound), so no tower of a billion blocks is ever built.
     """
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
@@ -240,17 +319,26 @@ def vision_from_config(config: Mapping) -> VisionConfig | None:
     if family is None or not vision.get("patch_size"):
         return None
     low, high = PROCESSOR_DEFAULTS[family]
-    hidden = vision.get("hidden_size") or vision.get("embed_dim") or 1280
+
+    def field(key: str, default: object) -> int:
+        return _vision_field(key, vision.get(key) or default)
+
+    hidden = field("hidden_size", None) if vision.get("hidden_size") else field("embed_dim", 1280)
+    deepstack = (vision.get("deepstack_visual_indexes") or ()) if family == "qwen3_vl" else ()
+    if not isinstance(deepstack, (list, tuple)):
+        raise ValueError("config key 'vision_config.deepstack_visual_indexes' must be a list of block indices "
+                         "such as [8, 16, 24]")
+    if len(deepstack) > VISION_FIELD_LIMITS["deepstack_visual_indexes"][1]:
+        raise ValueError(f"config key 'vision_config.deepstack_visual_indexes' lists {len(deepstack):,} entries; at "
+                         f"most {VISION_FIELD_LIMITS['deepstack_visual_indexes'][1]:,} (one per block) are accepted")
     return VisionConfig(
-        family=family, patch_size=int(vision["patch_size"]),
-        spatial_merge_size=int(vision.get("spatial_merge_size") or 2),
-        temporal_patch_size=int(vision.get("temporal_patch_size") or 2), hidden_size=int(hidden),
-        depth=int(vision.get("depth") or 32), intermediate_size=int(vision.get("intermediate_size") or 4 * hidden),
-        num_heads=int(vision.get("num_heads") or 16), in_channels=int(vision.get("in_channels") or 3),
-        out_hidden_size=int(vision.get("out_hidden_size") or vision.get("hidden_size") or hidden),
-        num_position_embeddings=int(vision.get("num_position_embeddings") or 0) if family == "qwen3_vl" else 0,
-        deepstack_levels=len(vision.get("deepstack_visual_indexes") or ()) if family == "qwen3_vl" else 0,
-        min_pixels=int(vision.get("min_pixels") or low), max_pixels=int(vision.get("max_pixels") or high))
+        family=family, patch_size=field("patch_size", None), spatial_merge_size=field("spatial_merge_size", 2),
+        temporal_patch_size=field("temporal_patch_size", 2), hidden_size=hidden, depth=field("depth", 32),
+        intermediate_size=field("intermediate_size", 4 * hidden), num_heads=field("num_heads", 16),
+        in_channels=field("in_channels", 3), out_hidden_size=field("out_hidden_size", hidden),
+        num_position_embeddings=field("num_position_embeddings", 0) if family == "qwen3_vl" else 0,
+        deepstack_levels=len(deepstack),
+        min_pixels=field("min_pixels", low), max_pixels=field("max_pixels", high))
 
 
 def resized(vision: VisionConfig, width: int, height: int) -> tuple[int, int]:

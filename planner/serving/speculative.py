@@ -62,6 +62,18 @@ LOOKAHEAD_METHODS = frozenset({"draft_model", "eagle", "eagle3", "mtp"})
 EAGLE3_DRAFT_VOCAB_SIZE = 32000
 """``draft_vocab_size`` of the published EAGLE-3 heads (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)."""
 
+MAX_MTP_LAYERS = 64
+"""Most next-n (MTP) layers accepted from a config: 9x the most published (MiniMax-M3 ``num_mtp_modules``
+7; DeepSeek-V3/V4, GLM and Qwen3.5: 1); the drafter's KV layers are a tuple of this length."""
+
+MAX_SPECULATIVE_TOKENS = 1_024
+"""Most draft tokens per step accepted: 16x the app's input bound of 64 (published EAGLE-3 and MTP
+setups use 1-8); each sequence reserves twice this many slots."""
+
+MAX_DRAFT_VOCAB_SIZE = 4_194_304
+"""Largest EAGLE-3 ``draft_vocab_size`` accepted [tokens]: the largest vocabulary a config may state
+(``model_catalog.config_bounds.MAX_VOCAB``); the published heads use 32,000."""
+
 MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 """Config keys that count a model's next-n (MTP) layers: DeepSeek-V3/V4 and GLM-4.x/5 use the first,
 Qwen3.5/3.6 the second."""
@@ -144,6 +156,11 @@ class SpeculativeConfig:
                              f"{', '.join(SPECULATIVE_METHODS)}")
         if not self.num_speculative_tokens >= 1:
             raise ValueError(f"num_speculative_tokens must be at least 1, got {self.num_speculative_tokens}")
+        if self.num_speculative_tokens > MAX_SPECULATIVE_TOKENS:
+            raise ValueError(f"num_speculative_tokens is {self.num_speculative_tokens:,}; at most "
+                             f"{MAX_SPECULATIVE_TOKENS:,} are accepted (published setups draft 1-8 tokens)")
+        if not 0 <= self.num_mtp_layers <= MAX_MTP_LAYERS:
+            raise ValueError(f"the model's MTP layer count {self.num_mtp_layers:,} is outside 0 .. {MAX_MTP_LAYERS}")
         if self.method == "draft_model" and self.draft is None:
             raise ValueError("speculative method draft_model needs the draft model (--speculative-model ID)")
         if self.method == "mtp" and self.num_mtp_layers < 1:
@@ -151,6 +168,9 @@ class SpeculativeConfig:
                              "mtp_num_hidden_layers (DeepSeek-V3/V4, GLM-4.x/5, Qwen3.5/3.6); this one has none")
         if self.draft_vocab_size < 1:
             raise ValueError(f"draft_vocab_size must be >= 1, got {self.draft_vocab_size}")
+        if self.draft_vocab_size > MAX_DRAFT_VOCAB_SIZE:
+            raise ValueError(f"draft_vocab_size is {self.draft_vocab_size:,}; at most {MAX_DRAFT_VOCAB_SIZE:,} is "
+                             "accepted (the published EAGLE-3 heads use 32000)")
 
     @property
     def extra_tokens_per_sequence(self) -> int:
@@ -192,11 +212,20 @@ class SpeculativeCost:
 
 
 def mtp_layers_from_config(config: Mapping) -> int:
-    """Next-n (MTP) layers a config states (:data:`MTP_CONFIG_KEYS`, in ``text_config`` too); 0 when none."""
-    for scope in (config, config.get("text_config") or {}):
+    """Next-n (MTP) layers a config states (:data:`MTP_CONFIG_KEYS`, in ``text_config`` too); 0 when none.
+
+    Raises:
+        ValueError: more than :data:`MAX_MTP_LAYERS` (naming the key).
+    """
+    text = config.get("text_config")
+    for where, scope in (("", config), ("text_config.", text if isinstance(text, Mapping) else {})):
         for key in MTP_CONFIG_KEYS:
             value = scope.get(key)
-            if isinstance(value, int) and value > 0:
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                if value > MAX_MTP_LAYERS:
+                    shown = f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
+                    raise ValueError(f"config key '{where}{key}' is {shown}; at most {MAX_MTP_LAYERS} MTP layers are "
+                                     "accepted (published models have 1-7): fix the value")
                 return value
     return 0
 

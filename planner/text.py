@@ -1,0 +1,38 @@
+"""Quoting what a user typed back into a message, bounded and printable.
+
+Every reader of user data (a pasted config, an upload, a link value, a CLI flag) refuses bad input
+with a message that says what was wrong. Such a message quotes at most :data:`ECHO_CHARS`
+characters of the input: a 20 MB cell echoed whole took seconds to render, and control characters
+echoed raw reach a terminal (``ESC ] 0 ; ... BEL`` sets its title).
+"""
+
+from __future__ import annotations
+
+ECHO_CHARS = 60
+"""Most characters of user input quoted back in a message."""
+
+
+def quote(value: object, limit: int = ECHO_CHARS) -> str:
+    """``value`` as a short, printable quotation for a message.
+
+    Args:
+        value: What the user gave (any object; ``str()`` of it is quoted).
+        limit: Most characters of the input kept [characters]; longer input is cut with ``…`` and
+            its length is said.
+
+    Returns:
+        ``'abc'``: single-quoted, non-printable characters written as ``\\x1b``-style escapes
+        (:func:`repr` of each), at most ``limit`` input characters. Never raises.
+
+    Example: ``quote("x" * 100_000)`` is ``'xxx…x…' (100,000 characters)``, 60 of them kept.
+    """
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:  # noqa: BLE001 -- a message must never fail on odd input
+        text = object.__repr__(value)
+    length = len(text)
+    shown = text[:limit]
+    escaped = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shown)
+    if length <= limit:
+        return f"'{escaped}'"
+    return f"'{escaped}…' ({length:,} characters)"

@@ -1,0 +1,931 @@
+"""Hostile input against one server: each attack of the issue N times, with a bystander session timed alongside.
+
+Usage::
+
+    python scripts/attack.py                      # every attack 10 times (a few minutes)
+    python scripts/attack.py --short              # the CI subset, once each (under a minute when warm)
+    python scripts/attack.py --only gguf --runs 3 --json attack.json
+
+Issue "hostile input: one paste, link or upload must never freeze, exhaust or phish the
+hosted instance". Starts ONE fresh ``streamlit run app.py`` on a free 127.0.0.1 port
+(:class:`tests.e2e_helpers.StreamlitServer`, stopped by its pid at the end) and talks to it
+the way a browser tab does, over Streamlit's websocket protocol (``streamlit.proto``
+BackMsg / ForwardMsg, as :mod:`tests.ws_load` does) and, for uploads, its HTTP upload
+route. Only loopback traffic; every wait and every loop is bounded in count and time.
+
+Phases:
+
+1. Warm-up: every page an attack uses is opened once (plus a valid custom model link), so
+   first-import costs are not charged to the attacks; the page's own alerts are noted, so an
+   attack's message is the first alert its page did *not* show before.
+2. Quiet figure: a "bystander" session (one websocket) loads Home ``--quiet-loads`` times:
+   ``rerun_script`` sent -> ``script_finished`` received [ms], the server's part of a page
+   load (no rendering), the first load of the session not counted. Server RSS [MiB = 2^20
+   bytes] from ``/proc/<pid>/status`` (:func:`tests.e2e_helpers.rss_bytes`).
+3. Attacks: each one ``--runs`` times, sequentially, every run in its own websocket session
+   (a fresh tab), while the bystander (a new session) keeps loading Home in a loop
+   (``--think`` s between loads). Per run: wall time [ms] from the attack's message sent
+   (for uploads: the HTTP PUT started) to ``script_finished``; the first exception, else the
+   first new error/warning (else info/success) alert the page showed; after the attack's last
+   run, the server RSS. A run that does not finish within ``--timeout`` s is a hang: the
+   attack's remaining runs are skipped.
+4. RSS every 5 s for ``--settle`` s after the last attack, then once more 1 s after one more
+   visitor's page load: that last reading is "RSS after". Streamlit keeps a closed tab's
+   session, and its uploads, for ``server.disconnectedSessionTTL`` = 120 s, and drops expired
+   sessions from its storage only when another session is saved there (a visitor leaving),
+   hence the visitor; ``--settle 130`` shows what is left past the TTL.
+
+Delivery:
+
+* Link-borne: the ``query_string`` of ``rerun_script`` (what a browser sends for
+  ``/<page>?<query>``). Share codes are built with the product's own framing
+  (:func:`model_catalog.share_codec.pack`) from a raw payload dict, so a code can hold what
+  the validators refuse (the point of the attack); valid codes (the Markdown names) use
+  :func:`model_catalog.share_codec.encode_model`.
+* Widget-borne: a second ``rerun_script`` whose ``widget_states`` set the text area's
+  ``string_value`` directly (the browser's ``max_chars`` is bypassed; the widget id comes from
+  the element the server sent on the first run: Streamlit ids end in ``-<key>``). What the
+  server does with it shows in the recorded message or error. With Streamlit 1.67 the server
+  itself cuts a text area's value to its ``max_chars`` (``TextAreaSerde`` in
+  streamlit/elements/widgets/text_widgets.py), so a paste up to the frame limit reaches the page
+  as its first 2,000,000 characters. The 14 MB paste is over ``server.maxWidgetStateSize``
+  (13 MB in ``.streamlit/config.toml``), so the server closes the socket with code 1009 before
+  decoding it: that is its pass.
+* Upload-borne: as the browser does, ``PUT /_stcore/upload_file/<session_id>/<file_id>``
+  (multipart, with the XSRF cookie/header pair the server sets on ``/_stcore/health``), then a
+  rerun whose widget state names the file (``file_uploader_state_value``); the HTTP status is
+  recorded at the head of the message (413 = refused by ``server.maxUploadSize``, then no rerun;
+  the 60 and 70 MiB CSVs are over the 32 MB that ``.streamlit/config.toml`` allows, so both get 413). The GGUF header goes to
+  the "Custom model & GPU" panel (opened through its expander's widget state) and is read by
+  pressing "Read GGUF header" (the button's ``trigger_value``).
+
+Pass (per attack): every run finished (``script_finished``, successfully) within ``--pass-s``
+s, no exception element, no lost socket, and a message where the attack must be refused.
+Targets (issue acceptance): RSS after within 15 % of before; bystander median under attack
+within 1.5x of the quiet median. Both are printed, and decide the exit status only here,
+never in a test (the figures are machine-dependent).
+
+Exit status: 0 every attack passed and both targets held, 1 otherwise, 2 the server did not start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.client
+import http.cookies
+import json
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e_helpers import StreamlitServer, rss_bytes  # noqa: E402
+from tests.ws_load import FINISHED_OK, _rerun_message  # noqa: E402
+
+RSS_TARGET = 0.15
+"""Largest accepted RSS change after the attacks, as a fraction of the RSS before."""
+
+BYSTANDER_TARGET = 1.5
+"""Largest accepted ratio of the bystander's median page load under attack to the quiet median."""
+
+PASS_S = 15.0
+"""An attack run must finish within this [s] to pass."""
+
+TIMEOUT_S = 30.0
+"""Longest wait for one run's ``script_finished`` [s]: a hang guard, beyond which the run is a hang."""
+
+MESSAGE_CHARS = 100
+"""Characters of the page's message kept in the table."""
+
+FINISHED_EARLY_FOR_RERUN = 2
+"""``ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN``: another run follows at once."""
+
+MAX_MESSAGES_PER_RUN = 50_000
+"""Most ForwardMsgs read for one run (a page sends a few hundred)."""
+
+MAX_BYSTANDER_LOADS = 5_000
+"""Most bystander page loads in one phase (the phase's end stops it long before)."""
+
+QWEN_VL = "Qwen/Qwen3-VL-8B-Instruct"
+"""Catalog model whose config carries the vision attacks."""
+
+NAMED_BASE = "meta-llama/Meta-Llama-3-8B"
+"""Catalog model whose (valid) config carries the Markdown names."""
+
+EVIL = "https://evil.example"
+
+MIB = 1 << 20
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The only hosts :func:`run_attacks` talks to."""
+
+SETTLE_EVERY_S = 5.0
+"""RSS sampling interval while settling after the attacks [s]."""
+
+
+# --------------------------------------------------------------------------
+# Attacks
+# --------------------------------------------------------------------------
+@dataclass
+class Attack:
+    """One hostile input and how it is delivered.
+
+    Attributes:
+        name: Table label.
+        kind: ``link``, ``widget`` or ``upload``.
+        page: Streamlit page name (``""`` = Home, ``"Engine"`` ...).
+        query: Query string of the attack run (``link``).
+        key: Widget key the value goes to (``widget``, ``upload``).
+        text: Text area value (``widget``).
+        file_name, file_data: The uploaded file (``upload``).
+        press: Key of the button pressed with the upload (``upload``), or "".
+        open_panel: Key of the lazy expander to open first (``upload``), or "".
+        refused: The page must show a message (the input is to be refused).
+        short: Part of ``--short``.
+        show_heading: Report the page's subheader, not an alert (Markdown names).
+        about: Text of the alert to report first when the page shows several (the specific reason).
+        frame_refused: The server must refuse the message itself: it closes the socket with code
+            :data:`FRAME_TOO_BIG` (``server.maxWidgetStateSize``) before decoding the frame.
+    """
+
+    name: str
+    kind: str
+    page: str = ""
+    query: str = ""
+    key: str = ""
+    text: str = ""
+    file_name: str = ""
+    file_data: bytes = b""
+    press: str = ""
+    open_panel: str = ""
+    refused: bool = True
+    short: bool = False
+    show_heading: bool = False
+    about: str = ""
+    frame_refused: bool = False
+
+
+FRAME_TOO_BIG = 1009
+"""WebSocket close code "message too big" (RFC 6455, section 7.4.1)."""
+
+
+def _catalog_config(model_id: str) -> dict:
+    """A deep, plain-JSON copy of a catalog model's config.json."""
+    from model_catalog import get_model_entry
+
+    return json.loads(json.dumps(get_model_entry(model_id).config))
+
+
+def _raw_model_code(config: dict, name: str = "attack-model") -> str:
+    """A ``custom_model`` code around ``config`` as given: framed like the codec's, never validated."""
+    from model_catalog import share_codec
+
+    return share_codec.pack({"n": name, "c": config, "s": "attack script"})
+
+
+def _raw_gpu_code(memory: str) -> str:
+    """A ``custom_gpu`` code with memory ``memory`` (GiB), framed like the codec's, never validated."""
+    from model_catalog import share_codec
+
+    payload = {"n": "Attack GPU", "m": memory, "u": "GiB", "b": 1000.0, "p": None}
+    assert set(payload) == set(share_codec._GPUPayload.model_fields), "the GPU payload's field names changed"
+    return share_codec.pack(payload)
+
+
+def _named_model_code(name: str) -> str:
+    """A valid ``custom_model`` code (the product's encoder) for a catalog config under ``name``."""
+    from model_catalog import custom, share_codec
+
+    return share_codec.encode_model(custom.read_custom_config(_catalog_config(NAMED_BASE), name))
+
+
+def _vision(**changes) -> str:
+    """Qwen3-VL-8B's config with ``vision_config`` keys replaced, as a raw ``custom_model`` code."""
+    config = _catalog_config(QWEN_VL)
+    config["vision_config"] = {**config["vision_config"], **changes}
+    return _raw_model_code(config, "Qwen3-VL-8B-attack")
+
+
+def _q(*pairs: tuple[str, str]) -> str:
+    """A query string (no ``?``), values percent-encoded; a key may repeat."""
+    return urlencode(list(pairs))
+
+
+def _gguf_bomb() -> bytes:
+    """A tiny GGUF file whose header claims ``block_count`` 2^27 (tests/fixtures/gguf_files.py's writer)."""
+    from tests.fixtures.gguf_files import write_tiny_gguf
+
+    with tempfile.TemporaryDirectory(prefix="attack_gguf_") as tmp:
+        path = write_tiny_gguf(Path(tmp) / "blocks.gguf", skip_keys=("block_count",),
+                               extra=lambda writer: writer.add_block_count(1 << 27))
+        return path.read_bytes()
+
+
+MODEL_REASON = "Link parameter custom_model"
+"""How the page's message about a refused ``custom_model`` code begins (the specific reason)."""
+
+LOG_LINE = "INFO 05-01 12:00:00 [gpu_worker.py:298] Available KV cache memory: 50.91 GiB\n"
+"""One realistic vLLM log line (78 characters), repeated into the 14 MB paste."""
+
+
+def build_attacks() -> list[Attack]:
+    """Every attack of the issue, payloads built once (before any is timed)."""
+    depth = _vision(depth=10**9)
+    huge = 10**2000
+    custom_model = ("model", "custom")
+    attacks = [
+        Attack("link: vision depth 1e9 (Home)", "link", "", _q(custom_model, ("custom_model", depth)), short=True,
+               about=MODEL_REASON),
+        Attack("link: vision depth 1e9 (Engine)", "link", "Engine", _q(custom_model, ("custom_model", depth)),
+               about=MODEL_REASON),
+        Attack("link: custom GPU memory 1e999999", "link", "",
+               _q(("gpu", "custom"), ("custom_gpu", _raw_gpu_code("1e999999"))), short=True,
+               about="Link parameter custom_gpu"),
+        Attack("link: vision sizes 10^2000", "link", "",
+               _q(custom_model, ("custom_model", _vision(hidden_size=huge, intermediate_size=huge,
+                                                         out_hidden_size=huge))), about=MODEL_REASON),
+        Attack("link: vision patch size 0", "link", "",
+               _q(custom_model, ("custom_model", _vision(patch_size=0))), short=True,
+               about=MODEL_REASON),
+        Attack("link: model named [link](evil)", "link", "",
+               _q(custom_model, ("custom_model", _named_model_code(f"[Click to re-login]({EVIL}/x)"))),
+               refused=False, short=True, show_heading=True),
+        Attack("link: model named ![img](evil)", "link", "",
+               _q(custom_model, ("custom_model", _named_model_code(f"![t]({EVIL}/p.png)"))),
+               refused=False, show_heading=True),
+        Attack("link: ?model=[x](evil)", "link", "", _q(("model", f"[x]({EVIL})"))),
+        Attack("link: /Catalog?search=[x](evil)", "link", "Catalog", _q(("search", f"[x]({EVIL})")),
+               refused=False),
+        Attack("link: ?model= 100 KB", "link", "", _q(("model", "a" * 100_000)), short=True),
+        Attack("link: ?model= repeated x999", "link", "", _q(*[("model", QWEN_VL)] * 999)),
+        Attack("widget: log 'Load weight end.' x16000", "widget", "Engine", key="engine_log",
+               text="Load weight end." * 16_000, refused=False, short=True),
+        Attack("widget: log 'Peak memory ...' x8000", "widget", "Engine", key="engine_log",
+               text="Peak memory during memory usage profiling" * 8_000, refused=False),
+        Attack("widget: log 14 MB of lines", "widget", "Engine", key="engine_log",
+               text=LOG_LINE * (14_000_000 // len(LOG_LINE)), refused=False, short=True, frame_refused=True),
+        Attack("upload: 60 MiB CSV of '1' lines", "upload", "Allocation", key="lengths_csv",
+               file_name="lengths.csv", file_data=b"1\n" * (30 * MIB), short=True),
+        Attack("upload: 70 MiB CSV (over maxUploadSize)", "upload", "Allocation", key="lengths_csv",
+               file_name="lengths.csv", file_data=b"1\n" * (35 * MIB), short=True),
+        Attack("upload: GGUF block_count 2^27", "upload", "", key="custom_gguf_file", file_name="blocks.gguf",
+               file_data=_gguf_bomb(), press="custom_use_gguf", open_panel="custom_panel_open", short=True),
+    ]
+    return attacks
+
+
+# --------------------------------------------------------------------------
+# Protocol: one script run, read to its end
+# --------------------------------------------------------------------------
+@dataclass
+class PageRun:
+    """What one script run sent back.
+
+    Attributes:
+        status: ``script_finished`` status (0 = success), None when none came.
+        ms: Message sent -> final ``script_finished`` [ms] (or until the wait ended).
+        exceptions: ``exception`` elements' messages.
+        alerts: ``(format, body)`` of every ``alert`` element (format: error/warning/info/success).
+        headings: ``heading`` bodies, in order (the first is the page title).
+        widgets: Widget key -> element id, for keyed widgets and keyed expanders.
+        session_id: The server's id of this session (``new_session``), if it was sent.
+        error: Why the run did not finish (timeout, lost socket), or "".
+        close_code: The websocket close code when the server closed the socket (1009: frame too big).
+    """
+
+    status: int | None = None
+    ms: float = 0.0
+    exceptions: list[str] = field(default_factory=list)
+    alerts: list[tuple[str, str]] = field(default_factory=list)
+    headings: list[str] = field(default_factory=list)
+    widgets: dict[str, str] = field(default_factory=dict)
+    session_id: str = ""
+    error: str = ""
+    close_code: int | None = None
+
+
+ALERT_FORMATS = {1: "error", 2: "warning", 3: "info", 4: "success"}
+"""``Alert.Format`` values."""
+
+
+def _key_of(element_id: str) -> str | None:
+    """The user key a Streamlit element id ends with (``$$ID-<hash>-<key>``), or None."""
+    if not element_id.startswith("$$ID-"):
+        return None
+    parts = element_id.split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[2] != "None" else None
+
+
+def _note(msg, run: PageRun) -> int | None:
+    """Record one ForwardMsg in ``run``; the finish status when it is ``script_finished``."""
+    kind = msg.WhichOneof("type")
+    if kind == "new_session":
+        run.session_id = msg.new_session.initialize.session_id or run.session_id
+    elif kind == "script_finished":
+        return msg.script_finished
+    elif kind == "delta":
+        delta = msg.delta
+        which = delta.WhichOneof("type")
+        if which == "new_element":
+            element = delta.new_element
+            etype = element.WhichOneof("type")
+            proto = getattr(element, etype) if etype else None
+            if etype == "exception":
+                run.exceptions.append(proto.message or proto.type or "exception")
+            elif etype == "alert":
+                run.alerts.append((ALERT_FORMATS.get(proto.format, "alert"), proto.body))
+            elif etype == "heading":
+                run.headings.append(proto.body)
+            key = _key_of(getattr(proto, "id", "") or "") if proto is not None else None
+            if key:
+                run.widgets[key] = proto.id
+        elif which == "add_block":
+            btype = delta.add_block.WhichOneof("type")
+            block_id = getattr(getattr(delta.add_block, btype), "id", "") if btype else ""
+            key = _key_of(block_id or "")
+            if key:
+                run.widgets[key] = block_id
+    return None
+
+
+async def _page_run(ws, message: bytes, timeout_s: float) -> PageRun:
+    """Send one ``rerun_script`` and read ForwardMsgs to the run's final ``script_finished``."""
+    import websockets
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    run = PageRun()
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout_s
+    try:
+        await ws.send(message)
+        for _ in range(MAX_MESSAGES_PER_RUN):
+            msg = ForwardMsg()
+            msg.ParseFromString(await asyncio.wait_for(ws.recv(), timeout=max(0.05, deadline - time.monotonic())))
+            status = _note(msg, run)
+            if status is not None and status != FINISHED_EARLY_FOR_RERUN:
+                run.status = status
+                break
+        else:
+            run.error = f"more than {MAX_MESSAGES_PER_RUN:,} messages without a final script_finished"
+    except TimeoutError:
+        run.error = f"no script_finished within {timeout_s:g} s"
+    except websockets.exceptions.ConnectionClosed as exc:
+        run.close_code = exc.rcvd.code if exc.rcvd else None
+        run.error = f"socket closed by the server: code {exc.rcvd.code if exc.rcvd else None} " \
+                    f"{(exc.rcvd.reason if exc.rcvd else '')[:80]}".rstrip()
+    run.ms = (time.perf_counter() - t0) * 1000
+    return run
+
+
+def _rerun(page: str, query: str = "", states: Sequence[Callable] = ()) -> bytes:
+    """A ``rerun_script`` BackMsg for ``page`` with ``query``; each of ``states`` fills one WidgetState."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    msg = BackMsg()
+    msg.rerun_script.query_string = query
+    msg.rerun_script.page_name = page
+    for fill in states:
+        fill(msg.rerun_script.widget_states.widgets.add())
+    return msg.SerializeToString()
+
+
+def _string(widget_id: str, value: str) -> Callable:
+    def fill(state) -> None:
+        state.id, state.string_value = widget_id, value
+    return fill
+
+
+def _bool(widget_id: str, value: bool) -> Callable:
+    def fill(state) -> None:
+        state.id, state.bool_value = widget_id, value
+    return fill
+
+
+def _trigger(widget_id: str) -> Callable:
+    def fill(state) -> None:
+        state.id, state.trigger_value = widget_id, True
+    return fill
+
+
+def _uploaded(widget_id: str, file_id: str, name: str, size: int) -> Callable:
+    def fill(state) -> None:
+        state.id = widget_id
+        state.file_uploader_state_value.uploaded_file_info.add(file_id=file_id, name=name, size=size)
+    return fill
+
+
+def _connect(url: str):
+    import websockets
+
+    return websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=15, close_timeout=2)
+
+
+# --------------------------------------------------------------------------
+# Uploads: Streamlit's HTTP route, as the browser uses it
+# --------------------------------------------------------------------------
+_LOOPBACK_ONLY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+"""urllib without proxies: every request goes to the loopback server itself."""
+
+
+def _xsrf_cookie(base_url: str) -> str:
+    """The ``_streamlit_xsrf`` cookie the server sets on ``/_stcore/health`` ("" when XSRF is off)."""
+    with _LOOPBACK_ONLY.open(base_url + "/_stcore/health", timeout=10) as response:
+        for header in response.headers.get_all("Set-Cookie") or ():
+            jar = http.cookies.SimpleCookie()
+            jar.load(header)
+            if "_streamlit_xsrf" in jar:
+                return jar["_streamlit_xsrf"].value
+    return ""
+
+
+def _multipart(name: str, data: bytes, boundary: str) -> bytes:
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode()
+    return head + data + f"\r\n--{boundary}--\r\n".encode()
+
+
+def put_upload(base_url: str, session_id: str, file_id: str, name: str, data: bytes,
+               timeout_s: float) -> tuple[int, str]:
+    """``PUT /_stcore/upload_file/<session_id>/<file_id>`` with one file: (HTTP status, body text start).
+
+    The body goes in 1 MiB chunks; a server that refuses early (413 on ``Content-Length``)
+    may close the socket mid-body, so its answer is read after the send stops. Status 0:
+    no answer (the text says why).
+    """
+    token = _xsrf_cookie(base_url)
+    boundary = "attack" + uuid.uuid4().hex
+    body = _multipart(name, data, boundary)
+    parts = urlsplit(base_url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    sent = 0
+    try:
+        connection.putrequest("PUT", f"/_stcore/upload_file/{session_id}/{file_id}")
+        connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+        connection.putheader("Content-Length", str(len(body)))
+        if token:
+            connection.putheader("X-Xsrftoken", token)
+            connection.putheader("Cookie", f"_streamlit_xsrf={token}")
+        connection.endheaders()
+        with memoryview(body) as view:
+            for start in range(0, len(body), MIB):  # bounded: len(body) / 1 MiB chunks
+                try:
+                    connection.send(view[start:start + MIB])
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                sent = min(len(body), start + MIB)
+        response = connection.getresponse()
+        return response.status, response.read(200).decode(errors="replace")
+    except OSError as exc:
+        return 0, f"{type(exc).__name__} after {sent:,} of {len(body):,} bytes sent: {exc}"[:200]
+    except http.client.HTTPException as exc:
+        return 0, f"{type(exc).__name__} after {sent:,} of {len(body):,} bytes sent"[:200]
+    finally:
+        connection.close()
+
+
+# --------------------------------------------------------------------------
+# One attack run
+# --------------------------------------------------------------------------
+@dataclass
+class RunRecord:
+    """One attack run: the timed run's figures plus the upload's HTTP status (0 = no upload)."""
+
+    run: PageRun
+    http_status: int = 0
+    http_text: str = ""
+    problem: str = ""
+
+
+async def attack_once(base_url: str, attack: Attack, timeout_s: float) -> RunRecord:
+    """Deliver ``attack`` once, in a new websocket session; the timed run is the attack's own."""
+    import websockets
+
+    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    try:
+        async with _connect(url) as ws:
+            if attack.kind == "link":
+                return RunRecord(await _page_run(ws, _rerun(attack.page, attack.query), timeout_s))
+            first = await _page_run(ws, _rerun(attack.page), timeout_s)
+            if first.status is None:
+                return RunRecord(first, problem=f"page did not load before the attack: {first.error}")
+            if attack.kind == "widget":
+                widget = first.widgets.get(attack.key)
+                if widget is None:
+                    return RunRecord(first, problem=f"no widget {attack.key!r} on the page")
+                return RunRecord(await _page_run(ws, _rerun(attack.page, "", [_string(widget, attack.text)]),
+                                                 timeout_s))
+            return await _upload_once(ws, base_url, attack, first, timeout_s)
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+        return RunRecord(PageRun(error=f"{type(exc).__name__}: {str(exc)[:150]}"))
+
+
+async def _upload_once(ws, base_url: str, attack: Attack, first: PageRun, timeout_s: float) -> RunRecord:
+    """PUT the file, then rerun with it in the uploader (and the button pressed)."""
+    states: list[Callable] = []
+    page = first
+    if attack.open_panel:
+        panel = first.widgets.get(attack.open_panel)
+        if panel is None:
+            return RunRecord(first, problem=f"no expander {attack.open_panel!r} on the page")
+        states.append(_bool(panel, True))
+        page = await _page_run(ws, _rerun(attack.page, "", states), timeout_s)
+        if page.status is None:
+            return RunRecord(page, problem=f"the panel did not open: {page.error}")
+    uploader = page.widgets.get(attack.key)
+    if uploader is None:
+        return RunRecord(page, problem=f"no uploader {attack.key!r} on the page")
+    if not first.session_id:
+        return RunRecord(page, problem="the server sent no session id")
+    file_id = str(uuid.uuid4())
+    t0 = time.perf_counter()
+    status, text = await asyncio.to_thread(put_upload, base_url, first.session_id, file_id, attack.file_name,
+                                           attack.file_data, timeout_s)
+    put_ms = (time.perf_counter() - t0) * 1000
+    if status == 0:
+        return RunRecord(PageRun(ms=put_ms, error=f"upload got no HTTP answer: {text}"))
+    if status != 204:  # refused (413 = over server.maxUploadSize): the browser shows the error, no rerun
+        return RunRecord(PageRun(status=FINISHED_OK, ms=put_ms), http_status=status, http_text=text)
+    states.append(_uploaded(uploader, file_id, attack.file_name, len(attack.file_data)))
+    if attack.press:
+        button = page.widgets.get(attack.press)
+        if button is None:
+            return RunRecord(page, http_status=status, problem=f"no button {attack.press!r} on the page")
+        states.append(_trigger(button))
+    run = await _page_run(ws, _rerun(attack.page, "", states), timeout_s)
+    run.ms += put_ms
+    return RunRecord(run, http_status=status)
+
+
+# --------------------------------------------------------------------------
+# Bystander: one session loading Home in a loop
+# --------------------------------------------------------------------------
+@dataclass
+class Bystander:
+    """Bystander page loads [ms] (``rerun_script`` -> ``script_finished``; a hang counts as the timeout)."""
+
+    loads_ms: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+async def bystander(base_url: str, out: Bystander, *, loads: int, stop: asyncio.Event | None, think_s: float,
+                    timeout_s: float, ready: asyncio.Event | None = None) -> None:
+    """Load Home up to ``loads`` times (or until ``stop``) in one session, ``think_s`` s apart.
+
+    Each session's first load is its warm-up and not counted (``ready`` is set after it); after
+    a hang or a lost socket a new session is opened (its first load again not counted).
+    """
+    import websockets
+
+    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    done = 0
+    while done < loads and not (stop is not None and stop.is_set()):
+        try:
+            async with _connect(url) as ws:
+                first = True
+                while done < loads and not (stop is not None and stop.is_set()):
+                    run = await _page_run(ws, _rerun_message("", "", None, 0), timeout_s)
+                    if run.status is None:
+                        out.loads_ms.append(run.ms)
+                        out.errors.append(run.error)
+                        done += 1
+                        break  # a new session: the late finish of this one must not be read as the next load
+                    if not first:
+                        out.loads_ms.append(run.ms)
+                        done += 1
+                    elif ready is not None:
+                        ready.set()
+                    first = False
+                    if stop is None:
+                        await asyncio.sleep(think_s)
+                    else:
+                        try:
+                            await asyncio.wait_for(stop.wait(), timeout=think_s)
+                        except TimeoutError:
+                            pass
+        except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+            out.errors.append(f"{type(exc).__name__}: {str(exc)[:150]}")
+            done += 1
+            await asyncio.sleep(min(think_s, 1.0))
+
+
+# --------------------------------------------------------------------------
+# The whole run
+# --------------------------------------------------------------------------
+@dataclass
+class AttackRow:
+    """One table row: an attack's runs.
+
+    Attributes:
+        times_ms: Each run's wall time [ms].
+        rss_after_mib: Server RSS after the attack's last run [MiB].
+        message: The first exception or new alert of the first run that showed one (or the subheader).
+        http_status: Upload HTTP status of the last run (0 = no upload).
+        problems: Why it did not pass (empty = passed).
+    """
+
+    attack: str
+    kind: str
+    page: str
+    runs: int
+    planned: int
+    times_ms: list[float]
+    rss_after_mib: float
+    message: str
+    http_status: int
+    problems: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems and self.runs == self.planned
+
+    def row(self) -> dict:
+        return asdict(self) | {"passed": self.passed,
+                               "median_ms": round(statistics.median(self.times_ms)) if self.times_ms else None,
+                               "max_ms": round(max(self.times_ms)) if self.times_ms else None}
+
+
+def _message(run: PageRun, baseline: set[str], attack: Attack) -> str:
+    """The first exception, else (Markdown names) the subheader, else the first new error/warning alert,
+    else the first other new alert ("new": not shown by the same page without the attack), an alert
+    containing :attr:`Attack.about` before the others."""
+    if run.exceptions:
+        return "exception: " + run.exceptions[0]
+    if attack.show_heading and len(run.headings) > 1:
+        return "subheader: " + run.headings[1]
+    fresh = [(kind, body) for kind, body in run.alerts if body not in baseline]
+    for kind, body in sorted(fresh, key=lambda a: (attack.about not in a[1], a[0] not in ("error", "warning"))):
+        return f"{kind}: {body}"
+    return ""
+
+
+def _frame_refused(attack: Attack, run: PageRun) -> bool:
+    """The server refused an oversized frame as it must (:attr:`Attack.frame_refused`)."""
+    return attack.frame_refused and run.close_code == FRAME_TOO_BIG
+
+
+def _judge(attack: Attack, record: RunRecord, message: str, pass_s: float) -> list[str]:
+    run, problems = record.run, []
+    if record.problem:
+        problems.append(record.problem)
+    if attack.frame_refused and not _frame_refused(attack, run):
+        problems.append(f"the server decoded the frame instead of refusing it ({run.error or 'the page ran'})")
+    elif run.error and not _frame_refused(attack, run):
+        problems.append(run.error)
+    elif run.status is not None and run.status != FINISHED_OK:
+        problems.append(f"script finished with status {run.status}")
+    if run.exceptions:
+        problems.append("exception on the page")
+    if run.ms > pass_s * 1000:
+        problems.append(f"took {run.ms / 1000:.1f} s (> {pass_s:g} s)")
+    if record.http_status not in (0, 204, 413):
+        problems.append(f"upload answered HTTP {record.http_status} {record.http_text[:60]}")
+    if attack.refused and not message and record.http_status != 413:
+        problems.append("no message on the page")
+    return problems
+
+
+async def _warm(base_url: str, pages: Sequence[str], timeout_s: float) -> tuple[dict[str, set[str]], list[str]]:
+    """Open each page once (and Home/Engine with a valid custom model): the alerts each page shows by itself."""
+    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    baseline: dict[str, set[str]] = {}
+    errors: list[str] = []
+    valid = _q(("model", "custom"), ("custom_model", _raw_model_code(_catalog_config(QWEN_VL), "Qwen3-VL-8B-ok")))
+    for page, query in [(p, "") for p in pages] + [("", valid), ("Engine", valid)]:
+        async with _connect(url) as ws:
+            run = await _page_run(ws, _rerun(page, query), 3 * timeout_s)
+        if run.error or run.exceptions:
+            errors.append(f"warm-up {page or 'Home'}: {run.error or run.exceptions[0][:100]}")
+        if not query:
+            baseline[page] = {body for _, body in run.alerts}
+    return baseline, errors
+
+
+@dataclass
+class Report:
+    """Everything one :func:`run_attacks` measured (RSS in MiB, times in ms)."""
+
+    rows: list[AttackRow]
+    rss_before_mib: float
+    rss_after_mib: float
+    quiet_ms: list[float]
+    attack_ms: list[float]
+    bystander_errors: list[str]
+    warm_errors: list[str]
+    rss_settle: list[tuple[float, float]] = field(default_factory=list)
+    """(seconds after the last attack, server RSS [MiB]) while settling; the last is ``rss_after_mib``."""
+
+    @property
+    def rss_change(self) -> float:
+        return self.rss_after_mib / self.rss_before_mib - 1
+
+    @property
+    def quiet_median_ms(self) -> float | None:
+        return statistics.median(self.quiet_ms) if self.quiet_ms else None
+
+    @property
+    def attack_median_ms(self) -> float | None:
+        return statistics.median(self.attack_ms) if self.attack_ms else None
+
+    @property
+    def ratio(self) -> float | None:
+        quiet, loud = self.quiet_median_ms, self.attack_median_ms
+        return loud / quiet if quiet and loud is not None else None
+
+    @property
+    def all_passed(self) -> bool:
+        return all(row.passed for row in self.rows)
+
+    @property
+    def targets_held(self) -> bool:
+        return abs(self.rss_change) <= RSS_TARGET and self.ratio is not None and self.ratio <= BYSTANDER_TARGET
+
+    def as_dict(self) -> dict:
+        return {"attacks": [row.row() for row in self.rows],
+                "rss_before_mib": round(self.rss_before_mib, 1), "rss_after_mib": round(self.rss_after_mib, 1),
+                "rss_change": round(self.rss_change, 3), "rss_target": RSS_TARGET,
+                "rss_settle_mib": [[t, round(m, 1)] for t, m in self.rss_settle],
+                "bystander": {"quiet_median_ms": _round(self.quiet_median_ms),
+                              "attack_median_ms": _round(self.attack_median_ms),
+                              "ratio": None if self.ratio is None else round(self.ratio, 2),
+                              "target": BYSTANDER_TARGET, "quiet_ms": [round(v) for v in self.quiet_ms],
+                              "attack_ms": [round(v) for v in self.attack_ms], "errors": self.bystander_errors},
+                "warm_errors": self.warm_errors, "all_passed": self.all_passed, "targets_held": self.targets_held}
+
+
+def _round(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+async def _run(base_url: str, pid: int, attacks: Sequence[Attack], *, runs: int, timeout_s: float, pass_s: float,
+               think_s: float, quiet_loads: int, settle_s: float, progress: Callable[[str], None]) -> Report:
+    pages = sorted({a.page for a in attacks} | {""})
+    baseline, warm_errors = await _warm(base_url, pages, timeout_s)
+    progress(f"warm-up: {', '.join(p or 'Home' for p in pages)} opened, {len(warm_errors)} errors")
+    quiet = Bystander()
+    await bystander(base_url, quiet, loads=quiet_loads, stop=None, think_s=think_s, timeout_s=timeout_s)
+    rss_before = rss_bytes(pid) / MIB
+    progress(f"quiet: bystander median {statistics.median(quiet.loads_ms) if quiet.loads_ms else float('nan'):.0f} ms"
+             f" over {len(quiet.loads_ms)} loads, RSS {rss_before:.0f} MiB")
+
+    loud, stop, ready = Bystander(), asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(bystander(base_url, loud, loads=MAX_BYSTANDER_LOADS, stop=stop, think_s=think_s,
+                                         timeout_s=timeout_s, ready=ready))
+    rows: list[AttackRow] = []
+    try:
+        with contextlib.suppress(TimeoutError):  # its uncounted first load done before the first attack
+            await asyncio.wait_for(ready.wait(), timeout=timeout_s)
+        for attack in attacks:
+            times, problems, message, http_status = [], [], "", 0
+            done = 0
+            for _ in range(runs):
+                record = await attack_once(base_url, attack, timeout_s)
+                done += 1
+                found = _message(record.run, baseline.get(attack.page, set()), attack)
+                if record.http_status == 413:
+                    found = f"HTTP 413 {record.http_text}".strip()
+                if _frame_refused(attack, record.run):
+                    found = record.run.error
+                if record.http_status and found and not found.startswith("HTTP"):
+                    found = f"HTTP {record.http_status}; {found}"
+                message = message or found
+                http_status = record.http_status or http_status
+                times.append(record.run.ms)
+                problems += [p for p in _judge(attack, record, found, pass_s) if p not in problems]
+                if record.run.status is None and not _frame_refused(attack, record.run):  # a hang: do not pile on
+                    problems.append(f"remaining {runs - done} run(s) skipped after a hang")
+                    break
+            row = AttackRow(attack.name, attack.kind, attack.page or "Home", done, runs, times, rss_bytes(pid) / MIB,
+                            message, http_status, problems)
+            rows.append(row)
+            progress(f"{attack.name}: {'pass' if row.passed else 'FAIL'} median "
+                     f"{row.row()['median_ms']} ms, RSS {row.rss_after_mib:.0f} MiB, {message[:80]!r}")
+    finally:
+        stop.set()
+        with contextlib.suppress(TimeoutError):  # a hung load: wait_for cancels it
+            await asyncio.wait_for(task, timeout=timeout_s + 5)
+    settle = [(0.0, rss_bytes(pid) / MIB)]
+    start = time.monotonic()
+    for _ in range(int(settle_s // SETTLE_EVERY_S) + 1):  # RSS every SETTLE_EVERY_S until settle_s
+        left = settle_s - (time.monotonic() - start)
+        if left <= 0:
+            break
+        await asyncio.sleep(min(SETTLE_EVERY_S, left))
+        settle.append((round(time.monotonic() - start, 1), rss_bytes(pid) / MIB))
+    # One more visitor: Streamlit removes expired sessions from its storage only on a write
+    # (a session saved at disconnect), so without a visitor an expired session would never go.
+    visitor = Bystander()
+    await bystander(base_url, visitor, loads=1, stop=None, think_s=0.0, timeout_s=timeout_s)
+    await asyncio.sleep(1.0)
+    settle.append((round(time.monotonic() - start, 1), rss_bytes(pid) / MIB))
+    return Report(rows, rss_before, settle[-1][1], quiet.loads_ms, loud.loads_ms,
+                  quiet.errors + loud.errors + visitor.errors, warm_errors, settle)
+
+
+def run_attacks(base_url: str, pid: int, *, short: bool = False, runs: int | None = None, only: str = "",
+                timeout_s: float = TIMEOUT_S, pass_s: float = PASS_S, think_s: float = 0.5, quiet_loads: int = 20,
+                settle_s: float = 5.0, progress: Callable[[str], None] = lambda line: None) -> Report:
+    """Run the attacks against the server at ``base_url`` (loopback) whose process is ``pid``.
+
+    Args:
+        short: The CI subset (:attr:`Attack.short`), one run each unless ``runs`` says otherwise.
+        runs: Runs per attack (default 10, or 1 with ``short``).
+        only: Keep attacks whose name contains this text (case-insensitive).
+        timeout_s: Longest wait for one run [s] (hang guard).
+        pass_s: A run must finish within this to pass [s].
+        think_s: Pause between two bystander loads [s].
+        quiet_loads: Bystander loads counted for the quiet figure.
+        settle_s: Pause before the final RSS reading [s].
+        progress: Called with one line after each phase and attack.
+    """
+    if urlsplit(base_url).hostname not in LOOPBACK_HOSTS:
+        raise ValueError(f"attacks go to a loopback server only, not {base_url}")
+    attacks = [a for a in build_attacks() if (a.short or not short) and only.lower() in a.name.lower()]
+    count = runs if runs is not None else (1 if short else 10)
+    coro = _run(base_url, pid, attacks, runs=count, timeout_s=timeout_s, pass_s=pass_s, think_s=think_s,
+                quiet_loads=quiet_loads, settle_s=settle_s, progress=progress)
+    return asyncio.run(coro)
+
+
+def format_table(report: Report) -> str:
+    """The table and the two target lines."""
+    header = f"{'attack':<42} | {'runs':>5} | {'median / max [ms]':>17} | {'RSS after [MiB]':>15} | " \
+             f"{'message (first ' + str(MESSAGE_CHARS) + ' chars)':<{MESSAGE_CHARS}} | pass"
+    lines = [header, "-" * len(header)]
+    for row in report.rows:
+        figures = row.row()
+        times = f"{figures['median_ms']} / {figures['max_ms']}" if row.times_ms else "-"
+        message = " ".join(row.message.split())[:MESSAGE_CHARS]
+        lines.append(f"{row.attack:<42} | {row.runs:>2}/{row.planned:<2} | {times:>17} | {row.rss_after_mib:>15.0f} | "
+                     f"{message:<{MESSAGE_CHARS}} | {'pass' if row.passed else 'FAIL'}")
+        for problem in row.problems:
+            lines.append(f"{'':<42}   ! {problem[:150]}")
+    if len(report.rss_settle) > 1:  # the readings where it changed, and the last one
+        shown = [(t, m) for i, (t, m) in enumerate(report.rss_settle)
+                 if i in (0, len(report.rss_settle) - 1) or round(m) != round(report.rss_settle[i - 1][1])]
+        lines.append("RSS after the last attack: " + ", ".join(f"{m:.0f} MiB at {t:g} s" for t, m in shown)
+                     + " (the last after one more visitor)")
+    verdict = "within" if abs(report.rss_change) <= RSS_TARGET else "over"
+    lines.append(f"RSS before {report.rss_before_mib:.0f} MiB, after {report.rss_after_mib:.0f} MiB "
+                 f"({report.rss_change:+.1%}, target within {RSS_TARGET:.0%}: {verdict})")
+    quiet, loud, ratio = report.quiet_median_ms, report.attack_median_ms, report.ratio
+    lines.append(f"bystander page load: quiet median {_round(quiet)} ms, under attack median {_round(loud)} ms "
+                 f"(ratio {'n/a' if ratio is None else f'{ratio:.2f}'}, target within {BYSTANDER_TARGET:g}x: "
+                 f"{'within' if ratio is not None and ratio <= BYSTANDER_TARGET else 'over'}; "
+                 f"{len(report.quiet_ms)} quiet and {len(report.attack_ms)} loads under attack)")
+    for error in (report.warm_errors + report.bystander_errors)[:10]:
+        lines.append(f"note: {error}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start a fresh server, run the attacks, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", action="store_true", help="the CI subset, once each")
+    parser.add_argument("--runs", type=int, help="runs per attack (default 10, 1 with --short)")
+    parser.add_argument("--only", default="", help="attacks whose name contains this text")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="hang guard per run [s]")
+    parser.add_argument("--pass-s", type=float, default=PASS_S, help="a run must finish within this [s]")
+    parser.add_argument("--think", type=float, default=0.5, help="seconds between two bystander loads")
+    parser.add_argument("--quiet-loads", type=int, default=20,
+                        help="bystander loads for the quiet figure (enough for a steady median)")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds before the final RSS reading (Streamlit keeps a closed tab's session, its "
+                             "uploads included, for server.disconnectedSessionTTL = 120 s)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="attack_") as tmp:
+        server = StreamlitServer(Path(tmp) / "server.log", app_dir=ROOT)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            print(f"server did not start: {exc}", file=sys.stderr)
+            return 2
+        try:
+            report = run_attacks(server.base_url, server.pid, short=args.short, runs=args.runs, only=args.only,
+                                 timeout_s=args.timeout, pass_s=args.pass_s, think_s=args.think,
+                                 quiet_loads=args.quiet_loads, settle_s=args.settle,
+                                 progress=lambda line: print(line, flush=True))
+            healthy = server.healthy()
+        finally:
+            server.stop()
+    print(format_table(report))
+    print(f"server healthy after the run: {healthy}")
+    if args.json:
+        args.json.write_text(json.dumps(report.as_dict() | {"healthy_after": healthy}, indent=2) + "\n")
+    return 0 if report.all_passed and report.targets_held and healthy else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
