@@ -263,3 +263,30 @@ def test_printed_lines_say_which_stage_they_describe_when_stages_differ():
     single = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
         engine="vllm", tensor_parallel_size=4, max_model_len=8192, gpu_name=gpu.name))
     assert log_note(single) is None
+
+
+LOG_CHECK = {"engine": "vllm-v0.10", "gpu": "nvidia-a100-sxm-80gb", "gpu_memory_utilization": "0.25",
+             "context_len": "16384"}
+
+
+def test_a_log_that_follows_from_its_own_memory_shows_no_disagreement():
+    at = run(PAGE, {**LOG_CHECK, "model": "Qwen/Qwen2.5-7B"})
+    at.text_area(key="engine_log").input(V07_LOG).run()
+    assert not at.exception
+    assert not any("disagrees with itself" in w.value for w in at.warning)
+    assert not any("own available memory" in q for q in at.dataframe[1].value["Quantity"])
+
+
+def test_a_log_from_another_model_is_flagged_with_a_row_and_a_note():
+    """V07 is a Qwen2-7B-geometry log (28 layers x 4 KV heads x 128 x 2 B x 2 = 57,344 B per token): planned
+    as Llama-3-8B (32 x 8 x 128 x 2 x 2 = 131,072 B per token), its printed memory buys about 0.44x the tokens
+    it printed, far outside two decimals of GiB."""
+    at = run(PAGE, {**LOG_CHECK, "model": "meta-llama/Meta-Llama-3-8B"})
+    at.text_area(key="engine_log").input(V07_LOG).run()
+    assert not at.exception
+    note = next(w.value for w in at.warning if "disagrees with itself" in w.value)
+    assert "another" in note and "model" in note
+    table = at.dataframe[1].value
+    row = table[table["Quantity"].str.contains("own available memory")].iloc[0]
+    estimate, printed = (float(row[c].replace(",", "")) for c in ("Estimate", "Engine log"))
+    assert 0.35 < estimate / printed < 0.55

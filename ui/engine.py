@@ -22,7 +22,14 @@ from planner.engines.profiles import (
     nearest_kv_cache_dtype,
     resolve_engine_name,
 )
-from planner.engines.reconcile import ReconcileRow, knobs_from_log, reconcile, request_from_log, suggest_engine
+from planner.engines.reconcile import (
+    ReconcileRow,
+    knobs_from_log,
+    log_consistency,
+    reconcile,
+    request_from_log,
+    suggest_engine,
+)
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
@@ -431,6 +438,7 @@ class LogView:
     rows: tuple[ReconcileRow, ...]
     plans: dict
     adopted: tuple[str, ...] = ()
+    inconsistent: ReconcileRow | None = None
 
 
 def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
@@ -452,8 +460,10 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
     pinned = plan_engine(model, gpu_memory_bytes, request_from_log(base, figures))
     plans = {"Overhead model": estimate, "Measured overheads from the log": measured,
              "Engine's own available memory": pinned}
-    return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=reconcile(estimate, figures),
-                   plans=plans, adopted=adopted)
+    inconsistent = log_consistency(pinned, figures)
+    rows = reconcile(estimate, figures) + ((inconsistent,) if inconsistent else ())
+    return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=rows, plans=plans,
+                   adopted=adopted, inconsistent=inconsistent)
 
 
 def log_message(view: LogView, engine: str) -> None:
@@ -462,6 +472,13 @@ def log_message(view: LogView, engine: str) -> None:
         st.warning(view.figures.message, icon=":material/help:")
         return
     (st.success if view.figures.complete else st.warning)(view.figures.message, icon=":material/receipt_long:")
+    if view.inconsistent is not None:
+        row = view.inconsistent
+        st.warning(f"The log disagrees with itself for this model: at its own printed memory this model holds "
+                   f"{format_int(row.estimate)} tokens, but the log prints {format_int(row.actual)} "
+                   f"({row.difference / row.actual:+.1%}; the last row of the table). The log may come from another "
+                   "model, KV-cache dtype, block size or flag set than the one planned here: check the sidebar "
+                   "against the launch command of that log.", icon=":material/rule:")
     if view.adopted:
         st.info(f"Compared at the log's own settings ({', '.join(view.adopted)} taken from the log).",
                 icon=":material/tune:")

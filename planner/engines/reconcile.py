@@ -110,6 +110,52 @@ def _llamacpp_cells(figures: LogFigures) -> LogFigure | None:
     return replace(cells, name="llamacpp_cells_total", value=cells.value * (streams.value if streams else 1))
 
 
+PRINTED_TOKENS: tuple[tuple[str, str], ...] = (
+    ("kv_cache_tokens", "GPU KV cache size"), ("sglang_tokens", "SGLang #tokens"),
+    ("trtllm_tokens", "TensorRT-LLM tokens"), ("tgi_max_total_tokens", "TGI max batch total tokens"),
+)
+"""Token figures an engine prints after sizing its cache, and their labels, in the order looked for."""
+
+MEMORY_PRINT_STEP_BYTES = GiB // 100
+"""The print step of "Available KV cache memory" and its kin (two decimals of GiB) [bytes]: the printed
+memory stands for any value within half a step either side."""
+
+
+def log_consistency(pinned: EnginePlan, figures: LogFigures) -> ReconcileRow | None:
+    """A row when the log's printed tokens do not follow from its own printed memory for this model.
+
+    ``pinned`` is the re-plan at the engine's own available memory (:func:`request_from_log` with
+    ``pin_available``): with this model's bytes per token it gives the tokens the engine would have
+    printed. Two decimals of GiB leave half a print step of slack either side, plus one block, so the
+    row appears only for a real disagreement: the log then comes from another model, KV dtype, block
+    size or flag set than the one planned.
+
+    Args:
+        pinned: The plan at the log's available memory [its ``engine_kv_cache_tokens`` in tokens].
+        figures: The parsed log.
+
+    Returns:
+        A :class:`ReconcileRow` (``estimate``: the tokens this model gives at the log's memory;
+        ``actual``: the printed tokens), or None when they agree within print rounding or the log lacks
+        either figure.
+    """
+    if measured_available_bytes(figures) is None or pinned.engine_kv_cache_tokens <= 0:
+        return None
+    printed = next(((figures.get(name), label) for name, label in PRINTED_TOKENS if figures.get(name)), None)
+    blocks = figures.get("num_gpu_blocks")
+    if printed is None and blocks is not None:  # vLLM V0 prints blocks: tokens = blocks x block_size
+        printed = replace(blocks, value=blocks.value * pinned.block_size), "# GPU blocks x block_size"
+    if printed is None:
+        return None
+    figure, label = printed
+    bytes_per_token = pinned.available_kv_cache_bytes / pinned.engine_kv_cache_tokens
+    slack = MEMORY_PRINT_STEP_BYTES / 2 / bytes_per_token + pinned.block_size
+    if abs(pinned.engine_kv_cache_tokens - figure.value) <= slack:
+        return None
+    return ReconcileRow(quantity=f"{label} at the log's own available memory", unit="tokens",
+                        estimate=pinned.engine_kv_cache_tokens, actual=figure.value, line=figure.line)
+
+
 # --- re-plan -------------------------------------------------------------------------
 
 
