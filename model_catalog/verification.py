@@ -47,8 +47,9 @@ def verification_table(path: Path = VERIFICATION_PATH) -> tuple[dict[str, Any], 
     ``kv_checks`` (measurements), ``kv_checks_exact``, ``kv_exact``,
     ``kv_bytes_planner`` / ``kv_bytes_transformers`` (memory bytes at the
     longest sequence measured), ``status`` (``exact`` / ``mismatch`` /
-    ``unverifiable``), ``status_text`` (with the reason), ``transformers_version``,
-    ``torch_version``, ``generated`` (date).
+    ``unverifiable``), ``status_text`` (with the reason), ``reason``, ``built`` (transformers built the
+    model: a parameter count or a KV measurement exists), ``transformers_version``, ``torch_version``,
+    ``generated`` (date).
     """
     table = load_verification(path)
     rows = []
@@ -69,6 +70,8 @@ def verification_table(path: Path = VERIFICATION_PATH) -> tuple[dict[str, Any], 
             "kv_bytes_transformers": last["transformers_memory_bytes"] if last else None,
             "status": row["status"],
             "status_text": _status_text(row),
+            "reason": row.get("reason", ""),
+            "built": row["params_transformers"] is not None or bool(checks),
             "transformers_version": table["transformers_version"],
             "torch_version": table["torch_version"],
             "generated": table["generated"],
@@ -93,7 +96,12 @@ def verification_checks(model_id: str | None = None, path: Path = VERIFICATION_P
 
 def verification_summary(path: Path = VERIFICATION_PATH) -> dict[str, Any]:
     """Counts (``models``, ``params_exact``, ``kv_exact``, ``exact``, ``unverifiable``,
-    ``kv_checks``, ``kv_checks_exact``) plus versions and date."""
+    ``kv_checks``, ``kv_checks_exact``) plus versions and date, and from the rows themselves:
+    ``not_built`` (ids transformers could not build, so nothing of them was checked) and ``built``
+    (their count's complement)."""
     table = load_verification(path)
+    rows = verification_table(path)
+    not_built = tuple(r["model_id"] for r in rows if not r["built"])
     return {**table["summary"], "transformers_version": table["transformers_version"],
-            "torch_version": table["torch_version"], "generated": table["generated"]}
+            "torch_version": table["torch_version"], "generated": table["generated"],
+            "not_built": not_built, "built": len(rows) - len(not_built)}

@@ -28,7 +28,7 @@ st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info to
 st.subheader("Verified against transformers")
 st.caption(data.verification_headline())
 verified = data.search(data.verification_frame(), query, columns=("id", "family"))
-st.dataframe(verified, hide_index=True, key="verification_table")
+st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
 st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
            "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
            "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "

@@ -259,13 +259,16 @@ def verification_frame() -> pd.DataFrame:
 
     rows = []
     for r in verification_table():
+        catalog_params = catalog.model_spec(r["model_id"]).num_parameters
         rows.append({
-            "id": r["model_id"], "family": r["family"], "status": r["status_text"],
+            "id": r["model_id"], "family": r["family"],
+            "status": r["status"] if r["built"] else "not built",
+            "counted": "language model" if catalog_params != r["params_planner"] else "whole model",
             "params (planner)": r["params_planner"], "params (transformers)": r["params_transformers"],
-            "KV checks exact": f"{r['kv_checks_exact']} of {r['kv_checks']}",
+            "KV checks exact": f"{r['kv_checks_exact']} of {r['kv_checks']}" if r["kv_checks"] else "not checked",
             "prompt tokens": ", ".join(format_int(n) for n in r["prompt_tokens"]),
             "KV bytes (planner)": r["kv_bytes_planner"], "KV bytes (transformers)": r["kv_bytes_transformers"],
-            "transformers": r["transformers_version"],
+            "transformers": r["transformers_version"], "reason": r["reason"],
         })
     return pd.DataFrame(rows)
 
@@ -276,11 +279,15 @@ def verification_headline() -> str:
     from planner.engines.hf_transformers import TRANSFORMERS_VIEW_SENTENCE
 
     s = verification_summary()
+    not_built = s["not_built"]
+    unbuilt = (f"{len(not_built)} could not be built by transformers and are not verified "
+               f"({', '.join(not_built)}: see the reason column)" if not_built else "every model was built")
     return (f"{s['params_exact']} of {s['models']} models match transformers {s['transformers_version']} "
             f"exactly on parameter count, and {s['kv_checks_exact']} of {s['kv_checks']} KV-cache measurements "
-            f"(prefill and decode, below and above every window) match byte for byte; "
-            f"{s['unverifiable']} could not be built (generated {s['generated']}, torch {s['torch_version']}). "
-            f"Where serving engines differ: {TRANSFORMERS_VIEW_SENTENCE}")
+            f"on the {s['built']} models built (prefill and decode, below and above every window) match byte "
+            f"for byte; {unbuilt} (generated {s['generated']}, torch {s['torch_version']}). Multimodal models "
+            f"are checked on their language model (column \"counted\"). Where serving engines differ: "
+            f"{TRANSFORMERS_VIEW_SENTENCE}")
 
 
 def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "name")) -> pd.DataFrame:

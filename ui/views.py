@@ -416,3 +416,19 @@ GPU_COLUMNS = {
     "source note": st.column_config.TextColumn("source note", width="large"),
 }
 """Column formats of the GPU table."""
+
+VERIFICATION_COLUMNS = {
+    "id": st.column_config.TextColumn("id", width="medium"),
+    "status": st.column_config.TextColumn("status", width="small",
+                                          help="exact, by source (read as the architecture its config declares), "
+                                               "or not built (nothing checked: see the reason)"),
+    "counted": st.column_config.TextColumn("counted", width="small",
+                                           help="language model: a multimodal model is checked on its language "
+                                                "model, while the catalog lists it with its vision tower"),
+    "params (planner)": st.column_config.NumberColumn("params (planner)", format="localized"),
+    "params (transformers)": st.column_config.NumberColumn("params (transformers)", format="localized"),
+    "KV bytes (planner)": st.column_config.NumberColumn("KV bytes (planner)", format="localized"),
+    "KV bytes (transformers)": st.column_config.NumberColumn("KV bytes (transformers)", format="localized"),
+    "reason": st.column_config.TextColumn("reason", width="large"),
+}
+"""Column formats of the verification table: short status, numbers with separators, the reason last and wide."""
