@@ -54,7 +54,7 @@ else:
 st.dataframe(engine.rank_table(result), hide_index=True, height="content", key="rank_table")
 st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured one (paste a log below, or set "
            "the engine's available KV memory in the sidebar). The engine keeps the fewest blocks over all GPUs. "
-           "Sources: ENGINES.md; vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
+           "Sources: vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
 st.code(format_command(result.launch_command), language="bash")

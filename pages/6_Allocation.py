@@ -54,7 +54,7 @@ if sentence:
 st.caption("Naive: each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len. "
            "Paged: blocks of block_size tokens on demand, waste under one block per sequence. Prefix: requests "
            "sharing a prefix store its full blocks once. Per GPU, KV budget from the plan. Sources: Kwon et al., "
-           "SOSP 2023 (PagedAttention); DOMAIN.md section 4.")
+           "SOSP 2023 (PagedAttention); vLLM vllm/v1/core/kv_cache_manager.py.")
 
 st.subheader("Your traffic: how many users fit, and how often they overflow")
 st.caption(workload.describe())
@@ -75,7 +75,8 @@ if view.prefix is None:
 else:
     traffic.metrics_row(traffic.prefix_metric_values(view.prefix))
     st.caption("Saving = (requests hitting the prefix − 1) × ⌊prefix / block_size⌋ × block_size × KV per "
-               "token. Sources: vLLM automatic prefix caching (full blocks only); DOMAIN.md section 4.")
+               "token. Sources: vLLM automatic prefix caching, full blocks only (vllm/v1/core/kv_cache_utils.py, "
+               "hash_block_tokens).")
 
 st.subheader(f"Parallel sampling / beam search: {view.sampling.num_samples} outputs per prompt")
 traffic.metrics_row(traffic.sampling_metric_values(view.sampling))

@@ -86,5 +86,5 @@ if best is not None:
     for note in estimate.notes:
         st.info(md_message(note), icon=":material/info:")
     st.caption("Decode reads every weight once per step plus each running sequence's KV (at the mean decode "
-               "context); prefill costs 2 x active parameters FLOPs per token. Sources: DOMAIN.md section 4; "
+               "context); prefill costs 2 x active parameters FLOPs per token. Sources: "
                "Pope et al., MLSys 2023; Williams et al., Roofline, CACM 2009.")

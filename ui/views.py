@@ -337,7 +337,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
         ]
         st.markdown("\n".join(lines))
         st.caption("Sizes: GiB = 2^30 bytes, GB = 10^9 bytes. Quantized weight formats apply to linear layers; "
-                   "embeddings keep 16 bits. Sources: vLLM kv_cache_utils and gpu_worker; DOMAIN.md sections 1-4.")
+                   "embeddings keep 16 bits. Sources: vLLM vllm/v1/core/kv_cache_utils.py and vllm/v1/worker/gpu_worker.py; "
+                   "the README's Models section.")
         st.markdown("Same plan from the command line:")
         st.code(inputs.cli_command(), language="bash")
 
