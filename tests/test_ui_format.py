@@ -269,3 +269,10 @@ def test_a_launch_command_on_lines_is_the_same_command(command):
     lines = shown.split("\n")
     assert all(line.startswith("  -") for line in lines[1:])  # one flag (and its values) per line
     assert max(len(line) for line in lines) <= 80
+
+
+@pytest.mark.parametrize(("count", "expected"), [(0, "0 sequences"), (1, "1 sequence"), (2048, "2,048 sequences")])
+def test_count_noun_agrees_in_number(count, expected):
+    from ui.format import count_noun
+
+    assert count_noun(count, "sequence") == expected

@@ -19,6 +19,7 @@ from ui.format import (
     binary_unit,
     bytes_in,
     bytes_to_gib,
+    count_noun,
     format_bytes,
     format_bytes_exact,
     format_int,
@@ -298,7 +299,7 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
         fig.add_scatter(
             x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines+markers", name=plotly_text(label),
             line=dict(color=PALETTE[i % len(PALETTE)], width=3), marker=dict(size=5),
-            hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {format_int(u)} sequences" for c, u in pts],
+            hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {count_noun(u, 'sequence')}" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(height=500, xaxis=TOKEN_AXIS,
                       yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,

@@ -134,6 +134,16 @@ def format_context(num_tokens: int, model_limit: int | None) -> str:
     return f"{num_tokens:,}"
 
 
+def count_noun(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` with its noun in the right number: ``"1 sequence"``, ``"2,048 sequences"``.
+
+    Args:
+        count: How many [items].
+        singular: The noun for one; ``plural`` defaults to it plus ``s``.
+    """
+    return f"{format_int(count)} {singular if count == 1 else (plural or singular + 's')}"
+
+
 def format_tokens_short(num_tokens: int) -> str:
     """A token count for axis ticks, K = 1,024: ``"512"``, ``"8K"``, ``"1M"`` (exact multiples only)."""
     for size, suffix in ((1 << 20, "M"), (1 << 10, "K")):

@@ -44,6 +44,7 @@ from ui.charts import PALETTE, TOKEN_AXIS, reused
 from ui.format import (
     bytes_to_gib,
     format_bytes,
+    count_noun,
     format_bytes_exact,
     format_int,
     format_tokens,
@@ -449,7 +450,7 @@ def slice_text(view: AllocationView) -> str | None:
     if s is None:
         return None
     return (f"Cut the naive {format_tokens(s.max_model_len)} reservation into {s.num_slices} slices of "
-            f"{format_tokens(s.slice_tokens)}: a {format_tokens(s.num_tokens)} sequence fills {s.used_slices} "
+            f"{format_tokens(s.slice_tokens)}: a sequence of {format_tokens(s.num_tokens)} fills {s.used_slices} "
             f"and leaves **{s.wasted_slices} of {s.num_slices}** empty.")
 
 
@@ -461,7 +462,7 @@ def simulation_metric_values(view: AllocationView) -> dict[str, tuple[str, str]]
     return {
         "Guaranteed users": (format_int(sim.guaranteed_users),
                              f"every request at its longest, {format_tokens(sim.max_tokens)}: never preempted"),
-        "Expected users": (f"{sim.expected_users:,.1f}",
+        "Expected users": (format_int(round(sim.expected_users)),
                            f"mean of {format_int(sim.num_trials)} trials; analytic "
                            f"{sim.analytic_expected_users:,.1f}"),
         "Users, 5th percentile": (format_int(sim.p5_users), "fit in 95% of trials"),
@@ -680,8 +681,8 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
         annotations=[dict(text=f"KV budget {format_bytes(c.kv_cache_budget_bytes)}", showarrow=False, xref="x domain",
                           x=0, xanchor="left", yref="y", y=budget, yanchor="bottom")])
     fig.update_layout(barmode="group", height=400, yaxis_title="KV cache per GPU [GiB]",
-                      title=f"{format_int(c.naive.num_sequences)} sequences of {format_tokens(c.mean_len)} "
-                            f"under a {format_tokens(c.max_model_len)} limit", **_LAYOUT)
+                      title=f"{count_noun(c.naive.num_sequences, 'sequence')} of {format_tokens(c.mean_len)} "
+                            f"under a limit of {format_tokens(c.max_model_len)}", **_LAYOUT)
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
@@ -704,7 +705,7 @@ def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> g
         pts = [(p.max_model_len, getattr(p, attr)) for p in points if getattr(p, attr) > 0]
         fig.add_scatter(x=[x for x, _ in pts], y=[y for _, y in pts], mode="lines+markers", name=SCHEME_LABELS[scheme],
                         line=dict(color=PALETTE[i], width=3, dash="dot" if scheme == "paged+prefix" else "solid"),
-                        hovertext=[f"max_model_len {format_tokens(x)}: {format_int(y)} sequences" for x, y in pts],
+                        hovertext=[f"max_model_len {format_tokens(x)}: {count_noun(y, 'sequence')}" for x, y in pts],
                         hovertemplate="%{hovertext}<extra></extra>")
     # A layout shape (cheaper than add_vline). On a log axis shapes take data values but annotations
     # take log10 of them; add_vline's label sat at 10**current, off the chart.
@@ -750,7 +751,7 @@ def kv_dtype_bars(options: Sequence[KVQuantOption]) -> go.Figure:
         x=[o.kv_cache_dtype for o in options], y=[o.max_concurrent_sequences for o in options],
         text=[format_int(o.max_concurrent_sequences) for o in options], textposition="auto",
         marker_color=[PALETTE[i % len(PALETTE)] for i in range(len(options))],
-        hovertext=[f"{o.kv_cache_dtype}: {format_int(o.max_concurrent_sequences)} sequences "
+        hovertext=[f"{o.kv_cache_dtype}: {count_noun(o.max_concurrent_sequences, 'sequence')} "
                    f"({o.users_gained:+,})" for o in options], hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(height=340, yaxis_title="Sequences that fit per GPU", showlegend=False, **_LAYOUT)
     return fig

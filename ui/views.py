@@ -34,6 +34,7 @@ from planner.model.sparse import (
 from ui import link_guard, nav, upload_sweep
 from ui.format import (
     format_bytes,
+    count_noun,
     format_bytes_exact,
     format_context,
     format_fraction,
@@ -117,7 +118,7 @@ def verdict(plan: Plan, gpu_label: str) -> None:
             f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
             f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
             f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
-            f"KV budget per GPU in use; up to {format_int(plan.max_concurrent_sequences)} concurrent sequences "
+            f"KV budget per GPU in use; up to {count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} "
             f"at this context.", icon=":material/check_circle:")
     else:
         lines = [f"**Does not fit** on {md_text(where)}:"]
