@@ -276,3 +276,10 @@ def test_count_noun_agrees_in_number(count, expected):
     from ui.format import count_noun
 
     assert count_noun(count, "sequence") == expected
+
+
+@pytest.mark.parametrize(("size", "expected"), [(512, "512 B"), (1024, "1 KiB"), (16 << 20, "16 MiB"), (1536, "1,536 B")])
+def test_byte_ticks_are_binary_units(size, expected):
+    from ui.format import format_bytes_short
+
+    assert format_bytes_short(size) == expected

@@ -22,7 +22,7 @@ from ui.format import (
     count_noun,
     format_bytes,
     format_bytes_exact,
-    format_int,
+    format_bytes_short,
     format_params,
     format_tokens,
     format_tokens_short,
@@ -281,8 +281,8 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
         height=480,
         xaxis=dict(type="log", title="Parameters (all experts)", tickvals=list(_PARAM_TICKS),
                    ticktext=[format_params(p, 0) for p in _PARAM_TICKS]),
-        yaxis=dict(type="log", title="KV cache per token [bytes, all layers]", tickvals=list(_BYTE_TICKS),
-                   ticktext=[format_int(b) for b in _BYTE_TICKS]),
+        yaxis=dict(type="log", title="KV cache per token [all layers; KiB = 2^10 bytes]", tickvals=list(_BYTE_TICKS),
+                   ticktext=[format_bytes_short(b) for b in _BYTE_TICKS]),
         **_LAYOUT)
     return fig
 

@@ -144,6 +144,14 @@ def count_noun(count: int, singular: str, plural: str | None = None) -> str:
     return f"{format_int(count)} {singular if count == 1 else (plural or singular + 's')}"
 
 
+def format_bytes_short(num_bytes: int) -> str:
+    """A byte count for axis ticks in binary units: ``"512 B"``, ``"16 KiB"``, ``"4 MiB"`` (exact multiples only)."""
+    for size, suffix in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
+        if num_bytes >= size and num_bytes % size == 0:
+            return f"{num_bytes // size:,} {suffix}"
+    return f"{num_bytes:,} B"
+
+
 def format_tokens_short(num_tokens: int) -> str:
     """A token count for axis ticks, K = 1,024: ``"512"``, ``"8K"``, ``"1M"`` (exact multiples only)."""
     for size, suffix in ((1 << 20, "M"), (1 << 10, "K")):

@@ -651,11 +651,11 @@ def best_text(result: FindResult) -> str:
 def throughput_rows(est: ThroughputEstimate) -> list[dict]:
     """One row per batch size, formatted."""
     return [{
-        "Batch": format_int(p.batch_size), "Time per output token [ms]": round(p.time_per_output_token_s * 1000, 2),
-        "Tokens/s per sequence": round(p.tokens_per_s_per_sequence, 1),
-        "Tokens/s, all sequences": round(p.aggregate_tokens_per_s, 1),
+        "Batch": format_int(p.batch_size), "Time per output token [ms]": f"{p.time_per_output_token_s * 1000:,.2f}",
+        "Tokens/s per sequence": f"{p.tokens_per_s_per_sequence:,.1f}",
+        "Tokens/s, all sequences": f"{p.aggregate_tokens_per_s:,.1f}",
         "USD per 1M output tokens": None if p.cost_per_million_output_tokens_usd is None else
-        round(p.cost_per_million_output_tokens_usd, 3),
+        f"{p.cost_per_million_output_tokens_usd:,.3f}",
         "Fits in KV": p.fits,
     } for p in est.points]
 
