@@ -5,7 +5,9 @@ GPU API (model_catalog.gpus): :func:`load_gpus`, :func:`gpu_ids`, :func:`get_gpu
 Model API:
     * :func:`model_ids` - sorted canonical ids.
     * :func:`get_model_entry` - the validated entry for an id or alias.
-    * :func:`model_spec` - the planner's :class:`~planner.model.ModelSpec` (cached).
+    * :func:`model_spec` - the planner's :class:`~planner.model.ModelSpec` (cached), named by the entry's id.
+    * :func:`served_model_spec` - the same numbers, named by the id the user gave (an alias stays the alias).
+    * :func:`hub_model_id` - the catalog's spelling of an id or alias; :func:`catalog_id_or_none`.
     * :func:`model_spec_from_config` - a ModelSpec from any config.json dict.
 
 Verification API (no torch): :func:`verification_table`, :func:`verification_checks`,
@@ -20,11 +22,13 @@ importing transformers at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from model_catalog.gpus import GPU, get_gpu, gpu_ids, load_gpus
-from model_catalog.model_registry import MODELS_DIR, load_catalog, resolve_model_id
+from model_catalog.model_registry import (MODELS_DIR, catalog_id_or_none, hub_model_id, load_catalog,
+                                          resolve_model_id)
 from model_catalog.schema_models import ModelEntry, OfficialParams
 from model_catalog.verification import verification_checks, verification_summary, verification_table
 
@@ -53,6 +57,26 @@ def model_spec(model_id: str) -> ModelSpec:
         ValueError: unknown id, or a config the planner cannot read.
     """
     return _cached_model_spec(resolve_model_id(model_id))
+
+
+def served_model_spec(model_id: str) -> ModelSpec:
+    """:func:`model_spec` named by the repo id the user gave: ``model_id`` is :func:`hub_model_id`.
+
+    An alias (``meta-llama/Llama-3.1-8B-Instruct``) gets the entry's numbers (same layers, params,
+    KV bytes) but keeps its own id, so plans, JSON and launch commands serve the repo the user
+    asked for; the entry's canonical id is ``resolve_model_id(model_id)``. A canonical id returns
+    the :func:`model_spec` object itself. Cached.
+
+    Raises:
+        ValueError: unknown id, or a config the planner cannot read.
+    """
+    return _cached_served_spec(hub_model_id(model_id))
+
+
+@lru_cache(maxsize=None)
+def _cached_served_spec(hub_id: str) -> ModelSpec:
+    spec = _cached_model_spec(resolve_model_id(hub_id))
+    return spec if spec.model_id == hub_id else replace(spec, model_id=hub_id)
 
 
 @lru_cache(maxsize=None)
@@ -88,10 +112,14 @@ __all__ = [
     "load_gpus",
     "ModelEntry",
     "OfficialParams",
+    "catalog_id_or_none",
     "get_model_entry",
+    "hub_model_id",
     "model_ids",
     "model_spec",
     "model_spec_from_config",
+    "resolve_model_id",
+    "served_model_spec",
     "verification_checks",
     "verification_summary",
     "verification_table",

@@ -34,10 +34,14 @@ class ModelCatalog:
     Attributes:
         entries: Entry per canonical id.
         lookup: Canonical id per lower-cased id or alias.
+        spelling: The catalog's own spelling of each id and alias, per lower-cased id or alias
+            (``meta-llama/llama-3.1-8b-instruct`` -> ``meta-llama/Llama-3.1-8B-Instruct``): the Hugging
+            Face repo id as the entry file writes it, which is how the Hub spells it.
     """
 
     entries: Mapping[str, ModelEntry]
     lookup: Mapping[str, str]
+    spelling: Mapping[str, str]
 
 
 def _describe(error: ValidationError) -> str:
@@ -79,16 +83,19 @@ def load_catalog(models_dir: Path = MODELS_DIR) -> ModelCatalog:
     """
     entries: dict[str, ModelEntry] = {}
     lookup: dict[str, str] = {}
+    spelling: dict[str, str] = {}
     for path in sorted(Path(models_dir).glob("*.json")):
         entry = load_entry_file(path)
         for name in (entry.id, *entry.aliases):
             owner = lookup.setdefault(name.lower(), entry.id)
             if owner != entry.id:
                 raise ValueError(f"{path.name}: field 'aliases' or 'id': {name!r} is already used by {owner!r}")
+            spelling[name.lower()] = name
         entries[entry.id] = entry
     if not entries:
         raise ValueError(f"no model entries (*.json) found in {models_dir}")
-    return ModelCatalog(entries=MappingProxyType(entries), lookup=MappingProxyType(lookup))
+    return ModelCatalog(entries=MappingProxyType(entries), lookup=MappingProxyType(lookup),
+                        spelling=MappingProxyType(spelling))
 
 
 _DECORATIONS = re.compile(r"^meta-|-(instruct|chat|hf|it|base)$")
@@ -152,3 +159,29 @@ def resolve_model_id(model_id: str, models_dir: Path = MODELS_DIR) -> str:
     else:
         hint = "no close match in the catalog"
     raise ValueError(f"unknown model id {quote(text)}; {hint} {_LIST_HINT}")
+
+
+def hub_model_id(model_id: str, models_dir: Path = MODELS_DIR) -> str:
+    """The Hugging Face repo id the user named, as the catalog spells it (case-insensitive match).
+
+    An alias stays that alias (``meta-llama/Llama-3.1-8B-Instruct`` is not turned into the entry's
+    ``meta-llama/Meta-Llama-3.1-8B``): aliases share the entry's architecture, so the numbers are the
+    entry's, but a launch command must serve the repo the user asked for. The spelling is the entry
+    file's (``meta-llama/llama-3.1-8b-instruct`` -> ``meta-llama/Llama-3.1-8B-Instruct``), since the
+    Hub's repo ids are case-sensitive in download URLs and engines pass the id on verbatim.
+
+    Raises:
+        ValueError: an unknown id, as :func:`resolve_model_id` says it.
+    """
+    resolve_model_id(model_id, models_dir)  # the same checks and message for an unknown id
+    return load_catalog(models_dir).spelling[str(model_id).strip().lower()]
+
+
+def catalog_id_or_none(model_id: str, models_dir: Path = MODELS_DIR) -> str | None:
+    """The canonical id of a catalog id or alias (case-insensitive), or None when the catalog lacks it.
+
+    No close-match search and no error: for callers that only ask whether a spec's ``model_id``
+    (possibly an alias, :func:`hub_model_id`) names a catalog entry.
+    """
+    text = str(model_id).strip()
+    return None if len(text) > MAX_MODEL_ID_CHARS else load_catalog(models_dir).lookup.get(text.lower())

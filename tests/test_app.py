@@ -281,10 +281,31 @@ def test_bad_link_gives_clear_error_and_keeps_the_rest(page, params, phrases, ke
 
 
 def test_alias_in_link_is_read_as_the_catalog_id():
+    """GPU aliases and a model id in other case are read as the catalog spells them; a model alias
+    (another repo of the same architecture) stays in the link (test_model_alias_stays_in_the_link)."""
     at = run_page("app.py", {"gpu": "h100", "model": "meta-llama/llama-2-7b-hf", "context_len": "4096"})
     assert not at.exception and not at.error
     assert at.selectbox(key="gpu").value == H100
     assert at.selectbox(key="model").value == LLAMA2
+    assert at.query_params.get("model") in (LLAMA2, [LLAMA2])  # one value: a string
+
+
+INSTRUCT = "meta-llama/Llama-3.1-8B-Instruct"
+"""A catalog alias of the ``meta-llama/Meta-Llama-3.1-8B`` entry."""
+
+
+@pytest.mark.parametrize("typed", [INSTRUCT, "meta-llama/LLAMA-3.1-8b-instruct"])
+def test_model_alias_stays_in_the_link(typed):
+    at = run_page("app.py", {"model": typed, "gpu": H100})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="model").value == INSTRUCT  # the catalog's spelling of the alias
+    assert at.query_params.get("model") in (INSTRUCT, [INSTRUCT])  # one value: a string
+    codes = [c.value for c in at.code]
+    assert any(c.startswith(f"vllm serve {INSTRUCT} ") for c in codes), codes
+    assert any(f"--model {INSTRUCT} " in c for c in codes), "the CLI command too"
+    assert not any("Meta-Llama-3.1-8B" in c for c in codes), codes
+    canonical = run_page("app.py", {"model": "meta-llama/Meta-Llama-3.1-8B", "gpu": H100})
+    assert metrics(at) == metrics(canonical)  # the entry's numbers
 
 
 def test_too_many_models_keeps_the_first_six():
@@ -440,3 +461,4 @@ def test_try_fixes_are_buttons_worded_as_the_sidebar_and_apply_the_fix():
     assert not at.exception
     assert at.number_input(key="batch_size").value == p.max_concurrent_sequences
     assert at.success and "Fits." in at.success[0].value
+

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from model_catalog import model_spec
+from model_catalog import model_spec, served_model_spec
 from model_catalog.gpus import get_gpu, load_gpus
 from planner.budget import PlanRequest
 from ui import traffic
@@ -62,7 +62,8 @@ def check_find(at: AppTest) -> None:
     from planner.traffic.find_types import FindRequest
     from planner.traffic.reverse import find_setups
 
-    expected = find_setups(model_spec(LLAMA70), list(load_gpus().values()),
+    # LLAMA70 is an alias: the page plans the entry's numbers under that id, so its commands serve it
+    expected = find_setups(served_model_spec(LLAMA70), list(load_gpus().values()),
                            FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8, top=traffic.FIND_TOP))
     table = at.dataframe[0].value
     shown = expected.options[:traffic.FIND_PAGE_ROWS]  # the first page

@@ -17,6 +17,8 @@ LIBRARY_SOURCES = sorted([*(ROOT / "planner").rglob("*.py"), *(ROOT / "model_cat
 
 UNBOUNDED_OK = {
     ("model_catalog/__init__.py", "_cached_model_spec"): "keyed by canonical catalog ids (at most the catalog)",
+    ("model_catalog/__init__.py", "_cached_served_spec"): "keyed by catalog ids and aliases as the catalog spells "
+                                                          "them (hub_model_id refuses any other id)",
     ("model_catalog/gguf_reader.py", "ggml_storage"): "keyed by ggml type names (a fixed set of about 40)",
 }
 """``lru_cache(maxsize=None)`` whose keys come from a fixed set, with the reason."""

@@ -36,8 +36,56 @@ def test_plan_json_matches_planner(capsys):
     assert REQUIRED_KEYS <= set(out)
     expected = plan(model_spec("meta-llama/Meta-Llama-3-8B"), get_gpu("nvidia-h100-sxm-80gb").framework_memory_bytes,
                     PlanRequest(context_len=8192, batch_size=4, kv_cache_dtype="fp8"), gpu_id="nvidia-h100-sxm-80gb")
+    assert out.pop("catalog_id") == "meta-llama/Meta-Llama-3-8B"  # beside model_id: the entry it resolved to
     assert out == json.loads(json.dumps(expected.to_dict()))
     assert out["kv_cache_bytes_per_token"] == 65_536
+
+
+INSTRUCT = "meta-llama/Llama-3.1-8B-Instruct"
+"""A catalog alias of the ``meta-llama/Meta-Llama-3.1-8B`` entry (same architecture, another repo)."""
+
+LAUNCHERS = {"vllm": "vllm serve {id} ", "sglang": "--model-path {id} ", "trtllm": "trtllm-serve {id} ",
+             "tgi": "--model-id {id} ", "transformers": "from_pretrained('{id}'",
+             "llama.cpp": "-m Llama-3.1-8B-Instruct.gguf "}
+"""Where each engine family's launch command names the model (planner/engines/launch.py)."""
+
+
+@pytest.mark.parametrize("engine", sorted(LAUNCHERS))
+def test_alias_keeps_the_users_id_with_the_entrys_numbers(capsys, engine):
+    base = ["--gpu", "nvidia-h100-sxm-80gb", "--engine", engine, "--format", "json"]
+    assert main(["plan", "--model", INSTRUCT, *base]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--model", "meta-llama/Meta-Llama-3.1-8B", *base]) == 0
+    canonical = json.loads(capsys.readouterr().out)
+    assert out["model_id"] == INSTRUCT and out["catalog_id"] == "meta-llama/Meta-Llama-3.1-8B"
+    assert list(out)[:2] == ["model_id", "catalog_id"]
+    assert canonical["model_id"] == canonical["catalog_id"] == "meta-llama/Meta-Llama-3.1-8B"
+    assert LAUNCHERS[engine].format(id=INSTRUCT) in out["launch_command"]
+    assert "Meta-Llama" not in out["launch_command"]
+    assert out["engine_plan"]["model_id"] == INSTRUCT
+    # the same numbers: only the ids (and the commands that carry them) differ
+    text = json.dumps(out).replace(INSTRUCT, "ID").replace("Llama-3.1-8B-Instruct", "NAME")
+    same = json.dumps(canonical).replace("meta-llama/Meta-Llama-3.1-8B", "ID").replace("Meta-Llama-3.1-8B", "NAME")
+    assert json.loads(text) | {"catalog_id": None} == json.loads(same) | {"catalog_id": None}
+
+
+def test_alias_typed_in_other_case_keeps_the_hub_spelling(capsys):
+    assert main(["plan", "--model", "META-LLAMA/llama-3.1-8b-INSTRUCT", "--gpu", "nvidia-h100-sxm-80gb",
+                 "--engine", "vllm", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model_id"] == INSTRUCT  # the catalog's (the Hub's) spelling, not the typed one
+    assert out["launch_command"].startswith(f"vllm serve {INSTRUCT} ")
+    assert main(["plan", "--model", INSTRUCT, "--gpu", "nvidia-h100-sxm-80gb"]) == 0
+    assert f"model        {INSTRUCT} (" in capsys.readouterr().out
+
+
+def test_custom_config_has_no_catalog_id(capsys, tmp_path):
+    from model_catalog import get_model_entry
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(get_model_entry(INSTRUCT).config)))
+    assert main(["plan", "--config", str(path), "--gpu", "nvidia-h100-sxm-80gb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["catalog_id"] is None
 
 
 def test_plan_table_and_list_commands(capsys):
@@ -118,6 +166,7 @@ def plan_json(capsys, *args: str) -> dict:
 def test_custom_gpu_plans_like_the_planner_with_that_framework_memory(capsys):
     out = plan_json(capsys, "--gpu-memory-gib", "24", "--gpu-name", "My card")
     expected = plan(model_spec(LLAMA3), 24 * GiB, PlanRequest(context_len=8192), gpu_id="custom")
+    assert out.pop("catalog_id") == LLAMA3
     assert out == json.loads(json.dumps(expected.to_dict()))
     assert out["gpu_id"] == "custom" and out["gpu_memory_bytes"] == 24 * GiB  # the GiB are framework-visible
 

@@ -63,7 +63,8 @@ def test_find_json_cheapest_first(capsys):
     for row in rows:
         assert row["max_concurrent_sequences"] >= 200
         assert row["num_gpus"] <= 8
-        assert row["launch_command"].startswith("vllm serve meta-llama/Meta-Llama-3.1-70B")
+        # --model is an alias of meta-llama/Meta-Llama-3.1-70B: the command serves the repo given, not the entry's
+        assert row["launch_command"].startswith("vllm serve meta-llama/Llama-3.1-70B ")
         assert "--max-model-len 2500" in row["launch_command"]
 
 

@@ -78,6 +78,7 @@ def test_cli_config_flag_matches_model_flag(tmp_path, capsys):
     from_catalog = json.loads(capsys.readouterr().out)
     assert from_file.pop("model_id") == "Meta-Llama-3-8B"
     from_catalog.pop("model_id")
+    assert (from_file.pop("catalog_id"), from_catalog.pop("catalog_id")) == (None, LLAMA3)  # a file is no entry
     # a file says how its parameters were counted (a family adapter: exact); a text-only catalog entry's JSON
     # stays the plan's own keys
     assert (from_file.pop("params_source"), from_file.pop("params_expected_error")) == ("exact", None)

@@ -290,3 +290,13 @@ def test_a_log_from_another_model_is_flagged_with_a_row_and_a_note():
     row = table[table["Quantity"].str.contains("own available memory")].iloc[0]
     estimate, printed = (float(row[c].replace(",", "")) for c in ("Estimate", "Engine log"))
     assert 0.35 < estimate / printed < 0.55
+
+
+@pytest.mark.parametrize(("engine", "fragment"), [("vllm", "vllm serve {id} "), ("sglang", "--model-path {id} ")])
+def test_engine_page_serves_the_alias_of_the_link(engine, fragment):
+    alias = "meta-llama/Llama-3.1-8B-Instruct"
+    at = run(PAGE, {"engine": engine, "model": alias, "gpu": H100})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.query_params.get("model") in (alias, [alias])  # one value: a string
+    codes = [c.value.replace(" \\\n  ", " ") for c in at.code]  # one flag per line on the page
+    assert any(fragment.format(id=alias) in c for c in codes), codes

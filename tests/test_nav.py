@@ -32,3 +32,33 @@ def test_page_urls_stay_what_streamlit_derives_from_file_names():
     assert [url_path(p.path) for p in PAGES] == ["", "Memory_curves", "GQA_savings", "Concurrency", "Catalog",
                                                   "Engine", "Allocation", "Find_a_GPU_setup"]
     assert PAGES[0].label == "Home"
+
+
+# --------------------------------------------------------------------------
+# A link carries only what the user set (AppTest: the params every sidebar link of the run carries)
+# --------------------------------------------------------------------------
+def _carried(query: dict[str, str]) -> dict[str, list[str]]:
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return dict(at.session_state["_nav_carried"])
+
+
+def test_home_links_carry_no_untouched_default():
+    carried = _carried({})
+    for key in ("block_size", "context_len", "batch_size", "num_gpus", "gpu_memory_utilization", "overhead_gib",
+                "weight_dtype", "kv_cache_dtype", "model", "models", "gpu", "gpus"):
+        assert key not in carried, carried
+
+
+def test_home_links_carry_what_the_url_set():
+    carried = _carried({"block_size": "32", "model": QWEN, "context_len": "4096"})
+    assert carried["block_size"] == ["32"] and carried["context_len"] == ["4096"]
+    assert carried["model"] == [QWEN] and carried["models"] == [QWEN]
+    assert "batch_size" not in carried and "gpu" not in carried

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry, model_ids
 from model_catalog.gpus import get_gpu, load_gpus
-from ui.catalog import is_fuzzy_match, model_label
+from ui.catalog import LABEL_SEPARATOR, is_fuzzy_match, model_label
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60
@@ -114,12 +114,21 @@ def test_deep_link_ids_show_names_and_the_url_keeps_the_ids():
     assert url(at, "model") == [LLAMA31] and url(at, "gpu") == [L4]
 
 
-def test_an_alias_in_the_link_becomes_the_canonical_id():
-    at = run("app.py", model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100")
+def test_a_model_alias_stays_in_the_link_and_a_gpu_alias_becomes_the_canonical_id():
+    """A model alias is another Hugging Face repo (the Instruct model, not the base one): the picker
+    holds it as an option of its own, labelled with the entry's name, so the URL and the launch
+    commands keep it. A GPU alias (``h100``) names no repo and becomes the catalog id."""
+    instruct = "meta-llama/Llama-3.1-8B-Instruct"
+    at = run("app.py", model="meta-llama/llama-3.1-8B-instruct", gpu="h100")  # other case: the Hub spelling
     assert not at.exception and not at.error
-    assert at.selectbox(key="model").value == LLAMA31
+    box = at.selectbox(key="model")
+    assert box.value == instruct
+    assert box.format_func(instruct) == f"Llama 3.1 8B{LABEL_SEPARATOR}{instruct}"
+    assert box.options.index(box.format_func(instruct)) == box.options.index(box.format_func(LLAMA31)) + 1
     assert at.selectbox(key="gpu").value == H100
-    assert url(at, "model") == [LLAMA31] and url(at, "gpu") == [H100]
+    assert url(at, "model") == [instruct] and url(at, "gpu") == [H100]
+    at.selectbox(key="model").select(QWEN).run()  # picking another model drops the alias from the link
+    assert url(at, "model") == [QWEN]
 
 
 def test_changing_a_picker_writes_the_id_into_the_url_in_the_same_run():

@@ -40,7 +40,9 @@ def test_lora_slots_for_llama_by_hand(capsys):
     expected = plan(model_spec(LLAMA), get_gpu("nvidia-l4").framework_memory_bytes, PlanRequest(
         context_len=4096, serving=ServingFeatures(lora=LoRAConfig(max_loras=8, max_lora_rank=64))),
         gpu_id="nvidia-l4")
-    assert out == json.loads(json.dumps(expected.to_dict()))
+    # LLAMA is an alias: the JSON keeps it as model_id, catalog_id names the entry whose numbers it has
+    assert out.pop("catalog_id") == "meta-llama/Meta-Llama-3.1-8B" and out["model_id"] == LLAMA
+    assert out == json.loads(json.dumps(expected.to_dict())) | {"model_id": LLAMA}
     assert out["serving"]["launch_flags"]["vllm"] == "--enable-lora --max-loras 8 --max-lora-rank 64"
 
 

@@ -36,6 +36,9 @@ def model_ids() -> tuple[str, ...]:
 def model_spec(model_id: str) -> ModelSpec:
     """The planner's :class:`ModelSpec` for a catalog id or alias, or ``custom`` (:mod:`ui.custom_panel`).
 
+    An alias keeps its own id as ``model_id`` (:func:`model_catalog.served_model_spec`): the entry's
+    numbers, but the pages' launch commands serve the repo the link names.
+
     Raises:
         ValueError: unknown id (with close matches), an unsupported config, or
             ``custom`` without a valid custom model.
@@ -49,7 +52,7 @@ def model_spec(model_id: str) -> ModelSpec:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _catalog_model_spec(model_id: str) -> ModelSpec:
-    return model_catalog.model_spec(model_id)
+    return model_catalog.served_model_spec(model_id)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -92,6 +95,43 @@ def resolve_model_id(text: str) -> str:
     if text in model_ids():
         return text
     return model_entry(text).id
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def hub_model_id(text: str) -> str:
+    """The id or alias ``text`` names, as the catalog spells it (``meta-llama/llama-3.1-8b-instruct`` ->
+    ``meta-llama/Llama-3.1-8B-Instruct``): the model picker's reading of a link (an alias stays).
+
+    Raises:
+        ValueError: unknown id; the message names close matches.
+    """
+    return model_catalog.hub_model_id(text)
+
+
+def alias_options(raw_ids: Sequence[str], options: Sequence[str]) -> tuple[str, ...]:
+    """``options`` plus the catalog aliases among ``raw_ids`` (a link's ``model`` / ``models`` values),
+    each right after its entry's canonical id, so the picker can hold the alias and the URL keeps it.
+
+    Ids that are options already, unknown ids and aliases of entries not offered are left out
+    (the link check reports those).
+    """
+    extra: dict[str, list[str]] = {}
+    for raw in raw_ids:
+        canonical = model_catalog.catalog_id_or_none(raw)  # no close-match search: check_link reports unknown ids
+        if canonical is None:
+            continue
+        alias = hub_model_id(raw)
+        if alias not in options and canonical in options and alias not in extra.get(canonical, []):
+            extra.setdefault(canonical, []).append(alias)
+    if not extra:
+        return tuple(options)
+    return tuple(item for option in options for item in (option, *extra.get(option, ())))
+
+
+def alias_label(alias: str) -> str:
+    """The picker label of an alias option: the entry's name, then the alias id
+    (``Llama 3.1 8B · meta-llama/Llama-3.1-8B-Instruct``)."""
+    return f"{model_entry(alias).display_name}{LABEL_SEPARATOR}{alias}"
 
 
 def resolve_gpu_id(text: str) -> str:

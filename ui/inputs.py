@@ -108,7 +108,8 @@ class PlanInputs:
     """What the sidebar holds after a run. Field names are the URL keys.
 
     Attributes:
-        model_ids: Chosen canonical model ids (one on single-model pages).
+        model_ids: Chosen model ids (one on single-model pages): catalog ids, or an alias the link
+            named, kept as the catalog spells it (its numbers are its entry's).
         gpu_ids: Chosen canonical GPU ids (one on single-GPU pages).
         weight_dtype: Weight storage format.
         kv_cache_dtype: KV-cache format or ``auto``.
@@ -198,7 +199,8 @@ def _number_fix(field: NumberField) -> str:
 
 def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], str] | None,
                     what: str) -> tuple[str | None, str | None]:
-    """(canonical value or None, problem text or None) for one selection."""
+    """(value kept or None, problem text or None) for one selection: the option itself, else what ``resolve``
+    makes of it (a canonical id; for models the id or alias as the catalog spells it, an alias option)."""
     if raw in options:
         return raw, None
     if raw == catalog.CUSTOM_ID:  # the link's custom_model/custom_gpu could not be read
@@ -227,7 +229,10 @@ def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[s
     default), a list replaces it (canonical ids). This uses Streamlit's
     internal ``QueryParams`` (no public hook exists); if that API changes,
     the canonical values go through ``st.session_state`` instead and the
-    messages are still shown.
+    messages are still shown. All the changes reach the browser in one URL
+    update: Streamlit's frontend (1.67, ``handlePageInfoChanged``) turns each
+    ``st.query_params`` update into a ``history.pushState``, so one update
+    per key left one Back-button step per key.
 
     Args:
         changes: key -> new values, or None to drop the key.
@@ -240,6 +245,9 @@ def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[s
         if ctx is None:
             raise AttributeError("no script run context")
         with ctx.session_state.query_params() as qp:
+            for name in ("set_initial_query_params", "is_bound", "set_with_no_forward_msg",
+                         "discard_param_no_forward_msg", "_send_query_param_msg"):
+                getattr(qp, name)  # all or nothing: AttributeError before anything changed
             kept = []
             for key in st.query_params:
                 values = changes[key] if key in changes else st.query_params.get_all(key)
@@ -247,15 +255,17 @@ def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[s
             present = set(st.query_params)
             kept += [(key, v) for key, values in changes.items() if key not in present for v in values or []]
             qp.set_initial_query_params(urlencode(kept))
+            changed = False
             for key, values in changes.items():
                 if qp.is_bound(key):
                     continue
                 if values is None:
-                    qp.remove_param(key)
-                elif key in multi_keys:
-                    qp.set_corrected_value(key, values, "string_array_value")
+                    changed |= qp.discard_param_no_forward_msg(key)
                 else:
-                    qp.set_corrected_value(key, values[0], "string_value")
+                    qp.set_with_no_forward_msg(key, list(values) if key in multi_keys else values[0])
+                    changed = True
+            if changed:  # ONE url update for all the changes: the browser adds no history entry per key
+                qp._send_query_param_msg()  # noqa: SLF001 - what set_corrected_value sends, once
     except AttributeError:  # pragma: no cover - a Streamlit release without these internals
         for key, values in changes.items():
             if values and key not in st.session_state:
@@ -444,6 +454,13 @@ def _picker_labels(kind: str) -> dict[str, str]:
     return labels
 
 
+def _model_labels(options: Sequence[str]) -> dict[str, str]:
+    """:func:`_picker_labels` of the models, plus a label for each alias option (:func:`ui.catalog.alias_options`):
+    the entry's name and the alias id."""
+    labels = _picker_labels("model")
+    return labels | {option: catalog.alias_label(option) for option in options if option not in labels}
+
+
 def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                    default_models: Sequence[str] = (), default_gpus: Sequence[str] = (),
                    numbers: Sequence[str] = ("num_gpus", "context_len", "batch_size", "gpu_memory_utilization"),
@@ -466,14 +483,17 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     from ui import custom_panel  # the sidebar's "Custom model & GPU" panel (imports ui.catalog)
 
     m_ids = custom_panel.model_options(catalog.model_ids())
+    model_key = {"one": "model", "many": "models"}.get(model or "")
+    if model_key is not None:  # a link's alias is an option of its own, so the URL keeps it (_model_labels)
+        m_ids = catalog.alias_options(st.query_params.get_all(model_key), m_ids)
     g_ids = custom_panel.gpu_options(catalog.gpu_ids())
     d_models = catalog.pick_existing(tuple(default_models), m_ids) or [catalog.default_model_id()]
     d_gpus = catalog.pick_existing(tuple(default_gpus), g_ids) or [catalog.default_gpu_id()]
     single, multi = {}, {}
     if model == "one":
-        single["model"] = (m_ids, catalog.resolve_model_id, "model", d_models[0])
+        single["model"] = (m_ids, catalog.hub_model_id, "model", d_models[0])
     elif model == "many":
-        multi["models"] = (m_ids, catalog.resolve_model_id, "model", MAX_MODELS)
+        multi["models"] = (m_ids, catalog.hub_model_id, "model", MAX_MODELS)
     if gpu == "one":
         single["gpu"] = (g_ids, catalog.resolve_gpu_id, "GPU", d_gpus[0])
     elif gpu == "many":
@@ -491,10 +511,10 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     model_help = ("Shown by name, then the Hugging Face id (and the alias ids it also answers to); type any "
                   "part of either to search. Links and the CLI use the id (`--model`).")
     if model == "one":
-        chosen_models = tuple(picker(bar, "model", "Model", m_ids, _picker_labels("model"), d_models[:1],
+        chosen_models = tuple(picker(bar, "model", "Model", m_ids, _model_labels(m_ids), d_models[:1],
                                      multi=False, help=model_help))
     elif model == "many":
-        chosen_models = tuple(picker(bar, "models", f"Models (up to {MAX_MODELS})", m_ids, _picker_labels("model"),
+        chosen_models = tuple(picker(bar, "models", f"Models (up to {MAX_MODELS})", m_ids, _model_labels(m_ids),
                                      d_models[:MAX_MODELS], multi=True, max_selections=MAX_MODELS,
                                      help=model_help))
     gpu_help = "Shown by catalog name; type any part of it to search. Links and the CLI use the id (`--gpu`)."

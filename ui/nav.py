@@ -6,9 +6,11 @@ so that
 
 * the home page is labelled "Home" (``st.navigation`` would do that too, but beside a
   ``pages/`` folder it makes a fresh server run a deep-linked page without ``app.py``);
-* every link carries this page's inputs: each plan key's current value (the widget's
-  state when the page has the widget, else what the link said), so opening
-  ``/?model=Qwen/Qwen2.5-7B`` and clicking "Concurrency" keeps the model;
+* every link carries the inputs the user set (a key in this page's URL: from the link, or
+  a widget moved off its default), with its current value (:func:`current_values`), so
+  opening ``/?model=Qwen/Qwen2.5-7B`` and clicking "Concurrency" keeps the model, and a
+  page's untouched defaults stay on that page;
+* a page switch adds one browser-history entry (:func:`_one_entry_per_page`);
 * single- and multi-model pages map onto each other: on a page with one ``model`` the
   links carry ``models`` = that model first, then the rest of the list the link had;
   on a page with ``models`` they carry ``model`` = its first entry (the same for ``gpu``
@@ -89,12 +91,65 @@ def begin() -> None:
     therefore restores every carried key missing from the URL before any widget reads it.
     """
     _local.container = st.sidebar.container()
+    _one_entry_per_page()
     _local.drawn = False
     _local.modes = {}
     last, carried = st.session_state.get(_LAST_PAGE), st.session_state.get(_CARRIED)
     if last is not None and last != _page_id() and carried:
         missing = {key: list(values) for key, values in carried.items() if key not in st.query_params}
         rewrite_link(missing, tuple(MULTI_VALUE_KEYS))
+
+
+HISTORY_JS = """<script>
+(() => {
+  // Streamlit 1.67's frontend turns every st.query_params update (its handlePageInfoChanged) into a
+  // history.pushState, and on a page switch the new page's updates come while the address bar still
+  // shows the page being left. Same-page URL updates therefore replace the current entry, and the
+  // entry of the page being left gets its own URL back: a page switch adds exactly one entry.
+  const w = window, h = w.history;
+  if (w.__planHistoryOneEntryPerPage || !h || typeof h.pushState !== "function") return;
+  w.__planHistoryOneEntryPerPage = true;
+  const push = h.pushState.bind(h), replace = h.replaceState.bind(h);
+  let leaving = null;  // [URL of the page being left, ms] after a click on a link to another page
+  document.addEventListener("click", (event) => {
+    const a = event.target && event.target.closest ? event.target.closest("a[href]") : null;
+    if (!a) return;
+    try {
+      const to = new URL(a.href, w.location.href);
+      if (to.origin === w.location.origin && to.pathname !== w.location.pathname) leaving = [w.location.href, Date.now()];
+    } catch (err) { /* not a URL: nothing to remember */ }
+  }, true);
+  w.addEventListener("popstate", () => { leaving = null; });
+  h.pushState = function (state, title, url) {
+    try {
+      const to = new URL(url == null ? w.location.href : String(url), w.location.href);
+      if (to.pathname === w.location.pathname) return replace(state, title, url);
+      if (leaving && Date.now() - leaving[1] < 60000) replace(h.state, "", leaving[0]);
+    } catch (err) { /* a URL we cannot read: the browser's own push */ }
+    leaving = null;
+    return push(state, title, url);
+  };
+})();
+</script>"""
+"""Installed once per browser tab by :func:`_one_entry_per_page` (see there)."""
+
+
+def _one_entry_per_page() -> None:
+    """Make the Back button go back one page: one history entry per page switch.
+
+    Streamlit's frontend (1.67, ``handlePageInfoChanged`` in ``static/js/index.*.js``) calls
+    ``history.pushState`` for every ``page_info_changed`` message, i.e. for every update of
+    ``st.query_params`` (``QueryParams._send_query_param_msg``), including Streamlit's own on a
+    page switch: dropping the params bound on the page left (``populate_from_query_string``) and
+    clearing each URL value a widget rejects (``SessionState._clear_url_param``). Only bound
+    widget changes use ``replaceState``. No Python API chooses replace over push, so a small
+    script (:data:`HISTORY_JS`, through ``st.html(unsafe_allow_javascript=True)``, documented)
+    makes same-page pushes replace. A Streamlit without that option gets nothing (pushes stay).
+    """
+    try:
+        _local.container.html(HISTORY_JS, unsafe_allow_javascript=True)
+    except TypeError:  # pragma: no cover - a Streamlit release without unsafe_allow_javascript
+        pass
 
 
 def _url_value(value) -> list[str] | None:
@@ -109,15 +164,23 @@ def _url_value(value) -> list[str] | None:
 
 
 def current_values() -> dict[str, list[str]]:
-    """Each plan key's value now: the widget state where this session has it, else the link's."""
+    """Each plan key the user set, with its value now; a widget's untouched default is left out.
+
+    One rule for every input: a key is carried when it is in this page's URL. The URL holds what
+    the link said plus what the user changed: Streamlit writes a bound widget into it when the
+    user moves it off its default and drops it when it is back at the default, the pickers do the
+    same (:func:`ui.inputs.picker`), and :func:`begin` puts back what the previous page's link
+    carried. The value is the widget's state where this session has one (it may be newer than
+    the URL this run started from), else the URL's. So Home's untouched ``block_size=16`` does
+    not ride to the Engine page, where that default would break hybrid models.
+    """
     values: dict[str, list[str]] = {}
     for key in PLAN_KEYS:
-        if key in st.session_state:
-            value = _url_value(st.session_state[key])
-        else:
-            value = st.query_params.get_all(key) or None
-        if value:
-            values[key] = value
+        in_url = st.query_params.get_all(key)
+        if not in_url:
+            continue
+        value = _url_value(st.session_state[key]) if key in st.session_state else None
+        values[key] = value or list(in_url)
     return values
 
 

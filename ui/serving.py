@@ -474,11 +474,13 @@ def weights_source_note(model: ModelSpec) -> str:
     """The Home page's label on the weights: ``exact`` / ``by source`` / ``estimate (+-N%)``, as ``plan --format
     json`` reports it (``params_source``: planner/cli/serving.py ``model_keys``); :func:`tower_panel` names the
     towers."""
+    from model_catalog import catalog_id_or_none
     from model_catalog.verification import load_verification
 
     statuses = {row["model_id"]: row["status"] for row in load_verification()["models"]}
-    if model.model_id in statuses:  # a catalog entry: its verification status (no transformers import)
-        source = statuses[model.model_id]
+    entry_id = catalog_id_or_none(model.model_id) or model.model_id  # an alias: its entry's row
+    if entry_id in statuses:  # a catalog entry: its verification status (no transformers import)
+        source = statuses[entry_id]
     elif model.params and all(g.storage is not None for g in model.params):
         source = "exact"  # a GGUF header's own tensors
     else:  # a pasted config: transformers is loaded for it anyway

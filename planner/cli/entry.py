@@ -162,15 +162,19 @@ def _run_plans(args: argparse.Namespace):
 def _model_from_args(args: argparse.Namespace):
     """The model for ``plan``: a catalog id, a config.json file (``--config``) or a GGUF header (``--gguf``).
 
+    A catalog alias keeps its own id (``meta-llama/Llama-3.1-8B-Instruct``, in the catalog's spelling)
+    as ``model_id``, so the JSON and the launch command serve that repo; :func:`catalog_id` names the
+    entry whose numbers it has.
+
     Notes on how a custom file was read go to stderr; JSON on stdout stays clean.
 
     Raises:
         ValueError: one line naming the file and the bad key.
     """
     if getattr(args, "config", None) is None and getattr(args, "gguf", None) is None:
-        from model_catalog import model_spec
+        from model_catalog import served_model_spec
 
-        return model_spec(args.model)
+        return served_model_spec(args.model)  # the entry's numbers under the user's id (an alias stays)
     try:
         if args.config is not None:
             from model_catalog.custom import load_config_file
@@ -191,13 +195,32 @@ def _model_from_args(args: argparse.Namespace):
     return custom.spec
 
 
-def _plan_table(result: Plan, gpu_name: str | None = None) -> str:
+def catalog_id(args: argparse.Namespace) -> str | None:
+    """The ``catalog_id`` JSON key: the canonical id of the catalog entry ``--model`` resolved to
+    (``meta-llama/Meta-Llama-3.1-8B`` for ``--model meta-llama/Llama-3.1-8B-Instruct``), beside
+    ``model_id``, which is the id the user gave; None for ``--config`` and ``--gguf``."""
+    if getattr(args, "model", None) is None:
+        return None
+    from model_catalog import resolve_model_id
+
+    return resolve_model_id(args.model)
+
+
+def _with_catalog_id(out: dict, catalog: str | None) -> dict:
+    """``out`` with ``catalog_id`` placed right after ``model_id`` (the JSON reads in that order)."""
+    keys = list(out)
+    at = keys.index("model_id") + 1 if "model_id" in keys else 0
+    return {**{k: out[k] for k in keys[:at]}, "catalog_id": catalog, **{k: out[k] for k in keys[at:]}}
+
+
+def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None) -> str:
     def g(n: int) -> str:
         return f"{n / GiB:,.2f} GiB"
 
     gpu_label = result.gpu_id if gpu_name is None else f"{result.gpu_id} ({gpu_name})"
     lines = [
-        f"model        {result.model_id} ({result.params:,} params)",
+        f"model        {result.model_id} ({result.params:,} params"
+        + (f"; catalog entry {catalog})" if catalog not in (None, result.model_id) else ")"),
         f"gpu          {gpu_label} x {result.num_gpus}: {g(result.gpu_memory_bytes)} framework-visible each",
         f"weights      {g(result.weights_bytes_per_gpu)} per GPU ({result.weights_label})",
         f"overhead     {g(result.overhead_bytes)} per GPU",
@@ -247,14 +270,14 @@ def _output(args: argparse.Namespace) -> str:
         return json.dumps(rows, indent=2) if args.format == "json" else _table(rows)
     result, engine, gpu = _run_plans(args)
     if args.format == "json":
-        return json.dumps(result.to_dict() | args.model_keys | (cli_engine.engine_json(engine) if engine else {}),
-                          indent=2)
+        out = _with_catalog_id(result.to_dict(), catalog_id(args))
+        return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {}), indent=2)
     extra_lines = cli_engine.engine_table_lines(engine) if engine else []
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
     extra_lines += cli_serving.model_table_lines(args.model_keys)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
-    return "\n".join([_plan_table(result, custom_name), *extra_lines])
+    return "\n".join([_plan_table(result, custom_name, catalog_id(args)), *extra_lines])
 
 
 def _stdout_to_devnull() -> None:

@@ -189,8 +189,10 @@ def params_source(args: argparse.Namespace, model) -> dict:
     else:
         from model_catalog.verification import load_verification
 
+        from model_catalog import catalog_id_or_none
+
         rows = {row["model_id"]: row["status"] for row in load_verification()["models"]}
-        source = rows.get(model.model_id, "exact")
+        source = rows.get(catalog_id_or_none(model.model_id) or model.model_id, "exact")  # an alias: its entry's
     return {"params_source": source, "params_expected_error": PARAMS_EXPECTED_ERROR if source == "estimate" else None}
 
 
@@ -226,9 +228,9 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     draft = None
     model_id = spec.get("model") or ""
     if method == "draft_model" and model_id:
-        from model_catalog import model_spec
+        from model_catalog import served_model_spec
 
-        draft = model_spec(model_id)
+        draft = served_model_spec(model_id)  # an alias draft keeps its id in the launch command
         model_id = draft.model_id
     tokens = spec.get("num_speculative_tokens") or (layers if method == "mtp" and layers else 1)
     if not isinstance(tokens, int) or isinstance(tokens, bool):

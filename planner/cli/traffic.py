@@ -156,9 +156,10 @@ CUSTOM_UNPRICED_NOTE_START = "the --gpu-memory-gib GPU"
 
 
 def _catalog_model(model_id: str):
-    from model_catalog import model_spec
+    """The catalog spec for ``--model``, named by the user's id (an alias stays: launch commands serve it)."""
+    from model_catalog import served_model_spec
 
-    return model_spec(model_id)
+    return served_model_spec(model_id)
 
 
 def _catalog_gpus() -> list:
