@@ -8,6 +8,7 @@ Run: ``streamlit run app.py``.
 import streamlit as st
 
 from planner.budget import plan
+from planner.fixes import checked_fixes
 from ui import budget_bar, catalog, engine, inputs, serving, views
 from ui.format import format_bytes, md_message, md_text
 
@@ -37,8 +38,12 @@ st.caption(md_message(
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
-views.verdict(result, gpu.name)
 engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)
+fixes = None if result.fits else views.guarded(  # each fix re-planned, checked against the engine, least change first
+    checked_fixes, model, gpu.framework_memory_bytes, request, result,
+    None if isinstance(engine_plan, str) else engine.home_request(form, engine_name, gpu.name), gpu_id=gpu.id,
+    what="checking the fixes")
+views.verdict(result, gpu.name, fixes)
 engine.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)

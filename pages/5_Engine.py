@@ -5,6 +5,7 @@ import streamlit as st
 from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
+from planner.fixes import engine_fixes
 from ui import catalog, charts, engine, inputs, serving, views
 from ui.format import format_command, md_text
 
@@ -32,7 +33,9 @@ st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_si
            f"{result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'} · "
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
-engine.engine_verdict(result)
+fixes = views.guarded(engine_fixes, model, gpu.framework_memory_bytes, request, result,  # [] when it starts
+                      context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
+engine.engine_verdict(result, fixes)
 if not result.stopped_at_config_check:
     engine.engine_metrics(result)
 else:

@@ -15,15 +15,20 @@ form, problems = inputs.sidebar_inputs(model="one", gpu=None, dtypes=False, numb
                                        advanced=("gpu_memory_utilization", "block_size", "overhead_gib"))
 weight_dtype, kv_cache_dtypes, more = traffic.find_dtype_inputs()
 problems.extend(more)
+from_link, from_link_text = traffic.find_defaults_from_link()  # a plan's context_len / batch_size, if set
 load, more = traffic.number_inputs(
     "Users and lengths", ("users", "prompt_len", "output_len", "prompt_p95", "output_p95", "max_model_len"),
-    defaults={"max_model_len": None})
+    defaults={"max_model_len": None, **from_link})
 problems.extend(more)
+if from_link_text:
+    st.sidebar.caption(from_link_text)
 limits, more = traffic.number_inputs("Search limits", ("max_gpus", "max_tpot_ms", "preemption_probability", "seed"))
 problems.extend(more)
 upload = traffic.lengths_uploader()
 custom_gpu = custom_panel.current_choice().gpu  # the sidebar's custom GPU takes part when it has a price
 search_gpus, more = traffic.vendor_filter([*catalog.gpus().values(), *([custom_gpu] if custom_gpu else [])])
+problems.extend(more)
+gpu_ids, more = traffic.gpu_type_filter(search_gpus)
 problems.extend(more)
 features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
 problems.extend(more)
@@ -40,6 +45,8 @@ request = views.guarded(
     preemption_probability=limits["preemption_probability"], seed=limits["seed"], what="reading the inputs")
 if features is not None:
     request = replace(request, serving=features)
+if gpu_ids:
+    request = replace(request, gpu_ids=gpu_ids)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{md_text(model.display_name)}: {load['users']:,} users")

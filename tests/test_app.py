@@ -454,11 +454,26 @@ def test_try_fixes_are_buttons_worded_as_the_sidebar_and_apply_the_fix():
     at = run_page("app.py", params)
     p = _plan("meta-llama/Meta-Llama-3.1-70B", H100, context_len=2500, batch_size=200, num_gpus=4)
     labels = [b.label for b in at.button if b.key and b.key.startswith("apply_fix_")]
-    assert f"Set Concurrent sequences (batch) to {format_int(p.max_concurrent_sequences)}" in labels
-    assert "Set KV-cache dtype to fp8" in labels
-    batch_fix = next(b for b in at.button if b.label.startswith("Set Concurrent sequences (batch)"))
+    assert f"Batch → {format_int(p.max_concurrent_sequences)}" in labels
+    assert "KV dtype → fp8" in labels
+    assert all(len(label) < 24 for label in labels), labels  # the value shows in full at 1,280 px
+    batch_fix = next(b for b in at.button if b.label.startswith("Batch → "))
     batch_fix.click().run()
     assert not at.exception
     assert at.number_input(key="batch_size").value == p.max_concurrent_sequences
     assert at.success and "Fits." in at.success[0].value
 
+
+
+def test_home_fixes_are_checked_against_the_engine_and_the_one_that_starts_comes_first():
+    """Issue "One link, one answer" item 5: gpt-oss-120b at 131,072 tokens on one H100 offered "context 87,200"
+    first, which fits the budget while vLLM still refuses. The fix that makes vLLM start (2 GPUs) is first; the
+    others say on their help that vLLM would still refuse."""
+    at = run_page("app.py", {"model": "openai/gpt-oss-120b", "context_len": "131072", "engine": "vllm"})
+    assert not at.exception
+    fixes = [b for b in at.button if b.key and b.key.startswith("apply_fix_")]
+    assert fixes[0].label == "GPUs → 2" and "vllm starts" in fixes[0].help
+    assert all("Not enough for vllm" in b.help for b in fixes[1:]), [b.help for b in fixes]
+    fixes[0].click().run()
+    assert at.success and "Fits." in at.success[0].value
+    assert not any("would refuse to start" in w.value for w in at.warning)

@@ -157,3 +157,40 @@ def test_allocation_takes_the_plans_context_len_when_the_link_has_no_max_model_l
     at = run_page("pages/6_Allocation.py", {"model": "openai/gpt-oss-120b", "gpu": "nvidia-h200-sxm",
                                             "context_len": "16384", "max_model_len": "4096"})
     assert at.number_input(key="max_model_len").value == 4096  # its own key wins
+
+
+def test_find_gpu_types_filter_from_the_link():
+    """Issue "One link, one answer" item 6: the sidebar's "GPU types" (URL key ``gpu_types``, as ``find --gpu-types``)
+    searches only those types; an alias in the link resolves to the catalog id."""
+    at = run_page(FIND, {"model": LLAMA3, "users": "20", "gpu_types": "h100"})
+    assert not at.exception
+    [box] = [m for m in at.multiselect if m.label == "GPU types"]
+    assert box.value == [H100]
+    table = at.dataframe[0].value
+    assert set(table["GPU"]) == {get_gpu(H100).name}
+
+
+def test_find_takes_a_plan_links_context_and_batch_only_when_carried():
+    """Issue "One link, one answer" item 6: arriving from Home without plan keys, Find shows its own defaults
+    (200 users, 2,000 + 500 tokens); a link with ``context_len`` (and no prompt/output lengths) splits it into
+    prompt = context - 500 output, and ``batch_size`` (without ``users``) becomes the users. Find's own keys win."""
+    def inputs_of(at):
+        return {n.label: n.value for n in at.number_input}
+
+    at = run_page(FIND, {"model": LLAMA3})
+    values = inputs_of(at)
+    assert (values["Concurrent users"], values["Prompt length, mean [tokens]"],
+            values["Output length, mean [tokens]"]) == (200, 2000, 500)
+    at = run_page(FIND, {"model": LLAMA3, "context_len": "4096", "batch_size": "64"})
+    assert not at.exception
+    values = inputs_of(at)
+    assert (values["Concurrent users"], values["Prompt length, mean [tokens]"],
+            values["Output length, mean [tokens]"]) == (64, 3596, 500)
+    assert any("context_len 4,096 = prompt 3,596 + output 500" in c.value for c in at.sidebar.caption)
+    assert "64 users" in at.subheader[0].value
+    assert "prompt_len" not in at.query_params and "users" not in at.query_params  # defaults stay out of the URL
+    at = run_page(FIND, {"model": LLAMA3, "context_len": "4096", "output_len": "100", "batch_size": "64",
+                         "users": "10"})
+    values = inputs_of(at)
+    assert (values["Concurrent users"], values["Prompt length, mean [tokens]"],
+            values["Output length, mean [tokens]"]) == (10, 2000, 100)

@@ -189,3 +189,17 @@ def test_custom_gpu_bad_values_exit_2(capsys, argv):
         main(argv)
     assert exc.value.code == 2
     assert "error: argument --gpu-" in capsys.readouterr().err
+
+
+def test_find_gpus_flag_searches_only_those_types(capsys):
+    """Issue "One link, one answer" item 6: ``--gpu-types`` (alias ``--gpu``, repeatable or comma-separated,
+    catalog aliases accepted) searches only those GPU types."""
+    base = ["find", "--model", LLAMA3, "--users", "20", "--prompt-len", "1000", "--output-len", "200"]
+    rows = run_json(capsys, [*base, "--gpu", "h100"])
+    assert rows and {r["gpu_id"] for r in rows} == {H100}
+    rows = run_json(capsys, [*base, "--gpu-types", f"{H100},nvidia-a100-sxm-80gb", "--top", "50"])
+    assert {r["gpu_id"] for r in rows} == {H100, "nvidia-a100-sxm-80gb"}
+    rows = run_json(capsys, [*base, "--gpu", H100, "--gpu", "nvidia-a100-sxm-80gb", "--top", "50"])
+    assert {r["gpu_id"] for r in rows} == {H100, "nvidia-a100-sxm-80gb"}
+    assert main([*base, "--gpu", "not-a-gpu"]) == 2
+    assert "--gpu-types: unknown GPU id" in capsys.readouterr().err

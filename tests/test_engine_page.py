@@ -300,3 +300,18 @@ def test_engine_page_serves_the_alias_of_the_link(engine, fragment):
     assert at.query_params.get("model") in (alias, [alias])  # one value: a string
     codes = [c.value.replace(" \\\n  ", " ") for c in at.code]  # one flag per line on the page
     assert any(fragment.format(id=alias) in c for c in codes), codes
+
+
+def test_engine_refusal_offers_fixes_with_numbers_and_one_click_makes_it_start():
+    """Issue "One link, one answer" item 5: the refusal carries the same one-click fixes, with the engine's numbers."""
+    at = run(PAGE, {"engine": "vllm", "model": "openai/gpt-oss-120b", "gpu": H100, "context_len": "131072"})
+    assert not at.exception
+    assert any("would refuse to start" in w.value for w in at.warning)
+    fixes = [b for b in at.button if b.key and b.key.startswith("engine_fix_")]
+    assert [b.label for b in fixes] == ["GPUs → 2", "Utilization → 0.95"]
+    assert all(len(b.label) < 24 for b in fixes)
+    assert "2 GPUs (tensor parallel 2): starts at 131,072, 11.79x" in fixes[0].help
+    assert "utilization 0.95: starts up to 66,480 tokens" in fixes[1].help
+    fixes[0].click().run()
+    assert not at.exception
+    assert at.success and "vllm starts" in at.success[0].value

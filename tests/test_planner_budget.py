@@ -294,3 +294,35 @@ def test_too_large_a_batch_suggests_the_smallest_gpu_count_that_holds_it():
     assert run(n).fits
     smaller = [k for k in (2, 4, 8) if k < n]
     assert smaller and not any(run(k).fits for k in smaller)
+
+
+def test_checked_fixes_fit_start_or_say_so_least_change_first():
+    """Issue "One link, one answer" item 5 (gpt-oss-120b, 131,072 tokens, one H100 SXM, vLLM): every offered fix,
+    applied, fits; the engine starts with it or its help says it would not; starters first, then the least change."""
+    from dataclasses import replace
+
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.budget import PlanRequest, plan
+    from planner.engines import EngineRequest, plan_engine
+    from planner.fixes import checked_fixes, engine_fixes
+
+    model, gpu = model_spec("openai/gpt-oss-120b"), get_gpu("nvidia-h100-sxm-80gb")
+    request = PlanRequest(context_len=131_072)
+    base = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    engine_request = EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=131_072)
+    fixes = checked_fixes(model, gpu.framework_memory_bytes, request, base, engine_request, gpu_id=gpu.id)
+    assert [f.label for f in fixes] == ["GPUs → 2", "Context → 87,200", "KV dtype → fp8"]
+    field = {"num_gpus": "tensor_parallel_size", "context_len": "max_model_len", "kv_cache_dtype": "kv_cache_dtype"}
+    for f in fixes:
+        assert plan(model, gpu.framework_memory_bytes, replace(request, **{f.fix.key: f.fix.value})).fits
+        starts = plan_engine(model, gpu.framework_memory_bytes,
+                             replace(engine_request, **{field[f.fix.key]: f.fix.value})).starts
+        assert starts == f.starts and (starts or "Not enough for vllm" in f.help)
+        assert len(f.label) < 24
+    assert fixes[0].starts and [f.change for f in fixes[1:]] == sorted(f.change for f in fixes[1:])
+    refused = plan_engine(model, gpu.framework_memory_bytes, engine_request)
+    offered = engine_fixes(model, gpu.framework_memory_bytes, engine_request, refused)
+    assert [str(f.fix) for f in offered] == ["2 GPUs (tensor parallel 2): starts at 131,072, 11.79x",
+                                              "utilization 0.95: starts up to 66,480 tokens"]
+    assert offered[0].starts and offered[1].change < offered[0].change  # the starter first, though the larger change

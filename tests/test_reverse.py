@@ -201,3 +201,14 @@ def test_fp8_kv_on_an_nvidia_gpu_without_fp8_names_the_backend():
     ampere = FastGPU("ampere", "Ampere", WEIGHTS + 2 * GiB, 1000.0, 1.5, fp8_native=False)
     s = find_setups(MODEL, (ampere,), request(tensor_parallel_sizes=(1,), kv_cache_dtypes=("fp8",))).options[0]
     assert any("VLLM_ATTENTION_BACKEND=FLASHINFER" in n for n in s.notes)
+
+
+def test_gpu_ids_filter_searches_only_those_types():
+    """Issue "One link, one answer" item 6: a filter to one GPU type; only that type is searched."""
+    everything = find_setups(MODEL, GPUS, request(users=4))
+    assert {s.gpu_id for s in everything.options} == {"big", "small"}
+    only_big = find_setups(MODEL, GPUS, request(users=4, gpu_ids=("big",)))
+    assert only_big.options and {s.gpu_id for s in only_big.options} == {"big"}
+    assert not only_big.skipped_gpus  # the unpriced GPU was not asked for
+    with pytest.raises(ValueError, match="unknown GPU type 'nope'"):
+        find_setups(MODEL, GPUS, request(users=4, gpu_ids=("nope",)))

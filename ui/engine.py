@@ -33,7 +33,7 @@ from planner.engines.reconcile import (
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
-from ui import inputs, nav, traffic  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui import inputs, nav, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -244,8 +244,9 @@ def engine_metrics(plan: EnginePlan) -> None:
             col.metric(label, value, help=help_text, border=True)
 
 
-def engine_verdict(plan: EnginePlan) -> None:
-    """Starts (``st.success``) or refuses (``st.warning`` with the engine's words); warnings and notes."""
+def engine_verdict(plan: EnginePlan, fixes=()) -> None:
+    """Starts (``st.success``) or refuses (``st.warning`` with the engine's words, and ``fixes``,
+    :func:`planner.fixes.engine_fixes`, as one-click buttons); warnings and notes."""
     if plan.family == "transformers":
         fits = plan.starts
         text = (f"**{format_int(plan.num_gpu_blocks)} sequence(s) of {format_int(plan.max_model_len)} tokens fit** "
@@ -270,7 +271,10 @@ def engine_verdict(plan: EnginePlan) -> None:
         if plan.engine_max_model_len > 0:
             lines.append(f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, "
                          "the largest it would accept here.")
+        if fixes:
+            lines += ["\n**Try:**", *[f"- {md_message(str(f.fix))}" for f in fixes]]
         st.warning("\n".join(lines), icon=":material/warning:")
+        views.fix_buttons(fixes, key_prefix="engine_fix")
     for warning in plan.warnings:
         st.warning(md_message(warning), icon=":material/warning:")
     for note in plan.notes:

@@ -153,6 +153,39 @@ def length_from_link() -> dict[str, int]:
     return {"max_model_len": int(raw)}
 
 
+def _link_whole_number(key: str, field: NumberField) -> int | None:
+    """The link's ``key`` as a whole number within ``field``'s range, else None (the page's own check says why)."""
+    raw = st.query_params.get(key, "")
+    if not raw.isdigit() or not field.min_value <= int(raw) <= field.max_value:
+        return None
+    return int(raw)
+
+
+def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
+    """The Find page's defaults from a plan link (Home, Concurrency, Engine), and a sentence saying so.
+
+    Only keys the link carries count (the navigation carries only what the user set), and Find's own keys win:
+
+    * ``context_len`` without ``prompt_len`` / ``output_len``: output = min(500, context_len // 4) (Find's
+      output default, or a quarter of a short context), prompt = context_len - output;
+    * ``batch_size`` without ``users``: users = batch_size.
+
+    Without them the page keeps its defaults (200 users, 2,000 + 500 tokens). Example: ``context_len=2500,
+    batch_size=64`` gives 64 users of 2,000 + 500 tokens.
+    """
+    params, out, said = st.query_params, {}, []
+    context = _link_whole_number("context_len", TRAFFIC_FIELDS["prompt_len"])
+    if context is not None and context >= 2 and "prompt_len" not in params and "output_len" not in params:
+        output = min(int(TRAFFIC_FIELDS["output_len"].default), context // 4)
+        out.update(prompt_len=context - output, output_len=output)
+        said.append(f"context_len {context:,} = prompt {context - output:,} + output {output:,} tokens")
+    batch = _link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
+    if batch is not None and "users" not in params:
+        out["users"] = batch
+        said.append(f"batch_size {batch:,} = {batch:,} concurrent users")
+    return out, (f"From the link: {'; '.join(said)}. Set the users and lengths above to override.") if said else None
+
+
 def number_inputs(title: str, keys: Sequence[str], defaults: dict | None = None,
                   expanded: bool = True) -> tuple[dict, list[str]]:
     """A titled sidebar block of numeric inputs, validated against the link first.
@@ -622,6 +655,21 @@ def vendor_filter(gpus) -> tuple[list, list[str]]:
     chosen = st.sidebar.multiselect("Vendors", vendors, default=[], key="vendors", bind="query-params",
                                     help="Search only these vendors' GPUs (empty = all).")
     return [g for g in gpus if not chosen or g.vendor in chosen], problems
+
+
+def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:
+    """The "GPU types" multiselect (URL key ``gpu_types``, the ``find --gpu-types`` flag; empty = every type) over
+    ``gpus`` (what the vendor filter kept), and the link problems. The ids go into the request
+    (:attr:`planner.traffic.find_types.FindRequest.gpu_ids`), so only those types are searched. The options
+    are ids, not names: a URL-bound multiselect matches the link's values against what it shows."""
+    from ui import catalog  # noqa: PLC0415 - the catalog's resolver, for aliases in a link
+
+    ids = tuple(dict.fromkeys(g.id for g in gpus))
+    problems = inputs.check_link({}, {"gpu_types": (ids, catalog.resolve_gpu_id, "GPU", len(ids))}, ())
+    chosen = st.sidebar.multiselect("GPU types", ids, default=[], key="gpu_types", bind="query-params",
+                                    help="Search only these GPU types (empty = every type the vendor filter "
+                                         "keeps; `--gpu-types` of `python -m planner find`).")
+    return tuple(chosen), problems
 
 
 def nothing_fits_text(result: FindResult, max_gpus: int) -> str:

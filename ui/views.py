@@ -13,6 +13,7 @@ import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, Plan
 from planner.diagnose import Fix
+from planner.fixes import CheckedFix, short_label
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes, kv_cache_bytes_per_sequence
@@ -110,8 +111,12 @@ def context_problem(model: ModelSpec, context_len: int) -> str | None:
     return None
 
 
-def verdict(plan: Plan, gpu_label: str) -> None:
-    """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``."""
+def verdict(plan: Plan, gpu_label: str, fixes=None) -> None:
+    """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
+
+    ``fixes``: :func:`planner.fixes.checked_fixes` of ``plan`` (checked against the chosen engine and
+    ordered); None = the plan's own suggestions, unchecked.
+    """
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
     if plan.fits:
         st.success(
@@ -128,37 +133,30 @@ def verdict(plan: Plan, gpu_label: str) -> None:
                          "of the bar below runs past the usable line by that much")
         if plan.suggestions:
             lines.append("\n**Try:**")
-            lines += [f"- {md_message(s)}" for s in plan.suggestions]
+            tried = plan.suggestions if fixes is None else [
+                *(f.help for f in fixes), *(s for s in plan.suggestions if not isinstance(s, Fix))]
+            lines += [f"- {md_message(s)}" for s in tried]
         st.warning("\n".join(lines), icon=":material/warning:")
-        fix_buttons(plan.suggestions)
+        fix_buttons(plan.suggestions if fixes is None else fixes)
     for note in plan.notes:
         st.info(md_message(note), icon=":material/info:")
-
-
-_FIX_LABELS = {"weight_dtype": "Weight dtype", "kv_cache_dtype": "KV-cache dtype"}
-"""Sidebar labels of the select inputs a fix can set (numbers take theirs from ui.inputs.NUMBER_FIELDS)."""
-
-
-def _fix_label(key: str) -> str:
-    from ui.inputs import NUMBER_FIELDS  # noqa: PLC0415 - ui.inputs imports this module's neighbours
-
-    return NUMBER_FIELDS[key].label if key in NUMBER_FIELDS else _FIX_LABELS.get(key, key)
 
 
 def _apply_fix(key: str, value) -> None:
     st.session_state[key] = value
 
 
-def fix_buttons(suggestions) -> None:
-    """One button per suggestion that names a knob (:class:`planner.diagnose.Fix`), worded with the
-    sidebar's own label ("Set Concurrent sequences (batch) to 172"); a click sets that input."""
-    fixes = [s for s in suggestions if isinstance(s, Fix)]
-    if not fixes:
+def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:
+    """One button per fix that names a knob: :class:`planner.fixes.CheckedFix` (checked and ordered by
+    :mod:`planner.fixes`) or a bare :class:`planner.diagnose.Fix`. The label is short and shows the value
+    in full ("Batch → 40"); the long text is the help. A click sets that input."""
+    items = [f if isinstance(f, CheckedFix) else CheckedFix(f, short_label(f.key, f.value), str(f), 0.0, None)
+             for f in fixes if isinstance(f, (Fix, CheckedFix))]
+    if not items:
         return
-    for col, (i, fix) in zip(st.columns(min(len(fixes), 4)), enumerate(fixes[:4])):
-        shown = format_int(fix.value) if isinstance(fix.value, int) else fix.value
-        col.button(f"Set {_fix_label(fix.key)} to {shown}", key=f"apply_fix_{i}", on_click=_apply_fix,
-                   args=(fix.key, fix.value), icon=":material/build:", help=str(fix))
+    for col, (i, item) in zip(st.columns(min(len(items), 4)), enumerate(items[:4])):
+        col.button(item.label, key=f"{key_prefix}_{i}", on_click=_apply_fix, args=(item.fix.key, item.fix.value),
+                   icon=":material/build:", help=item.help)
 
 
 def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:

@@ -65,6 +65,35 @@ def _kv_list(text: str) -> tuple[str, ...]:
     return names
 
 
+def _gpu_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"expected a GPU id or a comma-separated list of them (see `gpus`), got {text!r}")
+    return names
+
+
+def find_gpu_ids(args: argparse.Namespace, custom) -> tuple[str, ...]:
+    """The canonical GPU ids of ``--gpu-types`` / ``--gpu`` (aliases resolved; ``custom`` = the ``--gpu-memory-gib``
+    GPU); empty when neither flag is given (every GPU is searched).
+
+    Raises:
+        ValueError: an unknown id, with close matches.
+    """
+    from model_catalog.gpus import get_gpu
+
+    ids = []
+    for name in (n for group in (args.gpu_types or ()) for n in group):
+        if custom is not None and name == custom.id:
+            ids.append(name)
+            continue
+        try:
+            ids.append(get_gpu(name).id)
+        except ValueError as exc:
+            raise ValueError(f"--gpu-types: {exc}") from None
+    return tuple(dict.fromkeys(ids))
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``allocation`` and ``find`` on ``sub``."""
     p = sub.add_parser("allocation", help="naive vs paged vs paged+prefix KV allocation for a workload")
@@ -115,6 +144,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="accepted chance of running out of KV with a distribution")
     p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
     p.add_argument("--top", type=positive_int, default=10, help="setups listed")
+    p.add_argument("--gpu-types", "--gpu", dest="gpu_types", type=_gpu_list, action="append", default=None, metavar="GPU",
+                   help="search only these GPU types: catalog ids (see `gpus`), comma-separated or repeated; "
+                        "`custom` = the --gpu-memory-gib GPU (default: every GPU)")
     p.add_argument("--gpu-memory-gib", type=gpu_memory_gib, default=None, metavar="GIB",
                    help="also search a GPU not in the catalog with this much framework-visible memory "
                         "(torch.cuda.mem_get_info()[1]); skipped as unpriced unless --gpu-price-per-hour is given")
@@ -247,7 +279,7 @@ def run_find(args: argparse.Namespace) -> FindResult:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         overhead_bytes=None if args.overhead_gib is None else int(args.overhead_gib * GiB),
         max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top,
-        serving=serving_from_args(args, engine="vllm"))
+        serving=serving_from_args(args, engine="vllm"), gpu_ids=find_gpu_ids(args, custom))
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
 

@@ -65,6 +65,7 @@ class FindRequest:
         top: Setups returned, >= 1.
         serving: Serving features every setup carries (:mod:`planner.serving`; priced by vLLM's
             rules, their flags written into each launch command); None = none.
+        gpu_ids: GPU types searched (catalog ids, ``--gpus``); empty = every GPU given.
     """
 
     users: int
@@ -84,6 +85,7 @@ class FindRequest:
     seed: int = 0
     top: int = 10
     serving: ServingFeatures | None = None
+    gpu_ids: tuple[str, ...] = ()
 
     def resolved_workload(self) -> Workload:
         """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""

@@ -206,6 +206,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         raise ValueError(
             f"requests of up to {workload.max_model_len:,} tokens exceed what {model.model_id} supports "
             f"({limit:,}); shorten the prompt or output")
+    gpus = _chosen_gpus(gpus, request.gpu_ids)
     priced = [g for g in gpus if g.price_usd_per_hour is not None]
     skipped = tuple(g.id for g in gpus if g.price_usd_per_hour is None)
     tp_sizes = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
@@ -245,6 +246,24 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         suggestions = _suggestions(model, priced, request, workload, tp_sizes)
     return FindResult(options=tuple(options), fits=bool(options), closest=closest, skipped_gpus=skipped,
                       num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes))
+
+
+def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
+    """The GPUs of ``gpus`` whose id is in ``gpu_ids`` (all of them when it is empty).
+
+    Raises:
+        ValueError: an id that is none of ``gpus`` (named, with the ids to choose from).
+    """
+    gpus = list(gpus)
+    if not gpu_ids:
+        return gpus
+    known = {g.id for g in gpus}
+    unknown = [i for i in dict.fromkeys(gpu_ids) if i not in known]
+    if unknown:
+        raise ValueError(f"unknown GPU type {', '.join(map(repr, unknown))} in the GPU filter; choose among "
+                         f"{', '.join(sorted(known))}")
+    wanted = set(gpu_ids)
+    return [g for g in gpus if g.id in wanted]
 
 
 def _coverage(s: Setup) -> float:

@@ -1,0 +1,215 @@
+"""Fixes that fix: each suggestion re-planned with the fix applied, checked against the engine, ordered.
+
+:func:`planner.diagnose.diagnose` proposes knobs from the budget arithmetic alone, so a fix can make the
+budget fit while the chosen engine (whose own view holds the weights as its kernels lay them out and
+deducts its own profile pass, :mod:`planner.engines`) would still refuse to start. Example: gpt-oss-120b
+at 131,072 tokens on one H100 SXM: "context 87,200" fits the budget but vLLM still has -1.11 GiB for
+its cache; only "2 GPUs" makes it start (11.79x concurrency).
+
+* :func:`checked_fixes` (Home): each :class:`~planner.diagnose.Fix` of a :class:`~planner.budget.Plan`,
+  applied to the :class:`~planner.budget.PlanRequest` (kept only when the new plan fits) and to the
+  :class:`~planner.engines.EngineRequest` (the engine verdict goes into the help text).
+* :func:`engine_fixes` (Engine page): when an engine plan refuses to start, the one-knob changes that
+  make it start (or, for utilization, how far it gets), with the engine's own numbers.
+
+Ordering rule (:func:`_order`): fixes with which the engine starts come first; within each group the
+smallest *relative change of the user's request* comes first, ties in the order proposed:
+
+* a number (context tokens, batch, GPUs, utilization): ``|new - old| / old``
+  (0.90 -> 0.95 utilization: 0.056; 131,072 -> 87,200 tokens: 0.33; 1 -> 2 GPUs: 1.0);
+* a dtype: the fraction of bytes it removes, ``1 - new / old`` of the KV bytes per token (KV dtype) or
+  of the weight bytes (weight dtype) (bf16 -> fp8 KV: 0.5).
+
+Sources: the engines' refusal texts ("Try increasing gpu_memory_utilization, more tensor/pipeline
+parallelism, or a smaller weight dtype"; "decreasing `max_model_len`"), vllm/v1/core/kv_cache_utils.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.budget import Plan, PlanRequest, plan
+from planner.diagnose import Fix, valid_tensor_parallel_sizes
+from planner.engines import ENGINE_PROFILES, EnginePlan, EngineRequest, plan_engine, resolve_engine_name
+from planner.model import ModelSpec
+
+SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
+               "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization"}
+"""Button names of the knobs a fix sets (the long wording stays in the help text)."""
+
+ENGINE_FIELDS = {"context_len": "max_model_len", "max_model_len": "max_model_len", "num_gpus": "tensor_parallel_size",
+                 "kv_cache_dtype": "kv_cache_dtype", "weight_dtype": "weight_dtype",
+                 "gpu_memory_utilization": "gpu_memory_utilization"}
+"""Fix key -> :class:`~planner.engines.EngineRequest` field (``batch_size`` does not change what an engine
+allocates at startup, so it has none)."""
+
+UTILIZATION_FIX = 0.95
+"""The utilization :func:`engine_fixes` offers (the engines' own advice is "increase gpu_memory_utilization";
+0.95 leaves 5% of the device to other processes)."""
+
+MAX_GPU_STEPS = 4
+"""How many larger tensor-parallel sizes :func:`engine_fixes` tries (1 -> 2, 4, 8, 16)."""
+
+
+@dataclass(frozen=True)
+class CheckedFix:
+    """A fix, applied and checked.
+
+    Attributes:
+        fix: The :class:`~planner.diagnose.Fix` (its text, knob ``key`` and ``value``).
+        label: Short button text, under 24 characters ("GPUs → 2", "Context → 87,200").
+        help: The fix's text plus what the engine does with it.
+        change: Relative change of the request (module docstring), >= 0 [fraction].
+        starts: True when the engine plan with the fix starts; False when it still refuses; None when the
+            engine could not plan it (a dtype it does not offer) or no engine was given.
+        engine_plan: The engine plan with the fix applied, or None.
+    """
+
+    fix: Fix
+    label: str
+    help: str
+    change: float
+    starts: bool | None
+    engine_plan: EnginePlan | None = None
+
+
+def short_label(key: str, value: int | float | str) -> str:
+    """``"GPUs → 2"``, ``"Context → 87,200"``, ``"Utilization → 0.95"``: the knob and its value in full."""
+    shown = f"{value:,}" if isinstance(value, int) else f"{value:g}" if isinstance(value, float) else value
+    return f"{SHORT_NAMES.get(key, key)} → {shown}"
+
+
+def _relative(old: float, new: float) -> float:
+    """``|new - old| / old`` [fraction]; 1.0 when ``old`` is not positive."""
+    return abs(new - old) / old if old > 0 else 1.0
+
+
+def _engine_outcome(engine: str, fixed: EnginePlan | None, error: str = "") -> str:
+    """The help's second sentence: whether ``engine`` starts with the fix, with its figures."""
+    if fixed is None:
+        return f"{engine} cannot plan it: {error}" if error else ""
+    if fixed.starts:
+        return (f"{engine} starts: max_model_len {fixed.max_model_len:,}, {fixed.engine_kv_cache_tokens:,} tokens "
+                f"of KV cache, {fixed.max_concurrency:.2f}x concurrency.")
+    reach = (f" It would start with max_model_len up to {fixed.engine_max_model_len:,}."
+             if fixed.engine_max_model_len > 0 else "")
+    return f"Not enough for {engine}: it would still refuse to start.{reach}"
+
+
+def _try_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+                changes: dict) -> tuple[EnginePlan | None, str]:
+    """``plan_engine`` with ``changes`` applied; ``(None, message)`` when the engine cannot plan it."""
+    try:
+        return plan_engine(model, gpu_memory_bytes, replace(request, **changes)), ""
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _order(fixes: list[CheckedFix]) -> list[CheckedFix]:
+    """Starting fixes first, then the smallest relative change (module docstring); stable for ties."""
+    return sorted(fixes, key=lambda f: (f.starts is not True, f.change))
+
+
+def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, base: Plan,
+                  engine_request: EngineRequest | None = None, *, gpu_id: str = "") -> list[CheckedFix]:
+    """``base.suggestions`` that name a knob, each applied and checked, in :func:`_order`.
+
+    Args:
+        model: The planned model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        request: The request ``base`` was planned with.
+        base: ``plan(model, gpu_memory_bytes, request)``.
+        engine_request: The chosen engine's request for the same inputs (Home's engine view); None = no
+            engine check.
+        gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
+
+    Returns:
+        One :class:`CheckedFix` per fix whose re-planned budget fits; a fix the engine still refuses says
+        so in its ``help`` and comes after those it accepts.
+    """
+    found: list[CheckedFix] = []
+    for fix in base.suggestions:
+        if not isinstance(fix, Fix) or not hasattr(request, fix.key):
+            continue
+        fixed = plan(model, gpu_memory_bytes, replace(request, **{fix.key: fix.value}), gpu_id=gpu_id)
+        if not fixed.fits:
+            continue
+        if fix.key == "kv_cache_dtype":
+            change = 1 - fixed.kv_cache_bytes_per_token / base.kv_cache_bytes_per_token
+        elif fix.key == "weight_dtype":
+            change = 1 - fixed.weights_bytes / base.weights_bytes
+        else:
+            change = _relative(getattr(request, fix.key), fix.value)
+        engine_plan, error, outcome = None, "", ""
+        if engine_request is not None:
+            field = ENGINE_FIELDS.get(fix.key)
+            if field:
+                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {field: fix.value})
+            else:  # the batch: the engine's startup does not depend on it
+                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
+            outcome = _engine_outcome(resolve_engine_name(engine_request.engine), engine_plan, error)
+        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value),
+                                help=f"{fix}. {outcome}".strip(), change=max(change, 0.0),
+                                starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan))
+    return _order(found)
+
+
+def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, refused: EnginePlan, *,
+                 context_key: str = "max_model_len") -> list[CheckedFix]:
+    """One-knob changes for an engine plan that refuses to start, each re-planned, in :func:`_order`.
+
+    Candidates: GPU memory utilization :data:`UTILIZATION_FIX` (kept when it starts, or when it makes the
+    engine accept a longer max_model_len: "utilization 0.95: starts up to 66,480 tokens"); the smallest
+    larger tensor-parallel size (of :func:`~planner.diagnose.valid_tensor_parallel_sizes`, up to
+    :data:`MAX_GPU_STEPS` tried) that starts; max_model_len lowered to the largest the engine accepts;
+    fp8 KV cache where the engine offers it. Only those that start are kept, apart from the utilization
+    note above.
+
+    Args:
+        model, gpu_memory_bytes: As for :func:`planner.engines.plan_engine` [bytes].
+        request: The refused request.
+        refused: ``plan_engine(model, gpu_memory_bytes, request)`` (``starts`` False).
+        context_key: The input that sets max_model_len on the caller's page (``context_len`` or
+            ``max_model_len``); the fix's ``key``.
+
+    Returns:
+        :class:`CheckedFix` list; ``num_gpus`` fixes carry GPUs per replica (tensor parallel x pipeline stages).
+    """
+    if refused.starts:
+        return []
+    engine = refused.engine
+    found: list[CheckedFix] = []
+
+    def keep(key: str, value, text: str, change: float, fixed: EnginePlan) -> None:
+        fix = Fix(text, key, value)
+        found.append(CheckedFix(fix=fix, label=short_label(key, value), help=f"{text}. {_engine_outcome(engine, fixed)}",
+                                change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed))
+
+    util = refused.gpu_memory_utilization
+    if util is not None and util < UTILIZATION_FIX:
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"gpu_memory_utilization": UTILIZATION_FIX})
+        if fixed is not None and (fixed.starts or fixed.engine_max_model_len > refused.engine_max_model_len):
+            text = (f"utilization {UTILIZATION_FIX:g}: starts at {fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x"
+                    if fixed.starts else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
+            keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
+    tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
+    for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
+        if fixed is not None and fixed.starts:
+            keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}): starts at "
+                 f"{fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x", _relative(tp, size), fixed)
+            break
+    shorter = refused.engine_max_model_len
+    if 0 < shorter < refused.max_model_len:
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"max_model_len": shorter})
+        if fixed is not None and fixed.starts:
+            keep(context_key, shorter, f"max_model_len {shorter:,}: starts, {fixed.max_concurrency:.2f}x",
+                 _relative(refused.max_model_len, shorter), fixed)
+    offered = ENGINE_PROFILES[resolve_engine_name(request.engine)].kv_cache_dtypes
+    if refused.kv_cache_dtype in ("auto", "bf16", "fp16") and "fp8" in offered:
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"kv_cache_dtype": "fp8"})
+        if fixed is not None and fixed.starts and refused.ranks and fixed.ranks:
+            old, new = refused.ranks[0].kv_cache_bytes_per_token, fixed.ranks[0].kv_cache_bytes_per_token
+            keep("kv_cache_dtype", "fp8", f"KV dtype fp8: starts at {fixed.max_model_len:,}, "
+                 f"{fixed.max_concurrency:.2f}x", 1 - new / old if old else 1.0, fixed)
+    return _order(found)
