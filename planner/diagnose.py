@@ -81,7 +81,8 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
     elif request.batch_size * per_seq > budget:
         need = request.batch_size * per_seq
         reasons.append(
-            f"{request.batch_size:,} sequences x {request.context_len:,} tokens need {gib(need)} of KV "
+            f"{request.batch_size:,} sequence{'' if request.batch_size == 1 else 's'} x {request.context_len:,} "
+            f"tokens need {gib(need)} of KV "
             f"cache per GPU; the budget is {context_free.budget_text}")
         if max_seqs:
             suggestions.append(Fix(f"lower batch_size to {max_seqs:,} (fits at this context)", "batch_size", max_seqs))
