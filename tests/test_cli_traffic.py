@@ -203,3 +203,10 @@ def test_find_gpus_flag_searches_only_those_types(capsys):
     assert {r["gpu_id"] for r in rows} == {H100, "nvidia-a100-sxm-80gb"}
     assert main([*base, "--gpu", "not-a-gpu"]) == 2
     assert "--gpu-types: unknown GPU id" in capsys.readouterr().err
+
+
+def test_allocation_json_keeps_the_alias_with_its_catalog_id(capsys):
+    out = run_json(capsys, ["allocation", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", H100,
+                            "--max-model-len", "8192", "--mean-len", "800"])
+    assert (out["model_id"], out["catalog_id"]) == ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B")
+    assert list(out)[:2] == ["model_id", "catalog_id"]

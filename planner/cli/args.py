@@ -241,3 +241,21 @@ def resolve_gpu(args: argparse.Namespace):
     from model_catalog.gpus import get_gpu
 
     return get_gpu(args.gpu)
+
+
+def catalog_id(args: argparse.Namespace) -> str | None:
+    """The ``catalog_id`` JSON key: the canonical id of the catalog entry ``--model`` resolved to
+    (``meta-llama/Meta-Llama-3.1-8B`` for ``--model meta-llama/Llama-3.1-8B-Instruct``), beside
+    ``model_id``, which is the id the user gave; None for ``--config`` and ``--gguf``."""
+    if getattr(args, "model", None) is None:
+        return None
+    from model_catalog import resolve_model_id
+
+    return resolve_model_id(args.model)
+
+
+def with_catalog_id(out: dict, catalog: str | None) -> dict:
+    """``out`` with ``catalog_id`` placed right after ``model_id`` (the JSON reads in that order)."""
+    keys = list(out)
+    at = keys.index("model_id") + 1 if "model_id" in keys else 0
+    return {**{k: out[k] for k in keys[:at]}, "catalog_id": catalog, **{k: out[k] for k in keys[at:]}}

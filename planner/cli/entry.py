@@ -23,7 +23,16 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, P
 from planner.cli import engine as cli_engine
 from planner.cli import serving as cli_serving
 from planner.cli import traffic as cli_traffic
-from planner.cli.args import add_gpu_arguments, fraction, gib_amount, positive_int, resolve_gpu, token_count
+from planner.cli.args import (
+    add_gpu_arguments,
+    catalog_id,
+    fraction,
+    gib_amount,
+    positive_int,
+    resolve_gpu,
+    token_count,
+    with_catalog_id,
+)
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.units import GiB
 
@@ -195,22 +204,6 @@ def _model_from_args(args: argparse.Namespace):
     return custom.spec
 
 
-def catalog_id(args: argparse.Namespace) -> str | None:
-    """The ``catalog_id`` JSON key: the canonical id of the catalog entry ``--model`` resolved to
-    (``meta-llama/Meta-Llama-3.1-8B`` for ``--model meta-llama/Llama-3.1-8B-Instruct``), beside
-    ``model_id``, which is the id the user gave; None for ``--config`` and ``--gguf``."""
-    if getattr(args, "model", None) is None:
-        return None
-    from model_catalog import resolve_model_id
-
-    return resolve_model_id(args.model)
-
-
-def _with_catalog_id(out: dict, catalog: str | None) -> dict:
-    """``out`` with ``catalog_id`` placed right after ``model_id`` (the JSON reads in that order)."""
-    keys = list(out)
-    at = keys.index("model_id") + 1 if "model_id" in keys else 0
-    return {**{k: out[k] for k in keys[:at]}, "catalog_id": catalog, **{k: out[k] for k in keys[at:]}}
 
 
 def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None) -> str:
@@ -270,7 +263,7 @@ def _output(args: argparse.Namespace) -> str:
         return json.dumps(rows, indent=2) if args.format == "json" else _table(rows)
     result, engine, gpu = _run_plans(args)
     if args.format == "json":
-        out = _with_catalog_id(result.to_dict(), catalog_id(args))
+        out = with_catalog_id(result.to_dict(), catalog_id(args))
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {}), indent=2)
     extra_lines = cli_engine.engine_table_lines(engine) if engine else []
     if result.serving is not None:

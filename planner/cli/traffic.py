@@ -31,6 +31,7 @@ from pathlib import Path
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
 from planner.cli.args import (
     add_gpu_arguments,
+    catalog_id,
     check_custom_gpu_flags,
     custom_gpu_from_args,
     fraction,
@@ -42,6 +43,7 @@ from planner.cli.args import (
     probability,
     resolve_gpu,
     share,
+    with_catalog_id,
 )
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -171,7 +173,9 @@ def run(args: argparse.Namespace) -> str | None:
     """
     if args.command == "allocation":
         result = run_allocation(args)
-        return json.dumps(result, indent=2) if args.format == "json" else _allocation_table(result)
+        if args.format == "json":
+            return json.dumps(with_catalog_id(result, catalog_id(args)), indent=2)
+        return _allocation_table(result)
     if args.command == "find":
         found = run_find(args)
         if args.format == "table":
