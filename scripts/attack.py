@@ -83,6 +83,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -90,7 +91,7 @@ from urllib.parse import urlencode, urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e_helpers import StreamlitServer, rss_bytes  # noqa: E402
+from tests.e2e_helpers import fresh_server, rss_bytes  # noqa: E402
 from tests.ws_load import FINISHED_OK, _rerun_message  # noqa: E402
 
 RSS_TARGET = 0.15
@@ -854,7 +855,10 @@ def run_attacks(base_url: str, pid: int, *, short: bool = False, runs: int | Non
     count = runs if runs is not None else (1 if short else 10)
     coro = _run(base_url, pid, attacks, runs=count, timeout_s=timeout_s, pass_s=pass_s, think_s=think_s,
                 quiet_loads=quiet_loads, settle_s=settle_s, progress=progress)
-    return asyncio.run(coro)
+    # A thread of its own, as tests.ws_load.run_server_load: Playwright's sync API (the browser tests) may hold an
+    # event loop on this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def format_table(report: Report) -> str:
@@ -905,21 +909,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="attack_") as tmp:
-        server = StreamlitServer(Path(tmp) / "server.log", app_dir=ROOT)
-        try:
-            server.start()
-        except RuntimeError as exc:
-            print(f"server did not start: {exc}", file=sys.stderr)
+    with fresh_server("attack_", ROOT) as server:
+        if server is None:
             return 2
-        try:
-            report = run_attacks(server.base_url, server.pid, short=args.short, runs=args.runs, only=args.only,
-                                 timeout_s=args.timeout, pass_s=args.pass_s, think_s=args.think,
-                                 quiet_loads=args.quiet_loads, settle_s=args.settle,
-                                 progress=lambda line: print(line, flush=True))
-            healthy = server.healthy()
-        finally:
-            server.stop()
+        report = run_attacks(server.base_url, server.pid, short=args.short, runs=args.runs, only=args.only,
+                             timeout_s=args.timeout, pass_s=args.pass_s, think_s=args.think,
+                             quiet_loads=args.quiet_loads, settle_s=args.settle,
+                             progress=lambda line: print(line, flush=True))
+        healthy = server.healthy()
     print(format_table(report))
     print(f"server healthy after the run: {healthy}")
     if args.json:

@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e_helpers import PAGES, StreamlitServer, add_load_arguments  # noqa: E402
+from tests.e2e_helpers import PAGES, add_load_arguments, fresh_server  # noqa: E402
 from tests.ws_load import run_server_load  # noqa: E402
 
 
@@ -39,21 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     add_load_arguments(parser, ramp_s=0.1, think_s=0.0)
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="server_load_") as tmp:
-        server = StreamlitServer(Path(tmp) / "server.log", app_dir=ROOT)
-        try:
-            server.start()
-        except RuntimeError as exc:
-            print(f"server did not start: {exc}", file=sys.stderr)
+    with fresh_server("server_load_", ROOT) as server:
+        if server is None:
             return 2
-        try:
-            warm = run_server_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0)
-            print(f"warm-up: every page opened once, {len(warm.errors)} errors", flush=True)
-            report = run_server_load(server.base_url, server.pid, sessions=args.sessions, duration_s=args.duration,
-                                     ramp_s=args.ramp, think_s=args.think)
-            healthy = server.healthy()
-        finally:
-            server.stop()
+        warm = run_server_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0)
+        print(f"warm-up: every page opened once, {len(warm.errors)} errors", flush=True)
+        report = run_server_load(server.base_url, server.pid, sessions=args.sessions, duration_s=args.duration,
+                                 ramp_s=args.ramp, think_s=args.think)
+        healthy = server.healthy()
     figures = report.summary() | {"think_s": args.think, "healthy_after": healthy}
     print(json.dumps(figures, indent=2))
     for error in warm.errors + report.errors:

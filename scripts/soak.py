@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e_helpers import PAGES, StreamlitServer  # noqa: E402
+from tests.e2e_helpers import PAGES, fresh_server  # noqa: E402
 from tests.ws_load import run_server_load  # noqa: E402
 
 TARGET_DRIFT = 0.15
@@ -47,28 +46,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     rows, errors = [], []
-    with tempfile.TemporaryDirectory(prefix="soak_") as tmp:
-        server = StreamlitServer(Path(tmp) / "server.log", app_dir=ROOT)
-        try:
-            server.start()
-        except RuntimeError as exc:
-            print(f"server did not start: {exc}", file=sys.stderr)
+    with fresh_server("soak_", ROOT) as server:
+        if server is None:
             return 2
         start = time.monotonic()
-        try:
-            run_server_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0)  # warm every page
-            print(f"start: RSS {server.rss_bytes() >> 20} MiB", flush=True)
-            for i in range(1, args.rounds + 1):
-                report = run_server_load(server.base_url, server.pid, sessions=args.sessions_per_round,
-                                         duration_s=args.round_s, ramp_s=0.5, think_s=args.think)
-                errors += report.errors
-                rss = server.rss_bytes()
-                rows.append({"round": i, "minute": round((time.monotonic() - start) / 60, 1),
-                             "rss_mib": rss >> 20, "reruns": report.summary().get("reruns"),
-                             "errors": len(report.errors)})
-                print(json.dumps(rows[-1]), flush=True)
-        finally:
-            server.stop()
+        run_server_load(server.base_url, server.pid, sessions=len(PAGES), duration_s=0)  # warm every page
+        print(f"start: RSS {server.rss_bytes() >> 20} MiB", flush=True)
+        for i in range(1, args.rounds + 1):
+            report = run_server_load(server.base_url, server.pid, sessions=args.sessions_per_round,
+                                     duration_s=args.round_s, ramp_s=0.5, think_s=args.think)
+            errors += report.errors
+            rss = server.rss_bytes()
+            rows.append({"round": i, "minute": round((time.monotonic() - start) / 60, 1),
+                         "rss_mib": rss >> 20, "reruns": report.summary().get("reruns"),
+                         "errors": len(report.errors)})
+            print(json.dumps(rows[-1]), flush=True)
     base = rows[1]["rss_mib"] if len(rows) > 1 else rows[0]["rss_mib"]
     worst = max(r["rss_mib"] for r in rows[1:]) if len(rows) > 1 else base
     drift = worst / base - 1

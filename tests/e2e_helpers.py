@@ -241,6 +241,31 @@ class StreamlitServer:
         self.stop()
 
 
+@contextlib.contextmanager
+def fresh_server(prefix: str, app_dir: Path):
+    """A fresh :class:`StreamlitServer` for a script (``scripts/attack.py``, ``server_load.py``, ``soak.py``),
+    its log in a temporary folder named ``prefix...``, stopped by its pid at the end.
+
+    Yields:
+        The started server, or None when it did not start (the reason is printed on stderr; the
+        scripts then exit 2).
+    """
+    import tempfile  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        server = StreamlitServer(Path(tmp) / "server.log", app_dir=app_dir)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            print(f"server did not start: {exc}", file=sys.stderr)
+            yield None
+            return
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
 # --------------------------------------------------------------------------
 # Browser
 # --------------------------------------------------------------------------

@@ -13,7 +13,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 
+import pandas  # noqa: F401 - imported before Plotly, see below
 import plotly.graph_objects as go
+
+# Plotly's validators look pandas up in sys.modules (_plotly_utils.optional_imports) without the import
+# lock, so on a cold server a page drawing a chart while another session's first table was still importing
+# pandas saw the half-initialised module ("partially initialized module 'pandas' has no attribute
+# 'Series'", 8 sessions opening every page at once, scripts/server_load.py). Importing it here, under
+# this module's import lock, makes every chart builder wait for a whole pandas.
 
 from ui.format import (
     binary_unit,
