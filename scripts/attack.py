@@ -18,6 +18,10 @@ Phases:
 1. Warm-up: every page an attack uses is opened once (plus a valid custom model link), so
    first-import costs are not charged to the attacks; the page's own alerts are noted, so an
    attack's message is the first alert its page did *not* show before.
+1b. Rehearsal (a full run; ``--rehearse 0`` skips it, ``--short`` never has it): every attack
+   once, unmeasured, then ``--rehearse`` s (130, past the session TTL) and one visitor, so the
+   first use of each code path (imports, Plotly's first figure of a kind, allocator arenas) is
+   in the baseline and "RSS after" shows what the measured attacks leave behind.
 2. Quiet figure: a "bystander" session (one websocket) loads Home ``--quiet-loads`` times:
    ``rerun_script`` sent -> ``script_finished`` received [ms], the server's part of a page
    load (no rendering), the first load of the session not counted. Server RSS [MiB = 2^20
@@ -712,6 +716,25 @@ async def _warm(base_url: str, pages: Sequence[str], timeout_s: float) -> tuple[
     return baseline, errors
 
 
+async def _rehearse(base_url: str, attacks: Sequence[Attack], timeout_s: float, wait_s: float) -> None:
+    """Each attack once, not measured, then ``wait_s`` and one visitor: what the first run of a code path loads.
+
+    Python's first import of a module a path needs (the GGUF reader, the CSV reader, the share
+    codec's error paths), Plotly's first figure of a kind and glibc's arenas grow once and stay:
+    that is the server's working set, not what an attack leaves behind. Opening every page
+    (:func:`_warm`) no longer reaches those paths now that links carry only what the user set,
+    so the baseline is taken after one rehearsal of every attack, once its sessions (and their
+    uploads) have outlived ``server.disconnectedSessionTTL`` (120 s) and a visitor's save has
+    dropped them (Streamlit's ``MemorySessionStorage`` expires entries on a write).
+    """
+    for attack in attacks:
+        await attack_once(base_url, attack, timeout_s)
+    await asyncio.sleep(wait_s)
+    visitor = Bystander()
+    await bystander(base_url, visitor, loads=1, stop=None, think_s=0.0, timeout_s=timeout_s)
+    await asyncio.sleep(1.0)
+
+
 @dataclass
 class Report:
     """Everything one :func:`run_attacks` measured (RSS in MiB, times in ms)."""
@@ -769,10 +792,15 @@ def _round(value: float | None) -> int | None:
 
 
 async def _run(base_url: str, pid: int, attacks: Sequence[Attack], *, runs: int, timeout_s: float, pass_s: float,
-               think_s: float, quiet_loads: int, settle_s: float, progress: Callable[[str], None]) -> Report:
+               think_s: float, quiet_loads: int, settle_s: float, rehearse_s: float,
+               progress: Callable[[str], None]) -> Report:
     pages = sorted({a.page for a in attacks} | {""})
     baseline, warm_errors = await _warm(base_url, pages, timeout_s)
     progress(f"warm-up: {', '.join(p or 'Home' for p in pages)} opened, {len(warm_errors)} errors")
+    if rehearse_s > 0:
+        await _rehearse(base_url, attacks, timeout_s, rehearse_s)
+        progress(f"rehearsal: each of {len(attacks)} attacks once, then {rehearse_s:g} s and one visitor, "
+                 f"RSS {rss_bytes(pid) / MIB:.0f} MiB")
     quiet = Bystander()
     await bystander(base_url, quiet, loads=quiet_loads, stop=None, think_s=think_s, timeout_s=timeout_s)
     rss_before = rss_bytes(pid) / MIB
@@ -835,7 +863,8 @@ async def _run(base_url: str, pid: int, attacks: Sequence[Attack], *, runs: int,
 
 def run_attacks(base_url: str, pid: int, *, short: bool = False, runs: int | None = None, only: str = "",
                 timeout_s: float = TIMEOUT_S, pass_s: float = PASS_S, think_s: float = 0.5, quiet_loads: int = 20,
-                settle_s: float = 5.0, progress: Callable[[str], None] = lambda line: None) -> Report:
+                settle_s: float = 5.0, rehearse_s: float = 0.0,
+                progress: Callable[[str], None] = lambda line: None) -> Report:
     """Run the attacks against the server at ``base_url`` (loopback) whose process is ``pid``.
 
     Args:
@@ -847,6 +876,9 @@ def run_attacks(base_url: str, pid: int, *, short: bool = False, runs: int | Non
         think_s: Pause between two bystander loads [s].
         quiet_loads: Bystander loads counted for the quiet figure.
         settle_s: Pause before the final RSS reading [s].
+        rehearse_s: When above 0, every attack runs once before the baseline, followed by this
+            pause [s] and one visitor (:func:`_rehearse`); 0 (the default, and the CI subset)
+            takes the baseline after the page warm-up alone.
         progress: Called with one line after each phase and attack.
     """
     if urlsplit(base_url).hostname not in LOOPBACK_HOSTS:
@@ -854,7 +886,7 @@ def run_attacks(base_url: str, pid: int, *, short: bool = False, runs: int | Non
     attacks = [a for a in build_attacks() if (a.short or not short) and only.lower() in a.name.lower()]
     count = runs if runs is not None else (1 if short else 10)
     coro = _run(base_url, pid, attacks, runs=count, timeout_s=timeout_s, pass_s=pass_s, think_s=think_s,
-                quiet_loads=quiet_loads, settle_s=settle_s, progress=progress)
+                quiet_loads=quiet_loads, settle_s=settle_s, rehearse_s=rehearse_s, progress=progress)
     # A thread of its own, as tests.ws_load.run_server_load: Playwright's sync API (the browser tests) may hold an
     # event loop on this one.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -906,6 +938,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds before the final RSS reading (Streamlit keeps a closed tab's session, its "
                              "uploads included, for server.disconnectedSessionTTL = 120 s)")
+    parser.add_argument("--rehearse", type=float, default=None,
+                        help="run every attack once before the baseline, then wait this long [s] (default 130 "
+                             "for a full run, past the 120 s session TTL; 0 with --short); 0 turns it off")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -915,6 +950,7 @@ def main(argv: list[str] | None = None) -> int:
         report = run_attacks(server.base_url, server.pid, short=args.short, runs=args.runs, only=args.only,
                              timeout_s=args.timeout, pass_s=args.pass_s, think_s=args.think,
                              quiet_loads=args.quiet_loads, settle_s=args.settle,
+                             rehearse_s=args.rehearse if args.rehearse is not None else (0.0 if args.short else 130.0),
                              progress=lambda line: print(line, flush=True))
         healthy = server.healthy()
     print(format_table(report))
