@@ -10,12 +10,14 @@ Sources: pydantic v2 docs, "Models" (``ConfigDict(frozen=True, extra="forbid")``
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_RELEASED = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 
 
 class OfficialParams(BaseModel):
@@ -50,6 +52,11 @@ class ModelEntry(BaseModel):
             ``_source``).
         confidence: ``high`` (verbatim official config), ``medium`` (mirror or
             test fixture, some keys may be missing) or ``low`` (proxy).
+        released: First public release of the model (the weights on the Hub or the
+            vendor's announcement), ``YYYY-MM`` or ``YYYY-MM-DD``; None when no source
+            was found. Aliases share it.
+        released_source: Where the date was read (URL of the model card, the
+            announcement or the repository's history); required with ``released``.
         params_official: Stated parameter count, or None when none was read.
         notes: Caveats: missing keys and the transformers defaults that fill
             them, proxies, variants.
@@ -67,6 +74,8 @@ class ModelEntry(BaseModel):
     aliases: tuple[str, ...] = ()
     source: str = Field(min_length=1)
     confidence: Literal["high", "medium", "low"]
+    released: str | None = None
+    released_source: str | None = None
     params_official: OfficialParams | None = None
     notes: str = ""
     hf_quant_config: dict[str, Any] | None = None
@@ -87,6 +96,20 @@ class ModelEntry(BaseModel):
                 raise ValueError("aliases must be non-empty strings")
         return value
 
+    @field_validator("released")
+    @classmethod
+    def _released_is_a_date(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        match = _RELEASED.match(value)
+        try:
+            if match is None:
+                raise ValueError
+            datetime.date(int(match[1]), int(match[2]), int(match[3] or 1))  # a real month and day
+        except ValueError:
+            raise ValueError(f"must be a date 'YYYY-MM' or 'YYYY-MM-DD', got {value!r}") from None
+        return value
+
     @field_validator("config")
     @classmethod
     def _config_has_model_type(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +125,13 @@ class ModelEntry(BaseModel):
     def _aliases_differ_from_id(self) -> ModelEntry:
         if self.id in self.aliases:
             raise ValueError(f"aliases repeat the id {self.id!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _released_has_a_source(self) -> ModelEntry:
+        if (self.released is None) != (not (self.released_source or "").strip()):
+            raise ValueError("'released' and 'released_source' go together: a date needs the source it was read "
+                             "from, and a source needs its date")
         return self
 
     @property

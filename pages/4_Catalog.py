@@ -9,16 +9,17 @@ from ui.link_guard import MAX_ID_CHARS
 views.setup_page("Catalog", "📚",
                  "Every model and GPU the planner knows, with where each figure comes from.")
 views.navigation()
-query = st.text_input("Search models and GPUs (any part of the id, name or an alias)", key="search",
-                      bind="query-params", placeholder="e.g. llama 70b, qwen3.6, nvfp4, h100, mi300",
+query = st.text_input("Search models and GPUs (any part of the id, name, an alias or the release date)",
+                      key="search", bind="query-params",
+                      placeholder="e.g. llama 70b, qwen3.6, nvfp4, 2026, h100, mi300",
                       max_chars=MAX_ID_CHARS)
 
 st.subheader("Models")
-models = data.search(data.model_table(), query, columns=("id", "name", "aliases"))
+models = data.search(data.model_table(), query, columns=("id", "name", "aliases", "released"))
 st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
 st.caption(f"{len(models)} models. Parameters count all experts; attention kind from num_key_value_heads "
            "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
-           "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry.")
+           "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
 
 st.subheader("GPUs")
 gpus = data.search(data.gpu_table(), query, columns=("id", "name", "vendor"))
@@ -27,7 +28,7 @@ st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info to
            "gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
 st.subheader("Verified against transformers")
 st.caption(data.verification_headline())
-verified = data.search(data.verification_frame(), query, columns=("id", "family"))
+verified = data.search(data.verification_frame(), query, columns=("id", "family", "released"))
 st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
 st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
            "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "

@@ -210,6 +210,15 @@ def first_url(text: str) -> str | None:
     return match.group(0) if match else None
 
 
+UNKNOWN_RELEASE = "unknown"
+"""The released column of an entry without a sourced date (never a guessed one)."""
+
+
+def released(entry) -> str:
+    """The entry's first public release, ``YYYY-MM[-DD]`` (sorts as text), or :data:`UNKNOWN_RELEASE`."""
+    return entry.released or UNKNOWN_RELEASE
+
+
 def model_table() -> pd.DataFrame:
     """The model catalog, one row per model."""
     import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
@@ -217,8 +226,8 @@ def model_table() -> pd.DataFrame:
     for model_id in catalog.model_ids():
         spec, entry = catalog.model_spec(model_id), catalog.model_entry(model_id)
         rows.append({
-            "id": model_id, "name": entry.display_name, "aliases": ", ".join(entry.aliases),
-            "params": spec.num_parameters,
+            "id": model_id, "name": entry.display_name, "released": released(entry),
+            "aliases": ", ".join(entry.aliases), "params": spec.num_parameters,
             "attention": spec.attention_kind, "layers": spec.num_layers, "kv heads": spec.num_key_value_heads,
             "head_dim": spec.head_dim,
             "windows": ", ".join(format_int(w) for w in spec.sliding_windows),
@@ -227,6 +236,7 @@ def model_table() -> pd.DataFrame:
             "max context": spec.max_position_embeddings,
             "checkpoint": spec.checkpoint_quantization.split(":", 1)[0] if spec.checkpoint_quantization else "",
             "confidence": entry.confidence, "source": first_url(entry.source), "source note": entry.source,
+            "released source": entry.released_source or "",
         })
     return pd.DataFrame(rows)
 
@@ -261,7 +271,7 @@ def verification_frame() -> pd.DataFrame:
     for r in verification_table():
         catalog_params = catalog.model_spec(r["model_id"]).num_parameters
         rows.append({
-            "id": r["model_id"], "family": r["family"],
+            "id": r["model_id"], "family": r["family"], "released": released(catalog.model_entry(r["model_id"])),
             "status": r["status"] if r["built"] else "not built",
             "counted": "language model" if catalog_params != r["params_planner"] else "whole model",
             "params (planner)": r["params_planner"], "params (transformers)": r["params_transformers"],

@@ -398,12 +398,20 @@ def no_fit_warnings(series, model_id: str) -> None:
                        "a higher gpu_memory_utilization.", icon=":material/warning:")
 
 
+RELEASED_COLUMN = st.column_config.TextColumn(
+    "released", width="small",
+    help="First public release (Hugging Face repo or vendor announcement), YYYY-MM[-DD]; sorts by date. "
+         "\"unknown\" where no source was found. The model table's \"released source\" says where it was read.")
+"""The release-date column of the model and verification tables (``data.released``)."""
+
 MODEL_COLUMNS = {
     "id": st.column_config.TextColumn("id", width="medium"),
+    "released": RELEASED_COLUMN,
     "params": st.column_config.NumberColumn("params", format="compact", help="All experts included"),
     "max context": st.column_config.NumberColumn("max context [tokens]", format="localized"),
     "source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)/.*"),
     "source note": st.column_config.TextColumn("source note", width="large"),
+    "released source": st.column_config.TextColumn("released source", width="large"),
 }
 """Column formats of the model table."""
 
@@ -419,6 +427,7 @@ GPU_COLUMNS = {
 
 VERIFICATION_COLUMNS = {
     "id": st.column_config.TextColumn("id", width="medium"),
+    "released": RELEASED_COLUMN,
     "status": st.column_config.TextColumn("status", width="small",
                                           help="exact, by source (read as the architecture its config declares), "
                                                "or not built (nothing checked: see the reason)"),
