@@ -8,8 +8,8 @@ Run: ``streamlit run app.py``.
 import streamlit as st
 
 from planner.budget import plan
-from planner.fixes import checked_fixes
-from ui import budget_bar, catalog, engine, inputs, serving, views
+from planner.fixes import checked_fixes, engine_start_fixes
+from ui import budget_bar, catalog, engine, feature_line, inputs, serving, views
 from ui.format import format_bytes, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
@@ -39,14 +39,21 @@ st.caption(md_message(
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)
-fixes = None if result.fits else views.guarded(  # each fix re-planned, checked against the engine, least change first
-    checked_fixes, model, gpu.framework_memory_bytes, request, result,
-    None if isinstance(engine_plan, str) else engine.home_request(form, engine_name, gpu.name), gpu_id=gpu.id,
+engine_request = None if isinstance(engine_plan, str) else engine.home_request(form, engine_name, gpu.name)
+fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
+    checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
 views.verdict(result, gpu.name, fixes)
 engine.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
+start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts
+    engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
+    what="checking the fixes")
+if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
+    st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
+    views.fix_buttons(start_fixes, key_prefix="start_fix")
 views.seed_answer(result, model, gpu.name)
 views.plan_metrics(result)
+feature_line.show_users_line(features, form.model_id, same_as="")
 views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())

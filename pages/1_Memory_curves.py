@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from ui import catalog, charts, data, inputs, views
+from ui import catalog, charts, data, feature_line, inputs, views
 
 views.setup_page("Memory vs context length", "📈",
-                 "Weights + overhead + KV cache per GPU as the context grows; dashed lines are each GPU's "
+                 "Weights + overhead + KV cache per GPU as the context grows; the grey lines are each GPU's "
                  "usable memory (utilization x framework memory).")
 form, problems = inputs.sidebar_inputs(
     model="many", gpu="many",
@@ -14,6 +14,8 @@ form, problems = inputs.sidebar_inputs(
     default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-h100-sxm-80gb"),
     numbers=("num_gpus", "batch_size", "gpu_memory_utilization"), advanced=("overhead_gib",))
 inputs.show_problems(problems)
+feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
+    "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them"))
 views.require(form.model_ids, "model")
 views.require(form.gpu_ids, "GPU")
 
@@ -28,7 +30,12 @@ capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for
 log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
                   help="Keeps small models readable next to a very large one (DeepSeek-V3, Llama 3.1 405B).")
 st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
-st.caption("Each curve stops at its model's max_position_embeddings. KV cache is exact (no block rounding), "
+note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
+if note:
+    st.caption(note)
+st.caption("Each curve ends at its model's max_position_embeddings, the table's \"(model limit)\". A triangle on "
+           "the top edge marks where a curve leaves the chart (hover for its size; the log axis shows all of it). "
+           "KV cache is exact (no block rounding), "
            "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
            "overhead of the GPUs it names (the newest vLLM's profile pass: 2,048 tokens on GPUs under 70 GiB and A100s, 16,384 "
            "on the others), so it crosses a GPU's line at the context the table below gives for that GPU.")

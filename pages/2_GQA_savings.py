@@ -4,22 +4,24 @@ import streamlit as st
 
 from planner.budget import plan
 from planner.model.kv import attention_variants
-from ui import catalog, charts, data, inputs, views
+from ui import catalog, charts, data, feature_line, inputs, serving, views
 from ui.format import format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
                  "The chosen model rebuilt as MHA, GQA (as built), MQA, or with MLA's latent: KV cache per token "
                  "and how many sequences one GPU holds.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
-inputs.show_problems(problems)
+features, serving_problems = serving.serving_inputs(model_id=form.model_id)  # LoRA, speculative decoding, images
+inputs.show_problems([*problems, *serving_problems])
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
-plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, form.request(), gpu_id=gpu.id,
+request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
+plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                            what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
 
@@ -27,6 +29,7 @@ st.subheader(md_text(f"{model.display_name} on {gpu.name}, {format_tokens(form.c
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
                       f"{plans[0][1].weights_label}, {plans[0][1].kv_cache_dtype} KV cache, "
                       f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica."))
+feature_line.show_users_line(features, form.model_id, what="Every variant's users", left_out=feature_line.link_left_out())
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:

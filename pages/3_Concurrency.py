@@ -4,8 +4,8 @@ import streamlit as st
 
 from planner.budget import weights_label
 from planner.model.kv import cache_dtypes
-from ui import catalog, charts, data, downloads, inputs, serving, views
-from ui.format import md_text
+from ui import catalog, charts, data, downloads, feature_line, inputs, serving, views
+from ui.format import md_message, md_text
 
 views.setup_page("Concurrency", "👥",
                  "How many sequences of a given length fit in each GPU's KV budget (one model replica, "
@@ -14,7 +14,7 @@ form, problems = inputs.sidebar_inputs(
     model="one", gpu="many",
     default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-a100-sxm-80gb", "nvidia-h100-sxm-80gb",
                   "nvidia-h200-sxm"),
-    numbers=("num_gpus", "gpu_memory_utilization"), advanced=("block_size", "overhead_gib"))
+    numbers=("num_gpus", "context_len", "gpu_memory_utilization"), advanced=("block_size", "overhead_gib"))
 features, serving_problems = serving.serving_inputs(model_id=form.model_id)
 inputs.show_problems([*problems, *serving_problems])
 views.require(form.gpu_ids, "GPU")
@@ -26,10 +26,15 @@ series_of = data.concurrency_series if features is None else serving.concurrency
 contexts = data.within_limit(data.curve_contexts([model]), model)
 series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
 views.no_fit_warnings(series, model.model_id)
+too_long = views.context_problem(model, form.context_len)
+if too_long:
+    st.warning(md_message(too_long), icon=":material/warning:")  # the curves stop at the limit; the headline not
 
 st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache"))
+feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
+views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
 st.plotly_chart(charts.concurrency_lines(contexts, series), key="concurrency_chart")
 st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover or use "
            "the table. A line that levels off above its neighbours comes from sliding-window or recurrent layers "

@@ -6,7 +6,7 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, charts, engine, inputs, serving, views
+from ui import catalog, charts, engine, feature_line, inputs, serving, views
 from ui.format import format_command, md_text
 
 views.setup_page("Engine", "⚙️",
@@ -42,6 +42,8 @@ else:
     st.info("No memory figures: the engine stops at its configuration check, before it loads weights or "
             "allocates a cache. The figures below are the arithmetic for this split, not what would happen.",
             icon=":material/info:")
+if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
+    st.caption(serving_line)
 
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))

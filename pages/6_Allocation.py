@@ -3,7 +3,7 @@ KV quantization and swap, for one model on one GPU type."""
 
 import streamlit as st
 
-from ui import catalog, inputs, traffic, views
+from ui import catalog, feature_line, inputs, serving, traffic, views
 from ui.format import format_bytes, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
@@ -22,15 +22,18 @@ extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_s
                                     expanded=False)
 problems.extend(more)
 upload = traffic.lengths_uploader()
+features, more = serving.serving_inputs(model_id=form.model_id)  # LoRA slots, speculative decoding, images
+problems.extend(more)
 inputs.show_problems(problems)
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")  # parsed once
 workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
                          load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
 view = views.guarded(
-    traffic.allocation_view, model, gpu, form.request(context_len=alloc["max_model_len"]),
+    traffic.allocation_view, model, gpu,
+    serving.with_serving(form.request(context_len=alloc["max_model_len"]), features),
     mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
     workload=workload, users=load["users"], seed=load["seed"], num_samples=extra["num_samples"],
     swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"],
@@ -38,6 +41,8 @@ view = views.guarded(
 c = view.comparison
 
 st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
+feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
+                        left_out=feature_line.link_left_out(read_keys=("swap_space_gib",)))
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")

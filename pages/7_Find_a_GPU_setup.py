@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import catalog, custom_panel, downloads, inputs, serving, traffic, views
+from planner.diagnose import Fix
+from ui import catalog, custom_panel, downloads, engine, feature_line, find_table, inputs, serving, traffic, views
 from ui.format import format_command, md_message, md_text
 
 views.setup_page("Find a GPU setup", "🔎",
@@ -14,6 +15,8 @@ views.setup_page("Find a GPU setup", "🔎",
 form, problems = inputs.sidebar_inputs(model="one", gpu=None, dtypes=False, numbers=(),
                                        advanced=("gpu_memory_utilization", "block_size", "overhead_gib"))
 weight_dtype, kv_cache_dtypes, more = traffic.find_dtype_inputs()
+problems.extend(more)
+engine_name, more = engine.engine_selector()  # the app's engine (URL key engine, default vLLM) sizes every setup
 problems.extend(more)
 from_link, from_link_text = traffic.find_defaults_from_link()  # a plan's context_len / batch_size, if set
 load, more = traffic.number_inputs(
@@ -47,27 +50,34 @@ if features is not None:
     request = replace(request, serving=features)
 if gpu_ids:
     request = replace(request, gpu_ids=gpu_ids)
+request = replace(request, engine=engine_name, alternative_weight_dtype="fp8")  # fp8 weights: searched for a hint
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{md_text(model.display_name)}: {load['users']:,} users")
 st.caption(workload.describe())
+feature_line.show_users_line(features, form.model_id, what="Every setup's users", left_out=feature_line.link_left_out())
 if result.fits:
     st.success(traffic.best_text(result), icon=":material/check_circle:")
 else:
     st.warning(traffic.nothing_fits_text(result, limits["max_gpus"]), icon=":material/warning:")
 for note in result.notes:
     st.info(md_message(note), icon=":material/info:")
-table = traffic.find_rows(result)
-pages = traffic.num_pages(table)
-page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {traffic.FIND_PAGE_ROWS} a page)", min_value=1,
+if result.weight_alternative is not None:  # one click: search with those weights
+    alt = result.weight_alternative
+    views.fix_buttons([Fix(f"search with {alt.weight_dtype} weights", "weight_dtype", alt.weight_dtype)],
+                      key_prefix="find_weight_fix")
+table = find_table.find_rows(result)
+pages = find_table.num_pages(table)
+page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
-shown = traffic.page_of(table, page)
-order, columns = traffic.find_table_config()
+shown = find_table.page_of(table, page)
+order, columns = find_table.find_table_config()
 st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
-             placeholder="n/a")  # a setup without a figure (TTFT where the catalog states no TFLOPS)
-for note in traffic.page_notes(result, page):
-    st.caption(f"Note on this page: {md_message(note)}")
-st.download_button("Download CSV", downloads.csv_text(table), file_name="gpu_setups.csv", mime="text/csv",
+             placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
+for number, note in find_table.page_notes(result, page):
+    st.caption(f"Note {number}: {md_message(note)}")
+st.download_button("Download CSV", downloads.csv_text(find_table.csv_rows(table)), file_name="gpu_setups.csv",
+                   mime="text/csv",
                    key="download_setups", icon=":material/download:", on_click="ignore")
 best = traffic.shown_setup(result)
 if best is not None:
@@ -75,8 +85,9 @@ if best is not None:
     st.code(format_command(best.launch_command), language="bash")
     if serving.text_only_launch_note(form.model_id):
         st.caption(serving.text_only_launch_note(form.model_id))
-st.caption("Budget per GPU = utilization x framework memory - weights - overhead (as on the Home page); each "
-           "replica holds ceil(users / replicas) sequences of prompt + output tokens in whole blocks. Margin = "
+st.caption(f"Each replica is sized as {md_text(result.engine or engine_name)} sizes it (the Engine page's figures: "
+           "the weights as its kernels load them, its own profile pass and block rules); a replica holds "
+           "ceil(users / replicas) sequences of prompt + output tokens. Margin = "
            "share of the KV budget left at that load. Hover a column header for its full name. The CSV also "
            "has each row's KV budget per GPU and launch command. Prices: model_catalog/gpus.json (each with "
            "its source).")

@@ -1,8 +1,8 @@
 """Per-GPU memory budget: from card memory to KV capacity, users and max context.
 
-(Size: about 590 lines because ``Plan`` and ``PlanRequest`` carry their field docs and the
-memoized context-free part of a plan (``_PlanBase``) sits beside ``plan()``, which it must match
-field for field, with its one-pass per-sequence sums and the one-dict result record; the overhead
+(The request and result types, ``PlanRequest`` and ``Plan`` with their defaults, live in
+``plan_types.py`` and are re-exported here; the memoized context-free part of a plan
+(``_PlanBase``) sits beside ``plan()``, which it must match field for field; the overhead
 estimate and the diagnosis live in ``overhead.py`` / ``diagnose.py``.)
 
 The chain (one small function each), per GPU:
@@ -32,13 +32,12 @@ Design notes:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 
 from planner.diagnose import ContextFreeMessages, context_free_messages, diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
-from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES, weight_dtype
-from planner.model.fastinit import fast_frozen_init
+from planner.model.dtypes import weight_dtype
 from planner.model.kv import KVProfile, cache_dtypes, kv_profile
 from planner.model.memo import model_memo, remember
 from planner.model.params import (
@@ -48,230 +47,17 @@ from planner.model.params import (
     weight_bytes_by_format,
 )
 from planner.overhead import OverheadEstimate, estimate_overhead
-from planner.serving.features import ServingEffects, ServingFeatures, serving_effects
+from planner.serving.features import ServingEffects, ShiftedProfile, serving_effects
 from planner.units import MiB, largest_fitting
 
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-"""vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
-
-DEFAULT_BLOCK_SIZE = 16
-"""vLLM's KV block size for ordinary attention backends on CUDA [tokens] (vllm/platforms/cuda.py)."""
-
-MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
-"""Upper bound of the max-context search when the model states no limit [tokens]."""
-
-
-@fast_frozen_init  # the same constructor, without object.__setattr__ per field (planner/model/fastinit.py)
-@dataclass(frozen=True, kw_only=True)
-class PlanRequest:
-    """What the user asks for. Field names are the CLI flags and URL keys.
-
-    Attributes:
-        context_len: Tokens per sequence, prompt + output [tokens], >= 1.
-        batch_size: Concurrent sequences wanted, >= 1.
-        weight_dtype: Key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
-        kv_cache_dtype: ``auto`` or a key of :data:`planner.model.dtypes.KV_CACHE_DTYPES`.
-        num_gpus: GPUs holding one replica (tensor parallel size), >= 1.
-        gpu_memory_utilization: Fraction of framework-visible memory the engine
-            may use, in (0, 1].
-        block_size: KV page size [tokens], >= 1.
-        max_num_batched_tokens: Largest forward pass, for the activation estimate
-            [tokens]; None = what ``vllm serve`` picks for the GPU (:func:`estimate_overhead`).
-        overhead_bytes: Per-GPU overhead override [bytes]; None = estimate.
-        serving: Production serving features (LoRA slots, speculative decoding, multimodal
-            inputs, KV offload; :mod:`planner.serving`); None = none, every number as without it.
-    """
-
-    context_len: int
-    batch_size: int = 1
-    weight_dtype: str = "auto"
-    kv_cache_dtype: str = "auto"
-    num_gpus: int = 1
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
-    block_size: int = DEFAULT_BLOCK_SIZE
-    max_num_batched_tokens: int | None = None
-    overhead_bytes: int | None = None
-    serving: ServingFeatures | None = None
-
-    def validate(self) -> None:
-        """Raise ValueError with an actionable message for the first out-of-range field.
-
-        The checks run in a fixed order and a message is formatted only when its check fails.
-        """
-        self.validate_context_and_batch()
-        if not self.num_gpus >= 1:
-            raise ValueError(f"num_gpus must be at least 1, got {self.num_gpus}")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if not self.block_size >= 1:
-            raise ValueError(f"block_size must be at least 1 token, got {self.block_size}")
-        if not (self.max_num_batched_tokens is None or self.max_num_batched_tokens >= 1):
-            raise ValueError(f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}")
-        if not (self.overhead_bytes is None or self.overhead_bytes >= 0):
-            raise ValueError(f"overhead must be >= 0 bytes, got {self.overhead_bytes}")
-        if self.weight_dtype not in WEIGHT_DTYPES:
-            raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
-        if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
-            raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
-                             f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
-        if self.serving is not None:
-            self.serving.validate()
-
-    def validate_context_and_batch(self) -> None:
-        """The first checks of :meth:`validate`: ``context_len`` in [1, 2^24] and ``batch_size`` >= 1.
-
-        :func:`plan` runs only these when a request with the same other knobs has already passed
-        :meth:`validate` (its per-model memo holds that request's context-free part).
-
-        Raises:
-            ValueError: naming the field, its limit and the value given.
-        """
-        if not self.context_len >= 1:
-            raise ValueError(f"context_len must be at least 1 token, got {self.context_len}")
-        if not self.context_len <= MAX_CONTEXT_SEARCH_LIMIT:
-            raise ValueError(f"context_len must be at most {MAX_CONTEXT_SEARCH_LIMIT:,} tokens, "
-                             f"got {self.context_len:,}")
-        if not self.batch_size >= 1:
-            raise ValueError(f"batch_size must be at least 1 sequence, got {self.batch_size}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Plan:
-    """The answer for one model on one GPU type. Sizes in bytes, per GPU unless named.
-
-    ``fits`` is False with ``reasons`` when the request does not fit; that is a
-    normal result, not an error. ``suggestions`` name the knob to turn.
-    JSON keys (``to_dict``) are a public contract of the CLI.
-
-    Context fields [tokens]: ``max_context_len`` is the longest context
-    ``batch_size`` sequences reach, capped by the model's
-    ``max_position_embeddings``; ``max_context_len_limited_by`` says which
-    bound applied (``memory``, ``model``, ``none`` when no layer grows with
-    context, or ``tensor_parallel`` when ``num_gpus`` cannot split the model and
-    the capacity fields are 0); ``max_context_len_by_memory`` ignores the model's limit;
-    ``max_context_len_before_overheads`` also ignores ``gpu_memory_utilization``
-    and the overhead (whole framework-visible memory minus weights, no paging).
-
-    KV fields per GPU [bytes]: ``kv_cache_bytes_needed`` is what ``batch_size`` sequences of
-    ``context_len`` take in whole blocks; ``kv_cache_bytes_in_use`` is that much of it that fits
-    in the budget, and ``kv_cache_shortfall_bytes = max(0, needed - max(budget, 0))`` the rest
-    (the overflow a "does not fit" plan shows). Example (the design-review case): Llama-3.1-70B,
-    4 x H100, 200 x 2,500 tokens need 38.33 GiB against a 33.09 GiB budget: 5.24 GiB short.
-
-    ``weight_dtype`` echoes the request (``auto`` included);
-    ``weight_dtype_resolved`` names the formats the weights end up in, largest
-    share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``
-    when int4 leaves embeddings in bf16), from
-    :func:`planner.model.params.weight_bytes_by_format`.
-
-    ``serving`` (JSON key only when the request has serving features, :mod:`planner.serving`): the
-    features' breakdown per GPU. With it on, ``weights_bytes_per_gpu`` includes the LoRA slots and
-    draft weights (vLLM counts them in "Model loading took"), ``activation_bytes`` the profile-pass
-    extras, the KV per token the draft's layers, and each sequence its extra token slots.
-    """
-
-    model_id: str
-    gpu_id: str
-    num_gpus: int
-    weight_dtype: str
-    weight_dtype_resolved: str
-    kv_cache_dtype: str
-    context_len: int
-    batch_size: int
-    gpu_memory_utilization: float
-    block_size: int
-    params: int
-    weights_bytes: int
-    weights_bytes_per_gpu: int
-    kv_cache_bytes_per_token: int
-    kv_cache_bytes_per_token_per_gpu: int
-    kv_cache_bytes_per_sequence: int
-    kv_cache_bytes_per_sequence_per_gpu: int
-    kv_cache_bytes_total: int
-    gpu_memory_bytes: int
-    usable_memory_bytes: int
-    overhead_bytes: int
-    activation_bytes: int
-    logits_bytes: int
-    runtime_bytes: int
-    overhead_overridden: bool
-    overhead_formula: str
-    kv_cache_budget_bytes: int
-    kv_cache_bytes_in_use: int
-    free_bytes: int
-    kv_cache_bytes_needed: int
-    kv_cache_shortfall_bytes: int
-    kv_cache_capacity_tokens: int
-    max_concurrent_sequences: int
-    max_context_len: int
-    max_context_len_limited_by: str
-    max_context_len_by_memory: int
-    max_context_len_before_overheads: int
-    max_position_embeddings: int | None
-    fits: bool
-    reasons: tuple[str, ...] = field(default_factory=tuple)
-    suggestions: tuple[str, ...] = field(default_factory=tuple)
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    serving: dict | None = None
-
-    @property
-    def weights_label(self) -> str:
-        """The weight dtype as asked and as resolved, for messages.
-
-        ``"bf16"``; ``"int4 + bf16"`` when int4 leaves embeddings and norms in
-        16 bits; ``"auto → mxfp4 + bf16"`` when ``auto`` resolved to the checkpoint's formats.
-        """
-        return _weights_label(self.weight_dtype, self.weight_dtype_resolved)
-
-    def to_dict(self) -> dict:
-        """Plain dict for JSON output (tuples become lists; ``serving`` only when it is on)."""
-        out = asdict(self)
-        for key in ("reasons", "suggestions", "notes"):
-            out[key] = list(out[key])
-        if out["serving"] is None:
-            del out["serving"]
-        return out
-
-    @classmethod
-    def _from_parts(cls, *parts: dict) -> Plan:
-        """``Plan(**merged)`` for the union of ``parts`` (a later part overrides an earlier one), built
-        without the generated ``__init__`` (:meth:`_from_dict`); the same object.
-
-        Raises:
-            TypeError: the merged parts do not have one value per field.
-        """
-        values: dict = {}
-        for part in parts:
-            values.update(part)
-        return cls._from_dict(values)
-
-    @classmethod
-    def _from_dict(cls, values: dict) -> Plan:
-        """``Plan(**values)`` without the generated ``__init__``: ``values`` (which the caller hands over and
-        no longer touches) becomes the new instance's ``__dict__``; the same object, frozen as usual.
-
-        A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (about 0.1 us a
-        field, 4 to 5 us for these 43, more than the rest of a warm :func:`plan`). ``values`` must name
-        every field and nothing else (checked by count, which a missing field with an extra name would
-        pass: the tests compare the result with ``Plan(**values)``).
-
-        Raises:
-            TypeError: ``values`` does not have one value per field.
-        """
-        if len(values) != _PLAN_FIELD_COUNT:
-            missing = sorted(set(cls.__dataclass_fields__) - set(values))
-            extra = sorted(set(values) - set(cls.__dataclass_fields__))
-            raise TypeError(f"Plan._from_dict: missing fields {missing}, unknown names {extra}")
-        plan = object.__new__(cls)
-        object.__setattr__(plan, "__dict__", values)
-        return plan
-
-
-_PLAN_FIELD_COUNT = len(fields(Plan))
-
-
-def _weights_label(requested: str, resolved: str) -> str:
-    return f"auto → {resolved}" if requested == "auto" else resolved
+from planner.plan_types import (  # noqa: F401 - re-exported: the request and result types live there
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    MAX_CONTEXT_SEARCH_LIMIT,
+    Plan,
+    PlanRequest,
+    _weights_label,
+)
 
 
 def weights_label(model: ModelSpec, weight_dtype_name: str) -> str:
@@ -618,3 +404,17 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
     shifted = tuple(effects.kv_profile(p, None if extra is None else kv_profile(extra, dtypes, t, b))
                     for p, (t, b) in zip(profiles, sizes))
     return effects, weights_gpu + effects.extra_weights_bytes, overhead, shifted
+
+
+def sequence_profiles(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
+                      gpu_id: str = "") -> tuple[KVProfile | ShiftedProfile, KVProfile | ShiftedProfile]:
+    """``(exact, paged)``: the KV profiles on one GPU that :func:`plan` sizes ``request``'s sequences with,
+    unpaged and paged by ``request.block_size``, serving features applied (the drafter's layers in the pool,
+    the lookahead and image tokens each sequence holds: :func:`_apply_serving`); without features, the
+    model's own ``kv_profile(model, dtypes, num_gpus, 1)`` and ``(..., block_size)``.
+
+    Raises:
+        ValueError: as :func:`plan`.
+    """
+    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
+    return base.exact_gpu, base.paged_gpu

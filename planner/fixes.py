@@ -10,7 +10,11 @@ its cache; only "2 GPUs" makes it start (11.79x concurrency).
   applied to the :class:`~planner.budget.PlanRequest` (kept only when the new plan fits) and to the
   :class:`~planner.engines.EngineRequest` (the engine verdict goes into the help text).
 * :func:`engine_fixes` (Engine page): when an engine plan refuses to start, the one-knob changes that
-  make it start (or, for utilization, how far it gets), with the engine's own numbers.
+  make it start (or, for utilization, how far it gets), with the engine's own numbers; a smaller weight
+  dtype among them (fp8 where the GPU runs it, else int4) when it shrinks the weights.
+* :func:`engine_start_fixes` (Home, when the budget fits but the engine would refuse): those of
+  :func:`engine_fixes` with which the engine starts *and* the budget still fits, so no button leads to
+  "Fits" beside "would refuse". :func:`checked_fixes` keeps only fixes the engine accepts for the same reason.
 
 Ordering rule (:func:`_order`): fixes with which the engine starts come first; within each group the
 smallest *relative change of the user's request* comes first, ties in the order proposed:
@@ -31,7 +35,9 @@ from dataclasses import dataclass, replace
 from planner.budget import Plan, PlanRequest, plan
 from planner.diagnose import Fix, valid_tensor_parallel_sizes
 from planner.engines import ENGINE_PROFILES, EnginePlan, EngineRequest, plan_engine, resolve_engine_name
+from planner.engines.loaded import gpu_capability
 from planner.model import ModelSpec
+from planner.model.params import model_weight_bytes
 
 SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
                "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization"}
@@ -49,6 +55,21 @@ UTILIZATION_FIX = 0.95
 
 MAX_GPU_STEPS = 4
 """How many larger tensor-parallel sizes :func:`engine_fixes` tries (1 -> 2, 4, 8, 16)."""
+
+WEIGHT_FIXES = ("fp8", "int4")
+"""Weight dtypes :func:`engine_fixes` tries, in order; the first that starts is offered (the engines' refusal:
+"... or a smaller weight dtype"). fp8 is vLLM's / SGLang's online ``--quantization fp8`` of a 16-bit checkpoint;
+int4 needs a checkpoint quantized that way (AWQ / GPTQ), which the launch command says in a comment."""
+
+MIN_WEIGHT_SAVING = 0.25
+"""A weight dtype is tried only when it removes at least this share of the weight bytes [fraction] (so an
+already-quantized checkpoint, e.g. gpt-oss's MXFP4 experts, gets no "fp8" fix that changes little)."""
+
+FP8_WEIGHTS_MIN_CAPABILITY = (8, 0)
+"""Lowest CUDA compute capability on which vLLM runs fp8 weights: natively from 8.9 (Ada, Hopper), weight-only
+through the FP8 Marlin kernel on 8.0-8.6 (Ampere) (vllm/model_executor/layers/quantization/fp8.py,
+``utils/marlin_utils_fp8.py``); a GPU the name lookup does not know counts as Hopper
+(:func:`planner.engines.loaded.gpu_capability`)."""
 
 
 @dataclass(frozen=True)
@@ -124,8 +145,13 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
 
     Returns:
-        One :class:`CheckedFix` per fix whose re-planned budget fits; a fix the engine still refuses says
-        so in its ``help`` and comes after those it accepts.
+        One :class:`CheckedFix` per fix whose re-planned budget fits and with which the engine starts (a fix
+        the engine still refuses is left out: applied, it would show "Fits" beside "would refuse"; one the
+        engine cannot plan stays, ``starts`` None); then :func:`engine_start_fixes` of the refused engine plan
+        that the budget fixes lack (a knob or value of the engine's own). Example: gpt-oss-120b at 131,072 tokens,
+        batch 3, on one A100 SXM 80GB under vLLM: "Utilization → 0.95" (vLLM's), "Context → 98,208",
+        "KV dtype → fp8", "GPUs → 2"; not "Batch → 2", which fits the budget while vLLM still cannot hold one
+        131,072-token request (its startup does not depend on the batch).
     """
     found: list[CheckedFix] = []
     for fix in base.suggestions:
@@ -148,10 +174,44 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
             outcome = _engine_outcome(resolve_engine_name(engine_request.engine), engine_plan, error)
+        if engine_plan is not None and not engine_plan.starts:
+            continue  # the budget fits, the engine would refuse: not a fix
         found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value),
                                 help=f"{fix}. {outcome}".strip(), change=max(change, 0.0),
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan))
+    if engine_request is not None:
+        refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})
+        if refused is not None and not refused.starts:
+            have = {(f.fix.key, f.fix.value) for f in found}
+            found += [f for f in engine_start_fixes(model, gpu_memory_bytes, request, engine_request, refused,
+                                                    gpu_id=gpu_id) if (f.fix.key, f.fix.value) not in have]
     return _order(found)
+
+
+def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
+                       refused: EnginePlan, *, gpu_id: str = "") -> list[CheckedFix]:
+    """Home's fixes for a plan whose budget fits (or not) while the engine refuses: :func:`engine_fixes` with
+    the Home page's context key, kept when the engine starts with it *and* the budget re-planned with it fits.
+
+    Args:
+        model, gpu_memory_bytes: As for :func:`planner.budget.plan` [bytes].
+        request: Home's budget request (its ``num_gpus`` is the tensor-parallel size: Home has no pipeline).
+        engine_request: The engine request for the same inputs (``refused`` was planned from it).
+        refused: ``plan_engine(model, gpu_memory_bytes, engine_request)``; [] when it starts.
+        gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
+
+    Returns:
+        :class:`CheckedFix` list in :func:`_order` (every ``starts`` True). Example: gpt-oss-120b at 131,072
+        tokens on one A100 SXM 80GB (the budget fits; vLLM has 4.43 GiB for a 4.58 GiB request): "Context →
+        126,848", "Utilization → 0.95", "KV dtype → fp8", "GPUs → 2". A utilization fix with which the engine
+        starts only at a shorter max_model_len is dropped (applied alone it would still refuse).
+    """
+    out = []
+    for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len"):
+        if f.starts and hasattr(request, f.fix.key) and plan(
+                model, gpu_memory_bytes, replace(request, **{f.fix.key: f.fix.value}), gpu_id=gpu_id).fits:
+            out.append(f)
+    return out
 
 
 def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, refused: EnginePlan, *,
@@ -162,8 +222,10 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     engine accept a longer max_model_len: "utilization 0.95: starts up to 66,480 tokens"); the smallest
     larger tensor-parallel size (of :func:`~planner.diagnose.valid_tensor_parallel_sizes`, up to
     :data:`MAX_GPU_STEPS` tried) that starts; max_model_len lowered to the largest the engine accepts;
-    fp8 KV cache where the engine offers it. Only those that start are kept, apart from the utilization
-    note above.
+    fp8 KV cache where the engine offers it; a smaller weight dtype (:data:`WEIGHT_FIXES`: fp8 on GPUs of
+    compute capability :data:`FP8_WEIGHTS_MIN_CAPABILITY` or newer, else int4) when it removes at least
+    :data:`MIN_WEIGHT_SAVING` of the weight bytes. Only those that start are kept, apart from the
+    utilization note above.
 
     Args:
         model, gpu_memory_bytes: As for :func:`planner.engines.plan_engine` [bytes].
@@ -212,4 +274,30 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
             old, new = refused.ranks[0].kv_cache_bytes_per_token, fixed.ranks[0].kv_cache_bytes_per_token
             keep("kv_cache_dtype", "fp8", f"KV dtype fp8: starts at {fixed.max_model_len:,}, "
                  f"{fixed.max_concurrency:.2f}x", 1 - new / old if old else 1.0, fixed)
+    weight = _weight_fix(model, gpu_memory_bytes, request)
+    if weight is not None:
+        name, saving, fixed = weight
+        how = "--quantization fp8" if name == "fp8" else "a checkpoint quantized to int4, AWQ / GPTQ"
+        keep("weight_dtype", name, f"{name} weights ({how}): starts at {fixed.max_model_len:,}, "
+             f"{fixed.max_concurrency:.2f}x", saving, fixed)
     return _order(found)
+
+
+def _weight_fix(model: ModelSpec, gpu_memory_bytes: int,
+                request: EngineRequest) -> tuple[str, float, EnginePlan] | None:
+    """The first of :data:`WEIGHT_FIXES` with which the engine starts: ``(dtype, share of weight bytes removed,
+    plan)``, or None. Skipped: a dtype removing under :data:`MIN_WEIGHT_SAVING` of the weights, fp8 on a GPU
+    older than :data:`FP8_WEIGHTS_MIN_CAPABILITY`, one the engine cannot plan."""
+    tp = request.tensor_parallel_size
+    old = model_weight_bytes(model, request.weight_dtype, tp)
+    for name in WEIGHT_FIXES:
+        too_old = name == "fp8" and gpu_capability(request.gpu_name) < FP8_WEIGHTS_MIN_CAPABILITY
+        if name == request.weight_dtype or too_old:
+            continue
+        saving = 1 - model_weight_bytes(model, name, tp) / old if old else 0.0
+        if saving < MIN_WEIGHT_SAVING:
+            continue
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"weight_dtype": name})
+        if fixed is not None and fixed.starts:
+            return name, saving, fixed
+    return None

@@ -25,10 +25,10 @@ from planner.units import GiB, MiB
 if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
     from planner.budget import PlanRequest
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 16384
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 """Tokens in the engine's largest forward pass when the GPU is not given: the newest vLLM's
 ``vllm serve`` default on datacenter GPUs (:func:`planner.engines.profiles.vllm_scheduler_defaults`,
-profile ``vllm``; ENGINES.md 1.5) [tokens]."""
+profile ``vllm``; vllm/engine/arg_utils.py ``get_batch_defaults``, 2026 source) [tokens]."""
 
 DEFAULT_MAX_NUM_SEQS = 1024
 """Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on

@@ -38,6 +38,21 @@ def context_points(min_tokens: int = 128, max_tokens: int = 131072, num_points: 
     return tuple(sorted(points))
 
 
+def contexts_up_to(contexts: tuple[int, ...], limit_tokens: int) -> tuple[int, ...]:
+    """The ``contexts`` a model with a ``limit_tokens`` context limit supports, ending at the limit itself.
+
+    A log grid seldom holds the limit: Mistral 7B v0.3's 32,768 lies between 29,679 and 33,497 of the
+    64-point grid to 262,144 tokens, so a curve cut at the limit stopped at 29,679 while the plan reaches 32,768.
+    The limit is added when it lies inside the grid (a 10M-token model's curve still ends at the grid's end).
+
+    Example: ``contexts_up_to((128, 4000, 5000), 4096) == (128, 4000, 4096)``.
+    """
+    kept = tuple(c for c in contexts if c <= limit_tokens)
+    if contexts and limit_tokens < contexts[-1] and (not kept or kept[-1] != limit_tokens):
+        kept += (limit_tokens,)
+    return kept
+
+
 @dataclass(frozen=True, kw_only=True)
 class PerGPUCosts:
     """What one GPU of a plan spends before any KV cache [bytes], and the KV profile."""

@@ -5,8 +5,8 @@ Usage: ``python scripts/bench_engine_cases.py [--format table|json] [--cases V15
 The cases are the rows of ``tests/data/reference/engine_cases.csv`` (the in-repository
 copy of the shared engine startup table). Each case runs under the engine profile of
 its own version (:data:`CASES`: ``vllm-v0`` for V0 logs, ``vllm-v0.10`` for 0.10.x,
-``vllm-v0.11`` for the late-2025 V1 builds, ``sglang``, ``llama.cpp``,
-``trtllm-engine``) and is planned twice:
+``vllm-v0.11`` for the late-2025 V1 builds, ``vllm`` for 0.21+, ``sglang-v0.4`` for mid-2025
+SGLang, ``llama.cpp``, ``trtllm-engine``) and is planned twice:
 
 1. **KV arithmetic**: the engine's printed available memory is pinned
    (``available_kv_memory_bytes``) and the printed token count (and concurrency) is
@@ -22,8 +22,18 @@ its own version (:data:`CASES`: ``vllm-v0`` for V0 logs, ``vllm-v0.10`` for 0.10
    others say why not. Cases whose memory fraction is not stated, or whose model the
    catalog only has a stand-in for, are shown in parentheses and left out of the mean.
 
-The script prints one row per case and the mean and max of each error. It needs the
-catalog (``model_catalog``), as the app does; it changes nothing and writes nothing.
+Rows ``[N..]`` (2025-26 startup logs) use the catalog model's own layers for pass 1 and the
+flags their notes give (:data:`CASES`). A refused launch (its notes print "X GiB KV cache is
+needed") is checked in pass 1 by that figure and the estimated maximum length, with the
+printed available memory pinned, and in pass 2 by whether the cold start predicts the refusal.
+A launch a pass cannot express says why (data + expert parallel, DeepSeek-V4's allocator,
+unified memory) and is shown in parentheses, not counted.
+
+The script prints one line per engine and version group (:func:`groups`: cold-start mean and
+max, KV arithmetic in rounding, refusals predicted), then one row per case with the mean and
+max of each error; ``planner.engines.expected_error`` takes its per-group figures from the
+first table. It needs the catalog (``model_catalog``), as the app does; it changes nothing and
+writes nothing.
 """
 
 from __future__ import annotations
@@ -66,7 +76,10 @@ class Case:
         cold_start: "" when the cold start runs, else why it does not.
         outside_mean: "" when the cold start counts in the mean, else why it is shown but not counted
             (a flag the row does not state, or a stand-in model).
-        geometry: Builds the KV-only model of the KV-arithmetic pass (layers from the row's notes).
+        geometry: Builds the KV-only model of the KV-arithmetic pass (layers from the row's notes;
+            ``catalog``: the catalog model's own layers, for the ``[N..]`` rows whose notes give none).
+        arithmetic: "" when the KV-arithmetic pass can express the launch, else why not (its figures
+            are then shown in parentheses and left out of the rounding count).
     """
 
     engine: str
@@ -78,6 +91,7 @@ class Case:
     cold_start: str = ""
     outside_mean: str = ""
     geometry: str = "plain"
+    arithmetic: str = ""
 
 
 CASES: dict[str, Case] = {
@@ -102,7 +116,7 @@ CASES: dict[str, Case] = {
                 gpu_id="nvidia-h100-sxm-80gb", request=dict(gpu_memory_utilization=0.9)),
     "V21": Case(engine="vllm-v0.11", model_id="openai/gpt-oss-20b", gpu_memory_gib=79.18,
                 gpu_id="nvidia-h100-sxm-80gb", request=dict(gpu_memory_utilization=0.9), geometry="gpt_oss_20b"),
-    "S01": Case(engine="sglang", model_id="Qwen/Qwen3-235B-A22B-FP8", gpu_id="nvidia-h100-sxm-80gb",
+    "S01": Case(engine="sglang-v0.4", model_id="Qwen/Qwen3-235B-A22B-FP8", gpu_id="nvidia-h100-sxm-80gb",
                 request=dict(gpu_memory_utilization=0.93, block_size=1), geometry="heads64"),
     "L01": Case(engine="llama.cpp", model_id="deepseek-ai/DeepSeek-R1", request=dict(kv_cache_dtype="fp16"),
                 gpu_id="nvidia-h100-sxm-80gb", geometry="mla61"),
@@ -112,6 +126,33 @@ CASES: dict[str, Case] = {
                 gpu_id="nvidia-rtx-4090", geometry="qwen3_4b"),
     "T02": Case(engine="trtllm-engine", geometry="heads14",
                 cold_start="trtllm-build engine: its activation buffers follow build flags the row does not state"),
+    # --- 2025-26 startup logs (rows [N..]; their notes give the flags, listed here as the request) ---
+    "N01": Case(engine="vllm-v0.11", model_id="moonshotai/Kimi-K2-Thinking", gpu_id="nvidia-h200-sxm",
+                request=dict(gpu_memory_utilization=0.9, gpu_name="H200 SXM 141GB"), geometry="catalog"),
+    "N03": Case(engine="vllm", model_id="MiniMaxAI/MiniMax-M2.7", gpu_id="nvidia-dgx-spark", geometry="catalog",
+                request=dict(weight_dtype="int4", gpu_memory_utilization=0.8, num_nodes=2,
+                             distributed_executor_backend="ray", gpu_name="DGX Spark (GB10)"),
+                outside_mean="unified memory (GB10): what mem_get_info reports there is not modelled"),
+    "N09": Case(engine="vllm", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090", geometry="catalog",
+                request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
+                             gpu_memory_utilization=0.9, enable_prefix_caching=True),
+                outside_mean="--limit-mm-per-prompt image 2 not expressed (the vision encoder's profile)"),
+    "N10": Case(engine="vllm-v0.10", model_id="Qwen/Qwen3-Coder-480B-A35B-Instruct", gpu_id="nvidia-h20-141gb",
+                request=dict(weight_dtype="fp8_block128", gpu_memory_utilization=0.9), geometry="catalog",
+                cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
+    "N11": Case(engine="vllm", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb", geometry="catalog",
+                request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm"),
+                arithmetic="DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
+                outside_mean="expert parallel and prefix caching not expressed; DeepSeek-V4 pages estimated"),
+    "N12": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+                request=dict(gpu_memory_utilization=0.9)),
+    "N13": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+                request=dict(weight_dtype="int4", gpu_memory_utilization=0.9)),
+    "N14": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+                request=dict(weight_dtype="int4", gpu_memory_utilization=0.95, max_num_seqs=8,
+                             max_num_batched_tokens=8192)),
+    "N22": Case(engine="sglang-v0.4", model_id="Qwen/Qwen3-0.6B", gpu_id="nvidia-rtx-5080", geometry="catalog",
+                request=dict(block_size=1)),
 }
 """Every case of the table: version-matched profile, stated knobs, catalog model and GPU."""
 
@@ -163,10 +204,35 @@ def _geometry_model(row: dict, kind: str) -> ModelSpec:
                      vocab_size=32000, max_position_embeddings=None, torch_dtype=dtype)
 
 
+def _leading_int(text: str) -> int | None:
+    """The number a cell starts with (``"262144 (model default, inferred)"`` -> 262144), or None."""
+    found = re.match(r"\s*(\d+)", text)
+    return int(found.group(1)) if found else None
+
+
+def _catalog_model(case: Case) -> ModelSpec:
+    """The catalog model of a ``geometry="catalog"`` row (its KV layers are the catalog's)."""
+    import model_catalog  # the catalog is this script's input
+
+    model = model_catalog.model_spec(case.model_id)
+    if case.max_position_embeddings:
+        model = replace(model, max_position_embeddings=case.max_position_embeddings)
+    return model
+
+
+def _gpu(case: Case):
+    """The row's catalog GPU, or None."""
+    if not case.gpu_id:
+        return None
+    import model_catalog
+
+    return model_catalog.get_gpu(case.gpu_id)
+
+
 def _request(row: dict, case: Case, **extra) -> EngineRequest:
     """The row's request; knobs an older tree's :class:`EngineRequest` lacks are dropped (``--before`` runs)."""
     kw: dict = dict(engine=case.engine, tensor_parallel_size=int(row["tp"] or 1),
-                    max_model_len=int(row["max_model_len"]) if row["max_model_len"] else 131072)
+                    max_model_len=_leading_int(row["max_model_len"]) or 131072)
     if row["block_size"] and case.engine.startswith("vllm"):
         kw["block_size"] = int(row["block_size"])
     kw.update(case.request)
@@ -191,10 +257,52 @@ class Arithmetic:
     error: float | None
     in_rounding: bool | None
     note: str = ""
+    shown_error: float | None = None
+    """The error of a launch the pass cannot express (``error`` is then None: not counted)."""
+
+
+def _refusal(row: dict, model: ModelSpec, request: EngineRequest, memory: int) -> Arithmetic | None:
+    """Pass 1 of a refused launch: the printed "X GiB KV cache is needed" and estimated maximum length
+    against the plan's, with the printed available memory pinned; None when the notes print neither."""
+    needed = re.search(r"KV needed GiB (\d+\.\d+)", row["notes"])
+    if not needed:
+        return None
+    estimated = re.search(r"estimated max model len (\d+)", row["notes"])
+    printed = _printed_bytes(row)
+    plan = plan_engine(model, memory, replace(request, available_kv_memory_bytes=printed))
+    lo = plan_engine(model, memory, replace(request, available_kv_memory_bytes=printed - PRINT_HALF_STEP))
+    hi = plan_engine(model, memory, replace(request, available_kv_memory_bytes=printed + PRINT_HALF_STEP - 1))
+    predicted_needed = plan.kv_cache_bytes_needed_per_request
+    exact = round(predicted_needed / GiB, 2) == float(needed.group(1))  # the notes may drop a trailing 0
+    note = f"refusal: needs {predicted_needed / GiB:.2f} GiB (printed {needed.group(1)})"
+    if estimated:
+        exact = exact and lo.engine_max_model_len <= int(estimated.group(1)) <= hi.engine_max_model_len
+        note += f", estimated max len {plan.engine_max_model_len:,} (printed {int(estimated.group(1)):,})"
+    return Arithmetic(printed_tokens=None, predicted_tokens=None,
+                      error=abs(predicted_needed / GiB - float(needed.group(1))) / float(needed.group(1)),
+                      in_rounding=exact, note=f"{note}; starts={plan.starts}")
+
+
+def _not_expressible(result: Arithmetic, why: str) -> Arithmetic:
+    """``result`` marked as a launch the pass cannot express (``why``): shown, not counted."""
+    if not why:
+        return result
+    note = f"not expressible: {why}" + (f"; {result.note}" if result.note else "")
+    return replace(result, in_rounding=None, error=None, shown_error=result.error, note=note)
 
 
 def kv_arithmetic(tag: str, row: dict, case: Case) -> Arithmetic:
     """Pass 1 for one case (module docstring)."""
+    if case.geometry == "catalog":  # the [N..] rows: the catalog model, on the row's GPU (scheduler defaults)
+        model, gpu = _catalog_model(case), _gpu(case)
+        request = _request(row, case, gpu_name=gpu.name)
+        refused = _refusal(row, model, request, gpu.framework_memory_bytes)
+        if refused is not None:
+            return _not_expressible(refused, case.arithmetic)
+        if not row["printed_kv_tokens"]:
+            return Arithmetic(printed_tokens=None, predicted_tokens=None, error=None, in_rounding=None,
+                              note="no token print")
+        return _not_expressible(_reproduce(row, case, model, request, gpu.framework_memory_bytes), case.arithmetic)
     model = _geometry_model(row, case.geometry)
     request = _request(row, case)
     if case.engine == "llama.cpp":
@@ -215,10 +323,15 @@ def kv_arithmetic(tag: str, row: dict, case: Case) -> Arithmetic:
                               note=f"refusal: needs {needed} GiB (printed 0.95), starts={plan.starts}")
         return Arithmetic(printed_tokens=None, predicted_tokens=None, error=None, in_rounding=None,
                           note="breakdown row: no token print")
+    return _reproduce(row, case, model, request, 80 * GiB)
+
+
+def _reproduce(row: dict, case: Case, model: ModelSpec, request: EngineRequest, memory: int) -> Arithmetic:
+    """The printed tokens (and concurrency) against the plan's, searching the print-rounding interval."""
     printed_tokens = int(row["printed_kv_tokens"])
     concurrency = float(row["printed_max_concurrency"]) if row["printed_max_concurrency"] else None
-    nominal = plan_engine(model, 80 * GiB, replace(request, available_kv_memory_bytes=_printed_bytes(row)))
-    half = PRINT_HALF_STEP * (2 if case.engine == "sglang" else 1)
+    nominal = plan_engine(model, memory, replace(request, available_kv_memory_bytes=_printed_bytes(row)))
+    half = PRINT_HALF_STEP * (2 if case.engine.startswith("sglang") else 1)
     lo, hi = _printed_bytes(row) - half, _printed_bytes(row) + half
     per_block = nominal.limiting_rank.bytes_per_block
     found = False
@@ -226,7 +339,7 @@ def kv_arithmetic(tag: str, row: dict, case: Case) -> Arithmetic:
         available = max(lo, blocks * per_block)
         if available >= hi:
             break
-        plan = plan_engine(model, 80 * GiB, replace(request, available_kv_memory_bytes=available))
+        plan = plan_engine(model, memory, replace(request, available_kv_memory_bytes=available))
         if plan.engine_kv_cache_tokens == printed_tokens and (
                 concurrency is None or plan.max_concurrency == concurrency):
             found = True
@@ -249,13 +362,18 @@ class ColdStart:
     printed_weights_gib: float | None = None
     counted: bool = False
     note: str = ""
+    refused: bool = False
+    """The engine refused this launch (its notes print "X GiB KV cache is needed")."""
+    starts: bool | None = None
+    """Whether the cold-start plan says the engine starts (None: no cold start)."""
 
 
 def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     """Pass 2 for one case (module docstring)."""
     printed = _printed_bytes(row)
+    refused = "KV needed GiB" in row["notes"]
     if case.cold_start:
-        return ColdStart(predicted_bytes=None, printed_bytes=printed, error=None, note=case.cold_start)
+        return ColdStart(predicted_bytes=None, printed_bytes=printed, error=None, note=case.cold_start, refused=refused)
     import model_catalog  # the catalog is this script's input
 
     try:
@@ -269,7 +387,7 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     memory = int(case.gpu_memory_gib * GiB) if case.gpu_memory_gib else gpu.framework_memory_bytes
     request = _request(row, case, gpu_name=gpu.name if gpu else "")
     plan = plan_engine(model, memory, request)
-    weights = re.search(r"weights (\d+\.\d+)", row["notes"])
+    weights = re.search(r"weights (?:GiB )?(\d+\.\d+)", row["notes"])
     printed_weights = float(weights.group(1)) if weights else None
     if case.engine == "llama.cpp":
         printed_mib = float(re.search(r"printed KV size (\d+\.\d+) MiB", row["notes"]).group(1))
@@ -278,7 +396,7 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     return ColdStart(predicted_bytes=plan.available_kv_cache_bytes, printed_bytes=printed,
                      error=abs(plan.available_kv_cache_bytes - printed) / max(printed, COLD_START_FLOOR),
                      weights_bytes=plan.limiting_rank.weights_bytes, printed_weights_gib=printed_weights,
-                     counted=not case.outside_mean,
+                     counted=not case.outside_mean, refused=refused, starts=plan.starts,
                      note=f"{note}; not in the mean: {case.outside_mean}" if case.outside_mean else note)
 
 
@@ -301,6 +419,40 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{100 * x:.2f} %"
 
 
+def groups(results: list[dict]) -> dict[str, dict]:
+    """Per engine profile (engine family and version group): the cold-start errors counted in the mean
+    (``errors``), the KV-arithmetic cases in print rounding (``in_rounding`` of ``arithmetic``), and the
+    refused launches the cold start predicts to refuse (``refusals_predicted`` of ``refusals``)."""
+    out: dict[str, dict] = {}
+    for r in results:
+        g = out.setdefault(r["engine"], {"cases": [], "errors": [], "in_rounding": 0, "arithmetic": 0,
+                                         "refusals": 0, "refusals_predicted": 0})
+        a, c = r["arithmetic"], r["cold_start"]
+        g["cases"].append(r["tag"])
+        if c["counted"] and c["error"] is not None:
+            g["errors"].append(c["error"])
+        if a["in_rounding"] is not None:
+            g["arithmetic"] += 1
+            g["in_rounding"] += bool(a["in_rounding"])
+        if c["refused"] and c["starts"] is not None:  # a refusal whose launch the cold start can express
+            g["refusals"] += 1
+            g["refusals_predicted"] += c["starts"] is False
+    return out
+
+
+def group_table(results: list[dict]) -> str:
+    """One line per engine and version group (:func:`groups`)."""
+    lines = ["| group | cases | cold start mean / max (counted) | KV arithmetic in rounding | refusals predicted |",
+             "|---|---|---|---|---|"]
+    for name, g in groups(results).items():
+        errors = g["errors"]
+        cold = f"{_pct(statistics.mean(errors))} / {_pct(max(errors))} ({len(errors)})" if errors else "-"
+        refusals = f"{g['refusals_predicted']}/{g['refusals']}" if g["refusals"] else "-"
+        lines.append(f"| {name} | {' '.join(g['cases'])} | {cold} | {g['in_rounding']}/{g['arithmetic']} | "
+                     f"{refusals} |")
+    return "\n".join(lines)
+
+
 def table(results: list[dict]) -> str:
     """The results as a markdown table, with the means and maxima."""
     lines = ["| case | profile | printed KV | tokens printed / predicted | KV arithmetic error | in rounding "
@@ -309,14 +461,18 @@ def table(results: list[dict]) -> str:
     for r in results:
         a, c = r["arithmetic"], r["cold_start"]
         tokens = "" if a["printed_tokens"] is None else f"{a['printed_tokens']:,} / {a['predicted_tokens']:,}"
+        arith_error = _pct(a["error"]) if a["shown_error"] is None else f"({_pct(a['shown_error'])})"
         rounding = "" if a["in_rounding"] is None else ("yes" if a["in_rounding"] else "NO")
         cold = "" if c["predicted_bytes"] is None else f"{c['predicted_bytes'] / GiB:.2f} GiB"
         cold_error = _pct(c["error"]) if c["counted"] or c["error"] is None else f"({_pct(c['error'])})"
         weights = ""
         if c["weights_bytes"] is not None and c["printed_weights_gib"] is not None:
             weights = f"{c['weights_bytes'] / GiB:.4f} / {c['printed_weights_gib']}"
-        note = "; ".join(x for x in (a["note"], c["note"]) if x)
-        lines.append(f"| {r['tag']} | {r['engine']} | {r['printed_kv_gib']} GiB | {tokens} | {_pct(a['error'])} | "
+        refusal = ""
+        if c["refused"] and c["starts"] is not None:
+            refusal = "engine refused; cold start predicts " + ("a refusal" if c["starts"] is False else "START")
+        note = "; ".join(x for x in (a["note"], c["note"], refusal) if x)
+        lines.append(f"| {r['tag']} | {r['engine']} | {r['printed_kv_gib']} GiB | {tokens} | {arith_error} | "
                      f"{rounding} | {cold} | {cold_error} | {weights} | {note} |")
     arith = [r["arithmetic"]["error"] for r in results if r["arithmetic"]["error"] is not None]
     cold = [r["cold_start"]["error"] for r in results if r["cold_start"]["counted"]]
@@ -343,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
     results = run(tags)
-    print(json.dumps(results, indent=1) if args.format == "json" else table(results))
+    print(json.dumps(results, indent=1) if args.format == "json" else
+          group_table(results) + "\n\n" + table(results))
     return 0
 
 

@@ -21,12 +21,22 @@ against ``streamlit run app.py`` on a free 127.0.0.1 port:
    of ``--reruns`` changes.
 4. **Catalog sweep**: ``planner.sweep.catalog_sweep`` over every catalog model
    x every GPU x 256 contexts (``scripts/benchmark.py``), median of ``--sweep-repeats``.
+5. **Ratios to Streamlit's own floor** (issue 27, "Speed, decided"), side by side on one server
+   (:mod:`perf_floor`: this checkout's files linked into a temporary app with two kinds of extra
+   page), page and reference alternating:
+
+   a. each chart page's **charts drawn** (navigation start -> the last visible Plotly chart has
+      its SVG, fresh browser context, median of ``--chart-loads``) over the same on a page that
+      draws one small Plotly chart (the same Plotly build: Streamlit's bundled chunk). Target <= 1.3x.
+   b. each page's **rerun after one widget change** (p50 of ``--reruns``) over the same change on
+      its floor: the page's script up to its last ``inputs.show_problems`` (every sidebar widget,
+      nothing loaded, planned or drawn), then ``st.stop()``. Target <= 1.5x.
 
 Targets (issue "Ten times faster than the closest peer"; before it "Production-ready": first page
 < 3 s, rerun p95 < 300 ms): first page in a fresh browser on a cold server < 2.5 s, rerun after a
 widget change p95 < 150 ms on every page, catalog sweep < 50 ms, on a quiet machine (the load
 average is printed with the figures).
-Figures are printed and written with ``--json``; nothing is asserted.
+Figures are printed and written with ``--json``; nothing is asserted (``--ratios-only``: item 5 alone).
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from perf_floor import CHART_RATIO_TARGET, RERUN_RATIO_TARGET, measure_ratios, ratio_line  # noqa: E402
 from tests.e2e_helpers import (  # noqa: E402
     PAGES,
     StreamlitServer,
@@ -125,14 +136,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkout(s) to serve (default: this one); with two, pages alternate between them "
                              "(before/after on the same machine load)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--chart-loads", type=int, default=5,
+                        help="fresh-context loads per chart page and of the one-chart page, for the ratios")
+    parser.add_argument("--ratios-only", action="store_true",
+                        help="only the ratios to Streamlit's floor (item 5): no sweep, no cold/warm first pages")
+    parser.add_argument("--no-ratios", action="store_true", help="skip the ratios to Streamlit's floor")
     args = parser.parse_args(argv)
 
     report: dict = {"pages": [], "load_average_before": os.getloadavg()[0]}
-    sweep = measure_sweep(args.sweep_repeats)
-    report["sweep"] = sweep
-    print(f"catalog sweep: {sweep['models']} models x {sweep['gpus']} GPUs x {sweep['contexts']} contexts = "
-          f"{sweep['evaluations']:,} points: median {sweep['median_ms']:.1f} ms, max {sweep['max_ms']:.1f} ms",
-          flush=True)
+    if not args.ratios_only:
+        sweep = measure_sweep(args.sweep_repeats)
+        report["sweep"] = sweep
+        print(f"catalog sweep: {sweep['models']} models x {sweep['gpus']} GPUs x {sweep['contexts']} contexts = "
+              f"{sweep['evaluations']:,} points: median {sweep['median_ms']:.1f} ms, max {sweep['max_ms']:.1f} ms",
+              flush=True)
     if not args.no_browser:
         missing = browser_missing()
         if missing:
@@ -140,7 +157,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         app_dirs = [Path(d).resolve() for d in args.app_dir] if args.app_dir else [ROOT]
         with tempfile.TemporaryDirectory(prefix="perf_budget_") as tmp, chromium() as browser:
-            for path, app_dir in ((path, app_dir) for path in args.pages for app_dir in app_dirs):
+            if not args.no_ratios:
+                print(f"ratios to Streamlit's floor, side by side on one server (charts drawn <= "
+                      f"{CHART_RATIO_TARGET}x a one-chart page; rerun p50 <= {RERUN_RATIO_TARGET}x the page's "
+                      "sidebar alone):", flush=True)
+                report["ratios"] = measure_ratios(browser, args.pages, app_dir=app_dirs[-1], tmp=Path(tmp),
+                                                  chart_loads=args.chart_loads, reruns=args.reruns,
+                                                  on_row=lambda row: print(ratio_line(row), flush=True))
+            for path, app_dir in ((path, app_dir) for path in args.pages for app_dir in app_dirs
+                                  if not args.ratios_only):
                 row = measure_page(browser, path, warm=args.warm, reruns=args.reruns, log_dir=Path(tmp),
                                    app_dir=app_dir) | {"app_dir": str(app_dir)}
                 report["pages"].append(row)
@@ -157,8 +182,15 @@ def main(argv: list[str] | None = None) -> int:
         over = [name(r) for r in rows if r["cold_first_page_ms"] > FIRST_PAGE_TARGET_MS]
         warm_over = [name(r) for r in rows if (r["warm_first_page_ms"] or 0) > FIRST_PAGE_TARGET_MS]
         slow = [name(r) for r in rows if (r["rerun_p95_ms"] or 0) > RERUN_P95_TARGET_MS]
-        print(f"targets: first page < {FIRST_PAGE_TARGET_MS} ms (cold over: {over or 'none'}; warm over: "
-              f"{warm_over or 'none'}); rerun p95 < {RERUN_P95_TARGET_MS} ms (over: {slow or 'none'})")
+        if rows:
+            print(f"targets: first page < {FIRST_PAGE_TARGET_MS} ms (cold over: {over or 'none'}; warm over: "
+                  f"{warm_over or 'none'}); rerun p95 < {RERUN_P95_TARGET_MS} ms (over: {slow or 'none'})")
+        ratios = report.get("ratios", [])
+        charts_over = [r["page"] for r in ratios if (r["chart_ratio"] or 0) > CHART_RATIO_TARGET]
+        reruns_over = [r["page"] for r in ratios if (r["rerun_ratio"] or 0) > RERUN_RATIO_TARGET]
+        if ratios:
+            print(f"ratio targets: charts drawn <= {CHART_RATIO_TARGET}x (over: {charts_over or 'none'}); "
+                  f"rerun <= {RERUN_RATIO_TARGET}x (over: {reruns_over or 'none'})")
     report["load_average_after"] = os.getloadavg()[0]
     print(f"load average {report['load_average_before']:.2f} before, {report['load_average_after']:.2f} after")
     if args.json:

@@ -414,12 +414,14 @@ def picker_labels() -> dict[str, str]:
     from model_catalog import get_model_entry, model_ids
     from model_catalog.gpus import load_gpus
     from ui.catalog import model_label
+    from ui.picker_search import base_first_labels, quantized_bases
 
     labels = {g.id: g.name for g in load_gpus().values()}
-    for model_id in model_ids():
-        entry = get_model_entry(model_id)
-        labels[model_id] = model_label(entry.display_name, model_id, entry.aliases)
-    return labels
+    entries = {model_id: get_model_entry(model_id) for model_id in model_ids()}
+    models = {model_id: model_label(e.display_name, model_id, e.aliases) for model_id, e in entries.items()}
+    bases = quantized_bases({model_id: tuple(e.aliases) for model_id, e in entries.items()})
+    names = {variant: entries[base].display_name for variant, base in bases.items()}
+    return labels | base_first_labels(models, names)  # quantized checkpoints name their base (ui.inputs)
 
 
 def choose(page, key: str, option: str) -> float:

@@ -64,7 +64,8 @@ def check_find(at: AppTest) -> None:
 
     # LLAMA70 is an alias: the page plans the entry's numbers under that id, so its commands serve it
     expected = find_setups(served_model_spec(LLAMA70), list(load_gpus().values()),
-                           FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8, top=traffic.FIND_TOP))
+                           FindRequest(users=200, prompt_len=2000, output_len=500, max_gpus=8, top=traffic.FIND_TOP,
+                                       engine="vllm", alternative_weight_dtype="fp8"))  # the page's default engine
     table = at.dataframe[0].value
     shown = expected.options[:traffic.FIND_PAGE_ROWS]  # the first page
     assert list(table["GPU"]) == [s.gpu_name for s in shown]

@@ -147,7 +147,7 @@ def test_find_json_reports_the_unpriced_custom_gpu_on_stderr(capsys):
 
 def test_find_includes_a_priced_custom_gpu(capsys):
     rows = run_json(capsys, [*FIND_8B, "--gpu-memory-gib", "22", "--gpu-name", "My card",
-                             "--gpu-price-per-hour", "0.05", "--top", "3"])
+                             "--gpu-price-per-hour", "0.05", "--top", "3", "--engine", "budget"])
     cheapest = rows[0]
     assert cheapest["gpu_id"] == "custom" and cheapest["gpu_name"] == "My card"
     assert cheapest["price_per_gpu_hour"] == 0.05 and cheapest["fits"]

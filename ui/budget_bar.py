@@ -20,19 +20,20 @@ import html
 import math
 
 from planner.budget import Plan
+from ui import palette
 from ui.format import format_bytes, format_bytes_exact
 
 SEGMENT_COLOURS = {
-    "Weights": "#4C78A8",
-    "KV cache in use": "#F58518",
-    "Activation peak (forward)": "#B279A2",
-    "Activation peak (sampler)": "#FF9DA6",
-    "Runtime": "#9D755D",
-    "Overhead (override)": "#B279A2",
-    "Free KV budget": "#C7E9C0",
-    "KV over the budget": "#D62728",
+    "Weights": palette.WEIGHTS,
+    "KV cache in use": palette.KV_IN_USE,
+    "Activation peak (forward)": palette.ACTIVATION,
+    "Activation peak (sampler)": palette.SAMPLER,
+    "Runtime": palette.RUNTIME,
+    "Overhead (override)": palette.ACTIVATION,
+    "Free KV budget": palette.KV_FREE,
+    "KV over the budget": palette.OVER_BUDGET,
 }
-"""Colour per segment (Tableau 10 hues; the free budget pale green, the shortfall red)."""
+"""Colour per segment (:mod:`ui.palette`, the same on the Engine and Allocation pages)."""
 
 AXIS_TITLE = "GiB per GPU (2^30 bytes)"
 

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 # 'Series'", 8 sessions opening every page at once, scripts/server_load.py). Importing it here, under
 # this module's import lock, makes every chart builder wait for a whole pandas.
 
+from ui import palette
 from ui.format import (
     binary_unit,
     bytes_in,
@@ -41,13 +42,18 @@ PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#F
 
 
 RANK_COLOURS = {
-    "Weights": "#4C78A8", "Activation peak": "#B279A2", "Non-torch": "#9D755D", "CUDA graphs": "#72B7B2",
-    "KV cache": "#F58518", "Not allocated": "#E5E8EC", "Over the card": "#D62728",
+    "Weights": palette.WEIGHTS, "Activation peak": palette.ACTIVATION, "Non-torch": palette.RUNTIME,
+    "CUDA graphs": palette.CUDA_GRAPHS, "KV cache": palette.KV_IN_USE, "Not allocated": palette.NOT_ALLOCATED,
+    "Over the card": palette.OVER_BUDGET,
     # serving features (planner.engines.serving.SEGMENT_LABELS)
-    "LoRA slots": "#54A24B", "Draft weights": "#88D27A", "LoRA / encoder buffers": "#D4A6C8", "Draft KV cache": "#FFBF79",
-    "Mamba state pool": "#17BECF",
+    "LoRA slots": palette.LORA, "Draft weights": palette.DRAFT_WEIGHTS, "LoRA / encoder buffers": palette.PROFILE_EXTRAS,
+    "Draft KV cache": palette.DRAFT_KV, "Mamba state pool": palette.STATE_POOL,
 }
-"""Segments of :meth:`planner.engines.types.RankBudget.segments`."""
+"""Segments of :meth:`planner.engines.types.RankBudget.segments`, in :mod:`ui.palette`'s colours (Home's)."""
+
+ALLOCATION_COLOURS = {"Reserved": palette.KV_RESERVED, "In use": palette.KV_IN_USE, "Wasted": palette.KV_WASTED}
+"""The Allocation page's KV bars (``ui.traffic.allocation_bars``): in use orange as on Home, wasted grey
+(green is free KV everywhere)."""
 
 ATTENTION_COLOURS = {"MHA": "#E45756", "GQA": "#4C78A8", "MQA": "#54A24B", "MLA": "#F58518"}
 
@@ -125,30 +131,86 @@ def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict
             "line": {"dash": dash, "color": colour, "width": width}}
 
 
-MODEL_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-"""Line style per model, so a curve that lies on another one stays visible."""
+CLASS_DASHES = ("solid", "dash", "dot", "dashdot")
+"""Line style per overhead class of one model (the same model priced for the GPUs of each of vLLM's
+profile-pass classes, :class:`ui.data.CurveGroup` ``group``); the colour is the model's."""
 
-GROUP_MARKERS = ("circle", "diamond", "square", "triangle-up")
-"""Marker per overhead class of one model (the same model priced for small vs large GPUs)."""
+CURVE_TOP_FACTOR = 1.25
+"""A linear memory axis ends at the highest curve, or at this much above the largest GPU line (or the
+highest curve start, so every curve is seen starting) when a curve climbs beyond that: a batch of 50
+long sequences no longer flattens every GPU line at the bottom."""
+
+AXIS_HEADROOM = 1.06
+"""Room above the highest value drawn, so the top line and its label are not on the frame."""
+
+
+def memory_axis_top(curves: Sequence, capacities: Sequence[tuple[str, int]]) -> tuple[float, bool]:
+    """``(top of the linear memory axis [GiB], whether some curve climbs past it)`` (:data:`CURVE_TOP_FACTOR`)."""
+    totals = [bytes_to_gib(p.total_bytes) for c in curves for p in c.points]
+    lines = [bytes_to_gib(u) for _, u in capacities]
+    starts = [bytes_to_gib(c.points[0].total_bytes) for c in curves if c.points]
+    highest = max(totals + lines, default=1.0)
+    cap = CURVE_TOP_FACTOR * max(lines + starts, default=highest)
+    return AXIS_HEADROOM * min(highest, cap), highest > cap
+
+
+def _exit_marker(curve, top_gib: float, colour: str, batch_size: int) -> dict | None:
+    """A triangle on the axis top where ``curve`` leaves a linear axis ending at ``top_gib``, or None."""
+    out = next((p for p in curve.points if bytes_to_gib(p.total_bytes) > top_gib), None)
+    if out is None:
+        return None
+    text = (f"<b>{plotly_text(curve.label)}</b><br>above the chart from {format_tokens(out.context_len)} x "
+            f"{batch_size}: total {format_bytes_exact(out.total_bytes)}<br>(the log memory axis shows all of it)")
+    return dict(x=[out.context_len], y=[top_gib], mode="markers", legendgroup=curve.model_id, showlegend=False,
+                marker=dict(symbol="triangle-up", size=13, color=colour, line=dict(color="#333333", width=1)),
+                cliponaxis=False, hovertext=[text], hovertemplate="%{hovertext}<extra></extra>")
+
+
+_DASH_WORDS = {"solid": "solid", "dash": "dashed", "dot": "dotted", "dashdot": "dash-dot"}
+
+
+def class_note(curves: Sequence) -> str | None:
+    """What the line styles mean when a model has a curve per overhead class, else None:
+    ``"... a line per class: solid priced for RTX 4090, L40S; dashed for H100 SXM5 80GB."``."""
+    names: dict[int, list[str]] = {}
+    for c in curves:
+        for name in c.gpu_names:
+            if name not in names.setdefault(c.group, []):
+                names[c.group].append(name)
+    if len(names) < 2:
+        return None
+    parts = [f"{_DASH_WORDS[CLASS_DASHES[g % len(CLASS_DASHES)]]} priced for {', '.join(names[g])}"
+             for g in sorted(names)]
+    return ("One colour and one legend entry per model. The chosen GPUs fall in more than one of vLLM's "
+            f"profile-pass classes, so a model has a line per class: {'; '.join(parts)}.")
 
 
 @reused
 def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch_size: int,
                   log_y: bool = False) -> go.Figure:
-    """Per-GPU memory against context length, one line per model and GPU overhead class, log x.
+    """Per-GPU memory against context length, one colour and one legend entry per model, log x.
+
+    A model priced for GPUs of two overhead classes has a line per class, in its colour, told apart by
+    :data:`CLASS_DASHES` (:func:`class_note` says which). A linear axis ends at :func:`memory_axis_top`;
+    a curve that climbs past it ends in a triangle on the top edge (hover: where and how much).
 
     Args:
         curves: :class:`ui.data.CurveGroup` items (``label``, ``model_id``, ``points``, ``group``),
             each priced with the overhead of the GPUs it names, so it crosses those GPUs' lines
-            where the table's max context lies.
+            where the table's max context lies. Each trace's ``meta`` is its ``label``.
         capacities: (GPU label, usable bytes) for the horizontal capacity lines.
         batch_size: Sequences per point, for the hover text.
         log_y: Log memory axis, so a 600 GiB model and an 8 GiB one stay readable together.
     """
     fig = go.Figure()
     model_index = {mid: i for i, mid in enumerate(dict.fromkeys(c.model_id for c in curves))}
+    names = {c.model_id: c.label.split(" · on ")[0] for c in curves if c.group == 0}
+    top_gib, clipped = (None, False) if log_y else memory_axis_top(curves, capacities)
+    exits = []
+    shown: set[str] = set()
     for curve in curves:
         i, points = model_index[curve.model_id], curve.points
+        colour = PALETTE[i % len(PALETTE)]
         text = [
             f"<b>{plotly_text(curve.label)}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
             f"total {format_bytes_exact(p.total_bytes)}<br>weights {format_bytes_exact(p.weights_bytes)}<br>"
@@ -156,10 +218,16 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
             for p in points
         ]
         fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
-                        mode="lines+markers", name=plotly_text(curve.label),
-                        line=dict(color=PALETTE[i % len(PALETTE)], width=3, dash=MODEL_DASHES[i % len(MODEL_DASHES)]),
-                        marker=dict(symbol=GROUP_MARKERS[curve.group % len(GROUP_MARKERS)], size=7, maxdisplayed=14),
+                        mode="lines+markers", name=plotly_text(names.get(curve.model_id, curve.label)),
+                        meta=curve.label, legendgroup=curve.model_id, showlegend=curve.model_id not in shown,
+                        line=dict(color=colour, width=3, dash=CLASS_DASHES[curve.group % len(CLASS_DASHES)]),
+                        marker=dict(size=6, maxdisplayed=14),
                         hovertext=text, hovertemplate="%{hovertext}<extra></extra>")
+        shown.add(curve.model_id)
+        if clipped:
+            exits.append(_exit_marker(curve, top_gib, colour, batch_size))
+    for marker in filter(None, exits):
+        fig.add_scatter(**marker)
     fig.update_layout(
         shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
                 for i, (_, usable) in enumerate(capacities)],
@@ -167,7 +235,7 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         annotations=[dict(y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
                           xref="paper", yref="y", text=f"{plotly_text(label)}: usable {format_bytes(usable)}", showarrow=False,
                           font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.85)",
-                          **_free_label_place(curves, bytes_to_gib(usable), capacities, log_y))
+                          **_free_label_place(curves, bytes_to_gib(usable), capacities, log_y, top_gib))
                      for label, usable in capacities])
     if log_y:
         values = [bytes_to_gib(p.total_bytes) for curve in curves for p in curve.points]
@@ -176,7 +244,7 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log", tickvals=ticks,
                      ticktext=[f"{t:,g}" for t in ticks])
     else:
-        yaxis = dict(title="Memory per GPU [GiB]", rangemode="tozero")
+        yaxis = dict(title="Memory per GPU [GiB]", range=[0, top_gib])
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     return fig
 
@@ -187,11 +255,11 @@ _LABEL_PLACES = tuple(dict(x=x, xanchor=anchor, yanchor=side) for side in ("bott
 
 
 def _free_label_place(curves: Sequence, line_gib: float, capacities: Sequence[tuple[str, int]],
-                      log_y: bool) -> dict:
+                      log_y: bool, top_gib: float | None = None) -> dict:
     """The first of :data:`_LABEL_PLACES` where no curve point and no other GPU line runs through the
     label's box (a third of the log context axis at that end or in the middle, 4.5 % of the memory axis
     above or below the line); when every one is taken, the one fewest points run through (the label's white
-    backing keeps it readable there)."""
+    backing keeps it readable there). ``top_gib``: the linear axis's top, when it is set."""
     def height(v: float) -> float:
         return math.log10(max(v, 1e-9)) if log_y else v
 
@@ -201,6 +269,8 @@ def _free_label_place(curves: Sequence, line_gib: float, capacities: Sequence[tu
     if not ys or not xs:
         return dict(_LABEL_PLACES[0])
     low, high = min(height(v) for v in ys), max(height(v) for v in ys)
+    if top_gib is not None:
+        high = top_gib
     if not log_y:
         low = min(low, 0.0)
     box = 0.045 * ((high - low) or 1.0)
@@ -288,7 +358,7 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
         height=480,
         xaxis=dict(type="log", title="Parameters (all experts)", tickvals=list(_PARAM_TICKS),
                    ticktext=[format_params(p, 0) for p in _PARAM_TICKS]),
-        yaxis=dict(type="log", title="KV cache per token [all layers; KiB = 2^10 bytes]", tickvals=list(_BYTE_TICKS),
+        yaxis=dict(type="log", title="KV cache per token, all layers [KiB / MiB; 1 KiB = 2^10 bytes]", tickvals=list(_BYTE_TICKS),
                    ticktext=[format_bytes_short(b) for b in _BYTE_TICKS]),
         **_LAYOUT)
     return fig
@@ -321,7 +391,7 @@ def rank_bars(plan) -> go.Figure:
     Segments are :meth:`planner.engines.types.RankBudget.segments` (weights, activation
     peak, non-torch, CUDA graphs, KV cache, what the engine leaves unallocated, and any
     excess over the card in red); the solid line is the card's framework-visible
-    memory, the dashed one the engine's share of it when the engine has a memory fraction.
+    memory, the dashed one the usable part of it (utilization x card) when the engine has a memory fraction.
 
     Args:
         plan: A :class:`planner.engines.types.EnginePlan`.
@@ -340,7 +410,7 @@ def rank_bars(plan) -> go.Figure:
     lines = [(plan.gpu_memory_bytes, "solid", f"card {format_bytes(plan.gpu_memory_bytes)}")]
     if plan.gpu_memory_utilization is not None:
         share = plan.ranks[0].requested_bytes
-        lines.append((share, "dash", f"engine's share {format_bytes(share)}"))
+        lines.append((share, "dash", f"usable {format_bytes(share)}"))
     fig.update_layout(
         shapes=[_line("x", bytes_to_gib(size), dash, "#333333", 2) for size, dash, _ in lines],
         # both labels above the bars, one line apart, so neither sits on the axis ticks or on the other

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
-from planner.sweep import concurrency_curve, context_points, memory_curve, per_gpu_costs
+from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, per_gpu_costs
 from ui import catalog
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
 
@@ -53,9 +53,9 @@ def curve_contexts(models: Iterable[ModelSpec]) -> tuple[int, ...]:
 
 
 def within_limit(contexts: Sequence[int], model: ModelSpec) -> tuple[int, ...]:
-    """The contexts a model supports (its curve stops at its own limit)."""
-    limit = model_limit(model)
-    return tuple(c for c in contexts if c <= limit)
+    """The contexts a model supports, its own limit the last (:func:`planner.sweep.contexts_up_to`), so its
+    curve ends where the table's "(model limit)" says."""
+    return contexts_up_to(tuple(contexts), model_limit(model))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines import plan_engine
+from planner.engines.expected_error import close_call
 from planner.engines.logparse import LogFigures, parse_engine_log
 from planner.engines.profiles import (
     DEFAULT_ENGINE,
@@ -34,6 +35,7 @@ from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui.expected_error import available_kv_help, available_kv_text
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -72,6 +74,10 @@ ENGINE_FIELDS: dict[str, NumberField] = {
                     min_value=0.0, max_value=4096.0, default=None, step=0.5, is_float=True, unit="GiB",
                     help="What the engine printed ('Available KV cache memory'); skips the overhead model "
                          "(`--available-kv-memory-gib`)."),
+        NumberField(key="gpu_memory_in_use_gib", label="Memory other processes hold [GiB per GPU]", min_value=0.0,
+                    max_value=4096.0, default=None, step=0.5, is_float=True, unit="GiB",
+                    help="A shared GPU: vLLM still takes its utilization of the total and refuses when that much is "
+                         "not free; SGLang sizes from what is free (`--gpu-memory-in-use-gib`)."),
     )
 }
 """Engine-only numeric inputs by key (= CLI flag with underscores)."""
@@ -82,7 +88,8 @@ for _field in ENGINE_FIELDS.values():
     inputs.NUMBER_FIELDS.setdefault(_field.key, _field)
 
 ENGINE_NUMBERS = ("pipeline_parallel_size", "data_parallel_size", "num_nodes", "max_model_len", "max_num_seqs",
-                  "max_num_batched_tokens", "block_size", "gpu_memory_utilization", "available_kv_memory_gib")
+                  "max_num_batched_tokens", "block_size", "gpu_memory_utilization", "available_kv_memory_gib",
+                  "gpu_memory_in_use_gib")
 """Engine-page numeric keys, in sidebar order."""
 
 OPTIONAL_DEFAULTS = {"block_size": None, "gpu_memory_utilization": None}
@@ -104,6 +111,8 @@ class EngineInputs:
     block_size: int | None = None
     gpu_memory_utilization: float | None = None
     available_kv_memory_gib: float | None = None
+    gpu_memory_in_use_gib: float | None = None
+    enable_prefix_caching: bool = False
 
 
 def engine_label(engine: str) -> str:
@@ -150,6 +159,9 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
         values["enforce_eager"] = st.toggle(
             "Enforce eager (no CUDA graphs)", key="enforce_eager", bind="query-params",
             help="vLLM `--enforce-eager`: no CUDA graphs are captured, so their memory goes to the KV cache.")
+        values["enable_prefix_caching"] = st.toggle(
+            "Prefix caching", key="enable_prefix_caching", bind="query-params",
+            help="vLLM `--enable-prefix-caching`: on an attention + Mamba hybrid each request keeps two state pages.")
     return EngineInputs(engine=engine, **values), problems
 
 
@@ -180,7 +192,9 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
-        enforce_eager=bool(knobs.enforce_eager), serving=features)
+        enforce_eager=bool(knobs.enforce_eager), serving=features,
+        enable_prefix_caching=bool(knobs.enable_prefix_caching),
+        memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0))
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
@@ -218,8 +232,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
                                            "prefill and decode)"),
         }
     return {
-        "Available KV memory per GPU": (format_bytes(plan.available_kv_cache_bytes),
-                                        f"{format_bytes_exact(plan.available_kv_cache_bytes)}; {source}"),
+        "Available KV memory per GPU": (available_kv_text(plan), available_kv_help(plan, source)),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
                        f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
                        f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
@@ -262,15 +275,20 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
         for note in plan.notes:
             st.info(md_message(note), icon=":material/info:")
         return
+    caveat = close_call(plan)  # the margin is inside the estimate's expected error
     if plan.starts:
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
                    f"{plan.max_concurrency:.2f}x concurrency per replica.", icon=":material/check_circle:")
+        if caveat:
+            st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
     else:
         lines = [f"**{plan.engine} would refuse to start:**", *[f"- {md_message(r)}" for r in plan.reasons]]
         if plan.engine_max_model_len > 0:
             lines.append(f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, "
                          "the largest it would accept here.")
+        if caveat:
+            lines.append(f"\n**Close call:** {plan.engine} {md_message(caveat)}.")
         if fixes:
             lines += ["\n**Try:**", *[f"- {md_message(str(f.fix))}" for f in fixes]]
         st.warning("\n".join(lines), icon=":material/warning:")
@@ -348,7 +366,7 @@ def _rank_row(r) -> dict:
     return {
         "Stage": r.stage, "GPUs": ROLE_LABELS.get(r.role, r.role),
         "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
-        "Engine's share": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
+        "Usable": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
         **({"Mamba state pool": format_bytes(r.state_pool_bytes)} if r.state_pool_bytes else {}),
@@ -497,12 +515,14 @@ def home_panel(plan: EnginePlan) -> None:
     with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
         state = "starts" if plan.starts else "would refuse to start"
         st.markdown(
-            f"**{plan.engine_label}** {state}: {format_bytes(plan.available_kv_cache_bytes)} of KV per GPU, "
+            f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
             f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
             f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
             f"{format_int(plan.engine_max_model_len)}.")
         for reason in plan.reasons:
             st.markdown(f"- {md_message(reason)}")
+        if caveat := close_call(plan):
+            st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
         st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
                    "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "

@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
 from planner.text import quote
-from ui import catalog
+from ui import catalog, picker_search
 from ui.format import format_int, gib_to_bytes, md_message, shorten
 
 
@@ -429,8 +429,9 @@ def picker(container, key: str, label: str, options: Sequence[str], labels: Mapp
     _seed_from_link(key, options, multi)
     shown = lambda option: labels.get(option, str(option))  # noqa: E731 - format_func
     if multi:
+        # select_all=False: no "Select N matches" row, so Enter on a typed name adds the best match only
         chosen = list(container.multiselect(label, options, default=list(default), key=key, format_func=shown,
-                                            max_selections=max_selections, help=help))
+                                            max_selections=max_selections, help=help, select_all=False))
     else:
         chosen = [container.selectbox(label, options, index=list(options).index(default[0]), key=key,
                                       format_func=shown, help=help)]
@@ -455,9 +456,11 @@ def _picker_labels(kind: str) -> dict[str, str]:
 
 
 def _model_labels(options: Sequence[str]) -> dict[str, str]:
-    """:func:`_picker_labels` of the models, plus a label for each alias option (:func:`ui.catalog.alias_options`):
-    the entry's name and the alias id."""
+    """:func:`_picker_labels` of the models, each quantized checkpoint naming its base (so typing a base's
+    name lists the base first, :mod:`ui.picker_search`), plus a label for each alias option
+    (:func:`ui.catalog.alias_options`): the entry's name and the alias id."""
     labels = _picker_labels("model")
+    labels = picker_search.base_first_labels(labels, picker_search.catalog_base_names(catalog.model_ids()))
     return labels | {option: catalog.alias_label(option) for option in options if option not in labels}
 
 

@@ -542,3 +542,7 @@ def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> No
     st.markdown(line)
     for col, (label, (value, help_text)) in zip(st.columns(len(cards)), cards.items()):
         col.metric(label, value, help=help_text, border=True)
+
+
+# --- the one line a page that counts users shows (issue 27: one link, one user count) ------------------
+

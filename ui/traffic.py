@@ -12,15 +12,13 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
-from planner.model.kv import cache_dtypes, kv_profile
 from planner.sweep import context_points
 from planner.text import quote
 from planner.traffic.allocation import (
@@ -40,7 +38,18 @@ from planner.traffic.simulation import ConcurrencySimulation, simulate_concurren
 from planner.traffic.throughput import ThroughputEstimate, active_parameters, estimate_throughput, prefill_seconds
 from planner.traffic.workload import Fixed, LogNormal, Workload
 from ui import inputs
-from ui.charts import PALETTE, TOKEN_AXIS, reused
+from ui.charts import ALLOCATION_COLOURS, PALETTE, TOKEN_AXIS, reused
+from ui.find_table import (  # noqa: F401 - the Find table's names, re-exported for the page and tests
+    FIND_COLUMNS,
+    FIND_PAGE_ROWS,
+    FIND_TOP,
+    FindColumn,
+    find_rows,
+    find_table_config,
+    num_pages,
+    page_notes,
+    page_of,
+)
 from ui.format import (
     bytes_to_gib,
     format_bytes,
@@ -53,9 +62,6 @@ from ui.format import (
     md_text,
 )
 from ui.inputs import NumberField
-
-if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
-    import pandas as pd  # tables, such as Home, starts without it)
 
 # --------------------------------------------------------------------------
 # Inputs
@@ -333,9 +339,7 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
     """
     comparison = allocation_for_model(model, gpu.framework_memory_bytes, request, mean_len=mean_len,
                                       prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction, gpu_id=gpu.id)
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    exact = kv_profile(model, dtypes, request.num_gpus, 1)
-    paged = kv_profile(model, dtypes, request.num_gpus, request.block_size)
+    exact, paged = sequence_profiles(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)  # features on
     budget = comparison.kv_cache_budget_bytes
     limit = model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT
     top = max(min(limit, CURVE_MAX_TOKENS), request.context_len, mean_len)
@@ -555,99 +559,6 @@ def swap_metric_values(s: SwapPlan) -> dict[str, tuple[str, str]]:
     }
 
 
-FIND_PAGE_ROWS = 20
-"""Setups per page of the Find table."""
-
-FIND_TOP = 200
-"""Setups the Find page asks the search for (the CLI's ``--top`` default stays 10)."""
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 2)
-
-
-def find_rows(result: FindResult) -> pd.DataFrame:
-    """The Find page table: fitting setups, or the closest one; speed and cost first."""
-    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
-    setups = result.options or ((result.closest,) if result.closest else ())
-    return pd.DataFrame([{
-        "GPU": s.gpu_name, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size, "replicas": s.data_parallel_size,
-        "USD per hour": s.price_per_hour,
-        "USD per 1M output tokens": None if s.usd_per_million_output_tokens is None else
-        round(s.usd_per_million_output_tokens, 4),
-        "Time per output token [ms]": _ms(s.time_per_output_token_s),
-        "Time to first token [ms]": _ms(s.time_to_first_token_s),
-        "KV dtype": s.kv_cache_dtype, "Max users": s.max_concurrent_sequences,
-        "Margin": f"{s.margin:.0%}" if s.kv_cache_budget_bytes_per_gpu > 0 else "weights do not fit",
-        "KV budget per GPU": format_bytes(s.kv_cache_budget_bytes_per_gpu),
-        "Fits": s.fits, "Notes": "; ".join(s.notes) or "-", "Launch command": s.launch_command,
-    } for s in setups])
-
-
-@dataclass(frozen=True)
-class FindColumn:
-    """How the Find table shows one column of :func:`find_rows`: short header, fixed width, tooltip."""
-
-    label: str
-    width: int
-    help: str
-    format: str | None = None
-
-
-FIND_COLUMNS: dict[str, FindColumn] = {
-    "GPU": FindColumn("GPU", 120, "Catalog GPU name"),
-    "GPUs": FindColumn("GPUs", 45, "GPUs in the whole setup (tensor parallel x replicas)"),
-    "TP": FindColumn("TP", 35, "Tensor-parallel size of one replica"),
-    "replicas": FindColumn("Replicas", 62, "Copies of the model; users are split evenly over them"),
-    "USD per hour": FindColumn("$/h", 55, "USD per hour for every GPU of the setup (catalog price)", "$%.2f"),
-    "USD per 1M output tokens": FindColumn(
-        "$/1M out", 68, "USD per 1M output tokens: price per hour over the output tokens the setup makes for "
-                        "your users (roofline: one token per user per decode step)", "$%.3f"),
-    "Time per output token [ms]": FindColumn(
-        "TPOT ms", 64, "Time per output token [ms] at your user count (roofline upper bound)", "%.1f"),
-    "Time to first token [ms]": FindColumn(
-        "TTFT ms", 64, "Time to first token [ms]: the prompt's prefill on the replica's GPUs plus one decode "
-                       "step (roofline); n/a where the catalog states no dense bf16 TFLOPS for the GPU (e.g. "
-                       "RTX PRO 6000 Blackwell: NVIDIA's figure has no sparsity footnote, see the Catalog)", "%.1f"),
-    "KV dtype": FindColumn("KV", 45, "KV-cache dtype of the setup"),
-    "Max users": FindColumn("Max users", 72, "Most concurrent sequences the setup's KV budget holds"),
-    "Margin": FindColumn("Margin", 58, "Share of the KV budget left at your load"),
-    "Notes": FindColumn("Notes", 70, "What the setup needs (an attention backend, ...); listed in full under "
-                                     "the table"),
-}
-"""The Find table's shown columns, in order: 1,280 px minus the 340 px sidebar and the page padding
-leaves about 780 px, and these widths add up to 758, so the table never scrolls sideways.
-The KV budget, the fit flag and each launch command stay in the CSV download."""
-
-
-def find_table_config() -> tuple[list[str], dict]:
-    """``column_order`` and ``column_config`` for ``st.dataframe`` of :func:`find_rows` (:data:`FIND_COLUMNS`)."""
-    config = {}
-    for name, col in FIND_COLUMNS.items():
-        if col.format:
-            config[name] = st.column_config.NumberColumn(col.label, width=col.width, help=col.help, format=col.format)
-        else:
-            config[name] = st.column_config.Column(col.label, width=col.width, help=col.help)
-    return list(FIND_COLUMNS), config
-
-
-def page_notes(result: FindResult, page: int, rows: int = FIND_PAGE_ROWS) -> list[str]:
-    """The distinct notes of the setups on table page ``page`` (as :func:`find_rows` and :func:`page_of`
-    lay them out), in order of first appearance: the Notes column is too narrow to read them."""
-    setups = result.options or ((result.closest,) if result.closest else ())
-    return list(dict.fromkeys(note for s in setups[(page - 1) * rows: page * rows] for note in s.notes))
-
-
-def page_of(table: pd.DataFrame, page: int, rows: int = FIND_PAGE_ROWS) -> pd.DataFrame:
-    """Rows ``(page - 1) x rows`` to ``page x rows`` of ``table`` (page 1 first)."""
-    return table.iloc[(page - 1) * rows: page * rows]
-
-
-def num_pages(table: pd.DataFrame, rows: int = FIND_PAGE_ROWS) -> int:
-    """Pages of ``rows`` rows ``table`` fills (at least 1)."""
-    return max(1, -(-len(table) // rows))
-
-
 def vendor_filter(gpus) -> tuple[list, list[str]]:
     """The "Vendors" multiselect (URL key ``vendors``; empty = every vendor) and the GPUs it keeps."""
     vendors = sorted({g.vendor for g in gpus})
@@ -716,10 +627,9 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
     """Reserved vs in use vs wasted KV per scheme, for the same batch (GiB per GPU)."""
     names = [SCHEME_LABELS[u.scheme] for u in c.schemes]
     fig = go.Figure()
-    for i, (label, attr) in enumerate((("Reserved", "reserved_bytes"), ("In use", "used_bytes"),
-                                       ("Wasted", "wasted_bytes"))):
+    for label, attr in (("Reserved", "reserved_bytes"), ("In use", "used_bytes"), ("Wasted", "wasted_bytes")):
         values = [getattr(u, attr) for u in c.schemes]
-        fig.add_bar(x=names, y=[bytes_to_gib(v) for v in values], name=label, marker_color=PALETTE[i],
+        fig.add_bar(x=names, y=[bytes_to_gib(v) for v in values], name=label, marker_color=ALLOCATION_COLOURS[label],
                     hovertext=[format_bytes_exact(v) for v in values],
                     hovertemplate=f"{label}: %{{hovertext}}<extra></extra>")
     budget = bytes_to_gib(max(c.kv_cache_budget_bytes, 0))  # a layout shape: much cheaper than add_hline

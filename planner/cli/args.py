@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 
+from planner.units import GiB, KiB, MiB
 
 MAX_JSON_FLAG_CHARS = 4_096
 """Longest JSON value of a flag (``--speculative-config``, ``--limit-mm-per-prompt``) [characters]:
@@ -259,3 +260,12 @@ def with_catalog_id(out: dict, catalog: str | None) -> dict:
     keys = list(out)
     at = keys.index("model_id") + 1 if "model_id" in keys else 0
     return {**{k: out[k] for k in keys[:at]}, "catalog_id": catalog, **{k: out[k] for k in keys[at:]}}
+
+
+def human_bytes(num_bytes: int) -> str:
+    """A size for the tables in the binary unit its magnitude calls for: ``512 B``, ``128.00 KiB``,
+    ``4.00 MiB``, ``1.50 GiB`` (negative sizes by their absolute value). The JSON keeps integer bytes."""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(num_bytes) >= size:
+            return f"{num_bytes / size:,.2f} {unit}"
+    return f"{num_bytes:,} B"

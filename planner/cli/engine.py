@@ -23,13 +23,14 @@ import argparse
 from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
+from planner.engines.expected_error import close_call, expected_error_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
 from planner.units import GiB
 
 ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
                 "max_num_seqs", "max_model_len", "available_kv_memory_gib", "distributed_executor_backend",
-                "num_nodes", "enforce_eager", "usage_context")
+                "num_nodes", "enforce_eager", "usage_context", "enable_prefix_caching", "gpu_memory_in_use_gib")
 """Argument names whose presence turns the engine plan on."""
 
 
@@ -72,6 +73,12 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="nodes the GPUs of one replica span (default 1; more than 1 needs the ray backend)")
     p.add_argument("--enforce-eager", action="store_const", const=True, default=None,
                    help="vLLM --enforce-eager: no CUDA graphs, so no CUDA-graph memory")
+    p.add_argument("--gpu-memory-in-use-gib", type=gib_amount, default=None,
+                   help="device memory other processes already hold on each GPU, GiB (a shared card): vLLM "
+                        "refuses when its utilization x total is more than is free, SGLang sizes from what is free")
+    p.add_argument("--enable-prefix-caching", action="store_const", const=True, default=None,
+                   help="vLLM --enable-prefix-caching (on an attention + Mamba hybrid each request holds two "
+                        "state pages per Mamba layer in the 2026 builds)")
     p.add_argument("--usage-context", choices=USAGE_CONTEXTS, default=None,
                    help="how vLLM is started: serve (vllm serve, default) or llm (the offline LLM class); "
                         "their default max_num_batched_tokens / max_num_seqs differ")
@@ -111,6 +118,16 @@ def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
     Raises:
         ValueError: invalid combinations (e.g. a KV dtype the engine does not offer).
     """
+    return plan_engine(model, gpu.framework_memory_bytes, engine_request(args, gpu))
+
+
+def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
+    """The :class:`EngineRequest` parsed ``plan`` args describe (also used by ``disagg`` / ``deploy``,
+    planner/cli/scale.py).
+
+    Raises:
+        ValueError: inconsistent parallel sizes or serving flags.
+    """
     _, tp, pp = parallel_layout(args)
     values = args.available_kv_memory_gib or ()
     per_rank = tuple(int(v * GiB) for v in values) if len(values) > 1 else ()
@@ -126,14 +143,25 @@ def run_engine(args: argparse.Namespace, model, gpu) -> EnginePlan:
         available_kv_memory_bytes=available, available_kv_memory_per_rank_bytes=per_rank, gpu_name=gpu.name,
         distributed_executor_backend=backend, num_nodes=nodes, enforce_eager=bool(args.enforce_eager),
         usage_context=args.usage_context or "serve",
+        enable_prefix_caching=bool(getattr(args, "enable_prefix_caching", None)),
+        memory_in_use_bytes=int((getattr(args, "gpu_memory_in_use_gib", None) or 0) * GiB),
         serving=serving_from_args(args, engine=args.engine or DEFAULT_ENGINE),
     )
-    return plan_engine(model, gpu.framework_memory_bytes, request)
+    return request
 
 
 def engine_json(result: EnginePlan) -> dict:
     """The keys merged into the ``plan`` JSON."""
-    return result.cli_keys() | {"engine_plan": result.to_dict()}
+    plan = result.to_dict()  # with available_kv_cache_bytes_expected_error (planner/engines/expected_error.py)
+    return result.cli_keys() | {"available_kv_cache_bytes_expected_error":
+                                plan["available_kv_cache_bytes_expected_error"], "engine_plan": plan}
+
+
+def _expected_error_text(result: EnginePlan) -> str:
+    """`` (+-X GiB expected error)`` of a cold-start figure, "" for a printed one
+    (:func:`planner.engines.expected_error.expected_error_bytes`)."""
+    error = expected_error_bytes(result)
+    return f" (±{error / GiB:,.2f} GiB expected error)" if error else ""
 
 
 def engine_table_lines(result: EnginePlan) -> list[str]:
@@ -142,7 +170,8 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
     lines = [
         f"engine       {result.engine}: {result.engine_label} (models {result.engine_version})",
         f"engine KV    {result.available_kv_cache_bytes / GiB:,.2f} GiB per GPU available"
-        f"{' (from the engine log)' if result.available_kv_from_log else ''}; "
+        f"{' (from the engine log)' if result.available_kv_from_log else ''}"
+        f"{_expected_error_text(result)}; "
         f"weights {rank.weights_bytes / GiB:,.2f}, activation {rank.activation_bytes / GiB:,.2f}, "
         f"non-torch {rank.non_torch_bytes / GiB:,.2f} GiB",
         ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
@@ -151,6 +180,8 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
         f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
         f"starts       {'yes' if result.starts else 'no'}",
     ]
+    if caveat := close_call(result):
+        lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]
     lines += [f"  warning: {w}" for w in result.warnings]
     lines.append(f"launch       {result.launch_command}")

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
 from planner.cli import engine as cli_engine
+from planner.cli import scale as cli_scale
 from planner.cli import serving as cli_serving
 from planner.cli import traffic as cli_traffic
 from planner.cli.args import (
@@ -28,6 +29,7 @@ from planner.cli.args import (
     catalog_id,
     fraction,
     gib_amount,
+    human_bytes,
     positive_int,
     resolve_gpu,
     token_count,
@@ -78,8 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
     cli_engine.add_engine_arguments(p)
     cli_serving.add_serving_arguments(p)  # serving features (planner/cli/serving.py)
+    cli_scale.add_scale_arguments(p)  # data / expert / context parallel (planner/cli/scale.py)
     p.add_argument("--format", choices=("table", "json"), default="table")
     cli_traffic.add_parsers(sub)
+    cli_scale.add_parsers(sub)  # disagg, deploy
     p = sub.add_parser("verify", help="prove parameter counts and KV-cache bytes against transformers (needs torch)")
     p.add_argument("--model", action="append", dest="models", metavar="ID",
                    help="verify only this model (repeatable); the table is then not written unless --output is given")
@@ -154,7 +158,9 @@ def _run_plans(args: argparse.Namespace):
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
         serving=cli_serving.serving_from_args(args),
     )
-    result = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    scale = cli_scale.run_scale(args, model, gpu)  # None without a data / expert / context parallel flag
+    result = cli_scale.v1_result(plan(cli_scale.v1_model(model, scale), gpu.framework_memory_bytes, request,
+                                      gpu_id=gpu.id), model, scale)
     if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
         # A "use num_gpus N" with N <= tp x pp names GPUs the replica already has (the stages hold them).
         kept = tuple(s for s in result.suggestions
@@ -163,7 +169,10 @@ def _run_plans(args: argparse.Namespace):
             f"pipeline_parallel_size {pp}: this section holds the whole model on each group of {tp} "
             f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
             "stages")))
-    engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
+    if scale is not None:  # one rank as its engine plans it, with the launch's figures (planner/cli/scale.py)
+        engine = scale.engine_view()
+    else:
+        engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
     return result, engine, gpu
 
@@ -221,8 +230,8 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         if result.kv_cache_budget_bytes > 0 else
         f"KV budget    none: weights + overhead exceed the usable {g(result.usable_memory_bytes)} by "
         f"{g(-result.kv_cache_budget_bytes)} per GPU",
-        f"KV/token     {result.kv_cache_bytes_per_token:,} B",
-        f"KV/sequence  {result.kv_cache_bytes_per_sequence:,} B at {result.context_len:,} tokens",
+        f"KV/token     {human_bytes(result.kv_cache_bytes_per_token)}",
+        f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)} at {result.context_len:,} tokens",
         f"capacity     {result.kv_cache_capacity_tokens:,} tokens",
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
@@ -256,6 +265,8 @@ def _output(args: argparse.Namespace) -> str:
         ValueError: unknown ids or invalid values (exit code 2).
     """
     text = cli_traffic.run(args)
+    if text is None:
+        text = cli_scale.run(args)  # disagg, deploy (planner/cli/scale.py)
     if text is not None:
         return text
     if args.command in ("models", "gpus"):
@@ -264,11 +275,13 @@ def _output(args: argparse.Namespace) -> str:
     result, engine, gpu = _run_plans(args)
     if args.format == "json":
         out = with_catalog_id(result.to_dict(), catalog_id(args))
-        return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {}), indent=2)
+        return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
+                          | cli_scale.scale_json(args), indent=2)
     extra_lines = cli_engine.engine_table_lines(engine) if engine else []
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
     extra_lines += cli_serving.model_table_lines(args.model_keys)
+    extra_lines += cli_scale.scale_table_lines(args)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
     return "\n".join([_plan_table(result, custom_name, catalog_id(args)), *extra_lines])
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from planner.cli.args import gib_amount, json_flag, non_negative_int, positive_float, positive_int
+from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
@@ -386,7 +386,7 @@ def serving_table_lines(serving: dict) -> list[str]:
     if spec:
         lines.append(f"speculative  {spec['method']}, {spec['num_speculative_tokens']} tokens: "
                      f"+{g(spec['draft_weights_bytes_per_gpu'])} drafter weights, "
-                     f"+{spec['draft_kv_cache_bytes_per_token_per_gpu']:,} B KV per token, "
+                     f"+{human_bytes(spec['draft_kv_cache_bytes_per_token_per_gpu'])} KV per token, "
                      f"+{spec['extra_tokens_per_sequence']} slots per sequence")
     mm = serving.get("multimodal")
     if mm and mm.get("videos_per_request"):

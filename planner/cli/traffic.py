@@ -18,6 +18,12 @@ Examples::
         --output-len 500 --max-gpus 8 --format json
     python -m planner find --model meta-llama/Meta-Llama-3-8B --users 20 --prompt-len 1000 \\
         --output-len 200 --gpu-memory-gib 22 --gpu-name "My card" --gpu-price-per-hour 0.3
+    python -m planner find --model openai/gpt-oss-120b --users 100 --prompt-len 2000 --output-len 500 \\
+        --engine sglang
+
+``find`` sizes every setup as ``--engine`` does (default vLLM, as the app: its loaded weights, profile pass
+and block rules; ``--engine budget`` = the budget arithmetic alone, as before the flag), and searches fp8
+weights beside a 16-bit checkpoint for a hint (``--no-weight-hint`` skips it).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from planner.cli.args import (
     fraction,
     gib_amount,
     gpu_memory_gib,
+    human_bytes,
     non_negative_int,
     positive_float,
     positive_int,
@@ -45,7 +52,9 @@ from planner.cli.args import (
     share,
     with_catalog_id,
 )
+from planner.cli.engine import engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
+from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.traffic.allocation import allocation_for_model
 from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult
@@ -55,6 +64,14 @@ from planner.traffic.workload import Fixed, LogNormal, Workload
 from planner.units import GiB
 
 COMMANDS = ("allocation", "find")
+
+BUDGET_ONLY = "budget"
+"""``find --engine budget``: size the setups by the budget arithmetic alone (no engine view)."""
+
+
+def _find_engine(text: str) -> str:
+    """A ``find --engine`` value: an engine (any case, or an alias) or :data:`BUDGET_ONLY`."""
+    return BUDGET_ONLY if text.strip().lower() == BUDGET_ONLY else engine_name(text)
 
 
 def _kv_list(text: str) -> tuple[str, ...]:
@@ -158,6 +175,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-bandwidth-gb-s", type=positive_float, default=None, metavar="GB_S",
                    help="memory bandwidth of the --gpu-memory-gib GPU, GB/s (the time-per-token roofline; "
                         "without it that GPU gets no time per token and --max-tpot-ms is refused)")
+    p.add_argument("--engine", type=_find_engine, default=DEFAULT_ENGINE,
+                   metavar="{" + ",".join((*ENGINE_CHOICES, BUDGET_ONLY)) + "}",
+                   help=f"whose view sizes each setup: its loaded weights, profile pass and block rules (default "
+                        f"{DEFAULT_ENGINE}, as the app; {BUDGET_ONLY} = the budget arithmetic alone)")
+    p.add_argument("--no-weight-hint", dest="weight_hint", action="store_false",
+                   help="do not search fp8 weights beside a 16-bit checkpoint for a cheaper setup (the hint note)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     add_serving_arguments(p)  # serving features (planner/cli/serving.py)
 
@@ -283,7 +306,9 @@ def run_find(args: argparse.Namespace) -> FindResult:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         overhead_bytes=None if args.overhead_gib is None else int(args.overhead_gib * GiB),
         max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top,
-        serving=serving_from_args(args, engine="vllm"), gpu_ids=find_gpu_ids(args, custom))
+        serving=serving_from_args(args, engine="vllm"), gpu_ids=find_gpu_ids(args, custom),
+        engine=None if args.engine == BUDGET_ONLY else args.engine,
+        alternative_weight_dtype="fp8" if args.weight_hint else None)
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
 
@@ -311,7 +336,8 @@ def _allocation_table(d: dict) -> str:
 
     lines = [
         f"model        {d['model_id']} on {d['gpu_id']}",
-        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; {d['kv_cache_bytes_per_token_per_gpu']:,} B/token"
+        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; "
+         f"{human_bytes(d['kv_cache_bytes_per_token_per_gpu'])} per token"
          if d["kv_cache_budget_bytes"] > 0 else
          f"KV budget    none: weights + overhead exceed the usable memory by {g(-d['kv_cache_budget_bytes'])} per GPU"),
         f"workload     mean {d['mean_len']:,} tokens, limit {d['max_model_len']:,}, block {d['block_size']}, "

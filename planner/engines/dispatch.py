@@ -152,6 +152,9 @@ def _check_request(model: ModelSpec, gpu_memory_bytes: int, request: EngineReque
     request.validate()
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
+    if request.memory_in_use_bytes >= gpu_memory_bytes:
+        raise ValueError(f"memory in use by other processes ({request.memory_in_use_bytes / (1 << 30):.2f} GiB) must "
+                         f"be less than the GPU's {gpu_memory_bytes / (1 << 30):.2f} GiB; give what they hold on one GPU")
     if request.pipeline_parallel_size > model.num_layers:
         raise ValueError(f"pipeline_parallel_size {request.pipeline_parallel_size} exceeds the model's "
                          f"{model.num_layers} layers; choose at most {model.num_layers}")

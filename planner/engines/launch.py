@@ -48,6 +48,7 @@ class LaunchSpec:
         kv_cache_dtype_v: llama.cpp ``-ctv`` when it differs from ``-ctk`` (None = the same).
         distributed_executor_backend: vLLM ``--distributed-executor-backend``, written when not ``mp``.
         enforce_eager: vLLM ``--enforce-eager``.
+        enable_prefix_caching: vLLM ``--enable-prefix-caching``, written when set.
     """
 
     engine: str
@@ -70,6 +71,7 @@ class LaunchSpec:
     kv_cache_dtype_v: str | None = None
     distributed_executor_backend: str = "mp"
     enforce_eager: bool = False
+    enable_prefix_caching: bool = False
 
 
 def _join(parts: list[str]) -> str:
@@ -147,6 +149,8 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
         after += ["--distributed-executor-backend", spec.distributed_executor_backend]
     if spec.enforce_eager:
         after.append("--enforce-eager")
+    if spec.enable_prefix_caching:
+        after.append("--enable-prefix-caching")
     flags, comment = weight_flags(spec.weight_dtype)
     head = _join(before) + " "
     if spec.attention_backend:

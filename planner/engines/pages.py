@@ -153,14 +153,17 @@ class MambaPages:
         block_size: Tokens per block of the attention layers it shares a pool with.
         state_bytes: Conv + SSM state of one request on one GPU [bytes].
         padded_page_bytes: Page after padding to the attention page (0 = unpadded).
+        pages_per_request: State pages one request holds: 1 with ``mamba_cache_mode`` "none", 2 with
+            "align" (prefix caching keeps the state of the last cached block beside the running one).
 
     Sources: vLLM ``MambaSpec.page_size_bytes`` / ``max_memory_usage_bytes``
-    (``mamba_cache_mode`` "none": one page per request without speculative decoding).
+    (``mamba_cache_mode`` "none": one page per request without speculative decoding, "align": two).
     """
 
     block_size: int
     state_bytes: int
     padded_page_bytes: int = 0
+    pages_per_request: int = 1
 
     kind = "mamba"
 
@@ -169,11 +172,11 @@ class MambaPages:
         return self.padded_page_bytes or self.state_bytes
 
     def blocks_per_request(self, max_model_len: int, max_num_batched_tokens: int) -> int:
-        """Always one block."""
-        return 1
+        """:attr:`pages_per_request` blocks, whatever the length."""
+        return self.pages_per_request
 
     def max_memory_usage_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
-        return self.page_size_bytes
+        return self.page_size_bytes * self.pages_per_request
 
     def with_block_size(self, block_size: int):
         return replace(self, block_size=block_size)

@@ -21,8 +21,11 @@ Design notes (assumptions):
        ``EngineArgs.get_batch_defaults``): for ``vllm serve`` 8192 / 1024 on GPUs with >= 70 GiB
        that are not A100s, else 2048 / 256; for the offline ``LLM`` class 16384 / 1024 and
        8192 / 256 (``usage_context`` "llm"). The 0.10.1.1 A100 logs in the reference cases show
-       2048. The 2026 profile uses 16384 on large GPUs (quoted as the ``serve`` default by vLLM
-       issue #54704). V0 without chunked prefill profiles ``max(max_model_len, 2048)`` tokens
+       2048; the 2026 source keeps 8192 for ``serve`` on large GPUs (a 0.23 log on a 96 GB card
+       printed ``max_num_batched_tokens=8192``; vLLM issue #54704 only proposes 16384), and clamps a
+       defaulted ``max_num_batched_tokens`` to ``max_num_seqs x max_model_len`` and a
+       defaulted ``max_num_seqs`` to ``max_num_batched_tokens`` (:func:`vllm_batch_limits`).
+       V0 without chunked prefill profiles ``max(max_model_len, 2048)`` tokens
        (vllm/config.py ``SchedulerConfig``); above 32K it switches chunked prefill on by itself
        and profiles 2048 (``serve``) or 8192 (``llm``) tokens.
     3. Block sizes (vllm/platforms/cuda.py ``check_and_update_config``): 16 for
@@ -75,6 +78,19 @@ Llama-3.3-70B TP2 4.84 GiB of peak activation, after removing the
 Sources: vllm/v1/worker/gpu_model_runner.py ``_dummy_sampler_run``;
 vllm/v1/sample/ops/topk_topp_sampler.py; llm-d/llm-d-benchmark
 config_explorer/empirical-vllm-memory-results.md."""
+
+SAMPLER_BYTES_PER_LOGIT_GUMBEL = 6
+"""Same, for the 2026 builds (the ``vllm`` profile, v0.21+): the profile pass's dummy batch carries
+no top-k, top-p or logprobs request (the runner's own comment warns that profiling may therefore
+use less than a real step), so its peak is the model-dtype logits from ``compute_logits`` (2 B)
+and the sampler's FP32 copy of them (4 B), which the penalties, temperature and Gumbel sampling
+then update in place: 6 B per logit. Against the
+0.28 L40S logs of reference cases N12 / N13 (Qwen3-14B, 151,936-token vocabulary, the
+``serve`` defaults 2,048 tokens / 256 sequences), 38 B would charge 1.38 GiB for the sampler
+alone where vLLM's whole non-KV remainder beyond the weights was 0.95-0.97 GiB.
+Sources: vllm/v1/worker/gpu/model_runner.py (``_dummy_sampler_run``, ``profile_run``);
+vllm/v1/worker/gpu/sample/sampler.py (``Sampler.sample``: an FP32 copy of the logits, then in-place
+logit bias, penalties, temperature and ``gumbel_sample``)."""
 
 SAMPLER_BYTES_PER_LOGIT_FLASHINFER = 12
 """Same, when vLLM logs "Using FlashInfer for top-p & top-k sampling" (v0.10.x):
@@ -166,6 +182,16 @@ def _vllm(id_: str, label: str, **kw) -> EngineProfile:
     return EngineProfile(**base)
 
 
+def _sglang(id_: str, label: str, version: str, sources: str) -> EngineProfile:
+    """An SGLang profile: sized from free memory before loading by ``--mem-fraction-static`` (its default
+    derived per release: :func:`sglang_memory_defaults`, :func:`sglang_2025_memory_defaults`)."""
+    return EngineProfile(
+        id=id_, family="sglang", label=label, version=version, budget_base="free_before_load",
+        default_memory_fraction=None, fraction_flag="--mem-fraction-static", hybrid_allocator=False,
+        token_print="tokens", concurrency_print="none", start_check="none", non_torch_bytes=_V1_NON_TORCH,
+        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, kv_cache_dtypes=("auto", "bf16", "fp8"), sources=sources)
+
+
 ENGINE_PROFILES: dict[str, EngineProfile] = {
     p.id: p
     for p in (
@@ -173,7 +199,7 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
               version="vLLM v0.21+ (2026)",
               hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
               start_check="v1_memory", subtracts_cudagraph=True,
-              sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH),
+              sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_GUMBEL),
         _vllm("vllm-v0.11", "vLLM V1, v0.11-v0.20 (hybrid allocator, PyTorch top-k/top-p sampler)",
               version="vLLM v0.11-v0.20",
               hybrid_allocator=True, token_print="blocks_per_group", concurrency_print="blocks_per_request",
@@ -196,16 +222,14 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
               start_check="v0_tokens", sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_PYTORCH,
               non_torch_bytes=_V0_NON_TORCH,
               sources="vllm/worker/worker.py (determine_num_available_blocks), vllm/executor"),
-        EngineProfile(
-            id="sglang", family="sglang", version="SGLang 0.4.9-0.5 (2025-26)",
-            label="SGLang (2025-26, model_runner_kv_cache_mixin)",
-            budget_base="free_before_load", default_memory_fraction=None, fraction_flag="--mem-fraction-static",
-            hybrid_allocator=False, token_print="tokens", concurrency_print="none", start_check="none",
-            non_torch_bytes=_V1_NON_TORCH, non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
-            kv_cache_dtypes=("auto", "bf16", "fp8"),
-            sources="python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (profile_max_num_token), "
-                    "python/sglang/srt/server_args.py (_handle_gpu_memory_settings), "
-                    "python/sglang/srt/mem_cache/memory_pool.py"),
+        _sglang("sglang", "SGLang (late 2025-26, model_runner_kv_cache_mixin)", "SGLang 0.5.x (late 2025-26)",
+                "python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (profile_max_num_token), "
+                "python/sglang/srt/server_args.py (_handle_gpu_memory_settings), "
+                "python/sglang/srt/mem_cache/memory_pool.py"),
+        _sglang("sglang-v0.4", "SGLang, mid-2025 builds (mem_fraction_static from a fixed reserve per GPU class)",
+                "SGLang 0.4.8-0.5.0rc (mid-2025)",
+                "python/sglang/srt/server_args.py (ServerArgs.__post_init__, mid-2025: reserved_mem per GPU class), "
+                "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token)"),
         EngineProfile(
             id="trtllm", family="trtllm", version="TensorRT-LLM 1.x, PyTorch backend",
             label="TensorRT-LLM, PyTorch backend / LLM API (tokens_per_block 32)",
@@ -349,10 +373,9 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
     * V0 (``vllm-v0``): without chunked prefill one pass holds a whole prompt,
       ``max(max_model_len, 2048)`` tokens; above 32K chunked prefill turns itself on with
       2,048 tokens (``serve``) or 8,192 (``llm``); 256 sequences.
-    * V1 (every other profile): on GPUs of >= 70 GiB that are not A100s, 8,192 tokens for
-      ``serve`` and 16,384 for ``llm``, 1,024 sequences; else 2,048 (``serve``) or 8,192
-      (``llm``) and 256 sequences. The 2026 profile (``vllm``) uses 16,384 for ``serve`` too
-      (the ``serve`` default quoted by vLLM issue #54704).
+    * V1 (every other profile, the 2026 one included): on GPUs of >= 70 GiB that are not A100s,
+      8,192 tokens for ``serve`` and 16,384 for ``llm``, 1,024 sequences; else 2,048 (``serve``)
+      or 8,192 (``llm``) and 256 sequences.
 
     Worked example: an H100 80GB (79.19 GiB, not an A100) under ``vllm-v0.11``
     gets (8192, 1024); an A100 80GB gets (2048, 256); ``vllm-v0`` at
@@ -372,8 +395,53 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
             return max(max_model_len, 2048), 256
         return (8192 if offline else 2048), 256
     if is_large_datacenter_gpu(gpu_memory_bytes, gpu_name):
-        return (16384 if offline or profile.id == "vllm" else 8192), 1024
+        return (16384 if offline else 8192), 1024
     return (8192 if offline else 2048), 256
+
+
+CLAMPING_PROFILES = frozenset({"vllm"})
+"""vLLM profiles whose defaulted batch limits are clamped to each other (:func:`vllm_batch_limits`; read in the
+2026 source, so only the 2026 profile: when the clamp arrived was not checked)."""
+
+
+def batch_limits_clamp_below(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: str,
+                             usage_context: str = "serve", max_num_batched_tokens: int | None = None,
+                             max_num_seqs: int | None = None) -> int:
+    """The ``max_model_len`` below which :func:`vllm_batch_limits` clamps a defaulted token budget to
+    ``max_num_seqs x max_model_len`` [tokens]: ``ceil(tokens / seqs)``, 0 when nothing clamps (an older
+    profile, or a token budget the user set). Below it a plan for one length holds for no other."""
+    if profile.id not in CLAMPING_PROFILES or max_num_batched_tokens is not None:
+        return 0
+    tokens, seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0, usage_context)
+    return -(-tokens // (max_num_seqs or seqs))
+
+
+def vllm_batch_limits(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: str, max_model_len: int,
+                      usage_context: str = "serve", *, max_num_batched_tokens: int | None = None,
+                      max_num_seqs: int | None = None) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM runs with: the user's, else the defaults of
+    :func:`vllm_scheduler_defaults`, and on the 2026 builds a defaulted token budget at most
+    ``max_num_seqs x max_model_len`` and a defaulted sequence limit at most the token budget.
+
+    Worked example (``vllm``, H100, ``serve``): ``--max-num-seqs 1 --max-model-len 4096`` profiles
+    min(1 x 4096, 8192) = 4,096 tokens; ``--max-num-batched-tokens 512`` caps the defaulted 1,024
+    sequences at 512.
+
+    Raises:
+        ValueError: an unknown ``usage_context``.
+
+    Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``
+    (2026 source: "Ensure max_num_batched_tokens does not exceed model limit").
+    """
+    tokens, seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, max_model_len, usage_context)
+    seqs = max_num_seqs or seqs
+    if max_num_batched_tokens is not None:
+        tokens = max_num_batched_tokens
+    elif profile.id in CLAMPING_PROFILES:
+        tokens = min(seqs * max_model_len, tokens)
+    if max_num_seqs is None and profile.id in CLAMPING_PROFILES:
+        seqs = min(seqs, tokens)
+    return tokens, seqs
 
 
 MLA_BACKEND_BLOCK_SIZES: dict[str, int] = {
@@ -441,6 +509,37 @@ def default_block_size(profile: EngineProfile, *, is_mla: bool, gpu_name: str = 
     if profile.id == "trtllm-engine":
         return 64
     return 1
+
+
+def sglang_2025_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,
+                                pipeline_parallel_size: int = 1, speculative: bool = False) -> tuple[int, int, float]:
+    """``(chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static)`` of mid-2025 SGLang builds.
+
+    Before the reserve was derived from the chunk and graph sizes (:func:`sglang_memory_defaults`),
+    ``mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3)`` with a fixed reserve per GPU
+    class and ``p = tp x pp``: below 35 GiB (T4, 4080, A10, L40, 4090, 5090) ``(2.8 + p / 10)`` GiB;
+    below 90 GiB (H100, A100) ``(9.5 + p / 2)``; below 160 GiB (H20, H200) ``(12 + p / 2)``; else 32 GiB;
+    +2 GiB with speculative decoding. ``chunked_prefill_size`` 2048 below 35 GiB, 8192 below 160 GiB,
+    else 16384; ``cuda_graph_max_bs`` 8 below 35 GiB (80 at TP >= 4), else 160.
+    Worked example (reference case N22, RTX 5080, 15,791 MiB visible, TP 1): reserved 2,969.6 MiB,
+    round(12,821.4 / 15,791, 3) = 0.812 (the current rule gives 0.764: less KV for the same card).
+
+    Sources: python/sglang/srt/server_args.py ``ServerArgs.__post_init__`` (mid-2025 source: "T4, 4080",
+    "H100, A100", "H200", "B200, MI300" reserves); the DP-attention +4 GiB term is not modelled.
+    """
+    tp = tensor_parallel_size
+    parallel = tp * pipeline_parallel_size
+    mem_mib = gpu_memory_bytes / MiB
+    if mem_mib < 35 * 1024:
+        reserved_gib, chunk, graph_bs = 2.8 + parallel / 10, 2048, (8 if tp < 4 else 80)
+    elif mem_mib < 90 * 1024:
+        reserved_gib, chunk, graph_bs = 9.5 + parallel / 2, 8192, 160
+    elif mem_mib < 160 * 1024:
+        reserved_gib, chunk, graph_bs = 12 + parallel / 2, 8192, 160
+    else:
+        reserved_gib, chunk, graph_bs = 32, 16384, 160
+    reserved = (reserved_gib + (2 if speculative else 0)) * 1024
+    return chunk, graph_bs, round((mem_mib - reserved) / mem_mib, 3)
 
 
 def sglang_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int = 1,

@@ -37,7 +37,12 @@ from planner.engines.launch import LaunchSpec
 from planner.engines.overheads import (
     pipeline_layer_ranges,
 )
-from planner.engines.profiles import EngineProfile, default_block_size, sglang_memory_defaults
+from planner.engines.profiles import (
+    EngineProfile,
+    default_block_size,
+    sglang_2025_memory_defaults,
+    sglang_memory_defaults,
+)
 from planner.engines.serving import DRAFT_KV, DRAFT_WEIGHTS, LORA_SLOTS, serving_terms
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
@@ -173,7 +178,10 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     c = resolve_knobs(model, request)
     spec = None if request.serving is None else request.serving.speculative
     reserve = SGLANG_SPEC_RESERVE_MIB[spec.method] if spec is not None else 0
-    chunk, graph_bs, default_fraction = sglang_memory_defaults(gpu_memory_bytes, c.tp, c.pp, reserve)
+    if profile.id == "sglang-v0.4":  # mid-2025 builds: a fixed reserve per GPU class
+        chunk, graph_bs, default_fraction = sglang_2025_memory_defaults(gpu_memory_bytes, c.tp, c.pp, spec is not None)
+    else:
+        chunk, graph_bs, default_fraction = sglang_memory_defaults(gpu_memory_bytes, c.tp, c.pp, reserve)
     fraction = request.gpu_memory_utilization or default_fraction
     page = request.block_size or default_block_size(profile, is_mla=False)
     mnbt = request.max_num_batched_tokens or chunk
@@ -187,7 +195,7 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         if terms is not None and request.weights_bytes is None:  # LoRA pool and tower load before the KV pool
             weights += _sglang_pool_side(terms, model, stage, layers)
         non_torch = non_torch_memory(profile, request, c, context=True)
-        free_before = gpu_memory_bytes - non_torch
+        free_before = gpu_memory_bytes - non_torch - request.memory_in_use_bytes  # planner/engines/shared_gpu.py
         rest = int(free_before * fraction) - weights
         state = mamba_state_bytes_per_request(model, layers, c.dtypes, c.tp)
         slots, pool_bytes = mamba_pool(rest, state) if request.available_kv_memory_bytes is None else (0, 0)

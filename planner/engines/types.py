@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from planner.engines.expected_error import expected_error_fields
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
@@ -68,6 +69,12 @@ class EngineRequest:
         distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
             (``--distributed-executor-backend ray``, the way vLLM spans nodes).
         num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
+        memory_in_use_bytes: Device memory other processes already hold when the engine starts [bytes]
+            (a shared GPU): vLLM's fraction still applies to the total but refuses when that is more than is
+            free; SGLang's applies to what is free (:mod:`planner.engines.shared_gpu`).
+        enable_prefix_caching: vLLM ``--enable-prefix-caching``; on an attention + Mamba hybrid the 2026
+            builds keep Mamba states in "align" mode, one more state page per request
+            (:func:`planner.engines.vllm_kv_formats.mamba_pages_per_request`).
         serving: LoRA slots, speculative decoding, images, KV offload (:class:`planner.serving.ServingFeatures`,
             priced under this request's engine by :mod:`planner.engines.serving`); None = the bare model,
             every number and JSON key exactly as without it.
@@ -101,6 +108,8 @@ class EngineRequest:
     enforce_eager: bool = False
     distributed_executor_backend: str = "mp"
     num_nodes: int = 1
+    enable_prefix_caching: bool = False
+    memory_in_use_bytes: int = 0
     serving: ServingFeatures | None = None
 
     @property
@@ -134,7 +143,7 @@ class EngineRequest:
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
         for name in ("available_kv_memory_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
-                     "cudagraph_bytes"):
+                     "cudagraph_bytes", "memory_in_use_bytes"):
             value = values[name]
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0 bytes, got {value}")
@@ -360,6 +369,7 @@ class EnginePlan:
         else:
             for rank in out["ranks"]:
                 rank["serving_parts"] = [list(p) for p in rank["serving_parts"]]
+        out.update(expected_error_fields(self))  # how sure the available-KV figure is (issue 25)
         return out
 
     def cli_keys(self) -> dict:

@@ -55,12 +55,21 @@ from planner.engines.pages import (
 )
 from planner.engines.profiles import (
     EngineProfile,
+    batch_limits_clamp_below,
     default_block_size,
     default_mla_backend,
-    vllm_scheduler_defaults,
+    vllm_batch_limits,
 )
 from planner.engines.serving import vllm_drafter_layers, vllm_rank_budget
+from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.vllm_kv_formats import (
+    FP8_DS_MLA_NOTE,
+    layer_bytes_per_token,
+    mamba_pages_per_request,
+    uses_fp8_ds_mla,
+    vllm_layer_page_specs,
+)
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -101,8 +110,11 @@ def _stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profil
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
-    specs = [spec for i in layers
-             for spec in layer_page_specs(model.layers[i], dtypes, tp, block_size, hybrid_allocator=hybrid)]
+    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3
+    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching)
+    specs = [spec for i in layers for spec in vllm_layer_page_specs(model.layers[i], dtypes, tp, block_size,
+                                                                    hybrid_allocator=hybrid, ds_mla=ds_mla,
+                                                                    mamba_pages=mamba)]
     if request.serving is not None:  # the drafter's layers share the pool (planner.engines.serving)
         specs += [spec for x in vllm_drafter_layers(model, request, profile, layers)
                   for spec in layer_page_specs(x, dtypes, tp, block_size, hybrid_allocator=hybrid)]
@@ -235,10 +247,17 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
         ValueError: invalid knobs (e.g. ``pipeline_parallel_size`` above the layer count).
     """
     max_model_len = request.max_model_len or resolve_max_model_len(model, request)  # validated >= 1 when given
-    st = static_slot.get("st") if static_slot is not None else None
+    if static_slot is None:
+        clamped = _length_clamped(profile, request, gpu_memory_bytes, max_model_len)
+    else:  # the threshold is length-free: kept beside the static plan
+        below = static_slot.get("clamp_below")
+        if below is None:
+            below = static_slot["clamp_below"] = _clamp_below(profile, request, gpu_memory_bytes)
+        clamped = max_model_len < below
+    st = static_slot.get("st") if static_slot is not None and not clamped else None
     if st is None:
         st = _static_plan_at(model, gpu_memory_bytes, request, profile, max_model_len)
-        if static_slot is not None and profile.id != "vllm-v0":  # V0's depends on the length
+        if static_slot is not None and profile.id != "vllm-v0" and not clamped:  # V0's depends on the length
             static_slot["st"] = st
 
     layout, num_blocks, mnbt = st.layout, st.num_blocks, st.plan_fields["max_num_batched_tokens"]
@@ -337,17 +356,30 @@ def _static_plan_at(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequ
     Only V0 derives those defaults from the length; for every V1 profile the static plan is
     also memoized without them, so a warm plan looks it up once.
     """
-    v1 = profile.id != "vllm-v0"
+    v1 = profile.id != "vllm-v0" and not _length_clamped(profile, request, gpu_memory_bytes, max_model_len)
     if v1:
         memo = model_memo(model)
         key = ("vllm_static_v1", profile.id, gpu_memory_bytes, _LENGTH_FREE_FIELDS(request.__dict__))
         st = memo.get(key)
         if st is not None:
             return st
-    default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, request.gpu_name, max_model_len)
-    st = _static_plan(model, gpu_memory_bytes, request, profile, request.max_num_batched_tokens or default_tokens,
-                      request.max_num_seqs or default_seqs)
+    mnbt, seqs = vllm_batch_limits(profile, gpu_memory_bytes, request.gpu_name, max_model_len, request.usage_context,
+                                   max_num_batched_tokens=request.max_num_batched_tokens,
+                                   max_num_seqs=request.max_num_seqs)
+    st = _static_plan(model, gpu_memory_bytes, request, profile, mnbt, seqs)
     return remember(memo, key, st) if v1 else st
+
+
+def _clamp_below(profile: EngineProfile, request: EngineRequest, gpu_memory_bytes: int) -> int:
+    """:func:`planner.engines.profiles.batch_limits_clamp_below` for this request [tokens]."""
+    return batch_limits_clamp_below(profile, gpu_memory_bytes, request.gpu_name, request.usage_context,
+                                    request.max_num_batched_tokens, request.max_num_seqs)
+
+
+def _length_clamped(profile: EngineProfile, request: EngineRequest, gpu_memory_bytes: int, max_model_len: int) -> bool:
+    """True when the batch limits depend on ``max_model_len`` here (below :func:`_clamp_below`): such a plan
+    is not shared between lengths."""
+    return max_model_len < _clamp_below(profile, request, gpu_memory_bytes)
 
 
 def _static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
@@ -391,6 +423,9 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     else:
         engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit)
                              for lay, r in zip(layouts, ranks))
+    shared = shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
+    if shared:
+        engine_max_len = 0  # the worker stops before profiling: no length starts
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
                                        gpu_memory_bytes=gpu_memory_bytes)
     notes[:0] = block_notes  # vllm_block_size: the asked block size vLLM changed
@@ -402,7 +437,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
-        enforce_eager=request.enforce_eager))
+        enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching))
     plan_fields = {
         "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
         "family": profile.family, "model_id": model.model_id,
@@ -421,7 +456,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     }
     return _StaticPlan(
         plan_fields=plan_fields, layouts=tuple(layouts), ranks=tuple(ranks), layout=layout,
-        num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=_no_memory_reason(ranks),
+        num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=shared or _no_memory_reason(ranks),
         log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
         full_attention=_full_attention_terms(layouts),
         reason_tails=_reason_tails(model, ranks, engine_max_len),
@@ -508,6 +543,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)
     act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
                               bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
                               last_stage=stage == pp - 1 and role != "others")
@@ -535,7 +571,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         requested_bytes=requested, weights_bytes=terms["weights"], activation_bytes=terms["activation"],
         forward_activation_bytes=act.forward_bytes, sampler_bytes=act.sampler_bytes,
         non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,
-        kv_cache_bytes_per_token=sum(model.layers[i].bytes_per_token(dtypes, tp) for i in layers),
+        kv_cache_bytes_per_token=sum(layer_bytes_per_token(model.layers[i], dtypes, tp, ds_mla) for i in layers),
         bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
         overridden=tuple(overridden))
     if request.serving is not None:  # serving features (planner.engines.serving)
@@ -612,6 +648,8 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     if layouts[0].padded_estimate:  # planner/engines/pages.py design note 5
         notes.append("DeepSeek-V4 compressed-attention pages are padded to the sliding-window page: vLLM's "
                      "allocator for this model is not modelled, so its KV tokens are an estimate")
+    if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
+        notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:
         notes.append(f"hybrid KV groups padded with {layouts[0].padding_layers} layer(s); vLLM warns about "
                      "the memory this may waste")

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.budget import PlanRequest, plan
+from planner.budget import PlanRequest, plan, sequence_profiles
 from planner.model import ModelSpec
-from planner.model.kv import KVProfile, cache_dtypes, kv_profile
+from planner.model.kv import KVProfile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
 from planner.units import ceil_div
 
@@ -247,7 +247,9 @@ def allocation_for_model(
     """:func:`compare_allocation` for a model on a GPU, budget from :func:`planner.budget.plan`.
 
     ``request.context_len`` is the engine's ``max_model_len``; its
-    ``block_size``, dtypes, ``num_gpus`` and overheads set the budget and profiles.
+    ``block_size``, dtypes, ``num_gpus``, overheads and serving features set the budget and
+    profiles (:func:`planner.budget.sequence_profiles`: with features, each sequence also holds
+    their lookahead and image tokens, as on :func:`planner.budget.plan`).
 
     Raises:
         ValueError: invalid request fields or lengths, or a ``num_gpus`` that cannot
@@ -258,9 +260,7 @@ def allocation_for_model(
         reason = next(r for r in result.reasons if "cannot split" in r)
         fix = next((f for f in result.suggestions if f.startswith("use num_gpus")), "")
         raise ValueError(f"{reason}; {fix}" if fix else reason)
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    exact = kv_profile(model, dtypes, request.num_gpus, 1)
-    paged = kv_profile(model, dtypes, request.num_gpus, request.block_size)
+    exact, paged = sequence_profiles(model, gpu_memory_bytes, request, gpu_id)  # serving features applied
     return compare_allocation(
         exact, paged, result.kv_cache_budget_bytes, max_model_len=request.context_len, mean_len=mean_len,
         num_sequences=num_sequences, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
+from planner.engines.profiles import resolve_engine_name
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.serving.features import ServingFeatures
 from planner.traffic.workload import Workload, fixed_workload
@@ -66,6 +67,12 @@ class FindRequest:
         serving: Serving features every setup carries (:mod:`planner.serving`; priced by vLLM's
             rules, their flags written into each launch command); None = none.
         gpu_ids: GPU types searched (catalog ids, ``--gpus``); empty = every GPU given.
+        engine: Whose view sizes each setup (a key of :data:`planner.engines.ENGINE_PROFILES`, ``--engine``):
+            its loaded weights, profile pass and block rules (:mod:`planner.traffic.find_engine`); None = the
+            budget arithmetic of :func:`planner.budget.plan` alone. The page and the CLI pass vLLM unless told.
+        alternative_weight_dtype: A weight dtype searched beside ``weight_dtype`` for a hint (``fp8``: the
+            cheapest setup with fp8 weights, :attr:`FindResult.weight_alternative`); None = none. Skipped when
+            it would not shrink the weights by a quarter.
     """
 
     users: int
@@ -86,6 +93,8 @@ class FindRequest:
     top: int = 10
     serving: ServingFeatures | None = None
     gpu_ids: tuple[str, ...] = ()
+    engine: str | None = None
+    alternative_weight_dtype: str | None = None
 
     def resolved_workload(self) -> Workload:
         """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
@@ -119,12 +128,17 @@ class FindRequest:
              f"max_preemption_probability must be in [0, 1), got {self.max_preemption_probability}"),
             (self.num_trials >= 20, f"num_trials must be >= 20, got {self.num_trials}"),
             (self.top >= 1, f"top must be >= 1, got {self.top}"),
+            (self.alternative_weight_dtype is None or self.alternative_weight_dtype in WEIGHT_DTYPES,
+             f"unknown alternative weight dtype {self.alternative_weight_dtype!r}; choose one of "
+             f"{', '.join(WEIGHT_DTYPES)}"),
         )
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
         if self.serving is not None:
             self.serving.validate()
+        if self.engine is not None:
+            resolve_engine_name(self.engine)  # ValueError naming the engines
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,6 +232,9 @@ class FindResult:
         num_evaluated: Setups evaluated.
         suggestions: What to change when nothing fits.
         notes: Assumptions worth showing.
+        weight_alternative: The cheapest setup with :attr:`FindRequest.alternative_weight_dtype` weights when
+            it is cheaper than the cheapest answer (or fits where nothing else does); None otherwise.
+        engine: The engine whose view sized the setups (resolved id), None for the budget arithmetic.
     """
 
     options: tuple[Setup, ...]
@@ -227,6 +244,8 @@ class FindResult:
     num_evaluated: int
     suggestions: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    weight_alternative: Setup | None = None
+    engine: str | None = None
 
     def rows(self) -> list[dict]:
         """The CLI's JSON list: fitting setups, or the closest one (``fits`` false, with ``suggestions``)."""

@@ -21,6 +21,12 @@ The budget arithmetic is :func:`planner.budget.plan`'s (via
 :func:`planner.sweep.per_gpu_costs`, computed once per tp and dtype), so a
 whole catalog is searched in milliseconds.
 
+With ``FindRequest.engine`` set (the page and the CLI pass vLLM unless told otherwise) the budget, the users a
+replica holds and whether it starts are the engine's own view of the setup instead
+(:mod:`planner.traffic.find_engine`), so a setup's users agree with the Engine page's for the same inputs.
+``FindRequest.alternative_weight_dtype`` (fp8) searches again with those weights and keeps the cheapest
+setup when it beats the cheapest answer (:attr:`~planner.traffic.find_types.FindResult.weight_alternative`).
+
 Design notes (assumptions):
     1. One replica spans one node: ``tp`` in (1, 2, 4, 8), and engines need
        ``num_attention_heads % tp == 0`` and KV heads divisible by ``tp`` (or
@@ -45,13 +51,16 @@ from dataclasses import dataclass, replace
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
-from planner.engines.profiles import is_large_datacenter_gpu
+from planner.engines.loaded import gpu_capability
+from planner.engines.profiles import is_large_datacenter_gpu, resolve_engine_name
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.serving.features import serving_effects
 from planner.sweep import per_gpu_costs
+from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
 from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
 from planner.traffic.throughput import (
@@ -222,7 +231,16 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
                          f"{model.model_id} within max_gpus {request.max_gpus}")
     costs = _candidate_costs(model, request, workload, tp_sizes, priced)
-    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus)
+    engine_caps: dict | None = None
+    if request.engine is not None:  # the engine's view sizes every setup (planner.traffic.find_engine)
+        engine_caps = {}
+        engine = resolve_engine_name(request.engine)
+        notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (the Engine "
+                     f"page's figures), with {engine}'s defaults for what is not asked here")
+        refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
+        if refused:
+            notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
+    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus, engine_caps)
     fitting = [s for s in setups if s.fits]
     best: dict[tuple[str, int, str], Setup] = {}
     for s in fitting:
@@ -243,9 +261,68 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     suggestions: list[str] = []
     if not options:
         closest = max(setups, key=lambda s: (_coverage(s), -s.price_per_hour)) if setups else None
-        suggestions = _suggestions(model, priced, request, workload, tp_sizes)
+        suggestions = _suggestions(model, priced, request, workload, tp_sizes, engine_caps)
+    alternative = _weight_alternative(model, priced, request, options)
+    if alternative is not None:
+        notes.append(_alternative_note(alternative, options[0] if options else None))
     return FindResult(options=tuple(options), fits=bool(options), closest=closest, skipped_gpus=skipped,
-                      num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes))
+                      num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes),
+                      weight_alternative=alternative,
+                      engine=None if request.engine is None else resolve_engine_name(request.engine))
+
+
+WEIGHT_ALTERNATIVE_MIN_SAVING = 0.25
+"""The alternative weight dtype is searched only when it removes at least this share of the weight bytes
+[fraction] (fp8 on a bf16 checkpoint: 0.5; on gpt-oss's MXFP4 experts: almost nothing, so no search)."""
+
+WEIGHT_ALTERNATIVE_MAX_PRICE_SHARE = 0.75
+"""Its cheapest setup is named only when it costs at most this share of the cheapest answer [fraction]: a
+hint worth a re-quantized checkpoint (Llama-3.1-70B, 20 users of 2,000 + 500 tokens under vLLM: 1 x RTX PRO
+6000 at $1.80/h with fp8 weights against 1 x MI300X at $2.59/h, 0.69; Llama-3-8B at 64 users: $0.99 against
+$1.00, no hint)."""
+
+
+def runs_fp8_weights(gpu) -> bool:
+    """Whether vLLM runs fp8 weights on ``gpu``: NVIDIA from compute capability 8.0 (weight-only FP8 Marlin on
+    Ampere, native from 8.9; vllm/model_executor/layers/quantization/fp8.py), other vendors where the catalog
+    says fp8 is native (MI300 and newer)."""
+    if getattr(gpu, "vendor", "NVIDIA") == "NVIDIA":
+        return gpu_capability(gpu.name) >= (8, 0)
+    return bool(getattr(gpu, "fp8_native", False))
+
+
+def _weight_alternative(model: ModelSpec, gpus, request: FindRequest, options) -> Setup | None:
+    """The cheapest setup with ``request.alternative_weight_dtype`` weights, when it costs at most
+    :data:`WEIGHT_ALTERNATIVE_MAX_PRICE_SHARE` of the cheapest of ``options`` (or when ``options`` is empty);
+    None when that dtype does not shrink the weights by :data:`WEIGHT_ALTERNATIVE_MIN_SAVING`. fp8 is searched
+    on the GPUs that run it (:func:`runs_fp8_weights`)."""
+    name = request.alternative_weight_dtype
+    if name is None or name == request.weight_dtype:
+        return None
+    old, new = model_weight_bytes(model, request.weight_dtype), model_weight_bytes(model, name)
+    if not old or new > (1 - WEIGHT_ALTERNATIVE_MIN_SAVING) * old:
+        return None
+    able = [g for g in gpus if name != "fp8" or runs_fp8_weights(g)]
+    if not able:
+        return None
+    other = find_setups(model, able, replace(request, weight_dtype=name, alternative_weight_dtype=None, top=1,
+                                             gpu_ids=()))
+    if not other.options or (options and other.options[0].price_per_hour
+                             > WEIGHT_ALTERNATIVE_MAX_PRICE_SHARE * options[0].price_per_hour):
+        return None
+    return other.options[0]
+
+
+def _alternative_note(alt: Setup, cheapest: Setup | None) -> str:
+    """The hint for :func:`_weight_alternative`'s setup: what it costs beside the cheapest answer."""
+    how = " (--quantization fp8 of this checkpoint)" if alt.weight_dtype == "fp8" else ""
+    where = (f"{alt.num_gpus} x {alt.gpu_name} (tensor parallel {alt.tensor_parallel_size}, {alt.kv_cache_dtype} KV) "
+             f"at ${alt.price_per_hour:,.2f}/h")
+    if cheapest is None:
+        return f"{alt.weight_dtype} weights{how} fit where nothing else does: {where}"
+    verb = "halve" if alt.price_per_hour <= cheapest.price_per_hour / 2 else "cut"
+    return (f"{alt.weight_dtype} weights{how} would {verb} the cheapest answer: {where}, instead of "
+            f"${cheapest.price_per_hour:,.2f}/h")
 
 
 def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
@@ -272,14 +349,17 @@ def _coverage(s: Setup) -> float:
 
 
 def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-              costs: dict[tuple[int, str], _Costs], max_gpus: int) -> list[Setup]:
-    """Every GPU x (tp, dtype) x replica count within ``max_gpus``."""
+              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None = None) -> list[Setup]:
+    """Every GPU x (tp, dtype) x replica count within ``max_gpus``; ``engine_caps``: the engine view's
+    :class:`~planner.traffic.find_engine.EngineCapacity` cache, by (GPU, tp, KV flag) (None: no engine)."""
     users = request.users
     demand_cache: dict[tuple[int, str, int], int] = {}
     slot_cache: dict[int, dict] = {}
     caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
     out = []
     for (tp, kv_name), c in costs.items():
+        if engine_caps is not None and not offers_kv_dtype(request.engine, c.kv_flag):
+            continue  # named in find_setups' notes
         for dp in range(1, max_gpus // tp + 1):
             if dp > users:
                 break
@@ -297,17 +377,36 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
                         slot_cache[per_replica], c.profile, per_replica, 1 - request.max_preemption_probability)
             demand = demand_cache[key]
             for gpu in gpus:
-                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand))
+                cap = None
+                if engine_caps is not None:
+                    key = (gpu.id, gpu.framework_memory_bytes, tp, c.kv_flag)
+                    if key not in engine_caps:
+                        engine_caps[key] = engine_capacity(model, gpu, request, tp, c.kv_flag, workload.max_model_len)
+                    cap = engine_caps[key]
+                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand, cap))
     return out
 
 
 def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
-           tp: int, dp: int, per_replica: int, demand: int) -> Setup:
+           tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None) -> Setup:
+    """One setup; ``cap``: the engine's view of one replica (:mod:`planner.traffic.find_engine`), a sentence
+    when the engine cannot plan it, or None for the budget arithmetic."""
     usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
     overhead = c.overhead(gpu)
-    budget = usable - c.weights - overhead
+    engine = cap if isinstance(cap, EngineCapacity) else None
+    budget = (usable - c.weights - overhead) if cap is None else engine.available_kv_bytes if engine else 0
+    by_engine = engine is not None and engine.starts and workload.is_fixed
     reasons = []
-    if budget <= 0:
+    if isinstance(cap, str) or (engine is not None and not engine.starts):
+        reasons.append(cap if isinstance(cap, str) else f"{engine.engine} would refuse to start: {engine.reason}")
+        per_replica_max = 0
+    elif by_engine:  # the engine's own count: requests of max_model_len its pool holds
+        per_replica_max = engine.users_per_replica
+        demand = per_replica * engine.needed_bytes_per_request
+        if per_replica > per_replica_max:
+            reasons.append(f"{per_replica:,} users per replica; {engine.engine} holds {per_replica_max:,} requests of "
+                           f"{engine.max_model_len:,} tokens ({budget / GiB:.1f} GiB of KV per GPU)")
+    elif budget <= 0:
         reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({overhead / GiB:.1f} GiB) per GPU "
                        f"exceed the usable {usable / GiB:.1f} GiB")
         per_replica_max = 0
@@ -332,13 +431,20 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
-    command = vllm_serve_command(
-        model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
-        weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
-        max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
-        block_size=request.block_size)
-    if c.launch_extra:  # serving features: their vllm serve flags
-        command = f"{command} {c.launch_extra}"
+    if engine is not None and engine.family != "vllm":  # the chosen engine's own command and flags
+        extra = "" if request.serving is None else serving_launch_flags(
+            replace(request.serving, engine=engine.engine)).get(engine.engine, "")
+        command = engine_launch_command(engine, model.model_id, tensor_parallel_size=tp, data_parallel_size=dp,
+                                        kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
+                                        max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
+    else:
+        command = vllm_serve_command(
+            model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
+            weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
+            max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
+            block_size=request.block_size)
+        if c.launch_extra:  # serving features: their vllm serve flags
+            command = f"{command} {c.launch_extra}"
     if per_replica > DEFAULT_MAX_NUM_SEQS:
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
     return Setup(
@@ -346,7 +452,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
         price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
         max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
-        kv_demand_bytes_per_gpu=demand, margin=(1 - demand / budget) if budget > 0 else None,
+        kv_demand_bytes_per_gpu=demand,
+        margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
         time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
         launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
         time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
@@ -399,7 +506,7 @@ def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequ
 
 
 def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-                 tp_sizes: tuple[int, ...]) -> list[str]:
+                 tp_sizes: tuple[int, ...], engine_caps: dict | None = None) -> list[str]:
     """When nothing fits: a GPU count that would, or the knobs left."""
     out = []
     for more in (4, 8, 16, 32, 64):
@@ -408,7 +515,7 @@ def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workloa
         wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
                       if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
         costs = _candidate_costs(model, request, workload, wider, gpus)
-        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more) if s.fits]
+        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more, engine_caps) if s.fits]
         if fitting:
             s = min(fitting, key=lambda s: s.price_per_hour)
             out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "

@@ -29,9 +29,15 @@ def sequence_bytes(profile: KVProfile, tokens: np.ndarray) -> np.ndarray:
     """Vectorised ``profile.bytes_per_sequence`` over an int array [bytes].
 
     Same arithmetic as :meth:`planner.model.kv.KVProfile.bytes_per_sequence`: per
-    group, tokens capped by the window, rounded up to whole blocks.
+    group, tokens capped by the window, rounded up to whole blocks. A profile whose
+    sequences hold extra slots (:class:`planner.serving.features.ShiftedProfile`: the
+    lookahead and image tokens of the serving features) costs each request's tokens
+    plus those, as its ``bytes_per_sequence`` does.
     """
     tokens = np.asarray(tokens, dtype=np.int64)
+    extra = getattr(profile, "extra_tokens", 0)
+    if extra:
+        return sequence_bytes(profile.inner, tokens + extra)
     block = profile.block_size
     total = np.zeros(tokens.shape, dtype=np.int64)
     for g in profile.groups:
@@ -57,7 +63,7 @@ def analytic_mean_sequence_bytes(profile: KVProfile, workload: Workload) -> floa
     """
     if workload.is_fixed:
         return float(profile.bytes_per_sequence(workload.max_tokens))
-    mean = workload.mean_tokens
+    mean = workload.mean_tokens + getattr(profile, "extra_tokens", 0)  # a ShiftedProfile's extra slots
     half_block = (profile.block_size - 1) / 2
     total = 0.0
     for g in profile.groups:

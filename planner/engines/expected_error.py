@@ -1,0 +1,139 @@
+"""How sure a cold-start figure is: the expected error of the available KV memory, per engine group.
+
+A cold-start plan predicts the engine's "Available KV cache memory" (SGLang's K + V size,
+TensorRT-LLM's allocation) from the model, the GPU and the flags alone. How far that lands
+from what the engine prints was measured by ``scripts/bench_engine_cases.py`` on the rows of
+``tests/data/reference/engine_cases.csv`` whose launch the planner can express (the bench's
+first table, "cold start mean / max (counted)"), one figure per engine profile, that is per
+engine family and version group. :data:`COLD_START_ERROR` holds those figures as data;
+``tests/test_expected_error.py`` recomputes them from the bench, so they cannot drift from it.
+
+Design notes (assumptions):
+    1. The error is the bench's: ``|predicted - printed| / max(printed, 10 GiB)``. Back in bytes,
+       the expected error of a plan is ``max error of its group x max(available, 10 GiB)``: the
+       largest miss the group showed, never less than that share of 10 GiB, so a small pool is
+       not promised a tighter figure than the bench measured. Worked example: a ``vllm`` plan
+       with 11.57 GiB available and the group's 0.64 % maximum gets +-0.074 GiB.
+    2. A figure the engine printed (``available_kv_from_log``: a pasted log or
+       ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
+       is below every measured error).
+    3. A group the bench has no counted cold start for takes the largest maximum of its family,
+       else the largest of all groups (:func:`group_error`), and says so.
+    4. The margin between "starts" and "refused" is what the start check compares:
+       ``available - KV one max_model_len request needs`` (vLLM's
+       ``_check_enough_kv_cache_memory``, vllm/v1/core/kv_cache_utils.py); when its size is
+       within the expected error the verdict is a close call (:func:`close_call`).
+
+Sources: scripts/bench_engine_cases.py (``groups``, ``COLD_START_FLOOR``); the rows named in
+:data:`COLD_START_ERROR`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.engines.profiles import ENGINE_PROFILES
+from planner.units import GiB
+
+COLD_START_FLOOR_BYTES = 10 * GiB
+"""Denominator floor of the bench's cold-start error (scripts/bench_engine_cases.py) [bytes]."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupError:
+    """The cold-start error one engine group showed in the bench.
+
+    Attributes:
+        mean, max: Mean and largest ``|predicted - printed| / max(printed, 10 GiB)`` [fraction].
+        cases: The rows of tests/data/reference/engine_cases.csv it was measured on (counted ones).
+    """
+
+    mean: float
+    max: float
+    cases: tuple[str, ...]
+
+
+COLD_START_ERROR: dict[str, GroupError] = {
+    "vllm-v0": GroupError(mean=0.0014, max=0.0014, cases=("V01",)),
+    "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
+    "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
+    "vllm": GroupError(mean=0.0055, max=0.0064, cases=("N12", "N13", "N14")),
+    "sglang-v0.4": GroupError(mean=0.0212, max=0.0305, cases=("S01", "N22")),
+    "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
+}
+"""Per engine profile: the cold-start error measured by ``scripts/bench_engine_cases.py`` on the
+rows of tests/data/reference/engine_cases.csv listed in ``cases`` (the ones it counts in its mean:
+a stated GPU, the flags the budget depends on, the model itself in the catalog). Figures are the
+bench's first table, rounded up to 0.01 %; ``tests/test_expected_error.py`` recomputes them."""
+
+
+def group_error(engine: str) -> tuple[float, str]:
+    """``(max error, basis)`` for a profile id: its own measured group, else its family's largest,
+    else the largest of all groups (design note 3); ``basis`` names where it came from.
+
+    Raises:
+        ValueError: an unknown profile id.
+    """
+    if engine not in ENGINE_PROFILES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINE_PROFILES)}")
+    own = COLD_START_ERROR.get(engine)
+    if own is not None:
+        return own.max, f"measured on {', '.join(own.cases)}"
+    family = ENGINE_PROFILES[engine].family
+    kin = [g.max for name, g in COLD_START_ERROR.items() if ENGINE_PROFILES[name].family == family]
+    if kin:
+        return max(kin), f"not measured for {engine}: the largest of the {family} groups"
+    return max(g.max for g in COLD_START_ERROR.values()), f"not measured for {engine}: the largest of all groups"
+
+
+def expected_error_bytes(plan) -> int:
+    """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes].
+
+    0 when the available memory is the engine's own print; else the group's largest error times
+    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm`` at 11.57 GiB with the
+    group's 0.64 % maximum: ``0.0064 x 11.57 GiB`` = 79,508,435 B.
+    """
+    if plan.available_kv_from_log:
+        return 0
+    fraction, _ = group_error(plan.engine)
+    return round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
+
+
+def start_margin_bytes(plan) -> int:
+    """``available - KV one max_model_len request needs`` on the limiting GPU [bytes] (design note 4):
+    positive = room to spare, negative = short."""
+    return plan.available_kv_cache_bytes - plan.kv_cache_bytes_needed_per_request
+
+
+def _gib(num_bytes: int) -> str:
+    return f"{abs(num_bytes) / GiB:.2f} GiB"
+
+
+def close_call(plan) -> str:
+    """The verdict's caveat when the start/refuse margin is inside the expected error, else "".
+
+    Examples: "starts, but the margin (0.40 GiB) is within this estimate's expected error
+    (+-1.10 GiB): paste a startup log or leave headroom"; for a refusal "refuses, but the shortfall
+    (...) is within ...: it may start; paste a startup log to be sure". Plans that stop at the
+    configuration check, and plans from a printed figure, have no caveat.
+    """
+    error = expected_error_bytes(plan)
+    if error == 0 or plan.stopped_at_config_check or plan.kv_cache_bytes_needed_per_request <= 0:
+        return ""
+    margin = start_margin_bytes(plan)
+    if abs(margin) > error:
+        return ""
+    if plan.starts:
+        return (f"starts, but the margin ({_gib(margin)}) is within this estimate's expected error "
+                f"(±{_gib(error)}): paste a startup log or leave headroom")
+    return (f"refuses, but the shortfall ({_gib(margin)}) is within this estimate's expected error "
+            f"(±{_gib(error)}): it may start; paste a startup log to be sure")
+
+
+def expected_error_fields(plan) -> dict:
+    """The JSON keys an engine plan adds (``EnginePlan.to_dict``): ``available_kv_cache_bytes_expected_error``
+    [bytes], ``available_kv_cache_expected_error_basis`` (where the figure comes from) and
+    ``close_call`` (:func:`close_call`, "" when the answer is not close)."""
+    basis = "the engine's own figure" if plan.available_kv_from_log else group_error(plan.engine)[1]
+    return {"available_kv_cache_bytes_expected_error": expected_error_bytes(plan),
+            "available_kv_cache_expected_error_basis": basis, "close_call": close_call(plan)}

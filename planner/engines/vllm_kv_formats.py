@@ -1,0 +1,109 @@
+"""vLLM's own KV-cache formats that differ from "the KV dtype times the layer's elements".
+
+Design notes (assumptions):
+    1. DeepSeek-V3.2 and the GLM-5.x models with the same sparse attention (an MLA layer with a
+       lightning indexer, :class:`planner.model.sparse.IndexedMLAAttention`): in v0.11,
+       ``DeepseekV32ForCausalLM.verify_and_update_config`` turned ``--kv-cache-dtype auto`` and every
+       ``fp8`` choice into vLLM's own ``fp8_ds_mla`` format and only ``bfloat16`` into a bf16 cache
+       (the same rule survives in a Kunlun-platform plugin's patch of that function); later trees keep
+       the ``bfloat16`` step there and map ``fp8`` (first in that function, then in the sparse
+       attention layer), and the vllm-project/recipes DeepSeek-V3.2 guide states the default is a
+       custom fp8 cache with ``kv_cache_dtype=bfloat16`` for bf16. The planner therefore prices
+       ``auto`` and ``fp8`` as ``fp8_ds_mla`` on every v0.11+ profile. The FlashMLA sparse backend
+       stores one token of one layer as the ``kv_lora_rank`` latent in FP8, one fp32 scale per 128
+       latent values, and the ``qk_rope_head_dim`` rope key in bf16: 512 + 4 x 4 + 64 x 2 = 656 B
+       (its ``get_kv_cache_shape`` gives such a cache 656 bytes per token). The indexer keys keep their own FP8 format with a
+       scale per 128 values (132 B for 128 values, :func:`planner.model.sparse.engine_indexer_bytes`),
+       whatever the cache dtype. Worked example, DeepSeek-V3.2 (61 such layers):
+       61 x (656 + 132) = 48,068 B per token, against 61 x (1,152 + 132) = 78,324 B in bf16: 1.63x
+       the tokens.
+    2. vLLM first served DeepSeek-V3.2 in v0.11.0, so the format applies to the profiles of
+       v0.11 and later (:data:`FP8_DS_MLA_PROFILES`); the older profiles price the layer as
+       before (they could not load the model).
+    3. Attention + Mamba hybrids with prefix caching (Qwen3.5 / 3.6 Gated DeltaNet, Nemotron-H):
+       the 2026 builds run the Mamba layers in ``mamba_cache_mode`` "align", where a request holds
+       two state pages (the running state and the one of the last full cached block) instead of
+       one, so each Mamba group adds two blocks to a request, not one
+       (``MambaSpec.max_memory_usage_bytes``). Worked example (reference case N09, Qwen3.6-35B-A3B
+       NVFP4 on an RTX 5090, fp8 cache, 131,072 tokens, 2,096-token blocks): 63 blocks of the full
+       attention group + 3 Mamba groups x 2 = 69 blocks per request; 299 blocks give 299 / 69 =
+       4.33x and int(4.333 x 131,072) = 567,978 tokens, the two figures vLLM 0.24 printed
+       (with one page: 66 blocks, 4.53x, 593,795 tokens).
+
+Sources: vllm/v1/kv_cache_interface.py (``MambaSpec``, ``mamba_cache_mode``); vllm/config/cache.py
+(``CacheConfig.mamba_cache_mode``); vllm/model_executor/models/config.py (``DeepseekV32ForCausalLM``,
+``verify_and_update_config``); vllm/v1/attention/backends/mla/flashmla_sparse.py
+(``get_kv_cache_shape``); vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` with
+``cache_dtype_str == "fp8_ds_mla"``); vllm-project/recipes DeepSeek/DeepSeek-V3_2.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.engines.pages import FullAttentionPages, MambaPages, PageSpec, layer_page_specs
+from planner.model import ModelSpec
+from planner.model.layers import CacheDtypes, LayerSpec
+from planner.model.sparse import IndexedMLAAttention
+
+FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm"})
+"""vLLM profiles that store sparse-MLA layers as ``fp8_ds_mla`` by default (design note 2)."""
+
+FP8_DS_MLA_CACHE_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})
+"""``--kv-cache-dtype`` values vLLM turns into ``fp8_ds_mla`` for these layers (design note 1)."""
+
+FP8_DS_MLA_NOTE = ("vLLM stores the sparse-attention (DSA) layers in its fp8_ds_mla format for --kv-cache-dtype "
+                   "{kv_cache_dtype}: 656 B per layer per token (FP8 latent, fp32 scales, bf16 rope key) plus the FP8 "
+                   "indexer key; --kv-cache-dtype bf16 keeps a bf16 cache")
+"""The plan's note when :func:`uses_fp8_ds_mla` (``{kv_cache_dtype}``: the request's value)."""
+
+FP8_DS_MLA_SCALE_BLOCK = 128
+"""Latent values per fp32 scale in ``fp8_ds_mla``."""
+
+
+ALIGN_MODE_PROFILES = frozenset({"vllm"})
+"""vLLM profiles that keep Mamba states in "align" mode under prefix caching (design note 3)."""
+
+
+def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool) -> int:
+    """State pages one request holds in each Mamba layer: 2 in "align" mode (prefix caching on a 2026 build),
+    else 1 (design note 3)."""
+    return 2 if enable_prefix_caching and profile_id in ALIGN_MODE_PROFILES else 1
+
+
+def fp8_ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """Bytes of one token of one layer in vLLM's ``fp8_ds_mla`` format (design note 1).
+
+    ``kv_lora_rank`` FP8 bytes + 4 B per 128 latent values + 2 B per rope value;
+    512 / 64 -> 512 + 16 + 128 = 656 B.
+    """
+    return kv_lora_rank + kv_lora_rank // FP8_DS_MLA_SCALE_BLOCK * 4 + 2 * qk_rope_head_dim
+
+
+def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> bool:
+    """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
+    return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
+            and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
+
+
+def layer_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, ds_mla: bool) -> int:
+    """KV bytes of one token of ``layer`` on one GPU as vLLM stores it [bytes]: the ``fp8_ds_mla`` latent
+    plus the indexer key for a sparse-MLA layer when ``ds_mla``, else the layer's own figure."""
+    if ds_mla and isinstance(layer, IndexedMLAAttention):
+        return fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim) + layer.indexer_bytes_per_token()
+    return layer.bytes_per_token(dtypes, tensor_parallel_size)
+
+
+def vllm_layer_page_specs(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int,
+                          *, hybrid_allocator: bool, ds_mla: bool, mamba_pages: int = 1) -> tuple[PageSpec, ...]:
+    """:func:`planner.engines.pages.layer_page_specs`, with a sparse-MLA layer in ``fp8_ds_mla`` when
+    ``ds_mla`` (one MLA page spec of :func:`layer_bytes_per_token` per token: vLLM's latent and indexer
+    specs are both ``MLAAttentionSpec`` of one block size, one group, so their pages add) and a Mamba
+    layer holding ``mamba_pages`` state pages per request (:func:`mamba_pages_per_request`)."""
+    if ds_mla and isinstance(layer, IndexedMLAAttention):
+        per_token = layer_bytes_per_token(layer, dtypes, tensor_parallel_size, ds_mla)
+        return (FullAttentionPages(block_size=block_size, bytes_per_token=per_token, mla=True),)
+    specs = layer_page_specs(layer, dtypes, tensor_parallel_size, block_size, hybrid_allocator=hybrid_allocator)
+    if mamba_pages != 1:
+        specs = tuple(replace(s, pages_per_request=mamba_pages) if isinstance(s, MambaPages) else s for s in specs)
+    return specs

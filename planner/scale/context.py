@@ -1,0 +1,150 @@
+"""Decode context parallel (vLLM ``--decode-context-parallel-size`` / ``-dcp``): KV split along tokens.
+
+With ``dcp`` GPUs of the tensor-parallel group in one DCP group, token ``t`` of a request is stored
+on rank ``t mod dcp`` (interleaved, so a growing request stays split), so one GPU keeps
+``ceil(L / dcp)`` of a request's ``L`` tokens and no GPU is added. The pool itself is unchanged:
+the same available memory, the same blocks per GPU. What changes is what vLLM prints and checks:
+
+    per-request need  = blocks for ceil(L / dcp) tokens        (``max_memory_usage_bytes``)
+    concurrency       = blocks per GPU / that need
+    printed tokens    = blocks // groups x block_size x dcp    (vLLM ~0.11: one more line,
+                        "Multiplying the GPU KV cache size by the dcp_world_size N.")
+                      = int(concurrency x L)                   (newest builds)
+    accepted length   = dcp x the longest length one GPU's pool holds
+
+Worked example (the Kimi-K2-Thinking recipe, 8 x H200, TP 8, MLA latent 61 layers x 576 x 2 B =
+70,272 B per token, FlashMLA block 64 = 4,497,408 B a block): 46.80 GiB hold 11,173 blocks =
+715,072 tokens; with ``-dcp 8`` the same 46.80 GiB (11,174 blocks in that run, inside the print's
+0.005 GiB) print 11,174 x 64 x 8 = 5,721,088 tokens.
+
+Which attention kinds allow it: vLLM asks every attention implementation to return the softmax
+log-sum-exp of its decode step, so the partial results of the DCP ranks can be merged; an
+implementation that does not (``need_to_return_lse_for_decode`` False, FlashInfer among them) stops
+the launch. vLLM's documentation lists MLA and GQA (full attention) models as supported, and the range
+``1 <= dcp <= tp / kv_heads`` (1 KV head for MLA). The planner therefore allows DCP on models whose
+cached layers are all full attention or MLA, and refuses sliding-window, chunked-local and recurrent
+(Mamba / linear-attention) layers rather than guess their behaviour.
+
+Sources: vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``: the multiplied token print),
+vllm/v1/kv_cache_interface.py (``FullAttentionSpec.max_memory_usage_bytes``: ``cdiv(L, dcp)``),
+vllm/v1/worker/cp_utils.py (``check_attention_cp_compatibility``: the LSE requirement),
+docs/serving/context_parallel_deployment.md (supported models and the ``tp / H`` range), the vLLM
+recipe moonshotai/Kimi-K2-Think.md (the printed figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.engines import plan_engine
+from planner.engines.profiles import engine_profile
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.model import ModelSpec
+from planner.model.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention
+from planner.units import GiB
+
+DCP_PROFILES = ("vllm", "vllm-v0.11")
+"""vLLM profiles whose releases have decode context parallel (it arrived in the 0.11 line)."""
+
+MULTIPLY_LINE = "Multiplying the GPU KV cache size by the dcp_world_size {dcp}."
+"""The line vLLM ~0.11 prints before the multiplied token count."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextParallelResult:
+    """The figures one DCP group prints and checks (per GPU, per attention-DP rank).
+
+    Attributes:
+        decode_context_parallel_size: GPUs one request's KV is split over.
+        tokens_per_gpu_per_request: ``ceil(max_model_len / dcp)`` [tokens].
+        kv_cache_bytes_needed_per_request: KV one ``max_model_len`` request takes on one GPU [bytes].
+        engine_kv_cache_tokens: The token capacity vLLM prints [tokens].
+        max_concurrency: Requests of ``max_model_len`` per rank, as printed (2 decimals).
+        engine_max_model_len: Longest ``max_model_len`` the pool accepts [tokens].
+        starts: False when vLLM would refuse the length.
+        reasons: Why not, with the needed and available memory.
+        engine_log_lines: The KV lines vLLM would print.
+    """
+
+    decode_context_parallel_size: int
+    tokens_per_gpu_per_request: int
+    kv_cache_bytes_needed_per_request: int
+    engine_kv_cache_tokens: int
+    max_concurrency: float
+    engine_max_model_len: int
+    starts: bool
+    reasons: tuple[str, ...]
+    engine_log_lines: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON (tuples become lists)."""
+        out = dict(self.__dict__)
+        out["reasons"], out["engine_log_lines"] = list(self.reasons), list(self.engine_log_lines)
+        return out
+
+
+def check_dcp_model(model: ModelSpec) -> None:
+    """Refuse a model with cached layers DCP is not modelled for (module docstring).
+
+    Raises:
+        ValueError: naming the first such layer kind.
+    """
+    for index, layer in enumerate(model.layers):
+        if isinstance(layer, (SlidingWindowAttention, ChunkedLocalAttention)):
+            kind = type(layer).__name__
+        elif isinstance(layer, (FullAttention, MLAAttention, NoCache)):
+            continue
+        else:
+            kind = type(layer).__name__
+        raise ValueError(f"{model.model_id}: layer {index} is {kind}; decode context parallel is modelled for "
+                         "full attention (GQA / MHA / MQA) and MLA layers only, as vLLM documents it; drop "
+                         "--decode-context-parallel-size")
+
+
+def apply_dcp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, plan: EnginePlan,
+              dcp: int) -> ContextParallelResult:
+    """What one vLLM rank prints and accepts with ``-dcp dcp`` (module docstring).
+
+    Args:
+        model: The model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        request: The rank's engine request (its ``max_model_len`` is the served length).
+        plan: :func:`planner.engines.plan_engine` of ``request`` (the pool without DCP).
+        dcp: Decode context parallel size [GPUs], >= 1.
+
+    Raises:
+        ValueError: a profile without DCP, or a model with layers DCP is not modelled for.
+    """
+    profile = engine_profile(request.engine)
+    if dcp > 1 and profile.id not in DCP_PROFILES:
+        raise ValueError(f"decode context parallel arrived in vLLM 0.11; {profile.id} ({profile.version}) has no "
+                         f"-dcp: use --engine {' or '.join(DCP_PROFILES)}")
+    check_dcp_model(model)
+    length = plan.max_model_len
+    local = -(-length // dcp)
+    shard = plan if dcp == 1 else plan_engine(model, gpu_memory_bytes, replace(request, max_model_len=local))
+    lines: list[str] = []
+    if profile.token_print == "blocks_per_group":
+        tokens = plan.engine_kv_cache_tokens * dcp
+        if dcp > 1:
+            lines.append(MULTIPLY_LINE.format(dcp=dcp))
+    else:  # newest builds: int(concurrency x L), the concurrency already per DCP shard
+        tokens = plan.num_gpu_blocks * length // max(shard.blocks_per_request, 1)
+    concurrency = round(plan.num_gpu_blocks / max(shard.blocks_per_request, 1), 2)
+    limit = model.max_position_embeddings or shard.engine_max_model_len * dcp
+    accepted = min(shard.engine_max_model_len * dcp, limit)
+    reasons = []
+    if length > limit:
+        reasons.append(f"max_model_len {length} is above the model's max_position_embeddings {limit}")
+    if shard.kv_cache_bytes_needed_per_request > plan.available_kv_cache_bytes:
+        reasons.append(f"with -dcp {dcp} one request of {length:,} tokens keeps {local:,} tokens per GPU, "
+                       f"{shard.kv_cache_bytes_needed_per_request / GiB:.2f} GiB of KV, above the "
+                       f"{plan.available_kv_cache_bytes / GiB:.2f} GiB available; the longest length that fits "
+                       f"is {accepted:,}: lower max_model_len or raise gpu_memory_utilization")
+    lines += [f"GPU KV cache size: {tokens:,} tokens",
+              f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
+    return ContextParallelResult(
+        decode_context_parallel_size=dcp, tokens_per_gpu_per_request=local,
+        kv_cache_bytes_needed_per_request=shard.kv_cache_bytes_needed_per_request, engine_kv_cache_tokens=tokens,
+        max_concurrency=concurrency, engine_max_model_len=accepted, starts=not reasons, reasons=tuple(reasons),
+        engine_log_lines=tuple(lines))

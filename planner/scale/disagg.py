@@ -1,0 +1,240 @@
+"""Prefill / decode disaggregation: two pools, sized for N users on the product's roofline.
+
+The prefill pool computes prompts and holds KV only for the prompts in flight; the decode pool holds
+every running sequence; between them each request's prompt KV moves once (:mod:`planner.scale.links`).
+Both pools are planned by :func:`planner.scale.plan.plan_scale` (their own tensor / data / expert
+parallel flags) and timed by the product's roofline (:mod:`planner.traffic.throughput`): an
+upper-bound estimate at peak bandwidth and FLOPS, no communication or scheduling time.
+
+    decode, per attention-DP rank:
+        batch      = min(sequences of prompt + output tokens the pool holds,
+                         largest b with (weights + b x KV per sequence) / bandwidth <= TPOT target)
+        replicas   = ceil(users / (batch x attention_dp))
+    prefill, per replica (compute roofline, 2 x active params FLOPs per prompt token):
+        t_prefill  = 2 x active x prompt / (GPUs per rank x bf16 FLOPS)
+        TTFT       = t_prefill + KV transfer over the chosen link
+        arrivals   = users / (TTFT + output x TPOT)     (each user sends its next request at once)
+        replicas   = ceil(arrivals x t_prefill / attention_dp)
+
+Design notes:
+    1. KV per sequence is taken at the mean decode context ``prompt + output // 2`` (as
+       :func:`planner.traffic.throughput.estimate_throughput` does), split by decode context parallel.
+    2. ``kv_transfer_bytes_per_gpu`` is what the prefill engine holds for one prompt on one GPU (its own
+       per-request need at ``max_model_len = prompt``: whole blocks, its KV layout and dtype); it sets the
+       time, the shards moving in parallel. ``kv_transfer_bytes_per_request`` counts each distinct shard
+       once: ``x min(attention TP, KV heads)`` (an MLA latent once, not once per GPU).
+    3. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
+       higher. Both pools use the same KV dtype (the connectors copy blocks as they are).
+    Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
+    prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
+
+Sources: :mod:`planner.traffic.throughput` (the roofline and its sources), DOMAIN.md section 4;
+vLLM's disaggregated prefill docs (docs/features/disagg_prefill.md, the NIXL connector), llm-d's
+prefill / decode roles (:mod:`planner.scale.deploy`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from planner.engines.types import EngineRequest
+from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.scale.layout import ScaleRequest
+from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
+from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
+from planner.traffic.throughput import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolRequest:
+    """One pool's engine knobs and parallel flags (its ``max_model_len`` is set by :func:`plan_disagg`)."""
+
+    engine: EngineRequest
+    scale: ScaleRequest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pool:
+    """One sized pool.
+
+    Attributes:
+        role: ``prefill`` or ``decode``.
+        plan: The pool's launch (per replica).
+        replicas: Instances of that launch.
+        max_concurrency: Requests one replica runs at once (decode: the batch x ranks; prefill: the
+            prompts its KV pools hold).
+        step_ms: Decode: time per output token; prefill: one prompt's prefill [ms].
+        meets_target: The TTFT / TPOT target is met (True when none was given).
+    """
+
+    role: str
+    plan: ScalePlan
+    replicas: int
+    max_concurrency: int
+    step_ms: float
+    meets_target: bool
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the pool."""
+        return self.replicas * self.plan.layout.num_gpus
+
+    def to_dict(self) -> dict:
+        """The pool's JSON object."""
+        layout, rank = self.plan.layout, self.plan.engine.limiting_rank
+        out = {
+            "gpus": self.gpus, "replicas": self.replicas, "gpus_per_replica": layout.num_gpus,
+            "tensor_parallel_size": layout.tensor_parallel_size, "data_parallel_size": layout.attention_dp,
+            "expert_parallel_size": layout.expert_parallel_size,
+            "decode_context_parallel_size": layout.decode_context_parallel_size,
+            "max_concurrency": self.max_concurrency,
+            "max_concurrency_by_memory": self.plan.max_concurrency,
+            "max_model_len": self.plan.engine.max_model_len,
+            "weights_bytes_per_gpu": rank.weights_bytes,
+            "available_kv_cache_bytes": self.plan.engine.available_kv_cache_bytes,
+            "engine_kv_cache_tokens": self.plan.engine_kv_cache_tokens,
+            ("prefill_ms_per_request" if self.role == "prefill" else "time_per_output_token_ms"): self.step_ms,
+            "meets_target": self.meets_target, "starts": self.plan.starts, "reasons": list(self.plan.reasons),
+            "launch_command": self.plan.launch_command,
+        }
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisaggPlan:
+    """Both pools, the transfer between them and the inputs (JSON: :meth:`to_dict`)."""
+
+    model_id: str
+    users: int
+    prompt_len: int
+    output_len: int
+    ttft_ms_target: float | None
+    tpot_ms_target: float | None
+    link: str
+    prefill: Pool
+    decode: Pool
+    kv_transfer_bytes_per_request: int
+    kv_transfer_bytes_per_gpu: int
+    kv_transfer_ms: dict
+    ttft_ms: float
+    fits: bool
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        """Plain dict for JSON."""
+        return {
+            "model_id": self.model_id, "users": self.users, "prompt_len": self.prompt_len,
+            "output_len": self.output_len, "ttft_ms_target": self.ttft_ms_target,
+            "tpot_ms_target": self.tpot_ms_target, "prefill": self.prefill.to_dict(), "decode": self.decode.to_dict(),
+            "gpus": self.prefill.gpus + self.decode.gpus,
+            "kv_transfer_bytes_per_request": self.kv_transfer_bytes_per_request,
+            "kv_transfer_bytes_per_gpu": self.kv_transfer_bytes_per_gpu,
+            "kv_transfer_ms": self.kv_transfer_ms, "link": self.link, "ttft_ms": self.ttft_ms,
+            "links": [{"id": x.id, "name": x.name, "gb_s_per_direction": x.gb_s_per_direction, "source": x.source}
+                      for x in LINKS],
+            "fits": self.fits, "reasons": list(self.reasons), "label": UPPER_BOUND_LABEL,
+            "notes": list(self.notes),
+        }
+
+
+def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tokens: int) -> int:
+    """KV of one sequence of ``tokens`` on one of ``tp`` GPUs, in whole blocks [bytes]."""
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    return kv_profile(model, dtypes, tp, block).bytes_per_sequence(tokens)
+
+
+def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
+                  tpot_ms: float | None) -> tuple[int, int]:
+    """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
+    layout = plan.layout
+    if model.sliding_windows or model.has_recurrent_state:  # windows capped, states constant: the model's profile
+        kv_seq = _kv_bytes(model, request, layout.attention_tp, 1, tokens)
+    else:  # the engine's own bytes per token (its KV layout, e.g. vLLM's FP8 latent of DeepSeek-V3.2)
+        kv_seq = plan.engine.limiting_rank.kv_cache_bytes_per_token * tokens
+    kv_seq = -(-kv_seq // layout.decode_context_parallel_size)
+    weights = plan.engine.limiting_rank.weights_bytes
+    batch = max(0, math.floor(plan.max_concurrency_per_rank))
+    if tpot_ms is not None and kv_seq > 0:
+        room = tpot_ms / 1e3 * bandwidth_gb_s * 1e9 - weights
+        batch = min(batch, max(0, math.floor(room / kv_seq)))
+    return batch, kv_seq
+
+
+def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: float, bf16_dense_tflops: float | None,
+                prefill: PoolRequest, decode: PoolRequest, users: int, prompt_len: int, output_len: int,
+                ttft_ms: float | None = None, tpot_ms: float | None = None, link_id: str = DEFAULT_LINK) -> DisaggPlan:
+    """Size the prefill and decode pools for ``users`` concurrent users (module docstring).
+
+    Args:
+        model: The model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        bandwidth_gb_s: Its memory bandwidth [GB/s].
+        bf16_dense_tflops: Its dense bf16 peak [TFLOPS]; None refuses (prefill cannot be timed).
+        prefill, decode: Each pool's engine knobs and parallel flags.
+        users: Concurrent users, each with one request in flight [users], >= 1.
+        prompt_len, output_len: Tokens per request [tokens].
+        ttft_ms, tpot_ms: Targets [ms], or None.
+        link_id: The link between the pools (:data:`planner.scale.links.LINKS`).
+
+    Raises:
+        ValueError: bad counts or lengths, no TFLOPS figure, an unknown link, or what
+            :func:`planner.scale.plan.plan_scale` refuses.
+    """
+    if users < 1 or prompt_len < 1 or output_len < 1:
+        raise ValueError(f"need users, prompt_len and output_len >= 1, got {users}, {prompt_len} and {output_len}")
+    if bandwidth_gb_s <= 0 or not bf16_dense_tflops or bf16_dense_tflops <= 0:
+        raise ValueError("the GPU needs a memory bandwidth and a bf16 TFLOPS figure for the roofline; this one lacks "
+                         "one (give a catalog GPU that has both)")
+    for name, target in (("--ttft-ms", ttft_ms), ("--tpot-ms", tpot_ms)):
+        if target is not None and target <= 0:
+            raise ValueError(f"{name} must be > 0 ms, got {target}")
+    link = link_by_id(link_id)
+    decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=prompt_len + output_len),
+                             decode.scale)
+    prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
+                              prefill.scale)
+    reasons = [f"{role}: {r}" for role, p in (("prefill", prefill_plan), ("decode", decode_plan)) for r in p.reasons]
+
+    batch, kv_seq = _decode_batch(decode_plan, model, decode.engine, prompt_len + output_len // 2, bandwidth_gb_s,
+                                  tpot_ms)
+    step_s = time_per_output_token(decode_plan.engine.limiting_rank.weights_bytes, kv_seq, max(batch, 1),
+                                   bandwidth_gb_s)
+    if batch < 1:
+        reasons.append("decode: not one sequence fits the memory or the TPOT target on a rank; raise the decode "
+                       "--tensor-parallel-size / data parallel size, or relax --tpot-ms")
+    per_replica = batch * decode_plan.layout.attention_dp
+    decode_replicas = -(-users // per_replica) if per_replica else 0
+
+    layout = prefill_plan.layout
+    gpus_per_rank = max(1, layout.num_gpus // layout.attention_dp)
+    t_prefill = prefill_seconds(active_parameters(model), prompt_len, bf16_dense_tflops, gpus_per_rank)
+    shard = prefill_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
+    whole = shard * min(layout.attention_tp, _kv_heads(model))  # distinct shards: replicated heads move once
+    by_link = {x.id: round(transfer_ms(shard, x), 3) for x in LINKS}
+    ttft_s = t_prefill + transfer_ms(shard, link) / 1e3
+    arrivals = users / (ttft_s + output_len * step_s)
+    prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
+    held = max(0, math.floor(prefill_plan.max_concurrency_per_rank))
+    if held < 1:
+        reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
+    ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
+    if not ttft_ok:
+        reasons.append(f"prefill: TTFT {ttft_s * 1e3:,.1f} ms (prefill {t_prefill * 1e3:,.1f} + transfer over "
+                       f"{link.id}) exceeds --ttft-ms {ttft_ms:g}; raise the prefill --tensor-parallel-size")
+    tpot_ok = tpot_ms is None or (batch >= 1 and step_s * 1e3 <= tpot_ms)
+    notes = ("roofline: peak bandwidth and FLOPS, no communication, queueing or scheduling time; real TTFT and TPOT "
+             "are higher",
+             f"arrivals {arrivals:,.2f} requests/s: {users:,} users, each sending its next request when the last ends",
+             "the prefill pool holds KV only for the prompts in flight; the decode pool holds every running sequence")
+    return DisaggPlan(
+        model_id=model.model_id, users=users, prompt_len=prompt_len, output_len=output_len, ttft_ms_target=ttft_ms,
+        tpot_ms_target=tpot_ms, link=link.id,
+        prefill=Pool(role="prefill", plan=prefill_plan, replicas=prefill_replicas, max_concurrency=held * layout.attention_dp,
+                     step_ms=round(t_prefill * 1e3, 3), meets_target=ttft_ok),
+        decode=Pool(role="decode", plan=decode_plan, replicas=decode_replicas, max_concurrency=per_replica,
+                    step_ms=round(step_s * 1e3, 3), meets_target=tpot_ok),
+        kv_transfer_bytes_per_request=whole, kv_transfer_bytes_per_gpu=shard, kv_transfer_ms=by_link,
+        ttft_ms=round(ttft_s * 1e3, 3), fits=not reasons, reasons=tuple(reasons), notes=notes)

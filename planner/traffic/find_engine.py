@@ -1,0 +1,153 @@
+"""Find's engine view: every candidate setup sized as the chosen serving engine sizes it.
+
+:func:`planner.traffic.reverse.find_setups` prices a setup with the budget arithmetic of
+:func:`planner.budget.plan` (the checkpoint's bytes, the newest vLLM's profile pass). An engine loads the
+weights as its kernels lay them out and deducts its own profile pass, CUDA graphs and non-torch memory
+(:mod:`planner.engines`), so the two can differ by a factor: gpt-oss-120b (MXFP4 experts) on one A100 SXM
+80GB, 2,000 + 500 tokens, holds 111 users by the budget arithmetic but 27 under vLLM (27.43x on the Engine
+page), whose Marlin MXFP4 layout on Ampere pads the experts (the review saw 189 against about 88 with the
+engine model of then). With ``FindRequest.engine`` set, each (GPU type, tensor-parallel size,
+KV dtype) is planned once with :func:`planner.engines.plan_engine` (one replica; the replicas are copies) and
+the search reads its figures instead:
+
+    budget per GPU   = the engine's available KV memory (its "Available KV cache memory"), min over GPUs
+    users / replica  = engine tokens // max_model_len      (vLLM: num_gpu_blocks // blocks per request,
+                                                            the floor of the concurrency the Engine page shows;
+                                                            llama.cpp: the longest n_ctx it accepts // length)
+    demand per GPU   = users per replica x the KV one max_model_len request needs there   (fixed lengths)
+    margin           = 1 - users per replica x max_model_len / engine tokens
+    fits             = the engine starts and users per replica <= that floor
+
+Design notes (assumptions):
+    1. The engine plan uses the engine's own defaults for what Find does not ask (``max_num_seqs``,
+       ``max_num_batched_tokens``, the block size unless the request sets one other than 16, the memory
+       fraction unless the request sets one other than 0.9), as the Engine page does with an untouched
+       sidebar, so Find's users for a setup are the Engine page's for the same model, GPU, tensor-parallel
+       size, dtypes and ``max_model_len``.
+    2. An explicit per-GPU overhead (``overhead_bytes``) stands for the engine's activation peak, with no
+       non-torch or CUDA-graph memory beside it (the budget arithmetic's meaning of the override).
+    3. A KV dtype the engine does not offer (llama.cpp has no fp8 cache) is skipped and named in a note.
+    4. Length distributions keep the Monte-Carlo demand of the budget arithmetic (the checkpoint's KV bytes
+       per token, which engines store as they are), against the engine's budget.
+    Worked example: one request of 2,500 tokens in 16-token blocks holds ceil(2,500 / 16) = 157 blocks per KV
+    group; a vLLM pool of 14,000 blocks of one group holds 14,000 // 157 = 89 of them.
+
+Sources: :mod:`planner.engines` (vLLM ``gpu_worker.determine_available_memory``,
+``kv_cache_utils.get_max_concurrency_for_kv_cache_config``; SGLang ``model_runner``); the launch command of
+each engine from :mod:`planner.engines.launch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
+from planner.engines import ENGINE_PROFILES, EngineRequest, plan_engine, resolve_engine_name
+from planner.engines.launch import LaunchSpec, launch_command
+from planner.model import ModelSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineCapacity:
+    """What one replica of a (GPU type, tensor-parallel size, KV dtype) holds under an engine.
+
+    Attributes:
+        engine: Resolved engine profile id (``vllm``, ``sglang``, ...).
+        family: Its family (picks the launch command).
+        starts: False when the engine would refuse to start at ``max_model_len``.
+        reason: The engine's first reason when it refuses, else "".
+        available_kv_bytes: The engine's KV memory per GPU, min over the replica's GPUs [bytes].
+        kv_cache_tokens: Tokens the pool holds: the capacity as the engine prints it (llama.cpp: the longest
+            n_ctx it accepts, which its slots share) [tokens].
+        users_per_replica: Requests of ``max_model_len`` the pool holds at once, ``kv_cache_tokens //
+            max_model_len`` (0 when it refuses) [sequences].
+        needed_bytes_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
+        max_model_len: The length planned [tokens].
+        gpu_memory_utilization: The memory fraction the engine resolved (None when it has none).
+    """
+
+    engine: str
+    family: str
+    starts: bool
+    reason: str
+    available_kv_bytes: int
+    kv_cache_tokens: int
+    users_per_replica: int
+    needed_bytes_per_request: int
+    max_model_len: int
+    gpu_memory_utilization: float | None
+
+    def margin(self, users_per_replica: int) -> float | None:
+        """``1 - users x max_model_len / tokens``: the share of the pool left at that load (None: no pool)."""
+        if self.kv_cache_tokens <= 0:
+            return None
+        return 1 - users_per_replica * self.max_model_len / self.kv_cache_tokens
+
+
+def offers_kv_dtype(engine: str, kv_cache_dtype: str) -> bool:
+    """Whether ``engine`` takes ``kv_cache_dtype`` (:attr:`planner.engines.EngineProfile.kv_cache_dtypes`)."""
+    return kv_cache_dtype in ENGINE_PROFILES[resolve_engine_name(engine)].kv_cache_dtypes
+
+
+def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: str,
+                       max_model_len: int) -> EngineRequest:
+    """The :class:`~planner.engines.EngineRequest` of one replica of a Find setup (design notes 1 and 2).
+
+    Args:
+        request: The :class:`~planner.traffic.find_types.FindRequest` (its ``engine`` set).
+        gpu: The GPU type (``name`` picks the engine's scheduler defaults and kernels).
+        tensor_parallel_size: GPUs of the replica.
+        kv_cache_dtype: The KV dtype flag (``auto``, ``bf16``, ``fp8``).
+        max_model_len: ``--max-model-len`` [tokens].
+    """
+    overhead = request.overhead_bytes
+    serving = None if request.serving is None else replace(request.serving, engine=request.engine)
+    return EngineRequest(
+        engine=request.engine, weight_dtype=request.weight_dtype, kv_cache_dtype=kv_cache_dtype,
+        tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
+        gpu_memory_utilization=(None if request.gpu_memory_utilization == DEFAULT_GPU_MEMORY_UTILIZATION
+                                else request.gpu_memory_utilization),
+        block_size=None if request.block_size == DEFAULT_BLOCK_SIZE else request.block_size,
+        activation_bytes=overhead, non_torch_bytes=None if overhead is None else 0,
+        cudagraph_bytes=None if overhead is None else 0, gpu_name=gpu.name, serving=serving)
+
+
+def engine_capacity(model: ModelSpec, gpu, request, tensor_parallel_size: int, kv_cache_dtype: str,
+                    max_model_len: int) -> EngineCapacity | str:
+    """One replica planned under ``request.engine``; the engine's message when it cannot plan it at all.
+
+    Returns:
+        An :class:`EngineCapacity`, or a sentence (an option the engine refuses before planning, such as a
+        tensor-parallel size or serving feature it does not take).
+    """
+    try:
+        p = plan_engine(model, gpu.framework_memory_bytes,
+                        engine_request_for(request, gpu, tensor_parallel_size, kv_cache_dtype, max_model_len))
+    except ValueError as exc:
+        return f"{request.engine}: {exc}"
+    reason = "" if p.starts else (p.reasons[0] if p.reasons else "no room for its KV cache")
+    # llama.cpp's max_model_len is n_ctx, shared by every slot (-np, -kvu): the longest n_ctx it accepts
+    # holds that many requests of this length
+    held = p.engine_max_model_len if p.family == "llama.cpp" else p.engine_kv_cache_tokens
+    users = held // p.max_model_len if p.starts and p.max_model_len else 0
+    return EngineCapacity(
+        engine=p.engine, family=p.family, starts=p.starts, reason=reason,
+        available_kv_bytes=p.available_kv_cache_bytes, kv_cache_tokens=held,
+        users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
+        max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization)
+
+
+def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,
+                          kv_cache_dtype: str, weight_dtype: str, max_num_seqs: int, block_size: int | None,
+                          extra: str = "") -> str:
+    """The launch command of a setup under a non-vLLM engine (:func:`planner.engines.launch.launch_command`),
+    its capacity flags written out (the resolved memory fraction included); ``extra``: serving-feature flags."""
+    shared = cap.family == "llama.cpp"  # -c is n_ctx for all -np slots, in one unified cache (-kvu)
+    spec = LaunchSpec(engine=cap.engine, family=cap.family, model_id=model_id,
+                      tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size,
+                      max_model_len=cap.max_model_len * (max_num_seqs if shared else 1),
+                      gpu_memory_utilization=cap.gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
+                      weight_dtype=weight_dtype, max_num_seqs=max_num_seqs, kv_unified=shared,
+                      block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size)
+    command = launch_command(spec)
+    return f"{command} {extra}" if extra else command

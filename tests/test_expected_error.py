@@ -1,0 +1,193 @@
+"""The expected error of a cold-start figure (planner/engines/expected_error.py), and that its table is the bench's.
+
+``COLD_START_ERROR`` is data measured by ``scripts/bench_engine_cases.py``; the first test reruns the
+bench's cold-start pass (pass 2 only, every case) and checks each group's mean and maximum against the
+table, so neither can change without the other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from planner.engines import EngineRequest, plan_engine
+from planner.engines.expected_error import (
+    COLD_START_ERROR,
+    close_call,
+    expected_error_bytes,
+    group_error,
+    start_margin_bytes,
+)
+from planner.units import GiB
+from tests.factories import dense_model
+
+BENCH = Path(__file__).resolve().parents[1] / "scripts" / "bench_engine_cases.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_engine_cases", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rounded_up(x: float) -> float:
+    """To 0.01 % (4 decimals of a fraction), upwards, as the table stores it."""
+    return math.ceil(round(x * 10_000, 6)) / 10_000
+
+
+def test_table_is_what_the_bench_measures():
+    pytest.importorskip("model_catalog")
+    bench = _bench()
+    rows = bench.load_rows()
+    results = [{"tag": tag, "engine": case.engine, "arithmetic": {"in_rounding": None},
+                "cold_start": bench.cold_start(tag, rows[tag], case).__dict__} for tag, case in bench.CASES.items()]
+    measured = {name: g for name, g in bench.groups(results).items() if g["errors"]}
+    assert set(measured) == set(COLD_START_ERROR), "a group measured by the bench is missing from the table or back"
+    for name, g in measured.items():
+        table = COLD_START_ERROR[name]
+        counted = tuple(r["tag"] for r in results if r["engine"] == name and r["cold_start"]["counted"]
+                        and r["cold_start"]["error"] is not None)
+        assert table.cases == counted, name
+        assert table.max == _rounded_up(max(g["errors"])), f"{name}: rerun the bench and update COLD_START_ERROR"
+        assert table.mean == _rounded_up(sum(g["errors"]) / len(g["errors"])), name
+
+
+MODEL = dense_model()
+
+
+def _plan(**kw):
+    """On an 8 GiB card: about 6 GiB of KV, 400K tokens of this model, below its 1M-token limit."""
+    return plan_engine(MODEL, 8 * GiB, EngineRequest(**({"max_model_len": 4096} | kw)))
+
+
+def test_a_printed_figure_has_no_expected_error():
+    plan = _plan(available_kv_memory_bytes=5 * GiB)
+    assert expected_error_bytes(plan) == 0
+    assert plan.to_dict()["available_kv_cache_bytes_expected_error"] == 0
+    assert close_call(plan) == ""
+
+
+def test_a_cold_start_gets_its_groups_largest_error_of_at_least_10_gib():
+    plan = _plan(engine="vllm-v0.11")
+    fraction = COLD_START_ERROR["vllm-v0.11"].max
+    assert expected_error_bytes(plan) == round(fraction * max(plan.available_kv_cache_bytes, 10 * GiB))
+    out = plan.to_dict()
+    assert out["available_kv_cache_bytes_expected_error"] == expected_error_bytes(plan)
+    assert isinstance(out["available_kv_cache_bytes_expected_error"], int)
+    assert "measured on" in out["available_kv_cache_expected_error_basis"]
+
+
+def test_a_group_without_measurements_borrows_its_familys_or_the_largest():
+    assert group_error("vllm-v1-2025")[0] == max(g.max for n, g in COLD_START_ERROR.items() if n.startswith("vllm"))
+    assert "not measured" in group_error("tgi")[1]
+    assert group_error("tgi")[0] == max(g.max for g in COLD_START_ERROR.values())
+    with pytest.raises(ValueError, match="unknown engine"):
+        group_error("vllm-v9")
+
+
+def test_close_call_says_so_on_both_sides_of_the_start_check():
+    base = _plan(engine="vllm")
+    per_token = base.limiting_rank.kv_cache_bytes_per_token
+    error = expected_error_bytes(base)
+    # a length whose one request needs just under what is available: starts, within the error
+    fits = (base.available_kv_cache_bytes - error // 2) // per_token // 16 * 16
+    close = _plan(engine="vllm", max_model_len=fits)
+    assert close.starts and 0 < start_margin_bytes(close) <= expected_error_bytes(close)
+    assert close_call(close).startswith("starts, but the margin (")
+    tail = f"(±{expected_error_bytes(close) / GiB:.2f} GiB): paste a startup log or leave headroom"
+    assert tail in close_call(close)
+    # just over: refuses, within the error
+    over = _plan(engine="vllm", max_model_len=(base.available_kv_cache_bytes + error // 2) // per_token // 16 * 16 + 16)
+    assert not over.starts and close_call(over).startswith("refuses, but the shortfall (")
+    # far from the boundary: no caveat
+    assert close_call(base) == "" and start_margin_bytes(base) > expected_error_bytes(base)
+    # with the engine's own figure the same length is no close call
+    assert close_call(replace(close, available_kv_from_log=True)) == ""
+
+
+def test_cli_json_carries_the_expected_error(capsys):
+    import json
+
+    from planner.cli import main
+
+    assert main(["plan", "--model", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "nvidia-h100-sxm-80gb",
+                 "--engine", "vllm", "--max-model-len", "8192", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["available_kv_cache_bytes_expected_error"] > 0
+    error = out["available_kv_cache_bytes_expected_error"]
+    assert out["engine_plan"]["available_kv_cache_bytes_expected_error"] == error
+    assert out["engine_plan"]["close_call"] == ""
+
+
+def test_engine_page_shows_the_error_beside_the_figure_and_the_close_call():
+    pytest.importorskip("model_catalog")
+    from streamlit.testing.v1 import AppTest
+
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from ui.engine import available_kv_text
+
+    model_id, gpu = "meta-llama/Meta-Llama-3.1-8B", get_gpu("nvidia-l4")
+    model = model_spec(model_id)
+
+    def engine_plan(length: int):  # the request the Engine page builds from these URL keys
+        return plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+            engine="vllm", gpu_name=gpu.name, weight_dtype="auto", max_model_len=length))
+
+    base = engine_plan(4096)
+    length = (base.available_kv_cache_bytes - expected_error_bytes(base) // 2) // (
+        base.limiting_rank.kv_cache_bytes_per_token * 16) * 16
+    close = engine_plan(length)
+    assert close.starts and close_call(close)
+    at = AppTest.from_file(str(BENCH.parents[1] / "pages" / "5_Engine.py"), default_timeout=90)
+    for key, value in {"engine": "vllm", "model": model_id, "gpu": gpu.id, "context_len": str(length)}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Available KV memory per GPU"] == available_kv_text(close) and " ± " in available_kv_text(close)
+    assert any("Close call" in w.value and "paste a startup log or leave headroom" in w.value for w in at.warning)
+
+
+def test_engine_page_takes_a_shared_gpu_and_prefix_caching_from_the_link():
+    pytest.importorskip("model_catalog")
+    from streamlit.testing.v1 import AppTest
+
+    page = str(BENCH.parents[1] / "pages" / "5_Engine.py")
+
+    def run(params: dict) -> AppTest:
+        at = AppTest.from_file(page, default_timeout=90)
+        for key, value in params.items():
+            at.query_params[key] = value
+        return at.run()
+
+    base = {"engine": "vllm", "model": "meta-llama/Meta-Llama-3.1-8B", "gpu": "nvidia-h100-sxm-80gb",
+            "context_len": "8192"}
+    shared = run(base | {"gpu_memory_in_use_gib": "8"})
+    assert not shared.exception
+    assert any("in use by other processes" in w.value for w in shared.warning)
+    too_much = run(base | {"gpu_memory_in_use_gib": "100"})
+    assert not too_much.exception
+    assert any("memory in use by other processes" in e.value for e in [*too_much.error, *too_much.warning])
+    cached = run(base | {"enable_prefix_caching": "true"})
+    assert not cached.exception
+    assert any("--enable-prefix-caching" in c.value for c in cached.code)
+
+
+def test_home_engine_panel_shows_the_expected_error():
+    pytest.importorskip("model_catalog")
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(BENCH.parents[1] / "app.py"), default_timeout=90)
+    for key, value in {"model": "meta-llama/Meta-Llama-3.1-8B", "gpu": "nvidia-h100-sxm-80gb"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any("of KV per GPU" in m.value and " ± " in m.value for m in at.markdown)

@@ -1,0 +1,67 @@
+"""The Find table at 1,280 px (issue "One link, one answer", polish): GPU and Notes cells are not cut, the
+throughput columns keep one number of decimals each with thousands separators.
+
+Widths are checked against the table's font: Source Sans at 14 px averages 6.2 px a character for GPU names
+(measured on a 1,280 px headless-Chromium screenshot: "RTX PRO 6000 Blackwell Server", 29 characters, takes
+180 px of its 214 px column); the check allows 6.6, and 8 px of cell padding on each side.
+``tests/test_browser.py`` checks that the table does not scroll sideways.
+"""
+
+from __future__ import annotations
+
+from model_catalog.gpus import load_gpus
+from planner.traffic.find_types import FindResult, Setup
+from planner.traffic.throughput import ThroughputPoint
+from ui import find_table, traffic
+
+PX_PER_CHAR = 6.6
+CELL_PADDING_PX = 16
+TABLE_WIDTH_PX = 780  # 1,280 px minus the 340 px sidebar and the page padding
+
+
+def test_gpu_cells_fit_their_column():
+    column = find_table.FIND_COLUMNS["GPU type"].width
+    for gpu in load_gpus().values():
+        cell = find_table.gpu_cell(gpu.name)
+        assert len(cell) * PX_PER_CHAR + CELL_PADDING_PX <= column, (gpu.name, cell)
+        assert gpu.name.startswith(cell.removesuffix("…").split(" ")[0])
+    assert find_table.gpu_cell("GB300 (per Blackwell Ultra GPU, NVL72)") == "GB300"
+    assert find_table.gpu_cell("RTX PRO 6000 Blackwell Server Edition") == "RTX PRO 6000 Blackwell Server"
+    assert find_table.gpu_cell("x" * 100) == "x" * 29 + "…"
+    assert sum(c.width for c in find_table.FIND_COLUMNS.values()) <= TABLE_WIDTH_PX
+
+
+def _setup(gpu: str, notes: tuple[str, ...]) -> Setup:
+    return Setup(gpu_id=gpu, gpu_name=gpu, num_gpus=1, tensor_parallel_size=1, data_parallel_size=1,
+                 kv_cache_dtype="bf16", weight_dtype="auto", price_per_hour=1.0, price_per_gpu_hour=1.0, users=10,
+                 users_per_replica=10, max_concurrent_sequences=10_068, kv_cache_budget_bytes_per_gpu=1 << 30,
+                 kv_demand_bytes_per_gpu=1 << 29, margin=0.5, time_per_output_token_s=0.02, max_model_len=1024,
+                 fits=True, launch_command="vllm serve x", notes=notes)
+
+
+def test_notes_cells_are_numbers_of_the_notes_listed_under_the_table():
+    long_a, long_b = "a" * 200, "b" * 200
+    result = FindResult(options=(_setup("A", (long_a,)), _setup("B", ()), _setup("C", (long_b, long_a))),
+                        fits=True, closest=None, skipped_gpus=(), num_evaluated=3)
+    table = find_table.find_rows(result)
+    assert list(table["Note"]) == ["1", "-", "2, 1"]
+    assert list(table["Notes"]) == [long_a, "-", f"{long_b}; {long_a}"]  # in full for the CSV
+    assert find_table.page_notes(result, 1) == [(1, long_a), (2, long_b)]
+    assert find_table.page_notes(result, 2, rows=2) == [(2, long_b), (1, long_a)]
+    assert "Note" not in find_table.csv_rows(table).columns and "Notes" in find_table.csv_rows(table).columns
+    order, config = find_table.find_table_config()
+    assert order[0] == "GPU type" and order[-1] == "Note" and "Notes" not in order
+    assert config["Max users"]["type_config"]["format"] == "localized"  # 10,068, not 10068
+
+
+def test_throughput_columns_one_precision_each_with_separators():
+    class Estimate:
+        points = (ThroughputPoint(batch_size=1, time_per_output_token_s=0.0123, tokens_per_s_per_sequence=81.3,
+                                  aggregate_tokens_per_s=81.3, cost_per_million_output_tokens_usd=12.5, fits=True),
+                  ThroughputPoint(batch_size=256, time_per_output_token_s=0.0254, tokens_per_s_per_sequence=39.37,
+                                  aggregate_tokens_per_s=10_068.0, cost_per_million_output_tokens_usd=0.02, fits=True))
+
+    rows = traffic.throughput_rows(Estimate())
+    assert [r["Tokens/s, all sequences"] for r in rows] == ["81.3", "10,068.0"]
+    assert [r["Time per output token [ms]"] for r in rows] == ["12.30", "25.40"]
+    assert [r["Batch"] for r in rows] == ["1", "256"]

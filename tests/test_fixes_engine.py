@@ -1,0 +1,166 @@
+"""Fixes that fix (issue "One link, one answer", item 5): every one-click fix on Home and the Engine page,
+applied, makes the chosen engine start, and on Home keeps the budget fitting.
+
+Cases (figures from the planner, so they follow its engine model): gpt-oss-120b on one A100 SXM 80GB under
+vLLM at 131,072 tokens, where the budget fits and vLLM (whose Marlin MXFP4 layout on Ampere takes more memory)
+would refuse; the same at batch 3, where the budget does not fit and "Batch → 2" would fit it while vLLM still
+refuses; the issue's gpt-oss-120b at 131,072 on one H100 SXM (whatever the engine then says, no fix leads to
+"Fits" beside "would refuse"); Llama-3.1-70B (bf16) on one H200 and one V100 (fp8 weights where the GPU runs them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.budget import PlanRequest, plan
+from planner.engines import EngineRequest, plan_engine
+from planner.fixes import ENGINE_FIELDS, checked_fixes, engine_fixes, engine_start_fixes
+
+ROOT = Path(__file__).resolve().parents[1]
+OSS = "openai/gpt-oss-120b"
+LLAMA70 = "meta-llama/Meta-Llama-3.1-70B"
+H100 = "nvidia-h100-sxm-80gb"
+H200 = "nvidia-h200-sxm"
+V100 = "nvidia-v100-sxm-32gb"
+
+
+def run_page(page: str, params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+A100 = "nvidia-a100-sxm-80gb"
+
+
+def _home_case(context_len: int, gpu_id: str = A100, batch_size: int = 1):
+    model, gpu = model_spec(OSS), get_gpu(gpu_id)
+    request = PlanRequest(context_len=context_len, batch_size=batch_size)
+    engine_request = EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=context_len)
+    return model, gpu, request, engine_request
+
+
+def _applied(model, gpu, request, engine_request, fix):
+    """(budget fits, engine starts) with ``fix`` applied to both requests."""
+    budget = plan(model, gpu.framework_memory_bytes, replace(request, **{fix.key: fix.value}), gpu_id=gpu.id)
+    field = ENGINE_FIELDS.get(fix.key)
+    engine = plan_engine(model, gpu.framework_memory_bytes,
+                         replace(engine_request, **({field: fix.value} if field else {})))
+    return budget.fits, engine.starts
+
+
+def _home_fixes(model, gpu, request, engine_request):
+    """What Home offers: the checked fixes when the budget does not fit, else the fixes under the engine's refusal."""
+    base = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    if not base.fits:
+        return checked_fixes(model, gpu.framework_memory_bytes, request, base, engine_request, gpu_id=gpu.id)
+    refused = plan_engine(model, gpu.framework_memory_bytes, engine_request)
+    return engine_start_fixes(model, gpu.framework_memory_bytes, request, engine_request, refused, gpu_id=gpu.id)
+
+
+def test_home_fixes_leave_out_those_the_engine_refuses():
+    """Batch 3 at 131,072 tokens on one A100: "Batch → 2" fits the budget, but vLLM still refuses (its startup
+    does not depend on the batch): not offered. Every fix offered fits and starts; the least change first."""
+    model, gpu, request, engine_request = _home_case(131_072, batch_size=3)
+    base = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    assert not base.fits and any(getattr(s, "key", "") == "batch_size" for s in base.suggestions)
+    assert _applied(model, gpu, request, engine_request, next(s for s in base.suggestions
+                                                             if getattr(s, "key", "") == "batch_size")) == (True, False)
+    fixes = _home_fixes(model, gpu, request, engine_request)
+    assert fixes and "batch_size" not in [f.fix.key for f in fixes]
+    for f in fixes:
+        assert f.starts and _applied(model, gpu, request, engine_request, f.fix) == (True, True), f.label
+        assert len(f.label) < 24
+    assert [f.change for f in fixes] == sorted(f.change for f in fixes)
+    assert "GPUs → 2" in [f.label for f in fixes]
+
+
+def test_home_fits_but_engine_refuses_gets_fixes_that_start():
+    """131,072 tokens on one A100: the budget fits, vLLM would refuse; the fixes under that warning each start
+    vLLM and keep the budget fitting, "2 GPUs (tensor parallel 2)" among them with vLLM's figures."""
+    model, gpu, request, engine_request = _home_case(131_072)
+    assert plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id).fits
+    refused = plan_engine(model, gpu.framework_memory_bytes, engine_request)
+    assert not refused.starts
+    fixes = engine_start_fixes(model, gpu.framework_memory_bytes, request, engine_request, refused, gpu_id=gpu.id)
+    two = plan_engine(model, gpu.framework_memory_bytes, replace(engine_request, tensor_parallel_size=2))
+    assert f"2 GPUs (tensor parallel 2): starts at 131,072, {two.max_concurrency:.2f}x" in [str(f.fix) for f in fixes]
+    for f in fixes:
+        assert f.starts and _applied(model, gpu, request, engine_request, f.fix) == (True, True), f.label
+    started = plan_engine(model, gpu.framework_memory_bytes, replace(engine_request, max_model_len=8192))
+    assert engine_start_fixes(model, gpu.framework_memory_bytes, replace(request, context_len=8192),
+                              replace(engine_request, max_model_len=8192), started, gpu_id=gpu.id) == []
+
+
+@pytest.mark.parametrize("gpu_id, context_len, batch_size", [
+    ("nvidia-h100-sxm-80gb", 131_072, 1), ("nvidia-h100-sxm-80gb", 87_200, 1), ("nvidia-h100-sxm-80gb", 131_072, 3),
+    (A100, 131_072, 1), (A100, 131_072, 3), (A100, 65_536, 4)])
+def test_no_home_fix_leads_to_fits_beside_would_refuse(gpu_id, context_len, batch_size):
+    """The issue's rule for every case: each offered fix, applied, fits the budget and starts the engine."""
+    model, gpu, request, engine_request = _home_case(context_len, gpu_id, batch_size)
+    for f in _home_fixes(model, gpu, request, engine_request):
+        assert _applied(model, gpu, request, engine_request, f.fix) == (True, True), f.label
+
+
+@pytest.mark.parametrize("gpu_id, weight", [(H200, "fp8"), (V100, None)])
+def test_engine_refusal_offers_smaller_weights_where_the_gpu_runs_them(gpu_id, weight):
+    """Llama-3.1-70B in bf16 (131 GiB) on one GPU: vLLM refuses. On an H200 (141 GB), "Weights → fp8" (online
+    --quantization fp8, 66 GiB) makes it start; a V100 (compute capability 7.0) has no fp8 kernel: no fp8 fix."""
+    model, gpu = model_spec(LLAMA70), get_gpu(gpu_id)
+    request = EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=8192)
+    refused = plan_engine(model, gpu.framework_memory_bytes, request)
+    assert not refused.starts
+    fixes = engine_fixes(model, gpu.framework_memory_bytes, request, refused)
+    weights = [f for f in fixes if f.fix.key == "weight_dtype"]
+    assert all(f.fix.value != "fp8" for f in weights) if weight is None else [f.fix.value for f in weights] == [weight]
+    for f in weights:
+        fixed = plan_engine(model, gpu.framework_memory_bytes, replace(request, weight_dtype=f.fix.value))
+        assert fixed.starts and f.starts and f.label == f"Weights → {f.fix.value}" and len(f.label) < 24
+        assert f"starts at 8,192, {fixed.max_concurrency:.2f}x" in str(f.fix)
+
+
+def test_no_weight_fix_for_an_already_quantized_checkpoint():
+    """gpt-oss-120b's MXFP4 experts: fp8 would not shrink the weights, so no weight fix is offered."""
+    model, gpu, _, engine_request = _home_case(131_072)
+    refused = plan_engine(model, gpu.framework_memory_bytes, engine_request)
+    assert "weight_dtype" not in [f.fix.key for f in engine_fixes(model, gpu.framework_memory_bytes, engine_request,
+                                                                      refused)]
+
+
+def _fix_buttons(at: AppTest) -> list:
+    return [b for b in at.button if b.key and b.key.startswith(("start_fix_", "apply_fix_"))]
+
+
+A100_LINK = {"model": OSS, "gpu": A100, "context_len": "131072", "engine": "vllm"}
+
+
+def test_home_page_offers_fixes_under_the_engine_warning():
+    """Home, gpt-oss-120b at 131,072 tokens on one A100 under vLLM: "Fits" and "But vllm would refuse to start";
+    under that warning, one-click fixes with vLLM's figures in their help, each value in full on its button."""
+    at = run_page("app.py", A100_LINK)
+    assert not at.exception
+    assert at.success and "Fits." in at.success[0].value
+    assert any("would refuse to start" in w.value for w in at.warning)
+    buttons = [b for b in at.button if b.key and b.key.startswith("start_fix_")]
+    assert buttons and all("vllm starts" in b.help and len(b.label) < 24 for b in buttons)
+    assert "GPUs → 2" in [b.label for b in buttons]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_home_page_every_fix_button_gives_fits_and_no_refusal(index):
+    """Each of those buttons, clicked: "Fits." and no "would refuse to start" (the issue's "fixes that fix")."""
+    at = run_page("app.py", A100_LINK)
+    buttons = _fix_buttons(at)
+    if index >= len(buttons):
+        pytest.skip(f"{len(buttons)} fixes offered")
+    buttons[index].click().run()
+    assert not at.exception
+    assert at.success and "Fits." in at.success[0].value
+    assert not any("would refuse to start" in w.value for w in at.warning), buttons[index].label

@@ -1,0 +1,90 @@
+"""Memory curves (pages/1_Memory_curves.py, ui/charts.py ``memory_curves``), issue 27 polish:
+
+* curves stopped before the model's limit (Mistral 7B v0.3 ended at 29,679 while the table said 32,768);
+* a model priced for two overhead classes had two same-colour lines and a legend entry each (8 for 4 models);
+* the linear axis grew with the highest curve, so at batch 50 the GPU lines sat flattened at the bottom.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.budget import PlanRequest
+from planner.sweep import contexts_up_to
+from ui import charts, data
+from ui.format import bytes_to_gib, format_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+MISTRAL = "mistralai/Mistral-7B-Instruct-v0.3"
+MODELS = ["meta-llama/Meta-Llama-3.1-8B", MISTRAL, "meta-llama/Llama-2-7b-hf", "Qwen/Qwen2.5-7B"]
+GPUS = ["nvidia-rtx-4090", "nvidia-h100-sxm-80gb"]  # one GPU of each of vLLM's profile-pass classes
+
+
+def _page(**params) -> tuple[AppTest, dict]:
+    at = AppTest.from_file(str(ROOT / "pages/1_Memory_curves.py"), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    (spec,) = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    return at, spec
+
+
+def test_contexts_end_at_the_limit_inside_the_grid():
+    assert contexts_up_to((128, 4000, 5000), 4096) == (128, 4000, 4096)
+    assert contexts_up_to((128, 4096, 5000), 4096) == (128, 4096)
+    assert contexts_up_to((128, 4096), 10_000_000) == (128, 4096)  # past the grid: the grid's end
+    model = model_spec(MISTRAL)
+    grid = data.curve_contexts([model_spec(MODELS[0]), model])
+    assert 32_768 not in grid and max(c for c in grid if c < 32_768) < 32_000  # 31,357 here; 29,679 on a grid to 262,144
+    assert data.within_limit(grid, model)[-1] == model.max_position_embeddings == 32_768
+
+
+def test_one_colour_and_legend_entry_per_model_each_curve_to_its_limit():
+    at, fig = _page(models=MODELS, gpus=GPUS)
+    curves = [t for t in fig["data"] if "meta" in t]
+    assert len(curves) == 8  # 4 models x 2 overhead classes
+    legend = [t["name"] for t in curves if t.get("showlegend", True)]
+    assert legend == [model_spec(m).display_name for m in MODELS]
+    for model_id in MODELS:
+        mine = [t for t in curves if t["legendgroup"] == model_id]
+        assert len(mine) == 2 and len({t["line"]["color"] for t in mine}) == 1
+        assert [t["line"]["dash"] for t in mine] == ["solid", "dash"]
+        assert {max(t["x"]) for t in mine} == {data.model_limit(model_spec(model_id))}
+    note = next(c.value for c in at.caption if "legend entry per model" in c.value)
+    small, large = (get_gpu(g).name for g in GPUS)
+    assert f"solid priced for {small}" in note and f"dashed priced for {large}" in note
+    table = at.dataframe[0].value
+    row = table[table["Model"] == model_spec(MISTRAL).display_name].iloc[0]
+    assert row[get_gpu(GPUS[1]).name] == f"{format_tokens(32_768)} (model limit)"  # where its curve now ends
+
+
+def test_a_linear_axis_keeps_the_gpu_lines_in_view_and_marks_where_curves_leave():
+    _, fig = _page(models=MODELS, gpus=GPUS, batch_size="50")
+    top = fig["layout"]["yaxis"]["range"][1]
+    lines = [s["y0"] for s in fig["layout"]["shapes"]]
+    assert max(lines) < top <= charts.AXIS_HEADROOM * charts.CURVE_TOP_FACTOR * max(lines) + 1e-9
+    curves = [t for t in fig["data"] if "meta" in t]
+    exits = [t for t in fig["data"] if t.get("marker", {}).get("symbol") == "triangle-up"]
+    leaving = [t for t in curves if max(t["y"]) > top]
+    assert leaving and len(exits) == len(leaving)
+    for exit_, curve in zip(exits, leaving):
+        first_out = next(x for x, y in zip(curve["x"], curve["y"]) if y > top)
+        assert exit_["x"] == [first_out] and exit_["y"] == [top] and exit_["showlegend"] is False
+        assert exit_["legendgroup"] == curve["legendgroup"]
+
+
+def test_the_axis_fits_the_curves_when_none_climbs_far():
+    models = [model_spec(m) for m in MODELS[:2]]
+    gpus = [get_gpu(g) for g in GPUS]
+    request = PlanRequest(context_len=8192, batch_size=1)
+    groups = data.memory_curve_groups(models, gpus, request, data.curve_contexts(models))
+    capacities = [(g.name, int(g.framework_memory_bytes * 0.9)) for g in gpus]
+    top, clipped = charts.memory_axis_top(groups, capacities)
+    highest = max(bytes_to_gib(p.total_bytes) for c in groups for p in c.points)
+    assert not clipped and top == charts.AXIS_HEADROOM * max(highest, *(bytes_to_gib(u) for _, u in capacities))

@@ -1,0 +1,112 @@
+"""Prefill / decode pools (planner/scale/disagg.py), the link table, and what deploys them (planner/scale/deploy.py).
+
+The llm-d values are validated against the chart's own schema, pinned in
+tests/data/llm_d_modelservice/ (chart v0.4.12; source and checksum in its SOURCE.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+from planner.scale.deploy import to_yaml
+from planner.scale.links import LINKS, link_by_id, transfer_ms
+
+SCHEMA = Path(__file__).resolve().parent / "data" / "llm_d_modelservice" / "values.schema.json"
+DISAGG = ["--model", "meta-llama/Llama-3.1-70B", "--gpu", "nvidia-h100-sxm-80gb", "--tensor-parallel-size", "4",
+          "--users", "64", "--prompt-len", "2048", "--output-len", "256"]
+
+
+def test_link_table_has_sources_and_the_worked_example():
+    assert {"nvlink4", "infiniband-ndr", "roce-400g", "pcie5"} <= {x.id for x in LINKS}
+    assert all(x.source and x.gb_s_per_direction > 0 for x in LINKS)
+    shard = 2048 * 80 * 2 * 2 * 128 * 2  # Llama-3.1-70B at TP 4: 2 KV heads per GPU, 2,048 tokens
+    assert shard == 167_772_160
+    assert transfer_ms(shard, link_by_id("infiniband-ndr")) == pytest.approx(3.355, abs=1e-3)
+    with pytest.raises(ValueError, match="unknown link"):
+        link_by_id("carrier-pigeon")
+
+
+def test_disagg_json_has_both_pools_and_the_transfer(capsys):
+    assert main(["disagg", *DISAGG, "--tpot-ms", "50", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for pool in ("prefill", "decode"):
+        assert {"gpus", "replicas", "tensor_parallel_size", "data_parallel_size", "max_concurrency"} <= set(out[pool])
+        assert out[pool]["gpus"] == out[pool]["replicas"] * out[pool]["gpus_per_replica"]
+    # the prompt's KV in whole 16-token blocks, all 80 layers x 8 KV heads, once
+    assert out["kv_transfer_bytes_per_request"] == 2048 * 327_680
+    assert out["kv_transfer_bytes_per_gpu"] == 2048 * 327_680 // 4
+    assert set(out["kv_transfer_ms"]) == {x.id for x in LINKS}
+    assert out["decode"]["time_per_output_token_ms"] <= 50
+    assert out["decode"]["replicas"] * out["decode"]["max_concurrency"] >= 64
+    assert "roofline" in out["label"]
+
+
+def test_disagg_refuses_bad_targets_in_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:  # argparse's one-line refusal (planner/cli/entry.py)
+        main(["disagg", *DISAGG, "--ttft-ms", "-1"])
+    assert stop.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    assert main(["disagg", *DISAGG, "--link", "nvlink4", "--engine", "llama.cpp"]) == 2
+    assert "modelled for vLLM and SGLang" in capsys.readouterr().err
+
+
+def test_yaml_emitter_round_trips():
+    yaml = pytest.importorskip("yaml")
+    values = {"a": {"b": [1, "two", {"c": True, "d": []}], "e": {}}, "llm-d.ai/x": "y: z", "n": None}
+    assert yaml.safe_load(to_yaml(values, ("header",))) == values
+
+
+def _validate(values: dict) -> None:
+    """The chart schema's verdict (jsonschema when installed, else the checks the chart's templates rely on)."""
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    try:
+        import jsonschema
+    except ImportError:  # minimal check: the keys the chart's parallelism and role objects allow
+        for role in ("decode", "prefill"):
+            allowed = set(schema["properties"][role]["properties"]["parallelism"]["properties"])
+            assert set(values[role].get("parallelism", {})) <= allowed
+        return
+    jsonschema.Draft7Validator(schema).validate(values)
+
+
+def test_deploy_llm_d_disagg_values_validate_against_the_chart_schema(capsys):
+    yaml = pytest.importorskip("yaml")
+    assert main(["deploy", "--target", "llm-d", *DISAGG]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# llm-d model-service values (llm-d-incubation/llm-d-modelservice chart v0.4.12)")
+    values = yaml.safe_load(text)
+    _validate(values)
+    for role in ("prefill", "decode"):
+        spec = values[role]
+        assert spec["parallelism"] == {"tensor": 4, "data": 1, "dataLocal": 1, "workers": 1}
+        args = spec["containers"][0]["args"]
+        assert "--kv-transfer-config" in args and "--tensor-parallel-size" not in args
+        assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
+
+
+def test_deploy_llm_d_dp_ep_puts_expert_parallel_in_the_args(capsys):
+    yaml = pytest.importorskip("yaml")
+    assert main(["deploy", "--target", "llm-d", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-h200-sxm",
+                 "--max-model-len", "8192", "-dp", "16", "--enable-expert-parallel"]) == 0
+    values = yaml.safe_load(capsys.readouterr().out)
+    _validate(values)
+    assert values["multinode"] is True and values["prefill"]["create"] is False
+    assert values["decode"]["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 8, "workers": 2}
+    assert "--enable-expert-parallel" in values["decode"]["containers"][0]["args"]
+
+
+def test_deploy_commands_one_per_node(capsys):
+    assert main(["deploy", "--target", "commands", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu",
+                 "nvidia-h200-sxm", "--max-model-len", "8192", "-dp", "16", "--enable-expert-parallel"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if not x.startswith("#")]
+    assert len(lines) == 2
+    assert "--headless --data-parallel-start-rank 8" in lines[1] and "--headless" not in lines[0]
+
+
+def test_deploy_llm_d_refuses_sglang(capsys):
+    assert main(["deploy", "--target", "llm-d", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-h200-sxm",
+                 "--engine", "sglang", "--tensor-parallel-size", "8"]) == 2
+    assert "runs vLLM" in capsys.readouterr().err

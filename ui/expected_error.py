@@ -1,0 +1,27 @@
+"""How sure the engine view's available-KV figure is, as text: the figure with its expected error beside it.
+
+The numbers are :mod:`planner.engines.expected_error`'s (measured by ``scripts/bench_engine_cases.py``);
+this module only formats them, for the Engine page's metric and the Home page's engine panel.
+"""
+
+from __future__ import annotations
+
+from planner.engines.expected_error import expected_error_bytes, group_error
+from planner.engines.types import EnginePlan
+from ui.format import format_bytes, format_bytes_exact
+
+
+def available_kv_text(plan: EnginePlan) -> str:
+    """The available-KV figure with its expected error beside it: ``"11.57 GiB ± 0.07"`` for a cold start
+    (:func:`planner.engines.expected_error.expected_error_bytes`), the figure alone for a printed one."""
+    error = expected_error_bytes(plan)
+    text = format_bytes(plan.available_kv_cache_bytes)
+    return f"{text} ± {format_bytes(error).removesuffix(' GiB')}" if error else text
+
+
+def available_kv_help(plan: EnginePlan, source: str) -> str:
+    """Hover text of the available-KV metric: exact bytes, where it comes from, and its expected error."""
+    error, text = expected_error_bytes(plan), f"{format_bytes_exact(plan.available_kv_cache_bytes)}; {source}"
+    return text + (f"; expected error ±{format_bytes_exact(error)} (the largest cold-start miss of "
+                   f"{plan.engine_version} in scripts/bench_engine_cases.py, {group_error(plan.engine)[1]})"
+                   if error else "")

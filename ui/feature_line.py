@@ -1,0 +1,221 @@
+"""The one line each page shows about the serving features it applies (issue 27, "one shared link, four user counts").
+
+A shared link carries LoRA slots, speculative decoding, images / videos per request and a host
+KV tier. Every page that shows users plans with the same :class:`planner.serving.ServingFeatures`
+(:func:`ui.serving.serving_inputs`) and says so in one caption, or names what it leaves out and
+why; the Engine page also says how its engine counts the extra token slots
+(:func:`engine_line`). The arithmetic is the planner's (:func:`planner.serving.summary.sequence_extras`,
+:func:`planner.gpu_compare.profile_inversions`); this module only words it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from planner.budget import PlanRequest, plan
+from planner.model import ModelSpec
+from planner.serving import ServingFeatures
+from planner.serving.summary import sequence_extras
+from ui.format import format_bytes, format_int, md_message, md_text
+from ui.serving import OFF, SWITCHES, TEXT_ONLY_KEY, _has_tower, _is_on
+
+
+METHOD_NAMES = {"draft_model": "a draft model", "eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP",
+                "ngram": "n-gram lookup"}
+"""``speculative_method`` -> the name the line gives it."""
+
+HOST_TIER_KEYS = ("kv_offloading_size", "swap_space_gib")
+"""Link keys of the host tier (Home and Engine read them; it changes no user count on one GPU)."""
+
+
+def _count(n: int, word: str) -> str:
+    """``"1 image"``, ``"2 images"``: a count with its noun, never "1 images"."""
+    return f"{format_int(n)} {word}{'' if n == 1 else 's'}"
+
+
+def feature_phrases(features: ServingFeatures | None, model_id: str | None = None) -> list[str]:
+    """The switched-on features in the field's terms, one phrase each: ``["4 LoRA slots (rank 16)",
+    "EAGLE-3 (1 draft token)", "2 images per request"]``; a text-only server (the sidebar switch, a model with a
+    tower) adds ``"text only"``."""
+    out: list[str] = []
+    if features is not None and features.lora is not None:
+        out.append(f"{_count(features.lora.max_loras, 'LoRA slot')} (rank {features.lora.max_lora_rank})")
+    spec = features.speculative if features is not None else None
+    if spec is not None:
+        draft = f" {spec.draft_model_id}" if spec.draft_model_id else ""
+        out.append(f"{METHOD_NAMES.get(spec.method, spec.method)}{draft} "
+                   f"({_count(spec.num_speculative_tokens, 'draft token')})")
+    mm = features.multimodal if features is not None else None
+    if mm is not None and mm.images_per_request:
+        out.append(f"{_count(mm.images_per_request, 'image')} per request "
+                   f"({format_int(mm.image_width)} x {format_int(mm.image_height)} px)")
+    if mm is not None and mm.videos_per_request:
+        out.append(f"{_count(mm.videos_per_request, 'video')} per request ({format_int(mm.video_frames)} frames)")
+    off = features.offload if features is not None else None
+    if off is not None and off.kv_offloading_size is not None:
+        out.append(f"KV offload to host ({off.kv_offloading_size:g} GiB)")
+    if off is not None and off.swap_space is not None:
+        out.append(f"swap space ({off.swap_space:g} GiB per GPU)")
+    if _is_on(TEXT_ONLY_KEY) and _has_tower(model_id):
+        out.append("text only (no vision tower)")
+    return out
+
+
+def _extras_text(features: ServingFeatures | None) -> str:
+    """``"its text + 2,052 image tokens + 2 lookahead slots"``, from :func:`sequence_extras`; empty without
+    extras."""
+    extras = sequence_extras(features)
+    parts = []
+    if extras.media_tokens:
+        parts.append(f"{format_int(extras.media_tokens)} image/video tokens" if features.multimodal.videos_per_request
+                     else f"{_count(extras.media_tokens, 'image token')}")
+    if extras.lookahead_tokens:
+        parts.append(_count(extras.lookahead_tokens, "lookahead slot"))
+    return " + ".join(["its text", *parts]) if parts else ""
+
+
+def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[tuple[str, str]]:
+    """``(what, why)`` for the serving inputs the link carries that this page does not apply.
+
+    Args:
+        read_keys: The host-tier keys (:data:`HOST_TIER_KEYS`) this page reads itself (Allocation: its own
+            swap space); the others, when set, are named.
+        engine: The engine whose rules the page prices the features under; a link's other ``engine`` is named.
+    """
+    out: list[tuple[str, str]] = []
+    carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
+    if carried:
+        out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
+                    "the GPU keeps its whole KV pool, so no user count changes; Home shows its host memory"))
+    chosen = st.query_params.get("engine", "")
+    if chosen and chosen != engine and any(_is_on(k) for k in (*SWITCHES, "speculative_method")):
+        out.append((f"the link's engine ({md_text(chosen)})",
+                    f"this page prices the features under {engine}'s rules; the Engine page under the link's"))
+    return out
+
+
+FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request", "videos_per_request",
+                       *HOST_TIER_KEYS)
+"""Link keys that switch a serving feature on (:func:`link_features_left_out`)."""
+
+
+def link_features_left_out(why: str) -> list[tuple[str, str]]:
+    """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
+    them; empty when the link switches none on.
+
+    Args:
+        why: Why the page leaves them out (``"these curves are the bare models' memory"``).
+    """
+    carried = []
+    for key in FEATURE_SWITCH_KEYS:
+        value = st.query_params.get(key, "")
+        if value and value.lower() not in ("false", OFF, "0"):
+            carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
+    return [("the serving features " + ", ".join(carried), why)] if carried else []
+
+
+def users_line(features: ServingFeatures | None, model_id: str | None = None, *,
+               left_out: Sequence[tuple[str, str]] = (), what: str = "Users", same_as: str = "as on Home") -> str:
+    """The one line a page that counts users shows: which serving features its counts carry, what each sequence
+    then holds, and what the page leaves out and why; empty when the link carries none.
+
+    Example: ``Users with 4 LoRA slots (rank 16), EAGLE-3 (1 draft token), 2 images per request (1,024 x 1,024
+    px): each sequence holds its text + 2,052 image tokens + 2 lookahead slots, as on Home.``
+
+    Args:
+        features: What :func:`serving_inputs` returned.
+        model_id: The page's model (the text-only switch applies to a model with a tower).
+        left_out: ``(what, why)`` pairs (:func:`link_left_out`).
+        what: The line's subject (``"Users"``, ``"Every figure"``).
+        same_as: The line's last words (Home's own line: empty).
+    """
+    phrases = feature_phrases(features, model_id)
+    line = ""
+    if phrases:
+        line = f"{what} with {', '.join(phrases)}"
+        extras = _extras_text(features)
+        tail = f", {same_as}." if same_as else "."
+        line += f": each sequence holds {extras}{tail}" if extras else tail
+    if left_out:
+        line += (" " if line else "") + "Left out: " + "; ".join(f"{w} ({why})" for w, why in left_out) + "."
+    return line
+
+
+def show_users_line(features: ServingFeatures | None, model_id: str | None = None, *,
+                    left_out: Sequence[tuple[str, str]] = (), what: str = "Users", same_as: str = "as on Home") -> None:
+    """:func:`users_line` as a caption (nothing when it is empty)."""
+    line = users_line(features, model_id, left_out=left_out, what=what, same_as=same_as)
+    if line:
+        st.caption(line)
+
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp", "trtllm": "TensorRT-LLM", "tgi": "TGI"}
+"""Engine family -> its name in a sentence."""
+
+
+def engine_line(result, features: ServingFeatures | None, model_id: str | None = None) -> str:
+    """The Engine page's line: the features its figures carry and why its concurrency differs from the other
+    pages' users (the engine counts the image tokens inside ``max_model_len`` and, like vLLM's print, leaves the
+    lookahead slots out; :mod:`planner.serving.summary`); empty without features.
+
+    Args:
+        result: The page's :class:`planner.engines.types.EnginePlan`.
+        features, model_id: As :func:`users_line`.
+    """
+    phrases = feature_phrases(features, model_id)
+    if not phrases:
+        return ""
+    serving = result.serving or {}
+    if not serving.get("modelled", True):
+        return (f"Asked for {', '.join(phrases)}: not modelled for {result.engine}, so these figures are the bare "
+                "model's.")
+    line = f"Priced with {', '.join(phrases)}."
+    extras = sequence_extras(features)
+    if result.family == "transformers" or not extras.total_tokens:
+        return line
+    name = ENGINE_NAMES.get(result.family, result.engine)
+    inside = []
+    if extras.media_tokens and serving.get("multimodal"):
+        verb = "counts" if extras.media_tokens == 1 else "count"
+        inside.append(f"the {_count(extras.media_tokens, 'image token')} {verb} inside max_model_len")
+    if extras.lookahead_tokens and serving.get("speculative"):
+        verb = "is" if extras.lookahead_tokens == 1 else "are"
+        inside.append(f"the {_count(extras.lookahead_tokens, 'lookahead slot')} per sequence {verb} left out")
+    if inside:
+        line += (f" {result.max_concurrency:.2f}x is {name}'s count of {format_int(result.max_model_len)}-token "
+                 f"requests: {', and '.join(inside)}. Home, Concurrency, GQA savings and Allocation count each user "
+                 f"as {_extras_text(features)}.")
+    return line
+
+
+def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest) -> None:
+    """The Concurrency page's headline: users on each GPU at the plan's context (one :func:`planner.budget.plan`
+    each, the serving features in ``request``), and one line per smaller card that holds more users than a larger
+    one, with the profile-pass sizes that explain it (:func:`planner.gpu_compare.profile_inversions`).
+
+    Raises:
+        ValueError: as :func:`planner.budget.plan`.
+    """
+    from planner.gpu_compare import profile_inversions  # noqa: PLC0415 - only this page needs it
+
+    plans = [(g, plan(model, g.framework_memory_bytes, request, gpu_id=g.id)) for g in gpus]
+    st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
+                "context length, in the sidebar)")
+    for start in range(0, len(plans), 5):
+        row = plans[start:start + 5]
+        for col, (g, p) in zip(st.columns(5), row):
+            col.metric(g.name, format_int(p.max_concurrent_sequences), border=True,
+                       help=f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
+                            f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} "
+                            "of overhead")
+    names = {g.id: g.name for g in gpus}
+    for inv in profile_inversions([(g.id, g.framework_memory_bytes, p) for g, p in plans], request):
+        st.caption(md_message(
+            f"{names[inv.more_gpu_id]} ({format_bytes(inv.more_memory_bytes)}) holds more users than "
+            f"{names[inv.fewer_gpu_id]} ({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
+            f"{format_int(inv.fewer_users)}, because vLLM's profile pass is sized by GPU class "
+            f"({format_int(inv.more_profile_tokens)} tokens on GPUs under 70 GiB and A100s, "
+            f"{format_int(inv.fewer_profile_tokens)} on the others): overhead {format_bytes(inv.more_overhead_bytes)} "
+            f"against {format_bytes(inv.fewer_overhead_bytes)}."))
