@@ -133,6 +133,7 @@ def test_engine_page_shows_the_error_beside_the_figure_and_the_close_call():
     from model_catalog import model_spec
     from model_catalog.gpus import get_gpu
     from ui.engine import available_kv_text
+    from ui.format import format_bytes
 
     model_id, gpu = "meta-llama/Meta-Llama-3.1-8B", get_gpu("nvidia-l4")
     model = model_spec(model_id)
@@ -151,8 +152,10 @@ def test_engine_page_shows_the_error_beside_the_figure_and_the_close_call():
         at.query_params[key] = value
     at.run()
     assert not at.exception
-    shown = {m.label: m.value for m in at.metric}
-    assert shown["Available KV memory per GPU"] == available_kv_text(close) and " ± " in available_kv_text(close)
+    shown = {m.label: (m.value, m.delta) for m in at.metric}
+    value, delta = shown["Available KV memory per GPU"]  # the figure, its expected error on the line under it
+    assert value == format_bytes(close.available_kv_cache_bytes) and " ± " in available_kv_text(close)
+    assert delta == f"± {format_bytes(expected_error_bytes(close))} expected error"
     assert any("Close call" in w.value and "paste a startup log or leave headroom" in w.value for w in at.warning)
 
 

@@ -35,7 +35,7 @@ from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, nav, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.expected_error import available_kv_help, available_kv_text
+from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_text
 from ui.format import (
     format_bytes,
     format_bytes_exact,
@@ -232,7 +232,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
                                            "prefill and decode)"),
         }
     return {
-        "Available KV memory per GPU": (available_kv_text(plan), available_kv_help(plan, source)),
+        AVAILABLE_KV_LABEL: (format_bytes(plan.available_kv_cache_bytes), available_kv_help(plan, source)),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
                        f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
                        f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
@@ -254,7 +254,8 @@ def engine_metrics(plan: EnginePlan) -> None:
     for start in range(0, len(items), 3):  # rows of three keep labels and values readable
         row = items[start:start + 3]
         for col, (label, (value, help_text)) in zip(st.columns(3), row):
-            col.metric(label, value, help=help_text, border=True)
+            delta = available_kv_delta(plan) if label == AVAILABLE_KV_LABEL else None  # its own grey line
+            col.metric(label, value, delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
 
 
 def engine_verdict(plan: EnginePlan, fixes=()) -> None:

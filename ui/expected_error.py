@@ -10,6 +10,9 @@ from planner.engines.expected_error import expected_error_bytes, group_error
 from planner.engines.types import EnginePlan
 from ui.format import format_bytes, format_bytes_exact
 
+AVAILABLE_KV_LABEL = "Available KV memory per GPU"
+"""The Engine page's metric whose expected error (:func:`available_kv_delta`) goes on the line under its value."""
+
 
 def available_kv_text(plan: EnginePlan) -> str:
     """The available-KV figure with its expected error beside it: ``"11.57 GiB ± 0.07"`` for a cold start
@@ -17,6 +20,14 @@ def available_kv_text(plan: EnginePlan) -> str:
     error = expected_error_bytes(plan)
     text = format_bytes(plan.available_kv_cache_bytes)
     return f"{text} ± {format_bytes(error).removesuffix(' GiB')}" if error else text
+
+
+def available_kv_delta(plan: EnginePlan) -> str | None:
+    """The expected error alone, ``"± 0.07 GiB expected error"``, for the grey line under the Engine page's
+    available-KV metric (the tile is too narrow for the figure and its error on one line at 1,280 px);
+    None for a printed figure."""
+    error = expected_error_bytes(plan)
+    return f"± {format_bytes(error)} expected error" if error else None
 
 
 def available_kv_help(plan: EnginePlan, source: str) -> str:

@@ -206,7 +206,7 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
     for start in range(0, len(plans), 5):
         row = plans[start:start + 5]
         for col, (g, p) in zip(st.columns(5), row):
-            col.metric(g.name, format_int(p.max_concurrent_sequences), border=True,
+            col.metric(md_text(g.name), format_int(p.max_concurrent_sequences), border=True,  # a label is Markdown
                        help=f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
                             f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} "
                             "of overhead")
