@@ -39,7 +39,8 @@ st.caption(md_message(
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)
-engine_request = None if isinstance(engine_plan, str) else engine.home_request(form, engine_name, gpu.name)
+engine_request = None if isinstance(engine_plan, str) else engine.home_request(
+    form, engine_name, gpu.name, engine.reported_memory_bytes(gpu))
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")

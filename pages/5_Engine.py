@@ -6,7 +6,7 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, charts, engine, feature_line, inputs, serving, views
+from ui import catalog, charts, engine, feature_line, inputs, scale_view, serving, views
 from ui.format import format_command, md_text
 
 views.setup_page("Engine", "⚙️",
@@ -14,6 +14,8 @@ views.setup_page("Engine", "⚙️",
                  "per GPU, and the lines it would print. Paste a startup log to compare.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=())
 knobs, more = engine.engine_inputs()
+problems.extend(more)
+scale_request, more = scale_view.engine_scale_inputs(knobs.engine, knobs.data_parallel_size)  # -dp / EP / DCP
 problems.extend(more)
 inputs.show_problems(problems)
 engine.kv_dtype_fix(knobs.engine, form.kv_cache_dtype, stop=True)  # an engine/dtype mismatch: a one-click fix
@@ -23,7 +25,8 @@ gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 features, serving_problems = serving.serving_inputs(knobs.engine, form.model_id, offload=True, gpu=gpu)
 model = serving.served_model(model)  # without the towers when the text-only switch is on
 inputs.show_problems(serving_problems)
-request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, what="reading the engine inputs")
+request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, engine.reported_memory_bytes(gpu),
+                        what="reading the engine inputs")
 result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
                        what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
 
@@ -44,6 +47,8 @@ else:
             icon=":material/info:")
 if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
     st.caption(serving_line)
+if scale_request is not None:  # data / expert / context parallel: one rank's budget, users per rank x ranks
+    scale_view.engine_scale_section(model, gpu, request, scale_request)
 
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))

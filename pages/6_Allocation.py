@@ -92,7 +92,8 @@ st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
 
 st.subheader(f"KV-cache quantization at {format_tokens(alloc['mean_len'])} per sequence")
 st.plotly_chart(traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
-st.dataframe(traffic.kv_dtype_rows(view.kv_dtypes), hide_index=True, key="kv_dtype_table")
+st.table(traffic.kv_dtype_rows(view.kv_dtypes), hide_index=True)  # static: its "Quality trade-off" notes wrap
+st.caption(md_text(traffic.kv_dtype_sources(view.kv_dtypes)))
 st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "
            "vLLM docs, Quantized KV Cache; Liu et al. 2024 (KIVI); Hooper et al. 2024 (KVQuant).")
 

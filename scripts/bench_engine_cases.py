@@ -132,7 +132,8 @@ CASES: dict[str, Case] = {
     "N03": Case(engine="vllm", model_id="MiniMaxAI/MiniMax-M2.7", gpu_id="nvidia-dgx-spark", geometry="catalog",
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.8, num_nodes=2,
                              distributed_executor_backend="ray", gpu_name="DGX Spark (GB10)"),
-                outside_mean="unified memory (GB10): what mem_get_info reports there is not modelled"),
+                outside_mean="unified memory (GB10): vLLM charges the drop of MemAvailable (host-side growth "
+                             "included) and a profiled CUDA-graph estimate, neither modelled"),
     "N09": Case(engine="vllm", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090", geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                              gpu_memory_utilization=0.9, enable_prefix_caching=True),
@@ -385,7 +386,8 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
         model = replace(model, max_position_embeddings=case.max_position_embeddings)
     gpu = model_catalog.get_gpu(case.gpu_id) if case.gpu_id else None
     memory = int(case.gpu_memory_gib * GiB) if case.gpu_memory_gib else gpu.framework_memory_bytes
-    request = _request(row, case, gpu_name=gpu.name if gpu else "")
+    reported = gpu.memory_reported_mib * MiB if gpu and gpu.memory_reported_mib else None
+    request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported)
     plan = plan_engine(model, memory, request)
     weights = re.search(r"weights (?:GiB )?(\d+\.\d+)", row["notes"])
     printed_weights = float(weights.group(1)) if weights else None

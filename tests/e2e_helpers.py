@@ -533,6 +533,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "/Engine": ("pages/5_Engine.py", "num_gpus"),
     "/Allocation": ("pages/6_Allocation.py", "mean_len"),  # "users" sits in a folded expander
     "/Find_a_GPU_setup": ("pages/7_Find_a_GPU_setup.py", "users"),
+    "/Disaggregation": ("pages/8_Disaggregation.py", "users"),
 }
 """URL path -> (script file, the widget key a rerun benchmark or load session changes)."""
 

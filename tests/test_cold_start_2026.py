@@ -146,6 +146,21 @@ def test_sglang_mid_2025_reserve_per_gpu_class():
     assert old.available_kv_cache_bytes > new.available_kv_cache_bytes
 
 
+def test_sglang_mid_2025_fraction_reads_nvidia_smi_total():
+    # get_nvgpu_memory_capacity reads nvidia-smi's memory.total: 16,303 MiB on an RTX 5080 (case N22),
+    # round((16,303 - 2,969.6) / 16,303, 3) = 0.818; the 15,791 MiB CUDA lets a process use gave 0.812
+    rtx5080, reported = 16_558_063_616, 16_303 * 2**20
+    assert sglang_2025_memory_defaults(reported) == (2048, 8, 0.818)
+    model = catalog.model_spec("Qwen/Qwen3-0.6B")
+    fallback = plan_engine(model, rtx5080, EngineRequest(engine="sglang-v0.4", max_model_len=40960))
+    smi = plan_engine(model, rtx5080, EngineRequest(engine="sglang-v0.4", max_model_len=40960,
+                                                    gpu_memory_reported_bytes=reported))
+    assert (fallback.gpu_memory_utilization, smi.gpu_memory_utilization) == (0.812, 0.818)
+    # the pool grows by the 0.006 share of the free memory before the load, nothing else moves
+    assert smi.available_kv_cache_bytes > fallback.available_kv_cache_bytes
+    assert smi.limiting_rank.weights_bytes == fallback.limiting_rank.weights_bytes
+
+
 # --- a GPU shared with another process ------------------------------------------------------------
 
 

@@ -65,6 +65,7 @@ DEEP_LINKS: dict[str, tuple[dict, int]] = {
     "/Engine": ({"model": QWEN, "gpu": "nvidia-l40s", "engine": "sglang", "context_len": 4096}, 0),
     "/Allocation": ({"model": LLAMA2, "gpu": "nvidia-a10g", "max_model_len": 4096, "users": 50}, 4),
     "/Find_a_GPU_setup": ({"model": QWEN, "users": 20, "prompt_len": 1000, "output_len": 200}, 0),
+    "/Disaggregation": ({"model": QWEN, "gpu": "nvidia-h100-sxm-80gb", "users": 64, "prompt_len": 2048}, 0),
 }
 
 
@@ -131,10 +132,10 @@ def test_every_page_opens_from_a_deep_link(streamlit_server, browser_page, path)
 # Which model / GPU input each page has: "one" (model, gpu), "many" (models, gpus) or None.
 PAGE_INPUTS = {"/": ("one", "one"), "/Memory_curves": ("many", "many"), "/GQA_savings": ("one", "one"),
                "/Concurrency": ("one", "many"), "/Catalog": (None, None), "/Engine": ("one", "one"),
-               "/Allocation": ("one", "one"), "/Find_a_GPU_setup": ("one", None)}
+               "/Allocation": ("one", "one"), "/Find_a_GPU_setup": ("one", None), "/Disaggregation": ("one", "one")}
 NAV_LABELS = {"/": "Home", "/Memory_curves": "Memory curves", "/GQA_savings": "GQA savings",
               "/Concurrency": "Concurrency", "/Catalog": "Catalog", "/Engine": "Engine",
-              "/Allocation": "Allocation", "/Find_a_GPU_setup": "Find a GPU setup"}
+              "/Allocation": "Allocation", "/Find_a_GPU_setup": "Find a GPU setup", "/Disaggregation": "Disaggregation"}
 
 
 def _link_for(path: str) -> dict:

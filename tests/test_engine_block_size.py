@@ -135,3 +135,10 @@ def test_flashmla_forces_64_on_hopper():
     assert plan("A100 SXM4 80GB", 16).block_size == 16  # Triton MLA forces nothing
     assert mla_forced_block_size("FLASHINFER_MLA", 32) == 32
     assert mla_forced_block_size("FLASHINFER_MLA", 16) == 64
+
+
+def test_block_size_rules_live_in_vllm_specs_and_stay_importable_from_vllm():
+    from planner.engines import vllm, vllm_specs
+
+    for name in ("vllm_block_size", "mla_forced_block_size", "mamba_block_alignment", "stage_specs", "stage_layout"):
+        assert getattr(vllm, name) is getattr(vllm_specs, name)

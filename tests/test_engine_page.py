@@ -6,6 +6,8 @@ passed through the same formatting helpers (never re-derived here).
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
@@ -323,3 +325,25 @@ def test_engine_refusal_offers_fixes_with_numbers_and_one_click_makes_it_start()
     gpus.click().run()
     assert not at.exception
     assert at.success and "vllm starts" in at.success[0].value
+
+
+def test_engine_page_passes_nvidia_smi_memory_as_the_cli_does():
+    """SGLang's mid-2025 release sizes from nvidia-smi's total (``memory_reported_mib``): the Engine page and
+    ``plan --engine sglang-v0.4`` give the same available KV for Qwen3-0.6B on an RTX 5080 (case [N22])."""
+    import json
+
+    from planner.cli import main as cli_main
+    from ui.format import format_bytes
+
+    args = ["plan", "--model", "Qwen/Qwen3-0.6B", "--gpu", "nvidia-rtx-5080", "--engine", "sglang-v0.4",
+            "--format", "json"]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert cli_main(args) == 0
+    expected = json.loads(out.getvalue())["engine_plan"]["available_kv_cache_bytes"]
+    at = AppTest.from_file(str(ROOT / "pages" / "5_Engine.py"), default_timeout=90)
+    for key, value in {"engine": "sglang-v0.4", "model": "Qwen/Qwen3-0.6B", "gpu": "nvidia-rtx-5080"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Available KV memory per GPU"] == format_bytes(expected)

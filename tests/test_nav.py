@@ -30,8 +30,9 @@ def test_the_models_list_is_capped():
 
 def test_page_urls_stay_what_streamlit_derives_from_file_names():
     assert [url_path(p.path) for p in PAGES] == ["", "Memory_curves", "GQA_savings", "Concurrency", "Catalog",
-                                                  "Engine", "Allocation", "Find_a_GPU_setup"]
+                                                  "Engine", "Allocation", "Find_a_GPU_setup", "Disaggregation"]
     assert PAGES[0].label == "Home"
+    assert PAGES[-1].label == "Disaggregation"
 
 
 # --------------------------------------------------------------------------
@@ -62,3 +63,21 @@ def test_home_links_carry_what_the_url_set():
     assert carried["block_size"] == ["32"] and carried["context_len"] == ["4096"]
     assert carried["model"] == [QWEN] and carried["models"] == [QWEN]
     assert "batch_size" not in carried and "gpu" not in carried
+
+
+def test_disaggregation_links_carry_its_inputs():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "8_Disaggregation.py"),
+                           default_timeout=60)
+    for key, value in {"users": "512", "data_parallel_size": "8", "enable_expert_parallel": "true",
+                       "link": "nvlink4"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    carried = dict(at.session_state["_nav_carried"])
+    assert carried["users"] == ["512"] and carried["data_parallel_size"] == ["8"]
+    assert carried["enable_expert_parallel"] == ["true"] and carried["link"] == ["nvlink4"]
+    assert "ttft_ms" not in carried and "prompt_len" not in carried  # untouched defaults stay on the page

@@ -1,6 +1,6 @@
 """One palette and one vocabulary (issue 27, polish): weights, KV in use, free KV and the overheads keep
 one colour each on Home (ui/budget_bar.py), Engine (ui/charts.py ``rank_bars``) and Allocation
-(ui/traffic.py ``allocation_bars``), all from ui/palette.py; green means free KV and nothing else (it
+(ui/allocation_view.py ``allocation_bars``), all from ui/palette.py; green means free KV and nothing else (it
 meant "wasted" on Allocation); and the engine's part of the card is "usable" everywhere."""
 
 from __future__ import annotations

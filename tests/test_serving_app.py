@@ -56,9 +56,10 @@ def test_home_shows_the_lora_slots():
     assert shown["Memory per adapter slot"] == format_bytes(lora["bytes_per_adapter_slot"], "auto")
     assert shown["Users at this context"] == (f"{format_int(result.max_concurrent_sequences)} "
                                               f"(was {format_int(plain.max_concurrent_sequences)})")
-    assert shown["Adapter slots that fit beside the KV"] == format_int(lora["max_loras_that_fit"])
+    assert shown["Adapter slots that fit"] == format_int(lora["max_loras_that_fit"])
     assert shown["KV budget per GPU"] == format_bytes(result.kv_cache_budget_bytes)
-    assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in c.value for c in at.code)
+    flat = [" ".join(c.value.replace("\\\n", " ").split()) for c in at.code]  # one flag per line on screen
+    assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in f for f in flat)
 
 
 def test_home_shows_mtp_and_offload():
@@ -72,7 +73,7 @@ def test_home_shows_mtp_and_offload():
                   PlanRequest(context_len=8192, num_gpus=8, serving=features), gpu_id=gpu.id)
     shown = metrics(at)
     assert shown["Drafter weights (mtp)"] == format_bytes(result.serving["speculative"]["draft_weights_bytes_per_gpu"])
-    assert shown["Host memory per GPU (offload)"] == format_bytes(result.serving["offload"]["host_bytes_per_gpu"])
+    assert shown["Offload host memory"] == format_bytes(result.serving["offload"]["host_bytes_per_gpu"])
 
 
 def concurrency_row(at: AppTest, gpu) -> list[int]:

@@ -85,22 +85,39 @@ def budget_bar_html(plan: Plan, gpu_label: str) -> str:
     Each segment carries ``data-segment`` (its name) and ``data-bytes`` (its size [bytes]) for tests
     and tools, and a ``title`` with the exact size for hovering.
     """
-    segments = budget_segments(plan)
+    return segments_bar_html(budget_segments(plan), SEGMENT_COLOURS, usable_bytes=plan.usable_memory_bytes,
+                             card_bytes=plan.gpu_memory_bytes, gpu_label=gpu_label)
+
+
+def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], *, usable_bytes: int | None,
+                      card_bytes: int, gpu_label: str) -> str:
+    """Any GPU's memory as :func:`budget_bar_html` draws Home's (the Disaggregation page's per-GPU bars).
+
+    Args:
+        segments: ``(name, bytes)`` left to right; zero-byte ones get no bar but stay in the legend.
+        colours: Name -> colour (:mod:`ui.palette`).
+        usable_bytes: Where the dashed "usable" line goes [bytes], or None for no such line.
+        card_bytes: The card's framework-visible memory, the solid line [bytes].
+        gpu_label: Words for the figure's accessible label.
+    """
     total = sum(size for _, size in segments)
-    scale = max(plan.gpu_memory_bytes, total, 1)
-    usable, card = plan.usable_memory_bytes, plan.gpu_memory_bytes
+    scale = max(card_bytes, total, 1)
+    usable, card = usable_bytes, card_bytes
     bars = "".join(
         f'<div data-segment="{html.escape(name)}" data-bytes="{size}" '
         f'title="{html.escape(name)}: {html.escape(format_bytes_exact(size))}" '
-        f'style="width:{_pct(size, scale)};background:{SEGMENT_COLOURS[name]};height:100%"></div>'
+        f'style="width:{_pct(size, scale)};background:{colours[name]};height:100%"></div>'
         for name, size in segments if size)
     line = "position:absolute;top:-6px;bottom:-6px;width:0;border-left:2px {style} #333333"
-    lines = (f'<div data-line="usable" style="{line.format(style="dashed")};left:{_pct(usable, scale)}"></div>'
-             f'<div data-line="card" style="{line.format(style="solid")};left:{_pct(card, scale)}"></div>')
     label = "position:absolute;bottom:2px;font-size:12px;color:#333333;white-space:nowrap"
-    labels = (f'<span style="{label};right:calc(100% - {_pct(usable, scale)} + 4px)">'
-              f'usable {html.escape(format_bytes(usable))}</span>'
-              f'<span style="{label};left:calc({_pct(card, scale)} + 4px)">card {html.escape(format_bytes(card))}</span>')
+    lines = labels = ""
+    if usable is not None:
+        lines = f'<div data-line="usable" style="{line.format(style="dashed")};left:{_pct(usable, scale)}"></div>'
+        labels = (f'<span data-label="usable" style="{label};right:calc(100% - {_pct(usable, scale)} + 4px)">'
+                  f'usable {html.escape(format_bytes(usable))}</span>')
+    lines += f'<div data-line="card" style="{line.format(style="solid")};left:{_pct(card, scale)}"></div>'
+    labels += (f'<span data-label="card" style="{label};left:calc({_pct(card, scale)} + 4px)">'
+               f'card {html.escape(format_bytes(card))}</span>')
     high = scale / 2**30
     ticks = "".join(  # a 5 px mark at the value and its label centred under it
         f'<span style="position:absolute;left:{_pct(t, high)};top:0;height:5px;border-left:1px solid #999999">'
@@ -109,7 +126,7 @@ def budget_bar_html(plan: Plan, gpu_label: str) -> str:
         for t in nice_ticks(high))
     legend = "".join(
         f'<span style="display:inline-flex;align-items:center;margin:0 14px 4px 0;white-space:nowrap">'
-        f'<span style="width:12px;height:12px;background:{SEGMENT_COLOURS[name]};margin-right:5px;'
+        f'<span style="width:12px;height:12px;background:{colours[name]};margin-right:5px;'
         f'border:1px solid #bbbbbb"></span>{html.escape(name)} {html.escape(format_bytes(size))}</span>'
         for name, size in segments)
     summary = "; ".join(f"{name} {format_bytes(size)}" for name, size in segments)

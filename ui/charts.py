@@ -52,7 +52,7 @@ RANK_COLOURS = {
 """Segments of :meth:`planner.engines.types.RankBudget.segments`, in :mod:`ui.palette`'s colours (Home's)."""
 
 ALLOCATION_COLOURS = {"Reserved": palette.KV_RESERVED, "In use": palette.KV_IN_USE, "Wasted": palette.KV_WASTED}
-"""The Allocation page's KV bars (``ui.traffic.allocation_bars``): in use orange as on Home, wasted grey
+"""The Allocation page's KV bars (``ui.allocation_view.allocation_bars``): in use orange as on Home, wasted grey
 (green is free KV everywhere)."""
 
 ATTENTION_COLOURS = {"MHA": "#E45756", "GQA": "#4C78A8", "MQA": "#54A24B", "MLA": "#F58518"}

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import streamlit as st
+
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
@@ -219,6 +221,7 @@ def released(entry) -> str:
     return entry.released or UNKNOWN_RELEASE
 
 
+@st.cache_data(max_entries=1, show_spinner=False)  # the catalog's alone: built once per server
 def model_table() -> pd.DataFrame:
     """The model catalog, one row per model."""
     import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
@@ -241,6 +244,7 @@ def model_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@st.cache_data(max_entries=1, show_spinner=False)  # the catalog's alone: built once per server
 def gpu_table() -> pd.DataFrame:
     """The GPU catalog, one row per GPU."""
     import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
@@ -258,6 +262,7 @@ def gpu_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@st.cache_data(max_entries=1, show_spinner=False)  # the catalog's alone: built once per server
 def verification_frame() -> pd.DataFrame:
     """The committed verification against transformers, one row per model.
 
@@ -306,7 +311,8 @@ def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "nam
     words = [w for w in (query or "").lower().split() if w]
     if not words:
         return table
-    text = table[list(columns)].astype(str).agg(" ".join, axis=1).str.lower()
+    first, *rest = (table[c].astype(str) for c in columns)  # column-wise: a row-wise join took 15 ms a search
+    text = first.str.cat(rest, sep=" ").str.lower()
     mask = pd.Series(True, index=table.index)
     for word in words:
         mask &= text.str.contains(word, regex=False)

@@ -31,6 +31,7 @@ from planner.engines.reconcile import (
     request_from_log,
     suggest_engine,
 )
+from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
@@ -166,7 +167,7 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
 
 
 def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
-                   features: ServingFeatures | None = None) -> EngineRequest:
+                   features: ServingFeatures | None = None, reported_bytes: int | None = None) -> EngineRequest:
     """The planner request for the sidebar: GPUs per replica = tensor parallel x pipeline stages.
 
     With 'GPUs per replica' left at 1, pipeline stages add GPUs (tensor parallel 1,
@@ -192,12 +193,11 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
-        enforce_eager=bool(knobs.enforce_eager), serving=features,
-        enable_prefix_caching=bool(knobs.enable_prefix_caching),
-        memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0))
+        enforce_eager=bool(knobs.enforce_eager), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
+        memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0), gpu_memory_reported_bytes=reported_bytes)
 
 
-def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
+def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None) -> EngineRequest:
     """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
 
     The home utilization and block size are passed only when the link sets them.
@@ -207,7 +207,8 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str) -> EngineRequest:
         engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
         tensor_parallel_size=form.num_gpus, max_model_len=form.context_len,
         gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
-        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name)
+        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
+        gpu_memory_reported_bytes=reported_bytes)  # nvidia-smi's total (SGLang's capacity), as the CLI passes
 
 
 # --------------------------------------------------------------------------
@@ -570,7 +571,8 @@ def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> En
     """The Home page's engine plan, or the sentence saying why the engine cannot plan it (an engine/dtype
     mismatch is a message, not an error)."""
     try:
-        return plan_engine(model, gpu.framework_memory_bytes, home_request(form, engine, gpu.name))
+        request = home_request(form, engine, gpu.name, reported_memory_bytes(gpu))
+        return plan_engine(model, gpu.framework_memory_bytes, request)
     except ValueError as exc:
         return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 

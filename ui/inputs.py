@@ -516,6 +516,8 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     if model == "one":
         chosen_models = tuple(picker(bar, "model", "Model", m_ids, _model_labels(m_ids), d_models[:1],
                                      multi=False, help=model_help))
+        if chosen_models[0] != catalog.CUSTOM_ID:  # the select's text box cuts a long label: the id in full
+            bar.caption(f"Model id (`--model`): `{chosen_models[0].replace('`', '')}`")
     elif model == "many":
         chosen_models = tuple(picker(bar, "models", f"Models (up to {MAX_MODELS})", m_ids, _model_labels(m_ids),
                                      d_models[:MAX_MODELS], multi=True, max_selections=MAX_MODELS,

@@ -51,7 +51,8 @@ MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors", "g
 MAX_VALUES_PER_KEY = 16
 """Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
 
-BOOLEAN_KEYS = frozenset({"log_y", "enable_lora", "language_model_only"})
+BOOLEAN_KEYS = frozenset({"log_y", "enable_lora", "language_model_only",
+                          "enable_expert_parallel", "enable_dp_attention"})  # the last two: Disaggregation
 """Switches: ``true`` or ``false`` (what Streamlit writes for a bound toggle)."""
 
 NUMBER_KEYS = frozenset({
@@ -63,6 +64,9 @@ NUMBER_KEYS = frozenset({
     "max_loras", "max_lora_rank", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_size",  # ui/serving.py
     "images_per_request", "image_width", "image_height", "limit_mm_per_prompt",
     "videos_per_request", "video_frames", "video_seconds", "video_width", "video_height",
+    "ttft_ms", "tpot_ms", "decode_context_parallel_size", "dp_size", "ep_size",  # pages/8_Disaggregation.py
+    "prefill_tensor_parallel_size", "prefill_data_parallel_size", "decode_tensor_parallel_size",
+    "decode_data_parallel_size",
 })
 """Keys of numeric inputs (every page's number fields)."""
 

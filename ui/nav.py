@@ -55,11 +55,12 @@ PAGES: tuple[PageLink, ...] = (
     PageLink("pages/5_Engine.py", "Engine", ":material/memory:"),
     PageLink("pages/6_Allocation.py", "Allocation", ":material/view_module:"),
     PageLink("pages/7_Find_a_GPU_setup.py", "Find a GPU setup", ":material/search:"),
+    PageLink("pages/8_Disaggregation.py", "Disaggregation", ":material/call_split:"),
 )
 """Every page, in the order of the ``pages/N_`` prefixes (Home first)."""
 
 PLAN_KEYS: frozenset[str] = frozenset({
-    "model", "models", "gpu", "gpus", "weight_dtype", "kv_cache_dtype", "engine", "search",
+    "model", "models", "gpu", "gpus", "weight_dtype", "kv_cache_dtype", "engine", "search", "link",
 }) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS | SELECT_KEYS
 """Query keys the links carry: every input some page binds to the URL."""
 

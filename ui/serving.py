@@ -39,7 +39,7 @@ from planner.serving.multimodal import (
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 from ui import catalog, inputs
-from ui.format import format_bytes, format_bytes_exact, format_int, md_message
+from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField
 
 SERVING_FIELDS: dict[str, NumberField] = {
@@ -370,10 +370,10 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             f"on every wrapped module, {lora['lora_dtype']}, per GPU")
         out[f"Adapter slots in all ({format_int(lora['max_loras'])})"] = (
             format_bytes(lora["adapter_slot_bytes"]), "What each GPU preallocates (counted with the weights)")
-        out["Adapter slots that fit beside the KV"] = (
+        out["Adapter slots that fit"] = (
             format_int(lora["max_loras_that_fit"]),
-            f"Slots the budget holds next to {format_int(result.batch_size)} sequence(s) of "
-            f"{format_int(result.context_len)} tokens")
+            f"Adapter slots that fit beside the KV: slots the budget holds next to "
+            f"{format_int(result.batch_size)} sequence(s) of {format_int(result.context_len)} tokens")
         out["Host memory per GPU"] = (
             format_bytes(serving["host_bytes_per_gpu"]),
             f"{format_int(lora['max_cpu_loras'])} adapters cached in CPU memory, each up to "
@@ -388,9 +388,9 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             format_bytes(spec["draft_kv_cache_bytes_per_token_per_gpu"], "auto"),
             f"{format_int(spec['draft_layers'])} drafter layer(s) in the same block pool; the target's own: "
             f"{format_bytes(plain.kv_cache_bytes_per_token_per_gpu, 'auto')}")
-        out["Slots reserved per sequence"] = (
+        out["Draft slots per sequence"] = (
             format_int(spec["extra_tokens_per_sequence"]),
-            f"{format_int(spec['num_speculative_tokens'])} drafts verified"
+            f"KV slots reserved per sequence: {format_int(spec['num_speculative_tokens'])} drafts verified"
             + (" + the same number of lookahead slots" if spec["extra_tokens_per_sequence"]
                > spec["num_speculative_tokens"] else ""))
     mm = serving.get("multimodal")
@@ -400,34 +400,42 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             (f"{format_int(mm['videos_per_request'])} video(s) of {format_int(mm['video_frames'])} frames resized to "
              f"{mm['resized_video_width']} x {mm['resized_video_height']} px, delimiters included"))
     if mm:
-        out["Image and video tokens per request" if mm.get("videos_per_request") else "Image tokens per request"] = (
+        out["Media tokens per request" if mm.get("videos_per_request") else "Image tokens per request"] = (
             format_int(mm["tokens_per_request"]),
-            f"{format_int(mm['images_per_request'])} image(s) resized to {mm['resized_width']} x "
+            ("Image and video tokens per request: " if mm.get("videos_per_request") else "")
+            + f"{format_int(mm['images_per_request'])} image(s) resized to {mm['resized_width']} x "
             f"{mm['resized_height']} px: {format_int(mm['tokens_per_image'])} tokens each, delimiters included")
         out["Vision tower"] = (format_bytes(mm["vision_weights_bytes_per_gpu"]),
                                f"{format_int(mm['vision_params'])} parameters, per GPU, counted with the weights")
-        out["Encoder cache (profile pass)"] = (
+        out["Encoder cache"] = (
             format_bytes(mm["encoder_cache_bytes"]),
-            f"vLLM profiles {format_int(mm['encoder_budget_tokens'])} encoder tokens and keeps them while it "
-            "profiles the language model")
+            f"Held through the profile pass: vLLM profiles {format_int(mm['encoder_budget_tokens'])} encoder "
+            "tokens and keeps them while it profiles the language model")
     off = serving.get("offload")
     if off and off["supported"]:
-        out["Host memory per GPU (offload)"] = (
+        out["Offload host memory"] = (
             format_bytes(off["host_bytes_per_gpu"]),
-            f"{format_bytes(off['host_bytes_per_replica'])} for the replica ({off['mechanism']})")
-        out["Tokens on the host / on the GPU"] = (
+            f"Host memory per GPU for the offload tier; {format_bytes(off['host_bytes_per_replica'])} for the "
+            f"replica ({off['mechanism']})")
+        out["Tokens host / GPU"] = (
             f"{format_int(off['host_kv_capacity_tokens'])} / {format_int(off['gpu_kv_capacity_tokens'])}",
-            "The GPU keeps its whole pool; the host tier holds evicted prefixes and preempted sequences")
+            "KV tokens on the host / on the GPU. The GPU keeps its whole pool; the host tier holds evicted "
+            "prefixes and preempted sequences")
         link = f"{off['host_link']} ({off['host_link_gb_s']:g} GB/s per direction)"
         if off["seconds_per_token_moved"] is not None:
-            out["Per token moved (estimate)"] = (
-                f"{off['seconds_per_token_moved'] * 1e6:,.2f} µs", f"KV of one token over {link}; peak rate")
-            out["Per sequence moved (estimate)"] = (
+            out["Per token moved"] = (
+                f"{off['seconds_per_token_moved'] * 1e6:,.2f} µs",
+                f"Estimate: KV of one token over {link}; peak rate")
+            out["Per sequence moved"] = (
                 f"{off['seconds_per_sequence_moved'] * 1e3:,.1f} ms",
-                f"One sequence of {format_int(result.context_len)} tokens over {link}")
+                f"Estimate: one sequence of {format_int(result.context_len)} tokens over {link}")
         else:
             out["Host link"] = (off["host_link"], off["host_link_source"])
     return out
+
+
+PANEL_TILES_PER_ROW = 3
+"""Serving-panel tiles per row: at 1,280 px three leave each label (up to about 25 characters) whole."""
 
 
 def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli_command: str = "") -> None:
@@ -446,9 +454,10 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
         st.info(f"{serving['engine']}: the serving features are modelled for {', '.join(SERVING_ENGINES)} "
                 "only; this engine gets notes below, not numbers.", icon=":material/info:")
     items = list(panel_values(result, plain).items())
-    for row in (items[i:i + 4] for i in range(0, len(items), 4)):
+    per_row = PANEL_TILES_PER_ROW
+    for row in (items[i:i + per_row] for i in range(0, len(items), per_row)):
         if row:
-            for col, (label, (value, help_text)) in zip(st.columns(len(row)), row):
+            for col, (label, (value, help_text)) in zip(st.columns(per_row), row):  # one tile width
                 col.metric(label, value, help=help_text, border=True)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
         st.info(md_message(note), icon=":material/info:")
@@ -456,10 +465,11 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
                "each engine's own rules.")
     for engine, flags in serving["launch_flags"].items():
         st.markdown(f"{engine} launch flags:")
-        st.code(flags, language="bash")
+        st.code(format_command(flags), language="bash", wrap_lines=True)
     if cli_command and request.serving is not None:
         st.markdown("Same plan from the command line:")
-        st.code(f"{cli_command} \\\n  {cli_flags(request.serving)}", language="bash")
+        st.code(f"{cli_command} \\\n  {format_command(cli_flags(request.serving))}", language="bash",
+                wrap_lines=True)
 
 
 def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
@@ -534,14 +544,20 @@ def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> 
     return line, cards
 
 
+TOWER_TILES_PER_ROW = 2
+"""Tower tiles per row: two, so "Weights per GPU, with the tower" stays whole at 1,280 px."""
+
+
 def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> None:
     """The Home page's row of tower cards (:func:`tower_figures`); nothing for a text model."""
     line, cards = tower_figures(model, gpu, request, result)
     if not cards:
         return
     st.markdown(line)
-    for col, (label, (value, help_text)) in zip(st.columns(len(cards)), cards.items()):
-        col.metric(label, value, help=help_text, border=True)
+    items = list(cards.items())
+    for row in (items[i:i + TOWER_TILES_PER_ROW] for i in range(0, len(items), TOWER_TILES_PER_ROW)):
+        for col, (label, (value, help_text)) in zip(st.columns(TOWER_TILES_PER_ROW), row):
+            col.metric(label, value, help=help_text, border=True)
 
 
 # --- the one line a page that counts users shows (issue 27: one link, one user count) ------------------

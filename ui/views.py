@@ -404,11 +404,25 @@ RELEASED_COLUMN = st.column_config.TextColumn(
          "\"unknown\" where no source was found. The model table's \"released source\" says where it was read.")
 """The release-date column of the model and verification tables (``data.released``)."""
 
+ID_COLUMN = st.column_config.TextColumn("id", width=280, pinned=True)
+"""The id column of the model and verification tables: pinned, and wide enough for a 40-character id
+(Streamlit's "medium" cut ``CohereForAI/c4ai-command-r-v01`` at 1,280 px)."""
+
+
+def _text(label: str, width: int, help: str | None = None):
+    """A text column ``width`` px wide (about 7 px a character), so its cells show whole at 1,280 px."""
+    return st.column_config.TextColumn(label, width=width, help=help)
+
+
 MODEL_COLUMNS = {
-    "id": st.column_config.TextColumn("id", width="medium"),
+    "id": ID_COLUMN,
+    "name": _text("name", 270),
     "released": RELEASED_COLUMN,
+    "aliases": _text("aliases", 300),
     "params": st.column_config.NumberColumn("params", format="compact", help="All experts included"),
+    "layer kinds": _text("layer kinds", 280),
     "max context": st.column_config.NumberColumn("max context [tokens]", format="localized"),
+    "checkpoint": _text("checkpoint", 190),
     "source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)/.*"),
     "source note": st.column_config.TextColumn("source note", width="large"),
     "released source": st.column_config.TextColumn("released source", width="large"),
@@ -416,9 +430,12 @@ MODEL_COLUMNS = {
 """Column formats of the model table."""
 
 GPU_COLUMNS = {
+    "id": st.column_config.TextColumn("id", width=220, pinned=True),
+    "name": _text("name", 290),
     "framework memory [GiB]": st.column_config.NumberColumn("framework memory [GiB]", format="%.2f",
                                                             help="GiB = 2^30 bytes"),
     "marketed [GB]": st.column_config.NumberColumn("marketed [GB]", help="Vendor label"),
+    "host link": _text("host link", 110),
     "price [USD/h]": st.column_config.NumberColumn("price [USD/h]", format="%.2f"),
     "source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)/.*"),
     "source note": st.column_config.TextColumn("source note", width="large"),
@@ -426,18 +443,19 @@ GPU_COLUMNS = {
 """Column formats of the GPU table."""
 
 VERIFICATION_COLUMNS = {
-    "id": st.column_config.TextColumn("id", width="medium"),
+    "id": ID_COLUMN,
+    "family": _text("family", 110),
     "released": RELEASED_COLUMN,
-    "status": st.column_config.TextColumn("status", width="small",
-                                          help="exact, by source (read as the architecture its config declares), "
-                                               "or not built (nothing checked: see the reason)"),
-    "counted": st.column_config.TextColumn("counted", width="small",
-                                           help="language model: a multimodal model is checked on its language "
-                                                "model, while the catalog lists it with its vision tower"),
-    "params (planner)": st.column_config.NumberColumn("params (planner)", format="localized"),
-    "params (transformers)": st.column_config.NumberColumn("params (transformers)", format="localized"),
-    "KV bytes (planner)": st.column_config.NumberColumn("KV bytes (planner)", format="localized"),
-    "KV bytes (transformers)": st.column_config.NumberColumn("KV bytes (transformers)", format="localized"),
+    "status": _text("status", 90, help="exact, by source (read as the architecture its config declares), "
+                                       "or not built (nothing checked: see the reason)"),
+    "counted": _text("counted", 120, help="language model: a multimodal model is checked on its language "
+                                          "model, while the catalog lists it with its vision tower"),
+    "params (planner)": st.column_config.NumberColumn("params (planner)", format="localized", width=140),
+    "params (transformers)": st.column_config.NumberColumn("params (transformers)", format="localized", width=160),
+    "prompt tokens": _text("prompt tokens", 150),
+    "KV bytes (planner)": st.column_config.NumberColumn("KV bytes (planner)", format="localized", width=150),
+    "KV bytes (transformers)": st.column_config.NumberColumn("KV bytes (transformers)", format="localized",
+                                                             width=170),
     "reason": st.column_config.TextColumn("reason", width="large"),
 }
 """Column formats of the verification table: short status, numbers with separators, the reason last and wide."""

@@ -24,6 +24,7 @@ from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
 from planner.engines.expected_error import close_call, expected_error_bytes
+from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
 from planner.units import GiB
@@ -141,6 +142,7 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
         available_kv_memory_bytes=available, available_kv_memory_per_rank_bytes=per_rank, gpu_name=gpu.name,
+        gpu_memory_reported_bytes=reported_memory_bytes(gpu),
         distributed_executor_backend=backend, num_nodes=nodes, enforce_eager=bool(args.enforce_eager),
         usage_context=args.usage_context or "serve",
         enable_prefix_caching=bool(getattr(args, "enable_prefix_caching", None)),

@@ -53,7 +53,9 @@ Design notes (assumptions, with worked examples):
        indexer key + scale). DeepSeek-V4 keeps K = V twice on its sliding-only layers
        and once (exposed twice) on CSA / HCA layers, beside the compressor's
        entries, buffers and overlap state
-       (``planner.model.sparse.CompressedAttention.transformers_cache_bytes``).
+       (``planner.model.sparse.CompressedAttention.transformers_cache_bytes``), also
+       measured inside a window, 783 x 128 + 0, 1, 4, 100, 127 tokens
+       (``scripts/measure_deepseek_v4_cache.py``).
 
 Sources: transformers 5.24 src/transformers/cache_utils.py (``DynamicLayer.update``,
 ``DynamicSlidingWindowLayer.update``, ``LinearAttentionLayer``,

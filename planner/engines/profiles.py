@@ -521,11 +521,17 @@ def sglang_2025_memory_defaults(gpu_memory_bytes: int, tensor_parallel_size: int
     below 90 GiB (H100, A100) ``(9.5 + p / 2)``; below 160 GiB (H20, H200) ``(12 + p / 2)``; else 32 GiB;
     +2 GiB with speculative decoding. ``chunked_prefill_size`` 2048 below 35 GiB, 8192 below 160 GiB,
     else 16384; ``cuda_graph_max_bs`` 8 below 35 GiB (80 at TP >= 4), else 160.
-    Worked example (reference case N22, RTX 5080, 15,791 MiB visible, TP 1): reserved 2,969.6 MiB,
-    round(12,821.4 / 15,791, 3) = 0.812 (the current rule gives 0.764: less KV for the same card).
+    ``gpu_memory_bytes`` is the GPU capacity as SGLang reads it: ``get_nvgpu_memory_capacity`` asks
+    ``nvidia-smi --query-gpu=memory.total`` (the catalog's ``memory_reported_mib``), not the memory CUDA
+    lets a process use, so callers pass ``EngineRequest.gpu_memory_reported_bytes`` when they know it.
+    Worked example (reference case N22, RTX 5080, TP 1): reserved 2,969.6 MiB; nvidia-smi's 16,303 MiB
+    give round(13,333.4 / 16,303, 3) = 0.818, the log's (13.91 + 1.25) x 0.818 - 1.25 = 11.15 GiB of K + V
+    (printed 11.14); the 15,791 MiB CUDA reports gave 0.812 and 11.06.
 
     Sources: python/sglang/srt/server_args.py ``ServerArgs.__post_init__`` (mid-2025 source: "T4, 4080",
-    "H100, A100", "H200", "B200, MI300" reserves); the DP-attention +4 GiB term is not modelled.
+    "H100, A100", "H200", "B200, MI300" reserves); python/sglang/srt/utils.py
+    ``get_nvgpu_memory_capacity`` (nvidia-smi's ``memory.total`` [MiB], smallest over the GPUs); the
+    DP-attention +4 GiB term is not modelled.
     """
     tp = tensor_parallel_size
     parallel = tp * pipeline_parallel_size

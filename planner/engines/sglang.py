@@ -178,8 +178,9 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     c = resolve_knobs(model, request)
     spec = None if request.serving is None else request.serving.speculative
     reserve = SGLANG_SPEC_RESERVE_MIB[spec.method] if spec is not None else 0
-    if profile.id == "sglang-v0.4":  # mid-2025 builds: a fixed reserve per GPU class
-        chunk, graph_bs, default_fraction = sglang_2025_memory_defaults(gpu_memory_bytes, c.tp, c.pp, spec is not None)
+    if profile.id == "sglang-v0.4":  # mid-2025 builds: a fixed reserve per GPU class of nvidia-smi's total
+        capacity = request.gpu_memory_reported_bytes or gpu_memory_bytes
+        chunk, graph_bs, default_fraction = sglang_2025_memory_defaults(capacity, c.tp, c.pp, spec is not None)
     else:
         chunk, graph_bs, default_fraction = sglang_memory_defaults(gpu_memory_bytes, c.tp, c.pp, reserve)
     fraction = request.gpu_memory_utilization or default_fraction

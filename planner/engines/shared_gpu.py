@@ -18,7 +18,7 @@ Sources: vllm/v1/worker/gpu_worker.py (``init_device``, ``requested_memory``); v
 
 from __future__ import annotations
 
-from planner.units import GiB
+from planner.units import GiB, MiB
 
 
 def vllm_free_at_startup(gpu_memory_bytes: int, memory_in_use_bytes: int) -> int:
@@ -41,3 +41,19 @@ def shared_gpu_refusal(gpu_memory_bytes: int, memory_in_use_bytes: int, util: fl
             f"desired GPU memory utilization ({util:g}, {requested_bytes / GiB:.2f} GiB); {in_use:.2f} GiB are in "
             f"use by other processes. Decrease gpu_memory_utilization to at most {free / gpu_memory_bytes:.2f} "
             "or free the GPU")
+
+
+def reported_memory_bytes(gpu) -> int | None:
+    """``nvidia-smi``'s ``memory.total`` of a catalog GPU [bytes], the capacity SGLang reads
+    (``get_nvgpu_memory_capacity``, python/sglang/srt/utils.py), for
+    :attr:`EngineRequest.gpu_memory_reported_bytes`.
+
+    Args:
+        gpu: Any object with ``memory_reported_mib`` [MiB] (a catalog GPU); a custom GPU has none.
+
+    Returns:
+        The reported memory [bytes], or None when the GPU reports none (the engine then uses the memory CUDA
+        reports).
+    """
+    mib = getattr(gpu, "memory_reported_mib", None)
+    return mib * MiB if mib else None

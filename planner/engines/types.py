@@ -59,6 +59,9 @@ class EngineRequest:
         gpu_name: GPU display name; picks vLLM's scheduler defaults (A100 rule),
             MLA backend (Hopper / Blackwell) and MoE kernel layouts
             (:func:`planner.engines.loaded.gpu_capability`).
+        gpu_memory_reported_bytes: ``nvidia-smi``'s ``memory.total`` of the GPU [bytes] (the catalog's
+            ``memory_reported_mib``), which SGLang reads to pick its default ``mem_fraction_static``;
+            None = ``gpu_memory_bytes`` (the framework-visible memory) stands in for it.
         available_kv_memory_per_rank_bytes: The engine's printed available KV memory of
             every worker, in rank order (``rank = stage x tp + tp_rank``, as vLLM numbers
             them), or one per pipeline stage [bytes]; the pool takes the smallest
@@ -103,6 +106,7 @@ class EngineRequest:
     n_ubatch: int = 512
     swa_full: bool = False
     gpu_name: str = ""
+    gpu_memory_reported_bytes: int | None = None
     available_kv_memory_per_rank_bytes: tuple[int, ...] = ()
     usage_context: str = "serve"
     enforce_eager: bool = False
@@ -143,7 +147,7 @@ class EngineRequest:
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
         for name in ("available_kv_memory_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
-                     "cudagraph_bytes", "memory_in_use_bytes"):
+                     "cudagraph_bytes", "memory_in_use_bytes", "gpu_memory_reported_bytes"):
             value = values[name]
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0 bytes, got {value}")

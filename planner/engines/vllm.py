@@ -35,48 +35,47 @@ from operator import itemgetter
 from planner.engines.launch import LaunchSpec, vllm_command_around_length
 from planner.engines.loaded import (
     loaded_weight_bytes,
-    gpu_capability,
     nvfp4_swizzles,
     pipeline_layer_ranges,
     vllm_mxfp4_layout,
 )
 from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes
 from planner.engines.pages import (
-    MAMBA_BLOCK_ALIGNMENT,
     FullAttentionPages,
     KVLayout,
-    MambaPages,
     concurrency_ratio,
-    kv_layout,
-    layer_page_specs,
-    mamba_hybrid_block_size,
     max_model_len_that_fits,
     printed_tokens_for_ratio,
 )
 from planner.engines.profiles import (
     EngineProfile,
     batch_limits_clamp_below,
-    default_block_size,
-    default_mla_backend,
     vllm_batch_limits,
 )
-from planner.engines.serving import vllm_drafter_layers, vllm_rank_budget
+from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm_kv_formats import (
     FP8_DS_MLA_NOTE,
     layer_bytes_per_token,
-    mamba_pages_per_request,
     uses_fp8_ds_mla,
-    vllm_layer_page_specs,
+)
+from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
+    mamba_block_alignment,
+    mla_forced_block_size,
+    stage_layout,
+    stage_specs,
+    vllm_block_size,
 )
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes
-from planner.model.layers import FullAttention
 from planner.model.memo import model_memo, remember
 from planner.units import GiB
+
+__all__ = ["MAX_CONTEXT_SEARCH_LIMIT", "gib2", "mamba_block_alignment", "mla_forced_block_size", "plan_vllm",
+           "resolve_max_model_len", "stage_layout", "stage_specs", "vllm_block_size", "with_available"]
 
 MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-model-len search when the model states no limit [tokens]."""
@@ -98,135 +97,6 @@ def resolve_max_model_len(model: ModelSpec, request: EngineRequest) -> int:
     if model.max_position_embeddings:
         return model.max_position_embeddings
     raise ValueError(f"{model.model_id}: the config states no max_position_embeddings; pass max_model_len")
-
-
-def _stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile: EngineProfile,
-                 block_size: int) -> list:
-    """The page specs of ``layers`` (and of the drafter layers that share their pool) at ``block_size``.
-
-    Raises:
-        ValueError: a Mamba hybrid under a profile without vLLM's hybrid allocator.
-    """
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
-    tp = request.tensor_parallel_size
-    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3
-    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching)
-    specs = [spec for i in layers for spec in vllm_layer_page_specs(model.layers[i], dtypes, tp, block_size,
-                                                                    hybrid_allocator=hybrid, ds_mla=ds_mla,
-                                                                    mamba_pages=mamba)]
-    if request.serving is not None:  # the drafter's layers share the pool (planner.engines.serving)
-        specs += [spec for x in vllm_drafter_layers(model, request, profile, layers)
-                  for spec in layer_page_specs(x, dtypes, tp, block_size, hybrid_allocator=hybrid)]
-    if not hybrid and any(isinstance(s, MambaPages) for s in specs):
-        raise ValueError(f"{model.model_id}: attention + Mamba hybrids are modelled only with vLLM's hybrid "
-                         f"allocator (engine vllm, vllm-v0.11 or vllm-v0.10); {profile.id} kept the Mamba state in "
-                         "a separate cache that the planner does not model")
-    return specs
-
-
-def _stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profile: EngineProfile,
-                  block_size: int) -> KVLayout:
-    """One pipeline stage's :class:`KVLayout` at the block size :func:`vllm_block_size` resolved."""
-    return kv_layout(_stage_specs(model, layers, request, profile, block_size))
-
-
-def mamba_block_alignment(model: ModelSpec, request: EngineRequest, profile: EngineProfile) -> int:
-    """``kernel_block_alignment_size`` of an attention + Mamba hybrid [tokens].
-
-    MLA models: 128 with the CUTLASS MLA backend, 64 with any other MLA backend; other models
-    16, or 32 on datacenter Blackwell (SM 10.x) with head size 256 under FlashInfer (the
-    default backend), which cannot run 16-token blocks there (flashinfer issue #1993).
-
-    Sources: vllm/model_executor/models/config.py
-    ``HybridAttentionMambaModelConfig.verify_and_update_config`` (2026 source; earlier
-    releases used 16 for every model).
-    """
-    backend = (request.attention_backend or "").upper()
-    if model.attention_kind == "MLA":
-        backend = backend or default_mla_backend(profile, request.gpu_name)
-        return 128 if backend == "CUTLASS_MLA" else 64
-    if gpu_capability(request.gpu_name)[0] == 10 and backend in ("", "FLASHINFER") and any(
-            isinstance(layer, FullAttention) and layer.head_dim == 256 for layer in model.layers):
-        return 32
-    return MAMBA_BLOCK_ALIGNMENT
-
-
-def mla_forced_block_size(backend: str, block_size: int) -> int:
-    """The block size vLLM's CUDA platform forces for an MLA backend [tokens].
-
-    FlashMLA: 64 unless ``block_size`` is a multiple of 64; CUTLASS MLA: 128 unless a
-    multiple of 128; FlashInfer MLA: 64 unless 32 or a multiple of 64; other backends keep it.
-    Worked example: FlashMLA (Hopper), ``--block-size 16`` -> 64; 128 stays 128.
-
-    Sources: vllm/platforms/cuda.py ``CudaPlatformBase.check_and_update_config`` ("Forcing kv
-    cache block size to 64 for FlashMLA backend"; v0.11 and later: releases up to v0.10 forced
-    exactly 64 / 128, so a multiple such as 128 was forced to 64 there too, not modelled).
-    """
-    backend = backend.upper()
-    if backend == "FLASHMLA" and block_size % 64:
-        return 64
-    if backend == "CUTLASS_MLA" and block_size % 128:
-        return 128
-    if backend == "FLASHINFER_MLA" and block_size != 32 and block_size % 64:
-        return 64
-    return block_size
-
-
-def vllm_block_size(model: ModelSpec, request: EngineRequest, profile: EngineProfile) -> tuple[int, tuple[str, ...]]:
-    """The attention ``block_size`` vLLM runs with, and the notes saying why it is not the one asked.
-
-    1. Start from ``--block-size`` (``request.block_size``), else the backend default
-       (:func:`planner.engines.profiles.default_block_size`).
-    2. Attention + Mamba hybrids (vllm/model_executor/models/config.py
-       ``HybridAttentionMambaModelConfig.verify_and_update_config``, ``mamba_cache_mode``
-       "none"): ``attn_block_size = a x ceil(mamba_page_size / (a x attention page bytes of one
-       token))`` with ``a`` = :func:`mamba_block_alignment` (:func:`planner.engines.pages.mamba_hybrid_block_size`);
-       when the block size is unset or smaller, vLLM sets it to ``attn_block_size`` ("Setting
-       attention block size to N tokens to ensure that attention page size is >= mamba page
-       size"). A larger one is kept and the Mamba page padded to the attention page; vLLM
-       refuses no value here.
-    3. MLA models: the backend's forced size (:func:`mla_forced_block_size`; vllm/platforms/cuda.py
-       ``check_and_update_config``, which runs after step 2). A forced size that no longer
-       holds a Mamba state makes the pages fail to unify, as in vLLM.
-
-    The hybrid sizes come from every layer of the model (vLLM computes them from the model
-    config, once for all pipeline stages). Worked example (Qwen3.5-35B-A3B, bf16, TP 1):
-    attention page of one token 2 x 2 KV heads x 256 x 2 B = 2,048 B; Gated DeltaNet state
-    2,146,304 B (conv 3 x 8,192 x 2 B + SSM 32 x 128 x 128 x 4 B); 16 x ceil(2,146,304 /
-    32,768) = 1,056 tokens, so ``--block-size 16`` runs with 1,056.
-
-    Returns:
-        ``(block_size, notes)``; notes only when ``request.block_size`` was given and changed.
-    """
-    asked = request.block_size
-    is_mla = model.attention_kind == "MLA"
-    block = asked or default_block_size(profile, is_mla=is_mla, gpu_name=request.gpu_name,
-                                        attention_backend=request.attention_backend)
-    notes: list[str] = []
-    if profile.family != "vllm":
-        return block, ()
-    specs = _stage_specs(model, range(model.num_layers), request, profile, 1)
-    attention = [s for s in specs if isinstance(s, FullAttentionPages)]
-    mamba = [s for s in specs if isinstance(s, MambaPages)]
-    if mamba and attention:
-        mamba_page_size = max(s.state_bytes for s in mamba)
-        attn_block_size = mamba_hybrid_block_size(max(a.bytes_per_token for a in attention), mamba_page_size,
-                                                  mamba_block_alignment(model, request, profile))
-        if block < attn_block_size:
-            if asked is not None:
-                notes.append(f"vLLM raises the attention block size to {attn_block_size:,} tokens so that an "
-                             f"attention page holds at least one Mamba state page (model_executor/models/config.py); "
-                             f"block_size {asked} was asked")
-            block = attn_block_size
-    if is_mla and asked is not None:
-        backend = request.attention_backend or default_mla_backend(profile, request.gpu_name)
-        forced = mla_forced_block_size(backend, block)
-        if forced != block:
-            notes.append(f"vLLM forces the KV cache block size to {forced} for the {backend.upper()} backend "
-                         f"(platforms/cuda.py); block_size {asked} was asked")
-            block = forced
-    return block, tuple(notes)
 
 
 def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile,
@@ -408,7 +278,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
 
     ranks, layouts = [], []
     for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, pp)):
-        layout = _stage_layout(model, layers, request, profile, block)
+        layout = stage_layout(model, layers, request, profile, block)
         for role in _stage_roles(profile, request, stage):
             ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
                                       gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs, role=role))

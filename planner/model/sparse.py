@@ -48,13 +48,26 @@ Design notes (assumptions):
        has closed, for the compressor and for the indexer (width ``index_head_dim``).
        Worked example, V4-Flash CSA layer, bf16, prefill n = 33: window 33 x 1,024
        + buffers 33 x (1,024 + 256) x 2 x 2 + 8 entries x (512 + 128) x 2
-       + overlap 4 x 640 x 6 = 228,352 B of memory.
+       + overlap 4 x 640 x 6 = 228,352 B of memory. After a decode step to
+       n = 100,228 (783 x 128 + 4): CSA 128 x 1,024 + 4 x 1,280 x 2 x 2
+       + 25,057 x 640 x 2 + 15,360 = 32,239,872 B; at n = 100,324 (783 x 128 + 100)
+       HCA 128 x 1,024 + 100 x 512 x 2 x 2 + 783 x 1,024 = 1,137,664 B, both as
+       measured (``tests/data/reference/deepseek_v4_transformers_cache.json``: 8 x 128
+       and 783 x 128 tokens + 0, 1, 100, 127, per layer kind). The overlap gate is fp32
+       because the gate gets the compressor's ``position_bias`` added, a parameter
+       built in fp32 and kept there (``_keep_in_fp32_modules_strict``) by
+       ``from_pretrained`` / ``from_config``. A model cast afterwards with
+       ``.to(torch.bfloat16)`` casts it too and keeps ``ratio x width x 2`` =
+       5,120 B less per CSA layer (107,520 B on V4-Flash, 153,600 B on V4-Pro, at every
+       length past the first window); that cast is not modelled.
 
 Sources: vLLM vllm/model_executor/models/deepseek_v2.py (``DeepseekV32IndexerCache``:
 ``head_dim = index_head_dim + index_head_dim // quant_block_size * 4``, dtype uint8);
 transformers 5.24 cache_utils.py (``DynamicIndexedLayer``), models/minimax_m3_vl/
 modeling_minimax_m3_vl.py (``MiniMaxM3VLSparseCacheLayer``), models/deepseek_v4/
-modeling_deepseek_v4.py (``DeepseekV4HCACache``, ``DeepseekV4CSACache``); DeepSeek-V4
+modeling_deepseek_v4.py (``DeepseekV4HCACache.store_compression_weights``,
+``DeepseekV4CSACache.update_overlap_state``, ``DeepseekV4CSACompressor.forward``,
+``DeepseekV4PreTrainedModel._keep_in_fp32_modules_strict``); DeepSeek-V4
 config.json (``compress_ratios``, ``sliding_window``, ``index_head_dim``).
 """
 

@@ -216,3 +216,33 @@ def node_commands(plan: ScalePlan, role: str, *, disaggregated: bool, head: str 
         return [command]
     return [append_flags(command, ["--nnodes", str(layout.nodes), "--node-rank", str(node), "--dist-init-addr",
                                    f"{head}:5000"]) for node in range(layout.nodes)]
+
+
+def model_volume_gib(model) -> int:
+    """The model volume to request: the checkpoint's stored weights plus 10 %, in whole GiB (at least 1) [GiB]."""
+    from planner.model.params import model_weight_bytes
+    from planner.units import GiB
+
+    return max(1, -(-model_weight_bytes(model, "auto") * 11 // (10 * GiB)))
+
+
+def disagg_values_yaml(model, result, *, gpu_name: str, gpus_per_node: int = 8) -> str:
+    """llm-d values of both pools of a :class:`planner.scale.disagg.DisaggPlan`, as YAML text (what
+    ``python -m planner deploy --target llm-d`` prints with ``--users``).
+
+    Args:
+        model: The model the pools serve (its id names the artifacts, its weights size the volume).
+        result: The sized pools.
+        gpu_name: The GPU's display name (header comment).
+        gpus_per_node: GPUs in one node [GPUs].
+
+    Raises:
+        ValueError: what :func:`llm_d_values` refuses (SGLang, a tensor-parallel group wider than a node).
+    """
+    roles = {"prefill": (result.prefill.plan, result.prefill.replicas),
+             "decode": (result.decode.plan, max(1, result.decode.replicas))}
+    values = llm_d_values(model.model_id, roles, model_size_gib=model_volume_gib(model), gpus_per_node=gpus_per_node)
+    header = (f"llm-d model-service values ({CHART} chart {CHART_VERSION}), from python -m planner deploy",
+              f"model {model.model_id} on {gpu_name}; "
+              + "; ".join(f"{r}: {rep} x {p.layout.num_gpus} GPUs" for r, (p, rep) in roles.items()))
+    return to_yaml(values, header)

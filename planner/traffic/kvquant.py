@@ -1,6 +1,7 @@
 """KV-cache quantization: users gained by fp8, int8 and int4 KV against 16-bit.
 
-The KV dtype is chosen separately from the weight dtype (DOMAIN.md section 3).
+The KV dtype is chosen separately from the weight dtype (vLLM's --kv-cache-dtype, SGLang's --kv-cache-dtype,
+llama.cpp's -ctk / -ctv).
 Smaller elements fit more tokens in the same per-GPU budget; the budget itself
 does not change (weights and overheads are untouched), so users scale with
 ``16 / bits_per_element`` up to block rounding.
@@ -33,9 +34,9 @@ DEFAULT_KV_DTYPES = ("auto", "fp8", "int8", "int4")
 """Baseline (model dtype) first, then the quantized formats compared."""
 
 QUALITY_NOTES: dict[str, tuple[str, str]] = {
-    "bf16": ("baseline: the cache keeps the model's own precision, no quality change", "DOMAIN.md section 3"),
-    "fp16": ("baseline: the cache keeps the model's own precision, no quality change", "DOMAIN.md section 3"),
-    "fp32": ("twice the 16-bit size, no quality gain for serving", "DOMAIN.md section 3"),
+    "bf16": ("baseline: the cache keeps the model's own precision, no quality change", "config.json torch_dtype (the cache is kept in the model dtype)"),
+    "fp16": ("baseline: the cache keeps the model's own precision, no quality change", "config.json torch_dtype (the cache is kept in the model dtype)"),
+    "fp32": ("twice the 16-bit size, no quality gain for serving", "config.json torch_dtype"),
     "fp8": (
         "usually a small accuracy loss; calibrated scales (llm-compressor) are recommended over the default "
         "scale 1.0; supported by vLLM (--kv-cache-dtype fp8) and SGLang",
@@ -45,7 +46,8 @@ QUALITY_NOTES: dict[str, tuple[str, str]] = {
     "int8": (
         "8-bit integers with scales: small loss, similar to fp8; llama.cpp offers q8_0 "
         "(-ctk q8_0 -ctv q8_0); newer vLLM trees add int8 per-token-head scales",
-        "llama.cpp ggml type traits (ggml/src/ggml.c); ENGINES.md section 1.1 (KVQuantMode)",
+        "llama.cpp ggml type traits (ggml/src/ggml.c); TensorRT-LLM QuantMode INT8_KV_CACHE "
+        "(tensorrt_llm/quantization/mode.py)",
     ),
     "int4": (
         "a visible quality trade-off: keys have outlier channels, so plain per-token 4-bit groups lose "

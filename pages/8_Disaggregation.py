@@ -1,0 +1,59 @@
+"""Prefill / decode disaggregation: two pools sized for N users, the KV transfer between them, the launch
+commands and the llm-d values (``python -m planner disagg`` / ``deploy``)."""
+
+import streamlit as st
+
+from planner.scale import plan_disagg
+from planner.scale.deploy import disagg_values_yaml
+from ui import catalog, inputs, scale_view, views
+from ui.format import format_int, md_text
+
+views.setup_page("Disaggregation", "🔀",
+                 "Separate prefill and decode pools for N users: each pool's GPUs, replicas and per-GPU budget, "
+                 "the KV each request moves between them, and how to launch them (roofline upper bound).")
+form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=(), advanced=())
+knobs, more = scale_view.disagg_inputs()
+problems.extend(more)
+inputs.show_problems(problems)
+
+model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
+if missing := scale_view.roofline_gap(gpu):  # a custom GPU: no TFLOPS figure to time the prefill with
+    st.warning(md_text(missing), icon=":material/speed:")
+    st.stop()
+prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu.name, what="reading the inputs")
+n = knobs.numbers
+result = views.guarded(
+    plan_disagg, model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,
+    bf16_dense_tflops=getattr(gpu, "bf16_dense_tflops", None), prefill=prefill, decode=decode, users=n["users"],
+    prompt_len=n["prompt_len"], output_len=n["output_len"], ttft_ms=n["ttft_ms"], tpot_ms=n["tpot_ms"],
+    link_id=knobs.link, what=f"sizing the pools for {form.model_id} on {gpu.name}")
+
+st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {knobs.engine}: "
+                     f"{format_int(n['users'])} users, {format_int(n['prompt_len'])} + "
+                     f"{format_int(n['output_len'])} tokens"))
+scale_view.headline(result)
+left, right = st.columns(2, gap="large")
+scale_view.show_pool(left, result.prefill, gpu.framework_memory_bytes, gpu.name)
+scale_view.show_pool(right, result.decode, gpu.framework_memory_bytes, gpu.name)
+
+st.subheader("KV transfer between the pools")
+st.markdown(scale_view.transfer_text(result))
+st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
+             column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
+for note in result.notes:
+    st.caption(note)
+
+st.subheader("llm-d model-service values")
+try:
+    values = disagg_values_yaml(model, result, gpu_name=gpu.name)
+except ValueError as exc:  # SGLang, or a tensor-parallel group wider than a node: a normal answer
+    st.info(f"No llm-d values: {exc}.", icon=":material/info:")
+else:
+    st.code(values, language="yaml")
+    st.download_button("Download values.yaml", values, file_name="values.yaml", mime="application/yaml",
+                       key="download_values", icon=":material/download:", on_click="ignore")
+st.caption("Sizing: decode batch per rank = the fewer of what its KV pool holds and what meets the TPOT target; "
+           "prefill = 2 x active parameters FLOPs per prompt token; arrivals = users / (TTFT + output x TPOT). "
+           "Same figures as `python -m planner disagg` and `deploy --target llm-d`. Sources: "
+           "planner/scale/disagg.py, planner/scale/links.py, llm-d-modelservice chart v0.4.12.")

@@ -1,0 +1,162 @@
+"""The Disaggregation page (pages/8_Disaggregation.py): AppTest runs compared with planner.scale.plan_disagg.
+
+Displayed numbers are checked against the planner's own return values (never re-derived here); the
+DeepSeek-V3.2 DP 8 + EP case is the README's "Prefill / decode pools" example.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.engines.types import EngineRequest
+from planner.scale import PoolRequest, ScaleRequest, plan_disagg
+from ui.format import format_bytes, format_int
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "8_Disaggregation.py")
+V32, H200 = "deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm"
+
+
+def _run(params: dict) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def _metrics(at: AppTest) -> list[tuple[str, str]]:
+    return [(m.label, m.value) for m in at.metric]
+
+
+def _expected(model_id: str, gpu_id: str, *, users: int, scale: ScaleRequest):
+    gpu = get_gpu(gpu_id)
+    engine = EngineRequest(gpu_name=gpu.name)
+    return plan_disagg(model_spec(model_id), gpu_memory_bytes=gpu.framework_memory_bytes,
+                       bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops,
+                       prefill=PoolRequest(engine=engine, scale=scale), decode=PoolRequest(engine=engine, scale=scale),
+                       users=users, prompt_len=4096, output_len=512, ttft_ms=2000.0, tpot_ms=50.0)
+
+
+def test_default_view_shows_both_pools_side_by_side():
+    at = _run({})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    heads = [s.value for s in at.subheader]
+    assert "Prefill pool" in heads and "Decode pool" in heads and "KV transfer between the pools" in heads
+    labels = [label for label, _ in _metrics(at)]
+    assert labels.count("GPUs") == 2 and labels.count("Concurrency per replica") == 2
+    assert any("llm-d" in c.value or "vllm serve" in c.value for c in at.code)
+
+
+def test_deepseek_v32_dp8_ep_matches_the_planner():
+    at = _run({"model": V32, "gpu": H200, "users": "512", "data_parallel_size": "8",
+               "enable_expert_parallel": "true"})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    expected = _expected(V32, H200, users=512, scale=ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    shown = _metrics(at)
+    prefill, decode = dict(shown[:len(shown) // 2]), dict(shown[len(shown) // 2:])
+    for pool, want in ((prefill, expected.prefill.to_dict()), (decode, expected.decode.to_dict())):
+        assert pool["GPUs"] == format_int(want["gpus"])
+        assert pool["Replicas"] == format_int(want["replicas"])
+        assert pool["tp / dp / ep"] == (f"{want['tensor_parallel_size']} / {want['data_parallel_size']} / "
+                                        f"{want['expert_parallel_size']}")
+        assert pool["Concurrency per replica"] == format_int(want["max_concurrency"])
+        assert pool["Weights per GPU"] == format_bytes(want["weights_bytes_per_gpu"])
+    assert prefill["tp / dp / ep"] == "1 / 8 / 8"  # the README's table: 8 DP ranks, EP 8
+    text = "\n".join(m.value for m in at.markdown)
+    assert format_bytes(expected.kv_transfer_bytes_per_request, "auto") in text
+    assert f"{expected.kv_transfer_bytes_per_request:,} B" in text
+    assert [s.value for s in at.success] and f"{format_int(expected.to_dict()['gpus'])} GPUs" in at.success[0].value
+    codes = [c.value for c in at.code]
+    assert any("--enable-expert-parallel" in c and "--kv-transfer-config" in c for c in codes)
+    assert any(c.startswith("# llm-d model-service values") and "prefill:" in c for c in codes)
+
+
+def test_bad_values_get_a_message_and_the_page_still_draws():
+    at = _run({"users": "abc", "tpot_ms": "-5", "enable_expert_parallel": "maybe", "link": "pigeon",
+               "data_parallel_size": "1" * 40})
+    assert not at.exception, at.exception
+    errors = " ".join(e.value for e in at.error)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "users=abc" in errors and "whole number" in errors
+    assert "tpot_ms=-5" in errors and "too small" in errors
+    assert "link=pigeon" in errors and "infiniband-ndr" in errors
+    assert "enable_expert_parallel=maybe" in warnings
+    assert "data_parallel_size" in warnings and "at most 32" in warnings  # the link guard's cap for numbers
+    assert "Prefill pool" in [s.value for s in at.subheader]
+
+
+def test_a_planner_refusal_is_a_message_not_a_traceback():
+    at = _run({"model": "meta-llama/Meta-Llama-3-8B", "decode_context_parallel_size": "8"})  # dcp 8 > tp 1
+    assert not at.exception, at.exception
+    assert at.error and "Could not finish" in at.error[0].value
+
+
+def test_sglang_flags_on_a_vllm_engine_are_named():
+    at = _run({"dp_size": "2"})
+    assert not at.exception, at.exception
+    assert any("dp_size" in e.value and "SGLang flag" in e.value for e in at.error)
+
+
+def test_a_custom_gpu_without_tflops_is_a_warning_with_the_way_out():
+    from model_catalog.custom import custom_gpu
+    from model_catalog.share_codec import encode_gpu
+
+    at = _run({"custom_gpu": encode_gpu(custom_gpu("Lab card", 24, "GiB", 936, 0.5)), "gpu": "custom"})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("no bf16 TFLOPS figure" in w.value and "catalog GPU" in w.value for w in at.warning)
+
+
+# --------------------------------------------------------------------------
+# Engine page: the "Advanced: data / expert / context parallel" block (planner.scale.plan_scale)
+# --------------------------------------------------------------------------
+ENGINE_PAGE = str(ROOT / "pages" / "5_Engine.py")
+
+
+def _run_engine(params: dict) -> AppTest:
+    at = AppTest.from_file(ENGINE_PAGE, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_engine_page_shows_users_per_rank_times_ranks_for_dp8_ep():
+    from planner.scale import plan_scale
+
+    at = _run_engine({"model": V32, "gpu": H200, "data_parallel_size": "8", "enable_expert_parallel": "true"})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    gpu = get_gpu(H200)
+    expected = plan_scale(model_spec(V32), gpu.framework_memory_bytes,
+                          EngineRequest(max_model_len=8192, gpu_name=gpu.name),
+                          ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    shown = dict(_metrics(at))
+    assert shown["Users, all ranks"] == f"{expected.max_concurrency:,.2f}" == "620.88"  # README: DP + EP by hand
+    assert shown["Users per rank"] == f"{expected.max_concurrency_per_rank:,.2f}" == "77.61"
+    assert shown["Ranks x GPUs each"] == "8 x 1" and shown["Experts per GPU"] == "32 of 256"
+    assert any("**77.61** users per rank x **8** rank(s) = **620.88**" in m.value for m in at.markdown)
+    assert "Data / expert / context parallel launch" in [s.value for s in at.subheader]
+
+
+def test_engine_page_without_scale_flags_has_no_scale_block():
+    at = _run_engine({"data_parallel_size": "2"})  # vLLM -dp alone: the page's replicas, as before
+    assert not at.exception, at.exception
+    assert "Data / expert / context parallel launch" not in [s.value for s in at.subheader]
+
+
+def test_the_page_s_llm_d_values_are_what_the_cli_prints(capsys):
+    from planner.cli import main
+    from planner.scale.deploy import disagg_values_yaml
+
+    assert main(["deploy", "--target", "llm-d", "--model", V32, "--gpu", H200, "--users", "512", "--prompt-len",
+                 "4096", "--output-len", "512", "--ttft-ms", "2000", "--tpot-ms", "50", "-dp", "8",
+                 "--enable-expert-parallel"]) == 0
+    expected = _expected(V32, H200, users=512, scale=ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    assert capsys.readouterr().out.strip() == disagg_values_yaml(model_spec(V32), expected,
+                                                                 gpu_name=get_gpu(H200).name).strip()

@@ -1,0 +1,85 @@
+"""Text that fits at 1,280 px (issue 27, polish "Text cut off"): the review's screenshots showed Home's serving
+tiles ("Memory per adapte..."), the serving panel's launch flags, Allocation's first bar-chart title and its
+"Quality trade-off" column, the Catalog's id cells and the sidebar's selected model cut off.
+
+Streamlit draws a metric label on one line and a dataframe cell on one line, so these checks bound what the page
+hands them (label length per tile width, code lines, column widths in pixels); the screenshots themselves are in
+the issue note. The link is the review's (Qwen3-VL-8B on an L40S with LoRA, EAGLE-3 and 2 images).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from ui import serving, views
+
+ROOT = Path(__file__).resolve().parents[1]
+LINK = {"context_len": "16384", "enable_lora": "true", "gpu": "nvidia-l40s", "images_per_request": "2",
+        "max_loras": "4", "model": "Qwen/Qwen3-VL-8B-Instruct", "speculative_method": "eagle3"}
+
+LABEL_CHARS_AT_THREE = 26
+"""Longest metric label that shows whole in a row of three tiles at 1,280 px ("Memory per adapter slot" is 23;
+four tiles a row cut it after 17)."""
+
+CODE_LINE_CHARS = 90
+"""Longest code line that shows whole in the main column at 1,280 px (monospace, about 8 px a character)."""
+
+PX_PER_CHAR = 6.5
+"""About what a character of the dataframe font takes [px] (the screenshots: "CohereForAI/c4ai-command-r-v01",
+30 characters, in 190 px)."""
+
+
+def run(script: str, params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / script), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_home_serving_tiles_and_flags_fit():
+    at = run("app.py", LINK)
+    assert serving.PANEL_TILES_PER_ROW <= 3 and serving.TOWER_TILES_PER_ROW <= 2
+    labels = [m.label for m in at.metric]
+    assert "Adapter slots that fit" in labels and "Draft slots per sequence" in labels  # the panel is drawn
+    tiles = labels[labels.index("Weights, with the tower"):]  # the tower's and the serving panel's tiles
+    too_long = [label for label in tiles if len(label) > LABEL_CHARS_AT_THREE]
+    assert not too_long, too_long
+    assert all(len(label) <= 2 * LABEL_CHARS_AT_THREE for label in labels)  # the plan's rows of two
+    flags = [c.value for c in at.code if c.value.startswith("--")]  # the per-engine launch flags
+    assert len(flags) >= 2
+    assert all(line.strip().startswith("--") for block in flags for line in block.splitlines())  # one a line
+    long_lines = [line for c in at.code for line in c.value.splitlines() if len(line) > CODE_LINE_CHARS]
+    assert not long_lines, long_lines
+
+
+def test_home_sidebar_names_the_model_id_in_full():
+    at = run("app.py", LINK)
+    assert any("Qwen/Qwen3-VL-8B-Instruct" in c.value for c in at.sidebar.caption)
+
+
+def test_allocation_title_and_quality_column_fit():
+    from ui import allocation_view
+
+    at = run("pages/6_Allocation.py", LINK)
+    assert len(at.table) == 1  # the KV-dtype table is a static table: its notes wrap
+    table = at.table[0].value
+    assert "Quality trade-off" in table.columns and "Sources" not in table.columns
+    figure = next(reversed(allocation_view.allocation_bars.kept.values()))  # the one this run drew
+    lines = figure.layout.title.text.split("<br>")
+    assert len(lines) == 2 and all(len(line) <= 40 for line in lines), lines
+
+
+def test_catalog_text_columns_hold_their_cells():
+    from ui import data
+
+    models, verified = data.model_table(), data.verification_frame()
+    for frame, columns in ((models, views.MODEL_COLUMNS), (verified, views.VERIFICATION_COLUMNS)):
+        for name in ("id",) + tuple(c for c in ("name", "counted", "status", "family") if c in frame.columns):
+            width = columns[name]["width"]
+            longest = frame[name].astype(str).str.len().quantile(0.9)
+            assert isinstance(width, int) and width >= PX_PER_CHAR * longest, (name, width, longest)
+    assert views.ID_COLUMN["pinned"]

@@ -1,0 +1,392 @@
+"""Inputs and page blocks of the Disaggregation page: prefill / decode pools (:func:`planner.scale.plan_disagg`).
+
+The page stays thin: it reads these widgets (keys = the ``python -m planner disagg`` flags with
+underscores, bound to the URL), builds each pool's request the way the CLI does
+(``planner/cli/scale.py``: the shared flags, then ``--prefill-*`` / ``--decode-*``; decode context
+parallel on the decode pool only), calls the planner and renders what it returns. Every size on
+screen goes through :mod:`ui.format`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
+from planner.engines.types import EngineRequest
+from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
+from planner.scale.deploy import node_commands
+from ui import inputs
+from ui.budget_bar import segments_bar_html
+from ui.charts import RANK_COLOURS
+from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.inputs import NumberField, PlanInputs
+
+SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
+"""Engines whose data / expert parallel flags the planner models (vLLM and SGLang profiles)."""
+
+LINK_IDS: tuple[str, ...] = tuple(x.id for x in LINKS)
+
+_OPTIONAL = "(empty = shared)"
+
+DISAGG_FIELDS: dict[str, NumberField] = {
+    f.key: f
+    for f in (
+        NumberField(key="users", label="Concurrent users", min_value=1, max_value=1_000_000, default=256, step=16,
+                    unit="users", help="Requests in flight at once, each user sending the next when one ends "
+                                       "(`--users`)."),
+        NumberField(key="prompt_len", label="Prompt length [tokens]", min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT,
+                    default=4096, step=512, unit="tokens", help="Tokens the prefill pool computes (`--prompt-len`)."),
+        NumberField(key="output_len", label="Output length [tokens]", min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT,
+                    default=512, step=128, unit="tokens", help="Tokens the decode pool generates (`--output-len`)."),
+        NumberField(key="ttft_ms", label="TTFT target [ms]", min_value=0.01, max_value=1_000_000.0, default=2000.0,
+                    step=100.0, is_float=True, unit="ms",
+                    help="Time to first token: prefill plus the KV transfer (`--ttft-ms`)."),
+        NumberField(key="tpot_ms", label="TPOT target [ms]", min_value=0.01, max_value=100_000.0, default=50.0,
+                    step=5.0, is_float=True, unit="ms",
+                    help="Time per output token of the decode pool; it caps the decode batch (`--tpot-ms`)."),
+        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools)", min_value=1, max_value=64,
+                    default=1, step=1, unit="GPUs", help="GPUs one attention rank is split over (`-tp`)."),
+        NumberField(key="data_parallel_size", label="Data parallel size (both pools)", min_value=1, max_value=1024,
+                    default=1, step=1, unit="ranks",
+                    help="vLLM `-dp`: ranks of one launch, each with its own KV pool and scheduler."),
+        NumberField(key="decode_context_parallel_size", label="Decode context parallel size", min_value=1,
+                    max_value=64, default=1, step=1, unit="GPUs",
+                    help="vLLM `-dcp`, decode pool only: each request's KV split along tokens inside the "
+                         "tensor-parallel group."),
+        NumberField(key="dp_size", label="Data parallel size (both pools)", min_value=1, max_value=1024, default=1,
+                    step=1, unit="ranks",
+                    help="SGLang `--dp-size` (with DP attention: attention ranks inside `--tp`)."),
+        NumberField(key="ep_size", label="Expert parallel size", min_value=1, max_value=1024, default=1, step=1,
+                    unit="GPUs", help="SGLang `--ep-size`: routed experts spread over this many GPUs."),
+        *(NumberField(key=f"{role}_{kind}_parallel_size", label=f"{role.capitalize()} {kind} parallel {_OPTIONAL}",
+                      min_value=1, max_value=1024 if kind == "data" else 64, default=None, step=1,
+                      unit="ranks" if kind == "data" else "GPUs",
+                      help=f"The {role} pool's own size (`--{role}-{kind}-parallel-size`); empty = the shared one.")
+          for role in ("prefill", "decode") for kind in ("tensor", "data")),
+    )
+}
+"""The page's numeric inputs by key (= the CLI flag with underscores)."""
+
+POOL_KEYS = ("prefill_tensor_parallel_size", "prefill_data_parallel_size", "decode_tensor_parallel_size",
+             "decode_data_parallel_size")
+LOAD_KEYS = ("users", "prompt_len", "output_len", "ttft_ms", "tpot_ms")
+FAMILY_NUMBERS = {"vllm": ("tensor_parallel_size", "data_parallel_size", "decode_context_parallel_size"),
+                  "sglang": ("tensor_parallel_size", "dp_size", "ep_size")}
+FAMILY_SWITCHES = {"vllm": ("enable_expert_parallel",), "sglang": ("enable_dp_attention",)}
+_SWITCH_LABELS = {"enable_expert_parallel": ("Expert parallel (`--enable-expert-parallel`)",
+                                             "vLLM: the routed experts split whole over the dp x tp GPUs."),
+                  "enable_dp_attention": ("DP attention (`--enable-dp-attention`)",
+                                          "SGLang: data-parallel attention ranks inside the tensor-parallel group.")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisaggInputs:
+    """The page's sidebar after a run (field names are the URL keys)."""
+
+    engine: str
+    link: str
+    numbers: dict
+    switches: dict
+
+    @property
+    def family(self) -> str:
+        """``vllm`` or ``sglang``."""
+        return ENGINE_PROFILES[self.engine].family
+
+
+def check_numbers(keys) -> list[str]:
+    """Validate the link's values of ``keys`` (:data:`DISAGG_FIELDS`) before the widgets exist; a bad one is
+    dropped (the widget shows its default) and described, as :func:`ui.inputs.check_link` does."""
+    problems, changes = [], {}
+    for key in keys:
+        field, values = DISAGG_FIELDS[key], st.query_params.get_all(key)
+        if not values:
+            continue
+        problem = inputs._number_problem(field, values[-1])  # noqa: SLF001 - the shared rules and wording
+        if problem:
+            fix = inputs._number_fix(field)  # noqa: SLF001
+            problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {fix}")
+            changes[key] = None
+    inputs.rewrite_link(changes, ())
+    return problems
+
+
+def _number(container, key: str):
+    field = DISAGG_FIELDS[key]
+    if field.is_float:
+        return container.number_input(field.label, min_value=float(field.min_value), max_value=float(field.max_value),
+                                      value=None if field.default is None else float(field.default),
+                                      step=float(field.step), format="%.2f", key=key, help=field.help,
+                                      bind="query-params")
+    return container.number_input(field.label, min_value=int(field.min_value), max_value=int(field.max_value),
+                                  value=None if field.default is None else int(field.default), step=int(field.step),
+                                  key=key, help=field.help, bind="query-params")
+
+
+def _other_family_problems(family: str) -> list[str]:
+    """A sentence per link key that belongs to the other engine family's flags (left unread)."""
+    other = "sglang" if family == "vllm" else "vllm"
+    keys = [k for k in (*FAMILY_NUMBERS[other], *FAMILY_SWITCHES[other])
+            if k not in FAMILY_NUMBERS[family] and k in st.query_params]
+    if family == "sglang":
+        keys += [k for k in ("decode_context_parallel_size",) if k in st.query_params and k not in keys]
+    return [f"Link parameter `{k}` is a {'SGLang' if other == 'sglang' else 'vLLM'} flag; the chosen engine "
+            f"does not read it, so it was ignored. Pick that engine, or use the {family} inputs in the sidebar."
+            for k in dict.fromkeys(keys)]
+
+
+def disagg_inputs() -> tuple[DisaggInputs, list[str]]:
+    """Engine, link, load and parallel inputs of the Disaggregation page (URL-bound), and the link problems."""
+    problems = inputs.check_link({"engine": (SCALE_ENGINES, resolve_engine_name, "engine", DEFAULT_ENGINE),
+                                  "link": (LINK_IDS, None, "link", DEFAULT_LINK)}, {}, ())
+    problems += check_numbers(DISAGG_FIELDS)
+    bar = st.sidebar
+    engine = bar.selectbox("Serving engine", SCALE_ENGINES, index=SCALE_ENGINES.index(DEFAULT_ENGINE), key="engine",
+                           bind="query-params",
+                           help="Data / expert parallel flags are modelled for vLLM and SGLang (`--engine`).")
+    family = ENGINE_PROFILES[engine].family
+    problems += _other_family_problems(family)
+    numbers: dict = {}
+    with bar.expander("Users and targets", expanded=True):
+        for key in LOAD_KEYS:
+            numbers[key] = _number(st, key)
+    switches: dict = {}
+    with bar.expander("Parallel sizes", expanded=True):
+        for key in FAMILY_NUMBERS[family]:
+            numbers[key] = _number(st, key)
+        for key in FAMILY_SWITCHES[family]:
+            label, help_text = _SWITCH_LABELS[key]
+            switches[key] = st.toggle(label, key=key, bind="query-params", help=help_text)
+        for key in POOL_KEYS:
+            numbers[key] = _number(st, key)
+    link = bar.selectbox("Link between the pools", LINK_IDS, index=LINK_IDS.index(DEFAULT_LINK), key="link",
+                         bind="query-params",
+                         help="Each prefill GPU sends its KV shard to its decode peer (`--link`): "
+                              + "; ".join(f"{x.id}: {x.name}, {x.gb_s_per_direction:g} GB/s" for x in LINKS))
+    return DisaggInputs(engine=engine, link=link, numbers=numbers, switches=switches), problems
+
+
+def roofline_gap(gpu) -> str | None:
+    """Why ``gpu`` cannot be sized here (no bandwidth or bf16 TFLOPS figure, e.g. a custom GPU), else None."""
+    if getattr(gpu, "bf16_dense_tflops", None) and getattr(gpu, "bandwidth_gb_s", None):
+        return None
+    return (f"{gpu.name} has no bf16 TFLOPS figure, so the prefill pool cannot be timed on the roofline. Pick a "
+            "catalog GPU in the sidebar (each states its TFLOPS), or use the Engine page for this card's budget.")
+
+
+def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple[PoolRequest, PoolRequest]:
+    """``(prefill, decode)`` requests: the shared flags, each pool's own sizes where given, DCP on decode only
+    (as ``python -m planner disagg`` builds them)."""
+    n = knobs.numbers
+    engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
+                           tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu_name)
+    if knobs.family == "vllm":
+        scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,
+                             enable_expert_parallel=bool(knobs.switches.get("enable_expert_parallel")),
+                             decode_context_parallel_size=n["decode_context_parallel_size"] or 1)
+    else:
+        scale = ScaleRequest(data_parallel_size=n["dp_size"] or 1,
+                             enable_dp_attention=bool(knobs.switches.get("enable_dp_attention")),
+                             expert_parallel_size=n["ep_size"] or 1)
+    pools = []
+    for role in ("prefill", "decode"):
+        request, pool_scale = engine, scale
+        if n[f"{role}_tensor_parallel_size"] is not None:
+            request = replace(request, tensor_parallel_size=n[f"{role}_tensor_parallel_size"])
+        if n[f"{role}_data_parallel_size"] is not None:
+            pool_scale = replace(pool_scale, data_parallel_size=n[f"{role}_data_parallel_size"])
+        if role == "prefill":
+            pool_scale = replace(pool_scale, decode_context_parallel_size=1)  # DCP is a decode-side split
+        pools.append(PoolRequest(engine=request, scale=pool_scale))
+    return pools[0], pools[1]
+
+
+# --------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------
+def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
+    """``label -> (value, help)`` of one pool, from :meth:`planner.scale.disagg.Pool.to_dict`."""
+    d = pool.to_dict()
+    step_key = "prefill_ms_per_request" if pool.role == "prefill" else "time_per_output_token_ms"
+    step_label = "Prefill per prompt" if pool.role == "prefill" else "Time per output token"
+    return {
+        "GPUs": (format_int(d["gpus"]), f"{format_int(d['replicas'])} replica(s) x {d['gpus_per_replica']} GPUs"),
+        "Replicas": (format_int(d["replicas"]), "Launches of this pool's command"),
+        "GPUs per replica": (format_int(d["gpus_per_replica"]), "data parallel x tensor parallel"),
+        "tp / dp / ep": (f"{d['tensor_parallel_size']} / {d['data_parallel_size']} / {d['expert_parallel_size']}",
+                         "Attention tensor parallel / attention data-parallel ranks / expert parallel GPUs"),
+        "Concurrency per replica": (format_int(d["max_concurrency"]),
+                                        f"Memory alone holds {d['max_concurrency_by_memory']:,.2f} requests of "
+                                        f"{format_int(d['max_model_len'])} tokens per replica"),
+        step_label: (f"{d[step_key]:,.2f} ms", "Roofline upper bound: peak bandwidth and FLOPS"),
+        "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
+                            format_bytes_exact(d["available_kv_cache_bytes"])),
+        "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), format_bytes_exact(d["weights_bytes_per_gpu"])),
+    }
+
+
+def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
+    """The fullest GPU of a pool as a budget bar (:func:`ui.budget_bar.segments_bar_html`, the Engine page's
+    segments and :mod:`ui.palette` colours); zero-byte segments are left out."""
+    return rank_bar_html(pool.plan.engine, gpu_memory_bytes, f"{pool.role} GPU, {gpu_label}")
+
+
+def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
+    """The fullest GPU of an :class:`planner.engines.types.EnginePlan` as a budget bar (segments of
+    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones left out; the dashed line at the
+    engine's usable share when it has a memory fraction)."""
+    rank = plan.limiting_rank
+    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0]
+    usable = rank.requested_bytes if plan.gpu_memory_utilization is not None else None
+    return segments_bar_html(segments, RANK_COLOURS, usable_bytes=usable, card_bytes=gpu_memory_bytes,
+                             gpu_label=gpu_label)
+
+
+def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
+    """One pool's column: heading, verdict, metrics, budget bar and launch commands."""
+    title = "Prefill pool" if pool.role == "prefill" else "Decode pool"
+    container.subheader(title)
+    target = "TTFT" if pool.role == "prefill" else "TPOT"
+    if not pool.plan.starts:
+        container.warning(md_message(f"The {pool.role} engine would not start: " + "; ".join(pool.plan.reasons)),
+                          icon=":material/warning:")
+    elif not pool.meets_target:
+        container.warning(f"Misses the {target} target.", icon=":material/timer_off:")
+    values = pool_metric_values(pool)
+    for row in (list(values.items())[i:i + 2] for i in range(0, len(values), 2)):
+        for col, (label, (value, help_text)) in zip(container.columns(2), row):
+            col.metric(label, value, help=help_text)
+    container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
+    container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
+    container.markdown("**Launch command** (one replica, one command per node)")
+    commands = node_commands(pool.plan, pool.role, disaggregated=True)
+    container.code("\n\n".join(format_command(c) for c in commands), language="bash",
+                   wrap_lines=True)  # one flag a line; only a long --kv-transfer-config JSON wraps
+
+
+def transfer_rows(result) -> list[dict]:
+    """The KV transfer time of one request per link (the chosen link first)."""
+    rows = [{"Link": x.name, "id": x.id, "GB/s per GPU and direction": x.gb_s_per_direction,
+             "Time per request [ms]": result.kv_transfer_ms[x.id], "Chosen": x.id == result.link} for x in LINKS]
+    return sorted(rows, key=lambda row: not row["Chosen"])
+
+
+def transfer_text(result) -> str:
+    """One sentence: the KV that moves per request, per GPU, and its time over the chosen link."""
+    return (f"Each request's prompt KV moves once from prefill to decode: "
+            f"**{format_bytes(result.kv_transfer_bytes_per_request, 'auto')}** per request "
+            f"({format_bytes(result.kv_transfer_bytes_per_request, 'B')}), "
+            f"{format_bytes(result.kv_transfer_bytes_per_gpu, 'auto')} per GPU, the shards in parallel: "
+            f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
+
+
+def headline(result) -> None:
+    """The verdict: GPUs in all when it fits, else every reason (a normal result, not an error)."""
+    d = result.to_dict()
+    sizes = (f"{format_int(d['gpus'])} GPUs for {format_int(result.users)} users: prefill "
+             f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
+    if result.fits:
+        st.success(sizes + ".", icon=":material/check_circle:")
+    else:
+        st.warning(md_message(f"Does not fit as asked ({sizes}): " + "; ".join(result.reasons) + "."),
+                   icon=":material/warning:")
+
+
+# --------------------------------------------------------------------------
+# Engine page: data / expert / context parallel of one launch (planner.scale.plan_scale)
+# --------------------------------------------------------------------------
+def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[ScaleRequest | None, list[str]]:
+    """The Engine page's "Advanced: data / expert / context parallel" block (URL-bound), for vLLM and SGLang.
+
+    vLLM's ``-dp`` is the page's "Replicas (data parallel)" input (``data_parallel_size``); this block adds
+    ``--enable-expert-parallel`` and ``-dcp``. SGLang: ``--dp-size``, ``--enable-dp-attention``, ``--ep-size``.
+
+    Returns:
+        The request (None for another engine, a plain tensor-parallel launch, or vLLM ``-dp`` alone, which the
+        page already plans as replicas), and the link problems.
+    """
+    family = ENGINE_PROFILES[engine].family
+    if family not in FAMILY_NUMBERS:
+        return None, []
+    keys = ("decode_context_parallel_size",) if family == "vllm" else ("dp_size", "ep_size")
+    problems = check_numbers(keys)
+    values: dict = {}
+    with st.sidebar.expander("Advanced: data / expert / context parallel"):
+        if family == "vllm":
+            st.caption("Data parallel size (`-dp`): \"Replicas (data parallel)\" in the engine knobs.")
+        for key in keys:
+            values[key] = _number(st, key)
+        for key in FAMILY_SWITCHES[family]:
+            label, help_text = _SWITCH_LABELS[key]
+            values[key] = st.toggle(label, key=key, bind="query-params", help=help_text)
+    if family == "vllm":
+        request = ScaleRequest(data_parallel_size=data_parallel_size or 1,
+                               enable_expert_parallel=bool(values["enable_expert_parallel"]),
+                               decode_context_parallel_size=values["decode_context_parallel_size"] or 1)
+    else:
+        request = ScaleRequest(data_parallel_size=values["dp_size"] or 1,
+                               enable_dp_attention=bool(values["enable_dp_attention"]),
+                               expert_parallel_size=values["ep_size"] or 1)
+    plain_dp = replace(request, data_parallel_size=1).is_plain  # vLLM -dp alone: the page's replicas, as before
+    return (None if request.is_plain or (family == "vllm" and plain_dp) else request), problems
+
+
+def scale_users_line(plan) -> str:
+    """``"**77.61** users per rank x **8** ranks = **620.88** requests of 8,192 tokens"`` of a
+    :class:`planner.scale.ScalePlan` (its own figures)."""
+    d = plan.to_dict()
+    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{plan.layout.attention_dp}** "
+            f"rank(s) = **{d['max_concurrency']:,.2f}** requests of {format_int(d['max_model_len'])} tokens")
+
+
+def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
+    """``label -> (value, help)`` of a :class:`planner.scale.ScalePlan`, from its :meth:`to_dict`."""
+    d, layout = plan.to_dict(), plan.layout
+    values = {
+        "Users, all ranks": (f"{d['max_concurrency']:,.2f}", f"Requests of {format_int(d['max_model_len'])} tokens: "
+                                                             "each attention data-parallel rank has its own KV pool "
+                                                             "and scheduler"),
+        "Users per rank": (f"{d['max_concurrency_per_rank']:,.2f}", "What one rank's KV pool holds"),
+        "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
+                              f"{format_int(layout.num_gpus)} GPUs on {layout.nodes} node(s)"),
+        "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "
+                            + format_bytes_exact(d["weights_bytes_per_gpu"])),
+        "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
+                            format_bytes_exact(d["available_kv_cache_bytes"])),
+    }
+    if layout.global_experts:
+        values["Experts per GPU"] = (f"{layout.local_experts} of {layout.global_experts}",
+                                     f"Routed experts per MoE layer on the fullest GPU (expert parallel "
+                                     f"{layout.expert_parallel_size}, each split over {layout.expert_tp})")
+    return values
+
+
+def engine_scale_section(model, gpu, request: EngineRequest, scale: ScaleRequest) -> None:
+    """The Engine page's block for a data / expert / context parallel launch: one rank's budget, the users of
+    all ranks and the launch command. A refusal is a message here; the rest of the page still draws."""
+    from planner.scale import plan_scale  # noqa: PLC0415 - only pages that show the block need it
+
+    st.subheader("Data / expert / context parallel launch")
+    st.caption("The figures above plan one replica with tensor parallel only; this block places the model with "
+               "the launch's data / expert / context parallel flags (planner.scale, `python -m planner plan -dp ...`).")
+    try:
+        plan = plan_scale(model, gpu.framework_memory_bytes, request, scale)
+    except ValueError as exc:
+        st.error(md_message(f"Could not plan this launch: {exc}. Change the inputs in the sidebar."),
+                 icon=":material/error:")
+        return
+    if not plan.starts:
+        st.warning(md_message("The engine would not start: " + "; ".join(plan.reasons)), icon=":material/warning:")
+    st.markdown(scale_users_line(plan))
+    values = list(scale_metric_values(plan).items())
+    for row in (values[i:i + 3] for i in range(0, len(values), 3)):
+        for col, (label, (value, help_text)) in zip(st.columns(3), row):
+            col.metric(label, value, help=help_text)
+    st.markdown("**Budget per GPU** (the fullest GPU of one rank)")
+    st.html(rank_bar_html(plan.engine, gpu.framework_memory_bytes, gpu.name))
+    for note in plan.notes:
+        st.caption(md_message(note))
+    st.code(format_command(plan.launch_command), language="bash")
