@@ -19,6 +19,9 @@ module (or ``planner``) never needs them. ``python -m planner verify`` writes th
 table to ``model_catalog/verification.json`` and renders
 ``model_catalog/VERIFICATION.md``.
 
+The shrinking and building live in :mod:`model_catalog.verify_build`, the table's rendering, staleness
+and merging in :mod:`model_catalog.verify_table` (both re-exported here).
+
 Design notes (assumptions):
     1. *What is shrunk.* Only sizes that never reach a cache tensor: the hidden
        width (where the family reads ``head_dim`` from the config, so K/V stay
@@ -66,7 +69,6 @@ import datetime as _dt
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,41 @@ from typing import Any
 from planner.engines.hf_transformers import transformers_cache_bytes
 from planner.model.dtypes import BF16
 from planner.model.layers import CacheDtypes
+
+from model_catalog.verify_table import (  # noqa: F401  (re-exported)
+    BY_SOURCE,
+    DEFAULT_MARKDOWN_PATH,
+    DEFAULT_TABLE_PATH,
+    VOLATILE_KEYS,
+    deterministic,
+    merged_table,
+    render_markdown,
+    stale_reasons,
+    write_table,
+)
+from model_catalog.verify_build import (  # noqa: F401  (re-exported: scripts and tests import them from here)
+    EXPLICIT_HEAD_DIM_FAMILIES,
+    LANGUAGE_PREFIXES,
+    MLA_FAMILIES,
+    PER_LAYER_HEAD_FAMILIES,
+    SHARED_WEIGHT_STD,
+    SHRUNK_DT_RANK,
+    SHRUNK_EXPERT_FFN,
+    SHRUNK_EXPERTS,
+    SHRUNK_EXPERTS_PER_TOKEN,
+    SHRUNK_FFN,
+    SHRUNK_HIDDEN,
+    SHRUNK_LORA_RANK,
+    SHRUNK_VOCAB,
+    STUB_ATTENTION,
+    _from_config,
+    build_shrunken_model,
+    shrink_overrides,
+    shrunken_config,
+    shrunken_full_config,
+    transformers_full_parameter_count,
+    transformers_parameter_count,
+)
 
 BASE_TOKENS = 33
 """Prompt length every model is verified at [tokens]."""
@@ -83,40 +120,9 @@ WINDOW_ABOVE_TOKENS = 100
 """Prefill this many tokens beyond each window [tokens] (design note 4)."""
 REAL_ATTENTION_MAX_TOKENS = 1024
 """Runs up to this prompt length use the model's own attention kernel (design note 3)."""
-STUB_ATTENTION = "planner_verify_stub"
-"""Name the stand-in kernel is registered under in transformers' AttentionInterface."""
-SHRUNK_HIDDEN = 64
-SHRUNK_FFN = 32
-SHRUNK_EXPERT_FFN = 16
-SHRUNK_VOCAB = 512
-SHRUNK_EXPERTS = 4
-SHRUNK_EXPERTS_PER_TOKEN = 2
-SHRUNK_LORA_RANK = 32
-SHRUNK_DT_RANK = 8
-SHARED_WEIGHT_STD = 0.02
-
 VERIFY_DTYPES = CacheDtypes(kv=BF16, state=BF16)
 """Planner-side element formats matching the bf16 runs (design note 6)."""
 
-EXPLICIT_HEAD_DIM_FAMILIES: frozenset[str] = frozenset({
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "gemma2", "gemma3_text",
-    "phi3", "cohere", "starcoder2", "gpt_oss", "llama4_text", "jamba", "qwen3_5_text", "qwen3_5_moe_text",
-    "qwen3_vl_text", "qwen3_vl_moe_text", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl_text", "glm4_moe",
-    "step3p5", "nemotron_h", "deepseek_v4",
-})
-"""Families whose attention reads ``getattr(config, "head_dim", ...)``: their hidden width can shrink."""
-
-PER_LAYER_HEAD_FAMILIES: frozenset[str] = frozenset({"gemma4_text"})
-"""Families whose head shapes live in ``per_layer_config``: only the width shrinks, heads stay."""
-
-MLA_FAMILIES: frozenset[str] = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa",
-                                          "glm4_moe_lite", "kimi_linear"})
-"""Families whose cache is the MLA latent: the width shrinks to a multiple of the query heads."""
-
-DEFAULT_TABLE_PATH = Path(__file__).resolve().parents[1] / "model_catalog" / "verification.json"
-DEFAULT_MARKDOWN_PATH = DEFAULT_TABLE_PATH.with_name("VERIFICATION.md")
-VOLATILE_KEYS: frozenset[str] = frozenset({"generated"})
-"""Top-level keys of the table that may change between identical runs."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,235 +233,6 @@ def prompt_lengths(windows: Iterable[int]) -> tuple[int, ...]:
     for window in windows:
         lengths.update({max(1, window - 2), window + WINDOW_ABOVE_TOKENS})
     return tuple(sorted(lengths))
-
-
-# --- config shrinking --------------------------------------------------------------------
-
-
-def _shrink_experts(cfg: Any, out: dict) -> None:
-    for key in ("num_local_experts", "num_experts", "n_routed_experts"):
-        value = getattr(cfg, key, None)
-        if isinstance(value, int) and value > SHRUNK_EXPERTS:
-            out[key] = SHRUNK_EXPERTS
-    for key in ("num_experts_per_tok", "top_k_experts"):  # Gemma 4 names it top_k_experts
-        per_token = getattr(cfg, key, None)
-        if isinstance(per_token, int) and per_token > SHRUNK_EXPERTS_PER_TOKEN:
-            out[key] = SHRUNK_EXPERTS_PER_TOKEN
-    if getattr(cfg, "n_group", None) is not None:
-        out["n_group"] = 1
-        out["topk_group"] = 1
-
-
-def shrink_overrides(cfg: Any, head_dim: int) -> dict[str, Any]:
-    """Config overrides that shrink a model without touching its cache shapes (design note 1).
-
-    Args:
-        cfg: The transformers text config of the real model.
-        head_dim: The planner's per-head K width [elements] (kept explicitly).
-
-    Returns:
-        Keyword overrides for the config class.
-    """
-    out: dict[str, Any] = {"vocab_size": SHRUNK_VOCAB}
-    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value = getattr(cfg, key, None)
-        if isinstance(value, int) and value >= SHRUNK_VOCAB:
-            out[key] = 0
-    family = cfg.model_type
-    if family in PER_LAYER_HEAD_FAMILIES:
-        heads = cfg.num_attention_heads
-        out["hidden_size"] = heads * -(-SHRUNK_HIDDEN // heads)
-    elif family in EXPLICIT_HEAD_DIM_FAMILIES:
-        out["head_dim"] = head_dim
-        heads = getattr(cfg, "num_key_value_heads", None)
-        if isinstance(heads, int) and heads >= 1:
-            if family == "mimo_v2_flash":
-                heads *= 2  # its sliding layers have twice the KV heads
-            out["num_attention_heads"] = heads  # query heads never reach the cache
-        else:
-            heads = cfg.num_attention_heads
-        # Some config classes insist on hidden_size % num_attention_heads == 0 (Llama-2-13B: 40 heads -> 80).
-        hidden = heads * -(-SHRUNK_HIDDEN // heads)
-        if family == "jamba":
-            d_inner = cfg.mamba_expand * cfg.hidden_size
-            if d_inner % hidden == 0:
-                out["hidden_size"] = hidden
-                out["mamba_expand"] = d_inner // hidden
-            out["mamba_dt_rank"] = SHRUNK_DT_RANK
-        else:
-            out["hidden_size"] = hidden
-    elif family in MLA_FAMILIES:
-        # The latent cache does not depend on the width; DeepseekV2Config wants it a multiple of the heads.
-        heads = cfg.num_attention_heads
-        out["hidden_size"] = heads * -(-SHRUNK_HIDDEN // heads)
-        if getattr(cfg, "q_lora_rank", None) is not None:
-            out["q_lora_rank"] = SHRUNK_LORA_RANK
-    if family == "deepseek_v4":
-        out["q_lora_rank"] = SHRUNK_LORA_RANK
-        out["o_lora_rank"] = SHRUNK_LORA_RANK
-    if family == "nemotron_h" and getattr(cfg, "moe_latent_size", None) is not None:
-        out["moe_latent_size"] = SHRUNK_LORA_RANK
-    for key, size in (("intermediate_size", SHRUNK_FFN), ("intermediate_size_mlp", SHRUNK_FFN),
-                      ("moe_intermediate_size", SHRUNK_EXPERT_FFN), ("shared_expert_intermediate_size", SHRUNK_EXPERT_FFN),
-                      ("n_inner", SHRUNK_FFN), ("ffn_hidden_size", SHRUNK_FFN),
-                      ("dense_intermediate_size", SHRUNK_FFN), ("shared_intermediate_size", SHRUNK_EXPERT_FFN),
-                      ("share_expert_dim", SHRUNK_EXPERT_FFN),
-                      ("moe_shared_expert_intermediate_size", SHRUNK_EXPERT_FFN)):
-        if isinstance(getattr(cfg, key, None), int):
-            out[key] = size
-    _shrink_experts(cfg, out)
-    return out
-
-
-def shrunken_config(cfg: Any, head_dim: int) -> Any:
-    """A copy of ``cfg`` with :func:`shrink_overrides` applied (same config class)."""
-    from model_catalog.hf_config import _quiet_transformers
-
-    kwargs = cfg.to_dict()
-    kwargs.pop("model_type", None)
-    kwargs.pop("transformers_version", None)
-    kwargs.update(shrink_overrides(cfg, head_dim))
-    with _quiet_transformers():
-        return type(cfg)(**kwargs)
-
-
-def shrunken_full_config(full: Any, text: Any, small_text: Any) -> Any:
-    """The wrapper config with its text config replaced by ``small_text`` (``full`` itself for text models)."""
-    from model_catalog.hf_config import _quiet_transformers
-
-    if full is text:
-        return small_text
-    kwargs = full.to_dict()
-    kwargs.pop("model_type", None)
-    kwargs.pop("transformers_version", None)
-    kwargs["text_config"] = small_text.to_dict()
-    with _quiet_transformers():
-        return type(full)(**kwargs)
-
-
-# --- model building ----------------------------------------------------------------------
-
-
-@contextmanager
-def _parameters_on_meta() -> Any:
-    """Register every new ``nn.Parameter`` on the meta device; buffers stay real (design note 2)."""
-    import torch
-
-    original = torch.nn.Module.register_parameter
-
-    def register(module, name, param):
-        if param is not None and param.device.type != "meta":
-            param = torch.nn.Parameter(param.detach().to("meta"), requires_grad=False)
-        original(module, name, param)
-
-    torch.nn.Module.register_parameter = register
-    try:
-        yield
-    finally:
-        torch.nn.Module.register_parameter = original
-
-
-def _materialise_shared(model: Any, seed: int = 0) -> None:
-    """Replace meta parameters with one shared real tensor per (shape, dtype) (design note 2)."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    pool: dict[tuple, Any] = {}
-    for module in model.modules():
-        for name, param in list(module._parameters.items()):
-            if param is None or param.device.type != "meta":
-                continue
-            key = (tuple(param.shape), param.dtype)
-            if key not in pool:
-                if param.dim() <= 1:
-                    pool[key] = torch.ones(param.shape, dtype=param.dtype)
-                else:
-                    values = torch.randn(param.shape, generator=generator, dtype=torch.float32)
-                    pool[key] = values.mul_(SHARED_WEIGHT_STD).to(param.dtype)
-            module._parameters[name] = torch.nn.Parameter(pool[key], requires_grad=False)
-
-
-def _stub_attention(module, query, key, value, attention_mask, **kwargs):
-    """Stand-in kernel: zeros shaped like the real output ``(batch, q_len, heads, v_dim)`` (design note 3)."""
-    batch, heads, q_len, _ = query.shape
-    return query.new_zeros(batch, q_len, heads, value.shape[-1]), None
-
-
-def _register_stub() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(STUB_ATTENTION, _stub_attention)
-
-
-def _from_config(text: Any, full: Any, **kwargs: Any) -> tuple[Any, bool]:
-    """``(model, text_only)``: the ``*ForCausalLM`` of the text config, else the wrapper's
-    ``*ForConditionalGeneration`` (Qwen3-VL, Step 3.7 have no causal-LM class for their text config)."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-
-    try:
-        return AutoModelForCausalLM.from_config(text, **kwargs), True
-    except ValueError:
-        if full is text:
-            raise
-        return AutoModelForImageTextToText.from_config(full, **kwargs), False
-
-
-LANGUAGE_PREFIXES: tuple[str, ...] = ("model.language_model.", "language_model.", "lm_head.")
-"""Parameter-name prefixes of the language model inside a ``*ForConditionalGeneration``."""
-
-
-def build_shrunken_model(cfg: Any, attention: str | None, full: Any = None) -> Any:
-    """Build the shrunken model in bf16 with shared weights, eval mode.
-
-    Args:
-        cfg: Shrunken text config.
-        attention: ``attn_implementation`` (None = the model's default).
-        full: Shrunken wrapper config, used when the text config has no causal-LM class.
-    """
-    import torch
-
-    from model_catalog.hf_config import _quiet_transformers
-
-    if attention == STUB_ATTENTION:
-        _register_stub()
-    with _quiet_transformers(), _parameters_on_meta():
-        model, _ = _from_config(cfg, cfg if full is None else full, dtype=torch.bfloat16,
-                                attn_implementation=attention)
-    _materialise_shared(model)
-    return model.eval()
-
-
-def transformers_parameter_count(cfg: Any, full: Any = None) -> tuple[int, str]:
-    """``(parameters, class name)`` of the language model transformers builds on meta.
-
-    ``AutoModelForCausalLM.from_config(cfg)``; for a text config without a causal-LM
-    class, the wrapper's ``*ForConditionalGeneration`` counted over its language
-    model and ``lm_head`` (:data:`LANGUAGE_PREFIXES`; tied weights once).
-    """
-    import torch
-
-    from model_catalog.hf_config import _quiet_transformers
-
-    with _quiet_transformers(), torch.device("meta"):
-        model, text_only = _from_config(cfg, cfg if full is None else full)
-    if text_only:
-        return sum(p.numel() for p in model.parameters()), type(model).__name__
-    count = sum(p.numel() for name, p in model.named_parameters() if name.startswith(LANGUAGE_PREFIXES))
-    return count, f"{type(model).__name__} (language model)"
-
-
-def transformers_full_parameter_count(full: Any) -> int:
-    """Parameters of the whole multimodal model transformers builds on meta (towers, projectors, language
-    model, ``lm_head``; tied weights once): ``AutoModelForImageTextToText.from_config(full)``
-    (models/auto/modeling_auto.py), ``sum(p.numel())``."""
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    from model_catalog.hf_config import _quiet_transformers
-
-    with _quiet_transformers(), torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(full)
-    return sum(p.numel() for p in model.parameters())
 
 
 # --- cache measurement -------------------------------------------------------------------
@@ -644,8 +421,6 @@ def verify_model(model_id: str, log: Callable[[str], None] | None = None) -> Mod
     return row
 
 
-BY_SOURCE = "by source"
-"""Status of a model whose ``model_type`` transformers does not know (read through a cited mapping)."""
 
 
 def _by_source_reason(reading: Any) -> str:
@@ -750,96 +525,6 @@ def build_table(rows: Sequence[ModelVerification], versions: dict[str, str], tod
         },
         "models": [row.to_dict() for row in sorted(rows, key=lambda r: r.model_id)],
     }
-
-
-def render_markdown(table: dict) -> str:
-    """A human-readable rendering of the table (one line per model, then every check)."""
-    s = table["summary"]
-    lines = [
-        "# Verification against transformers",
-        "",
-        (f"Generated by `python -m planner verify` on {table['generated']} with transformers "
-         f"{table['transformers_version']}, torch {table['torch_version']}, dtype {table['dtype']}."),
-        (f"{s['exact']}/{s['models']} models exact: parameters {s['params_exact']}/{s['models']}, "
-         f"KV cache {s['kv_exact']}/{s['models']} ({s['kv_checks_exact']}/{s['kv_checks']} measurements); "
-         f"{s.get('by_source', 0)} by source (model types transformers has no class for), "
-         f"{s.get('mismatch', 0)} mismatch, {s['unverifiable']} unverifiable."),
-        "",
-        f"- Parameters: {table['method']['params']}.",
-        f"- KV cache: {table['method']['kv']}.",
-        f"- Compared with: {table['method']['view']}; tensor bytes and memory (storage) bytes must both match.",
-        "",
-        ("| model | family | params (planner) | params (transformers) | N (prefill; +decode) | "
-         "KV bytes at last step (planner = transformers) | status |"),
-        "|---|---|---:|---:|---|---:|---|",
-    ]
-    for row in table["models"]:
-        prompts = sorted({c["prompt_tokens"] for c in row["kv_checks"]})
-        last = row["kv_checks"][-1] if row["kv_checks"] else None
-        kv = f"{last['transformers_memory_bytes']:,}" if last else "-"
-        transformers_params = "-" if row["params_transformers"] is None else f"{row['params_transformers']:,}"
-        if row.get("full_params_planner") is not None:  # multimodal: language model / whole model
-            whole = row.get("full_params_transformers")
-            transformers_params += f" / {'-' if whole is None else format(whole, ',')} whole"
-            row = {**row, "params_planner": f"{row['params_planner']:,} / {row['full_params_planner']:,} whole"}
-        status = row["status"] + (f": {row['reason']}" if row["reason"] else "")
-        planner_params = row["params_planner"] if isinstance(row["params_planner"], str) else f"{row['params_planner']:,}"
-        lines.append(f"| {row['model_id']} | {row['family']} | {planner_params} | {transformers_params} | "
-                     f"{', '.join(str(p) for p in prompts) or '-'} | {kv} | {status} |")
-    lines += ["", "## Every measurement", "",
-              ("| model | phase | N | kernel | tensor bytes planner | tensor bytes transformers | "
-               "memory bytes planner | memory bytes transformers | 0-d bytes | exact |"),
-              "|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
-    for row in table["models"]:
-        for c in row["kv_checks"]:
-            lines.append(
-                f"| {row['model_id']} | {c['phase']} | {c['num_tokens']} | {c['attention']} | "
-                f"{c['planner_tensor_bytes']:,} | {c['transformers_tensor_bytes']:,} | {c['planner_memory_bytes']:,} | "
-                f"{c['transformers_memory_bytes']:,} | {c['scalar_bytes']} | {'yes' if c['exact'] else 'NO'} |")
-    return "\n".join(lines) + "\n"
-
-
-def deterministic(table: dict) -> dict:
-    """The table without :data:`VOLATILE_KEYS` (what staleness is judged on)."""
-    return {key: value for key, value in table.items() if key not in VOLATILE_KEYS}
-
-
-def write_table(table: dict, path: Path = DEFAULT_TABLE_PATH, markdown_path: Path | None = DEFAULT_MARKDOWN_PATH) -> None:
-    """Write the JSON table (sorted keys, 1-space indent) and its Markdown rendering."""
-    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if markdown_path is not None:
-        markdown_path.write_text(render_markdown(table), encoding="utf-8")
-
-
-def stale_reasons(fresh: dict, committed: dict) -> list[str]:
-    """Differences between a fresh run and the committed table, ignoring :data:`VOLATILE_KEYS`."""
-    a, b = deterministic(fresh), deterministic(committed)
-    reasons = [f"{key}: committed {b.get(key)!r}, fresh {a.get(key)!r}"
-               for key in sorted(set(a) | set(b)) if key != "models" and a.get(key) != b.get(key)]
-    fresh_rows = {row["model_id"]: row for row in a.get("models", [])}
-    old_rows = {row["model_id"]: row for row in b.get("models", [])}
-    for model_id in sorted(set(fresh_rows) | set(old_rows)):
-        if fresh_rows.get(model_id) != old_rows.get(model_id):
-            reasons.append(f"row {model_id} differs" if model_id in fresh_rows and model_id in old_rows
-                           else f"row {model_id} only in the {'fresh' if model_id in fresh_rows else 'committed'} table")
-    return reasons
-
-
-def merged_table(committed: dict, fresh: dict) -> dict:
-    """The committed table with the rows of a subset run replaced (versions and date from the fresh run) and
-    its summary recounted, so ``verify --model ID`` updates one row instead of dropping the others."""
-    rows = {row["model_id"]: row for row in committed.get("models", [])}
-    rows.update({row["model_id"]: row for row in fresh["models"]})
-    models = [rows[k] for k in sorted(rows)]
-    checks = [c for row in models for c in row["kv_checks"]]
-    summary = {"models": len(models), "params_exact": sum(r["params_exact"] for r in models),
-               "kv_exact": sum(r["kv_exact"] for r in models),
-               "exact": sum(r["status"] == "exact" for r in models),
-               "by_source": sum(r["status"] == BY_SOURCE for r in models),
-               "mismatch": sum(r["status"] == "mismatch" for r in models),
-               "unverifiable": sum(r["status"] == "unverifiable" for r in models),
-               "kv_checks": len(checks), "kv_checks_exact": sum(c["exact"] for c in checks)}
-    return {**fresh, "summary": summary, "models": models}
 
 
 def run_verify(model_ids: Sequence[str] | None = None, *, output: Path | None = DEFAULT_TABLE_PATH,
