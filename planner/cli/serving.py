@@ -33,7 +33,7 @@ from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_in
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
-from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
+from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, infer_method, mtp_layers_from_config
 from planner.text import quote
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
@@ -219,14 +219,15 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     if not spec:
         return None
     method = spec.get("method")
-    if method is None:
-        raise ValueError("speculative decoding needs a method: --speculative-method or \"method\" in "
-                         f"--speculative-config ({', '.join(SPECULATIVE_METHODS)})")
+    model_id = spec.get("model") or ""
+    if method == "[ngram]":
+        method = "ngram"  # vLLM's other spelling
+    if method is None or (method == "draft_model" and model_id):
+        method = infer_method(model_id, _draft_config(model_id))  # as vLLM detects it (speculative.py)
     if method == "deepseek_mtp" or (isinstance(method, str) and method.endswith("_mtp")):
         method = "mtp"  # vLLM folds the per-family MTP names into "mtp"
     layers = mtp_layers_from_config(raw_config or {})
     draft = None
-    model_id = spec.get("model") or ""
     if method == "draft_model" and model_id:
         from model_catalog import served_model_spec
 
@@ -237,6 +238,19 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
         raise ValueError(f"num_speculative_tokens must be a whole number, got {tokens!r}")
     return SpeculativeConfig(method=method, num_speculative_tokens=tokens, draft=draft, draft_model_id=model_id,
                              num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000)
+
+
+def _draft_config(model_id: str) -> Mapping | None:
+    """The catalog's config.json of draft ``model_id`` (None when the catalog lacks it), for the method vLLM
+    would detect from it (:func:`planner.serving.speculative.infer_method`)."""
+    if not model_id or model_id in ("ngram", "[ngram]"):
+        return None
+    try:
+        from model_catalog import get_model_entry
+
+        return get_model_entry(model_id).config
+    except (ValueError, KeyError):
+        return None
 
 
 def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> MultimodalConfig | None:

@@ -91,6 +91,85 @@ none for NGRAM (python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``
 larger cuda graph buffers")."""
 
 
+NGRAM_MODEL_NAMES = frozenset({"ngram", "[ngram]"})
+"""``model`` values vLLM reads as the n-gram proposer when no method is given (vllm/config/speculative.py)."""
+
+MTP_DRAFT_MODEL_TYPES = frozenset({
+    "deepseek_v3", "deepseek_v32", "deepseek_v4", "glm_moe_dsa", "glm5_next", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "qwen3_5_text", "qwen3_5_moe_text", "ernie4_5_moe", "exaone_moe", "longcat_flash", "pangu_ultra_moe", "step3p5",
+    "kimi_k3", "hy_v3", "hy_v4", "minimax_m3_vl"})
+"""Draft ``model_type``s vLLM's ``SpeculativeConfig.hf_config_override`` rewrites to an ``*_mtp`` type, so a
+draft of that checkpoint is detected as ``mtp`` (a type already ending in ``_mtp`` counts too)."""
+
+MTP_DRAFT_ARCHITECTURES = frozenset({"MiMoForCausalLM", "MiMoV2FlashForCausalLM", "Glm4MoeForCausalLM",
+                                     "Glm4MoeLiteForCausalLM", "GlmOcrForConditionalGeneration"})
+"""Draft ``architectures[0]`` values the same override rewrites to an MTP model (MiMo, GLM-4.x MoE)."""
+
+UNMODELLED_DRAFT_TYPES = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
+"""Draft ``model_type``s vLLM detects as a method the planner does not price."""
+
+
+def infer_method(draft_model_id: str | None, draft_config: Mapping | None = None) -> str:
+    """The speculative method vLLM picks for a ``--speculative-config`` without ``"method"`` (or with
+    ``"draft_model"``), from what the planner can know without downloading: the draft's name and, when the
+    catalog holds it, its config.json.
+
+    vLLM's order (``SpeculativeConfig.__post_init__``, vllm/config/speculative.py, the 2026 source, the same
+    chain since the v0.11 release): no method and ``model`` "ngram" / "[ngram]" -> ``ngram``; otherwise the
+    method is ``draft_model`` until the draft's ``ModelConfig`` is built, then the name (lower case)
+    decides: "eagle-" -> ``eagle`` (yuhuili/EAGLE-LLaMA3-Instruct-8B), else "eagle3" -> ``eagle3``
+    (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, RedHatAI/Qwen3-8B-speculator.eagle3), else "dflash" / "dspark";
+    then the draft config's ``model_type`` after ``hf_config_override``: ``medusa``, ``mlp_speculator``, an
+    MTP type (:data:`MTP_DRAFT_MODEL_TYPES`, :data:`MTP_DRAFT_ARCHITECTURES`; DeepSeek-V3 names itself as its
+    own draft) -> ``mtp``; anything else stays ``draft_model``.
+
+    Args:
+        draft_model_id: The config's ``model`` (a repo id), or None.
+        draft_config: The draft's config.json when the planner has it (the catalog's copy), else None.
+
+    Returns:
+        One of :data:`SPECULATIVE_METHODS`.
+
+    Raises:
+        ValueError: no model to infer from, a method the planner does not price (medusa, mlp_speculator,
+            dflash, dspark), or a draft the planner can neither name-match nor read (the message says to add
+            ``"method"`` or to pick a catalog draft model).
+    """
+    if not draft_model_id:
+        raise ValueError("speculative decoding needs a method or a draft model: add \"method\" (" +
+                         ", ".join(SPECULATIVE_METHODS) + ") or \"model\" to --speculative-config (vLLM: "
+                         "num_speculative_tokens was provided but without speculative model)")
+    if draft_model_id in NGRAM_MODEL_NAMES:
+        return "ngram"
+    name = draft_model_id.lower()
+    if "eagle-" in name:
+        return "eagle"
+    if "eagle3" in name:
+        return "eagle3"
+    for hint in ("dflash", "dspark"):
+        if hint in name:
+            raise ValueError(f"vLLM reads draft {draft_model_id!r} as a {hint} drafter, which the planner does not "
+                             f"price; give \"method\" ({', '.join(SPECULATIVE_METHODS)}) if it is another kind")
+    config = draft_config or {}
+    text = config.get("text_config")
+    kinds = {str(config.get("model_type", "")), str(text.get("model_type", "")) if isinstance(text, Mapping) else ""}
+    architectures = config.get("architectures") or ()
+    first = architectures[0] if isinstance(architectures, (list, tuple)) and architectures else ""
+    for kind in kinds:
+        if kind in UNMODELLED_DRAFT_TYPES:
+            raise ValueError(f"vLLM reads draft {draft_model_id!r} (model_type {kind!r}) as {UNMODELLED_DRAFT_TYPES[kind]}"
+                             ", which the planner does not price; use an EAGLE / EAGLE-3 head, MTP, n-gram or a "
+                             "draft model")
+    if kinds & MTP_DRAFT_MODEL_TYPES or any(k.endswith("_mtp") for k in kinds) or first in MTP_DRAFT_ARCHITECTURES:
+        return "mtp"
+    if not config:
+        raise ValueError(f"cannot tell the speculative method of {draft_model_id!r} from its name (vLLM reads "
+                         "\"eagle-\" as eagle and \"eagle3\" as eagle3, otherwise the draft's config.json, which the "
+                         "catalog does not hold): add \"method\" (" + ", ".join(SPECULATIVE_METHODS) +
+                         ") to --speculative-config, or name a catalog model as the draft")
+    return "draft_model"
+
+
 def sglang_draft_pool_bytes(target_tokens: int, page_size: int, draft_cell_bytes: int) -> int:
     """The SGLang draft worker's own KV pool on one GPU [bytes].
 
