@@ -162,8 +162,23 @@ def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
     return f"{first} KV per token than {base_variant.name}" + "".join(f"; {r}" for r in rest) + "."
 
 
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)  # keyed by the two dtypes (a few dozen pairs)
 def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:
-    """Every catalog model: parameters, KV bytes per token (whole model, one GPU) and attention kind."""
+    """Every catalog model: parameters, KV bytes per token (whole model, one GPU) and attention kind.
+
+    Kept per (``weight_dtype``, ``kv_cache_dtype``): the rows read nothing else (the catalog is fixed
+    per server), and building them walks every layer of every catalog model (about 20 ms a rerun of
+    the GQA page, whose other widgets do not change them).
+
+    Args:
+        weight_dtype: The sidebar's weight dtype (``planner.model.kv.cache_dtypes``).
+        kv_cache_dtype: The sidebar's KV cache dtype (``auto`` = each model's compute dtype).
+
+    Raises:
+        ValueError: a dtype the planner does not know (from ``cache_dtypes``).
+
+    Sources: ``planner.model.kv.kv_cache_bytes_per_token``; Streamlit docs, "st.cache_data".
+    """
     rows = []
     for model_id in catalog.model_ids():
         spec = catalog.model_spec(model_id)
