@@ -34,6 +34,7 @@ from planner.engines.loaded import loaded_weight_bytes, nvfp4_swizzles, vllm_mxf
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
+from planner.model.memo import model_memo, remember
 from planner.model.params import ParamGroup
 from planner.scale.layout import RankLayout
 
@@ -114,6 +115,10 @@ def rank_weight_bytes(model: ModelSpec, layout: RankLayout, *, engine: str, weig
                       gpu_name: str = "") -> RankWeights:
     """The weights of the fullest GPU under ``layout`` (module docstring) [bytes].
 
+    Kept in the model's memo (:func:`planner.model.memo.model_memo`) by its arguments: pricing walks every
+    weight tensor through the engine's allocator (milliseconds for a large MoE), and a page planning
+    two pools for another user count asks for the same figure again.
+
     Args:
         model: The model.
         layout: Placement from :func:`planner.scale.layout.rank_layout`.
@@ -126,6 +131,17 @@ def rank_weight_bytes(model: ModelSpec, layout: RankLayout, *, engine: str, weig
 
     Sources: module docstring.
     """
+    memo = model_memo(model)
+    key = ("rank_weight_bytes", layout, engine, weight_dtype_name, gpu_name)  # RankLayout: frozen, hashable
+    found = memo.get(key)
+    if found is None:
+        found = remember(memo, key, _rank_weight_bytes(model, layout, engine, weight_dtype_name, gpu_name))
+    return found
+
+
+def _rank_weight_bytes(model: ModelSpec, layout: RankLayout, engine: str, weight_dtype_name: str,
+                       gpu_name: str) -> RankWeights:
+    """:func:`rank_weight_bytes`, computed."""
     price = _loader(model, engine, layout.family, weight_dtype_name, gpu_name)
     parts: dict[int, list[ParamGroup]] = {}
     for group in model.params:
