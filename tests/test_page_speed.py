@@ -98,6 +98,9 @@ def test_every_chart_of_these_pages_is_sent_finished_and_without_streamlits_them
     import json
     from pathlib import Path
 
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / page), default_timeout=60).run()
@@ -105,8 +108,13 @@ def test_every_chart_of_these_pages_is_sent_finished_and_without_streamlits_them
     charts = at.get("plotly_chart")
     assert charts
     for chart in charts:
-        layout = json.loads(chart.proto.spec)["layout"]
+        spec = json.loads(chart.proto.spec)
+        layout = spec["layout"]
         assert chart.proto.theme == "" and not layout.get("template") and layout["datarevision"], page
+        copy = go.Figure(spec)  # validated: an unknown or misspelt property raises here
+        copy.layout.template = None
+        layout.pop("template", None)
+        assert json.loads(pio.to_json(copy, validate=False)) == spec, page
 
 
 # --------------------------------------------------------------------------
