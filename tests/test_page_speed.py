@@ -78,6 +78,18 @@ def test_finish_writes_the_look_under_the_figures_own_layout_without_a_template(
                                                                               if k != "template"}}
 
 
+def test_finish_styles_every_axis_as_a_template_would():
+    import plotly.graph_objects as go
+
+    from ui.chart_look import LOOK, finish
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], yaxis="y2"))
+    fig.update_layout(yaxis2=dict(title="cost", overlaying="y", side="right"))
+    layout = finish(fig).to_dict()["layout"]
+    assert layout["yaxis2"]["title"] == dict(LOOK["yaxis"]["title"], text="cost")
+    assert layout["yaxis2"]["tickfont"] == LOOK["yaxis"]["tickfont"] and layout["yaxis2"]["side"] == "right"
+
+
 def test_datarevision_follows_the_data():
     import plotly.graph_objects as go
 

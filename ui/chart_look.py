@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 
 import plotly.graph_objects as go
@@ -114,6 +115,8 @@ def finish(fig: go.Figure) -> go.Figure:
     layout = spec["layout"]
     layout.pop("template", None)
     _add(layout, missing(LOOK, layout))
+    for key in [k for k in layout if re.fullmatch(r"[xy]axis\d+", k)]:  # a template styles every axis
+        _add(layout[key], missing(LOOK[key[:5]], layout[key]))
     layout["datarevision"] = data_revision(spec["data"])
     out = _unvalidated(spec)
     out.layout.template = None  # a new figure takes the default template; unvalidated, this sends "template": null
