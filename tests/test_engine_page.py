@@ -47,8 +47,11 @@ def shown_metrics(at: AppTest) -> dict[str, str]:
 
 
 def expected(engine: str, **kw):
+    from planner.engines.shared_gpu import reported_memory_bytes
+
     gpu = get_gpu(H100)
-    request = EngineRequest(engine=engine, gpu_name=gpu.name, **({"weight_dtype": "auto"} | kw))  # as the page
+    request = EngineRequest(engine=engine, gpu_name=gpu.name, gpu_memory_reported_bytes=reported_memory_bytes(gpu),
+                            **({"weight_dtype": "auto"} | kw))  # as the page: nvidia-smi's total for SGLang
     return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
 
 

@@ -69,10 +69,11 @@ SERVING_FIELDS: dict[str, NumberField] = {
         NumberField(key="images_per_request", label="Images per request (empty = none)", min_value=0,
                     max_value=1024, default=None, step=1, unit="images",
                     help="Images each request carries; their tokens join every sequence's KV (`--images-per-request`; "
-                         "vision-language models of the Qwen-VL family)."),
+                         "Qwen-VL, Gemma 3 and Gemma 4 vision-language models)."),
         NumberField(key="image_width", label="Image width [px]", min_value=1, max_value=65536, default=1024, step=64,
                     unit="pixels",
-                    help="Before the processor's resize to multiples of patch x merge (`--image-width`)."),
+                    help="Before the processor's resize (Qwen: multiples of patch x merge; Gemma 3: 896 px square; "
+                         "Gemma 4: its 280-token budget) (`--image-width`)."),
         NumberField(key="image_height", label="Image height [px]", min_value=1, max_value=65536, default=1024,
                     step=64, unit="pixels", help="`--image-height`."),
         NumberField(key="limit_mm_per_prompt", label="vLLM image limit per prompt (empty = default)", min_value=0,
@@ -180,7 +181,7 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
     flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images."""
     if not (images.get("images_per_request") or videos.get("videos_per_request")):
         return None
-    frames, seconds = videos["video_frames"], videos["video_seconds"]
+    frames, seconds = videos.get("video_frames"), videos.get("video_seconds")
     if frames is not None and seconds is not None and videos["videos_per_request"]:
         problems.append("Serving features: frames per video and clip length are both set (like `--video-frames` "
                         "with `--video-seconds`); using the frames. Clear one in the sidebar.")
@@ -189,8 +190,9 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
     return MultimodalConfig(vision=vision, images_per_request=images["images_per_request"] or 0,
                             image_width=images["image_width"], image_height=images["image_height"],
                             limit_mm_per_prompt=images["limit_mm_per_prompt"],
-                            videos_per_request=videos["videos_per_request"] or 0, video_frames=frames,
-                            video_width=videos["video_width"], video_height=videos["video_height"])
+                            videos_per_request=videos.get("videos_per_request") or 0, video_frames=frames,
+                            video_width=videos.get("video_width") or MultimodalConfig.video_width,
+                            video_height=videos.get("video_height") or MultimodalConfig.video_height)
 
 
 def _raw_config(model_id: str | None) -> dict:
@@ -253,7 +255,12 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
         images, videos = {}, {}
         if vision is not None:  # greyed out while the server is text only (they would be refused)
             images = {key: _number(st, key, disabled=text_only_on) for key in IMAGE_KEYS}
-            videos = {key: _number(st, key, disabled=text_only_on) for key in VIDEO_KEYS}
+            if vision.supports_video:  # Gemma 3 takes no video; Gemma 4's frames are not priced
+                videos = {key: _number(st, key, disabled=text_only_on) for key in VIDEO_KEYS}
+            elif st.query_params.get("videos_per_request"):
+                problems.append("Serving features: this model's videos are not priced (Gemma 3 takes none; Gemma 4's "
+                                "timestamped frames are not modelled); the link's video inputs are left out. Send "
+                                "the frames as images instead.")
         host = {}
         if offload:
             host = {key: _number(st, key) for key in OFFLOAD_KEYS if key != "swap_space_gib" or engine == "vllm-v0"}
@@ -409,8 +416,10 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
                                f"{format_int(mm['vision_params'])} parameters, per GPU, counted with the weights")
         out["Encoder cache"] = (
             format_bytes(mm["encoder_cache_bytes"]),
-            f"Held through the profile pass: vLLM profiles {format_int(mm['encoder_budget_tokens'])} encoder "
-            "tokens and keeps them while it profiles the language model")
+            f"Held through the profile pass: vLLM encodes {format_int(mm.get('encoder_profile_items', 0))} dummy "
+            f"{mm.get('encoder_profile_modality') or 'item'}(s) within an encoder budget of "
+            f"{format_int(mm['encoder_budget_tokens'])} tokens and keeps their outputs while it profiles the "
+            "language model")
     off = serving.get("offload")
     if off and off["supported"]:
         out["Offload host memory"] = (

@@ -58,7 +58,7 @@ COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
     "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
     "vllm": GroupError(mean=0.0055, max=0.0064, cases=("N12", "N13", "N14")),
-    "sglang-v0.4": GroupError(mean=0.0173, max=0.0226, cases=("S01", "N22")),
+    "sglang-v0.4": GroupError(mean=0.0103, max=0.0182, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
 }
 """Per engine profile: the cold-start error measured by ``scripts/bench_engine_cases.py`` on the

@@ -59,6 +59,7 @@ from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.serving.features import serving_effects
+from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
@@ -175,7 +176,9 @@ def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanReq
     for large, gpu in classes.items():
         tokens = profile_pass_tokens(plan_request, gpu.framework_memory_bytes, gpu.id)
         effects = serving_effects(model, features, tensor_parallel_size=tp, dtypes=dtypes, gpu_id=gpu.id,
-                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens)
+                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens,
+                                  encoder_chunk_budget_bytes=encoder_chunk_budget(
+                                      gpu.framework_memory_bytes, gpu.framework_memory_bytes - weights))
         if plan_request.overhead_bytes is None:
             lm = estimate_overhead(model, dtypes.state.bytes_for(1), tp, plan_request.max_num_batched_tokens,
                                    gpu_memory_bytes=gpu.framework_memory_bytes, gpu_name=gpu.id)
