@@ -58,7 +58,7 @@ def find_rows(result: FindResult) -> pd.DataFrame:
     setups = result.options or ((result.closest,) if result.closest else ())
     numbers = note_numbers(result)
     return pd.DataFrame([{
-        "GPU": s.gpu_name, "Kind": KIND_CELLS.get(s.kind, s.kind), "GPUs": s.num_gpus, "TP": s.tensor_parallel_size,
+        "GPU": s.gpu_name, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size,
         "replicas": s.data_parallel_size, "USD per hour": s.price_per_hour,
         "USD per 1M output tokens": None if s.usd_per_million_output_tokens is None else
         round(s.usd_per_million_output_tokens, 4),
@@ -72,6 +72,7 @@ def find_rows(result: FindResult) -> pd.DataFrame:
         "Setup kind": s.kind, "Expert parallel": s.expert_parallel_size,
         "Decode context parallel": s.decode_context_parallel_size, "Nodes": s.nodes,
         "GPU type": gpu_cell(s.gpu_name), "Note": ", ".join(str(numbers[n]) for n in s.notes) or "-",
+        "Kind": KIND_CELLS.get(s.kind, s.kind),
     } for s in setups])
 
 
@@ -153,8 +154,9 @@ def num_pages(table: pd.DataFrame, rows: int = FIND_PAGE_ROWS) -> int:
 
 
 def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The CSV download: every column but the table's short forms (``GPU type``, ``Note``)."""
-    return table.drop(columns=["GPU type", "Note"], errors="ignore")
+    """The CSV download: every column but the table's short forms (``GPU type``, ``Note``, ``Kind``: the CSV
+    spells the kind out in ``Setup kind``)."""
+    return table.drop(columns=["GPU type", "Note", "Kind"], errors="ignore")
 
 
 __all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "FindColumn", "csv_rows", "find_rows",
