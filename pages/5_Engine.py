@@ -27,17 +27,24 @@ model = serving.served_model(model)  # without the towers when the text-only swi
 inputs.show_problems(serving_problems)
 request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, engine.reported_memory_bytes(gpu),
                         what="reading the engine inputs")
-result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
-                       what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
+# -dp with expert parallel, or -dcp: the whole page describes that launch, one attention data-parallel rank (issue 26)
+launch = scale_view.plan_launch(model, gpu, request, scale_request) if scale_request is not None else None
+result = launch.engine_view() if launch is not None else views.guarded(
+    plan_engine, model, gpu.framework_memory_bytes, request,
+    what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
 
 st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}"))
-st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_size} × pipeline "
-           f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = "
-           f"{result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'} · "
+layout_text = (scale_view.launch_layout_text(launch) if launch is not None else
+               f"tensor parallel {result.tensor_parallel_size} × pipeline {result.pipeline_parallel_size} × "
+               f"{result.data_parallel_size} replica(s) = {result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'}")
+st.caption(f"{result.engine_label} · {layout_text} · "
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
-fixes = views.guarded(engine_fixes, model, gpu.framework_memory_bytes, request, result,  # [] when it starts
-                      context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
+fixes = [] if launch is not None else views.guarded(  # [] when it starts; the fixes are checked for plain TP
+    engine_fixes, model, gpu.framework_memory_bytes, request, result,
+    context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
+if launch is not None:
+    st.markdown(scale_view.scale_users_line(launch))
 engine.engine_verdict(result, fixes)
 if not result.stopped_at_config_check:
     engine.engine_metrics(result)
@@ -47,8 +54,8 @@ else:
             icon=":material/info:")
 if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
     st.caption(serving_line)
-if scale_request is not None:  # data / expert / context parallel: one rank's budget, users per rank x ranks
-    scale_view.engine_scale_section(model, gpu, request, scale_request)
+if launch is not None:  # data / expert / context parallel: the layout, users per rank x ranks
+    scale_view.engine_scale_section(launch, gpu)
 
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))

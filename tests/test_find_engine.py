@@ -64,9 +64,10 @@ def test_gpt_oss_on_one_a100_holds_what_vllm_holds():
 
 
 def test_every_top_pick_agrees_with_the_engine_view():
-    """gpt-oss-120b, 100 users: every listed setup's users are vLLM's for one replica, times the replicas."""
+    """gpt-oss-120b, 100 users: every listed TP setup's users are vLLM's for one replica, times the replicas (the
+    DP+EP / DCP / disaggregated rows are checked against ``plan_scale`` in tests/test_find_scale.py)."""
     model = served_model_spec(OSS)
-    found = find_setups(model, _gpus(), FindRequest(**OSS_CASE, engine="vllm", top=5))
+    found = find_setups(model, _gpus(), FindRequest(**OSS_CASE, engine="vllm", top=5, setup_kinds=("TP",)))
     assert found.fits
     for s in found.options:
         assert s.max_concurrent_sequences == _engine_users(model, s) * s.data_parallel_size, s.gpu_id

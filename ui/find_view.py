@@ -113,7 +113,7 @@ def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     lines = [f"**Nothing fits** within {format_int(max_gpus)} GPUs."]
     c = result.closest
     if c is not None:
-        lines.append(f"Closest: {c.num_gpus} x {md_text(c.gpu_name)} (tensor parallel {c.tensor_parallel_size}, "
+        lines.append(f"Closest: {c.num_gpus} x {md_text(c.gpu_name)} ({layout_text(c)}, "
                      f"{c.kv_cache_dtype} KV) at ${c.price_per_hour:,.2f}/h, holding about "
                      f"{format_int(c.max_concurrent_sequences)} of {format_int(c.users)} users:")
         lines += [f"- {md_message(r)}" for r in c.reasons]
@@ -123,11 +123,23 @@ def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     return "\n".join(lines)
 
 
+def layout_text(s: Setup) -> str:
+    """``"tensor parallel 8, 2 replicas"``, ``"DP+EP: 8 ranks of 1 GPU"``, ``"DCP 8 on tensor parallel 8, 1
+    replica"`` or ``"disaggregated: decode tensor parallel 8 x 1 rank"``: a setup's layout in words."""
+    plural = "s" if s.data_parallel_size > 1 else ""
+    if s.kind == "DP+EP":
+        return (f"DP+EP: {s.data_parallel_size} ranks of {s.tensor_parallel_size} GPU"
+                f"{'s' if s.tensor_parallel_size > 1 else ''}")
+    if s.kind == "disaggregated":
+        return f"disaggregated: decode tensor parallel {s.tensor_parallel_size} x {s.data_parallel_size} rank{plural}"
+    dcp = f"DCP {s.decode_context_parallel_size} on " if s.kind == "DCP" else ""
+    return f"{dcp}tensor parallel {s.tensor_parallel_size}, {s.data_parallel_size} replica{plural}"
+
+
 def best_text(result: FindResult) -> str:
     """One sentence on the cheapest setup."""
     s = result.options[0]
-    return (f"**Cheapest: {s.num_gpus} x {md_text(s.gpu_name)}** (tensor parallel {s.tensor_parallel_size}, "
-            f"{s.data_parallel_size} replica{'s' if s.data_parallel_size > 1 else ''}, {s.kv_cache_dtype} KV) at "
+    return (f"**Cheapest: {s.num_gpus} x {md_text(s.gpu_name)}** ({layout_text(s)}, {s.kv_cache_dtype} KV) at "
             f"**${s.price_per_hour:,.2f}/h**: holds {format_int(s.max_concurrent_sequences)} users for "
             f"{format_int(s.users)} wanted ({s.margin:.0%} of the KV budget to spare).")
 

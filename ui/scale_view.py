@@ -364,20 +364,37 @@ def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
     return values
 
 
-def engine_scale_section(model, gpu, request: EngineRequest, scale: ScaleRequest) -> None:
-    """The Engine page's block for a data / expert / context parallel launch: one rank's budget, the users of
-    all ranks and the launch command. A refusal is a message here; the rest of the page still draws."""
+def plan_launch(model, gpu, request: EngineRequest, scale: ScaleRequest):
+    """The Engine page's data / expert / context parallel launch (:func:`planner.scale.plan_scale`), or None with
+    an error message when the flags cannot be planned (the page then plans one tensor-parallel replica)."""
     from planner.scale import plan_scale  # noqa: PLC0415 - only pages that show the block need it
 
-    st.subheader("Data / expert / context parallel launch")
-    st.caption("The figures above plan one replica with tensor parallel only; this block places the model with "
-               "the launch's data / expert / context parallel flags (planner.scale, `python -m planner plan -dp ...`).")
     try:
-        plan = plan_scale(model, gpu.framework_memory_bytes, request, scale)
+        return plan_scale(model, gpu.framework_memory_bytes, request, scale)
     except ValueError as exc:
-        st.error(md_message(f"Could not plan this launch: {exc}. Change the inputs in the sidebar."),
+        st.error(md_message(f"Could not plan the data / expert / context parallel launch: {exc}. The figures below "
+                            "plan one tensor-parallel replica instead; change the inputs in the sidebar."),
                  icon=":material/error:")
-        return
+        return None
+
+
+def launch_layout_text(plan) -> str:
+    """``"8 data-parallel rank(s) x tensor parallel 1, experts over 8 GPUs = 8 GPUs on 1 node(s)"``: the layout of a
+    :class:`planner.scale.ScalePlan`, for the Engine page's caption."""
+    layout = plan.layout
+    experts = (f", experts over {layout.expert_parallel_size} GPUs" if layout.expert_parallel_size > 1 else "")
+    dcp = (f", decode context parallel {layout.decode_context_parallel_size}"
+           if layout.decode_context_parallel_size > 1 else "")
+    return (f"{layout.attention_dp} data-parallel rank(s) × tensor parallel {layout.attention_tp}{experts}{dcp} = "
+            f"{format_int(layout.num_gpus)} GPU{'' if layout.num_gpus == 1 else 's'} on {layout.nodes} node(s)")
+
+
+def engine_scale_section(plan, gpu) -> None:
+    """The Engine page's block for a data / expert / context parallel launch: where the model lives, the users of
+    all ranks and the budget of one rank's fullest GPU (the figures above are that rank's)."""
+    st.subheader("Data / expert / context parallel launch")
+    st.caption("The figures above describe this launch: one attention data-parallel rank (its own KV pool and "
+               "scheduler), its fullest GPU, as `python -m planner plan -dp ...` prints it (planner.scale).")
     if not plan.starts:
         st.warning(md_message("The engine would not start: " + "; ".join(plan.reasons)), icon=":material/warning:")
     st.markdown(scale_users_line(plan))
@@ -389,4 +406,3 @@ def engine_scale_section(model, gpu, request: EngineRequest, scale: ScaleRequest
     st.html(rank_bar_html(plan.engine, gpu.framework_memory_bytes, gpu.name))
     for note in plan.notes:
         st.caption(md_message(note))
-    st.code(format_command(plan.launch_command), language="bash")

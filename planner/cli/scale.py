@@ -48,7 +48,7 @@ from planner.scale import (
     plan_disagg,
     plan_scale,
 )
-from planner.scale.deploy import CHART, CHART_VERSION, llm_d_values, node_commands, to_yaml
+from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
 from planner.scale.weights import rank_model
 from planner.units import GiB
 
@@ -296,32 +296,16 @@ def _disagg_table(result) -> str:
 def _deploy(args: argparse.Namespace, model, gpu) -> str:
     """``deploy``'s text: values YAML or commands."""
     if args.users is not None:
-        result = _disagg(args, model, gpu)
-        roles = {"prefill": (result.prefill.plan, result.prefill.replicas),
-                 "decode": (result.decode.plan, max(1, result.decode.replicas))}
+        roles = disagg_roles(_disagg(args, model, gpu))
     else:
         if args.prompt_len is not None or args.output_len is not None:
             raise ValueError("--prompt-len / --output-len size the two pools: give --users too (or drop them)")
         roles = {"decode": (plan_scale(model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
                                        scale_request(args, _family(cli_engine.engine_request(args, gpu)))),
                             args.replicas)}
-    disaggregated = "prefill" in roles
     if args.target == "commands":
-        out = []
-        for role, (plan, replicas) in roles.items():
-            name = role if disaggregated else "serve"
-            out.append(f"# {name}: {replicas} replica(s) of {plan.layout.num_gpus} GPU(s) on {plan.layout.nodes} "
-                       "node(s); one replica's commands, one per node")
-            out += node_commands(plan, name, disaggregated=disaggregated)
-        return "\n".join(out)
-    from planner.model.params import model_weight_bytes
-
-    size = -(-model_weight_bytes(model, "auto") * 11 // (10 * GiB))
-    values = llm_d_values(model.model_id, roles, model_size_gib=size, gpus_per_node=args.gpus_per_node or 8)
-    header = (f"llm-d model-service values ({CHART} chart {CHART_VERSION}), from python -m planner deploy",
-              f"model {model.model_id} on {gpu.name}; "
-              + "; ".join(f"{r}: {rep} x {p.layout.num_gpus} GPUs" for r, (p, rep) in roles.items()))
-    return to_yaml(values, header)
+        return "\n".join(role_commands(roles))
+    return roles_yaml(model, roles, gpu_name=gpu.name, gpus_per_node=args.gpus_per_node or 8)
 
 
 def run(args: argparse.Namespace) -> str | None:

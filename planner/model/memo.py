@@ -22,23 +22,25 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
+_MEMOS: dict[int | tuple[int, str], tuple[weakref.ref, dict]] = {}
 
 MAX_ENTRIES_PER_MODEL = 4096
 """A model's memo is emptied when it reaches this many entries (a long-running app that
 tries many knob combinations on one model would otherwise grow it without bound)."""
 
 
-def model_memo(model: Any) -> dict:
+def model_memo(model: Any, namespace: str = "") -> dict:
     """The memo dict of ``model`` (created empty on first use), keyed by ``id(model)``.
 
     Args:
         model: Any object that supports weak references (a ``ModelSpec``).
+        namespace: A separate memo of the same model (its own :data:`MAX_ENTRIES_PER_MODEL`), for a caller
+            whose many entries would otherwise empty the shared one (the Find search, ``"find"``).
 
     Returns:
-        The same dict for the same live object on every call.
+        The same dict for the same live object (and namespace) on every call.
     """
-    key = id(model)
+    key = id(model) if not namespace else (id(model), namespace)
     entry = _MEMOS.get(key)
     if entry is not None and entry[0]() is model:
         return entry[1]

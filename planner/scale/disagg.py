@@ -41,10 +41,11 @@ from dataclasses import dataclass, replace
 from planner.engines.types import EngineRequest
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.memo import memoized
 from planner.scale.layout import ScaleRequest
 from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
 from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
-from planner.traffic.throughput import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
+from planner.roofline import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,15 +147,33 @@ def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tok
     return kv_profile(model, dtypes, tp, block).bytes_per_sequence(tokens)
 
 
-def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
-                  tpot_ms: float | None) -> tuple[int, int]:
-    """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
+def _decode_kv_per_sequence(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int) -> int:
+    """KV one decoding sequence of ``tokens`` keeps on one GPU of the decode pool, split by ``-dcp`` [bytes]."""
     layout = plan.layout
-    if model.sliding_windows or model.has_recurrent_state:  # windows capped, states constant: the model's profile
+    capped = memoized(model, ("disagg_capped_kv",), lambda: bool(model.sliding_windows or model.has_recurrent_state))
+    if capped:  # windows capped, states constant: the model's profile
         kv_seq = _kv_bytes(model, request, layout.attention_tp, 1, tokens)
     else:  # the engine's own bytes per token (its KV layout, e.g. vLLM's FP8 latent of DeepSeek-V3.2)
         kv_seq = plan.engine.limiting_rank.kv_cache_bytes_per_token * tokens
-    kv_seq = -(-kv_seq // layout.decode_context_parallel_size)
+    return -(-kv_seq // layout.decode_context_parallel_size)
+
+
+def decode_step_seconds(plan: ScalePlan, model: ModelSpec, request: EngineRequest, *, prompt_len: int,
+                        output_len: int, batch: int, bandwidth_gb_s: float) -> float:
+    """One decode step of the decode pool at ``batch`` sequences per rank, on the roofline (module docstring:
+    KV at the mean decode context ``prompt + output // 2``) [s].
+
+    Raises:
+        ValueError: ``batch < 1`` or no bandwidth (:func:`planner.roofline.time_per_output_token`).
+    """
+    kv_seq = _decode_kv_per_sequence(plan, model, request, prompt_len + output_len // 2)
+    return time_per_output_token(plan.engine.limiting_rank.weights_bytes, kv_seq, batch, bandwidth_gb_s)
+
+
+def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
+                  tpot_ms: float | None) -> tuple[int, int]:
+    """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
+    kv_seq = _decode_kv_per_sequence(plan, model, request, tokens)
     weights = plan.engine.limiting_rank.weights_bytes
     batch = max(0, math.floor(plan.max_concurrency_per_rank))
     if tpot_ms is not None and kv_seq > 0:
@@ -191,14 +210,40 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
     for name, target in (("--ttft-ms", ttft_ms), ("--tpot-ms", tpot_ms)):
         if target is not None and target <= 0:
             raise ValueError(f"{name} must be > 0 ms, got {target}")
-    link = link_by_id(link_id)
+    link_by_id(link_id)  # an unknown link fails before any plan
     decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=prompt_len + output_len),
                              decode.scale)
     prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
                               prefill.scale)
+    return size_pools(model, prefill_plan, decode_plan, decode_engine=decode.engine, bandwidth_gb_s=bandwidth_gb_s,
+                      bf16_dense_tflops=bf16_dense_tflops, users=users, prompt_len=prompt_len, output_len=output_len,
+                      ttft_ms=ttft_ms, tpot_ms=tpot_ms, link_id=link_id)
+
+
+def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, decode_engine: EngineRequest,
+               bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
+               ttft_ms: float | None = None, tpot_ms: float | None = None,
+               link_id: str = DEFAULT_LINK) -> DisaggPlan:
+    """The pools' replicas, times and transfer for ``users`` (module docstring), from their planned launches.
+
+    :func:`plan_disagg` plans both launches and calls this; the Find page plans each launch once per GPU and
+    calls this for every user count (the arithmetic here is all that depends on ``users``).
+
+    Args:
+        model: The model.
+        prefill_plan: One prefill replica (its ``max_model_len`` = the prompt).
+        decode_plan: One decode replica (its ``max_model_len`` >= prompt + output).
+        decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV).
+        bandwidth_gb_s, bf16_dense_tflops: The GPU's roofline figures [GB/s, TFLOPS].
+        users, prompt_len, output_len, ttft_ms, tpot_ms, link_id: As :func:`plan_disagg`'s.
+
+    Raises:
+        ValueError: an unknown link.
+    """
+    link = link_by_id(link_id)
     reasons = [f"{role}: {r}" for role, p in (("prefill", prefill_plan), ("decode", decode_plan)) for r in p.reasons]
 
-    batch, kv_seq = _decode_batch(decode_plan, model, decode.engine, prompt_len + output_len // 2, bandwidth_gb_s,
+    batch, kv_seq = _decode_batch(decode_plan, model, decode_engine, prompt_len + output_len // 2, bandwidth_gb_s,
                                   tpot_ms)
     step_s = time_per_output_token(decode_plan.engine.limiting_rank.weights_bytes, kv_seq, max(batch, 1),
                                    bandwidth_gb_s)

@@ -68,6 +68,13 @@ class ScalePlan:
     launch_command: str
     notes: tuple[str, ...]
 
+    @property
+    def requests_per_rank(self) -> int:
+        """Whole requests of ``max_model_len`` one rank's pool holds at once: the printed tokens // that length,
+        as :func:`planner.traffic.find_engine.engine_capacity` counts a replica (0 when it would not start)."""
+        length = self.engine.max_model_len
+        return self.engine_kv_cache_tokens // length if self.starts and length else 0
+
     def engine_view(self) -> EnginePlan:
         """:attr:`engine` with the launch's own figures: the printed tokens and concurrency of one rank under
         ``-dcp``, all ranks' concurrency, the start verdict and the launch command (what ``plan`` prints)."""

@@ -47,6 +47,7 @@ Sources: DOMAIN.md sections 1 and 4; vLLM ``vllm serve`` CLI flags
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
 from planner.diagnose import tensor_parallel_splits
@@ -62,8 +63,16 @@ from planner.serving.features import serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
-from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
-from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
+from planner.traffic.find_scale import (
+    Candidate,
+    disagg_candidates,
+    launch_candidates,
+    scale_notes,
+    scale_searched,
+    scale_shapes,
+)
+from planner.traffic.find_types import KV_QUALITY_RANK, SETUP_KINDS, FindRequest, FindResult, GPULike, Setup
+from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
     active_parameters,
     cost_per_million_tokens,
@@ -243,15 +252,19 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
-    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus, engine_caps)
-    fitting = [s for s in setups if s.fits]
-    best: dict[tuple[str, int, str], Setup] = {}
-    for s in fitting:
-        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype)
-        if key not in best or s.margin > best[key].margin:  # fitting setups have a margin
-            best[key] = s
-    options = sorted(best.values(), key=lambda s: (
-        s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -s.margin))[:request.top]
+    notes += scale_notes(model, request, workload)
+    candidates = _search(model, priced, request, workload, costs, request.max_gpus, engine_caps)
+    setups = [x.setup for x in candidates]
+    best: dict[tuple[str, int, str, str], Candidate] = {}
+    for x in candidates:
+        s = x.setup
+        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype, s.kind)
+        if s.fits and (key not in best or s.margin > best[key].setup.margin):  # fitting setups have a margin
+            best[key] = x
+    chosen = sorted(best.values(), key=lambda x: (
+        x.setup.price_per_hour, KV_QUALITY_RANK.get(x.setup.kv_cache_dtype, 9), x.setup.num_gpus, -x.setup.margin,
+        SETUP_KINDS.index(x.setup.kind)))[:request.top]
+    options = [x.finish(x.setup) for x in chosen]  # launch commands and deployments for the listed setups only
     if not workload.is_fixed:
         options = [_with_simulated_users(s, costs, workload, request) for s in options]
         if request.serving is not None and any(getattr(c.profile, "extra_tokens", 0) for c in costs.values()):
@@ -263,7 +276,9 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     closest = None
     suggestions: list[str] = []
     if not options:
-        closest = max(setups, key=lambda s: (_coverage(s), -s.price_per_hour)) if setups else None
+        if candidates:
+            near = max(candidates, key=lambda x: (_coverage(x.setup), -x.setup.price_per_hour))
+            closest = near.finish(near.setup)
         suggestions = _suggestions(model, priced, request, workload, tp_sizes, engine_caps)
     alternative = _weight_alternative(model, priced, request, options)
     if alternative is not None:
@@ -273,6 +288,10 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
                       weight_alternative=alternative,
                       engine=None if request.engine is None else resolve_engine_name(request.engine))
 
+
+LEAN_KINDS = ("TP", "DP+EP")
+"""The kinds the side searches try (the fp8-weights hint, the "raise max_gpus" suggestion): DCP and disaggregated
+setups would double the plans kept per model for a hint that names one setup."""
 
 WEIGHT_ALTERNATIVE_MIN_SAVING = 0.25
 """The alternative weight dtype is searched only when it removes at least this share of the weight bytes
@@ -308,8 +327,9 @@ def _weight_alternative(model: ModelSpec, gpus, request: FindRequest, options) -
     able = [g for g in gpus if name != "fp8" or runs_fp8_weights(g)]
     if not able:
         return None
+    kinds = tuple(k for k in request.setup_kinds if k in LEAN_KINDS) or ("TP",)
     other = find_setups(model, able, replace(request, weight_dtype=name, alternative_weight_dtype=None, top=1,
-                                             gpu_ids=()))
+                                             gpu_ids=(), setup_kinds=kinds))
     if not other.options or (options and other.options[0].price_per_hour
                              > WEIGHT_ALTERNATIVE_MAX_PRICE_SHARE * options[0].price_per_hour):
         return None
@@ -351,14 +371,39 @@ def _coverage(s: Setup) -> float:
     return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
 
 
+def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, costs: dict[tuple[int, str], _Costs],
+            max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
+    """Every setup of the kinds asked (:attr:`FindRequest.setup_kinds`) within ``max_gpus``: the TP x replicas
+    rows, then for an MoE or MLA model under an engine that has them the DP+EP, DCP and disaggregated rows
+    (:mod:`planner.traffic.find_scale`)."""
+    demand = DemandCache(workload, costs, block_size=request.block_size, num_trials=request.num_trials,
+                         seed=request.seed, quantile=1 - request.max_preemption_probability)
+    out = _evaluate(model, gpus, request, workload, costs, max_gpus, engine_caps, demand)
+    if "TP" not in request.setup_kinds:
+        out = []
+    if not scale_searched(model, request):
+        return out
+    shapes = [x for x in scale_shapes(model, request.engine, tuple(dict.fromkeys(tp for tp, _ in costs)), max_gpus)
+              if x.kind in request.setup_kinds]
+
+    def make(gpu, c, tp, ranks, per_rank, cap, weights, kv_split):
+        return _setup(model, gpu, request, workload, c, tp, ranks, per_rank, demand(tp, c.kv_name, per_rank), cap,
+                      weights=weights, kv_split=kv_split)
+
+    for gpu in gpus:
+        out += launch_candidates(model, gpu, request, workload, costs, shapes, max_gpus, make)
+        if "disaggregated" in request.setup_kinds:
+            out += disagg_candidates(model, gpu, request, workload, costs,
+                                     [x for x in shapes if x.kind in ("DP+EP", "DCP")], max_gpus)
+    return out
+
+
 def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None = None) -> list[Setup]:
-    """Every GPU x (tp, dtype) x replica count within ``max_gpus``; ``engine_caps``: the engine view's
+              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None,
+              demand: DemandCache) -> list[Candidate]:
+    """Every GPU x (tp, dtype) x replica count within ``max_gpus`` (the TP rows); ``engine_caps``: the engine view's
     :class:`~planner.traffic.find_engine.EngineCapacity` cache, by (GPU, tp, KV flag) (None: no engine)."""
     users = request.users
-    demand_cache: dict[tuple[int, str, int], int] = {}
-    slot_cache: dict[int, dict] = {}
-    caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
     out = []
     for (tp, kv_name), c in costs.items():
         if engine_caps is not None and not offers_kv_dtype(request.engine, c.kv_flag):
@@ -367,18 +412,7 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
             if dp > users:
                 break
             per_replica = ceil_div(users, dp)
-            key = (tp, kv_name, per_replica)
-            if key not in demand_cache:
-                if workload.is_fixed:
-                    demand_cache[key] = per_replica * c.paged_per_seq
-                else:
-                    if per_replica not in slot_cache:
-                        slot_cache[per_replica] = draw_slot_sums(
-                            workload, per_replica, request.block_size, caps,
-                            num_trials=request.num_trials, seed=request.seed)
-                    demand_cache[key] = demand_quantile_bytes(
-                        slot_cache[per_replica], c.profile, per_replica, 1 - request.max_preemption_probability)
-            demand = demand_cache[key]
+            need = demand(tp, kv_name, per_replica)
             for gpu in gpus:
                 cap = None
                 if engine_caps is not None:
@@ -386,14 +420,18 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
                     if key not in engine_caps:
                         engine_caps[key] = engine_capacity(model, gpu, request, tp, c.kv_flag, workload.max_model_len)
                     cap = engine_caps[key]
-                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand, cap))
+                setup = _setup(model, gpu, request, workload, c, tp, dp, per_replica, need, cap)
+                out.append(Candidate(setup, partial(_with_tp_command, model, gpu, request, workload, c, cap)))
     return out
 
 
 def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
-           tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None) -> Setup:
-    """One setup; ``cap``: the engine's view of one replica (:mod:`planner.traffic.find_engine`), a sentence
-    when the engine cannot plan it, or None for the budget arithmetic."""
+           tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None, *,
+           weights: int | None = None, kv_split: int = 1) -> Setup:
+    """One setup without its launch command (:func:`_with_tp_command` adds it to the listed ones); ``cap``: the
+    engine's view of one replica (:mod:`planner.traffic.find_engine`), a sentence when the engine cannot plan it,
+    or None for the budget arithmetic. ``weights``: the fullest GPU's weights when they are not ``c``'s (a DP+EP
+    rank) [bytes]; ``kv_split``: GPUs one request's KV is split over along tokens (``-dcp``), for the roofline."""
     usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
     overhead = c.overhead(gpu)
     engine = cap if isinstance(cap, EngineCapacity) else None
@@ -420,7 +458,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
                            f"the budget is {budget / GiB:.1f} GiB")
     tpot = None
     if gpu.bandwidth_gb_s:
-        tpot = time_per_output_token(c.weights, c.exact_decode_seq, per_replica, gpu.bandwidth_gb_s)
+        tpot = time_per_output_token(c.weights if weights is None else weights, -(-c.exact_decode_seq // kv_split),
+                                     per_replica, gpu.bandwidth_gb_s)
         limit = request.max_time_per_output_token_s
         if limit is not None and tpot > limit:
             reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
@@ -434,6 +473,28 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
+    if per_replica > DEFAULT_MAX_NUM_SEQS:
+        notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
+    return Setup(
+        gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
+        kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
+        price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
+        max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
+        kv_demand_bytes_per_gpu=demand,
+        margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
+        time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
+        launch_command="", reasons=tuple(reasons), notes=tuple(notes),
+        time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
+        weights_bytes_per_gpu=weights if weights is not None else engine.weights_bytes if engine else c.weights,
+    )
+
+
+def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+                     cap: EngineCapacity | str | None, s: Setup) -> Setup:
+    """A listed TP row with its launch command: the chosen engine's own (:func:`engine_launch_command`) outside
+    vLLM, else :func:`vllm_serve_command` with the serving features' flags."""
+    engine = cap if isinstance(cap, EngineCapacity) else None
+    tp, dp, per_replica = s.tensor_parallel_size, s.data_parallel_size, s.users_per_replica
     if engine is not None and engine.family != "vllm":  # the chosen engine's own command and flags
         extra = "" if request.serving is None else serving_launch_flags(
             replace(request.serving, engine=engine.engine)).get(engine.engine, "")
@@ -448,19 +509,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
             block_size=request.block_size)
         if c.launch_extra:  # serving features: their vllm serve flags
             command = f"{command} {c.launch_extra}"
-    if per_replica > DEFAULT_MAX_NUM_SEQS:
-        notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
-    return Setup(
-        gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
-        kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
-        price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
-        max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
-        kv_demand_bytes_per_gpu=demand,
-        margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
-        time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
-        launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
-        time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
-    )
+    return replace(s, launch_command=command)
 
 
 _FP8_KV_NOTE_NVIDIA = (
@@ -518,11 +567,14 @@ def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workloa
         wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
                       if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
         costs = _candidate_costs(model, request, workload, wider, gpus)
-        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more, engine_caps) if s.fits]
+        lean = replace(request, setup_kinds=tuple(k for k in request.setup_kinds if k in LEAN_KINDS) or ("TP",))
+        fitting = [x.setup for x in _search(model, gpus, lean, workload, costs, more, engine_caps) if x.setup.fits]
         if fitting:
             s = min(fitting, key=lambda s: s.price_per_hour)
+            how = (f"tp {s.tensor_parallel_size}" if s.kind == "TP" else
+                   f"{s.kind}, tp {s.tensor_parallel_size} x {s.data_parallel_size}")
             out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
-                       f"(tp {s.tensor_parallel_size}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
+                       f"({how}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
             break
     if "fp8" not in request.kv_cache_dtypes:
         out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
