@@ -107,8 +107,9 @@ if best is not None:
         st.caption(serving.text_only_launch_note(form.model_id))
 
 if best is not None and best.kind != "TP":
-    st.caption("The throughput chart describes plain tensor-parallel replicas; the table's TPOT, TTFT and $/1M "
-               "columns carry this setup's own roofline figures.")
+    st.caption(f"No throughput chart for a {md_text(best.kind)} setup: the chart is drawn for plain tensor-parallel "
+               "rows (pick one under 'Setup to launch' to see it). This setup's TPOT, TTFT and $/1M columns in the "
+               "table are its own roofline figures.")
 elif best is not None:
     gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")
     estimate = views.guarded(traffic.setup_throughput, model, gpu, best, request, workload,
