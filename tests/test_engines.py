@@ -635,8 +635,8 @@ def test_scheduler_defaults_by_usage_context_and_v0_chunked_prefill():
 def test_enforce_eager_drops_cuda_graph_memory():
     graphs = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024))
     eager = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024, enforce_eager=True))
-    assert graphs.ranks[0].cudagraph_bytes == 512 * MiB and eager.ranks[0].cudagraph_bytes == 0
-    assert eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes == 512 * MiB
+    assert graphs.ranks[0].cudagraph_bytes > 0 and eager.ranks[0].cudagraph_bytes == 0  # tests/test_vllm_cudagraph.py
+    assert eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes == graphs.ranks[0].cudagraph_bytes
     assert "--enforce-eager" in eager.launch_command
 
 

@@ -13,7 +13,7 @@ Design notes (assumptions):
        the expected error of a plan is ``max error of its group x max(available, 10 GiB)``: the
        largest miss the group showed, never less than that share of 10 GiB, so a small pool is
        not promised a tighter figure than the bench measured. Worked example: a ``vllm`` plan
-       with 11.57 GiB available and the group's 0.64 % maximum gets +-0.074 GiB.
+       with 11.57 GiB available and the group's 2.10 % maximum gets +-0.24 GiB.
     2. A figure the engine printed (``available_kv_from_log``: a pasted log or
        ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
        is below every measured error).
@@ -57,7 +57,7 @@ COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0": GroupError(mean=0.0014, max=0.0014, cases=("V01",)),
     "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
     "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
-    "vllm": GroupError(mean=0.0055, max=0.0064, cases=("N12", "N13", "N14")),
+    "vllm": GroupError(mean=0.0087, max=0.021, cases=("N12", "N13", "N14")),
     "sglang-v0.4": GroupError(mean=0.0173, max=0.0226, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
 }
@@ -91,7 +91,7 @@ def expected_error_bytes(plan) -> int:
 
     0 when the available memory is the engine's own print; else the group's largest error times
     ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm`` at 11.57 GiB with the
-    group's 0.64 % maximum: ``0.0064 x 11.57 GiB`` = 79,508,435 B.
+    group's 2.10 % maximum: ``0.021 x 11.57 GiB`` = 260,887,051 B.
     """
     if plan.available_kv_from_log:
         return 0

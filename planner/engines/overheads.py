@@ -25,9 +25,9 @@ Formulas (per GPU; ``e`` = activation bytes per element, 2 for bf16):
 * Activation peak = ``max(forward, sampler)``.
 * Non-torch = the profile's constant, plus what the worker's process groups add
   by topology (:func:`non_torch_bytes_by_topology`: per NVLink peer, per group on a
-  PCIe node, per group across nodes). CUDA graphs
-  = the profile's constant, 0 with ``--enforce-eager`` (only deducted by engines that
-  say so).
+  PCIe node, per group across nodes). CUDA graphs: vLLM's per version and
+  ``cudagraph_mode`` (:mod:`planner.engines.vllm_cudagraph`), 0 with ``--enforce-eager``
+  (only deducted by engines that say so).
 
 Calibration (available KV predicted vs printed, reference cases; reproduced by
 tests/test_engine_cases.py): V01 (V0, Llama-3.1-8B, RTX 3090) 3.82 vs 3.81 GiB

@@ -124,7 +124,8 @@ class EngineProfile:
             CUDA context growth after the baseline snapshot) [bytes].
         non_torch_multi_gpu_bytes: Extra non-torch memory when the model spans
             several GPUs (NCCL, custom all-reduce buffers) [bytes].
-        cudagraph_bytes: Default CUDA-graph memory estimate [bytes].
+        cudagraph_bytes: Default CUDA-graph memory estimate [bytes] (TensorRT-LLM; vLLM's follow the
+            graphs each version captures, :mod:`planner.engines.vllm_cudagraph`).
         kv_cache_dtypes: KV dtypes the engine accepts (planner names).
         sources: Files the behaviour was read from.
         version: The releases this profile stands for, as a reader names them
@@ -158,8 +159,8 @@ _V1_NON_TORCH_MULTI = 430 * MiB
 _V0_NON_TORCH = 358 * MiB
 """0.35 GiB: V0's non-torch figure in reference case V01 (RTX 3090, v0.6.4)."""
 _CUDAGRAPH_BYTES = 512 * MiB
-"""0.50 GiB: "Graph capturing finished in 3 secs, took 0.50 GiB" (v0.10.1.1,
-Qwen2-7B, reference logs of case V07); llm-d measured 0.10-1.03 GiB."""
+"""0.50 GiB of CUDA graphs for TensorRT-LLM (a vLLM 0.10.1.1 figure, "Graph capturing finished in 3 secs,
+took 0.50 GiB", reference case V07's log; vLLM itself now counts its graphs: planner.engines.vllm_cudagraph)."""
 
 _TRTLLM_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8")
 """KV dtypes of TensorRT-LLM: the engine's own 16-bit dtype (an engine built with ``--dtype float16``
@@ -175,7 +176,7 @@ def _vllm(id_: str, label: str, **kw) -> EngineProfile:
     base = dict(
         id=id_, family="vllm", label=label, budget_base="total", default_memory_fraction=0.9,
         fraction_flag="--gpu-memory-utilization", non_torch_bytes=_V1_NON_TORCH,
-        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, cudagraph_bytes=_CUDAGRAPH_BYTES,
+        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
         kv_cache_dtypes=("auto", "bf16", "fp8"), sources=_VLLM_SOURCES,
     )
     base.update(kw)

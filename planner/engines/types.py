@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from planner.engines.expected_error import expected_error_fields
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
+from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
 from planner.serving.features import ServingFeatures
@@ -69,6 +70,13 @@ class EngineRequest:
         usage_context: ``serve`` (``vllm serve``) or ``llm`` (the offline ``LLM`` class):
             vLLM's scheduler defaults differ (:func:`planner.engines.profiles.vllm_scheduler_defaults`).
         enforce_eager: ``--enforce-eager``: no CUDA graphs are captured (their memory is 0).
+        cudagraph_mode: vLLM ``cudagraph_mode`` (``FULL_AND_PIECEWISE``, ``PIECEWISE``, ``FULL``,
+            ``FULL_DECODE_ONLY``, ``NONE``; ``-cc.cudagraph_mode``); None = the version's default
+            (:func:`planner.engines.vllm_cudagraph.resolve_cudagraph_mode`).
+        optimization_level: vLLM ``-O`` (0-3: ``--optimization-level`` from v0.12, the compilation
+            level before); None = the default (3 / O2), which captures CUDA graphs.
+        max_cudagraph_capture_size: vLLM ``--max-cudagraph-capture-size`` (``--cuda-graph-sizes N`` on
+            v0.10) [tokens]: the largest batch captured; None = the version's default.
         distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
             (``--distributed-executor-backend ray``, the way vLLM spans nodes).
         num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
@@ -110,6 +118,9 @@ class EngineRequest:
     available_kv_memory_per_rank_bytes: tuple[int, ...] = ()
     usage_context: str = "serve"
     enforce_eager: bool = False
+    cudagraph_mode: str | None = None
+    optimization_level: int | None = None
+    max_cudagraph_capture_size: int | None = None
     distributed_executor_backend: str = "mp"
     num_nodes: int = 1
     enable_prefix_caching: bool = False
@@ -142,7 +153,8 @@ class EngineRequest:
             value = values[name]
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
-        for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+        for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs",
+                     "max_cudagraph_capture_size"):
             value = values[name]
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
@@ -182,6 +194,10 @@ class EngineRequest:
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
             raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
+        if self.cudagraph_mode is not None and self.cudagraph_mode not in CUDAGRAPH_MODES:
+            raise ValueError(f"unknown cudagraph_mode {self.cudagraph_mode!r}; choose one of {', '.join(CUDAGRAPH_MODES)}")
+        if self.optimization_level is not None and self.optimization_level not in OPTIMIZATION_LEVELS:
+            raise ValueError(f"optimization level -O{self.optimization_level} does not exist; choose 0, 1, 2 or 3")
         if self.serving is not None:
             self.serving.validate()
 

@@ -55,6 +55,7 @@ from planner.engines.profiles import (
 from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, request_cudagraphs
 from planner.engines.vllm_kv_formats import (
     FP8_DS_MLA_NOTE,
     layer_bytes_per_token,
@@ -299,6 +300,11 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
                                        gpu_memory_bytes=gpu_memory_bytes)
     notes[:0] = block_notes  # vllm_block_size: the asked block size vLLM changed
+    graphs = request_cudagraphs(model, request, profile.id, num_layers=ranks[0].num_layers, max_num_seqs=seqs,
+                                max_num_batched_tokens=mnbt, activation_bytes=dtypes.state.bytes_for(1))
+    if graph_note := cudagraph_note(graphs, ranks[0].cudagraph_bytes, subtracted=profile.subtracts_cudagraph):
+        notes.append(graph_note)
+    graph_lines = cudagraph_log_lines(graphs, ranks[0].cudagraph_bytes) if profile.subtracts_cudagraph else ()
     launch = vllm_command_around_length(LaunchSpec(
         engine=profile.id, family=profile.family, model_id=model.model_id,
         weight_dtype=request.weight_dtype, tensor_parallel_size=request.tensor_parallel_size,
@@ -307,7 +313,9 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
-        enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching))
+        enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
+        cudagraph_mode=request.cudagraph_mode, optimization_level=request.optimization_level,
+        max_cudagraph_capture_size=request.max_cudagraph_capture_size))
     plan_fields = {
         "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
         "family": profile.family, "model_id": model.model_id,
@@ -327,7 +335,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     return _StaticPlan(
         plan_fields=plan_fields, layouts=tuple(layouts), ranks=tuple(ranks), layout=layout,
         num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=shared or _no_memory_reason(ranks),
-        log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
+        log_head=tuple(_log_head(profile, ranks, graph_lines)), launch_around_length=launch,
         full_attention=_full_attention_terms(layouts),
         reason_tails=_reason_tails(model, ranks, engine_max_len),
     )
@@ -408,8 +416,9 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     """One kind of GPU of a pipeline stage: requested - weights - activation - non-torch [- graphs].
 
     Non-torch follows the topology (:func:`planner.engines.overheads.vllm_non_torch_bytes`);
-    CUDA graphs are 0 with ``enforce_eager``; V0's non-driver ranks profile no sampler
-    (:func:`_stage_roles`).
+    CUDA graphs are the ones this version captures for the stage's layers
+    (:func:`planner.engines.vllm_cudagraph.request_cudagraphs`: 0 with ``enforce_eager`` or
+    ``cudagraph_mode`` NONE); V0's non-driver ranks profile no sampler (:func:`_stage_roles`).
     """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
@@ -417,13 +426,15 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
                               bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
                               last_stage=stage == pp - 1 and role != "others")
+    graphs = request_cudagraphs(model, request, profile.id, num_layers=len(layers), max_num_batched_tokens=mnbt,
+                                max_num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1))
     estimates = {
         "weights": _loaded_weights(model, request, profile, stage),
         "activation": act.peak_bytes,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
                                           gpu_name=request.gpu_name),
-        "cudagraph": 0 if request.enforce_eager else profile.cudagraph_bytes,
+        "cudagraph": graphs.total_bytes,
     }
     overrides = {"weights": request.weights_bytes, "activation": request.activation_bytes,
                  "non_torch": request.non_torch_bytes, "cudagraph": request.cudagraph_bytes}
@@ -534,9 +545,10 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     return warnings, notes
 
 
-def _log_head(profile: EngineProfile, ranks: list[RankBudget]) -> list[str]:
-    """The first startup lines this vLLM era prints: weights and available KV memory (as vLLM formats them)."""
-    lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB"]
+def _log_head(profile: EngineProfile, ranks: list[RankBudget], graph_lines: tuple[str, ...] = ()) -> list[str]:
+    """The first startup lines this vLLM era prints: weights, the CUDA-graph estimate (2026 builds) and
+    available KV memory (as vLLM formats them)."""
+    lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB", *graph_lines]
     if profile.id == "vllm-v0":
         lines.append(f"Memory profiling results: ... the rest of the memory reserved for KV Cache is "
                      f"{gib2(ranks[0].available_kv_cache_bytes)} GiB")
