@@ -574,6 +574,33 @@ def test_non_torch_memory_by_topology(tp, pp, nodes, gpu, extra_mib):
                                        num_nodes=nodes, gpu_name=gpu) == (133 + extra_mib) * MiB
 
 
+@pytest.mark.parametrize("tp,pp,nodes,gpu,extra_mib", [
+    (2, 1, 1, "H100 SXM5 80GB", 430),            # ring connections of one NVLink group; NCCL has no NVLS for 2 GPUs
+    (4, 1, 1, "H100 SXM5 80GB", 430 + 2 * 128),  # + NVLS: 16 channels x 2 x 8 x 128 KiB x 4 heads, two communicators
+    (8, 1, 1, "H200 SXM 141GB", 430 + 2 * 256),  # case N01 (Kimi-K2-Thinking TP 8): 1,075 MiB, not 133 + 7 x 430
+    (8, 1, 1, "B200 SXM 180GB", 430 + 2 * 384),  # Blackwell: 24 NVLS channels on one node
+    (8, 1, 1, "A100 SXM4 80GB", 430),            # Ampere: no multicast, so no NVLS
+    (4, 1, 1, "H100 NVL 94GB", 430),             # bridged pairs, no NVSwitch
+    (2, 1, 1, "A100 PCIe 80GB", 96),             # no NVLink: rings over PCIe / shared memory
+    (4, 1, 4, "A100 SXM4 80GB", 20),             # case V15: TP over 4 nodes (Ray)
+    (4, 2, 2, "H100 SXM5 80GB", 430 + 2 * 128 + 20),  # TP in a node, the pipeline across the two
+])
+def test_vllm_non_torch_memory_follows_nccl_rings_and_nvls(tp, pp, nodes, gpu, extra_mib):
+    from planner.engines.overheads import vllm_non_torch_bytes
+
+    assert vllm_non_torch_bytes(133 * MiB, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                                num_nodes=nodes, gpu_name=gpu) == (133 + extra_mib) * MiB
+
+
+def test_nvls_buffer_is_nccls_formula():
+    from planner.engines.overheads import nvls_bytes
+
+    # src/transport/nvls.cc: nChannels (16 on SM90) x 2 x (128 KiB chunk x 8 steps) x nHeads (one per GPU)
+    assert nvls_bytes(8, "H200 SXM 141GB") == 16 * 2 * 8 * 128 * 1024 * 8 == 256 * MiB
+    assert nvls_bytes(2, "H200 SXM 141GB") == 0  # ncclNvlsInit: gpuCount <= 2 returns before NVLS
+    assert nvls_bytes(8, "L40S") == 0
+
+
 def test_nodes_need_ray_and_enough_gpus():
     with pytest.raises(ValueError, match="need --distributed-executor-backend ray"):
         plan_engine(MODEL, 80 * GiB, EngineRequest(tensor_parallel_size=2, num_nodes=2))

@@ -56,7 +56,7 @@ class GroupError:
 COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0": GroupError(mean=0.0014, max=0.0014, cases=("V01",)),
     "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
-    "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
+    "vllm-v0.11": GroupError(mean=0.007, max=0.0188, cases=("V20", "V21", "N01")),
     "vllm": GroupError(mean=0.0087, max=0.021, cases=("N12", "N13", "N14")),
     "sglang-v0.4": GroupError(mean=0.0173, max=0.0226, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),

@@ -20,7 +20,7 @@ the three dense layers, shared experts, embeddings and ``lm_head`` are whole on 
 of CUDA graphs = 30,187,841,433 B (28.11 GiB); the vLLM view's V3.2 cache is 61 layers x 788 B =
 48,068 B per token, 3,076,352 B per 64-token block, so 9,812 blocks = 627,968 tokens and 9,812 / 128 =
 76.66 requests of 8,192 tokens per rank, x 8 ranks = 613.28. ``-tp 8`` keeps the same latent on all
-8 GPUs: one pool of 112.43 requests. :func:`plan_scale` returns these figures; ``tests/test_scale.py``
+8 GPUs: one pool of 117.94 requests. :func:`plan_scale` returns these figures; ``tests/test_scale.py``
 checks the expert bytes.
 """
 
