@@ -133,7 +133,8 @@ CASES: dict[str, Case] = {
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.8, num_nodes=2,
                              distributed_executor_backend="ray", gpu_name="DGX Spark (GB10)"),
                 outside_mean="unified memory (GB10): vLLM charges the drop of MemAvailable (host-side growth "
-                             "included) and a profiled CUDA-graph estimate, neither modelled"),
+                             "included), and its CUDA-graph estimate there (about 5.0 GiB, util 0.80 'effectively "
+                             "0.758') far exceeds the graphs counted; neither is modelled"),
     "N09": Case(engine="vllm", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090", geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                              gpu_memory_utilization=0.9, enable_prefix_caching=True),
