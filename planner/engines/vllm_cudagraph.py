@@ -51,7 +51,9 @@ Design notes (assumptions):
        before sizing the KV cache (vllm/v1/worker/gpu_model_runner.py
        ``profile_cudagraph_memory``): per mode, the first (largest) capture measured whole and
        the second one taken as the cost of each further graph; the modes share the pool, so the
-       estimate is ``max over modes(first) + sum over modes((graphs - 1) x per graph)``. The
+       estimate is ``max over modes(first) + sum over modes((graphs - 1) x per graph)`` (from v0.29 the
+       default runner measures its PIECEWISE graphs whole and extrapolates FULL ones the same way:
+       vllm/v1/worker/gpu/cudagraph_utils.py ``_extrapolate_full_graph_memory``). The
        ``vllm`` profile follows the newest releases (v0.29+), where both model runners estimate:
        from v0.22 to v0.28 the default runner of dense models (the "V2" runner,
        vllm/v1/worker/gpu/model_runner.py, chosen by vllm/config/vllm.py ``use_v2_model_runner``)
