@@ -52,11 +52,13 @@ def expected(engine: str, **kw):
     return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi", "transformers"])
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.28", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi",
+                                    "transformers"])
 def test_engine_page_shows_planner_values(engine):
     at = run(PAGE, {"engine": engine, "model": LLAMA3, "gpu": H100, "context_len": "4096"})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+    assert engine in at.selectbox(key="engine").options  # every profile is offered, vllm-v0.28 included
     plan = expected(engine, max_model_len=4096)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
     codes = [c.value for c in at.code]

@@ -670,7 +670,7 @@ def test_enforce_eager_drops_cuda_graph_memory():
 def test_every_plan_names_the_version_it_models():
     for engine in ENGINE_CHOICES:
         assert plan_engine(MODEL, 80 * GiB, EngineRequest(engine=engine, max_model_len=1024)).engine_version
-    assert plan_engine(MODEL, 80 * GiB, EngineRequest(max_model_len=1024)).engine_version == "vLLM v0.21+ (2026)"
+    assert plan_engine(MODEL, 80 * GiB, EngineRequest(max_model_len=1024)).engine_version == "vLLM v0.29+ (2026)"
 
 
 def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
@@ -679,7 +679,7 @@ def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
     assert OVERHEAD_PROFILE == "vllm"
     newest = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100")
     older = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100", profile_id="vllm-v0.11")
-    assert "vLLM v0.21+ (2026) profile run: 8,192 tokens, 1,024 sequences" in newest.formula
+    assert "vLLM v0.29+ (2026) profile run: 8,192 tokens, 1,024 sequences" in newest.formula
     assert "vLLM v0.11-v0.20 profile run: 8,192 tokens" in older.formula
     # the same pass; the older sampler (full sort, 38 B per logit) peaks above the forward pass:
     # 1,024 x 32,768 x 38 B + hidden states 8,192 x 1,024 x 2 B; the 2026 one (6 B) stays under it

@@ -26,14 +26,7 @@ from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
 from planner.engines.expected_error import close_call, expected_error_bytes
 from planner.engines.shared_gpu import reported_memory_bytes
-from planner.engines.profiles import (
-    DEFAULT_ENGINE,
-    ENGINE_ALIASES,
-    ENGINE_CHOICES,
-    ENGINE_PROFILES,
-    USAGE_CONTEXTS,
-    resolve_engine_name,
-)
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from planner.units import GiB
@@ -191,9 +184,10 @@ def engine_json(result: EnginePlan) -> dict:
 
 
 def _graphs_charged(result: EnginePlan) -> bool:
-    """True when the plan takes CUDA-graph memory from the KV cache (the 2026 vLLM builds)."""
-    profile = ENGINE_PROFILES.get(result.engine)
-    return bool(profile and profile.subtracts_cudagraph and result.limiting_rank.cudagraph_bytes)
+    """True when the plan takes CUDA-graph memory from the KV cache (the 2026 vLLM builds, where the model
+    runner estimates them: :func:`planner.engines.vllm_runner.graphs_charged`)."""
+    rank = result.limiting_rank
+    return bool(rank.cudagraph_charged and rank.cudagraph_bytes)
 
 
 def _expected_error_text(result: EnginePlan) -> str:

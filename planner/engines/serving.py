@@ -201,7 +201,8 @@ def vllm_rank_budget(budget: RankBudget, model: ModelSpec, request: EngineReques
     draft = terms.draft_weights_bytes if last else 0
     activation = terms.activation_bytes
     if first and terms.effects is not None and terms.effects.multimodal is not None:
-        activation = terms.effects.with_profile_peak(budget.activation_bytes).extra_activation_bytes
+        transient = budget.activation_bytes - budget.runner_state_bytes  # the runner's kept buffers are no peak
+        activation = terms.effects.with_profile_peak(transient).extra_activation_bytes
     added_weights = 0 if "weights" in budget.overridden else lora + draft
     added_activation = 0 if "activation" in budget.overridden else activation
     available = budget.available_kv_cache_bytes

@@ -228,6 +228,11 @@ class RankBudget:
             (SGLang's draft worker, llama.cpp's draft model: beside the pool); empty without features.
         state_pool_bytes: An engine's separate recurrent-state pool beside the KV cache (SGLang's Mamba
             pool, :func:`planner.engines.sglang.mamba_pool`) [bytes]; 0 where the states share the KV pool.
+        runner_state_bytes: Buffers the model runner keeps from before the profile pass, counted in
+            ``activation_bytes`` (vLLM's Model Runner V2: :func:`planner.engines.vllm_runner.v2_state_bytes`)
+            [bytes]; 0 where none is modelled.
+        cudagraph_charged: True when ``cudagraph_bytes`` is taken from the KV budget before it is sized
+            (:func:`planner.engines.vllm_runner.graphs_charged`).
     """
 
     stage: int
@@ -249,6 +254,8 @@ class RankBudget:
     role: str = "all"
     serving_parts: tuple[tuple[str, str, int], ...] = ()
     state_pool_bytes: int = 0
+    runner_state_bytes: int = 0
+    cudagraph_charged: bool = False
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
@@ -299,7 +306,7 @@ class EnginePlan:
 
     Attributes:
         engine, engine_label, family: The profile used.
-        engine_version: The releases that profile models (``vLLM v0.21+ (2026)``).
+        engine_version: The releases that profile models (``vLLM v0.29+ (2026)``).
         model_id, gpu_memory_bytes: Echoed inputs.
         tensor_parallel_size, pipeline_parallel_size, data_parallel_size, num_gpus: Layout.
         weight_dtype, kv_cache_dtype: Resolved dtype names.
@@ -380,8 +387,9 @@ class EnginePlan:
         for key in ("reasons", "warnings", "notes", "engine_log_lines"):
             out[key] = list(out[key])
         for rank in out["ranks"]:
-            if not rank["state_pool_bytes"]:  # only engines with a separate state pool add the key
-                del rank["state_pool_bytes"]
+            for key in ("state_pool_bytes", "runner_state_bytes", "cudagraph_charged"):
+                if not rank[key]:  # only the plans that have the term add the key
+                    del rank[key]
         if self.serving is None:  # the JSON without features stays what it was
             del out["serving"]
             for rank in out["ranks"]:

@@ -56,6 +56,14 @@ from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, request_cudagraphs
+from planner.engines.vllm_runner import (
+    graphs_charged,
+    model_runner,
+    runner_note,
+    sampler_bytes_per_logit,
+    speculative_tokens,
+    v2_state_bytes,
+)
 from planner.engines.vllm_kv_formats import (
     FP8_DS_MLA_NOTE,
     layer_bytes_per_token,
@@ -284,7 +292,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
             ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
                                       gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs, role=role))
             layouts.append(layout)
-    formula = _formula(model, request, profile, mnbt, seqs)
+    formula = _formula(model, request, profile, ranks[0], mnbt, seqs)
 
     limiting = min(range(len(ranks)), key=lambda i: ranks[i].num_blocks)
     layout, num_blocks = layouts[limiting], ranks[limiting].num_blocks
@@ -302,9 +310,12 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     notes[:0] = block_notes  # vllm_block_size: the asked block size vLLM changed
     graphs = request_cudagraphs(model, request, profile.id, num_layers=ranks[0].num_layers, max_num_seqs=seqs,
                                 max_num_batched_tokens=mnbt, activation_bytes=dtypes.state.bytes_for(1))
-    if graph_note := cudagraph_note(graphs, ranks[0].cudagraph_bytes, subtracted=profile.subtracts_cudagraph):
+    charged = ranks[0].cudagraph_charged
+    if graph_note := cudagraph_note(graphs, ranks[0].cudagraph_bytes, subtracted=charged):
         notes.append(graph_note)
-    graph_lines = cudagraph_log_lines(graphs, ranks[0].cudagraph_bytes) if profile.subtracts_cudagraph else ()
+    if runner_line := runner_note(model_runner(model, profile.id, request), profile, ranks[-1].runner_state_bytes):
+        notes.append(runner_line)
+    graph_lines = cudagraph_log_lines(graphs, ranks[0].cudagraph_bytes) if charged else ()
     launch = vllm_command_around_length(LaunchSpec(
         engine=profile.id, family=profile.family, model_id=model.model_id,
         weight_dtype=request.weight_dtype, tensor_parallel_size=request.tensor_parallel_size,
@@ -423,14 +434,18 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)
-    act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
-                              bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
-                              last_stage=stage == pp - 1 and role != "others")
+    e, last = dtypes.state.bytes_for(1), stage == pp - 1 and role != "others"
+    runner = model_runner(model, profile.id, request)
+    charged = graphs_charged(profile, runner)
+    act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=e, tensor_parallel_size=tp,
+                              bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), last_stage=last)
+    state = v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=mnbt, last_stage=last,
+                           num_speculative_tokens=speculative_tokens(request)) if runner == "v2" else 0
     graphs = request_cudagraphs(model, request, profile.id, num_layers=len(layers), max_num_batched_tokens=mnbt,
-                                max_num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1))
+                                max_num_seqs=seqs, activation_bytes=e, estimated=charged)
     estimates = {
         "weights": _loaded_weights(model, request, profile, stage),
-        "activation": act.peak_bytes,
+        "activation": act.peak_bytes + state,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
                                           gpu_name=request.gpu_name),
@@ -445,7 +460,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         available = pinned
         overridden.append("available_kv_cache")
     else:
-        graphs = terms["cudagraph"] if profile.subtracts_cudagraph else 0
+        graphs = terms["cudagraph"] if charged else 0
         available = requested - terms["weights"] - terms["activation"] - terms["non_torch"] - graphs
     budget = RankBudget(
         stage=stage, role=role, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
@@ -454,18 +469,22 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,
         kv_cache_bytes_per_token=sum(layer_bytes_per_token(model.layers[i], dtypes, tp, ds_mla) for i in layers),
         bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
-        overridden=tuple(overridden))
+        overridden=tuple(overridden), runner_state_bytes=state, cudagraph_charged=charged)
     if request.serving is not None:  # serving features (planner.engines.serving)
         return vllm_rank_budget(budget, model, request, profile, layout, mnbt=mnbt)
     return budget
 
 
-def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, mnbt: int, seqs: int) -> str:
-    """The overhead model's arithmetic as one line of text."""
-    graphs = " - cudagraph" if profile.subtracts_cudagraph else ""
+def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, rank: RankBudget, mnbt: int,
+             seqs: int) -> str:
+    """The overhead model's arithmetic as one line of text (``rank``: the first GPU's budget)."""
+    graphs = " - cudagraph" if rank.cudagraph_charged else ""
+    e = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype).state.bytes_for(1)
+    logit = sampler_bytes_per_logit(profile, model_runner(model, profile.id, request), e)
+    state = f" + model runner V2 state {rank.runner_state_bytes:,} B" if rank.runner_state_bytes else ""
     return (f"available = floor(total x gpu_memory_utilization) - weights - activation - non_torch{graphs}; "
             f"activation = max(forward pass of {mnbt:,} tokens, sampler of min({seqs}, {mnbt:,}) x "
-            f"{model.vocab_size:,} logits x {profile.sampler_bytes_per_logit} B + hidden states)")
+            f"{model.vocab_size:,} logits x {logit} B + hidden states){state}")
 
 
 def _start_reasons(model: ModelSpec, profile: EngineProfile, st: _StaticPlan, max_model_len: int,
@@ -521,7 +540,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     notes: list[str] = []
     tp = request.tensor_parallel_size
     headroom = gpu_memory_bytes - int(gpu_memory_bytes * util)
-    if not profile.subtracts_cudagraph and ranks[0].cudagraph_bytes > headroom:
+    if not ranks[0].cudagraph_charged and ranks[0].cudagraph_bytes > headroom:
         warnings.append(
             f"CUDA graphs (~{gib2(ranks[0].cudagraph_bytes)} GiB) are captured after the KV cache is allocated and "
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "

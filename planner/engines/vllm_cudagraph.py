@@ -25,10 +25,11 @@ Design notes (assumptions):
          ``[1, 2, 4]`` up to ``M``, steps of 8 below 256, steps of 16 from 256 to ``M``
          (v0.11.1 vllm/config/vllm.py ``_set_cudagraph_sizes``; v0.11.0 still used the v0.10
          list, 992 for gpt-oss, not modelled).
-       * ``vllm`` (v0.21+, read at v0.29.0): ``M = min(2 S q, 512, T)``, 1024 instead of 512 on
-         datacenter Blackwell (SM 10.x, ``is_device_capability_family(100)``) and for gpt-oss; the
-         same grid, plus ``T`` when ``T <= M``, plus ``n q`` for the request counts ``n`` of that
-         grid up to ``S`` when ``q > 1`` (the uniform-decode sizes of speculative decoding).
+       * ``vllm-v0.28`` and ``vllm`` (read at v0.28.0 and v0.29.0): ``M = min(2 S q, 512, T)``, 1024
+         instead of 512 on datacenter Blackwell (SM 10.x, ``is_device_capability_family(100)``) and for
+         gpt-oss; the same grid, plus ``T`` when ``T <= M``; ``vllm`` (v0.29+) also adds ``n q`` for the
+         request counts ``n`` of that grid up to ``S`` when ``q > 1`` (the uniform-decode sizes of
+         speculative decoding).
     2. Graph mode (vllm/config/compilation.py ``CUDAGraphMode``): ``--enforce-eager`` gives NONE.
        Otherwise an explicit ``cudagraph_mode`` (``-cc.cudagraph_mode=...`` /
        ``--compilation-config '{"cudagraph_mode": ...}'``) wins, then the level:
@@ -54,11 +55,12 @@ Design notes (assumptions):
        estimate is ``max over modes(first) + sum over modes((graphs - 1) x per graph)`` (from v0.29 the
        default runner measures its PIECEWISE graphs whole and extrapolates FULL ones the same way:
        vllm/v1/worker/gpu/cudagraph_utils.py ``_extrapolate_full_graph_memory``). The
-       ``vllm`` profile follows the newest releases (v0.29+), where both model runners estimate:
-       from v0.22 to v0.28 the default runner of dense models (the "V2" runner,
+       ``vllm`` profile follows the newest releases (v0.29+), where both model runners estimate;
+       under ``vllm-v0.28`` (v0.22-v0.28) the default runner of dense models (the "V2" runner,
        vllm/v1/worker/gpu/model_runner.py, chosen by vllm/config/vllm.py ``use_v2_model_runner``)
-       returned 0 from ``profile_cudagraph_memory``, so those launches charged no graphs before
-       the KV cache (reference cases N12-N14, v0.28, Qwen3-14B).
+       returned 0 from ``profile_cudagraph_memory``, so those launches charge no graphs before
+       the KV cache and capture them into the headroom afterwards, priced as the capture takes them
+       (:mod:`planner.engines.vllm_runner`; reference cases N12-N14, v0.28, Qwen3-14B).
        Worked example (reference case N12: Qwen3-14B, 40 layers, L40S, ``S`` 256, ``T`` 2,048):
        sizes up to 512, 51 PIECEWISE sizes x 41 graphs + 35 FULL graphs (1 to 256) = 2,126 graphs x
        235 KiB = 0.48 GiB, plus the 512-token pool 0.06 GiB = 0.54 GiB.
@@ -101,8 +103,12 @@ TP 4 over Ray 1.88 GiB for 83 x 37 graphs: neither is modelled (design note 5)."
 V0_PROFILE = "vllm-v0"
 EARLY_V1_PROFILES = frozenset({"vllm-v1-jan2025", "vllm-v1-2025", "vllm-v0.10"})
 """Profiles whose default graph mode is PIECEWISE at compilation level 3 (design note 2)."""
-ESTIMATING_PROFILES = frozenset({"vllm"})
-"""Profiles that estimate graph memory before sizing the KV cache (``profile_cudagraph_memory``)."""
+ESTIMATING_PROFILES = frozenset({"vllm", "vllm-v0.28"})
+"""Profiles whose releases estimate graph memory before sizing the KV cache (``profile_cudagraph_memory``: the
+V1 runner from v0.21, Model Runner V2 from v0.29; :func:`planner.engines.vllm_runner.graphs_charged`)."""
+GRID_2026_PROFILES = frozenset({"vllm", "vllm-v0.28"})
+"""Profiles with the 2026 capture grid (design note 1: ``2 S q``, 1,024 on datacenter Blackwell, ``T`` appended;
+read at v0.28.0 and v0.29.0); only ``vllm`` (v0.29+) adds the uniform-decode sizes of speculative decoding."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,8 +219,8 @@ def capture_sizes(profile_id: str, model: ModelSpec, *, max_num_seqs: int, max_n
 
 def _v011_sizes(profile_id: str, model: ModelSpec, seqs: int, tokens: int, gpu_name: str, num_speculative_tokens: int,
                 max_capture_size: int | None) -> tuple[int, ...]:
-    """:func:`capture_sizes` of ``vllm-v0.11`` and ``vllm`` (v0.11.1+ grid; design note 1)."""
-    newest = profile_id in ESTIMATING_PROFILES
+    """:func:`capture_sizes` of ``vllm-v0.11``, ``vllm-v0.28`` and ``vllm`` (v0.11.1+ grid; design note 1)."""
+    newest = profile_id in GRID_2026_PROFILES
     query = 1 + num_speculative_tokens if newest else 1
     ceiling = 1024 if newest and gpu_capability(gpu_name)[0] == 10 else 512
     defaulted = max_capture_size is None and not _is_gpt_oss(model)
@@ -225,7 +231,7 @@ def _v011_sizes(profile_id: str, model: ModelSpec, seqs: int, tokens: int, gpu_n
     if newest:
         if tokens <= largest:
             sizes.append(tokens)
-        if defaulted and query > 1:
+        if defaulted and query > 1 and profile_id == "vllm":
             counts = set(_grid(min(seqs, ceiling))) | {min(seqs, ceiling)}
             sizes += [n * query for n in counts if n * query <= largest]
     return tuple(sorted(set(sizes)))
@@ -249,7 +255,7 @@ def graph_sizes(mode: str, sizes: tuple[int, ...], *, max_num_seqs: int,
 def cudagraph_estimate(model: ModelSpec, profile_id: str, *, mode: str, max_num_seqs: int,
                        max_num_batched_tokens: int, num_layers: int, activation_bytes: int,
                        tensor_parallel_size: int = 1, gpu_name: str = "", num_speculative_tokens: int = 0,
-                       max_capture_size: int | None = None) -> CudaGraphEstimate:
+                       max_capture_size: int | None = None, estimated: bool | None = None) -> CudaGraphEstimate:
     """The CUDA graphs one GPU captures and their memory (design notes 1-4).
 
     Args:
@@ -263,6 +269,8 @@ def cudagraph_estimate(model: ModelSpec, profile_id: str, *, mode: str, max_num_
         gpu_name: The GPU (datacenter Blackwell captures up to 1,024 in the 2026 builds).
         num_speculative_tokens: Draft tokens per step (uniform-decode sizes of the 2026 builds).
         max_capture_size: ``--max-cudagraph-capture-size`` [tokens]; None = the version's default.
+        estimated: True prices vLLM's estimate, False what the capture itself takes; None = the profile's
+            (:data:`ESTIMATING_PROFILES`; a runner that captures after the KV cache passes False).
     """
     if mode == "NONE":
         return CudaGraphEstimate(mode=mode)
@@ -275,7 +283,9 @@ def cudagraph_estimate(model: ModelSpec, profile_id: str, *, mode: str, max_num_
     pool = forward_peak_bytes(model, largest, activation_bytes, tensor_parallel_size) if largest else 0
     per_graph = {"PIECEWISE": (len(piecewise), pieces * CUDA_GRAPH_BYTES), "FULL": (len(full), CUDA_GRAPH_BYTES)}
     counts = [(n, cost) for n, cost in per_graph.values() if n]
-    if profile_id in ESTIMATING_PROFILES:  # first capture per mode whole, (n - 1) more at the second's cost
+    if estimated is None:
+        estimated = profile_id in ESTIMATING_PROFILES
+    if estimated:  # first capture per mode whole, (n - 1) more at the second's cost
         total = pool + max(cost for _, cost in counts) + sum((n - 1) * cost for n, cost in counts)
     else:  # what the capture itself took
         total = pool + sum(n * cost for n, cost in counts)
@@ -284,7 +294,8 @@ def cudagraph_estimate(model: ModelSpec, profile_id: str, *, mode: str, max_num_
 
 
 def request_cudagraphs(model: ModelSpec, request: EngineRequest, profile_id: str, *, num_layers: int,
-                       max_num_batched_tokens: int, max_num_seqs: int, activation_bytes: int) -> CudaGraphEstimate:
+                       max_num_batched_tokens: int, max_num_seqs: int, activation_bytes: int,
+                       estimated: bool | None = None) -> CudaGraphEstimate:
     """:func:`cudagraph_estimate` for an :class:`planner.engines.types.EngineRequest` (its mode flags, its
     speculative tokens, its GPU) on a GPU holding ``num_layers`` layers.
 
@@ -298,7 +309,8 @@ def request_cudagraphs(model: ModelSpec, request: EngineRequest, profile_id: str
                               max_num_batched_tokens=max_num_batched_tokens, num_layers=num_layers,
                               activation_bytes=activation_bytes, tensor_parallel_size=request.tensor_parallel_size,
                               gpu_name=request.gpu_name, max_capture_size=request.max_cudagraph_capture_size,
-                              num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0)
+                              num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
+                              estimated=estimated)
 
 
 def cudagraph_note(graphs: CudaGraphEstimate, charged_bytes: int, *, subtracted: bool) -> str:
