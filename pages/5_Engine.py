@@ -6,7 +6,7 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, charts, engine, feature_line, inputs, scale_view, serving, views
+from ui import catalog, charts, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
 from ui.format import format_command, md_text
 
 views.setup_page("Engine", "⚙️",
@@ -14,6 +14,8 @@ views.setup_page("Engine", "⚙️",
                  "per GPU, and the lines it would print. Paste a startup log to compare.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=())
 knobs, more = engine.engine_inputs()
+problems.extend(more)
+graph_knobs, more = engine_graphs.cudagraph_inputs(knobs.engine)  # vLLM cudagraph_mode and -O
 problems.extend(more)
 scale_request, more = scale_view.engine_scale_inputs(knobs.engine, knobs.data_parallel_size)  # -dp / EP / DCP
 problems.extend(more)
@@ -27,6 +29,7 @@ model = serving.served_model(model)  # without the towers when the text-only swi
 inputs.show_problems(serving_problems)
 request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, engine.reported_memory_bytes(gpu),
                         what="reading the engine inputs")
+request = engine_graphs.with_cudagraph_knobs(request, graph_knobs)
 # -dp with expert parallel, or -dcp: the whole page describes that launch, one attention data-parallel rank (issue 26)
 launch = scale_view.plan_launch(model, gpu, request, scale_request) if scale_request is not None else None
 result = launch.engine_view() if launch is not None else views.guarded(

@@ -5,7 +5,8 @@ Usage: ``python scripts/bench_engine_cases.py [--format table|json] [--cases V15
 The cases are the rows of ``tests/data/reference/engine_cases.csv`` (the in-repository
 copy of the shared engine startup table). Each case runs under the engine profile of
 its own version (:data:`CASES`: ``vllm-v0`` for V0 logs, ``vllm-v0.10`` for 0.10.x,
-``vllm-v0.11`` for the late-2025 V1 builds, ``vllm`` for 0.21+, ``sglang-v0.4`` for mid-2025
+``vllm-v0.11`` for the late-2025 V1 builds, ``vllm-v0.28`` for 0.22-0.28, ``vllm`` for 0.29+
+(the row's ``engine_version``), ``sglang-v0.4`` for mid-2025
 SGLang, ``llama.cpp``, ``trtllm-engine``) and is planned twice:
 
 1. **KV arithmetic**: the engine's printed available memory is pinned
@@ -133,23 +134,26 @@ CASES: dict[str, Case] = {
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.8, num_nodes=2,
                              distributed_executor_backend="ray", gpu_name="DGX Spark (GB10)"),
                 outside_mean="unified memory (GB10): vLLM charges the drop of MemAvailable (host-side growth "
-                             "included) and a profiled CUDA-graph estimate, neither modelled"),
-    "N09": Case(engine="vllm", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090", geometry="catalog",
+                             "included), and its CUDA-graph estimate there (about 5.0 GiB, util 0.80 'effectively "
+                             "0.758') far exceeds the graphs counted; neither is modelled"),
+    "N09": Case(engine="vllm-v0.28", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090",
+                geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                              gpu_memory_utilization=0.9, enable_prefix_caching=True),
                 outside_mean="--limit-mm-per-prompt image 2 not expressed (the vision encoder's profile)"),
     "N10": Case(engine="vllm-v0.10", model_id="Qwen/Qwen3-Coder-480B-A35B-Instruct", gpu_id="nvidia-h20-141gb",
                 request=dict(weight_dtype="fp8_block128", gpu_memory_utilization=0.9), geometry="catalog",
                 cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
-    "N11": Case(engine="vllm", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb", geometry="catalog",
+    "N11": Case(engine="vllm-v0.28", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb",
+                geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm"),
                 arithmetic="DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
                 outside_mean="expert parallel and prefix caching not expressed; DeepSeek-V4 pages estimated"),
-    "N12": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+    "N12": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(gpu_memory_utilization=0.9)),
-    "N13": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+    "N13": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.9)),
-    "N14": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+    "N14": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.95, max_num_seqs=8,
                              max_num_batched_tokens=8192)),
     "N22": Case(engine="sglang-v0.4", model_id="Qwen/Qwen3-0.6B", gpu_id="nvidia-rtx-5080", geometry="catalog",

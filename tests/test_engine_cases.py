@@ -128,9 +128,9 @@ RECIPES: dict[str, tuple] = {
     # 2025-26 startup logs: the newest vLLM prints tokens = int(concurrency x max_model_len)
     "N01": (lambda r: mla_geometry("moonshotai/Kimi-K2-Thinking", 61),  # FlashMLA on H200: 64-token blocks
             dict(engine="vllm-v0.11", gpu_name="H200 SXM 141GB")),
-    "N12": (lambda r: qwen3_14b_geometry(), dict(engine="vllm")),
-    "N13": (lambda r: qwen3_14b_geometry(), dict(engine="vllm")),
-    "N14": (lambda r: qwen3_14b_geometry(), dict(engine="vllm", max_num_seqs=8, max_num_batched_tokens=8192)),
+    "N12": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28")),
+    "N13": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28")),
+    "N14": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28", max_num_seqs=8, max_num_batched_tokens=8192)),
     "N22": (lambda r: full_geometry("Qwen/Qwen3-0.6B", 28, 8, 128, 16), dict(engine="sglang", block_size=1)),
 }
 
@@ -322,7 +322,7 @@ def test_n09_prefix_caching_keeps_two_mamba_pages_per_request():
     catalog = pytest.importorskip("model_catalog")
     row = CASES["N09"]
     model = catalog.model_spec("nvidia/Qwen3.6-35B-A3B-NVFP4")
-    request = _request(row, dict(engine="vllm", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
+    request = _request(row, dict(engine="vllm-v0.28", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                                  enable_prefix_caching=True, gpu_name="GeForce RTX 5090"))
     plan, tried = _reproduce(model, request, float(row["available_kv_gib"]), int(row["printed_kv_tokens"]),
                              float(row["printed_max_concurrency"]))

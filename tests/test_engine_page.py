@@ -55,11 +55,13 @@ def expected(engine: str, **kw):
     return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi", "transformers"])
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.28", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi",
+                                    "transformers"])
 def test_engine_page_shows_planner_values(engine):
     at = run(PAGE, {"engine": engine, "model": LLAMA3, "gpu": H100, "context_len": "4096"})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+    assert engine in at.selectbox(key="engine").options  # every profile is offered, vllm-v0.28 included
     plan = expected(engine, max_model_len=4096)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
     codes = [c.value for c in at.code]
@@ -350,3 +352,24 @@ def test_engine_page_passes_nvidia_smi_memory_as_the_cli_does():
     assert not at.exception
     shown = {m.label: m.value for m in at.metric}
     assert shown["Available KV memory per GPU"] == format_bytes(expected)
+
+
+def test_cudagraph_mode_and_level_deep_link_reach_the_plan():
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "context_len": "4096",
+                    "cudagraph_mode": "piecewise", "optimization_level": "1"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="cudagraph_mode").value == "PIECEWISE"
+    assert at.selectbox(key="optimization_level").value == "1"
+    plan = expected("vllm", max_model_len=4096, cudagraph_mode="PIECEWISE", optimization_level=1)
+    assert plan.ranks[0].cudagraph_bytes != expected("vllm", max_model_len=4096).ranks[0].cudagraph_bytes
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    assert format_command(plan.launch_command) in [c.value for c in at.code]
+
+
+def test_bad_cudagraph_mode_in_the_link_names_the_parameter():
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "context_len": "4096", "cudagraph_mode": "FAST"})
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    assert "cudagraph_mode=FAST" in errors and "sidebar" in errors
+    assert at.selectbox(key="cudagraph_mode").value is None

@@ -574,6 +574,33 @@ def test_non_torch_memory_by_topology(tp, pp, nodes, gpu, extra_mib):
                                        num_nodes=nodes, gpu_name=gpu) == (133 + extra_mib) * MiB
 
 
+@pytest.mark.parametrize("tp,pp,nodes,gpu,extra_mib", [
+    (2, 1, 1, "H100 SXM5 80GB", 430),            # ring connections of one NVLink group; NCCL has no NVLS for 2 GPUs
+    (4, 1, 1, "H100 SXM5 80GB", 430 + 2 * 128),  # + NVLS: 16 channels x 2 x 8 x 128 KiB x 4 heads, two communicators
+    (8, 1, 1, "H200 SXM 141GB", 430 + 2 * 256),  # case N01 (Kimi-K2-Thinking TP 8): 1,075 MiB, not 133 + 7 x 430
+    (8, 1, 1, "B200 SXM 180GB", 430 + 2 * 384),  # Blackwell: 24 NVLS channels on one node
+    (8, 1, 1, "A100 SXM4 80GB", 430),            # Ampere: no multicast, so no NVLS
+    (4, 1, 1, "H100 NVL 94GB", 430),             # bridged pairs, no NVSwitch
+    (2, 1, 1, "A100 PCIe 80GB", 96),             # no NVLink: rings over PCIe / shared memory
+    (4, 1, 4, "A100 SXM4 80GB", 20),             # case V15: TP over 4 nodes (Ray)
+    (4, 2, 2, "H100 SXM5 80GB", 430 + 2 * 128 + 20),  # TP in a node, the pipeline across the two
+])
+def test_vllm_non_torch_memory_follows_nccl_rings_and_nvls(tp, pp, nodes, gpu, extra_mib):
+    from planner.engines.overheads import vllm_non_torch_bytes
+
+    assert vllm_non_torch_bytes(133 * MiB, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                                num_nodes=nodes, gpu_name=gpu) == (133 + extra_mib) * MiB
+
+
+def test_nvls_buffer_is_nccls_formula():
+    from planner.engines.overheads import nvls_bytes
+
+    # src/transport/nvls.cc: nChannels (16 on SM90) x 2 x (128 KiB chunk x 8 steps) x nHeads (one per GPU)
+    assert nvls_bytes(8, "H200 SXM 141GB") == 16 * 2 * 8 * 128 * 1024 * 8 == 256 * MiB
+    assert nvls_bytes(2, "H200 SXM 141GB") == 0  # ncclNvlsInit: gpuCount <= 2 returns before NVLS
+    assert nvls_bytes(8, "L40S") == 0
+
+
 def test_nodes_need_ray_and_enough_gpus():
     with pytest.raises(ValueError, match="need --distributed-executor-backend ray"):
         plan_engine(MODEL, 80 * GiB, EngineRequest(tensor_parallel_size=2, num_nodes=2))
@@ -635,15 +662,18 @@ def test_scheduler_defaults_by_usage_context_and_v0_chunked_prefill():
 def test_enforce_eager_drops_cuda_graph_memory():
     graphs = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024))
     eager = plan_engine(MODEL, 24 * GiB, EngineRequest(engine="vllm", max_model_len=1024, enforce_eager=True))
-    assert graphs.ranks[0].cudagraph_bytes == 512 * MiB and eager.ranks[0].cudagraph_bytes == 0
-    assert eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes == 512 * MiB
+    assert graphs.ranks[0].cudagraph_bytes > 0 and eager.ranks[0].cudagraph_bytes == 0  # tests/test_vllm_cudagraph.py
+    # eager also compiles nothing: the first launch's torch.compile charge goes too (vllm_runner.first_compile_bytes)
+    assert graphs.ranks[0].first_compile_bytes > 0 and eager.ranks[0].first_compile_bytes == 0
+    assert (eager.available_kv_cache_bytes - graphs.available_kv_cache_bytes
+            == graphs.ranks[0].cudagraph_bytes + graphs.ranks[0].first_compile_bytes)
     assert "--enforce-eager" in eager.launch_command
 
 
 def test_every_plan_names_the_version_it_models():
     for engine in ENGINE_CHOICES:
         assert plan_engine(MODEL, 80 * GiB, EngineRequest(engine=engine, max_model_len=1024)).engine_version
-    assert plan_engine(MODEL, 80 * GiB, EngineRequest(max_model_len=1024)).engine_version == "vLLM v0.21+ (2026)"
+    assert plan_engine(MODEL, 80 * GiB, EngineRequest(max_model_len=1024)).engine_version == "vLLM v0.29+ (2026)"
 
 
 def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
@@ -652,7 +682,7 @@ def test_plain_plan_overhead_is_the_newest_vllm_and_says_so():
     assert OVERHEAD_PROFILE == "vllm"
     newest = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100")
     older = estimate_overhead(MODEL, 2, 1, gpu_memory_bytes=int(79.19 * GiB), gpu_name="H100", profile_id="vllm-v0.11")
-    assert "vLLM v0.21+ (2026) profile run: 8,192 tokens, 1,024 sequences" in newest.formula
+    assert "vLLM v0.29+ (2026) profile run: 8,192 tokens, 1,024 sequences" in newest.formula
     assert "vLLM v0.11-v0.20 profile run: 8,192 tokens" in older.formula
     # the same pass; the older sampler (full sort, 38 B per logit) peaks above the forward pass:
     # 1,024 x 32,768 x 38 B + hidden states 8,192 x 1,024 x 2 B; the 2026 one (6 B) stays under it

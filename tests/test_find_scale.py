@@ -50,7 +50,7 @@ def v32_500():
 
 
 def test_dp_ep_is_ranked_above_tp_when_it_holds_the_users_for_less(v32_500, capsys):
-    """-tp 8 holds 362 of the 500 users (two replicas: 16 GPUs); -dp 8 --enable-expert-parallel holds them on 8
+    """-tp 8 holds 369 of the 500 users (two replicas: 16 GPUs); -dp 8 --enable-expert-parallel holds them on 8
     GPUs, so its row comes first among TP and DP+EP. Its figures are what ``plan -dp 8`` prints for the same
     inputs (GPU, length, engine)."""
     kinds = [s for s in v32_500.options if s.kind in ("TP", "DP+EP")]
@@ -60,8 +60,8 @@ def test_dp_ep_is_ranked_above_tp_when_it_holds_the_users_for_less(v32_500, caps
     assert (tp.num_gpus, tp.data_parallel_size) == (16, 2) and first.price_per_hour == tp.price_per_hour / 2
     plan = _cli_json(capsys, ["plan", "--model", V32, "--gpu", H200, "--context-len", "2500", "--engine", "vllm",
                               "-dp", "8", "--enable-expert-parallel", "--format", "json"])["scale"]
-    per_rank = int(plan["max_concurrency_per_rank"])  # 248.35 requests of 2,500 tokens per rank
-    assert first.max_concurrent_sequences == per_rank * 8 == 1984
+    per_rank = int(plan["max_concurrency_per_rank"])  # 237.0 requests of 2,500 tokens per rank
+    assert first.max_concurrent_sequences == per_rank * 8 == 1896
     assert first.users_per_replica == 63  # ceil(500 / 8) per rank
     assert first.weights_bytes_per_gpu == plan["weights_bytes_per_gpu"] == 101_760_737_792  # the README's 94.77 GiB
     assert first.kv_cache_budget_bytes_per_gpu == plan["available_kv_cache_bytes"]

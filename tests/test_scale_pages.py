@@ -82,9 +82,9 @@ def test_engine_page_headline_describes_the_dp_ep_launch():
     assert not any("refuse" in w.value for w in at.warning)
     assert "vllm starts" in at.success[0].value and f"{plan.max_concurrency_per_rank:.2f}x" in at.success[0].value
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "77.61x"
+    assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "74.06x"
     assert shown["KV cache size [tokens, as printed]"] == f"{plan.engine_kv_cache_tokens:,}"
-    assert shown["Users, all ranks"] == "620.88"
+    assert shown["Users, all ranks"] == "592.48"
     assert any("8 data-parallel rank(s) × tensor parallel 1, experts over 8 GPUs = 8 GPUs" in c.value
                for c in at.caption)
     assert any("Model loading took 94.77" in c for c in _codes(at))

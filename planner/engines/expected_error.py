@@ -12,8 +12,8 @@ Design notes (assumptions):
     1. The error is the bench's: ``|predicted - printed| / max(printed, 10 GiB)``. Back in bytes,
        the expected error of a plan is ``max error of its group x max(available, 10 GiB)``: the
        largest miss the group showed, never less than that share of 10 GiB, so a small pool is
-       not promised a tighter figure than the bench measured. Worked example: a ``vllm`` plan
-       with 11.57 GiB available and the group's 0.64 % maximum gets +-0.074 GiB.
+       not promised a tighter figure than the bench measured. Worked example: a ``vllm-v0.28`` plan
+       with 11.57 GiB available and the group's 3.51 % maximum gets +-0.41 GiB.
     2. A figure the engine printed (``available_kv_from_log``: a pasted log or
        ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
        is below every measured error).
@@ -56,8 +56,8 @@ class GroupError:
 COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0": GroupError(mean=0.0014, max=0.0014, cases=("V01",)),
     "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
-    "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
-    "vllm": GroupError(mean=0.0055, max=0.0064, cases=("N12", "N13", "N14")),
+    "vllm-v0.11": GroupError(mean=0.007, max=0.0188, cases=("V20", "V21", "N01")),
+    "vllm-v0.28": GroupError(mean=0.0040, max=0.0091, cases=("N12", "N13", "N14")),
     "sglang-v0.4": GroupError(mean=0.0103, max=0.0182, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
 }
@@ -90,8 +90,8 @@ def expected_error_bytes(plan) -> int:
     """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes].
 
     0 when the available memory is the engine's own print; else the group's largest error times
-    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm`` at 11.57 GiB with the
-    group's 0.64 % maximum: ``0.0064 x 11.57 GiB`` = 79,508,435 B.
+    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm-v0.28`` at 11.57 GiB with the
+    group's 3.51 % maximum: ``0.0351 x 11.57 GiB`` = 436,054,071 B.
     """
     if plan.available_kv_from_log:
         return 0

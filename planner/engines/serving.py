@@ -217,7 +217,9 @@ def vllm_rank_budget(budget: RankBudget, model: ModelSpec, request: EngineReques
     draft = terms.draft_weights_bytes if last else 0
     activation = terms.activation_bytes
     if first and terms.effects is not None and terms.effects.multimodal is not None:
-        activation = terms.effects.with_profile_peak(budget.activation_bytes).extra_activation_bytes
+        # the runner's kept buffers and the first compile's charge are no forward peak of the encoder profile
+        transient = budget.activation_bytes - budget.runner_state_bytes - budget.first_compile_bytes
+        activation = terms.effects.with_profile_peak(transient).extra_activation_bytes
     added_weights = 0 if "weights" in budget.overridden else lora + draft
     added_activation = 0 if "activation" in budget.overridden else activation
     available = budget.available_kv_cache_bytes

@@ -21,7 +21,8 @@ Design notes (assumptions):
        v0.11 and later (:data:`FP8_DS_MLA_PROFILES`); the older profiles price the layer as
        before (they could not load the model).
     3. Attention + Mamba hybrids with prefix caching (Qwen3.5 / 3.6 Gated DeltaNet, Nemotron-H):
-       the 2026 builds run the Mamba layers in ``mamba_cache_mode`` "align", where a request holds
+       the 2026 builds (``vllm-v0.28``, ``vllm``; vLLM 0.24 printed the figures below) run the Mamba
+       layers in ``mamba_cache_mode`` "align", where a request holds
        two state pages (the running state and the one of the last full cached block) instead of
        one, so each Mamba group adds two blocks to a request, not one
        (``MambaSpec.max_memory_usage_bytes``). Worked example (reference case N09, Qwen3.6-35B-A3B
@@ -46,7 +47,7 @@ from planner.model import ModelSpec
 from planner.model.layers import CacheDtypes, LayerSpec
 from planner.model.sparse import IndexedMLAAttention
 
-FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm"})
+FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm-v0.28", "vllm"})
 """vLLM profiles that store sparse-MLA layers as ``fp8_ds_mla`` by default (design note 2)."""
 
 FP8_DS_MLA_CACHE_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})
@@ -61,7 +62,7 @@ FP8_DS_MLA_SCALE_BLOCK = 128
 """Latent values per fp32 scale in ``fp8_ds_mla``."""
 
 
-ALIGN_MODE_PROFILES = frozenset({"vllm"})
+ALIGN_MODE_PROFILES = frozenset({"vllm-v0.28", "vllm"})
 """vLLM profiles that keep Mamba states in "align" mode under prefix caching (design note 3)."""
 
 

@@ -60,7 +60,8 @@ def model_memo(model: Any, namespace: str = "") -> dict:
             _touch(key)
         return entry[1]
     memo: dict = {}
-    _MEMOS[key] = (weakref.ref(model, lambda _ref, key=key: _MEMOS.pop(key, None)), memo)
+    # the callback keeps its own reference to the dict: at interpreter exit the module global is None already
+    _MEMOS[key] = (weakref.ref(model, lambda _ref, key=key, memos=_MEMOS: memos.pop(key, None)), memo)
     if namespace:
         _touch(key)
     return memo

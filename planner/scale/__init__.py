@@ -16,11 +16,12 @@ GPU; one expert is 3 x 7,168 x 2,048 FP8 values = 44,040,192 B plus (32 x 56 + 5
 scales = 10,752 B, so the experts take 58 x 32 x 44,050,944 = 81,758,552,064 B per GPU; attention (MLA),
 the three dense layers, shared experts, embeddings and ``lm_head`` are whole on every GPU:
 20,002,185,728 B, 101,760,737,792 B (94.77 GiB) in all. The pool: floor(0.9 x 150,217,949,184) =
-135,196,154,265 B, minus weights, 2,197,815,296 B of activation, 139,460,608 B non-torch and 536,870,912 B
-of CUDA graphs = 30,561,269,657 B (28.46 GiB); the vLLM view's V3.2 cache is 61 layers x 788 B =
-48,068 B per token, 3,076,352 B per 64-token block, so 9,934 blocks = 635,776 tokens and 9,934 / 128 =
-77.61 requests of 8,192 tokens per rank, x 8 ranks = 620.88. ``-tp 8`` keeps the same latent on all
-8 GPUs: one pool of 113.25 requests. :func:`plan_scale` returns these figures; ``tests/test_scale.py``
+135,196,154,265 B, minus weights, 3,219,173,543 B of activation (2,197,815,296 B forward peak, 581,124,100 B
+Model Runner V2 state, 440,234,147 B a first launch's torch.compile), 139,460,608 B non-torch and 910,299,136 B
+of CUDA graphs = 29,166,483,186 B (27.16 GiB); the vLLM view's V3.2 cache is 61 layers x 788 B =
+48,068 B per token, 3,076,352 B per 64-token block, so 9,480 blocks = 606,720 tokens and 9,480 / 128 =
+74.06 requests of 8,192 tokens per rank, x 8 ranks = 592.48. ``-tp 8`` keeps the same latent on all
+8 GPUs: one pool of 115.34 requests. :func:`plan_scale` returns these figures; ``tests/test_scale.py``
 checks the expert bytes.
 """
 

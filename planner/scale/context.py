@@ -43,7 +43,7 @@ from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention
 from planner.units import GiB
 
-DCP_PROFILES = ("vllm", "vllm-v0.11")
+DCP_PROFILES = ("vllm", "vllm-v0.28", "vllm-v0.11")
 """vLLM profiles whose releases have decode context parallel (it arrived in the 0.11 line)."""
 
 MULTIPLY_LINE = "Multiplying the GPU KV cache size by the dcp_world_size {dcp}."

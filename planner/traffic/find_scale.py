@@ -30,8 +30,8 @@ no plan. A setup then reads as a TP row of :mod:`planner.traffic.find_engine` do
     price              = catalog price x GPUs
 
 Worked example (``tests/test_find_scale.py``): DeepSeek-V3.2 on H200 SXM, 2,000 + 500 tokens under the newest
-vLLM. ``-tp 8`` holds 362 requests of 2,500 tokens; ``-dp 8 --enable-expert-parallel`` holds 248 per rank x 8 =
-1,984 on the same 8 GPUs (94.77 GiB of weights and 28.46 GiB of KV pool per GPU, the latent kept once per rank,
+vLLM. ``-tp 8`` holds 369 requests of 2,500 tokens; ``-dp 8 --enable-expert-parallel`` holds 237 per rank x 8 =
+1,896 on the same 8 GPUs (94.77 GiB of weights and 27.16 GiB of KV pool per GPU, the latent kept once per rank,
 not once per GPU). At 500 users TP needs two replicas (16 GPUs), DP+EP one launch of 8: half the price.
 
 Sources: :mod:`planner.scale` (placement, engine files cited there), :mod:`planner.traffic.find_engine` (a
