@@ -334,6 +334,30 @@ def test_n09_prefix_caching_keeps_two_mamba_pages_per_request():
     assert "--enable-prefix-caching" in plan.launch_command
 
 
+@pytest.mark.parametrize(("draft_tokens", "blocks"), [(1, 72), (2, 75)])
+def test_n09_launch_with_mtp_keeps_a_state_page_per_draft_token(draft_tokens, blocks):
+    """The same launch with Qwen3.6's MTP drafts (``--speculative-config '{"method": "mtp",
+    "num_speculative_tokens": k}'``): every Gated DeltaNet layer keeps one more state page per draft token
+    (vLLM's ``MambaSpec.num_speculative_blocks``, ``max_memory_usage_bytes`` = (2 + k) pages in "align" mode;
+    planner/engines/vllm_kv_formats.py note 4): 63 + 3 x (2 + k) blocks per request."""
+    catalog = pytest.importorskip("model_catalog")
+    from planner.serving import ServingFeatures, SpeculativeConfig
+
+    row = CASES["N09"]
+    model = catalog.model_spec("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    mtp = ServingFeatures(speculative=SpeculativeConfig(method="mtp", num_speculative_tokens=draft_tokens,
+                                                        num_mtp_layers=1))
+    request = _request(row, dict(engine="vllm-v0.28", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
+                                 enable_prefix_caching=True, gpu_name="GeForce RTX 5090", serving=mtp,
+                                 available_kv_memory_bytes=int(float(row["available_kv_gib"]) * GiB)))
+    plan = plan_engine(model, 80 * GiB, request)
+    assert plan.blocks_per_request == blocks
+    without_caching = plan_engine(model, 80 * GiB, replace(request, enable_prefix_caching=False))
+    assert without_caching.blocks_per_request == blocks - 3  # "none" mode: (1 + k) pages per Mamba group
+    older = plan_engine(model, 80 * GiB, replace(request, engine="vllm-v0.10", enable_prefix_caching=False))
+    assert older.blocks_per_request == 63 + 3  # before num_speculative_blocks (vLLM 0.10.0-0.10.1)
+
+
 def test_every_case_in_the_csv_has_a_check():
     covered = (set(RECIPES) | set(REFUSALS) | set(NOT_EXPRESSIBLE) | {"N09"}
                | {"V19", "V20", "V21", "L01", "L04", "L06"})

@@ -27,6 +27,7 @@ from planner.engines.profiles import EngineProfile, default_block_size, default_
 from planner.engines.serving import vllm_drafter_layers
 from planner.engines.types import EngineRequest
 from planner.engines.vllm_kv_formats import mamba_pages_per_request, uses_fp8_ds_mla, vllm_layer_page_specs
+from planner.engines.vllm_runner import speculative_tokens
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.model.layers import FullAttention
@@ -43,7 +44,7 @@ def stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3
-    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching)
+    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching, speculative_tokens(request))
     specs = [spec for i in layers for spec in vllm_layer_page_specs(model.layers[i], dtypes, tp, block_size,
                                                                     hybrid_allocator=hybrid, ds_mla=ds_mla,
                                                                     mamba_pages=mamba)]
