@@ -81,6 +81,9 @@ class Case:
             ``catalog``: the catalog model's own layers, for the ``[N..]`` rows whose notes give none).
         arithmetic: "" when the KV-arithmetic pass can express the launch, else why not (its figures
             are then shown in parentheses and left out of the rounding count).
+        image_limit: ``--limit-mm-per-prompt``'s image count the row states (None = not stated): the cold
+            start then plans the vision tower's encoder profile as ``plan --limit-mm-per-prompt`` does
+            (one 1,024 x 1,024 image per request, the CLI's default size).
     """
 
     engine: str
@@ -93,6 +96,7 @@ class Case:
     outside_mean: str = ""
     geometry: str = "plain"
     arithmetic: str = ""
+    image_limit: int | None = None
 
 
 CASES: dict[str, Case] = {
@@ -140,7 +144,7 @@ CASES: dict[str, Case] = {
                 geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                              gpu_memory_utilization=0.9, enable_prefix_caching=True),
-                outside_mean="--limit-mm-per-prompt image 2 not expressed (the vision encoder's profile)"),
+                image_limit=2),
     "N10": Case(engine="vllm-v0.10", model_id="Qwen/Qwen3-Coder-480B-A35B-Instruct", gpu_id="nvidia-h20-141gb",
                 request=dict(weight_dtype="fp8_block128", gpu_memory_utilization=0.9), geometry="catalog",
                 cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
@@ -373,6 +377,18 @@ class ColdStart:
     """Whether the cold-start plan says the engine starts (None: no cold start)."""
 
 
+def _images(case: Case) -> dict:
+    """``serving=`` for a row that states an image limit (:attr:`Case.image_limit`), else nothing."""
+    if case.image_limit is None:
+        return {}
+    import model_catalog
+    from planner.serving import ServingFeatures
+    from planner.serving.multimodal import MultimodalConfig, vision_from_config
+
+    vision = vision_from_config(model_catalog.get_model_entry(case.model_id).config)
+    return {"serving": ServingFeatures(multimodal=MultimodalConfig(vision=vision, limit_mm_per_prompt=case.image_limit))}
+
+
 def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     """Pass 2 for one case (module docstring)."""
     printed = _printed_bytes(row)
@@ -391,7 +407,8 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     gpu = model_catalog.get_gpu(case.gpu_id) if case.gpu_id else None
     memory = int(case.gpu_memory_gib * GiB) if case.gpu_memory_gib else gpu.framework_memory_bytes
     reported = gpu.memory_reported_mib * MiB if gpu and gpu.memory_reported_mib else None
-    request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported)
+    request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported,
+                       **_images(case))
     plan = plan_engine(model, memory, request)
     weights = re.search(r"weights (?:GiB )?(\d+\.\d+)", row["notes"])
     printed_weights = float(weights.group(1)) if weights else None
