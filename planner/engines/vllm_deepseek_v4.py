@@ -51,7 +51,7 @@ Design notes (assumptions, with the worked example of reference case N11: V4-Fla
        pool block is the sum of each page size times its largest layer count, 1,039,680 B for N11,
        about 1 % more blocks) with the same memory check; v0.26+ also reserve the sliding caches for
        every in-flight batch (``VllmConfig.max_in_flight_tokens``: 2 x ``max_num_batched_tokens`` with
-       async scheduling) and v0.28+ stop padding the states. Those changes are not modelled: the plan
+       async scheduling) and v0.27+ stop padding the states. Those changes are not modelled: the plan
        follows v0.22-v0.23 and says so.
 
 Sources (vLLM v0.22.0): vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` and
