@@ -27,8 +27,8 @@ Rows ``[N..]`` (2025-26 startup logs) use the catalog model's own layers for pas
 flags their notes give (:data:`CASES`). A refused launch (its notes print "X GiB KV cache is
 needed") is checked in pass 1 by that figure and the estimated maximum length, with the
 printed available memory pinned, and in pass 2 by whether the cold start predicts the refusal.
-A launch a pass cannot express says why (data + expert parallel, DeepSeek-V4's allocator,
-unified memory) and is shown in parentheses, not counted.
+A launch a pass cannot express says why (data + expert parallel, unified memory) and is shown in
+parentheses, not counted.
 
 The script prints one line per engine and version group (:func:`groups`: cold-start mean and
 max, KV arithmetic in rounding, refusals predicted), then one row per case with the mean and
@@ -150,9 +150,10 @@ CASES: dict[str, Case] = {
                 cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
     "N11": Case(engine="vllm-v0.28", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb",
                 geometry="catalog",
-                request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm"),
-                arithmetic="DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
-                outside_mean="expert parallel and prefix caching not expressed; DeepSeek-V4 pages estimated"),
+                request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
+                             enable_prefix_caching=True),
+                outside_mean="--enable-expert-parallel not expressed (whole experts per rank in the profile pass); "
+                             "v0.22 runs DeepSeek-V4 on the V1 model runner, the profile's rule (v0.28) on V2"),
     "N12": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(gpu_memory_utilization=0.9)),
     "N13": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",

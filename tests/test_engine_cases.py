@@ -134,9 +134,7 @@ RECIPES: dict[str, tuple] = {
     "N22": (lambda r: full_geometry("Qwen/Qwen3-0.6B", 28, 8, 128, 16), dict(engine="sglang", block_size=1)),
 }
 
-NOT_EXPRESSIBLE = {
-    "N11": "DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
-}
+NOT_EXPRESSIBLE: dict[str, str] = {}
 """Rows whose KV arithmetic the planner cannot express yet (scripts/bench_engine_cases.py shows them apart)."""
 
 
@@ -286,6 +284,10 @@ REFUSALS = {
     "N03": (lambda: full_geometry("MiniMaxAI/MiniMax-M2.7", 62, 8, 128, 48, vocab=200064), dict(engine="vllm")),
     # Qwen3-Coder-480B: 62 layers x 8 KV heads x 128; each DP rank is TP 1, so all 8 heads per GPU
     "N10": (lambda: full_geometry("Qwen/Qwen3-Coder-480B-A35B-Instruct", 62, 8, 128, 96), dict(engine="vllm-v0.10")),
+    # DeepSeek-V4-Flash: vLLM's own allocator for the model (planner/engines/vllm_deepseek_v4.py), the LLM class
+    "N11": (lambda: pytest.importorskip("model_catalog").model_spec("deepseek-ai/DeepSeek-V4-Flash"),
+            dict(engine="vllm-v0.28", kv_cache_dtype="fp8", usage_context="llm", gpu_memory_utilization=0.95,
+                 enable_prefix_caching=True)),
 }
 
 

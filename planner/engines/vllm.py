@@ -54,6 +54,7 @@ from planner.engines.profiles import (
 )
 from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
+from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, request_cudagraphs
 from planner.engines.vllm_runner import (
@@ -551,9 +552,9 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"CUDA graphs (~{gib2(ranks[0].cudagraph_bytes)} GiB) are captured after the KV cache is allocated and "
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
-    if layouts[0].padded_estimate:  # planner/engines/pages.py design note 5
-        notes.append("DeepSeek-V4 compressed-attention pages are padded to the sliding-window page: vLLM's "
-                     "allocator for this model is not modelled, so its KV tokens are an estimate")
+    v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
+    warnings += v4_warnings
+    notes += v4_notes
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:
