@@ -40,6 +40,7 @@ from planner.engines.profiles import (
     engine_profile,
     resolve_engine_name,
 )
+from planner.engines.expected_error import known_misses
 from planner.engines.serving import with_serving
 from planner.engines.sglang import plan_sglang
 from planner.engines.tgi import plan_tgi
@@ -115,6 +116,8 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
         result = with_serving(model, request, profile, result)
     if not checked.splits:
         result = _refused_at_config_check(model, request, result)
+    if misses := known_misses(model, request, profile.family):  # the bench's uncounted misses of this kind
+        result = replace(result, known_misses=misses)
     return result
 
 

@@ -19,7 +19,12 @@ Design notes (assumptions):
        is below every measured error).
     3. A group the bench has no counted cold start for takes the largest maximum of its family,
        else the largest of all groups (:func:`group_error`), and says so.
-    4. The margin between "starts" and "refused" is what the start check compares:
+    4. Some launches the bench ran but could not count, because a cause it showed is not priced yet:
+       DeepSeek-V4's forward pass under vLLM (N11) and vLLM on unified memory (N03). A plan of the same
+       kind is not promised its group's figure: its expected error is at least the miss that row showed
+       (:data:`KNOWN_MISSES`, :func:`known_misses`), so a launch like N11's, which vLLM refused while the
+       plan has 3.96 GiB to spare, is a close call instead of a clean "starts".
+    5. The margin between "starts" and "refused" is what the start check compares:
        ``available - KV one max_model_len request needs`` (vLLM's
        ``_check_enough_kv_cache_memory``, vllm/v1/core/kv_cache_utils.py); when its size is
        within the expected error the verdict is a close call (:func:`close_call`).
@@ -51,6 +56,55 @@ class GroupError:
     mean: float
     max: float
     cases: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownMiss:
+    """A cold start the bench measured but could not count: a cause it showed is not priced (design note 4).
+
+    Attributes:
+        fraction: Its ``|predicted - printed| / max(printed, 10 GiB)`` [fraction].
+        case: The row of tests/data/reference/engine_cases.csv it was measured on.
+        cause: What is not priced, for the basis text.
+    """
+
+    fraction: float
+    case: str
+    cause: str
+
+
+KNOWN_MISSES: dict[str, KnownMiss] = {
+    "deepseek_v4_vllm": KnownMiss(fraction=0.3957, case="N11", cause="DeepSeek-V4's forward pass under vLLM "
+                                  "(hyper-connection streams, padded query heads, the indexer's buffers) is not priced"),
+    "unified_memory_vllm": KnownMiss(fraction=0.6205, case="N03", cause="on unified memory vLLM charges the drop of "
+                                     "the OS's available memory, host-side growth included, which is not priced"),
+}
+"""Per kind of launch: the uncounted miss the bench showed (design note 4); tests/test_expected_error.py
+recomputes each from the bench."""
+
+UNIFIED_MEMORY_GPU_NAMES = ("GB10", "DGX Spark")
+"""GPU name parts of the integrated (unified-memory) devices vLLM reads free memory from the OS for
+(``MemorySnapshot.measure``, vllm/utils/mem_utils.py; the device's ``is_integrated`` property)."""
+
+
+def known_misses(model, request, family: str) -> tuple[str, ...]:
+    """Keys of :data:`KNOWN_MISSES` that apply to a plan of ``model`` under ``request`` (design note 4).
+
+    Args:
+        model: The :class:`planner.model.ModelSpec` planned.
+        request: Its :class:`planner.engines.EngineRequest` (``gpu_name``).
+        family: The engine family (``vllm``, ``sglang``, ...); both misses were measured under vLLM.
+    """
+    from planner.model.sparse import CompressedAttention
+
+    if family != "vllm":
+        return ()
+    found = []
+    if any(isinstance(layer, CompressedAttention) for layer in model.layers):
+        found.append("deepseek_v4_vllm")
+    if any(part in request.gpu_name for part in UNIFIED_MEMORY_GPU_NAMES):
+        found.append("unified_memory_vllm")
+    return tuple(found)
 
 
 COLD_START_ERROR: dict[str, GroupError] = {
@@ -96,6 +150,7 @@ def expected_error_bytes(plan) -> int:
     if plan.available_kv_from_log:
         return 0
     fraction, _ = group_error(plan.engine)
+    fraction = max([fraction] + [KNOWN_MISSES[k].fraction for k in plan.known_misses])  # design note 4
     return round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
 
 
@@ -135,5 +190,8 @@ def expected_error_fields(plan) -> dict:
     [bytes], ``available_kv_cache_expected_error_basis`` (where the figure comes from) and
     ``close_call`` (:func:`close_call`, "" when the answer is not close)."""
     basis = "the engine's own figure" if plan.available_kv_from_log else group_error(plan.engine)[1]
+    if not plan.available_kv_from_log and plan.known_misses:
+        basis += "; at least the miss of " + "; ".join(
+            f"{KNOWN_MISSES[k].case} ({KNOWN_MISSES[k].cause})" for k in plan.known_misses)
     return {"available_kv_cache_bytes_expected_error": expected_error_bytes(plan),
             "available_kv_cache_expected_error_basis": basis, "close_call": close_call(plan)}

@@ -342,6 +342,9 @@ class EnginePlan:
             parallel size that cannot split the heads): the printed figures are then 0.
         serving: What the request's serving features cost under this engine
             (:func:`planner.engines.serving.with_serving`), None without features (then not in the JSON).
+        known_misses: Kinds of launch the cold-start bench measured but could not count
+            (:data:`planner.engines.expected_error.KNOWN_MISSES`): their miss widens the expected error.
+            Empty for every other plan (the JSON key is then absent).
     """
 
     engine: str
@@ -382,6 +385,7 @@ class EnginePlan:
     launch_command: str = ""
     stopped_at_config_check: bool = False
     serving: dict | None = None
+    known_misses: tuple[str, ...] = ()
 
     @property
     def limiting_rank(self) -> RankBudget:
@@ -398,6 +402,10 @@ class EnginePlan:
             for key in ("state_pool_bytes", "runner_state_bytes", "cudagraph_charged", "first_compile_bytes"):
                 if not rank[key]:  # only the plans that have the term add the key
                     del rank[key]
+        if not self.known_misses:  # only plans of a kind the bench could not count add the key
+            del out["known_misses"]
+        else:
+            out["known_misses"] = list(self.known_misses)
         if self.serving is None:  # the JSON without features stays what it was
             del out["serving"]
             for rank in out["ranks"]:
@@ -448,8 +456,9 @@ class EnginePlan:
         Raises:
             TypeError: ``values`` does not have one value per field.
         """
-        if len(values) == _ENGINE_PLAN_FIELD_COUNT - 1 and "serving" not in values:
-            values["serving"] = None  # planners that know no serving features leave it out
+        for name, default in _PLANNER_DEFAULTS:  # fields the planners leave out: set after them, when at all
+            if name not in values:
+                values[name] = default
         if len(values) != _ENGINE_PLAN_FIELD_COUNT:
             missing = sorted(set(cls.__dataclass_fields__) - set(values))
             extra = sorted(set(values) - set(cls.__dataclass_fields__))
@@ -460,3 +469,7 @@ class EnginePlan:
 
 
 _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
+
+_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()))
+"""Fields no engine planner fills (the serving block and the bench's known misses come after it,
+:func:`planner.engines.dispatch.plan_engine`), with their defaults."""
