@@ -27,8 +27,9 @@ Rows ``[N..]`` (2025-26 startup logs) use the catalog model's own layers for pas
 flags their notes give (:data:`CASES`). A refused launch (its notes print "X GiB KV cache is
 needed") is checked in pass 1 by that figure and the estimated maximum length, with the
 printed available memory pinned, and in pass 2 by whether the cold start predicts the refusal.
-A launch a pass cannot express says why (data + expert parallel, unified memory) and is shown in
-parentheses, not counted.
+A row launched with data / expert parallel flags (:attr:`Case.scale`) has its cold start planned as one
+rank of that launch (:func:`planner.scale.plan_scale`). A launch a pass cannot express says why
+(unified memory) and is shown in parentheses, not counted.
 
 The script prints one line per engine and version group (:func:`groups`: cold-start mean and
 max, KV arithmetic in rounding, refusals predicted), then one row per case with the mean and
@@ -84,6 +85,9 @@ class Case:
         image_limit: ``--limit-mm-per-prompt``'s image count the row states (None = not stated): the cold
             start then plans the vision tower's encoder profile as ``plan --limit-mm-per-prompt`` does
             (one 1,024 x 1,024 image per request, the CLI's default size).
+        scale: The data / expert parallel flags the row states, as :class:`planner.scale.ScaleRequest`
+            fields (empty = none): the cold start then plans one rank of the launch with
+            :func:`planner.scale.plan_scale`, as ``plan -dp N --enable-expert-parallel`` does.
     """
 
     engine: str
@@ -97,6 +101,7 @@ class Case:
     geometry: str = "plain"
     arithmetic: str = ""
     image_limit: int | None = None
+    scale: dict = field(default_factory=dict)
 
 
 CASES: dict[str, Case] = {
@@ -147,7 +152,7 @@ CASES: dict[str, Case] = {
                 image_limit=2),
     "N10": Case(engine="vllm-v0.10", model_id="Qwen/Qwen3-Coder-480B-A35B-Instruct", gpu_id="nvidia-h20-141gb",
                 request=dict(weight_dtype="fp8_block128", gpu_memory_utilization=0.9), geometry="catalog",
-                cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
+                scale=dict(data_parallel_size=8, enable_expert_parallel=True)),
     "N11": Case(engine="vllm-v0.28", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb",
                 geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
@@ -390,6 +395,16 @@ def _images(case: Case) -> dict:
     return {"serving": ServingFeatures(multimodal=MultimodalConfig(vision=vision, limit_mm_per_prompt=case.image_limit))}
 
 
+def _cold_plan(model: ModelSpec, memory: int, request: EngineRequest, case: Case):
+    """The cold-start engine plan: one rank of the launch's data / expert parallel layout when the row states
+    one (:attr:`Case.scale`, the view ``plan -dp ...`` prints), else the plain engine plan."""
+    if not case.scale:
+        return plan_engine(model, memory, request)
+    from planner.scale import ScaleRequest, plan_scale
+
+    return plan_scale(model, memory, request, ScaleRequest(**case.scale)).engine_view()
+
+
 def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     """Pass 2 for one case (module docstring)."""
     printed = _printed_bytes(row)
@@ -410,13 +425,16 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     reported = gpu.memory_reported_mib * MiB if gpu and gpu.memory_reported_mib else None
     request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported,
                        **_images(case))
-    plan = plan_engine(model, memory, request)
+    plan = _cold_plan(model, memory, request, case)
     weights = re.search(r"weights (?:GiB )?(\d+\.\d+)", row["notes"])
     printed_weights = float(weights.group(1)) if weights else None
     if case.engine == "llama.cpp":
         printed_mib = float(re.search(r"printed KV size (\d+\.\d+) MiB", row["notes"]).group(1))
         printed = int(printed_mib * MiB)
     note = f"{plan.engine_label.split(' (')[0]}, {model.model_id}"
+    if case.scale:  # the flags plan_scale read
+        ep = " --enable-expert-parallel" if case.scale.get("enable_expert_parallel") else ""
+        note += f", one rank of -dp {case.scale.get('data_parallel_size', 1)}{ep}"
     return ColdStart(predicted_bytes=plan.available_kv_cache_bytes, printed_bytes=printed,
                      error=abs(plan.available_kv_cache_bytes - printed) / max(printed, COLD_START_FLOOR),
                      weights_bytes=plan.limiting_rank.weights_bytes, printed_weights_gib=printed_weights,

@@ -50,25 +50,26 @@ def v32_500():
 
 
 def test_dp_ep_is_ranked_above_tp_when_it_holds_the_users_for_less(v32_500, capsys):
-    """-tp 8 holds 369 of the 500 users (two replicas: 16 GPUs); -dp 8 --enable-expert-parallel holds them on 8
-    GPUs, so its row comes first among TP and DP+EP. Its figures are what ``plan -dp 8`` prints for the same
-    inputs (GPU, length, engine)."""
+    """-tp 8 holds 369 of the 500 users (two replicas: 16 GPUs); DP + EP holds them on 8 GPUs, so its row comes first
+    among TP and DP+EP. Of the 8-GPU DP+EP launches -tp 2 -dp 4 holds the most (1,016; -dp 8 holds 896 now that each
+    rank's MoE layers are charged the batch gathered from every rank, planner/engines/vllm_moe_dispatch.py). Its
+    figures are what ``plan --num-gpus 2 -dp 4`` prints for the same inputs (GPU, length, engine)."""
     kinds = [s for s in v32_500.options if s.kind in ("TP", "DP+EP")]
     first = kinds[0]
     tp = min((s for s in kinds if s.kind == "TP"), key=lambda s: s.price_per_hour)
-    assert (first.kind, first.num_gpus, first.tensor_parallel_size, first.data_parallel_size) == ("DP+EP", 8, 1, 8)
+    assert (first.kind, first.num_gpus, first.tensor_parallel_size, first.data_parallel_size) == ("DP+EP", 8, 2, 4)
     assert (tp.num_gpus, tp.data_parallel_size) == (16, 2) and first.price_per_hour == tp.price_per_hour / 2
     plan = _cli_json(capsys, ["plan", "--model", V32, "--gpu", H200, "--context-len", "2500", "--engine", "vllm",
-                              "-dp", "8", "--enable-expert-parallel", "--format", "json"])["scale"]
-    per_rank = int(plan["max_concurrency_per_rank"])  # 237.0 requests of 2,500 tokens per rank
-    assert first.max_concurrent_sequences == per_rank * 8 == 1896
-    assert first.users_per_replica == 63  # ceil(500 / 8) per rank
-    assert first.weights_bytes_per_gpu == plan["weights_bytes_per_gpu"] == 101_760_737_792  # the README's 94.77 GiB
+                              "--num-gpus", "2", "-dp", "4", "--enable-expert-parallel", "--format", "json"])["scale"]
+    per_rank = int(plan["max_concurrency_per_rank"])  # 254.45 requests of 2,500 tokens per rank
+    assert first.max_concurrent_sequences == per_rank * 4 == 1016
+    assert first.users_per_replica == 125  # ceil(500 / 4) per rank
+    assert first.weights_bytes_per_gpu == plan["weights_bytes_per_gpu"] == 92_362_416_992
     assert first.kv_cache_budget_bytes_per_gpu == plan["available_kv_cache_bytes"]
     assert first.expert_parallel_size == plan["layout"]["expert_parallel_size"] == 8
-    assert first.fits and first.margin == pytest.approx(1 - 63 * 2500 / plan["engine_kv_cache_tokens"])
-    assert "--data-parallel-size 8" in first.launch_command and "--enable-expert-parallel" in first.launch_command
-    assert "--max-num-seqs 63" in first.launch_command and first.deploy_commands == ()  # one node
+    assert first.fits and first.margin == pytest.approx(1 - 125 * 2500 / plan["engine_kv_cache_tokens"])
+    assert "--data-parallel-size 4" in first.launch_command and "--enable-expert-parallel" in first.launch_command
+    assert "--max-num-seqs 125" in first.launch_command and first.deploy_commands == ()  # one node
 
 
 def test_dcp_row_is_plan_dcp(v32_500, capsys):

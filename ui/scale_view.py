@@ -335,7 +335,7 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 
 
 def scale_users_line(plan) -> str:
-    """``"**74.06** users per rank x **8** ranks = **592.48** requests of 8,192 tokens"`` of a
+    """``"**35.27** users per rank x **8** ranks = **282.16** requests of 8,192 tokens"`` of a
     :class:`planner.scale.ScalePlan` (its own figures)."""
     d = plan.to_dict()
     return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{plan.layout.attention_dp}** "

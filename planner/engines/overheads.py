@@ -206,6 +206,10 @@ and symmetric-memory buffers before its snapshot (vllm/v1/worker/gpu_worker.py `
 NCCL >= 2.22 connects an algorithm's buffers at its first use (``NCCL_RUNTIME_CONNECT``, src/init.cc),
 so what the KV budget is charged is what these collectives connect."""
 
+NCCL_RING_BYTES_PER_COMMUNICATOR = NCCL_NVLINK_PEER_BYTES // VLLM_NVLS_COMMUNICATORS
+"""One communicator's ring connections on an NVLink node [bytes]: :data:`NCCL_NVLINK_PEER_BYTES` covers the
+two communicators of a vLLM tensor-parallel group, each with its own rings (215 MiB)."""
+
 NVLINK_GPU_TAGS: tuple[str, ...] = ("sxm", "nvl", "hgx", "gb200", "gb300", "b200", "b300", "h200", "h20", "gh200",
                                     "h800", "dgx")
 """GPU names whose multi-GPU nodes link the GPUs with NVLink (the others: PCIe)."""
@@ -301,3 +305,29 @@ def vllm_non_torch_bytes(base_bytes: int, *, tensor_parallel_size: int, pipeline
         tp_group = (_group_bytes(2, tp <= per_node, nvlink)
                     + (VLLM_NVLS_COMMUNICATORS * nvls_bytes(tp, gpu_name) if tp <= per_node else 0))
     return base_bytes + tp_group + _group_bytes(2 if pp > 1 else 1, tp * pp <= per_node, nvlink)
+
+
+def vllm_dp_group_bytes(data_parallel_size: int, *, ring_communicators: int, nvls_communicators: int, nodes: int,
+                        gpu_name: str) -> int:
+    """Non-torch memory the data-parallel group of a vLLM MoE launch adds to each GPU [bytes].
+
+    The per-group rule of :func:`vllm_non_torch_bytes`, counted per communicator that runs a collective in the
+    profile pass: inside an NVLink node :data:`NCCL_RING_BYTES_PER_COMMUNICATOR` per communicator plus, for
+    each whose collective NCCL may run as NVLS (all-reduce, all-gather, reduce-scatter; not broadcast),
+    :func:`nvls_bytes` of the group; on a PCIe node :data:`NCCL_PCIE_GROUP_BYTES`; across nodes
+    :data:`NCCL_NETWORK_GROUP_BYTES`. Which communicators run what, per version:
+    :mod:`planner.engines.vllm_moe_dispatch`. Worked examples: DP 8 on one H20 node under v0.10 (torch's
+    broadcast and PyNccl's all-reduce): 2 x 215 + 256 = 686 MiB; under v0.11+ (PyNccl's all-gather and
+    reduce-scatter): 215 + 256 = 471 MiB.
+
+    Sources: vllm/distributed/parallel_state.py (``initialize_model_parallel``: the DP group),
+    vllm/distributed/device_communicators/cuda_communicator.py (its PyNccl), NCCL src/transport/nvls.cc.
+    """
+    if data_parallel_size < 2:
+        return 0
+    if nodes > 1:
+        return NCCL_NETWORK_GROUP_BYTES
+    if not gpus_linked_by_nvlink(gpu_name):
+        return NCCL_PCIE_GROUP_BYTES
+    return (ring_communicators * NCCL_RING_BYTES_PER_COMMUNICATOR
+            + nvls_communicators * nvls_bytes(data_parallel_size, gpu_name))

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from planner.engines.expected_error import expected_error_fields
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
+from planner.engines.vllm_moe_dispatch import DataParallelMoE
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
 from planner.serving.features import ServingFeatures
@@ -92,6 +93,10 @@ class EngineRequest:
         serving: LoRA slots, speculative decoding, images, KV offload (:class:`planner.serving.ServingFeatures`,
             priced under this request's engine by :mod:`planner.engines.serving`); None = the bare model,
             every number and JSON key exactly as without it.
+        moe_data_parallel: vLLM: this worker's MoE layers gather the tokens of several data-parallel ranks
+            (``-dp`` on an MoE model; set by :func:`planner.scale.plan_scale`), so its profile pass holds the
+            gathered batch and the DP group's NCCL buffers (:mod:`planner.engines.vllm_moe_dispatch`); None = a
+            lone rank. Other engines ignore it.
     """
 
     engine: str = DEFAULT_ENGINE
@@ -130,6 +135,7 @@ class EngineRequest:
     enable_prefix_caching: bool = False
     memory_in_use_bytes: int = 0
     serving: ServingFeatures | None = None
+    moe_data_parallel: DataParallelMoE | None = None
 
     @property
     def num_gpus(self) -> int:

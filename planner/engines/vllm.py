@@ -66,18 +66,10 @@ from planner.engines.vllm_runner import (
     speculative_tokens,
     v2_state_bytes,
 )
-from planner.engines.vllm_kv_formats import (
-    FP8_DS_MLA_NOTE,
-    layer_bytes_per_token,
-    uses_fp8_ds_mla,
-)
+from planner.engines.vllm_kv_formats import FP8_DS_MLA_NOTE, layer_bytes_per_token, uses_fp8_ds_mla
+from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
-    mamba_block_alignment,
-    mla_forced_block_size,
-    stage_layout,
-    stage_specs,
-    vllm_block_size,
-)
+    mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -442,6 +434,11 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     charged = graphs_charged(profile, runner)
     act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=e, tensor_parallel_size=tp,
                               bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), last_stage=last)
+    moe = request.moe_data_parallel and moe_dispatch_peak(model, request.moe_data_parallel, profile.id, num_tokens=mnbt,
+                                                          activation_bytes=e, weight_dtype_name=request.weight_dtype,
+                                                          gpu_name=request.gpu_name)
+    if moe:  # the MoE layers run every DP rank's tokens (planner.engines.vllm_moe_dispatch)
+        act = replace(act, forward_bytes=max(act.forward_bytes, moe.peak_bytes))
     state = v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=mnbt, last_stage=last,
                            num_speculative_tokens=speculative_tokens(request)) if runner == "v2" else 0
     compile_bytes = first_compile_bytes(request, runner)
@@ -452,7 +449,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         "activation": act.peak_bytes + state + compile_bytes,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
-                                          gpu_name=request.gpu_name),
+                                          gpu_name=request.gpu_name) + (moe.group_bytes if moe else 0),
         "cudagraph": graphs.total_bytes,
     }
     overrides = {"weights": request.weights_bytes, "activation": request.activation_bytes,

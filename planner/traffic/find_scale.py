@@ -30,9 +30,11 @@ no plan. A setup then reads as a TP row of :mod:`planner.traffic.find_engine` do
     price              = catalog price x GPUs
 
 Worked example (``tests/test_find_scale.py``): DeepSeek-V3.2 on H200 SXM, 2,000 + 500 tokens under the newest
-vLLM. ``-tp 8`` holds 369 requests of 2,500 tokens; ``-dp 8 --enable-expert-parallel`` holds 237 per rank x 8 =
-1,896 on the same 8 GPUs (94.77 GiB of weights and 27.16 GiB of KV pool per GPU, the latent kept once per rank,
-not once per GPU). At 500 users TP needs two replicas (16 GPUs), DP+EP one launch of 8: half the price.
+vLLM. ``-tp 8`` holds 369 requests of 2,500 tokens; ``-dp 8 --enable-expert-parallel`` holds 112 per rank x 8 =
+896 on the same 8 GPUs (94.77 GiB of weights and 12.94 GiB of KV pool per GPU: the latent kept once per rank, not
+once per GPU, and each rank's MoE layers run the 65,536 tokens gathered from all 8 in the profile pass), and
+``-tp 2 -dp 4`` 254 per rank x 4 = 1,016. At 500 users TP needs two replicas (16 GPUs), DP+EP one launch of 8:
+half the price.
 
 Sources: :mod:`planner.scale` (placement, engine files cited there), :mod:`planner.traffic.find_engine` (a
 replica's users), :mod:`planner.scale.deploy` (per-node commands, llm-d values).
@@ -385,7 +387,8 @@ def scale_notes(model: ModelSpec, request: FindRequest, workload: Workload) -> l
         return [f"DP+EP, DCP and disaggregated setups are planned by vLLM's or SGLang's view; {whose} has no such "
                 "flags, so only TP setups are listed (use --engine vllm or sglang)"]
     notes = ["DP+EP / DCP rows: one launch's GPUs are tp x ranks; each rank has its own KV pool and scheduler, so a "
-             "rank holds ceil(users / ranks); the all-to-all buffers of the expert-parallel kernels are not priced"]
+             "rank holds ceil(users / ranks); a vLLM rank's profile pass holds the batch its MoE layers gather from "
+             "every rank (the default all-gather dispatch); DeepEP / pplx buffers are not priced"]
     if not workload.is_fixed:
         notes.append("lengths vary: DCP and disaggregated setups are sized for fixed lengths only and are left out")
     return notes
