@@ -502,13 +502,20 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
                                         kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
                                         max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
     else:
+        # vLLM's -dp couples an MoE model's ranks into one launch (the experts split over dp x tp GPUs, each MoE
+        # layer running every rank's tokens: planner/engines/vllm_moe_dispatch.py), which is the DP+EP kind,
+        # not independent replicas: an MoE TP row is one server per replica behind a load balancer
+        coupled = model.is_moe and dp > 1
         command = vllm_serve_command(
-            model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
+            model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp, kv_cache_dtype=c.kv_flag,
             weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
             max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
             block_size=request.block_size)
         if c.launch_extra:  # serving features: their vllm serve flags
             command = f"{command} {c.launch_extra}"
+        if coupled:
+            command += (f"  # one of {dp} replicas: start {dp} such servers behind a load balancer (vLLM's "
+                        "--data-parallel-size would couple an MoE model's ranks into one expert-parallel launch)")
     return replace(s, launch_command=command)
 
 
