@@ -34,7 +34,13 @@ from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_in
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
-from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, infer_method, mtp_layers_from_config
+from planner.serving.speculative import (
+    PASSTHROUGH_KEYS,
+    SPECULATIVE_METHODS,
+    SpeculativeConfig,
+    infer_method,
+    mtp_layers_from_config,
+)
 from planner.text import quote
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
@@ -222,10 +228,13 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
                          '\'{"method": "eagle", "num_speculative_tokens": 3}\'')
         if not isinstance(spec, dict):
             raise ValueError("--speculative-config must be a JSON object with method and num_speculative_tokens")
-        unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"})
+        unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"}
+                         - PASSTHROUGH_KEYS)
         if unknown:
             raise ValueError(f"--speculative-config key(s) {unknown} are not modelled; use method, model, "
-                             "num_speculative_tokens, draft_vocab_size")
+                             "num_speculative_tokens, draft_vocab_size (and an n-gram's prompt_lookup_max / "
+                             "prompt_lookup_min)")
+        _require_draft_tokens(spec)
     for key, flag in (("method", "speculative_method"), ("num_speculative_tokens", "num_speculative_tokens"),
                       ("model", "speculative_model")):
         if getattr(args, flag, None) is not None:
@@ -250,8 +259,41 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     tokens = spec.get("num_speculative_tokens") or (layers if method == "mtp" and layers else 1)
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         raise ValueError(f"num_speculative_tokens must be a whole number, got {tokens!r}")
+    passthrough = tuple((key, _whole(spec[key], key)) for key in sorted(PASSTHROUGH_KEYS) if key in spec)
     return SpeculativeConfig(method=method, num_speculative_tokens=tokens, draft=draft, draft_model_id=model_id,
-                             num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000)
+                             num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000,
+                             passthrough=passthrough)
+
+
+def _whole(value, key: str) -> int:
+    """A whole-number ``--speculative-config`` value, else ValueError naming the key."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"--speculative-config {key} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _require_draft_tokens(spec: Mapping) -> None:
+    """vLLM's rule for a ``--speculative-config`` that names a draft model but no ``num_speculative_tokens``:
+    only a draft whose config.json has ``n_predict`` (an MTP module, an MLP speculator) sets it; otherwise vLLM
+    stops ("num_speculative_tokens must be provided with speculative model unless the draft model config
+    contains an n_predict parameter", vllm/config/speculative.py ``SpeculativeConfig.__post_init__``). An
+    n-gram proposer or an MTP request (its own next-n layers) needs no draft.
+
+    Raises:
+        ValueError: a named draft without ``num_speculative_tokens`` whose catalog config has no ``n_predict``.
+    """
+    model_id = spec.get("model")
+    method = spec.get("method") or ""
+    if spec.get("num_speculative_tokens") is not None or not model_id or model_id in ("ngram", "[ngram]"):
+        return
+    if method == "mtp" or method.endswith("_mtp") or method in ("ngram", "[ngram]"):
+        return
+    config = _draft_config(model_id) or {}
+    if config.get("n_predict"):
+        return
+    raise ValueError(f"--speculative-config names draft {model_id!r} but no num_speculative_tokens; vLLM needs it "
+                     "unless the draft's config.json has n_predict: add \"num_speculative_tokens\": 3 (published "
+                     "setups draft 1-8 tokens)")
 
 
 def _draft_config(model_id: str) -> Mapping | None:

@@ -219,6 +219,8 @@ class SpeculativeConfig:
         draft_model_id: The draft's id for the launch command ("model" of the config).
         num_mtp_layers: Next-n layers the checkpoint ships (:data:`MTP_CONFIG_KEYS`); 0 = none.
         draft_vocab_size: EAGLE-3's draft vocabulary [tokens].
+        passthrough: ``--speculative-config`` keys that change no memory (:data:`PASSTHROUGH_KEYS`: n-gram's
+            lookup window), as ``(key, value)`` pairs, written back into vLLM's flag as given.
     """
 
     method: str
@@ -227,6 +229,7 @@ class SpeculativeConfig:
     draft_model_id: str = ""
     num_mtp_layers: int = 0
     draft_vocab_size: int = EAGLE3_DRAFT_VOCAB_SIZE
+    passthrough: tuple[tuple[str, int], ...] = ()
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting and what it takes."""
@@ -455,6 +458,16 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
                            extra_tokens_per_sequence=config.extra_tokens_per_sequence, notes=tuple(notes))
 
 
+PASSTHROUGH_KEYS = frozenset({"prompt_lookup_max", "prompt_lookup_min"})
+"""vLLM ``--speculative-config`` keys the planner accepts and writes back but does not price: the n-gram
+proposer's lookup window (vllm/config/speculative.py) holds no device memory."""
+
+DRAFT_PLACEHOLDERS = {"eagle": "EAGLE_DRAFT_REPO", "eagle3": "EAGLE3_DRAFT_REPO"}
+"""What the launch command names as the draft of an EAGLE / EAGLE-3 request that gave none (the planner
+prices the head from the target's shapes; vLLM needs the head's repo: ``"num_speculative_tokens was provided
+but without speculative model"``, vllm/config/speculative.py), in the style of llama.cpp's ``DRAFT.gguf``."""
+
+
 def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     """The engine's own flags for this speculative request.
 
@@ -464,13 +477,16 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     (python/sglang/srt/server_args.py); llama.cpp ``--model-draft --draft-max`` (common/arg.cpp).
     """
     k = config.num_speculative_tokens
+    draft = config.draft_model_id or DRAFT_PLACEHOLDERS.get(config.method, "")
     if engine == "vllm":
-        model = f', "model": "{config.draft_model_id}"' if config.draft_model_id else ""
-        return f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}}}'"
+        model = f', "model": "{draft}"' if draft else ""
+        extra = "".join(f', "{key}": {value}' for key, value in config.passthrough)
+        return (f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}"
+                f"{extra}}}'")
     if engine == "sglang":
         flags = f"--speculative-algorithm {SGLANG_ALGORITHMS[config.method]}"
-        if config.draft_model_id:
-            flags += f" --speculative-draft-model-path {config.draft_model_id}"
+        if draft:
+            flags += f" --speculative-draft-model-path {draft}"
         if config.method != "ngram":
             flags += f" --speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
         return flags
