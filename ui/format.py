@@ -95,6 +95,12 @@ def format_int(value: int) -> str:
     return f"{value:,}"
 
 
+def format_budget(num_bytes: int) -> str:
+    """A KV budget [bytes]: ``"12.55 GiB"``, or ``"none"`` when weights and overhead exceed the usable memory
+    (a negative budget is a shortfall, not a budget)."""
+    return format_bytes(num_bytes) if num_bytes >= 0 else "none"
+
+
 def format_tokens(num_tokens: int) -> str:
     """A token count: ``"8,192 tokens"`` (``"1 token"``)."""
     return f"{num_tokens:,} token" + ("" if num_tokens == 1 else "s")

@@ -39,7 +39,7 @@ from planner.serving.multimodal import (
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 from ui import catalog, inputs
-from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message
+from ui.format import format_budget, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField
 
 SERVING_FIELDS: dict[str, NumberField] = {
@@ -365,9 +365,11 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
         "Users at this context": (
             f"{format_int(result.max_concurrent_sequences)} (was {format_int(plain.max_concurrent_sequences)})",
             "Max concurrent sequences with the serving features on, and without them"),
-        "KV budget per GPU": (
-            format_bytes(result.kv_cache_budget_bytes),
-            f"{format_bytes(serving.get('kv_cache_budget_bytes_without_serving', 0))} without the features"),
+        "KV budget, features off": (
+            format_budget(plain.kv_cache_budget_bytes),
+            f"KV budget per GPU without the serving features; with them (\"KV budget per GPU\" above): "
+            f"{format_budget(result.kv_cache_budget_bytes)}. The features take "
+            f"{format_bytes(plain.kv_cache_budget_bytes - result.kv_cache_budget_bytes)} per GPU."),
     }
     lora = serving.get("lora")
     if lora and lora["supported"]:
@@ -470,8 +472,8 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
                 col.metric(label, value, help=help_text, border=True)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
         st.info(md_message(note), icon=":material/info:")
-    st.caption("The engine panel below prices the bare model; the Engine page prices these features under "
-               "each engine's own rules.")
+    st.caption("The engine panel below and the Engine page price these features under the chosen engine's "
+               "own rules.")
     for engine, flags in serving["launch_flags"].items():
         st.markdown(f"{engine} launch flags:")
         st.code(format_command(flags), language="bash", wrap_lines=True)

@@ -34,8 +34,9 @@ from planner.model.sparse import (
 )
 from ui import link_guard, nav, upload_sweep
 from ui.format import (
-    format_bytes,
     count_noun,
+    format_budget,
+    format_bytes,
     format_bytes_exact,
     format_context,
     format_fraction,
@@ -199,7 +200,7 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
                                       f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
                                       f"{format_tokens(plan.context_len)}, windows applied"),
         "KV budget per GPU": (
-            format_bytes(plan.kv_cache_budget_bytes) if plan.kv_cache_budget_bytes >= 0 else "none",
+            format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
             "of capacity" if plan.kv_cache_budget_bytes >= 0 else
             f"weights and overhead exceed usable memory by {format_bytes(-plan.kv_cache_budget_bytes)}"),
