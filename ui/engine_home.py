@@ -53,13 +53,17 @@ def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str,
 
 def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     """Under the verdict: a plan that fits while the selected engine would refuse to start says so, with the
-    engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)."""
+    engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)
+    and, when the shortfall is inside the estimate's expected error, the Engine page's close-call caveat
+    (:func:`planner.engines.expected_error.close_call`)."""
     if isinstance(plan, str) or plan.starts or not fits:
         return
-    reason = plan.reasons[0] if plan.reasons else "its own figures leave no room"
-    st.warning(f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget above "
-               "prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom.",
-               icon=":material/warning:")
+    reason = (plan.reasons[0] if plan.reasons else "its own figures leave no room").rstrip().rstrip(".")
+    lines = [f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget "
+             "above prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom."]
+    if caveat := close_call(plan):
+        lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
+    st.warning("\n\n".join(lines), icon=":material/warning:")
 
 
 def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
