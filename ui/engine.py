@@ -39,6 +39,7 @@ from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shar
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help
 from ui.expected_error import available_kv_text  # noqa: F401 - read from here by older callers
 from ui.format import (
+    count_noun,
     format_bytes,
     format_bytes_exact,
     format_int,
@@ -228,11 +229,12 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         AVAILABLE_KV_LABEL: (format_bytes(plan.available_kv_cache_bytes), available_kv_help(plan, source)),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
                        f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
-                       f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
+                       f"({count_noun(plan.num_kv_groups, 'group')} of {count_noun(plan.group_size, 'layer')})"),
         "KV cache size [tokens, as printed]": (format_int(plan.engine_kv_cache_tokens), plan.engine_label),
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
                             f"requests of {format_tokens(plan.max_model_len)}; "
-                            f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
+                            f"{plan.max_concurrency_all_replicas:.2f}x over "
+                            f"{count_noun(plan.data_parallel_size, 'replica')}"),
         "Longest max_model_len": (
             format_int(plan.engine_max_model_len),
             f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
@@ -256,7 +258,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
     :func:`planner.fixes.engine_fixes`, as one-click buttons); warnings and notes."""
     if plan.family == "transformers":
         fits = plan.starts
-        text = (f"**{format_int(plan.num_gpu_blocks)} sequence(s) of {format_int(plan.max_model_len)} tokens fit** "
+        text = (f"**{count_noun(plan.num_gpu_blocks, 'sequence')} of {format_int(plan.max_model_len)} tokens fit** "
                 f"in generate() at once" if fits else
                 f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {md_message(r)}" for r in plan.reasons))
         (st.success if fits else st.warning)(text, icon=":material/check_circle:" if fits else ":material/warning:")
@@ -397,7 +399,7 @@ def serving_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
     spec = serving.get("speculative")
     if spec:
         out["Drafter KV per token"] = (format_bytes(spec["draft_kv_cache_bytes_per_token_per_gpu"], "auto"),
-                                       f"{format_int(spec['draft_layers'])} drafter layer(s), per GPU")
+                                       f"{count_noun(spec['draft_layers'], 'drafter layer')}, per GPU")
     off = serving.get("offload")
     if off and off["supported"]:
         out["Host memory per GPU"] = (format_bytes(off["host_bytes_per_gpu"]),

@@ -98,7 +98,8 @@ def home_panel(plan: EnginePlan, features_line: str = "") -> None:
         st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
                    "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
-                   "per request); the figures above cap each window at its size and use the newest vLLM's profile pass.")
+                   "per request); the figures above cap each window at its size and use the newest vLLM's profile "
+                   "pass.")
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

@@ -224,7 +224,8 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
             raise ValueError("--speculative-config must be a JSON object with method and num_speculative_tokens")
         unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"})
         if unknown:
-            raise ValueError(f"--speculative-config key(s) {unknown} are not modelled; use method, model, "
+            keys = f"keys {unknown} are" if len(unknown) > 1 else f"key {unknown} is"
+            raise ValueError(f"--speculative-config {keys} not modelled; use method, model, "
                              "num_speculative_tokens, draft_vocab_size")
     for key, flag in (("method", "speculative_method"), ("num_speculative_tokens", "num_speculative_tokens"),
                       ("model", "speculative_model")):
