@@ -64,8 +64,9 @@ DERIVATION_SOURCES = (
     "model_catalog/families_hybrid.py", "model_catalog/families_sparse.py", "model_catalog/families_multimodal.py",
     "model_catalog/quantization.py", "model_catalog/spec_snapshot.py", "planner/model/__init__.py",
     "planner/model/layers.py", "planner/model/sparse.py", "planner/model/params.py", "planner/model/spec.py",
-    "planner/model/dtypes.py", "planner/model/memo.py", "planner/units.py", "planner/serving/multimodal.py",
-    "planner/serving/vision_config.py", "planner/serving/vision_towers.py", "planner/serving/media_tokens.py",
+    "planner/model/dtypes.py", "planner/model/memo.py", "planner/units.py", "planner/text.py",
+    "planner/serving/multimodal.py", "planner/serving/vision_config.py", "planner/serving/vision_towers.py",
+    "planner/serving/media_tokens.py",
 )
 """Files whose code decides what a spec holds (paths from the repository root): every project module
 ``model_catalog/hf_config.py`` imports, directly or through another (the vision towers of multimodal entries

@@ -7,7 +7,7 @@ from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
 from ui import catalog, charts, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
-from ui.format import format_command, md_text
+from ui.format import count_noun, format_command, md_text
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -39,7 +39,7 @@ result = launch.engine_view() if launch is not None else views.guarded(
 st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}"))
 layout_text = (scale_view.launch_layout_text(launch) if launch is not None else
                f"tensor parallel {result.tensor_parallel_size} × pipeline {result.pipeline_parallel_size} × "
-               f"{result.data_parallel_size} replica(s) = {result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'}")
+               f"{count_noun(result.data_parallel_size, 'replica')} = {count_noun(result.num_gpus, 'GPU')}")
 st.caption(f"{result.engine_label} · {layout_text} · "
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")

@@ -19,7 +19,7 @@ from ui import (
     traffic,
     views,
 )
-from ui.format import md_message, md_text
+from ui.format import count_noun, md_message, md_text
 
 views.setup_page("Find a GPU setup", "🔎",
                  "Give the users and their request lengths; get the cheapest GPU type x count x layout x KV dtype "
@@ -69,7 +69,7 @@ request = replace(request, engine=engine_name, alternative_weight_dtype="fp8",  
                   setup_kinds=setup_kinds, link=link)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
-st.subheader(f"{md_text(model.display_name)}: {load['users']:,} users")
+st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
 st.caption(workload.describe())
 feature_line.show_users_line(features, form.model_id, what="Every setup's users", left_out=feature_line.link_left_out())
 if result.fits:

@@ -6,7 +6,7 @@ import streamlit as st
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
 from ui import catalog, inputs, scale_view, views
-from ui.format import format_int, md_text
+from ui.format import count_noun, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
                  "Separate prefill and decode pools for N users: each pool's GPUs, replicas and per-GPU budget, "
@@ -30,7 +30,7 @@ result = views.guarded(
     link_id=knobs.link, what=f"sizing the pools for {form.model_id} on {gpu.name}")
 
 st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {knobs.engine}: "
-                     f"{format_int(n['users'])} users, {format_int(n['prompt_len'])} + "
+                     f"{count_noun(n['users'], 'user')}, {format_int(n['prompt_len'])} + "
                      f"{format_int(n['output_len'])} tokens"))
 scale_view.headline(result)
 left, right = st.columns(2, gap="large")

@@ -197,6 +197,34 @@ def test_home_engine_panel_shows_the_expected_error():
     assert any("of KV per GPU" in m.value and " ± " in m.value for m in at.markdown)
 
 
+def _close_call_lines(texts) -> list[str]:
+    return [line for text in texts for line in text.split("\n") if line.startswith("**Close call:**")]
+
+
+def test_home_s_refusal_warning_carries_the_engine_page_s_close_call():
+    """Llama-3.1-8B at 40,000 tokens on an RTX 4090: vLLM is short by less than the expected error. Home's
+    "would refuse to start" warning said so flatly (the caveat sat in the folded panel) and ended its quoted
+    reason with ".." ; it now carries the Engine page's close-call line."""
+    pytest.importorskip("model_catalog")
+    from streamlit.testing.v1 import AppTest
+
+    link = {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090", "context_len": "40000"}
+    shown = {}
+    for page in ("app.py", "pages/5_Engine.py"):
+        at = AppTest.from_file(str(BENCH.parents[1] / page), default_timeout=120)
+        for key, value in link.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, at.exception
+        shown[page] = [w.value for w in at.warning]
+    engine_caveat = _close_call_lines(shown["pages/5_Engine.py"])
+    assert len(engine_caveat) == 1, shown["pages/5_Engine.py"]  # the Engine page calls it a close call
+    refusal = [w for w in shown["app.py"] if "would refuse to start**" in w]
+    assert len(refusal) == 1, shown["app.py"]
+    assert _close_call_lines(refusal) == engine_caveat
+    assert not any(".." in w.replace("...", "") for w in shown["app.py"]), shown["app.py"]
+
+
 def test_known_misses_are_the_bench_rows_it_could_not_count():
     """KNOWN_MISSES holds the uncounted cold-start errors the bench shows for N11 (DeepSeek-V4 under vLLM) and
     N03 (unified memory), rounded up like the group table, so a plan of that kind is promised no more

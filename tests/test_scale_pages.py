@@ -87,7 +87,7 @@ def test_engine_page_headline_describes_the_dp_ep_launch():
     assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "35.27x"  # README: DP + EP by hand
     assert shown["KV cache size [tokens, as printed]"] == f"{plan.engine_kv_cache_tokens:,}"
     assert shown["Users, all ranks"] == "282.16"
-    assert any("8 data-parallel rank(s) × tensor parallel 1, experts over 8 GPUs = 8 GPUs" in c.value
+    assert any("8 data-parallel ranks × tensor parallel 1, experts over 8 GPUs = 8 GPUs" in c.value
                for c in at.caption)
     assert any("Model loading took 94.77" in c for c in _codes(at))
     assert any("--data-parallel-size 8" in c and "--enable-expert-parallel" in c for c in _codes(at))
@@ -98,4 +98,4 @@ def test_engine_page_bad_scale_flags_fall_back_to_one_replica_with_a_message():
                             "enable_expert_parallel": "true"})
     assert not at.exception
     assert any("Could not plan the data / expert / context parallel launch" in e.value for e in at.error)
-    assert any("tensor parallel 1 × pipeline 1 × 2 replica(s)" in c.value for c in at.caption)
+    assert any("tensor parallel 1 × pipeline 1 × 2 replicas" in c.value for c in at.caption)

@@ -14,7 +14,7 @@ from planner.scale import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, setup_kind
 from ui import inputs
 from ui.find_table import gpu_cell
-from ui.format import format_bytes, format_command, format_int, md_text
+from ui.format import count_noun, format_bytes, format_command, format_int, md_text
 
 LINK_IDS: tuple[str, ...] = tuple(x.id for x in LINKS)
 
@@ -67,15 +67,16 @@ def chosen_setup(result: FindResult) -> Setup | None:
 def chosen_text(s: Setup) -> str:
     """One paragraph on the chosen setup: kind, layout, users per rank x ranks, margin."""
     margin = "" if s.margin is None else f", {s.margin:.0%} of the KV pool to spare"
-    layout = {"TP": f"{s.data_parallel_size} replica(s) of tensor parallel {s.tensor_parallel_size}",
-              "DP+EP": f"{s.data_parallel_size} data-parallel ranks of {s.tensor_parallel_size} GPU(s), experts "
-                       f"spread over {s.expert_parallel_size} GPUs",
-              "DCP": f"{s.data_parallel_size} replica(s) of tensor parallel {s.tensor_parallel_size} with decode "
-                     f"context parallel {s.decode_context_parallel_size}",
-              "disaggregated": f"decode ranks of {s.tensor_parallel_size} GPU(s), {s.data_parallel_size} per "
+    replicas, tp = count_noun(s.data_parallel_size, "replica"), s.tensor_parallel_size
+    layout = {"TP": f"{replicas} of tensor parallel {tp}",
+              "DP+EP": f"{count_noun(s.data_parallel_size, 'data-parallel rank')} of {count_noun(tp, 'GPU')}, "
+                       f"experts spread over {count_noun(s.expert_parallel_size, 'GPU')}",
+              "DCP": f"{replicas} of tensor parallel {tp} with decode context parallel "
+                     f"{s.decode_context_parallel_size}",
+              "disaggregated": f"decode ranks of {count_noun(tp, 'GPU')}, {format_int(s.data_parallel_size)} per "
                                "replica, beside a prefill pool"}[s.kind]
-    nodes = f" on {s.nodes} nodes" if s.nodes > 1 else ""
-    return (f"**{s.kind}**: {s.num_gpus} x {md_text(s.gpu_name)}{nodes}, {layout}. "
+    nodes = f" on {format_int(s.nodes)} nodes" if s.nodes > 1 else ""
+    return (f"**{s.kind}**: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}{nodes}, {layout}. "
             f"{format_int(s.users_per_replica)} users per rank (of {format_int(s.users)}); the setup holds "
             f"{format_int(s.max_concurrent_sequences)}{margin}. Weights per GPU: "
             f"{'n/a' if s.weights_bytes_per_gpu is None else format_bytes(s.weights_bytes_per_gpu)}.")

@@ -18,7 +18,7 @@ from ui import inputs
 from ui.allocation_view import CHART_LAYOUT, build_workload
 from ui.charts import PALETTE, reused
 from ui.find_table import FIND_TOP
-from ui.format import format_int, gib_to_bytes, md_message, md_text
+from ui.format import count_noun, format_int, gib_to_bytes, md_message, md_text
 
 def find_request(*, users: int, workload: Workload, max_gpus: int, kv_cache_dtypes: tuple[str, ...],
                  weight_dtype: str, max_tpot_ms: float | None, gpu_memory_utilization: float, block_size: int,
@@ -110,12 +110,12 @@ def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:
 
 def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     """The "nothing fits" warning with the closest option, reasons and fixes."""
-    lines = [f"**Nothing fits** within {format_int(max_gpus)} GPUs."]
+    lines = [f"**Nothing fits** within {count_noun(max_gpus, 'GPU')}."]
     c = result.closest
     if c is not None:
-        lines.append(f"Closest: {c.num_gpus} x {md_text(c.gpu_name)} ({layout_text(c)}, "
+        lines.append(f"Closest: {format_int(c.num_gpus)} x {md_text(c.gpu_name)} ({layout_text(c)}, "
                      f"{c.kv_cache_dtype} KV) at ${c.price_per_hour:,.2f}/h, holding about "
-                     f"{format_int(c.max_concurrent_sequences)} of {format_int(c.users)} users:")
+                     f"{format_int(c.max_concurrent_sequences)} of {count_noun(c.users, 'user')}:")
         lines += [f"- {md_message(r)}" for r in c.reasons]
     if result.suggestions:
         lines.append("\n**Try:**")
@@ -126,21 +126,21 @@ def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
 def layout_text(s: Setup) -> str:
     """``"tensor parallel 8, 2 replicas"``, ``"DP+EP: 8 ranks of 1 GPU"``, ``"DCP 8 on tensor parallel 8, 1
     replica"`` or ``"disaggregated: decode tensor parallel 8 x 1 rank"``: a setup's layout in words."""
-    plural = "s" if s.data_parallel_size > 1 else ""
     if s.kind == "DP+EP":
-        return (f"DP+EP: {s.data_parallel_size} ranks of {s.tensor_parallel_size} GPU"
-                f"{'s' if s.tensor_parallel_size > 1 else ''}")
+        return f"DP+EP: {count_noun(s.data_parallel_size, 'rank')} of {count_noun(s.tensor_parallel_size, 'GPU')}"
     if s.kind == "disaggregated":
-        return f"disaggregated: decode tensor parallel {s.tensor_parallel_size} x {s.data_parallel_size} rank{plural}"
+        return (f"disaggregated: decode tensor parallel {s.tensor_parallel_size} x "
+                f"{count_noun(s.data_parallel_size, 'rank')}")
     dcp = f"DCP {s.decode_context_parallel_size} on " if s.kind == "DCP" else ""
-    return f"{dcp}tensor parallel {s.tensor_parallel_size}, {s.data_parallel_size} replica{plural}"
+    return f"{dcp}tensor parallel {s.tensor_parallel_size}, {count_noun(s.data_parallel_size, 'replica')}"
 
 
 def best_text(result: FindResult) -> str:
     """One sentence on the cheapest setup."""
     s = result.options[0]
-    return (f"**Cheapest: {s.num_gpus} x {md_text(s.gpu_name)}** ({layout_text(s)}, {s.kv_cache_dtype} KV) at "
-            f"**${s.price_per_hour:,.2f}/h**: holds {format_int(s.max_concurrent_sequences)} users for "
+    return (f"**Cheapest: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}** ({layout_text(s)}, "
+            f"{s.kv_cache_dtype} KV) at "
+            f"**${s.price_per_hour:,.2f}/h**: holds {count_noun(s.max_concurrent_sequences, 'user')} for "
             f"{format_int(s.users)} wanted ({s.margin:.0%} of the KV budget to spare).")
 
 

@@ -21,7 +21,7 @@ from planner.scale.deploy import node_commands
 from ui import inputs
 from ui.budget_bar import segments_bar_html
 from ui.charts import RANK_COLOURS
-from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
 from ui.inputs import NumberField, PlanInputs
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
@@ -213,7 +213,8 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
     step_key = "prefill_ms_per_request" if pool.role == "prefill" else "time_per_output_token_ms"
     step_label = "Prefill per prompt" if pool.role == "prefill" else "Time per output token"
     return {
-        "GPUs": (format_int(d["gpus"]), f"{format_int(d['replicas'])} replica(s) x {d['gpus_per_replica']} GPUs"),
+        "GPUs": (format_int(d["gpus"]),
+                 f"{count_noun(d['replicas'], 'replica')} x {count_noun(d['gpus_per_replica'], 'GPU')}"),
         "Replicas": (format_int(d["replicas"]), "Launches of this pool's command"),
         "GPUs per replica": (format_int(d["gpus_per_replica"]), "data parallel x tensor parallel"),
         "tp / dp / ep": (f"{d['tensor_parallel_size']} / {d['data_parallel_size']} / {d['expert_parallel_size']}",
@@ -286,7 +287,7 @@ def transfer_text(result) -> str:
 def headline(result) -> None:
     """The verdict: GPUs in all when it fits, else every reason (a normal result, not an error)."""
     d = result.to_dict()
-    sizes = (f"{format_int(d['gpus'])} GPUs for {format_int(result.users)} users: prefill "
+    sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "
              f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
     if result.fits:
         st.success(sizes + ".", icon=":material/check_circle:")
@@ -337,9 +338,10 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 def scale_users_line(plan) -> str:
     """``"**35.27** users per rank x **8** ranks = **282.16** requests of 8,192 tokens"`` of a
     :class:`planner.scale.ScalePlan` (its own figures)."""
-    d = plan.to_dict()
-    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{plan.layout.attention_dp}** "
-            f"rank(s) = **{d['max_concurrency']:,.2f}** requests of {format_int(d['max_model_len'])} tokens")
+    d, ranks = plan.to_dict(), plan.layout.attention_dp
+    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{format_int(ranks)}** "
+            f"{'rank' if ranks == 1 else 'ranks'} = **{d['max_concurrency']:,.2f}** requests of "
+            f"{format_int(d['max_model_len'])} tokens")
 
 
 def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
@@ -351,7 +353,7 @@ def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
                                                              "and scheduler"),
         "Users per rank": (f"{d['max_concurrency_per_rank']:,.2f}", "What one rank's KV pool holds"),
         "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
-                              f"{format_int(layout.num_gpus)} GPUs on {layout.nodes} node(s)"),
+                              f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "
                             + format_bytes_exact(d["weights_bytes_per_gpu"])),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
@@ -379,14 +381,15 @@ def plan_launch(model, gpu, request: EngineRequest, scale: ScaleRequest):
 
 
 def launch_layout_text(plan) -> str:
-    """``"8 data-parallel rank(s) x tensor parallel 1, experts over 8 GPUs = 8 GPUs on 1 node(s)"``: the layout of a
+    """``"8 data-parallel ranks × tensor parallel 1, experts over 8 GPUs = 8 GPUs on 1 node"``: the layout of a
     :class:`planner.scale.ScalePlan`, for the Engine page's caption."""
     layout = plan.layout
-    experts = (f", experts over {layout.expert_parallel_size} GPUs" if layout.expert_parallel_size > 1 else "")
+    experts = (f", experts over {count_noun(layout.expert_parallel_size, 'GPU')}" if layout.expert_parallel_size > 1
+               else "")
     dcp = (f", decode context parallel {layout.decode_context_parallel_size}"
            if layout.decode_context_parallel_size > 1 else "")
-    return (f"{layout.attention_dp} data-parallel rank(s) × tensor parallel {layout.attention_tp}{experts}{dcp} = "
-            f"{format_int(layout.num_gpus)} GPU{'' if layout.num_gpus == 1 else 's'} on {layout.nodes} node(s)")
+    return (f"{count_noun(layout.attention_dp, 'data-parallel rank')} × tensor parallel {layout.attention_tp}"
+            f"{experts}{dcp} = {count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}")
 
 
 def engine_scale_section(plan, gpu) -> None:

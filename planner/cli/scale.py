@@ -50,6 +50,7 @@ from planner.scale import (
 )
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
 from planner.scale.weights import rank_model
+from planner.text import count_noun
 from planner.units import GiB
 
 VLLM_FLAGS = ("data_parallel_size", "data_parallel_size_local", "enable_expert_parallel", "num_redundant_experts",
@@ -181,7 +182,8 @@ def scale_table_lines(args: argparse.Namespace) -> list[str]:
     if layout.global_experts:
         experts = (f"; experts EP {layout.expert_parallel_size} ({layout.local_experts} of {layout.global_experts} per "
                    f"layer per GPU" + (f", each split over {layout.expert_tp})" if layout.expert_tp > 1 else ")"))
-    lines = [f"scale        {layout.num_gpus} GPUs: {layout.attention_dp} rank(s) x attention TP {layout.attention_tp}"
+    lines = [f"scale        {count_noun(layout.num_gpus, 'GPU')}: {count_noun(layout.attention_dp, 'rank')} x "
+             f"attention TP {layout.attention_tp}"
              + experts,
              f"scale wts    {weights.total_bytes / GiB:,.2f} GiB per GPU"
              + (f" ({weights.routed_expert_bytes / GiB:,.2f} routed experts + {weights.dense_bytes / GiB:,.2f} dense)"
@@ -279,12 +281,13 @@ def _disagg(args: argparse.Namespace, model, gpu):
 
 def _disagg_table(result) -> str:
     """A short table of both pools."""
-    lines = [f"model        {result.model_id}: {result.users:,} users, {result.prompt_len:,} + {result.output_len:,} "
+    lines = [f"model        {result.model_id}: {count_noun(result.users, 'user')}, {result.prompt_len:,} + "
+             f"{result.output_len:,} "
              "tokens (roofline upper bound)"]
     for name, pool in (("prefill", result.prefill), ("decode", result.decode)):
         d = pool.to_dict()
         step = d.get("prefill_ms_per_request", d.get("time_per_output_token_ms"))
-        lines.append(f"{name:<12} {d['gpus']:,} GPUs = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
+        lines.append(f"{name:<12} {count_noun(d['gpus'], 'GPU')} = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); {d['max_concurrency']:,} requests per "
                      f"replica; {step:,.2f} ms {'per prompt' if name == 'prefill' else 'per output token'}")
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "

@@ -231,7 +231,8 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
         unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"}
                          - PASSTHROUGH_KEYS)
         if unknown:
-            raise ValueError(f"--speculative-config key(s) {unknown} are not modelled; use method, model, "
+            keys = f"keys {unknown} are" if len(unknown) > 1 else f"key {unknown} is"
+            raise ValueError(f"--speculative-config {keys} not modelled; use method, model, "
                              "num_speculative_tokens, draft_vocab_size (and an n-gram's prompt_lookup_max / "
                              "prompt_lookup_min)")
         _require_draft_tokens(spec)

@@ -15,6 +15,7 @@ from planner.engines.vllm_moe_dispatch import DataParallelMoE
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
 from planner.serving.features import ServingFeatures
+from planner.text import count_noun
 
 EXECUTOR_BACKENDS: tuple[str, ...] = ("mp", "ray")
 """``--distributed-executor-backend`` values the planner models (vllm/config/parallel.py)."""
@@ -190,7 +191,8 @@ class EngineRequest:
             raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}; choose "
                              f"one of {', '.join(EXECUTOR_BACKENDS)}")
         if self.num_nodes > ranks:
-            raise ValueError(f"{self.num_nodes} nodes for {ranks} GPUs per replica; use at most {ranks} nodes")
+            raise ValueError(f"{self.num_nodes} nodes for {count_noun(ranks, 'GPU')} per replica; use at most "
+                             f"{count_noun(ranks, 'node')}")
         if self.num_nodes > 1 and self.distributed_executor_backend != "ray":
             raise ValueError(f"{self.num_nodes} nodes need --distributed-executor-backend ray (vLLM's multiprocessing "
                              "executor runs on one node)")

@@ -75,6 +75,7 @@ from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
+from planner.text import count_noun
 from planner.units import GiB
 
 __all__ = ["MAX_CONTEXT_SEARCH_LIMIT", "gib2", "mamba_block_alignment", "mla_forced_block_size", "plan_vllm",
@@ -555,7 +556,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:
-        notes.append(f"hybrid KV groups padded with {layouts[0].padding_layers} layer(s); vLLM warns about "
+        notes.append(f"hybrid KV groups padded with {count_noun(layouts[0].padding_layers, 'layer')}; vLLM warns about "
                      "the memory this may waste")
     if tp > model.num_key_value_heads and model.attention_kind != "MLA":
         notes.append(f"tensor_parallel_size {tp} > {model.num_key_value_heads} KV heads: each GPU keeps one "

@@ -27,6 +27,7 @@ import re
 import shlex
 
 from planner.scale.plan import ScalePlan, append_flags
+from planner.text import count_noun
 
 CHART = "llm-d-incubation/llm-d-modelservice"
 CHART_VERSION = "v0.4.12"
@@ -137,8 +138,9 @@ def _role(plan: ScalePlan, replicas: int, *, disaggregated: bool, gpus_per_node:
         raise ValueError("llm-d's model-service chart runs vLLM; use --engine vllm, or --target commands for SGLang")
     tp, dp = layout.tensor_parallel_size, layout.attention_dp
     if tp > gpus_per_node:
-        raise ValueError(f"--tensor-parallel-size {tp} is wider than a node of {gpus_per_node} GPUs; the chart keeps one "
-                         "tensor-parallel group in one pod: use data + expert parallel across nodes instead")
+        raise ValueError(f"--tensor-parallel-size {tp} is wider than a node of {count_noun(gpus_per_node, 'GPU')}; the "
+                         "chart keeps one tensor-parallel group in one pod: use data + expert parallel across nodes "
+                         "instead")
     local = layout.data_parallel_size_local or 1
     workers = dp // local
     args, env = _split_launch(plan.launch_command)
@@ -242,7 +244,8 @@ def roles_yaml(model, roles: dict[str, tuple[ScalePlan, int]], *, gpu_name: str,
     values = llm_d_values(model.model_id, roles, model_size_gib=model_volume_gib(model), gpus_per_node=gpus_per_node)
     header = (f"llm-d model-service values ({CHART} chart {CHART_VERSION}), from python -m planner deploy",
               f"model {model.model_id} on {gpu_name}; "
-              + "; ".join(f"{r}: {rep} x {p.layout.num_gpus} GPUs" for r, (p, rep) in roles.items()))
+              + "; ".join(f"{r}: {count_noun(rep, 'replica')} of {count_noun(p.layout.num_gpus, 'GPU')}"
+                          for r, (p, rep) in roles.items()))
     return to_yaml(values, header)
 
 
@@ -254,8 +257,8 @@ def role_commands(roles: dict[str, tuple[ScalePlan, int]]) -> list[str]:
     out = []
     for role, (plan, replicas) in roles.items():
         name = role if disaggregated else "serve"
-        out.append(f"# {name}: {replicas} replica(s) of {plan.layout.num_gpus} GPU(s) on {plan.layout.nodes} "
-                   "node(s); one replica's commands, one per node")
+        out.append(f"# {name}: {count_noun(replicas, 'replica')} of {count_noun(plan.layout.num_gpus, 'GPU')} on "
+                   f"{count_noun(plan.layout.nodes, 'node')}; one replica's commands, one per node")
         out += node_commands(plan, name, disaggregated=disaggregated)
     return out
 

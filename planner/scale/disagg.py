@@ -46,6 +46,7 @@ from planner.scale.layout import ScaleRequest
 from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
 from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
 from planner.roofline import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
+from planner.text import count_noun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,11 +269,12 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
     if not ttft_ok:
         reasons.append(f"prefill: TTFT {ttft_s * 1e3:,.1f} ms (prefill {t_prefill * 1e3:,.1f} + transfer over "
-                       f"{link.id}) exceeds --ttft-ms {ttft_ms:g}; raise the prefill --tensor-parallel-size")
+                       f"{link.id}) exceeds --ttft-ms {ttft_ms:,.10g}; raise the prefill --tensor-parallel-size")
     tpot_ok = tpot_ms is None or (batch >= 1 and step_s * 1e3 <= tpot_ms)
     notes = ("roofline: peak bandwidth and FLOPS, no communication, queueing or scheduling time; real TTFT and TPOT "
              "are higher",
-             f"arrivals {arrivals:,.2f} requests/s: {users:,} users, each sending its next request when the last ends",
+             f"arrivals {arrivals:,.2f} requests/s: {count_noun(users, 'user')}, each sending its next request when "
+             "the last ends",
              "the prefill pool holds KV only for the prompts in flight; the decode pool holds every running sequence")
     return DisaggPlan(
         model_id=model.model_id, users=users, prompt_len=prompt_len, output_len=output_len, ttft_ms_target=ttft_ms,

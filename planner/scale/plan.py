@@ -36,6 +36,7 @@ from planner.model.kv import cache_dtypes
 from planner.scale.context import ContextParallelResult, apply_dcp
 from planner.scale.layout import RankLayout, ScaleRequest, rank_layout
 from planner.scale.weights import RankWeights, rank_weight_bytes
+from planner.text import count_noun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,8 +218,9 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
                          num_experts=model.num_experts, num_kv_heads=_kv_heads(model))
     weights = rank_weight_bytes(model, layout, engine=profile.id, weight_dtype_name=engine_request.weight_dtype,
                                 gpu_name=engine_request.gpu_name)
-    notes = [f"{layout.attention_dp} attention data-parallel rank(s) of {layout.attention_tp} GPU(s), each with its "
-             f"own KV pool and scheduler; {layout.num_gpus} GPUs on {layout.nodes} node(s)"]
+    notes = [f"{count_noun(layout.attention_dp, 'attention data-parallel rank')} of "
+             f"{count_noun(layout.attention_tp, 'GPU')}, each with its own KV pool and scheduler; "
+             f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"]
     if model.num_experts:
         notes.append(f"routed experts: {layout.local_experts} of {layout.global_experts} per MoE layer on the fullest "
                      f"GPU (expert parallel {layout.expert_parallel_size}, each expert split over {layout.expert_tp})")

@@ -94,6 +94,7 @@ from planner.serving.vision_towers import (
     tower_weight_bytes,
     vision_tower_groups,
 )
+from planner.text import count_noun
 
 __all__ = [
     "DELIMITER_TOKENS", "MAX_CHANNELS", "MAX_IMAGE_SIZE", "MAX_MERGE_SIZE", "MAX_PATCH_SIZE", "MAX_PIXELS",
@@ -296,7 +297,8 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
         cache = activation.bytes_for(items * item.embeddings * vision.output_width)
         forward, chunk_note = _forward_peak(vision, item, items, activation, encoder_chunk_budget_bytes)
         notes.append(f"vLLM encoder budget of {budget:,} tokens (max of max_num_batched_tokens and the largest "
-                     f"{item.modality}'s {item.budget_tokens:,}): {items:,} dummy {item.modality}s encoded, "
+                     f"{item.modality}'s {item.budget_tokens:,}): {count_noun(items, 'dummy ' + item.modality)} "
+                     "encoded, "
                      f"{items * item.embeddings:,} output tokens held through the profile pass; the vision forward "
                      "peak is an estimate")
         notes += [chunk_note] if chunk_note else []

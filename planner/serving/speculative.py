@@ -52,6 +52,7 @@ from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.layers import FullAttention, MLAAttention
 from planner.model.params import ParamGroup, gated_mlp, linear, model_weight_bytes, norm, weight_bytes
+from planner.text import count_noun
 
 SPECULATIVE_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 """vLLM ``--speculative-config`` methods modelled (``deepseek_mtp`` and the other ``*_mtp`` names are ``mtp``)."""
@@ -442,11 +443,12 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
     attention = _last_attention_layer(model)
     layers = (attention,) * (config.num_mtp_layers if config.method == "mtp" else 1)
     if config.method == "mtp":
-        notes.append(f"{config.num_mtp_layers} MTP layer(s) shaped like the last decoder layer; embeddings and "
-                     "lm_head shared with the target")
+        notes.append(f"{count_noun(config.num_mtp_layers, 'MTP layer')} shaped like the last decoder layer; "
+                     "embeddings and lm_head shared with the target")
         if config.num_speculative_tokens > config.num_mtp_layers:
-            notes.append(f"{config.num_speculative_tokens} draft tokens from {config.num_mtp_layers} MTP layer(s): "
-                         "vLLM runs the layers again for the extra tokens (no extra weights)")
+            notes.append(f"{config.num_speculative_tokens} draft tokens from "
+                         f"{count_noun(config.num_mtp_layers, 'MTP layer')}: vLLM runs the layers again for the "
+                         "extra tokens (no extra weights)")
     else:
         notes.append(f"{config.method.upper()} head built from the target's shapes (one dense layer of "
                      f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"

@@ -54,6 +54,7 @@ from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
 from planner.scale.disagg import DisaggPlan, decode_step_seconds, size_pools
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
+from planner.text import count_noun
 from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for
 from planner.traffic.find_types import FindRequest, Setup
 from planner.traffic.throughput import cost_per_million_tokens
@@ -332,7 +333,8 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     per_rank = ceil_div(request.users, decode.replicas * layout.attention_dp)
     reasons = list(result.reasons)
     if gpus > max_gpus:
-        reasons.append(f"{gpus} GPUs (prefill {prefill.gpus} + decode {decode.gpus}) exceed max_gpus {max_gpus}")
+        reasons.append(f"{count_noun(gpus, 'GPU')} (prefill {prefill.gpus:,} + decode {decode.gpus:,}) exceed "
+                       f"max_gpus {max_gpus:,}")
     price = float(gpu.price_usd_per_hour) * gpus
     tpot = decode_step_seconds(plan, model, decode_engine, prompt_len=result.prompt_len, output_len=result.output_len,
                                batch=per_rank, bandwidth_gb_s=gpu.bandwidth_gb_s)

@@ -62,6 +62,7 @@ from planner.serving.features import launch_flags as serving_launch_flags
 from planner.serving.features import serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
+from planner.text import count_noun
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -238,7 +239,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         notes.append(f"tensor parallel sizes {bad_tp} skipped: {model.num_attention_heads} attention heads / "
                      f"{model.num_key_value_heads} KV heads do not split evenly")
     if skipped:
-        notes.append(f"{len(skipped)} GPUs have no price in the catalog and were skipped: {', '.join(skipped)}")
+        notes.append(f"{count_noun(len(skipped), 'GPU')} {'has' if len(skipped) == 1 else 'have'} no price in the "
+                     f"catalog and {'was' if len(skipped) == 1 else 'were'} skipped: {', '.join(skipped)}")
     if not tp_sizes:
         raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
                          f"{model.model_id} within max_gpus {request.max_gpus}")
@@ -445,7 +447,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         per_replica_max = engine.users_per_replica
         demand = per_replica * engine.needed_bytes_per_request
         if per_replica > per_replica_max:
-            reasons.append(f"{per_replica:,} users per replica; {engine.engine} holds {per_replica_max:,} requests of "
+            reasons.append(f"{count_noun(per_replica, 'user')} per replica; {engine.engine} holds "
+                           f"{count_noun(per_replica_max, 'request')} of "
                            f"{engine.max_model_len:,} tokens ({budget / GiB:.1f} GiB of KV per GPU)")
     elif budget <= 0:
         reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({overhead / GiB:.1f} GiB) per GPU "
@@ -454,7 +457,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     else:
         per_replica_max = budget // c.paged_per_seq if workload.is_fixed else _scaled_users(budget, demand, per_replica)
         if demand > budget:
-            reasons.append(f"{per_replica:,} users per replica need {demand / GiB:.1f} GiB of KV per GPU; "
+            reasons.append(f"{count_noun(per_replica, 'user')} per replica need {demand / GiB:.1f} GiB of KV per GPU; "
                            f"the budget is {budget / GiB:.1f} GiB")
     tpot = None
     if gpu.bandwidth_gb_s:
