@@ -106,8 +106,10 @@ def test_ngram_lookup_window_is_accepted_and_written_back(capsys):
     assert "prompt_lookup_max must be a whole number" in capsys.readouterr().err
 
 
-def test_an_eagle3_request_without_a_head_names_a_placeholder_in_the_command(capsys):
-    """The planner prices an EAGLE-3 head from the target's shapes; vLLM needs the head's repo, so the command
-    names a placeholder to replace instead of a config vLLM would reject."""
-    plan = _plan(capsys, "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}')
-    assert '"model": "EAGLE3_DRAFT_REPO"' in plan["serving"]["launch_flags"]["vllm"]
+def test_an_eagle3_config_without_its_head_stops_as_vllm_does(capsys):
+    """vLLM stops on an EAGLE / EAGLE-3 ``--speculative-config`` without ``"model"``; the planner says so and names
+    the flag that plans the head from the target's shapes instead. That flag's plan says what to add."""
+    assert main(["plan", *QWEN3_8B, "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}']) == 2
+    assert 'add "model"' in capsys.readouterr().err
+    plan = _plan(capsys, "--speculative-method", "eagle3", "--num-speculative-tokens", "2")
+    assert any("vLLM needs the head's repo" in note for note in plan["serving"]["speculative"]["notes"])

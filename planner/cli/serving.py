@@ -248,6 +248,11 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
         method = "ngram"  # vLLM's other spelling
     if method is None or (method == "draft_model" and model_id):
         method = infer_method(model_id, _draft_config(model_id))  # as vLLM detects it (speculative.py)
+    if method in HEAD_METHODS and not model_id and getattr(args, "speculative_config", None) is not None:
+        raise ValueError(f"--speculative-config asks for {method} without its head: vLLM stops with \"num_speculative_"
+                         "tokens was provided but without speculative model\" (vllm/config/speculative.py); add "
+                         "\"model\": the head's repo (for example yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), or plan the "
+                         "head from the target's shapes with --speculative-method " + method)
     if method == "deepseek_mtp" or (isinstance(method, str) and method.endswith("_mtp")):
         method = "mtp"  # vLLM folds the per-family MTP names into "mtp"
     layers = mtp_layers_from_config(raw_config or {})
@@ -264,6 +269,10 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     return SpeculativeConfig(method=method, num_speculative_tokens=tokens, draft=draft, draft_model_id=model_id,
                              num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000,
                              passthrough=passthrough)
+
+
+HEAD_METHODS = frozenset({"eagle", "eagle3"})
+"""Methods whose draft is a head checkpoint vLLM must be given (``"model"``)."""
 
 
 def _whole(value, key: str) -> int:

@@ -453,7 +453,9 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
         notes.append(f"{config.method.upper()} head built from the target's shapes (one dense layer of "
                      f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"
                      + (f", its own lm_head over {config.draft_vocab_size:,} draft tokens" if config.method == "eagle3"
-                        else " and lm_head shared"))
+                        else " and lm_head shared")
+                     + ("; vLLM needs the head's repo: add \"model\" to --speculative-config before launching"
+                        if not config.draft_model_id else ""))
     return SpeculativeCost(method=config.method, num_speculative_tokens=config.num_speculative_tokens,
                            draft_params=params, weights_bytes=weights,
                            kv_model=_layers_model(model, layers, config.method),
@@ -464,12 +466,6 @@ PASSTHROUGH_KEYS = frozenset({"prompt_lookup_max", "prompt_lookup_min"})
 """vLLM ``--speculative-config`` keys the planner accepts and writes back but does not price: the n-gram
 proposer's lookup window (vllm/config/speculative.py) holds no device memory."""
 
-DRAFT_PLACEHOLDERS = {"eagle": "EAGLE_DRAFT_REPO", "eagle3": "EAGLE3_DRAFT_REPO"}
-"""What the launch command names as the draft of an EAGLE / EAGLE-3 request that gave none (the planner
-prices the head from the target's shapes; vLLM needs the head's repo: ``"num_speculative_tokens was provided
-but without speculative model"``, vllm/config/speculative.py), in the style of llama.cpp's ``DRAFT.gguf``."""
-
-
 def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     """The engine's own flags for this speculative request.
 
@@ -479,7 +475,7 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     (python/sglang/srt/server_args.py); llama.cpp ``--model-draft --draft-max`` (common/arg.cpp).
     """
     k = config.num_speculative_tokens
-    draft = config.draft_model_id or DRAFT_PLACEHOLDERS.get(config.method, "")
+    draft = config.draft_model_id
     if engine == "vllm":
         model = f', "model": "{draft}"' if draft else ""
         extra = "".join(f', "{key}": {value}' for key, value in config.passthrough)
