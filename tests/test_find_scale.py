@@ -105,6 +105,7 @@ def test_disaggregated_row_is_what_disagg_and_deploy_print(capsys):
     disagg = _cli_json(capsys, ["disagg", *flags])
     assert row.num_gpus == disagg["gpus"] == row.prefill["gpus"] + row.decode["gpus"]
     assert row.prefill == disagg["prefill"] and row.decode == disagg["decode"]
+    assert row.prefill["max_model_len"] == row.decode["max_model_len"] == 2500  # both roles: prompt + output
     assert row.time_to_first_token_s == pytest.approx(disagg["ttft_ms"] / 1000)
     assert row.max_concurrent_sequences == disagg["decode"]["replicas"] * disagg["decode"]["max_concurrency"]
     assert list(row.deploy_commands) == _cli_text(capsys, ["deploy", "--target", "commands", *flags]).splitlines()

@@ -110,3 +110,34 @@ def test_deploy_llm_d_refuses_sglang(capsys):
     assert main(["deploy", "--target", "llm-d", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-h200-sxm",
                  "--engine", "sglang", "--tensor-parallel-size", "8"]) == 2
     assert "runs vLLM" in capsys.readouterr().err
+
+
+def test_prefill_launches_at_the_full_request_length_and_sizes_on_prompts(capsys):
+    """A P/D proxy sends the whole request to prefill with max_tokens 1 and vLLM rejects prompt + max_tokens >
+    max_model_len (planner/scale/disagg.py design note 3): both roles launch at prompt + output = 2,304; the
+    prefill pool still holds as many prompts as the same launch at 2,048 tokens does."""
+    from model_catalog import get_gpu, model_spec
+    from planner.engines.types import EngineRequest
+    from planner.scale import ScaleRequest, plan_scale
+
+    assert main(["disagg", *DISAGG, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["max_model_len"] == out["decode"]["max_model_len"] == 2048 + 256
+    assert "--max-model-len 2304" in out["prefill"]["launch_command"]
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    at_prompt = plan_scale(model_spec("meta-llama/Llama-3.1-70B"), gpu.framework_memory_bytes,
+                           EngineRequest(gpu_name=gpu.name, tensor_parallel_size=4, max_model_len=2048), ScaleRequest())
+    assert out["prefill"]["max_concurrency"] == int(at_prompt.max_concurrency_per_rank)
+    assert out["kv_transfer_bytes_per_gpu"] == at_prompt.engine.kv_cache_bytes_needed_per_request
+    full = plan_scale(model_spec("meta-llama/Llama-3.1-70B"), gpu.framework_memory_bytes,
+                      EngineRequest(gpu_name=gpu.name, tensor_parallel_size=4, max_model_len=2304), ScaleRequest())
+    assert out["prefill"]["max_concurrency_by_memory"] == full.max_concurrency  # the launch's own figure
+
+
+def test_llm_d_prefill_args_carry_the_full_request_length(capsys):
+    yaml = pytest.importorskip("yaml")
+    assert main(["deploy", "--target", "llm-d", *DISAGG]) == 0
+    values = yaml.safe_load(capsys.readouterr().out)
+    for role in ("prefill", "decode"):
+        args = values[role]["containers"][0]["args"]
+        assert args[args.index("--max-model-len") + 1] == "2304"

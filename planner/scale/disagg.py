@@ -20,10 +20,20 @@ Design notes:
     1. KV per sequence is taken at the mean decode context ``prompt + output // 2`` (as
        :func:`planner.traffic.throughput.estimate_throughput` does), split by decode context parallel.
     2. ``kv_transfer_bytes_per_gpu`` is what the prefill engine holds for one prompt on one GPU (its own
-       per-request need at ``max_model_len = prompt``: whole blocks, its KV layout and dtype); it sets the
+       per-request need at a length of ``prompt``: whole blocks, its KV layout and dtype); it sets the
        time, the shards moving in parallel. ``kv_transfer_bytes_per_request`` counts each distinct shard
        once: ``x min(attention TP, KV heads)`` (an MLA latent once, not once per GPU).
-    3. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
+    3. Both roles launch with the same ``--max-model-len`` = prompt + output. A P/D proxy sends the whole
+       request to a prefill instance with ``max_tokens`` 1 and the decode instance gets it back with its
+       own ``max_tokens`` (vLLM tests/v1/kv_connector/nixl_integration/toy_proxy_server.py,
+       ``send_request_to_service``; llm-d's routing sidecar does the same), and vLLM's OpenAI server
+       rejects a request whose prompt + ``max_tokens`` exceeds ``max_model_len``
+       (vllm/entrypoints/openai/serving_engine.py, the request length check). A prefill instance
+       launched at the prompt's length alone would refuse every request. The prefill pool's KV sizing
+       stays on the prompts in flight: the prompts one rank holds and one prompt's bytes come from the
+       same launch planned at a length of ``prompt`` (the engine's pool does not depend on the length;
+       only its per-request arithmetic does).
+    4. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
        higher. Both pools use the same KV dtype (the connectors copy blocks as they are).
     Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
     prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
@@ -211,17 +221,18 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
         if target is not None and target <= 0:
             raise ValueError(f"{name} must be > 0 ms, got {target}")
     link_by_id(link_id)  # an unknown link fails before any plan
-    decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=prompt_len + output_len),
-                             decode.scale)
-    prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
-                              prefill.scale)
-    return size_pools(model, prefill_plan, decode_plan, decode_engine=decode.engine, bandwidth_gb_s=bandwidth_gb_s,
-                      bf16_dense_tflops=bf16_dense_tflops, users=users, prompt_len=prompt_len, output_len=output_len,
-                      ttft_ms=ttft_ms, tpot_ms=tpot_ms, link_id=link_id)
+    length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
+    decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=length), decode.scale)
+    prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=length), prefill.scale)
+    prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
+                             prefill.scale)
+    return size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode.engine,
+                      bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
+                      prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms, link_id=link_id)
 
 
-def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, decode_engine: EngineRequest,
-               bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
+def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, prompt_plan: ScalePlan,
+               decode_engine: EngineRequest, bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
                ttft_ms: float | None = None, tpot_ms: float | None = None,
                link_id: str = DEFAULT_LINK) -> DisaggPlan:
     """The pools' replicas, times and transfer for ``users`` (module docstring), from their planned launches.
@@ -231,8 +242,10 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
 
     Args:
         model: The model.
-        prefill_plan: One prefill replica (its ``max_model_len`` = the prompt).
-        decode_plan: One decode replica (its ``max_model_len`` >= prompt + output).
+        prefill_plan: One prefill replica as it launches (its ``max_model_len`` = prompt + output, design note 3).
+        decode_plan: One decode replica (its ``max_model_len`` = prompt + output).
+        prompt_plan: The prefill launch planned at a length of the prompt: the prompts a rank holds and one
+            prompt's KV bytes (design note 3).
         decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV).
         bandwidth_gb_s, bf16_dense_tflops: The GPU's roofline figures [GB/s, TFLOPS].
         users, prompt_len, output_len, ttft_ms, tpot_ms, link_id: As :func:`plan_disagg`'s.
@@ -256,13 +269,13 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     layout = prefill_plan.layout
     gpus_per_rank = max(1, layout.num_gpus // layout.attention_dp)
     t_prefill = prefill_seconds(active_parameters(model), prompt_len, bf16_dense_tflops, gpus_per_rank)
-    shard = prefill_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
+    shard = prompt_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
     whole = shard * min(layout.attention_tp, _kv_heads(model))  # distinct shards: replicated heads move once
     by_link = {x.id: round(transfer_ms(shard, x), 3) for x in LINKS}
     ttft_s = t_prefill + transfer_ms(shard, link) / 1e3
     arrivals = users / (ttft_s + output_len * step_s)
     prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
-    held = max(0, math.floor(prefill_plan.max_concurrency_per_rank))
+    held = max(0, math.floor(prompt_plan.max_concurrency_per_rank)) if prefill_plan.starts else 0
     if held < 1:
         reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms

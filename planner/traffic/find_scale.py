@@ -301,17 +301,19 @@ def disagg_candidates(model: ModelSpec, gpu, request: FindRequest, workload: Wor
         started = {"decode": [(s, p) for s in decode_shapes if isinstance(
             p := launch_plan(model, gpu, request, s, c.kv_flag, workload.max_model_len), ScalePlan)]}
         # prefill: the smallest launch that starts (more GPUs per prompt cut the TTFT, not the GPUs the arrivals
-        # need: replicas x GPUs ~ arrivals x the prefill time on one GPU)
-        first = next(((s, p) for s in prefill_shapes
-                      if isinstance(p := launch_plan(model, gpu, request, s, c.kv_flag, prompt), ScalePlan)), None)
-        started["prefill"] = [first] if first else []
+        # need: replicas x GPUs ~ arrivals x the prefill time on one GPU), at the decode role's max_model_len
+        # (planner.scale.disagg design note 3), its KV sizing at the prompt's length
+        first = next(((s, p) for s in prefill_shapes if isinstance(
+            p := launch_plan(model, gpu, request, s, c.kv_flag, workload.max_model_len), ScalePlan)), None)
+        prompt_plan = None if first is None else launch_plan(model, gpu, request, first[0], c.kv_flag, prompt)
+        started["prefill"] = [first] if isinstance(prompt_plan, ScalePlan) else []
         for d_shape, d_plan in started["decode"]:
             decode_engine = engine_request_for(request, gpu, d_plan.layout.tensor_parallel_size, c.kv_flag,
                                                workload.max_model_len)
             for p_shape, p_plan in started["prefill"]:
                 if d_shape.gpus + p_shape.gpus > max_gpus:
                     continue
-                result = size_pools(model, p_plan, d_plan, decode_engine=decode_engine,
+                result = size_pools(model, p_plan, d_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
                                     bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=tflops, users=request.users,
                                     prompt_len=prompt, output_len=output, tpot_ms=tpot_ms, link_id=request.link)
                 if result.decode.replicas < 1:
