@@ -141,3 +141,20 @@ def test_llm_d_prefill_args_carry_the_full_request_length(capsys):
     for role in ("prefill", "decode"):
         args = values[role]["containers"][0]["args"]
         assert args[args.index("--max-model-len") + 1] == "2304"
+
+
+def test_disagg_json_commands_are_deploys_with_the_kv_connector(capsys):
+    """``disagg``'s launch commands carry the role's KV connector, the same lines ``deploy --target commands`` and
+    the page print (vLLM NixlConnector; SGLang --disaggregation-mode)."""
+    assert main(["disagg", *DISAGG]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(["deploy", "--target", "commands", *DISAGG]) == 0
+    deployed = [x for x in capsys.readouterr().out.splitlines() if not x.startswith("#")]
+    for pool in ("prefill", "decode"):
+        assert "--kv-transfer-config" in out[pool]["launch_command"] and "NixlConnector" in out[pool]["launch_command"]
+        assert out[pool]["launch_commands"] == [out[pool]["launch_command"]]
+    assert deployed == [out["prefill"]["launch_command"], out["decode"]["launch_command"]]
+    assert main(["disagg", *DISAGG, "--engine", "sglang"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["launch_command"].endswith("--disaggregation-mode prefill")
+    assert out["decode"]["launch_command"].endswith("--disaggregation-mode decode")

@@ -52,6 +52,7 @@ from planner.engines.types import EngineRequest
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.memo import memoized
+from planner.scale.deploy import node_commands
 from planner.scale.layout import ScaleRequest
 from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
 from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
@@ -93,8 +94,11 @@ class Pool:
         return self.replicas * self.plan.layout.num_gpus
 
     def to_dict(self) -> dict:
-        """The pool's JSON object."""
+        """The pool's JSON object. ``launch_command`` is the first node's command of one replica with the role's KV
+        connector (vLLM ``--kv-transfer-config`` NixlConnector, SGLang ``--disaggregation-mode``), the same text
+        the page and ``deploy --target commands`` show; ``launch_commands`` has every node's."""
         layout, rank = self.plan.layout, self.plan.engine.limiting_rank
+        commands = node_commands(self.plan, self.role, disaggregated=True)
         out = {
             "gpus": self.gpus, "replicas": self.replicas, "gpus_per_replica": layout.num_gpus,
             "tensor_parallel_size": layout.tensor_parallel_size, "data_parallel_size": layout.attention_dp,
@@ -108,7 +112,7 @@ class Pool:
             "engine_kv_cache_tokens": self.plan.engine_kv_cache_tokens,
             ("prefill_ms_per_request" if self.role == "prefill" else "time_per_output_token_ms"): self.step_ms,
             "meets_target": self.meets_target, "starts": self.plan.starts, "reasons": list(self.plan.reasons),
-            "launch_command": self.plan.launch_command,
+            "launch_command": commands[0], "launch_commands": commands,
         }
         return out
 
