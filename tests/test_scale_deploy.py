@@ -158,3 +158,38 @@ def test_disagg_json_commands_are_deploys_with_the_kv_connector(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["prefill"]["launch_command"].endswith("--disaggregation-mode prefill")
     assert out["decode"]["launch_command"].endswith("--disaggregation-mode decode")
+
+
+QWEN235 = ["--model", "Qwen/Qwen3-235B-A22B", "--gpu", "nvidia-h200-sxm", "--users", "256", "--prompt-len", "4096",
+           "--output-len", "512"]
+
+
+def test_disagg_over_one_gpu_names_the_fix_once_and_has_no_command(capsys):
+    """Qwen3-235B on one H200: the engine's refusal once for both pools, the smallest tensor-parallel size that starts
+    them (planner/scale/disagg.py design note 5), no launch command, and nothing derived from a pool that does not
+    exist (no "not one sequence fits")."""
+    assert main(["disagg", *QWEN235, "--tensor-parallel-size", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fits"] is False and out["tensor_parallel_fixes"] == {"prefill": 4, "decode": 4}
+    refusal = out["prefill"]["reasons"][0]
+    assert sum(r.count(refusal) for r in out["reasons"]) == 1
+    assert out["reasons"][0].startswith("prefill and decode: ")
+    assert not any("not one sequence" in r or "does not fit a rank" in r for r in out["reasons"])
+    assert any("--tensor-parallel-size 4" in r for r in out["reasons"])
+    for pool in ("prefill", "decode"):
+        assert out[pool]["launch_command"] is None and out[pool]["launch_commands"] == []
+    assert main(["disagg", *QWEN235, "--tensor-parallel-size", "1", "--format", "table"]) == 0
+    table = capsys.readouterr().out
+    assert "prefill      would not start at tp 1" in table and table.count(refusal) == 1
+    assert main(["deploy", "--target", "commands", *QWEN235, "--tensor-parallel-size", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "would not start" in err and err.count(refusal) == 1
+
+
+def test_disagg_without_a_tensor_parallel_size_launches_the_smallest_that_starts(capsys):
+    assert main(["disagg", *QWEN235]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["tensor_parallel_size"] == out["decode"]["tensor_parallel_size"] == 4
+    assert out["prefill"]["starts"] and out["decode"]["starts"] and out["tensor_parallel_fixes"] == {}
+    assert any(n.startswith("prefill: tensor parallel 4, the smallest") for n in out["notes"])
+    assert "--tensor-parallel-size 4" in out["prefill"]["launch_command"]

@@ -48,7 +48,7 @@ from planner.scale import (
     plan_disagg,
     plan_scale,
 )
-from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
+from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
 from planner.scale.weights import rank_model
 from planner.units import GiB
 
@@ -265,7 +265,8 @@ def _pool(args: argparse.Namespace, gpu, role: str) -> PoolRequest:
         scale = replace(scale, data_parallel_size=dp)
     if role == "prefill" and scale.decode_context_parallel_size > 1:
         scale = replace(scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-    return PoolRequest(engine=request, scale=scale)
+    auto = tp is None and args.tensor_parallel_size is None and args.num_gpus is None  # the smallest that starts
+    return PoolRequest(engine=request, scale=scale, auto_tensor_parallel=auto)
 
 
 def _disagg(args: argparse.Namespace, model, gpu):
@@ -283,6 +284,10 @@ def _disagg_table(result) -> str:
              "tokens (roofline upper bound)"]
     for name, pool in (("prefill", result.prefill), ("decode", result.decode)):
         d = pool.to_dict()
+        if not pool.plan.starts:  # no sizes for a launch that would not start: its reason is below, once
+            lines.append(f"{name:<12} would not start at tp {d['tensor_parallel_size']}, dp {d['data_parallel_size']} "
+                         f"({d['gpus_per_replica']} GPUs per replica)")
+            continue
         step = d.get("prefill_ms_per_request", d.get("time_per_output_token_ms"))
         lines.append(f"{name:<12} {d['gpus']:,} GPUs = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); {d['max_concurrency']:,} requests per "
@@ -290,6 +295,7 @@ def _disagg_table(result) -> str:
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                  f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]
+    lines += [f"  note: {n}" for n in result.notes if n.startswith(("prefill:", "decode:"))]  # the sizes chosen
     return "\n".join(lines)
 
 
@@ -303,6 +309,9 @@ def _deploy(args: argparse.Namespace, model, gpu) -> str:
         roles = {"decode": (plan_scale(model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
                                        scale_request(args, _family(cli_engine.engine_request(args, gpu)))),
                             args.replicas)}
+    if refusal := start_refusal(roles):  # nothing to deploy: the fix is in the reason (or --tensor-parallel-size)
+        raise ValueError(f"no deployment: {refusal}; raise --tensor-parallel-size (see `disagg`'s "
+                         "tensor_parallel_fixes) or change the flags")
     if args.target == "commands":
         return "\n".join(role_commands(roles))
     return roles_yaml(model, roles, gpu_name=gpu.name, gpus_per_node=args.gpus_per_node or 8)

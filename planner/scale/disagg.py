@@ -35,6 +35,10 @@ Design notes:
        only its per-request arithmetic does).
     4. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
        higher. Both pools use the same KV dtype (the connectors copy blocks as they are).
+    5. A pool that would not start at the asked tensor-parallel size gets the smallest one that starts
+       (:func:`starting_tensor_parallel`) as a fix (``tensor_parallel_fixes``), or is launched at it when no size
+       was asked (``PoolRequest.auto_tensor_parallel``, as Find searches its TP rows). Its consequences (no
+       sequence per rank, no prompt held) are not repeated as reasons, and it has no launch command.
     Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
     prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
 
@@ -49,6 +53,7 @@ import math
 from dataclasses import dataclass, replace
 
 from planner.engines.types import EngineRequest
+from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.memo import memoized
@@ -61,10 +66,18 @@ from planner.roofline import UPPER_BOUND_LABEL, active_parameters, prefill_secon
 
 @dataclass(frozen=True, kw_only=True)
 class PoolRequest:
-    """One pool's engine knobs and parallel flags (its ``max_model_len`` is set by :func:`plan_disagg`)."""
+    """One pool's engine knobs and parallel flags (its ``max_model_len`` is set by :func:`plan_disagg`).
+
+    Attributes:
+        engine: The engine and its knobs (``tensor_parallel_size``: the pool's ``-tp``).
+        scale: The data / expert / context parallel flags.
+        auto_tensor_parallel: No tensor-parallel size was given: :func:`plan_disagg` launches the pool at the
+            smallest one that starts (:func:`starting_tensor_parallel`), as Find does.
+    """
 
     engine: EngineRequest
     scale: ScaleRequest
+    auto_tensor_parallel: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,9 +109,10 @@ class Pool:
     def to_dict(self) -> dict:
         """The pool's JSON object. ``launch_command`` is the first node's command of one replica with the role's KV
         connector (vLLM ``--kv-transfer-config`` NixlConnector, SGLang ``--disaggregation-mode``), the same text
-        the page and ``deploy --target commands`` show; ``launch_commands`` has every node's."""
+        the page and ``deploy --target commands`` show; ``launch_commands`` has every node's. A launch that would
+        not start has no command (None, and an empty list)."""
         layout, rank = self.plan.layout, self.plan.engine.limiting_rank
-        commands = node_commands(self.plan, self.role, disaggregated=True)
+        commands = node_commands(self.plan, self.role, disaggregated=True) if self.plan.starts else [None]
         out = {
             "gpus": self.gpus, "replicas": self.replicas, "gpus_per_replica": layout.num_gpus,
             "tensor_parallel_size": layout.tensor_parallel_size, "data_parallel_size": layout.attention_dp,
@@ -112,7 +126,7 @@ class Pool:
             "engine_kv_cache_tokens": self.plan.engine_kv_cache_tokens,
             ("prefill_ms_per_request" if self.role == "prefill" else "time_per_output_token_ms"): self.step_ms,
             "meets_target": self.meets_target, "starts": self.plan.starts, "reasons": list(self.plan.reasons),
-            "launch_command": commands[0], "launch_commands": commands,
+            "launch_command": commands[0], "launch_commands": [c for c in commands if c],
         }
         return out
 
@@ -137,9 +151,16 @@ class DisaggPlan:
     fits: bool
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
+    tensor_parallel_fixes: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def starts(self) -> bool:
+        """Both pools' launches start (the engine would not refuse either)."""
+        return self.prefill.plan.starts and self.decode.plan.starts
 
     def to_dict(self) -> dict:
-        """Plain dict for JSON."""
+        """Plain dict for JSON (``tensor_parallel_fixes``: ``{role: the smallest tensor-parallel size that starts}``
+        for a pool whose asked size does not)."""
         return {
             "model_id": self.model_id, "users": self.users, "prompt_len": self.prompt_len,
             "output_len": self.output_len, "ttft_ms_target": self.ttft_ms_target,
@@ -151,8 +172,18 @@ class DisaggPlan:
             "links": [{"id": x.id, "name": x.name, "gb_s_per_direction": x.gb_s_per_direction, "source": x.source}
                       for x in LINKS],
             "fits": self.fits, "reasons": list(self.reasons), "label": UPPER_BOUND_LABEL,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "tensor_parallel_fixes": dict(self.tensor_parallel_fixes),
         }
+
+
+def _start_reasons(prefill_plan: ScalePlan, decode_plan: ScalePlan) -> list[str]:
+    """Why each launch would not start, each reason once: ``"prefill and decode: ..."`` when both pools give the
+    same one (the same launch refused twice)."""
+    out: dict[str, list[str]] = {}
+    for role, plan in (("prefill", prefill_plan), ("decode", decode_plan)):
+        for reason in plan.reasons:
+            out.setdefault(reason, []).append(role)
+    return [f"{' and '.join(roles)}: {reason}" for reason, roles in out.items()]
 
 
 def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tokens: int) -> int:
@@ -226,13 +257,69 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
             raise ValueError(f"{name} must be > 0 ms, got {target}")
     link_by_id(link_id)  # an unknown link fails before any plan
     length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
-    decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=length), decode.scale)
-    prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=length), prefill.scale)
-    prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
-                             prefill.scale)
-    return size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode.engine,
-                      bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
-                      prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms, link_id=link_id)
+    launched, notes, fixes = {}, [], []
+    for role, pool in (("prefill", prefill), ("decode", decode)):
+        engine = replace(pool.engine, max_model_len=length)
+        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+        tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
+        if tp is not None and pool.auto_tensor_parallel:
+            engine = replace(engine, tensor_parallel_size=tp)
+            plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+            notes.append(f"{role}: tensor parallel {tp}, the smallest size at which it starts (none was given)")
+        elif tp is not None:
+            fixes.append((role, tp))
+        elif not plan.starts:
+            notes.append(f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; "
+                         "try data + expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
+        launched[role] = (engine, plan)
+    (prefill_engine, prefill_plan), (decode_engine, decode_plan) = launched["prefill"], launched["decode"]
+    prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill_engine, max_model_len=prompt_len), prefill.scale)
+    result = size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
+                        bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
+                        prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                        link_id=link_id)
+    return replace(result, notes=(*notes, *result.notes), tensor_parallel_fixes=tuple(fixes),
+                   reasons=(*result.reasons, *fix_sentences(fixes)))
+
+
+TP_SEARCH = (1, 2, 4, 8, 16, 32, 64)
+"""Tensor-parallel sizes :func:`starting_tensor_parallel` tries, up to one node (``ScaleRequest.gpus_per_node``)."""
+
+
+def starting_tensor_parallel(model: ModelSpec, gpu_memory_bytes: int, engine: EngineRequest,
+                             scale: ScaleRequest) -> int | None:
+    """The smallest tensor-parallel size at which this launch starts, or None.
+
+    Tries the powers of two of :data:`TP_SEARCH` up to one node (``scale.gpus_per_node``) that the model's
+    attention heads split over (:func:`planner.diagnose.tensor_parallel_splits`, vLLM's
+    ``ModelConfig.verify_with_parallel_config``), each planned by :func:`planner.scale.plan_scale` with the other
+    flags as given: the search Find runs over its TP rows (:mod:`planner.traffic.reverse`).
+
+    Args:
+        model: The model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        engine: The pool's engine request (its ``max_model_len`` set); its own ``tensor_parallel_size`` is replaced.
+        scale: The pool's data / expert / context parallel flags.
+    """
+    for tp in (t for t in TP_SEARCH if t <= scale.gpus_per_node and tensor_parallel_splits(model, t)):
+        if tp == engine.tensor_parallel_size:
+            continue  # the asked size: already planned by the caller
+        try:
+            if plan_scale(model, gpu_memory_bytes, replace(engine, tensor_parallel_size=tp), scale).starts:
+                return tp
+        except ValueError:  # flags that do not fit this size (e.g. -dcp above tp): not a candidate
+            continue
+    return None
+
+
+def fix_sentences(fixes) -> list[str]:
+    """One sentence per fix of :attr:`DisaggPlan.tensor_parallel_fixes`: the shared flag when both pools want the
+    same size, else each role's own flag (``python -m planner disagg`` names; URL keys with underscores)."""
+    sizes = dict(fixes)
+    if len(sizes) == 2 and len(set(sizes.values())) == 1:
+        return [f"--tensor-parallel-size {sizes['prefill']} starts both pools (the smallest size that does)"]
+    return [f"{role}: --{role}-tensor-parallel-size {tp} starts it (the smallest size that does)"
+            for role, tp in sizes.items()]
 
 
 def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, prompt_plan: ScalePlan,
@@ -258,13 +345,13 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
         ValueError: an unknown link.
     """
     link = link_by_id(link_id)
-    reasons = [f"{role}: {r}" for role, p in (("prefill", prefill_plan), ("decode", decode_plan)) for r in p.reasons]
+    reasons = _start_reasons(prefill_plan, decode_plan)
 
     batch, kv_seq = _decode_batch(decode_plan, model, decode_engine, prompt_len + output_len // 2, bandwidth_gb_s,
                                   tpot_ms)
     step_s = time_per_output_token(decode_plan.engine.limiting_rank.weights_bytes, kv_seq, max(batch, 1),
                                    bandwidth_gb_s)
-    if batch < 1:
+    if batch < 1 and decode_plan.starts:
         reasons.append("decode: not one sequence fits the memory or the TPOT target on a rank; raise the decode "
                        "--tensor-parallel-size / data parallel size, or relax --tpot-ms")
     per_replica = batch * decode_plan.layout.attention_dp
@@ -280,7 +367,7 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     arrivals = users / (ttft_s + output_len * step_s)
     prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
     held = max(0, math.floor(prompt_plan.max_concurrency_per_rank)) if prefill_plan.starts else 0
-    if held < 1:
+    if held < 1 and prefill_plan.starts:
         reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
     if not ttft_ok:
