@@ -182,3 +182,25 @@ def test_memoized_rank_weights_are_each_gpus_own(model_id, gpus):
     assert len(set(fresh.values())) > 1  # the GPUs' loaders do differ here
     for gpu in (*gpus, *gpus):  # memo filled, then read
         assert rank_weight_bytes(model, layout, engine="vllm", weight_dtype_name="auto", gpu_name=gpu) == fresh[gpu]
+
+
+def test_deepseek_v32_rows_label_the_cache_vllm_stores_and_list_it_once():
+    """Under vLLM, --kv-cache-dtype auto and fp8 both store DeepSeek-V3.2's sparse-MLA layers as fp8_ds_mla
+    (planner/engines/vllm_kv_formats.py uses_fp8_ds_mla): one row per setup, labelled so, and its roofline reads the
+    bytes the engine plan stores per token (not the bf16 latent of the budget arithmetic)."""
+    from planner.engines import plan_engine
+    from planner.engines.types import EngineRequest
+
+    found = _find(V32, users=300, gpu_ids=(H200,), max_gpus=8, kv_cache_dtypes=("auto", "fp8"))
+    assert found.options and {s.kv_cache_dtype for s in found.options} == {"fp8_ds_mla"}
+    keys = [(s.kind, s.num_gpus, s.tensor_parallel_size, s.data_parallel_size) for s in found.options]
+    assert len(keys) == len(set(keys))  # no bf16 / fp8 twins with the same users
+    gpu = load_gpus()[H200]
+    plan = plan_engine(served_model_spec(V32), gpu.framework_memory_bytes,
+                       EngineRequest(gpu_name=gpu.name, tensor_parallel_size=8, max_model_len=2500))
+    assert plan.kv_cache_dtype == "fp8_ds_mla"  # the Engine page's header label
+    kv_seq = plan.limiting_rank.kv_cache_bytes_per_token * (2000 + 500 // 2)  # at the mean decode context
+    fewer = _find(V32, users=200, gpu_ids=(H200,), max_gpus=8, kv_cache_dtypes=("auto", "fp8"))
+    t300, t200 = (next(s for s in x.options if s.kind == "TP" and s.num_gpus == 8).time_per_output_token_s
+                  for x in (found, fewer))
+    assert (t300 - t200) * gpu.bandwidth_gb_s * 1e9 / 100 == pytest.approx(kv_seq, rel=1e-9)  # 100 more sequences

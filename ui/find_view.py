@@ -71,7 +71,7 @@ def shown_setup(result: FindResult) -> Setup | None:
 def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
                      workload: Workload) -> ThroughputEstimate:
     """Roofline estimate for one replica of ``setup`` at its load."""
-    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16") else setup.kv_cache_dtype
+    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16", "fp8_ds_mla") else setup.kv_cache_dtype
     plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
                                num_gpus=setup.tensor_parallel_size,
                                gpu_memory_utilization=request.gpu_memory_utilization,

@@ -54,7 +54,8 @@ def setup_kind(text: str) -> str:
         raise ValueError(f"unknown setup kind {text!r}; choose among tp, dp-ep, dcp, disaggregated") from None
 
 
-KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
+KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "int8": 2, "q8_0": 2, "int4": 3,
+                   "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
 
 

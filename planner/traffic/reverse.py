@@ -53,7 +53,8 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, P
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
-from planner.engines.profiles import is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.profiles import engine_profile, is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
@@ -156,20 +157,35 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             c = per_gpu_costs(model, plan_request)
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
-            name = cache_dtypes(model, request.weight_dtype, kv).kv.name
+            dtypes = cache_dtypes(model, request.weight_dtype, kv)
+            stored = _engine_stored_kv(model, request, kv)
+            name = dtypes.kv.name if stored is None else stored
             if (tp, name) in costs:
-                continue  # "auto" and "bf16" resolve to the same cache
+                continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
             if request.serving is not None:
                 weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
                                                                           weights, overheads, paged, exact)
+            decode_seq = exact.bytes_per_sequence(decode_ctx)
+            if stored is not None:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
+                decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
             costs[(tp, name)] = _Costs(
                 weights=weights, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=exact.bytes_per_sequence(decode_ctx), profile=paged,
+                exact_decode_seq=decode_seq, profile=paged,
                 active_params=active, launch_extra=extra)
     return costs
+
+
+def _engine_stored_kv(model: ModelSpec, request: FindRequest, kv_flag: str) -> str | None:
+    """The name of the cache format the chosen engine stores for ``--kv-cache-dtype kv_flag`` when it is its own, not
+    the dtype's: ``fp8_ds_mla`` for a sparse-MLA model (DeepSeek-V3.2, GLM-5) under vLLM v0.11+ with ``auto`` or
+    ``fp8`` (:func:`planner.engines.vllm_kv_formats.uses_fp8_ds_mla`, vLLM's ``DeepseekV32ForCausalLM.
+    verify_and_update_config``); None otherwise (the budget arithmetic, other engines, other models)."""
+    if request.engine is None:
+        return None
+    return FP8_DS_MLA if uses_fp8_ds_mla(model, engine_profile(request.engine).id, kv_flag) else None
 
 
 def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
