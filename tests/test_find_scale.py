@@ -204,3 +204,51 @@ def test_deepseek_v32_rows_label_the_cache_vllm_stores_and_list_it_once():
     t300, t200 = (next(s for s in x.options if s.kind == "TP" and s.num_gpus == 8).time_per_output_token_s
                   for x in (found, fewer))
     assert (t300 - t200) * gpu.bandwidth_gb_s * 1e9 / 100 == pytest.approx(kv_seq, rel=1e-9)  # 100 more sequences
+
+
+def test_nothing_fits_advice_respects_the_filters_and_never_repeats_the_request():
+    """DeepSeek-V3.2, disaggregated only, H200 only, 8 GPUs: no disaggregated pair fits in 8. The advice names the
+    search's own answer at 16 GPUs (the kinds and GPU type asked), the filtered-out kind as a filter change, no fp8
+    weights (the checkpoint is fp8 already) and no fp8 KV (vLLM stores fp8_ds_mla for auto and fp8 alike)."""
+    asked = dict(users=200, gpu_ids=(H200,), kv_cache_dtypes=("auto",), setup_kinds=("disaggregated",))
+    found = _find(V32, **asked)
+    assert not found.fits
+    wider = _find(V32, **asked, max_gpus=16).options[0]
+    assert wider.kind == "disaggregated" and wider.num_gpus == 16
+    assert found.suggestions[0] == (
+        f"raise max_gpus to 16: 16 x {H200} (disaggregated, tp {wider.tensor_parallel_size} x "
+        f"{wider.data_parallel_size}, {wider.kv_cache_dtype} KV, {wider.max_concurrent_sequences:,} users) at "
+        f"${wider.price_per_hour:.2f}/h fits")
+    other = _find(V32, **(asked | {"setup_kinds": ("TP", "DP+EP", "DCP")})).options[0]
+    assert any(s.startswith(f"allow setup kind {other.kind} (the setup kinds filter): {other.num_gpus} x {H200}")
+               for s in found.suggestions)
+    text = " ".join(found.suggestions)
+    assert "max_gpus to 8" not in text and "weight_dtype fp8" not in text and "kv_cache_dtype fp8" not in text
+    assert "use weight_dtype int4" in text  # int4 does halve an fp8 checkpoint
+
+
+def test_nothing_fits_offers_fp8_kv_where_it_stores_less():
+    found = _find(LLAMA70, users=2000, gpu_ids=(H100,), kv_cache_dtypes=("auto",), max_gpus=2)
+    assert not found.fits
+    assert "allow kv_cache_dtype fp8 (stores fp8 instead of bf16)" in found.suggestions
+
+
+def test_find_page_nothing_fits_shows_the_checked_advice_and_no_empty_table():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.find_table import EMPTY_TEXT
+
+    page = Path(__file__).resolve().parents[1] / "pages" / "7_Find_a_GPU_setup.py"
+    at = AppTest.from_file(str(page), default_timeout=180)
+    at.query_params["model"] = V32
+    at.query_params["setup_kinds"] = ["disaggregated"]
+    at.query_params["gpu_types"] = [H200]
+    at.run()
+    assert not at.exception, at.exception
+    warning = next(w.value for w in at.warning if "Nothing fits" in w.value)
+    assert "raise max_gpus to 16: 16 x nvidia-h200-sxm (disaggregated" in warning
+    assert "max_gpus to 8" not in warning and "weight_dtype fp8" not in warning
+    assert not at.dataframe or all(d.key != "setups_table" for d in at.dataframe)
+    assert any(c.value == EMPTY_TEXT for c in at.caption)

@@ -59,6 +59,13 @@ KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "
 """Ties on price prefer the less quantized cache."""
 
 
+def setup_rank(s: Setup) -> tuple:
+    """How Find orders fitting setups: price per hour, then the less quantized cache, fewer GPUs, more KV to spare,
+    and the kinds' order (:data:`SETUP_KINDS`)."""
+    return (s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -(s.margin or 0.0),
+            SETUP_KINDS.index(s.kind))
+
+
 class GPULike(Protocol):
     """The GPU fields the search reads (``model_catalog.gpus.GPU`` has them)."""
 

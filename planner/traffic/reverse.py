@@ -63,6 +63,7 @@ from planner.serving.features import launch_flags as serving_launch_flags
 from planner.serving.features import serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
+from planner.traffic import find_advice
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -72,7 +73,7 @@ from planner.traffic.find_scale import (
     scale_searched,
     scale_shapes,
 )
-from planner.traffic.find_types import KV_QUALITY_RANK, SETUP_KINDS, FindRequest, FindResult, GPULike, Setup
+from planner.traffic.find_types import FindRequest, FindResult, GPULike, Setup, setup_rank
 from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
     active_parameters,
@@ -277,9 +278,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype, s.kind)
         if s.fits and (key not in best or s.margin > best[key].setup.margin):  # fitting setups have a margin
             best[key] = x
-    chosen = sorted(best.values(), key=lambda x: (
-        x.setup.price_per_hour, KV_QUALITY_RANK.get(x.setup.kv_cache_dtype, 9), x.setup.num_gpus, -x.setup.margin,
-        SETUP_KINDS.index(x.setup.kind)))[:request.top]
+    chosen = sorted(best.values(), key=lambda x: setup_rank(x.setup))[:request.top]
     options = [x.finish(x.setup) for x in chosen]  # launch commands and deployments for the listed setups only
     if not workload.is_fixed:
         options = [_with_simulated_users(s, costs, workload, request) for s in options]
@@ -295,7 +294,12 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         if candidates:
             near = max(candidates, key=lambda x: (_coverage(x.setup), -x.setup.price_per_hour))
             closest = near.finish(near.setup)
-        suggestions = _suggestions(model, priced, request, workload, tp_sizes, engine_caps)
+        suggestions = find_advice.suggestions(
+            model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
+            stored_kv=lambda kv: _engine_stored_kv(model, request, kv) or cache_dtypes(model, request.weight_dtype,
+                                                                                       kv).kv.name,
+            offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
+            min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
     alternative = _weight_alternative(model, priced, request, options)
     if alternative is not None:
         notes.append(_alternative_note(alternative, options[0] if options else None))
@@ -306,8 +310,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
 
 
 LEAN_KINDS = ("TP", "DP+EP")
-"""The kinds the side searches try (the fp8-weights hint, the "raise max_gpus" suggestion): DCP and disaggregated
-setups would double the plans kept per model for a hint that names one setup."""
+"""The kinds the fp8-weights hint searches: DCP and disaggregated setups would double the plans kept per model for a
+hint that names one setup. (The "nothing fits" suggestions search the kinds asked: :mod:`planner.traffic.find_advice`.)"""
 
 WEIGHT_ALTERNATIVE_MIN_SAVING = 0.25
 """The alternative weight dtype is searched only when it removes at least this share of the weight bytes
@@ -362,6 +366,16 @@ def _alternative_note(alt: Setup, cheapest: Setup | None) -> str:
     verb = "halve" if alt.price_per_hour <= cheapest.price_per_hour / 2 else "cut"
     return (f"{alt.weight_dtype} weights{how} would {verb} the cheapest answer: {where}, instead of "
             f"${cheapest.price_per_hour:,.2f}/h")
+
+
+def _search_up_to(model: ModelSpec, gpus, workload: Workload, tp_sizes: tuple[int, ...], engine_caps: dict | None,
+                  request: FindRequest, max_gpus: int) -> list[Setup]:
+    """Every setup of ``request``'s kinds on ``gpus`` within ``max_gpus`` (the search :func:`find_setups` runs, its
+    tensor-parallel sizes widened to the new limit): what :mod:`planner.traffic.find_advice` checks a change with."""
+    wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                  if t <= max_gpus and valid_tensor_parallel(model, t)) or tp_sizes
+    costs = _candidate_costs(model, request, workload, wider, gpus)
+    return [x.setup for x in _search(model, gpus, request, workload, costs, max_gpus, engine_caps)]
 
 
 def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
@@ -578,32 +592,3 @@ def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequ
                                num_trials=min(request.num_trials, 500), seed=request.seed)
     users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
     return replace(s, max_concurrent_sequences=users)
-
-
-def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-                 tp_sizes: tuple[int, ...], engine_caps: dict | None = None) -> list[str]:
-    """When nothing fits: a GPU count that would, or the knobs left."""
-    out = []
-    for more in (4, 8, 16, 32, 64):
-        if more <= request.max_gpus:
-            continue
-        wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
-                      if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
-        costs = _candidate_costs(model, request, workload, wider, gpus)
-        lean = replace(request, setup_kinds=tuple(k for k in request.setup_kinds if k in LEAN_KINDS) or ("TP",))
-        fitting = [x.setup for x in _search(model, gpus, lean, workload, costs, more, engine_caps) if x.setup.fits]
-        if fitting:
-            s = min(fitting, key=lambda s: s.price_per_hour)
-            how = (f"tp {s.tensor_parallel_size}" if s.kind == "TP" else
-                   f"{s.kind}, tp {s.tensor_parallel_size} x {s.data_parallel_size}")
-            out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
-                       f"({how}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
-            break
-    if "fp8" not in request.kv_cache_dtypes:
-        out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
-    if request.weight_dtype in ("auto", "bf16", "fp16", "fp32"):
-        out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
-    if request.max_time_per_output_token_s is not None:
-        out.append("relax the time-per-output-token limit")
-    out.append("serve fewer users per setup or shorten prompts/outputs")
-    return out
