@@ -192,7 +192,7 @@ def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tok
     return kv_profile(model, dtypes, tp, block).bytes_per_sequence(tokens)
 
 
-def _decode_kv_per_sequence(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int) -> int:
+def decode_kv_per_sequence(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int) -> int:
     """KV one decoding sequence of ``tokens`` keeps on one GPU of the decode pool, split by ``-dcp`` [bytes]."""
     layout = plan.layout
     capped = memoized(model, ("disagg_capped_kv",), lambda: bool(model.sliding_windows or model.has_recurrent_state))
@@ -211,14 +211,14 @@ def decode_step_seconds(plan: ScalePlan, model: ModelSpec, request: EngineReques
     Raises:
         ValueError: ``batch < 1`` or no bandwidth (:func:`planner.roofline.time_per_output_token`).
     """
-    kv_seq = _decode_kv_per_sequence(plan, model, request, prompt_len + output_len // 2)
+    kv_seq = decode_kv_per_sequence(plan, model, request, prompt_len + output_len // 2)
     return time_per_output_token(plan.engine.limiting_rank.weights_bytes, kv_seq, batch, bandwidth_gb_s)
 
 
 def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
                   tpot_ms: float | None) -> tuple[int, int]:
     """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
-    kv_seq = _decode_kv_per_sequence(plan, model, request, tokens)
+    kv_seq = decode_kv_per_sequence(plan, model, request, tokens)
     weights = plan.engine.limiting_rank.weights_bytes
     batch = max(0, math.floor(plan.max_concurrency_per_rank))
     if tpot_ms is not None and kv_seq > 0:

@@ -51,7 +51,7 @@ from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
 from planner.scale.context import DCP_PROFILES, check_dcp_model
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
-from planner.scale.disagg import DisaggPlan, decode_step_seconds, size_pools
+from planner.scale.disagg import DisaggPlan, decode_kv_per_sequence, decode_step_seconds, size_pools
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
 from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for
@@ -338,6 +338,7 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     price = float(gpu.price_usd_per_hour) * gpus
     tpot = decode_step_seconds(plan, model, decode_engine, prompt_len=result.prompt_len, output_len=result.output_len,
                                batch=per_rank, bandwidth_gb_s=gpu.bandwidth_gb_s)
+    kv_seq = decode_kv_per_sequence(plan, model, decode_engine, result.prompt_len + result.output_len // 2)
     tokens = plan.engine_kv_cache_tokens
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=gpus, tensor_parallel_size=layout.attention_tp,
@@ -354,7 +355,7 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         notes=(DISAGG_NOTE,), kind="disaggregated", expert_parallel_size=layout.expert_parallel_size,
         decode_context_parallel_size=layout.decode_context_parallel_size,
         nodes=max(layout.nodes, prefill.plan.layout.nodes),
-        weights_bytes_per_gpu=plan.engine.limiting_rank.weights_bytes)
+        weights_bytes_per_gpu=plan.engine.limiting_rank.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq)
 
 
 def _finish_disagg(model: ModelSpec, gpu, family: str, result: DisaggPlan, setup: Setup) -> Setup:

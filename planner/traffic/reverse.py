@@ -486,10 +486,9 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         if demand > budget:
             reasons.append(f"{per_replica:,} users per replica need {demand / GiB:.1f} GiB of KV per GPU; "
                            f"the budget is {budget / GiB:.1f} GiB")
-    tpot = None
+    tpot, kv_seq = None, -(-c.exact_decode_seq // kv_split)
     if gpu.bandwidth_gb_s:
-        tpot = time_per_output_token(c.weights if weights is None else weights, -(-c.exact_decode_seq // kv_split),
-                                     per_replica, gpu.bandwidth_gb_s)
+        tpot = time_per_output_token(c.weights if weights is None else weights, kv_seq, per_replica, gpu.bandwidth_gb_s)
         limit = request.max_time_per_output_token_s
         if limit is not None and tpot > limit:
             reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
@@ -516,6 +515,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         launch_command="", reasons=tuple(reasons), notes=tuple(notes),
         time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
         weights_bytes_per_gpu=weights if weights is not None else engine.weights_bytes if engine else c.weights,
+        kv_bytes_per_sequence_per_gpu=kv_seq,
     )
 
 
