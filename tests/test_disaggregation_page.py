@@ -187,10 +187,12 @@ def test_engine_page_shows_users_per_rank_times_ranks_for_dp8_ep():
                           EngineRequest(max_model_len=8192, gpu_name=gpu.name),
                           ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
     shown = dict(_metrics(at))
-    assert shown["Users, all ranks"] == f"{expected.max_concurrency:,.2f}" == "282.16"  # README: DP + EP by hand
-    assert shown["Users per rank"] == f"{expected.max_concurrency_per_rank:,.2f}" == "35.27"
+    # README, DP + EP by hand: 4,515 blocks / 128 a request = 35.27x printed per rank; whole requests 35 x 8 = 280
+    assert expected.max_concurrency_per_rank == 35.27 and expected.requests_per_rank == 35
+    assert shown["Users, all ranks"] == f"{expected.requests_all_ranks:,}" == "280"
+    assert shown["Users per rank"] == "35"
     assert shown["Ranks x GPUs each"] == "8 x 1" and shown["Experts per GPU"] == "32 of 256"
-    assert any("**35.27** users per rank x **8** rank(s) = **282.16**" in m.value for m in at.markdown)
+    assert any("**35** users per rank (vLLM prints 35.27x) x **8** rank(s) = **280**" in m.value for m in at.markdown)
     assert "Data / expert / context parallel launch" in [s.value for s in at.subheader]
 
 

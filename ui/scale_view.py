@@ -383,21 +383,25 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 
 
 def scale_users_line(plan) -> str:
-    """``"**35.27** users per rank x **8** ranks = **282.16** requests of 8,192 tokens"`` of a
-    :class:`planner.scale.ScalePlan` (its own figures)."""
+    """``"**35** users per rank (vLLM prints 35.27x) x **8** rank(s) = **280** requests of 8,192 tokens"`` of a
+    :class:`planner.scale.ScalePlan`: whole requests (a rank's scheduler admits whole ones), beside the ratio vLLM
+    prints per rank."""
     d = plan.to_dict()
-    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{plan.layout.attention_dp}** "
-            f"rank(s) = **{d['max_concurrency']:,.2f}** requests of {format_int(d['max_model_len'])} tokens")
+    return (f"**{format_int(d['requests_per_rank'])}** users per rank (vLLM prints "
+            f"{d['max_concurrency_per_rank']:,.2f}x) x **{plan.layout.attention_dp}** rank(s) = "
+            f"**{format_int(d['requests_all_ranks'])}** requests of {format_int(d['max_model_len'])} tokens")
 
 
 def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
     """``label -> (value, help)`` of a :class:`planner.scale.ScalePlan`, from its :meth:`to_dict`."""
     d, layout = plan.to_dict(), plan.layout
     values = {
-        "Users, all ranks": (f"{d['max_concurrency']:,.2f}", f"Requests of {format_int(d['max_model_len'])} tokens: "
-                                                             "each attention data-parallel rank has its own KV pool "
-                                                             "and scheduler"),
-        "Users per rank": (f"{d['max_concurrency_per_rank']:,.2f}", "What one rank's KV pool holds"),
+        "Users, all ranks": (format_int(d["requests_all_ranks"]),
+                             f"Whole requests of {format_int(d['max_model_len'])} tokens: each attention data-parallel "
+                             f"rank has its own KV pool and scheduler (vLLM's ratio, all ranks: "
+                             f"{d['max_concurrency']:,.2f})"),
+        "Users per rank": (format_int(d["requests_per_rank"]),
+                           f"Whole requests one rank's KV pool holds (vLLM prints {d['max_concurrency_per_rank']:,.2f}x)"),
         "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
                               f"{format_int(layout.num_gpus)} GPUs on {layout.nodes} node(s)"),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "

@@ -186,8 +186,8 @@ def scale_table_lines(args: argparse.Namespace) -> list[str]:
              f"scale wts    {weights.total_bytes / GiB:,.2f} GiB per GPU"
              + (f" ({weights.routed_expert_bytes / GiB:,.2f} routed experts + {weights.dense_bytes / GiB:,.2f} dense)"
                 if weights.routed_expert_bytes else ""),
-             f"scale users  {plan.max_concurrency_per_rank:,.2f} per rank x {layout.attention_dp} = "
-             f"{plan.max_concurrency:,.2f} requests of {plan.engine.max_model_len:,} tokens"]
+             f"scale users  {plan.requests_per_rank:,} per rank (vLLM prints {plan.max_concurrency_per_rank:,.2f}x) x "
+             f"{layout.attention_dp} = {plan.requests_all_ranks:,} requests of {plan.engine.max_model_len:,} tokens"]
     if plan.context is not None:
         lines.append(f"scale dcp    {plan.context.decode_context_parallel_size}: "
                      f"{plan.context.engine_kv_cache_tokens:,} tokens printed per rank")
