@@ -387,3 +387,11 @@ def test_engine_header_labels_the_cache_vllm_stores_for_deepseek_v32(kv, label):
                     "kv_cache_dtype": kv})
     assert not at.exception, at.exception
     assert any(f" · {label} KV cache" in c.value for c in at.caption)
+
+
+def test_engine_page_enforce_eager_with_a_graph_mode_warns_and_launches_eager():
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "enforce_eager": "true", "cudagraph_mode": "FULL"})
+    assert not at.exception, at.exception
+    assert any("--enforce-eager overrides cudagraph_mode FULL" in w.value for w in at.warning)
+    commands = [c.value for c in at.code if "vllm serve" in c.value]
+    assert commands and all("--enforce-eager" in c and "cudagraph_mode" not in c for c in commands)

@@ -56,7 +56,7 @@ from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
-from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, request_cudagraphs
+from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
 from planner.engines.vllm_runner import (
     first_compile_bytes,
     graphs_charged,
@@ -551,7 +551,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
-    warnings += v4_warnings
+    warnings += [w for w in (eager_conflict(request), *v4_warnings) if w]
     notes += v4_notes
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
