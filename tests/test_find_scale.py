@@ -252,3 +252,19 @@ def test_find_page_nothing_fits_shows_the_checked_advice_and_no_empty_table():
     assert "max_gpus to 8" not in warning and "weight_dtype fp8" not in warning
     assert not at.dataframe or all(d.key != "setups_table" for d in at.dataframe)
     assert any(c.value == EMPTY_TEXT for c in at.caption)
+
+
+def test_find_lists_dcp_only_where_vllm_s_attention_backend_runs_it():
+    """On AMD GPUs: no DCP row for DeepSeek-V3.2 (ROCm's sparse-MLA backend returns no decode log-sum-exp) or for a
+    full-attention model; Kimi-K2's dense MLA runs ROCm's default TRITON_MLA, which does (planner/scale/context.py
+    dcp_backend_refusal, each case planned by plan_scale in tests/test_scale.py)."""
+    amd = ("amd-mi300x", "amd-mi325x")
+    v32 = _find(V32, users=500, gpu_ids=amd, max_gpus=16, kv_cache_dtypes=("auto",), setup_kinds=("DCP", "TP"))
+    assert v32.options and "DCP" not in {s.kind for s in v32.options} | {s.kind for s in (v32.closest,) if s}
+    qwen = _find(QWEN_MOE, users=300, gpu_ids=amd, kv_cache_dtypes=("auto",), setup_kinds=("DCP",))
+    assert not qwen.options
+    kimi = _find("moonshotai/Kimi-K2-Thinking", users=500, gpu_ids=amd, max_gpus=16, kv_cache_dtypes=("auto",),
+                 setup_kinds=("DCP",))
+    assert kimi.options and {s.kind for s in kimi.options} == {"DCP"}
+    nvidia = _find(V32, users=500, gpu_ids=(H200,), max_gpus=16, kv_cache_dtypes=("auto",), setup_kinds=("DCP",))
+    assert nvidia.options and all("check_attention_cp_compatibility" in " ".join(s.notes) for s in nvidia.options)

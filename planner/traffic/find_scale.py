@@ -49,7 +49,7 @@ from typing import Callable, NamedTuple
 from planner.engines.profiles import engine_profile
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
-from planner.scale.context import DCP_PROFILES, check_dcp_model
+from planner.scale.context import DCP_PROFILES, check_dcp_model, dcp_backend_refusal
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
 from planner.scale.disagg import DisaggPlan, decode_kv_per_sequence, decode_step_seconds, size_pools
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
@@ -230,9 +230,11 @@ def _finish_launch(model: ModelSpec, gpu, request: FindRequest, shape: Shape, re
 KIND_NOTES = {
     "DP+EP": (),
     "DCP": ("-dcp: vLLM checks at start that every attention backend returns the log-sum-exp of its decode step, "
-            "to merge the ranks' partial results (vllm/v1/worker/cp_utils.py, check_attention_cp_compatibility; "
-            "recent builds list FLASH_ATTN, FLASHINFER, FLASHMLA, TRITON_MLA, CUTLASS_MLA and FLASH_ATTN_MLA); "
-            "another backend stops the launch. The roofline leaves out the ranks' exchange",),
+            "to merge the ranks' partial results (vllm/v1/worker/cp_utils.py, check_attention_cp_compatibility); "
+            "DCP rows are listed only where the backend vLLM picks does (planner/scale/context.py: not on AMD GPUs "
+            "for full-attention or sparse-MLA models; sparse MLA only from v0.29; on AMD a dense-MLA model runs "
+            "TRITON_MLA, and with VLLM_ROCM_USE_AITER=1 AITER MLA returns it from v0.29 only). The roofline leaves "
+            "out the ranks' exchange",),
 }
 """Notes every row of a kind carries (numbered under the Find table)."""
 
@@ -255,6 +257,9 @@ def launch_candidates(model: ModelSpec, gpu, request: FindRequest, workload: Wor
         for shape in (s for s in shapes if s.tp == tp):
             if shape.kind == "DCP" and not workload.is_fixed:
                 continue  # the Monte-Carlo demand is per whole request, not per token shard
+            if shape.kind == "DCP" and dcp_backend_refusal(model, engine_profile(request.engine).id, gpu.name,
+                                                           c.kv_flag):
+                continue  # this GPU's attention backend stops a -dcp launch (named in scale_notes)
             plan = launch_plan(model, gpu, request, shape, c.kv_flag, workload.max_model_len)
             cap = rank_capacity(plan, family)
             planned = isinstance(plan, ScalePlan)
