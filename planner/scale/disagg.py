@@ -257,22 +257,11 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
             raise ValueError(f"{name} must be > 0 ms, got {target}")
     link_by_id(link_id)  # an unknown link fails before any plan
     length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
-    launched, notes, fixes = {}, [], []
-    for role, pool in (("prefill", prefill), ("decode", decode)):
-        engine = replace(pool.engine, max_model_len=length)
-        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
-        tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
-        if tp is not None and pool.auto_tensor_parallel:
-            engine = replace(engine, tensor_parallel_size=tp)
-            plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
-            notes.append(f"{role}: tensor parallel {tp}, the smallest size at which it starts (none was given)")
-        elif tp is not None:
-            fixes.append((role, tp))
-        elif not plan.starts:
-            notes.append(f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; "
-                         "try data + expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
-        launched[role] = (engine, plan)
-    (prefill_engine, prefill_plan), (decode_engine, decode_plan) = launched["prefill"], launched["decode"]
+    launched = {role: _launch_pool(model, gpu_memory_bytes, role, pool, length)
+                for role, pool in (("prefill", prefill), ("decode", decode))}
+    notes = [x[2] for x in launched.values() if x[2]]
+    fixes = [(role, x[3]) for role, x in launched.items() if x[3] is not None]
+    (prefill_engine, prefill_plan, *_), (decode_engine, decode_plan, *_) = launched["prefill"], launched["decode"]
     prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill_engine, max_model_len=prompt_len), prefill.scale)
     result = size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
                         bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
@@ -280,6 +269,36 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
                         link_id=link_id)
     return replace(result, notes=(*notes, *result.notes), tensor_parallel_fixes=tuple(fixes),
                    reasons=(*result.reasons, *fix_sentences(fixes)))
+
+
+def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolRequest,
+                 length: int) -> tuple[EngineRequest, ScalePlan, str, int | None]:
+    """``(engine request, plan, note, fix)`` of one pool launched at ``length`` (design note 5): at the asked
+    tensor-parallel size, or the smallest that starts when none was asked (a note says which); ``fix`` is that size
+    when the asked one would not start.
+
+    Raises:
+        ValueError: what :func:`planner.scale.plan_scale` refuses at the asked size (an auto pool searches on).
+    """
+    engine = replace(pool.engine, max_model_len=length)
+    try:
+        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    except ValueError:
+        if not pool.auto_tensor_parallel:
+            raise
+        plan = None  # e.g. -dcp above the default tp 1: the search finds a size that takes it
+    tp = None if plan is not None and plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine,
+                                                                                  pool.scale)
+    if tp is not None and pool.auto_tensor_parallel:
+        engine = replace(engine, tensor_parallel_size=tp)
+        return (engine, plan_scale(model, gpu_memory_bytes, engine, pool.scale),
+                f"{role}: tensor parallel {tp}, the smallest size at which it starts (none was given)", None)
+    if plan is None:  # nothing starts and the asked size cannot even be planned: its own error
+        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    note = "" if plan.starts or tp is not None else (
+        f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; try data + "
+        "expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
+    return engine, plan, note, tp
 
 
 TP_SEARCH = (1, 2, 4, 8, 16, 32, 64)
