@@ -83,13 +83,16 @@ if result.weight_alternative is not None:  # one click: search with those weight
     views.fix_buttons([Fix(f"search with {alt.weight_dtype} weights", "weight_dtype", alt.weight_dtype)],
                       key_prefix="find_weight_fix")
 table = find_table.find_rows(result)
+if table.empty:  # no setup of the kinds asked was planned within the limit: nothing to list, the advice is above
+    st.caption(find_table.EMPTY_TEXT)
 pages = find_table.num_pages(table)
 page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
 shown = find_table.page_of(table, page)
 order, columns = find_table.find_table_config()
-st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
-             placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
+if not table.empty:
+    st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
+                 placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
 for number, note in find_table.page_notes(result, page):
     st.caption(f"Note {number}: {md_message(note)}")
 st.download_button("Download CSV", downloads.csv_text(find_table.csv_rows(table)), file_name="gpu_setups.csv",

@@ -373,3 +373,25 @@ def test_bad_cudagraph_mode_in_the_link_names_the_parameter():
     errors = " ".join(e.value for e in at.error)
     assert "cudagraph_mode=FAST" in errors and "sidebar" in errors
     assert at.selectbox(key="cudagraph_mode").value is None
+
+
+@pytest.mark.parametrize("kv, label", [("auto", "fp8_ds_mla"), ("fp8", "fp8_ds_mla"), ("bf16", "bf16")])
+def test_engine_header_labels_the_cache_vllm_stores_for_deepseek_v32(kv, label):
+    """vLLM stores DeepSeek-V3.2's sparse-MLA layers as fp8_ds_mla for auto and fp8, bf16 only for bf16
+    (planner/engines/vllm_kv_formats.py): the header names what the plan stores."""
+    gpu = get_gpu("nvidia-h200-sxm")
+    plan = plan_engine(model_spec("deepseek-ai/DeepSeek-V3.2"), gpu.framework_memory_bytes,
+                       EngineRequest(gpu_name=gpu.name, tensor_parallel_size=8, kv_cache_dtype=kv))
+    assert plan.kv_cache_dtype == label
+    at = run(PAGE, {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "tensor_parallel_size": "8",
+                    "kv_cache_dtype": kv})
+    assert not at.exception, at.exception
+    assert any(f" · {label} KV cache" in c.value for c in at.caption)
+
+
+def test_engine_page_enforce_eager_with_a_graph_mode_warns_and_launches_eager():
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "enforce_eager": "true", "cudagraph_mode": "FULL"})
+    assert not at.exception, at.exception
+    assert any("--enforce-eager overrides cudagraph_mode FULL" in w.value for w in at.warning)
+    commands = [c.value for c in at.code if "vllm serve" in c.value]
+    assert commands and all("--enforce-eager" in c and "cudagraph_mode" not in c for c in commands)

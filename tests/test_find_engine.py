@@ -167,3 +167,32 @@ def test_find_page_offers_fp8_weights_in_one_click():
     assert not at.exception
     assert at.selectbox(key="weight_dtype").value == "fp8"
     assert "--quantization fp8" in at.dataframe[0].value["Launch command"].iloc[0]
+
+
+def test_find_page_throughput_table_ends_at_the_setups_max_users():
+    """Llama-3.1-8B, 1 x A100 PCIe, fp8 KV (the review's case): the throughput table's last "Fits in KV" batch is
+    the setups table's "Max users" of that row (358, vLLM's view), not the budget arithmetic's 365; its TPOT at the
+    setup's load is the row's TPOT."""
+    from planner.traffic.throughput import time_per_output_token
+    from ui.find_view import setup_throughput
+
+    model_id, gpu_id = "meta-llama/Llama-3.1-8B-Instruct", "nvidia-a100-pcie-80gb"
+    at = _run(FIND, {"model": model_id, "users": "200", "gpu_types": gpu_id, "kv_cache_dtypes": "fp8"})
+    assert not at.exception and not at.error
+    rows = at.dataframe[0].value
+    first = rows.iloc[0]
+    assert first["GPU"] == get_gpu(gpu_id).name and first["replicas"] == 1 and first["TP"] == 1
+    throughput = next(d.value for d in at.dataframe if "Fits in KV" in d.value.columns)
+    fitting = throughput[throughput["Fits in KV"]]
+    assert int(fitting.iloc[-1]["Batch"].replace(",", "")) == first["Max users"]
+    found = find_setups(served_model_spec(model_id), _gpus(), FindRequest(
+        users=200, prompt_len=2000, output_len=500, engine="vllm", gpu_ids=(gpu_id,), kv_cache_dtypes=("fp8",)))
+    s = found.options[0]
+    assert s.max_concurrent_sequences == first["Max users"] == 358
+    gpu = get_gpu(gpu_id)
+    est = setup_throughput(served_model_spec(model_id), gpu, s, found_request := FindRequest(
+        users=200, prompt_len=2000, output_len=500, engine="vllm", kv_cache_dtypes=("fp8",)),
+        found_request.resolved_workload())
+    assert est.kv_bytes_per_sequence_per_gpu == s.kv_bytes_per_sequence_per_gpu
+    assert time_per_output_token(est.weights_bytes_per_gpu, est.kv_bytes_per_sequence_per_gpu, s.users_per_replica,
+                                 gpu.bandwidth_gb_s) == pytest.approx(s.time_per_output_token_s)

@@ -105,6 +105,7 @@ def test_disaggregated_row_is_what_disagg_and_deploy_print(capsys):
     disagg = _cli_json(capsys, ["disagg", *flags])
     assert row.num_gpus == disagg["gpus"] == row.prefill["gpus"] + row.decode["gpus"]
     assert row.prefill == disagg["prefill"] and row.decode == disagg["decode"]
+    assert row.prefill["max_model_len"] == row.decode["max_model_len"] == 2500  # both roles: prompt + output
     assert row.time_to_first_token_s == pytest.approx(disagg["ttft_ms"] / 1000)
     assert row.max_concurrent_sequences == disagg["decode"]["replicas"] * disagg["decode"]["max_concurrency"]
     assert list(row.deploy_commands) == _cli_text(capsys, ["deploy", "--target", "commands", *flags]).splitlines()
@@ -156,7 +157,7 @@ def test_setup_kinds_spellings_and_the_cli_flag(capsys):
                 "time_per_output_token_s", "max_model_len", "fits", "launch_command", "time_to_first_token_s",
                 "output_tokens_per_s", "usd_per_million_output_tokens", "reasons", "notes", "headroom_users"}
     new_keys = {"kind", "expert_parallel_size", "decode_context_parallel_size", "nodes", "weights_bytes_per_gpu",
-                "deploy_commands", "llm_d_values", "prefill", "decode"}
+                "deploy_commands", "llm_d_values", "prefill", "decode", "kv_bytes_per_sequence_per_gpu"}
     assert set(rows[0]) == old_keys | new_keys
     text = _cli_text(capsys, ["find", "--model", V32, "--users", "500", "--prompt-len", "2000", "--output-len", "500",
                               "--gpu-types", H200, "--max-gpus", "8", "--setup-kinds", "tp,dp-ep"])
@@ -181,3 +182,89 @@ def test_memoized_rank_weights_are_each_gpus_own(model_id, gpus):
     assert len(set(fresh.values())) > 1  # the GPUs' loaders do differ here
     for gpu in (*gpus, *gpus):  # memo filled, then read
         assert rank_weight_bytes(model, layout, engine="vllm", weight_dtype_name="auto", gpu_name=gpu) == fresh[gpu]
+
+
+def test_deepseek_v32_rows_label_the_cache_vllm_stores_and_list_it_once():
+    """Under vLLM, --kv-cache-dtype auto and fp8 both store DeepSeek-V3.2's sparse-MLA layers as fp8_ds_mla
+    (planner/engines/vllm_kv_formats.py uses_fp8_ds_mla): one row per setup, labelled so, and its roofline reads the
+    bytes the engine plan stores per token (not the bf16 latent of the budget arithmetic)."""
+    from planner.engines import plan_engine
+    from planner.engines.types import EngineRequest
+
+    found = _find(V32, users=300, gpu_ids=(H200,), max_gpus=8, kv_cache_dtypes=("auto", "fp8"))
+    assert found.options and {s.kv_cache_dtype for s in found.options} == {"fp8_ds_mla"}
+    keys = [(s.kind, s.num_gpus, s.tensor_parallel_size, s.data_parallel_size) for s in found.options]
+    assert len(keys) == len(set(keys))  # no bf16 / fp8 twins with the same users
+    gpu = load_gpus()[H200]
+    plan = plan_engine(served_model_spec(V32), gpu.framework_memory_bytes,
+                       EngineRequest(gpu_name=gpu.name, tensor_parallel_size=8, max_model_len=2500))
+    assert plan.kv_cache_dtype == "fp8_ds_mla"  # the Engine page's header label
+    kv_seq = plan.limiting_rank.kv_cache_bytes_per_token * (2000 + 500 // 2)  # at the mean decode context
+    fewer = _find(V32, users=200, gpu_ids=(H200,), max_gpus=8, kv_cache_dtypes=("auto", "fp8"))
+    t300, t200 = (next(s for s in x.options if s.kind == "TP" and s.num_gpus == 8).time_per_output_token_s
+                  for x in (found, fewer))
+    assert (t300 - t200) * gpu.bandwidth_gb_s * 1e9 / 100 == pytest.approx(kv_seq, rel=1e-9)  # 100 more sequences
+
+
+def test_nothing_fits_advice_respects_the_filters_and_never_repeats_the_request():
+    """DeepSeek-V3.2, disaggregated only, H200 only, 8 GPUs: no disaggregated pair fits in 8. The advice names the
+    search's own answer at 16 GPUs (the kinds and GPU type asked), the filtered-out kind as a filter change, no fp8
+    weights (the checkpoint is fp8 already) and no fp8 KV (vLLM stores fp8_ds_mla for auto and fp8 alike)."""
+    asked = dict(users=200, gpu_ids=(H200,), kv_cache_dtypes=("auto",), setup_kinds=("disaggregated",))
+    found = _find(V32, **asked)
+    assert not found.fits
+    wider = _find(V32, **asked, max_gpus=16).options[0]
+    assert wider.kind == "disaggregated" and wider.num_gpus == 16
+    assert found.suggestions[0] == (
+        f"raise max_gpus to 16: 16 x {H200} (disaggregated, tp {wider.tensor_parallel_size} x "
+        f"{wider.data_parallel_size}, {wider.kv_cache_dtype} KV, {wider.max_concurrent_sequences:,} users) at "
+        f"${wider.price_per_hour:.2f}/h fits")
+    other = _find(V32, **(asked | {"setup_kinds": ("TP", "DP+EP", "DCP")})).options[0]
+    assert any(s.startswith(f"allow setup kind {other.kind} (the setup kinds filter): {other.num_gpus} x {H200}")
+               for s in found.suggestions)
+    text = " ".join(found.suggestions)
+    assert "max_gpus to 8" not in text and "weight_dtype fp8" not in text and "kv_cache_dtype fp8" not in text
+    assert "use weight_dtype int4" in text  # int4 does halve an fp8 checkpoint
+
+
+def test_nothing_fits_offers_fp8_kv_where_it_stores_less():
+    found = _find(LLAMA70, users=2000, gpu_ids=(H100,), kv_cache_dtypes=("auto",), max_gpus=2)
+    assert not found.fits
+    assert "allow kv_cache_dtype fp8 (stores fp8 instead of bf16)" in found.suggestions
+
+
+def test_find_page_nothing_fits_shows_the_checked_advice_and_no_empty_table():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.find_table import EMPTY_TEXT
+
+    page = Path(__file__).resolve().parents[1] / "pages" / "7_Find_a_GPU_setup.py"
+    at = AppTest.from_file(str(page), default_timeout=180)
+    at.query_params["model"] = V32
+    at.query_params["setup_kinds"] = ["disaggregated"]
+    at.query_params["gpu_types"] = [H200]
+    at.run()
+    assert not at.exception, at.exception
+    warning = next(w.value for w in at.warning if "Nothing fits" in w.value)
+    assert "raise max_gpus to 16: 16 x nvidia-h200-sxm (disaggregated" in warning
+    assert "max_gpus to 8" not in warning and "weight_dtype fp8" not in warning
+    assert not at.dataframe or all(d.key != "setups_table" for d in at.dataframe)
+    assert any(c.value == EMPTY_TEXT for c in at.caption)
+
+
+def test_find_lists_dcp_only_where_vllm_s_attention_backend_runs_it():
+    """On AMD GPUs: no DCP row for DeepSeek-V3.2 (ROCm's sparse-MLA backend returns no decode log-sum-exp) or for a
+    full-attention model; Kimi-K2's dense MLA runs ROCm's default TRITON_MLA, which does (planner/scale/context.py
+    dcp_backend_refusal, each case planned by plan_scale in tests/test_scale.py)."""
+    amd = ("amd-mi300x", "amd-mi325x")
+    v32 = _find(V32, users=500, gpu_ids=amd, max_gpus=16, kv_cache_dtypes=("auto",), setup_kinds=("DCP", "TP"))
+    assert v32.options and "DCP" not in {s.kind for s in v32.options} | {s.kind for s in (v32.closest,) if s}
+    qwen = _find(QWEN_MOE, users=300, gpu_ids=amd, kv_cache_dtypes=("auto",), setup_kinds=("DCP",))
+    assert not qwen.options
+    kimi = _find("moonshotai/Kimi-K2-Thinking", users=500, gpu_ids=amd, max_gpus=16, kv_cache_dtypes=("auto",),
+                 setup_kinds=("DCP",))
+    assert kimi.options and {s.kind for s in kimi.options} == {"DCP"}
+    nvidia = _find(V32, users=500, gpu_ids=(H200,), max_gpus=16, kv_cache_dtypes=("auto",), setup_kinds=("DCP",))
+    assert nvidia.options and all("check_attention_cp_compatibility" in " ".join(s.notes) for s in nvidia.options)

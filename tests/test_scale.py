@@ -212,6 +212,33 @@ def test_dcp_refuses_older_vllm():
                    ScaleRequest(decode_context_parallel_size=8))
 
 
+# Which attention backend vLLM picks, and whether it returns the decode log-sum-exp DCP needs, read in the published
+# vLLM wheels v0.11.0-v0.34.0 (planner/scale/context.py module docstring): (model, GPU, profile, KV dtype, starts,
+# the file or backend the refusal names).
+DCP_BACKENDS = [
+    ("deepseek-ai/DeepSeek-V3.2", "amd-mi300x", "vllm", "auto", False, "rocm_aiter_mla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "amd-mi325x", "vllm", "bf16", False, "rocm_aiter_mla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm", "auto", True, ""),  # FlashMLA-sparse, v0.29+
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm-v0.28", "auto", False, "flashmla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm", "bf16", False, "FLASH_ATTN_MLA_SPARSE"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-b200", "vllm", "bf16", True, ""),  # FlashMLA / FlashInfer sparse, v0.29+
+    ("moonshotai/Kimi-K2-Thinking", "amd-mi325x", "vllm-v0.11", "auto", True, ""),  # ROCm's default TRITON_MLA
+    ("Qwen/Qwen3-30B-A3B", "amd-mi325x", "vllm", "auto", False, "ROCM_ATTN"),
+    ("Qwen/Qwen3-30B-A3B", "nvidia-h100-sxm-80gb", "vllm", "auto", True, ""),  # FLASH_ATTN
+]
+
+
+@pytest.mark.parametrize("model_id, gpu_id, engine, kv, starts, named", DCP_BACKENDS)
+def test_dcp_runs_only_where_the_attention_backend_returns_the_decode_lse(model_id, gpu_id, engine, kv, starts, named):
+    gpu = get_gpu(gpu_id)
+    plan = plan_scale(model_spec(model_id), gpu.framework_memory_bytes,
+                      EngineRequest(engine=engine, gpu_name=gpu.name, tensor_parallel_size=8, max_model_len=8192,
+                                    kv_cache_dtype=kv), ScaleRequest(decode_context_parallel_size=2))
+    assert plan.starts is starts, plan.reasons
+    if not starts:
+        assert named in plan.reasons[0] and "check_attention_cp_compatibility" in plan.reasons[0]
+
+
 # --- CLI ---------------------------------------------------------------------------------------------
 def test_cli_plan_dp_ep_adds_a_scale_block(capsys):
     args = ["plan", "--model", N10["model"], "--gpu", N10["gpu"], "--weight-dtype", "fp8_block128", "--engine",

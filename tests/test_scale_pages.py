@@ -86,7 +86,7 @@ def test_engine_page_headline_describes_the_dp_ep_launch():
     shown = {m.label: m.value for m in at.metric}
     assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "35.27x"  # README: DP + EP by hand
     assert shown["KV cache size [tokens, as printed]"] == f"{plan.engine_kv_cache_tokens:,}"
-    assert shown["Users, all ranks"] == "282.16"
+    assert shown["Users, all ranks"] == "280"  # whole requests: 35 per rank x 8 (vLLM prints 35.27x per rank)
     assert any("8 data-parallel ranks × tensor parallel 1, experts over 8 GPUs = 8 GPUs" in c.value
                for c in at.caption)
     assert any("Model loading took 94.77" in c for c in _codes(at))
@@ -99,3 +99,23 @@ def test_engine_page_bad_scale_flags_fall_back_to_one_replica_with_a_message():
     assert not at.exception
     assert any("Could not plan the data / expert / context parallel launch" in e.value for e in at.error)
     assert any("tensor parallel 1 × pipeline 1 × 2 replicas" in c.value for c in at.caption)
+
+
+def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
+    """Qwen3-235B-A22B-FP8, H200, -dp 8 --enable-expert-parallel, no log pasted: the per-GPU table's "Measured" row is
+    "-" (the placement's weights are an estimate, not a log's figure) and the users are whole requests
+    (requests per rank x ranks; vLLM's fractional ratio is in the help)."""
+    model_id = "Qwen/Qwen3-235B-A22B-FP8"
+    at = _run(ENGINE_PAGE, {"model": model_id, "gpu": H200, "data_parallel_size": "8",
+                            "enable_expert_parallel": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    gpu = get_gpu(H200)
+    plan = plan_scale(model_spec(model_id), gpu.framework_memory_bytes,
+                      EngineRequest(max_model_len=8192, gpu_name=gpu.name),
+                      ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    assert plan.engine.limiting_rank.overridden == ()
+    assert plan.requests_all_ranks == plan.requests_per_rank * 8 == plan.engine_kv_cache_tokens // 8192 * 8
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Users, all ranks"] == f"{plan.requests_all_ranks:,}" and "." not in shown["Users, all ranks"]
+    measured = [row for d in at.dataframe for row in d.value.to_dict("records") if row.get("Per GPU") == "Measured"]
+    assert measured and all(v == "-" for row in measured for k, v in row.items() if k != "Per GPU")

@@ -205,3 +205,23 @@ def test_cli_reads_cudagraph_mode_and_minus_o():
     assert graphs["ranks"][0]["cudagraph_bytes"] == level["ranks"][0]["cudagraph_bytes"] > 0
     assert _cli(*base, "-O", "0")["engine_plan"]["ranks"][0]["cudagraph_bytes"] == 0
     assert """--compilation-config '{"cudagraph_mode": "PIECEWISE"}'""" in graphs["launch_command"]
+
+
+@pytest.mark.parametrize("kw, named", [
+    (dict(cudagraph_mode="FULL"), "cudagraph_mode FULL"),
+    (dict(optimization_level=3, max_cudagraph_capture_size=64), "-O3 and max_cudagraph_capture_size 64"),
+])
+def test_enforce_eager_wins_and_the_command_drops_the_contradicting_flags(kw, named):
+    """vLLM's VllmConfig.__post_init__ (vllm/config/vllm.py) sets cudagraph_mode NONE and -O0 under --enforce-eager:
+    the plan warns, captures nothing, and its launch command keeps --enforce-eager alone."""
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    plan = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,
+                       EngineRequest(gpu_name=gpu.name, enforce_eager=True, **kw))
+    assert "--enforce-eager" in plan.launch_command
+    assert "--compilation-config" not in plan.launch_command and " -O" not in plan.launch_command
+    assert "--max-cudagraph-capture-size" not in plan.launch_command
+    assert any(w.startswith(f"--enforce-eager overrides {named}") for w in plan.warnings)
+    assert plan.limiting_rank.cudagraph_bytes == 0
+    plain = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,
+                        EngineRequest(gpu_name=gpu.name, enforce_eager=True))
+    assert not any("overrides" in w for w in plain.warnings)

@@ -32,6 +32,11 @@ GPU_CELL_CHARS = 30
 name (a custom GPU's) ends in "…" there and stays whole in the CSV."""
 
 
+EMPTY_TEXT = ("No setup of the kinds asked starts on these GPUs within the limit, so none is listed, not even a closest "
+              "one; the changes above are each checked by the same search.")
+"""What the Find page says instead of an empty table."""
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
 

@@ -70,8 +70,9 @@ def shown_setup(result: FindResult) -> Setup | None:
 
 def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
                      workload: Workload) -> ThroughputEstimate:
-    """Roofline estimate for one replica of ``setup`` at its load."""
-    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16") else setup.kv_cache_dtype
+    """Roofline estimate for one replica of ``setup`` at its load: the requests it holds and the KV per sequence its
+    time per output token reads are the setup's own (the table's "Max users" and TPOT), not re-derived."""
+    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16", "fp8_ds_mla") else setup.kv_cache_dtype
     plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
                                num_gpus=setup.tensor_parallel_size,
                                gpu_memory_utilization=request.gpu_memory_utilization,
@@ -81,7 +82,10 @@ def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
     return estimate_throughput(model, plan_request, gpu_memory_bytes=gpu.framework_memory_bytes,
                                bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops,
                                price_usd_per_gpu_hour=gpu.price_usd_per_hour, prompt_len=prompt, output_len=output,
-                               gpu_id=gpu.id)
+                               gpu_id=gpu.id, max_concurrent_sequences=setup.max_concurrent_sequences // max(
+                                   1, setup.data_parallel_size),
+                               kv_bytes_per_sequence_per_gpu=setup.kv_bytes_per_sequence_per_gpu,
+                               kv_cache_dtype_name=setup.kv_cache_dtype)
 
 
 def vendor_filter(gpus) -> tuple[list, list[str]]:

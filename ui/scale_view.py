@@ -15,10 +15,12 @@ import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
+from planner.diagnose import Fix
 from planner.engines.types import EngineRequest
+from planner.fixes import CheckedFix
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
-from ui import inputs
+from ui import inputs, views
 from ui.budget_bar import segments_bar_html
 from ui.charts import RANK_COLOURS
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
@@ -47,8 +49,10 @@ DISAGG_FIELDS: dict[str, NumberField] = {
         NumberField(key="tpot_ms", label="TPOT target [ms]", min_value=0.01, max_value=100_000.0, default=50.0,
                     step=5.0, is_float=True, unit="ms",
                     help="Time per output token of the decode pool; it caps the decode batch (`--tpot-ms`)."),
-        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools)", min_value=1, max_value=64,
-                    default=1, step=1, unit="GPUs", help="GPUs one attention rank is split over (`-tp`)."),
+        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools) (empty = smallest that "
+                    "starts)", min_value=1, max_value=64, default=None, step=1, unit="GPUs",
+                    help="GPUs one attention rank is split over (`-tp`); empty: each pool gets the smallest size at "
+                         "which its engine starts, as Find searches."),
         NumberField(key="data_parallel_size", label="Data parallel size (both pools)", min_value=1, max_value=1024,
                     default=1, step=1, unit="ranks",
                     help="vLLM `-dp`: ranks of one launch, each with its own KV pool and scheduler."),
@@ -183,6 +187,7 @@ def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple
     n = knobs.numbers
     engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
                            tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu_name)
+    shared_auto = n["tensor_parallel_size"] is None  # empty: the smallest size that starts (planner.scale.disagg)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,
                              enable_expert_parallel=bool(knobs.switches.get("enable_expert_parallel")),
@@ -200,8 +205,26 @@ def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple
             pool_scale = replace(pool_scale, data_parallel_size=n[f"{role}_data_parallel_size"])
         if role == "prefill":
             pool_scale = replace(pool_scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-        pools.append(PoolRequest(engine=request, scale=pool_scale))
+        auto = shared_auto and n[f"{role}_tensor_parallel_size"] is None
+        pools.append(PoolRequest(engine=request, scale=pool_scale, auto_tensor_parallel=auto))
     return pools[0], pools[1]
+
+
+def tensor_parallel_fixes(result, knobs: DisaggInputs) -> list[CheckedFix]:
+    """Buttons for :attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`: the shared input when every pool
+    that would not start wants the same size and no pool has its own, else each pool's own input."""
+    sizes = dict(result.tensor_parallel_fixes)
+    own = any(knobs.numbers.get(f"{role}_tensor_parallel_size") is not None for role in sizes)
+    if len(sizes) == 2 and len(set(sizes.values())) == 1 and not own:
+        tp = sizes["prefill"]
+        fix = Fix(f"tensor parallel {tp}: the smallest size at which both pools start", "tensor_parallel_size", tp)
+        return [CheckedFix(fix, f"Tensor parallel → {tp}", str(fix), 0.0, True)]
+    out = []
+    for role, tp in sizes.items():
+        fix = Fix(f"{role} tensor parallel {tp}: the smallest size at which the {role} pool starts",
+                  f"{role}_tensor_parallel_size", tp)
+        out.append(CheckedFix(fix, f"{role.capitalize()} TP → {tp}", str(fix), 0.0, True))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -237,10 +260,13 @@ def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
 
 def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
     """The fullest GPU of an :class:`planner.engines.types.EnginePlan` as a budget bar (segments of
-    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones left out; the dashed line at the
-    engine's usable share when it has a memory fraction)."""
+    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones and "Over the card" left out: terms that exceed
+    the card run past its line, as Home's bar draws them; the dashed line at the engine's usable share when it has
+    a memory fraction)."""
     rank = plan.limiting_rank
-    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0]
+    # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
+    # the card line; an "Over the card" segment after them would count that excess twice
+    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != "Over the card"]
     usable = rank.requested_bytes if plan.gpu_memory_utilization is not None else None
     return segments_bar_html(segments, RANK_COLOURS, usable_bytes=usable, card_bytes=gpu_memory_bytes,
                              gpu_label=gpu_label)
@@ -251,10 +277,14 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     title = "Prefill pool" if pool.role == "prefill" else "Decode pool"
     container.subheader(title)
     target = "TTFT" if pool.role == "prefill" else "TPOT"
-    if not pool.plan.starts:
-        container.warning(md_message(f"The {pool.role} engine would not start: " + "; ".join(pool.plan.reasons)),
-                          icon=":material/warning:")
-    elif not pool.meets_target:
+    if not pool.plan.starts:  # no sizes, times or commands for a launch that would not start; the reason is above
+        layout = pool.plan.layout
+        container.error(f"Would not start at tensor parallel {layout.tensor_parallel_size} x "
+                        f"{count_noun(layout.attention_dp, 'rank')}: the reason is above.", icon=":material/block:")
+        container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
+        container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
+        return
+    if not pool.meets_target:
         container.warning(f"Misses the {target} target.", icon=":material/timer_off:")
     values = pool_metric_values(pool)
     for row in (list(values.items())[i:i + 2] for i in range(0, len(values), 2)):
@@ -284,11 +314,29 @@ def transfer_text(result) -> str:
             f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
 
 
-def headline(result) -> None:
-    """The verdict: GPUs in all when it fits, else every reason (a normal result, not an error)."""
+_POOL_NOTE = ("prefill:", "decode:")
+"""How the notes that :func:`headline` shows begin (one pool's tensor-parallel size)."""
+
+
+def sizing_notes(result) -> list[str]:
+    """The plan's notes that :func:`headline` does not show (the roofline, the arrivals, what each pool holds)."""
+    return [note for note in result.notes if not note.startswith(_POOL_NOTE)]
+
+
+def headline(result, knobs: DisaggInputs) -> None:
+    """The verdict: GPUs in all when it fits, else every reason once (a normal result, not an error); when a pool
+    would not start, no sizes, and a button for the tensor-parallel size that starts it (when one does)."""
     d = result.to_dict()
+    if not result.starts:
+        st.warning(md_message("Would not start as asked: " + "; ".join(result.reasons) + "."),
+                   icon=":material/warning:")
+        views.fix_buttons(tensor_parallel_fixes(result, knobs), key_prefix="disagg_tp_fix")
+        return
     sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "
              f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
+    for note in result.notes:
+        if note.startswith(_POOL_NOTE):  # the tensor-parallel size chosen when none was given
+            st.caption(md_message(note))
     if result.fits:
         st.success(sizes + ".", icon=":material/check_circle:")
     else:
@@ -336,22 +384,25 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 
 
 def scale_users_line(plan) -> str:
-    """``"**35.27** users per rank x **8** ranks = **282.16** requests of 8,192 tokens"`` of a
-    :class:`planner.scale.ScalePlan` (its own figures)."""
+    """``"**35** users per rank (vLLM prints 35.27x) x **8** ranks = **280** requests of 8,192 tokens"`` of a
+    :class:`planner.scale.ScalePlan`: whole requests (a rank's scheduler admits whole ones), beside the ratio vLLM
+    prints per rank."""
     d, ranks = plan.to_dict(), plan.layout.attention_dp
-    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{format_int(ranks)}** "
-            f"{'rank' if ranks == 1 else 'ranks'} = **{d['max_concurrency']:,.2f}** requests of "
-            f"{format_int(d['max_model_len'])} tokens")
+    return (f"**{format_int(d['requests_per_rank'])}** users per rank (vLLM prints "
+            f"{d['max_concurrency_per_rank']:,.2f}x) x **{format_int(ranks)}** {'rank' if ranks == 1 else 'ranks'} = "
+            f"**{format_int(d['requests_all_ranks'])}** requests of {format_int(d['max_model_len'])} tokens")
 
 
 def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
     """``label -> (value, help)`` of a :class:`planner.scale.ScalePlan`, from its :meth:`to_dict`."""
     d, layout = plan.to_dict(), plan.layout
     values = {
-        "Users, all ranks": (f"{d['max_concurrency']:,.2f}", f"Requests of {format_int(d['max_model_len'])} tokens: "
-                                                             "each attention data-parallel rank has its own KV pool "
-                                                             "and scheduler"),
-        "Users per rank": (f"{d['max_concurrency_per_rank']:,.2f}", "What one rank's KV pool holds"),
+        "Users, all ranks": (format_int(d["requests_all_ranks"]),
+                             f"Whole requests of {format_int(d['max_model_len'])} tokens: each attention data-parallel "
+                             f"rank has its own KV pool and scheduler (vLLM's ratio, all ranks: "
+                             f"{d['max_concurrency']:,.2f})"),
+        "Users per rank": (format_int(d["requests_per_rank"]),
+                           f"Whole requests one rank's KV pool holds (vLLM prints {d['max_concurrency_per_rank']:,.2f}x)"),
         "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
                               f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "

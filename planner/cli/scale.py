@@ -48,7 +48,7 @@ from planner.scale import (
     plan_disagg,
     plan_scale,
 )
-from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
+from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
 from planner.scale.weights import rank_model
 from planner.text import count_noun
 from planner.units import GiB
@@ -188,8 +188,8 @@ def scale_table_lines(args: argparse.Namespace) -> list[str]:
              f"scale wts    {weights.total_bytes / GiB:,.2f} GiB per GPU"
              + (f" ({weights.routed_expert_bytes / GiB:,.2f} routed experts + {weights.dense_bytes / GiB:,.2f} dense)"
                 if weights.routed_expert_bytes else ""),
-             f"scale users  {plan.max_concurrency_per_rank:,.2f} per rank x {layout.attention_dp} = "
-             f"{plan.max_concurrency:,.2f} requests of {plan.engine.max_model_len:,} tokens"]
+             f"scale users  {plan.requests_per_rank:,} per rank (vLLM prints {plan.max_concurrency_per_rank:,.2f}x) x "
+             f"{layout.attention_dp} = {plan.requests_all_ranks:,} requests of {plan.engine.max_model_len:,} tokens"]
     if plan.context is not None:
         lines.append(f"scale dcp    {plan.context.decode_context_parallel_size}: "
                      f"{plan.context.engine_kv_cache_tokens:,} tokens printed per rank")
@@ -267,7 +267,8 @@ def _pool(args: argparse.Namespace, gpu, role: str) -> PoolRequest:
         scale = replace(scale, data_parallel_size=dp)
     if role == "prefill" and scale.decode_context_parallel_size > 1:
         scale = replace(scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-    return PoolRequest(engine=request, scale=scale)
+    auto = tp is None and args.tensor_parallel_size is None and args.num_gpus is None  # the smallest that starts
+    return PoolRequest(engine=request, scale=scale, auto_tensor_parallel=auto)
 
 
 def _disagg(args: argparse.Namespace, model, gpu):
@@ -286,6 +287,10 @@ def _disagg_table(result) -> str:
              "tokens (roofline upper bound)"]
     for name, pool in (("prefill", result.prefill), ("decode", result.decode)):
         d = pool.to_dict()
+        if not pool.plan.starts:  # no sizes for a launch that would not start: its reason is below, once
+            lines.append(f"{name:<12} would not start at tp {d['tensor_parallel_size']}, dp {d['data_parallel_size']} "
+                         f"({d['gpus_per_replica']} GPUs per replica)")
+            continue
         step = d.get("prefill_ms_per_request", d.get("time_per_output_token_ms"))
         lines.append(f"{name:<12} {count_noun(d['gpus'], 'GPU')} = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); {d['max_concurrency']:,} requests per "
@@ -293,6 +298,7 @@ def _disagg_table(result) -> str:
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                  f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]
+    lines += [f"  note: {n}" for n in result.notes if n.startswith(("prefill:", "decode:"))]  # the sizes chosen
     return "\n".join(lines)
 
 
@@ -306,6 +312,9 @@ def _deploy(args: argparse.Namespace, model, gpu) -> str:
         roles = {"decode": (plan_scale(model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
                                        scale_request(args, _family(cli_engine.engine_request(args, gpu)))),
                             args.replicas)}
+    if refusal := start_refusal(roles):  # nothing to deploy: the fix is in the reason (or --tensor-parallel-size)
+        raise ValueError(f"no deployment: {refusal}; raise --tensor-parallel-size (see `disagg`'s "
+                         "tensor_parallel_fixes) or change the flags")
     if args.target == "commands":
         return "\n".join(role_commands(roles))
     return roles_yaml(model, roles, gpu_name=gpu.name, gpus_per_node=args.gpus_per_node or 8)

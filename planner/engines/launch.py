@@ -171,9 +171,15 @@ def vllm_cudagraph_flags(spec: LaunchSpec) -> list[str]:
     compilation level before), ``--compilation-config '{"cudagraph_mode": ...}'`` (accepted by every V1
     release) and ``--max-cudagraph-capture-size`` (``--cuda-graph-sizes`` on v0.10 and the 2025 V1 builds).
 
+    With ``--enforce-eager`` none is written: vLLM then runs eager whatever they say (compilation mode NONE,
+    ``cudagraph_mode`` NONE, ``-O0``, no capture sizes; vllm/config/vllm.py ``VllmConfig.__post_init__``), so a
+    command carrying both would contradict itself (:func:`planner.engines.vllm_cudagraph.eager_conflict`).
+
     Sources: vllm/engine/arg_utils.py and vllm/utils/argparse_utils.py of v0.10.1.1, v0.12.0 and v0.29.0.
     """
     flags: list[str] = []
+    if spec.enforce_eager:
+        return flags
     if spec.optimization_level is not None:
         flags.append(f"-O{spec.optimization_level}")
     if spec.cudagraph_mode is not None:

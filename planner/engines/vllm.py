@@ -56,7 +56,7 @@ from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
-from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, request_cudagraphs
+from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
 from planner.engines.vllm_runner import (
     first_compile_bytes,
     graphs_charged,
@@ -66,7 +66,7 @@ from planner.engines.vllm_runner import (
     speculative_tokens,
     v2_state_bytes,
 )
-from planner.engines.vllm_kv_formats import FP8_DS_MLA_NOTE, layer_bytes_per_token, uses_fp8_ds_mla
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, FP8_DS_MLA_NOTE, layer_bytes_per_token, uses_fp8_ds_mla
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -328,7 +328,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         "family": profile.family, "model_id": model.model_id,
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
-        "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype, "kv_cache_dtype": dtypes.kv.name,
+        "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype,
+        "kv_cache_dtype": FP8_DS_MLA if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype) else dtypes.kv.name,
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),
@@ -551,7 +552,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
-    warnings += v4_warnings
+    warnings += [w for w in (eager_conflict(request), *v4_warnings) if w]
     notes += v4_notes
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))

@@ -313,6 +313,27 @@ def request_cudagraphs(model: ModelSpec, request: EngineRequest, profile_id: str
                               estimated=estimated)
 
 
+def eager_conflict(request: EngineRequest) -> str:
+    """The warning for ``--enforce-eager`` together with a graph mode, a ``-O`` level or a capture size, "" without
+    such a pair. vLLM lets eager win: ``VllmConfig.__post_init__`` (vllm/config/vllm.py; v0.12.0 and v0.34.0) sets
+    the compilation mode and ``cudagraph_mode`` to NONE, the level to -O0 and the capture sizes to none, so the
+    other flags are ignored, and the launch command leaves them out (:func:`planner.engines.launch.
+    vllm_cudagraph_flags`)."""
+    if not request.enforce_eager:
+        return ""
+    given = [text for text, value in (
+        (f"cudagraph_mode {request.cudagraph_mode}", request.cudagraph_mode),
+        (f"-O{request.optimization_level}", request.optimization_level),
+        (f"max_cudagraph_capture_size {request.max_cudagraph_capture_size}", request.max_cudagraph_capture_size))
+        if value is not None]
+    if not given:
+        return ""
+    return (f"--enforce-eager overrides {' and '.join(given)}: vLLM runs eager (no torch.compile, cudagraph_mode NONE, "
+            "-O0; vllm/config/vllm.py VllmConfig.__post_init__), so the launch command leaves "
+            f"{'it' if len(given) == 1 else 'them'} out and no CUDA graph is planned; drop --enforce-eager to capture "
+            "graphs")
+
+
 def cudagraph_note(graphs: CudaGraphEstimate, charged_bytes: int, *, subtracted: bool) -> str:
     """One line saying which graphs this version captures and what they cost, "" when none are.
 

@@ -55,6 +55,9 @@ from planner.model import ModelSpec
 from planner.model.layers import CacheDtypes, LayerSpec
 from planner.model.sparse import IndexedMLAAttention
 
+FP8_DS_MLA = "fp8_ds_mla"
+"""The name vLLM gives that cache format (``--kv-cache-dtype fp8_ds_mla``; what the plans label the cache)."""
+
 FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm-v0.28", "vllm"})
 """vLLM profiles that store sparse-MLA layers as ``fp8_ds_mla`` by default (design note 2)."""
 
@@ -105,6 +108,13 @@ def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> b
     """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
     return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
             and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
+
+
+def stored_kv_bytes_per_token(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int) -> int:
+    """KV bytes of one token over all layers on one GPU as vLLM stores a model whose sparse-MLA layers are in
+    ``fp8_ds_mla`` (:func:`layer_bytes_per_token` with ``ds_mla``; design note 1: 61 x (656 + 132) = 48,068 B for
+    DeepSeek-V3.2) [bytes]."""
+    return sum(layer_bytes_per_token(layer, dtypes, tensor_parallel_size, True) for layer in model.layers)
 
 
 def layer_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, ds_mla: bool) -> int:

@@ -263,6 +263,18 @@ def role_commands(roles: dict[str, tuple[ScalePlan, int]]) -> list[str]:
     return out
 
 
+def start_refusal(roles: dict[str, tuple[ScalePlan, int]]) -> str | None:
+    """Why ``roles`` cannot be deployed: a sentence naming each role whose launch would not start and the engine's
+    reason, or None when every launch starts (no command or values are written for a launch that would not
+    start)."""
+    refused: dict[str, list[str]] = {}  # reason -> roles (the same launch refused for both roles: once)
+    for role, (plan, _) in roles.items():
+        if not plan.starts:
+            refused.setdefault("; ".join(plan.reasons) or "no room for its KV cache", []).append(role)
+    return "; ".join(f"the {' and '.join(names)} launch would not start ({reason})"
+                     for reason, names in refused.items()) or None
+
+
 def disagg_roles(result) -> dict[str, tuple[ScalePlan, int]]:
     """``{"prefill": ..., "decode": ...}`` of a :class:`planner.scale.disagg.DisaggPlan` (at least one decode
     replica)."""

@@ -17,7 +17,9 @@ Design notes:
        :mod:`planner.engines.vllm_moe_dispatch`; :attr:`ScalePlan.moe_dispatch`). The buffers of the
        non-default DeepEP / pplx backends (``--all2all-backend``) are not priced.
     2. A printed available memory (``--available-kv-memory-gib``) pins the pool as usual: the KV
-       arithmetic is then exact whatever the weights.
+       arithmetic is then exact whatever the weights. The placement's weights reach the engine plan as a
+       pinned figure but are not a measurement: the ranks' ``overridden`` (what a log supplied) leaves them
+       out.
     3. Pipeline parallel together with data / expert parallel is refused (not modelled).
 
 Sources: :mod:`planner.scale.layout` (placement and the engine files it follows).
@@ -84,6 +86,12 @@ class ScalePlan:
         length = self.engine.max_model_len
         return self.engine_kv_cache_tokens // length if self.starts and length else 0
 
+    @property
+    def requests_all_ranks(self) -> int:
+        """Whole requests of ``max_model_len`` all ranks hold at once: :attr:`requests_per_rank` x the ranks (each
+        rank's scheduler admits whole requests; ``max_concurrency`` is vLLM's printed ratio, a fraction)."""
+        return self.requests_per_rank * self.layout.attention_dp
+
     def engine_view(self) -> EnginePlan:
         """:attr:`engine` with the launch's own figures: the printed tokens and concurrency of one rank under
         ``-dcp``, all ranks' concurrency, the start verdict and the launch command (what ``plan`` prints)."""
@@ -109,6 +117,8 @@ class ScalePlan:
             "engine_kv_cache_tokens": self.engine_kv_cache_tokens,
             "max_concurrency_per_rank": self.max_concurrency_per_rank,
             "max_concurrency": self.max_concurrency,
+            "requests_per_rank": self.requests_per_rank,
+            "requests_all_ranks": self.requests_all_ranks,
             "engine_max_model_len": self.engine_max_model_len,
             "max_model_len": self.engine.max_model_len,
             "starts": self.starts,
@@ -233,6 +243,9 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
                            data_parallel_size=layout.attention_dp, weights_bytes=pinned,
                            moe_data_parallel=_moe_data_parallel(model, layout))
     engine = plan_engine(model, gpu_memory_bytes, rank_request)
+    if engine_request.weights_bytes is None and pinned is not None:  # the placement's figure, not a measured one
+        engine = replace(engine, ranks=tuple(replace(r, overridden=tuple(x for x in r.overridden if x != "weights"))
+                                             for r in engine.ranks))
     dispatch = _dispatch(model, rank_request, engine)
     if dispatch is not None:
         notes.append(dispatch.note())

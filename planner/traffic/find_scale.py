@@ -49,9 +49,9 @@ from typing import Callable, NamedTuple
 from planner.engines.profiles import engine_profile
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
-from planner.scale.context import DCP_PROFILES, check_dcp_model
+from planner.scale.context import DCP_PROFILES, check_dcp_model, dcp_backend_refusal
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml
-from planner.scale.disagg import DisaggPlan, decode_step_seconds, size_pools
+from planner.scale.disagg import DisaggPlan, decode_kv_per_sequence, decode_step_seconds, size_pools
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
 from planner.text import count_noun
@@ -231,9 +231,11 @@ def _finish_launch(model: ModelSpec, gpu, request: FindRequest, shape: Shape, re
 KIND_NOTES = {
     "DP+EP": (),
     "DCP": ("-dcp: vLLM checks at start that every attention backend returns the log-sum-exp of its decode step, "
-            "to merge the ranks' partial results (vllm/v1/worker/cp_utils.py, check_attention_cp_compatibility; "
-            "recent builds list FLASH_ATTN, FLASHINFER, FLASHMLA, TRITON_MLA, CUTLASS_MLA and FLASH_ATTN_MLA); "
-            "another backend stops the launch. The roofline leaves out the ranks' exchange",),
+            "to merge the ranks' partial results (vllm/v1/worker/cp_utils.py, check_attention_cp_compatibility); "
+            "DCP rows are listed only where the backend vLLM picks does (planner/scale/context.py: not on AMD GPUs "
+            "for full-attention or sparse-MLA models; sparse MLA only from v0.29; on AMD a dense-MLA model runs "
+            "TRITON_MLA, and with VLLM_ROCM_USE_AITER=1 AITER MLA returns it from v0.29 only). The roofline leaves "
+            "out the ranks' exchange",),
 }
 """Notes every row of a kind carries (numbered under the Find table)."""
 
@@ -256,6 +258,9 @@ def launch_candidates(model: ModelSpec, gpu, request: FindRequest, workload: Wor
         for shape in (s for s in shapes if s.tp == tp):
             if shape.kind == "DCP" and not workload.is_fixed:
                 continue  # the Monte-Carlo demand is per whole request, not per token shard
+            if shape.kind == "DCP" and dcp_backend_refusal(model, engine_profile(request.engine).id, gpu.name,
+                                                           c.kv_flag):
+                continue  # this GPU's attention backend stops a -dcp launch (named in scale_notes)
             plan = launch_plan(model, gpu, request, shape, c.kv_flag, workload.max_model_len)
             cap = rank_capacity(plan, family)
             planned = isinstance(plan, ScalePlan)
@@ -302,17 +307,19 @@ def disagg_candidates(model: ModelSpec, gpu, request: FindRequest, workload: Wor
         started = {"decode": [(s, p) for s in decode_shapes if isinstance(
             p := launch_plan(model, gpu, request, s, c.kv_flag, workload.max_model_len), ScalePlan)]}
         # prefill: the smallest launch that starts (more GPUs per prompt cut the TTFT, not the GPUs the arrivals
-        # need: replicas x GPUs ~ arrivals x the prefill time on one GPU)
-        first = next(((s, p) for s in prefill_shapes
-                      if isinstance(p := launch_plan(model, gpu, request, s, c.kv_flag, prompt), ScalePlan)), None)
-        started["prefill"] = [first] if first else []
+        # need: replicas x GPUs ~ arrivals x the prefill time on one GPU), at the decode role's max_model_len
+        # (planner.scale.disagg design note 3), its KV sizing at the prompt's length
+        first = next(((s, p) for s in prefill_shapes if isinstance(
+            p := launch_plan(model, gpu, request, s, c.kv_flag, workload.max_model_len), ScalePlan)), None)
+        prompt_plan = None if first is None else launch_plan(model, gpu, request, first[0], c.kv_flag, prompt)
+        started["prefill"] = [first] if isinstance(prompt_plan, ScalePlan) else []
         for d_shape, d_plan in started["decode"]:
             decode_engine = engine_request_for(request, gpu, d_plan.layout.tensor_parallel_size, c.kv_flag,
                                                workload.max_model_len)
             for p_shape, p_plan in started["prefill"]:
                 if d_shape.gpus + p_shape.gpus > max_gpus:
                     continue
-                result = size_pools(model, p_plan, d_plan, decode_engine=decode_engine,
+                result = size_pools(model, p_plan, d_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
                                     bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=tflops, users=request.users,
                                     prompt_len=prompt, output_len=output, tpot_ms=tpot_ms, link_id=request.link)
                 if result.decode.replicas < 1:
@@ -338,6 +345,7 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     price = float(gpu.price_usd_per_hour) * gpus
     tpot = decode_step_seconds(plan, model, decode_engine, prompt_len=result.prompt_len, output_len=result.output_len,
                                batch=per_rank, bandwidth_gb_s=gpu.bandwidth_gb_s)
+    kv_seq = decode_kv_per_sequence(plan, model, decode_engine, result.prompt_len + result.output_len // 2)
     tokens = plan.engine_kv_cache_tokens
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=gpus, tensor_parallel_size=layout.attention_tp,
@@ -354,7 +362,7 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         notes=(DISAGG_NOTE,), kind="disaggregated", expert_parallel_size=layout.expert_parallel_size,
         decode_context_parallel_size=layout.decode_context_parallel_size,
         nodes=max(layout.nodes, prefill.plan.layout.nodes),
-        weights_bytes_per_gpu=plan.engine.limiting_rank.weights_bytes)
+        weights_bytes_per_gpu=plan.engine.limiting_rank.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq)
 
 
 def _finish_disagg(model: ModelSpec, gpu, family: str, result: DisaggPlan, setup: Setup) -> Setup:

@@ -54,8 +54,16 @@ def setup_kind(text: str) -> str:
         raise ValueError(f"unknown setup kind {text!r}; choose among tp, dp-ep, dcp, disaggregated") from None
 
 
-KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
+KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "int8": 2, "q8_0": 2, "int4": 3,
+                   "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
+
+
+def setup_rank(s: Setup) -> tuple:
+    """How Find orders fitting setups: price per hour, then the less quantized cache, fewer GPUs, more KV to spare,
+    and the kinds' order (:data:`SETUP_KINDS`)."""
+    return (s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -(s.margin or 0.0),
+            SETUP_KINDS.index(s.kind))
 
 
 class GPULike(Protocol):
@@ -220,6 +228,8 @@ class Setup:
         expert_parallel_size: GPUs the routed experts are spread over whole (1 = none).
         decode_context_parallel_size: GPUs one request's KV is split over along tokens (1 = none).
         nodes: Nodes one launch spans (GPUs per node: 8).
+        kv_bytes_per_sequence_per_gpu: KV of one sequence on one GPU at the mean decode context, as its time per
+            output token reads it (split by ``-dcp``) [bytes]; None where the setup has no such figure.
         weights_bytes_per_gpu: The fullest GPU's weights as the engine loads them [bytes]; None for the budget
             arithmetic's TP rows (the rows' own weights are in the budget).
         deploy_commands: For a launch on more than one node or a disaggregated setup: every node's (or each
@@ -259,6 +269,7 @@ class Setup:
     decode_context_parallel_size: int = 1
     nodes: int = 1
     weights_bytes_per_gpu: int | None = None
+    kv_bytes_per_sequence_per_gpu: int | None = None
     deploy_commands: tuple[str, ...] = field(default_factory=tuple)
     llm_d_values: str | None = None
     prefill: dict | None = field(default=None, hash=False, compare=False)

@@ -53,7 +53,8 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, P
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
-from planner.engines.profiles import is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.profiles import engine_profile, is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
@@ -63,6 +64,7 @@ from planner.serving.features import serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
 from planner.text import count_noun
+from planner.traffic import find_advice
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -72,7 +74,7 @@ from planner.traffic.find_scale import (
     scale_searched,
     scale_shapes,
 )
-from planner.traffic.find_types import KV_QUALITY_RANK, SETUP_KINDS, FindRequest, FindResult, GPULike, Setup
+from planner.traffic.find_types import FindRequest, FindResult, GPULike, Setup, setup_rank
 from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
     active_parameters,
@@ -157,20 +159,35 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             c = per_gpu_costs(model, plan_request)
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
-            name = cache_dtypes(model, request.weight_dtype, kv).kv.name
+            dtypes = cache_dtypes(model, request.weight_dtype, kv)
+            stored = _engine_stored_kv(model, request, kv)
+            name = dtypes.kv.name if stored is None else stored
             if (tp, name) in costs:
-                continue  # "auto" and "bf16" resolve to the same cache
+                continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
             if request.serving is not None:
                 weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
                                                                           weights, overheads, paged, exact)
+            decode_seq = exact.bytes_per_sequence(decode_ctx)
+            if stored is not None:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
+                decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
             costs[(tp, name)] = _Costs(
                 weights=weights, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=exact.bytes_per_sequence(decode_ctx), profile=paged,
+                exact_decode_seq=decode_seq, profile=paged,
                 active_params=active, launch_extra=extra)
     return costs
+
+
+def _engine_stored_kv(model: ModelSpec, request: FindRequest, kv_flag: str) -> str | None:
+    """The name of the cache format the chosen engine stores for ``--kv-cache-dtype kv_flag`` when it is its own, not
+    the dtype's: ``fp8_ds_mla`` for a sparse-MLA model (DeepSeek-V3.2, GLM-5) under vLLM v0.11+ with ``auto`` or
+    ``fp8`` (:func:`planner.engines.vllm_kv_formats.uses_fp8_ds_mla`, vLLM's ``DeepseekV32ForCausalLM.
+    verify_and_update_config``); None otherwise (the budget arithmetic, other engines, other models)."""
+    if request.engine is None:
+        return None
+    return FP8_DS_MLA if uses_fp8_ds_mla(model, engine_profile(request.engine).id, kv_flag) else None
 
 
 def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
@@ -263,9 +280,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype, s.kind)
         if s.fits and (key not in best or s.margin > best[key].setup.margin):  # fitting setups have a margin
             best[key] = x
-    chosen = sorted(best.values(), key=lambda x: (
-        x.setup.price_per_hour, KV_QUALITY_RANK.get(x.setup.kv_cache_dtype, 9), x.setup.num_gpus, -x.setup.margin,
-        SETUP_KINDS.index(x.setup.kind)))[:request.top]
+    chosen = sorted(best.values(), key=lambda x: setup_rank(x.setup))[:request.top]
     options = [x.finish(x.setup) for x in chosen]  # launch commands and deployments for the listed setups only
     if not workload.is_fixed:
         options = [_with_simulated_users(s, costs, workload, request) for s in options]
@@ -281,7 +296,12 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         if candidates:
             near = max(candidates, key=lambda x: (_coverage(x.setup), -x.setup.price_per_hour))
             closest = near.finish(near.setup)
-        suggestions = _suggestions(model, priced, request, workload, tp_sizes, engine_caps)
+        suggestions = find_advice.suggestions(
+            model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
+            stored_kv=lambda kv: _engine_stored_kv(model, request, kv) or cache_dtypes(model, request.weight_dtype,
+                                                                                       kv).kv.name,
+            offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
+            min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
     alternative = _weight_alternative(model, priced, request, options)
     if alternative is not None:
         notes.append(_alternative_note(alternative, options[0] if options else None))
@@ -292,8 +312,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
 
 
 LEAN_KINDS = ("TP", "DP+EP")
-"""The kinds the side searches try (the fp8-weights hint, the "raise max_gpus" suggestion): DCP and disaggregated
-setups would double the plans kept per model for a hint that names one setup."""
+"""The kinds the fp8-weights hint searches: DCP and disaggregated setups would double the plans kept per model for a
+hint that names one setup. (The "nothing fits" suggestions search the kinds asked: :mod:`planner.traffic.find_advice`.)"""
 
 WEIGHT_ALTERNATIVE_MIN_SAVING = 0.25
 """The alternative weight dtype is searched only when it removes at least this share of the weight bytes
@@ -348,6 +368,16 @@ def _alternative_note(alt: Setup, cheapest: Setup | None) -> str:
     verb = "halve" if alt.price_per_hour <= cheapest.price_per_hour / 2 else "cut"
     return (f"{alt.weight_dtype} weights{how} would {verb} the cheapest answer: {where}, instead of "
             f"${cheapest.price_per_hour:,.2f}/h")
+
+
+def _search_up_to(model: ModelSpec, gpus, workload: Workload, tp_sizes: tuple[int, ...], engine_caps: dict | None,
+                  request: FindRequest, max_gpus: int) -> list[Setup]:
+    """Every setup of ``request``'s kinds on ``gpus`` within ``max_gpus`` (the search :func:`find_setups` runs, its
+    tensor-parallel sizes widened to the new limit): what :mod:`planner.traffic.find_advice` checks a change with."""
+    wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                  if t <= max_gpus and valid_tensor_parallel(model, t)) or tp_sizes
+    costs = _candidate_costs(model, request, workload, wider, gpus)
+    return [x.setup for x in _search(model, gpus, request, workload, costs, max_gpus, engine_caps)]
 
 
 def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
@@ -459,10 +489,9 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         if demand > budget:
             reasons.append(f"{count_noun(per_replica, 'user')} per replica need {demand / GiB:.1f} GiB of KV per GPU; "
                            f"the budget is {budget / GiB:.1f} GiB")
-    tpot = None
+    tpot, kv_seq = None, -(-c.exact_decode_seq // kv_split)
     if gpu.bandwidth_gb_s:
-        tpot = time_per_output_token(c.weights if weights is None else weights, -(-c.exact_decode_seq // kv_split),
-                                     per_replica, gpu.bandwidth_gb_s)
+        tpot = time_per_output_token(c.weights if weights is None else weights, kv_seq, per_replica, gpu.bandwidth_gb_s)
         limit = request.max_time_per_output_token_s
         if limit is not None and tpot > limit:
             reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
@@ -489,6 +518,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         launch_command="", reasons=tuple(reasons), notes=tuple(notes),
         time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
         weights_bytes_per_gpu=weights if weights is not None else engine.weights_bytes if engine else c.weights,
+        kv_bytes_per_sequence_per_gpu=kv_seq,
     )
 
 
@@ -565,32 +595,3 @@ def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequ
                                num_trials=min(request.num_trials, 500), seed=request.seed)
     users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
     return replace(s, max_concurrent_sequences=users)
-
-
-def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-                 tp_sizes: tuple[int, ...], engine_caps: dict | None = None) -> list[str]:
-    """When nothing fits: a GPU count that would, or the knobs left."""
-    out = []
-    for more in (4, 8, 16, 32, 64):
-        if more <= request.max_gpus:
-            continue
-        wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
-                      if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
-        costs = _candidate_costs(model, request, workload, wider, gpus)
-        lean = replace(request, setup_kinds=tuple(k for k in request.setup_kinds if k in LEAN_KINDS) or ("TP",))
-        fitting = [x.setup for x in _search(model, gpus, lean, workload, costs, more, engine_caps) if x.setup.fits]
-        if fitting:
-            s = min(fitting, key=lambda s: s.price_per_hour)
-            how = (f"tp {s.tensor_parallel_size}" if s.kind == "TP" else
-                   f"{s.kind}, tp {s.tensor_parallel_size} x {s.data_parallel_size}")
-            out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
-                       f"({how}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
-            break
-    if "fp8" not in request.kv_cache_dtypes:
-        out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
-    if request.weight_dtype in ("auto", "bf16", "fp16", "fp32"):
-        out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
-    if request.max_time_per_output_token_s is not None:
-        out.append("relax the time-per-output-token limit")
-    out.append("serve fewer users per setup or shorten prompts/outputs")
-    return out

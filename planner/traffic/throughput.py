@@ -145,6 +145,9 @@ def estimate_throughput(
     output_len: int,
     batch_sizes: tuple[int, ...] | None = None,
     gpu_id: str = "",
+    max_concurrent_sequences: int | None = None,
+    kv_bytes_per_sequence_per_gpu: int | None = None,
+    kv_cache_dtype_name: str | None = None,
 ) -> ThroughputEstimate:
     """Time per output token, tokens/s and cost per batch size, on the roofline.
 
@@ -160,6 +163,10 @@ def estimate_throughput(
         batch_sizes: Batches to evaluate; None = powers of two up to the
             sequences that fit (see :func:`default_batch_sizes`).
         gpu_id: Echoed in the result.
+        max_concurrent_sequences, kv_bytes_per_sequence_per_gpu, kv_cache_dtype_name: What a caller already sized
+            (one replica of a Find setup, as its engine holds it: the requests its pool holds, the decode-context
+            KV per sequence the setup's TPOT reads [bytes], the cache format the engine stores), replacing the
+            budget arithmetic's figures so the two tables agree; None: this function's own.
 
     Raises:
         ValueError: invalid lengths, bandwidth or request fields.
@@ -172,8 +179,10 @@ def estimate_throughput(
     result = plan(model, gpu_memory_bytes, full, gpu_id=gpu_id)
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     decode_ctx = prompt_len + output_len // 2
-    kv_seq = kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
-    sizes = batch_sizes or default_batch_sizes(result.max_concurrent_sequences)
+    kv_seq = (kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
+              if kv_bytes_per_sequence_per_gpu is None else kv_bytes_per_sequence_per_gpu)
+    held = result.max_concurrent_sequences if max_concurrent_sequences is None else max_concurrent_sequences
+    sizes = batch_sizes or default_batch_sizes(held)
     active = active_parameters(model)
     points = []
     for b in sizes:
@@ -184,7 +193,7 @@ def estimate_throughput(
         points.append(ThroughputPoint(
             batch_size=b, time_per_output_token_s=step, tokens_per_s_per_sequence=1 / step,
             aggregate_tokens_per_s=aggregate, cost_per_million_output_tokens_usd=cost,
-            fits=b <= result.max_concurrent_sequences))
+            fits=b <= held))
     prefill = (prefill_seconds(active, prompt_len, bf16_dense_tflops, request.num_gpus)
                if bf16_dense_tflops else None)
     notes = []
@@ -195,11 +204,12 @@ def estimate_throughput(
     if model.is_moe:
         notes.append("MoE: every expert's weights are counted as read each step; prefill uses active parameters")
     return ThroughputEstimate(
-        model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus, kv_cache_dtype=dtypes.kv.name,
+        model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus,
+        kv_cache_dtype=kv_cache_dtype_name or dtypes.kv.name,
         prompt_len=prompt_len, output_len=output_len, decode_context_len=decode_ctx,
         weights_bytes_per_gpu=result.weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu=kv_seq,
         bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops,
         price_usd_per_gpu_hour=price_usd_per_gpu_hour, active_params=active,
-        max_concurrent_sequences=result.max_concurrent_sequences, prefill_seconds=prefill,
+        max_concurrent_sequences=held, prefill_seconds=prefill,
         points=tuple(points), notes=tuple(notes),
     )
