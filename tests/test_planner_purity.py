@@ -27,7 +27,7 @@ ALLOWED_PLANNER_IMPORTS = {
                 "planner.roofline", "planner.scale"},  # the last: Find's setups at scale (traffic/find_scale.py)
     "serving": {"planner.serving", "planner.model", "planner.units", "planner.text"},
     "scale": {"planner.scale", "planner.engines", "planner.roofline", "planner.model", "planner.units",
-              "planner.text", "planner.serving"},
+              "planner.text", "planner.serving", "planner.diagnose"},  # the last: the TP sizes a pool can split to
 }
 """Which planner packages each folder may import: ``model/`` knows nothing of engines or
 traffic, ``scale/`` nothing of traffic (the reverse planner in ``traffic/`` searches its launches), and no
