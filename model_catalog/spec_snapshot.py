@@ -60,7 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "spec_snapshot.json"
 FORMAT = 1
 DERIVATION_SOURCES = (
-    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/families_gqa.py",
+    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/families_base.py",
+    "model_catalog/families_gpt.py", "model_catalog/families_gqa.py",
     "model_catalog/families_hybrid.py", "model_catalog/families_sparse.py", "model_catalog/families_multimodal.py",
     "model_catalog/quantization.py", "model_catalog/spec_snapshot.py", "planner/model/__init__.py",
     "planner/model/layers.py", "planner/model/sparse.py", "planner/model/params.py", "planner/model/spec.py",
