@@ -9,12 +9,12 @@ import streamlit as st
 
 from planner.budget import plan
 from planner.fixes import checked_fixes, engine_start_fixes
-from ui import budget_bar, catalog, engine, feature_line, inputs, serving, views
+from ui import budget_bar, catalog, engine, engine_home, feature_line, inputs, serving, views
 from ui.format import format_bytes, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
                  "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
-                 "(v0.21+) default profile pass for that GPU as the overhead.")
+                 "(v0.29+) default profile pass for that GPU as the overhead.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
@@ -38,14 +38,14 @@ st.caption(md_message(
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
-engine_plan = engine.home_engine_plan(model, gpu, form, engine_name)
-engine_request = None if isinstance(engine_plan, str) else engine.home_request(
-    form, engine_name, gpu.name, engine.reported_memory_bytes(gpu))
+engine_plan = engine_home.home_engine_plan(model, gpu, form, engine_name, features)  # the Engine page's view of the link
+engine_request = None if isinstance(engine_plan, str) else engine_home.home_request(
+    form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features)
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
 views.verdict(result, gpu.name, fixes)
-engine.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
+engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
     what="checking the fixes")
@@ -59,4 +59,4 @@ views.guarded(serving.tower_panel, full_model, gpu, request, result, what="plann
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
-engine.home_engine_view(model, gpu, form, engine_name, engine_plan)
+engine_home.home_engine_view(model, gpu, form, engine_name, engine_plan, features)

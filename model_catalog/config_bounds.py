@@ -20,6 +20,7 @@ from planner.serving.multimodal import (
     MAX_MERGE_SIZE,
     MAX_PATCH_SIZE,
     MAX_PIXELS,
+    MAX_TOKENS_PER_IMAGE,
     MAX_VISION_POSITIONS,
 )
 from planner.serving.speculative import MAX_MTP_LAYERS
@@ -218,6 +219,8 @@ def _config_key_ranges() -> dict[str, KeyRange]:
                    "init_pos_emb_time"),
                   1, MAX_VISION_POSITIONS, "a position-table size such as 2304"),
         **_ranges(("min_pixels", "max_pixels"), 1, MAX_PIXELS, "a pixel count such as 16777216"),
+        **_ranges(("mm_tokens_per_image", "vision_soft_tokens_per_image", "default_output_length"), 1,
+                  MAX_TOKENS_PER_IMAGE, "tokens per image such as 256"),
         **_ranges(("bits", "w_bit", "num_bits"), 1, MAX_QUANT_BITS, "bits per weight such as 4"),
         **_ranges(("group_size", "q_group_size"), -1, MAX_QUANT_BLOCK, "a group size such as 128 (-1 per channel)"),
         **_ranges(("weight_block_size",), 1, MAX_QUANT_BLOCK, "a block side such as 128"),

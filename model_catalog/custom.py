@@ -32,40 +32,48 @@ Design notes (assumptions):
        the real architecture are ignored, and the note lists such keys.
     3. Architecture keys the generic reading cannot price (MLA ranks, Mamba/SSM
        state sizes) are listed in the note: KV for such models is likely wrong.
-    4. A custom GPU's memory is the total the framework sees
-       (``torch.cuda.mem_get_info()[1]``), the figure the catalog stores as
-       ``framework_memory_bytes``; a card labelled "24 GB" reports about 23.5 GiB.
 
 Sources: transformers ``AutoConfig.for_model`` (models/auto/configuration_auto.py);
 ``PreTrainedConfig.attribute_map`` conventions for the key aliases (GPT-2
 ``n_embd``/``n_layer``/``n_head``, Falcon ``num_kv_heads``, ChatGLM
 ``multi_query_group_num``); DOMAIN.md section 2 for quantization formats.
+
+Layout: this module holds the model readings and :class:`CustomModel`; a custom GPU
+(:class:`CustomGPU`, :func:`custom_gpu`) is in :mod:`model_catalog.custom_gpu` and the
+capped, JSON-only reading of config.json text and files in :mod:`model_catalog.config_json`.
+Every name they hold is re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from model_catalog.config_bounds import check_sizes
+from model_catalog.config_json import (  # noqa: F401  (re-exported: the CLI, hub and tests import them here)
+    HF_QUANT_CONFIG_NAME,
+    JSON_INFINITIES,
+    MAX_CONFIG_BYTES,
+    MAX_PARSED_INT_DIGITS,
+    _read_json_file,
+    check_regular_file,
+    json_constant,
+    json_int,
+    parse_config_json,
+    read_regular_file,
+)
+from model_catalog.custom_gpu import (  # noqa: F401  (re-exported: the panel, CLI and tests import them here)
+    MAX_GPU_MEMORY_BYTES,
+    MAX_GPU_MEMORY_DIGITS,
+    MAX_GPU_MEMORY_EXPONENT,
+    MAX_NAME_CHARS,
+    MEMORY_UNITS,
+    CustomGPU,
+    custom_gpu,
+)
 from planner.model import ModelSpec
-from planner.text import quote
-from planner.units import GB, GiB, MiB
-
-MAX_CONFIG_BYTES = 4_000_000
-"""Largest config.json accepted [bytes] (4 MB = 4 x 10**6 bytes). Most are a few KB, but ModelOpt
-checkpoints list every module they leave unquantized: nvidia/MiniMax-M3-NVFP4's is 3.1 MB."""
-
-MAX_NAME_CHARS = 100
-"""Longest custom model or GPU name [characters]."""
 
 REMOTE_CODE_KEYS: tuple[str, ...] = ("auto_map", "trust_remote_code", "custom_pipelines")
 """Keys that point transformers at a repository's Python files; always dropped."""
@@ -150,234 +158,9 @@ class CustomModel:
         return self.spec.model_id
 
 
-class CustomGPU(BaseModel):
-    """A GPU the catalog lacks, with the attributes the pages read from a catalog GPU.
-
-    Attributes:
-        id: Always ``custom``.
-        name: Display name.
-        vendor: Always ``Custom``.
-        memory_value: Memory as entered, e.g. ``24``.
-        memory_unit: ``GiB``, ``GB`` or ``MiB``.
-        framework_memory_bytes: ``memory_value x unit`` [bytes], read as the
-            total the framework sees (design note 4).
-        framework_memory_basis: Always ``entered``.
-        framework_memory_source: How the figure was entered, for captions.
-        bandwidth_gb_s: Peak memory bandwidth [GB/s, 10**9 B/s].
-        price_usd_per_hour: On-demand price of one device [USD/h], optional.
-        bf16_dense_tflops: Unknown for a custom card (None).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: Literal["custom"] = "custom"
-    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
-    vendor: Literal["Custom"] = "Custom"
-    memory_value: str
-    memory_unit: Literal["GiB", "GB", "MiB"]
-    framework_memory_bytes: int = Field(gt=0, strict=True)
-    framework_memory_basis: Literal["entered"] = "entered"
-    framework_memory_source: str
-    bandwidth_gb_s: float = Field(gt=0, allow_inf_nan=False)
-    price_usd_per_hour: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    bf16_dense_tflops: None = None
-
-
-MEMORY_UNITS: dict[str, int] = {"GiB": GiB, "GB": GB, "MiB": MiB}
-"""Accepted custom-GPU memory units [bytes per unit]."""
-
-MAX_GPU_MEMORY_BYTES = 64 * 1024 * GiB
-"""Largest custom GPU memory accepted [bytes] (64 TiB): above any real device."""
-
-MAX_GPU_MEMORY_EXPONENT = 15
-"""Largest decimal exponent of an entered memory amount (10^15 MiB is past 64 TiB in every unit):
-checked before ``amount x unit`` so that ``1e999999`` is refused instead of overflowing
-:mod:`decimal`'s context (``decimal.Overflow``)."""
-
-MAX_GPU_MEMORY_DIGITS = 40
-"""Most significant digits accepted in an entered memory amount: more precision than any byte
-count needs, and a bound on the cost of the multiplication."""
-
-
-def custom_gpu(name: str, memory: str | float | int, unit: str, bandwidth_gb_s: float,
-               price_usd_per_hour: float | None = None) -> CustomGPU:
-    """Validate a custom GPU.
-
-    Args:
-        name: Display name (1-100 characters).
-        memory: Framework-visible memory in ``unit`` (``24``, ``"23.5"``).
-        unit: ``GiB``, ``GB`` or ``MiB``.
-        bandwidth_gb_s: Peak memory bandwidth [GB/s].
-        price_usd_per_hour: Price of one device [USD/h], or None.
-
-    Returns:
-        The validated :class:`CustomGPU`; memory is ``floor(memory x unit)`` [bytes].
-
-    Raises:
-        ValueError: naming the bad field and the accepted range.
-
-    Example:
-        ``custom_gpu("My card", 24, "GiB", 936).framework_memory_bytes == 25769803776``
-    """
-    if unit not in MEMORY_UNITS:
-        raise ValueError(f"custom GPU memory unit {unit!r} is not one of {', '.join(MEMORY_UNITS)}")
-    try:
-        amount = Decimal(str(memory).strip())
-    except InvalidOperation:
-        raise ValueError(f"custom GPU memory {quote(memory)} is not a number; enter e.g. 24 ({unit})") from None
-    if not amount.is_finite() or amount <= 0:
-        raise ValueError(f"custom GPU memory must be a positive number of {unit}, got {quote(memory)}")
-    if amount.adjusted() > MAX_GPU_MEMORY_EXPONENT or len(amount.as_tuple().digits) > MAX_GPU_MEMORY_DIGITS:
-        raise ValueError(f"custom GPU memory {quote(memory)} {unit} is outside 1 byte .. 64 TiB; enter e.g. 80 (GiB)")
-    memory_bytes = int(amount * MEMORY_UNITS[unit])
-    if not 0 < memory_bytes <= MAX_GPU_MEMORY_BYTES:
-        raise ValueError(f"custom GPU memory {memory} {unit} is outside 1 byte .. 64 TiB")
-    for label, value in (("bandwidth_gb_s", bandwidth_gb_s), ("price_usd_per_hour", price_usd_per_hour)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value)):
-            raise ValueError(f"custom GPU {label} must be a finite number, got {value!r}")
-    gpu_name = str(name).strip() or "Custom GPU"
-    if len(gpu_name) > MAX_NAME_CHARS or not gpu_name.isprintable():
-        raise ValueError(f"custom GPU name must be printable (no control characters) and at most {MAX_NAME_CHARS} "
-                         f"characters, got {quote(gpu_name)}")
-    try:
-        return CustomGPU(
-            name=gpu_name, memory_value=format(amount.normalize(), "f"),
-            memory_unit=unit,  # type: ignore[arg-type]
-            framework_memory_bytes=memory_bytes,
-            framework_memory_source=f"entered: {format(amount.normalize(), 'f')} {unit} framework-visible memory",
-            bandwidth_gb_s=float(bandwidth_gb_s),
-            price_usd_per_hour=None if price_usd_per_hour is None else float(price_usd_per_hour),
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ValueError(f"custom GPU field '{field}': {first['msg']}") from None
-
-
 # --------------------------------------------------------------------------
-# Reading config.json text
+# Reading a config.json file
 # --------------------------------------------------------------------------
-JSON_INFINITIES: dict[str, float] = {"Infinity": float("inf"), "-Infinity": float("-inf")}
-"""Non-standard JSON constants config.json files ship and transformers reads (``json.loads``):
-Nemotron-H's ``time_step_limit: [0.0, Infinity]``. ``NaN`` is still refused: no published config
-uses it, and in a size key it would size nothing."""
-
-
-def json_constant(name: str) -> float:
-    """``parse_constant`` for config.json: ``Infinity`` / ``-Infinity`` as floats, ``NaN`` refused.
-
-    Raises:
-        ValueError: ``NaN``.
-    """
-    if name in JSON_INFINITIES:
-        return JSON_INFINITIES[name]
-    raise ValueError(f"config.json holds {name}, which is not a number; use a number")
-
-
-MAX_PARSED_INT_DIGITS = 4_300
-"""Longest whole number parse_config_json converts [decimal digits]: CPython's default
-``sys.int_info.default_max_str_digits``, beyond which ``int()`` itself refuses. Any number over 18 digits is
-refused later anyway (:data:`MAX_CONFIG_INT`, with the key named); this bound only gives the longer ones a
-clear message instead of CPython's."""
-
-
-def json_int(text: str) -> int:
-    """``parse_int`` for config.json: ``int(text)``, refusing a number too long to convert.
-
-    Raises:
-        ValueError: more than :data:`MAX_PARSED_INT_DIGITS` digits.
-    """
-    digits = len(text) - text.startswith("-")
-    if digits > MAX_PARSED_INT_DIGITS:
-        raise ValueError(f"config.json holds a whole number of {digits:,} digits (it starts {text[:12]}...); "
-                         f"numbers in a model config stay below 10^18: fix that number")
-    return int(text)
-
-
-def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
-    """Parse config.json text (JSON only, nothing evaluated).
-
-    Args:
-        data: The text or raw bytes (UTF-8).
-        max_bytes: Size limit [bytes].
-
-    Returns:
-        The JSON object as a dict.
-
-    Raises:
-        ValueError: too large, not UTF-8, not JSON (with line and column), or
-            not a JSON object.
-    """
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    if len(raw) > max_bytes:
-        raise ValueError(
-            f"config.json is {len(raw):,} bytes; at most {max_bytes:,} bytes are accepted "
-            "(a config.json is a few KB to a few MB: did you pick the weights or tokenizer file?)")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError("config.json is not UTF-8 text (is it a binary file such as .safetensors?)") from None
-    if not text.strip():
-        raise ValueError("config.json is empty; paste the contents of the model's config.json")
-    try:
-        parsed = json.loads(text, parse_constant=json_constant, parse_int=json_int)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except RecursionError:
-        raise ValueError("config.json nests too deeply to be a model config") from None
-    if not isinstance(parsed, dict):
-        raise ValueError(f"config.json must be a JSON object ({{...}}), got a JSON {type(parsed).__name__}")
-    return parsed
-
-
-HF_QUANT_CONFIG_NAME = "hf_quant_config.json"
-"""The file NVIDIA ModelOpt checkpoints ship beside config.json."""
-
-
-def check_regular_file(path: Path, what: str = "a config.json file") -> None:
-    """Refuse a path that is not a regular file before anything reads it.
-
-    ``st_size`` is not to be trusted and a read may never end: ``/dev/zero`` reports 0 bytes and
-    streams forever, a FIFO blocks until a writer comes.
-
-    Raises:
-        ValueError: missing, unreadable, or a device, FIFO or folder (the message says to give ``what``).
-    """
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"{path}: not a regular file (a device, FIFO or folder); give {what}")
-
-
-def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """At most ``max_bytes`` bytes of a regular file [bytes], read with that cap.
-
-    Raises:
-        ValueError: not a regular file (:func:`check_regular_file`), unreadable, or longer than
-            ``max_bytes`` (naming the limit).
-    """
-    check_regular_file(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    if len(raw) > max_bytes:
-        raise ValueError(f"{path}: more than {max_bytes:,} bytes; at most {max_bytes:,} bytes are accepted")
-    return raw
-
-
-def _read_json_file(path: Path) -> dict[str, Any]:
-    raw = read_regular_file(path, MAX_CONFIG_BYTES)
-    try:
-        return parse_config_json(raw)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-
-
 def load_config_file(path: str | Path, *, name: str | None = None,
                      hf_quant_config: str | Path | None = None) -> CustomModel:
     """Read a config.json file from disk and plan it (the CLI's ``--config``).

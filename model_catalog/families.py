@@ -9,7 +9,10 @@ counted once). Group names drop the outer wrapper (``model.``, ``transformer.``,
 
 Families are one table, :data:`FAMILIES`, keyed by the (text) config's
 ``model_type``; Llama-like decoders share :func:`_decoder` and the attention /
-MLP helpers, so a family entry only states how it differs.
+MLP helpers, so a family entry only states how it differs. This module holds the
+Llama-like adapters and the table; the shared pieces are in
+:mod:`model_catalog.families_base` and the GPT-style adapters (GPT-2, GPT-J,
+GPT-NeoX, Falcon) in :mod:`model_catalog.families_gpt` (both re-exported here).
 
 Design notes (assumptions):
     1. Values are read from the transformers config object, never from the raw
@@ -26,227 +29,34 @@ each adapter).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
-from planner.model.layers import LayerSpec, MLAAttention, RecurrentState
-from planner.model.params import (
-    ParamGroup,
-    attention,
-    embedding,
-    gated_mlp,
-    linear,
-    mamba_mixer,
-    merge_groups,
-    mla_attention,
-    moe_experts,
-    norm,
-    router,
+from model_catalog.families_base import (  # noqa: F401  (re-exported: the other family modules import them from here)
+    _ATTN,
+    _MLP,
+    _PRE_POST,
+    DecoderGroups,
+    FamilyParts,
+    Groups,
+    _decoder,
+    _gated_attention,
+    _gqa,
+    _head_norms,
+    _layer_norms,
+    _parts,
+    _routed_moe,
+    _swiglu,
+    _tied,
+    config_head_dim,
+    config_int,
+    config_kv_heads,
 )
-
-Groups = tuple[ParamGroup, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class FamilyParts:
-    """What a family adapter knows about one config.
-
-    Attributes:
-        params: Parameter groups of the ``*ForCausalLM`` model.
-        num_key_value_heads: KV heads of an attention layer (query heads for MLA).
-        head_dim: Per-head K width [elements] (``qk_nope + qk_rope`` for MLA).
-        num_experts: Routed experts per MoE layer (0 when dense).
-        num_experts_per_tok: Experts each token is routed to (0 when dense).
-        latent: For MLA families, the cache spec of every attention layer.
-        recurrent: For hybrid families, the cache spec of a ``linear_attention``
-            (Mamba) layer.
-        transformers_kv_heads: KV heads transformers' cache stores when it
-            differs from ``num_key_value_heads`` (Falcon new decoder: the query heads).
-        layers: One cache spec per decoder layer, when the family decides them
-            itself (per-layer head shapes, Mamba / MoE-only blocks, compressed
-            attention); None = from ``layer_types`` (:func:`model_catalog.hf_config.layer_specs`).
-    """
-
-    params: Groups
-    num_key_value_heads: int
-    head_dim: int
-    num_experts: int = 0
-    num_experts_per_tok: int = 0
-    latent: MLAAttention | None = None
-    recurrent: RecurrentState | None = None
-    transformers_kv_heads: int | None = None
-    layers: tuple[LayerSpec, ...] | None = None
-    param_layers: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]] = field(default_factory=dict)
-    """Decoder layers each per-layer group comes from, keyed by ``(name, shape, kind)``; lets a
-    checkpoint's per-layer quantization (:mod:`model_catalog.quantization`) split a merged group."""
-
-
-# --- config readers --------------------------------------------------------------------
-
-
-def config_int(cfg: Any, key: str) -> int:
-    """Read a positive integer attribute of a transformers config.
-
-    Raises:
-        ValueError: the key is missing, not an int, or < 1; the message names it.
-    """
-    value = getattr(cfg, key, None)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config key {key!r} must be a positive integer, got {value!r}")
-    return value
-
-
-def config_head_dim(cfg: Any) -> int:
-    """Per-head width: the config's ``head_dim`` when set, else ``hidden_size // heads``.
-
-    Sources: DOMAIN.md section 3 (Qwen3-4B: head_dim 128, not 2560/32 = 80);
-    transformers ``LlamaAttention`` (``getattr(config, "head_dim", hidden // heads)``).
-    """
-    head_dim = getattr(cfg, "head_dim", None)
-    if head_dim is not None:
-        return config_int(cfg, "head_dim")
-    return config_int(cfg, "hidden_size") // config_int(cfg, "num_attention_heads")
-
-
-def config_kv_heads(cfg: Any) -> int:
-    """KV heads: ``num_key_value_heads`` when the config has it, else the query heads (MHA)."""
-    if getattr(cfg, "num_key_value_heads", None) is not None:
-        return config_int(cfg, "num_key_value_heads")
-    return config_int(cfg, "num_attention_heads")
-
-
-def _tied(cfg: Any) -> bool:
-    return bool(getattr(cfg, "tie_word_embeddings", False))
-
-
-# --- shared building blocks ------------------------------------------------------------
-
-
-def _gqa(cfg: Any, prefix: str, *, qkv_bias: bool, o_bias: bool) -> Groups:
-    """q/k/v/o projections with the config's heads, KV heads and head_dim."""
-    return attention(
-        prefix,
-        hidden_size=config_int(cfg, "hidden_size"),
-        num_attention_heads=config_int(cfg, "num_attention_heads"),
-        num_key_value_heads=config_kv_heads(cfg),
-        head_dim=config_head_dim(cfg),
-        qkv_bias=qkv_bias,
-        o_bias=o_bias,
-    )
-
-
-def _head_norms(cfg: Any, prefix: str) -> Groups:
-    """Per-head RMSNorms on q and k over ``head_dim`` (Qwen3, Gemma 3)."""
-    head_dim = config_head_dim(cfg)
-    return (*norm(f"{prefix}.q_norm", head_dim), *norm(f"{prefix}.k_norm", head_dim))
-
-
-def _swiglu(cfg: Any, prefix: str, intermediate_size: int, *, bias: bool = False) -> Groups:
-    return gated_mlp(prefix, hidden_size=config_int(cfg, "hidden_size"), intermediate_size=intermediate_size, bias=bias)
-
-
-def _layer_norms(cfg: Any, *names: str, bias: bool = False) -> Groups:
-    hidden = config_int(cfg, "hidden_size")
-    return tuple(group for name in names for group in norm(f"layers.*.{name}", hidden, bias=bias))
-
-
-def _routed_moe(
-    cfg: Any, prefix: str, *, num_experts: int, intermediate_size: int, gate: str = "gate", bias: bool = False
-) -> Groups:
-    """Router + routed experts of one MoE block."""
-    hidden = config_int(cfg, "hidden_size")
-    return (
-        *router(f"{prefix}.{gate}", hidden_size=hidden, num_experts=num_experts, bias=bias),
-        *moe_experts(
-            f"{prefix}.experts",
-            hidden_size=hidden,
-            intermediate_size=intermediate_size,
-            num_experts=num_experts,
-            bias=bias,
-        ),
-    )
-
-
-def _gated_attention(cfg: Any, *, hidden: int, heads: int, head_dim: int, kv_heads: int, bias: bool) -> Groups:
-    """Gated full attention of Qwen3-Next / Qwen3.5: ``q_proj`` doubled for the output gate
-    (``2 x heads x head_dim``), k/v/o and the q/k head norms (transformers models/qwen3_next/
-    modeling_qwen3_next.py ``Qwen3NextAttention``; Qwen3.5 reuses it)."""
-    return (
-        *linear(f"{_ATTN}.q_proj", hidden, 2 * heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.k_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.v_proj", hidden, kv_heads * head_dim, bias=bias),
-        *linear(f"{_ATTN}.o_proj", heads * head_dim, hidden, bias=bias),
-        *_head_norms(cfg, _ATTN),
-    )
-
-
-def _decoder(
-    cfg: Any,
-    layer: Callable[[int], Groups],
-    *,
-    embed: str = "embed_tokens",
-    final_norm: str = "norm",
-    norm_bias: bool = False,
-    lm_head_bias: bool = False,
-    extra: Groups = (),
-) -> Groups:
-    """Embeddings, ``num_hidden_layers`` x ``layer(i)``, final norm, lm_head (unless tied).
-
-    Identical per-layer tensors are merged into one group with ``count`` = layers.
-
-    Sources: transformers ``LlamaModel`` / ``LlamaForCausalLM``
-    (models/llama/modeling_llama.py); ``tie_word_embeddings`` shares ``lm_head``
-    with the input embedding (``PreTrainedModel.tie_weights``).
-    """
-    hidden = config_int(cfg, "hidden_size")
-    vocab = config_int(cfg, "vocab_size")
-    groups: list[ParamGroup] = [*embedding(embed, vocab, hidden), *extra]
-    layer_sets: dict[tuple[str, tuple[int, ...], str], list[int]] = {}
-    for index in range(config_int(cfg, "num_hidden_layers")):
-        for group in layer(index):
-            layer_sets.setdefault((group.name, group.shape, group.kind), []).append(index)
-            groups.append(group)
-    groups += norm(final_norm, hidden, bias=norm_bias)
-    if not _tied(cfg):
-        groups += embedding("lm_head", vocab, hidden, kind="lm_head")
-    if lm_head_bias:
-        groups.append(ParamGroup(name="lm_head.bias", shape=(vocab,), kind="bias"))
-    sets = {key: tuple(sorted(set(indices))) for key, indices in layer_sets.items()}
-    num_layers = config_int(cfg, "num_hidden_layers")
-    merged = tuple(replace(g, layers=sets[(g.name, g.shape, g.kind)])
-                   if len(sets.get((g.name, g.shape, g.kind), range(num_layers))) < num_layers else g
-                   for g in merge_groups(tuple(groups)))  # groups in only some layers name them
-    return DecoderGroups(merged, sets)
-
-
-class DecoderGroups(tuple):
-    """The merged groups of :func:`_decoder` plus the decoder layers each per-layer group came from."""
-
-    layer_sets: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]]
-
-    def __new__(cls, groups: Groups, layer_sets: Mapping[tuple[str, tuple[int, ...], str], tuple[int, ...]]):
-        obj = super().__new__(cls, groups)
-        obj.layer_sets = layer_sets
-        return obj
-
-
-def _parts(cfg: Any, params: Groups, **overrides: Any) -> FamilyParts:
-    """FamilyParts with the config's KV heads and head_dim unless overridden."""
-    overrides.setdefault("param_layers", getattr(params, "layer_sets", {}))
-    return FamilyParts(
-        params=tuple(params),
-        num_key_value_heads=overrides.pop("num_key_value_heads", None) or config_kv_heads(cfg),
-        head_dim=overrides.pop("head_dim", None) or config_head_dim(cfg),
-        **overrides,
-    )
-
+from model_catalog.families_gpt import _falcon, _gpt2, _gpt_neox, _gptj, falcon_kv_heads  # noqa: F401  (re-exported)
+from planner.model.layers import MLAAttention, RecurrentState
+from planner.model.params import ParamGroup, linear, mamba_mixer, mla_attention, norm
 
 # --- Llama-like families ----------------------------------------------------------------
-
-_ATTN = "layers.*.self_attn"
-_MLP = "layers.*.mlp"
-_PRE_POST = ("input_layernorm", "post_attention_layernorm")
 
 
 def _llama(cfg: Any) -> FamilyParts:
@@ -665,131 +475,6 @@ def _deepseek(cfg: Any) -> FamilyParts:
             v_head_dim=config_int(cfg, "v_head_dim"),
         ),
     )
-
-
-# --- GPT-style families -----------------------------------------------------------------
-
-
-def _gpt2(cfg: Any) -> FamilyParts:
-    """GPT-2: learned positions ``wpe``, Conv1D projections with biases, LayerNorms
-    with bias, ``lm_head`` tied to ``wte`` by default.
-
-    Sources: transformers models/gpt2/modeling_gpt2.py (``GPT2Attention``, ``GPT2MLP``,
-    ``GPT2Block``).
-    """
-    if getattr(cfg, "add_cross_attention", False):
-        raise ValueError("config key 'add_cross_attention' is true: encoder-decoder GPT-2 is not a causal LM")
-    hidden = config_int(cfg, "hidden_size")
-    inner = cfg.n_inner if cfg.n_inner is not None else 4 * hidden
-    attn, mlp = "h.*.attn", "h.*.mlp"
-
-    def layer(_: int) -> Groups:
-        return (
-            *norm("h.*.ln_1", hidden, bias=True),
-            *linear(f"{attn}.c_attn", hidden, 3 * hidden, bias=True),
-            *linear(f"{attn}.c_proj", hidden, hidden, bias=True),
-            *norm("h.*.ln_2", hidden, bias=True),
-            *linear(f"{mlp}.c_fc", hidden, inner, bias=True),
-            *linear(f"{mlp}.c_proj", inner, hidden, bias=True),
-        )
-
-    wpe = embedding("wpe", config_int(cfg, "max_position_embeddings"), hidden)
-    return _parts(cfg, _decoder(cfg, layer, embed="wte", final_norm="ln_f", norm_bias=True, extra=wpe))
-
-
-def _gptj(cfg: Any) -> FamilyParts:
-    """GPT-J: parallel attention + MLP behind ``ln_1``; q/k/v/out without bias;
-    ``fc_in`` / ``fc_out`` with bias; untied ``lm_head`` with bias.
-
-    Sources: transformers models/gptj/modeling_gptj.py.
-    """
-    hidden = config_int(cfg, "hidden_size")
-    inner = cfg.n_inner if cfg.n_inner is not None else 4 * hidden
-    attn = "h.*.attn"
-
-    def layer(_: int) -> Groups:
-        projections = (f"{attn}.{name}" for name in ("k_proj", "v_proj", "q_proj", "out_proj"))
-        return (
-            *norm("h.*.ln_1", hidden, bias=True),
-            *(group for name in projections for group in linear(name, hidden, hidden)),
-            *linear("h.*.mlp.fc_in", hidden, inner, bias=True),
-            *linear("h.*.mlp.fc_out", inner, hidden, bias=True),
-        )
-
-    return _parts(cfg, _decoder(cfg, layer, embed="wte", final_norm="ln_f", norm_bias=True, lm_head_bias=True))
-
-
-def _gpt_neox(cfg: Any) -> FamilyParts:
-    """GPT-NeoX: fused ``query_key_value``, ``attention_bias``, biased MLP, LayerNorms with bias.
-
-    Sources: transformers models/gpt_neox/modeling_gpt_neox.py.
-    """
-    hidden = config_int(cfg, "hidden_size")
-    bias = bool(cfg.attention_bias)
-    attn = "layers.*.attention"
-
-    def layer(_: int) -> Groups:
-        return (
-            *_layer_norms(cfg, *_PRE_POST, bias=True),
-            *linear(f"{attn}.query_key_value", hidden, 3 * hidden, bias=bias),
-            *linear(f"{attn}.dense", hidden, hidden, bias=bias),
-            *linear(f"{_MLP}.dense_h_to_4h", hidden, config_int(cfg, "intermediate_size"), bias=True),
-            *linear(f"{_MLP}.dense_4h_to_h", config_int(cfg, "intermediate_size"), hidden, bias=True),
-        )
-
-    return _parts(cfg, _decoder(cfg, layer, embed="embed_in", final_norm="final_layer_norm", norm_bias=True))
-
-
-def falcon_kv_heads(cfg: Any) -> int:
-    """Falcon KV heads: ``num_kv_heads`` with the new decoder or without multi-query, else 1.
-
-    Sources: transformers models/falcon/modeling_falcon.py (``FalconAttention.num_kv_heads``).
-    """
-    if cfg.new_decoder_architecture or not cfg.multi_query:
-        return config_int(cfg, "num_kv_heads")
-    return 1
-
-
-def _falcon(cfg: Any) -> FamilyParts:
-    """Falcon: fused ``query_key_value`` (MQA for falcon-7b, grouped KV with the new
-    decoder architecture), two-matrix MLP, LayerNorms with bias.
-
-    Norms per layer: ``input_layernorm`` + ``post_attention_layernorm`` without
-    parallel attention; ``ln_attn`` + ``ln_mlp`` when ``num_ln_in_parallel_attn``
-    is 2 (the default with the new decoder architecture); else ``input_layernorm``.
-
-    Sources: transformers models/falcon/modeling_falcon.py (``FalconAttention``,
-    ``FalconMLP``, ``FalconDecoderLayer``).
-    """
-    hidden, heads = config_int(cfg, "hidden_size"), config_int(cfg, "num_attention_heads")
-    head_dim, kv_heads = hidden // heads, falcon_kv_heads(cfg)
-    ffn = config_int(cfg, "ffn_hidden_size")
-    bias = bool(cfg.bias)
-    num_ln = cfg.num_ln_in_parallel_attn
-    if num_ln is None and cfg.new_decoder_architecture:
-        num_ln = 2
-    if not cfg.parallel_attn:
-        norms = ("h.*.input_layernorm", "h.*.post_attention_layernorm")
-    elif num_ln == 2:
-        norms = ("h.*.ln_attn", "h.*.ln_mlp")
-    else:
-        norms = ("h.*.input_layernorm",)
-    attn = "h.*.self_attention"
-
-    def layer(_: int) -> Groups:
-        return (
-            *linear(f"{attn}.query_key_value", hidden, (heads + 2 * kv_heads) * head_dim, bias=bias),
-            *linear(f"{attn}.dense", hidden, hidden, bias=bias),
-            *linear("h.*.mlp.dense_h_to_4h", hidden, ffn, bias=bias),
-            *linear("h.*.mlp.dense_4h_to_h", ffn, hidden, bias=bias),
-            *(group for name in norms for group in norm(name, hidden, bias=True)),
-        )
-
-    params = _decoder(cfg, layer, embed="word_embeddings", final_norm="ln_f", norm_bias=True)
-    # With the new decoder architecture FalconAttention._split_heads broadcasts K and V to all
-    # query heads before cache.update, so transformers' cache holds `heads` heads (Falcon-40B: 128, not 8).
-    broadcast = heads if cfg.new_decoder_architecture and kv_heads != heads else None
-    return _parts(cfg, params, num_key_value_heads=kv_heads, head_dim=head_dim, transformers_kv_heads=broadcast)
 
 
 FAMILIES: dict[str, Callable[[Any], FamilyParts]] = {

@@ -16,11 +16,8 @@ and ``lm_head``, in the order and with the shapes of the transformers 5.24 model
 * Qwen3-VL / Qwen3-VL-MoE / Qwen3.5 / Qwen3.5-MoE (and Qwen2-VL / 2.5-VL): ``model.visual``
   (:func:`planner.serving.multimodal.vision_tower_groups`; models/qwen3_vl/modeling_qwen3_vl.py
   ``Qwen3VLVisionModel``, models/qwen3_5/modeling_qwen3_5.py).
-* Gemma 4: ``model.vision_tower`` (models/gemma4/modeling_gemma4.py ``Gemma4VisionModel``: patch embedder
-  ``input_proj`` 3 p^2 -> h and a ``position_embedding_table`` of 2 x ``position_embedding_size`` x h; per
-  layer q / k / v / o through ``Gemma4ClippableLinear`` (no bias), q_norm / k_norm of ``head_dim``, a gated
-  MLP, four RMSNorms; the pooler has no parameters) and ``model.embed_vision`` (``Gemma4MultimodalEmbedder``:
-  one bias-free ``embedding_projection`` vision h -> text hidden; its pre-projection norm has no scale).
+* Gemma 3 and Gemma 4: ``model.vision_tower`` + ``model.multi_modal_projector`` / ``model.embed_vision``
+  (:func:`planner.serving.multimodal.vision_tower_groups`; the layouts are in :mod:`planner.serving.vision_towers`).
   No catalog Gemma 4 config has an ``audio_config`` (26B-A4B and 31B state ``null``), so no audio tower.
 * Kimi-K2.5 (MoonViT): ``model.vision_tower`` + ``model.mm_projector`` (models/kimi_k25/modeling_kimi_k25.py:
   Conv2d patch embedding with bias, a learned ``init_pos_emb_height x init_pos_emb_width x h`` position
@@ -32,14 +29,6 @@ and ``lm_head``, in the order and with the shapes of the transformers 5.24 model
   without bias, ``pre_layrnorm``, CLIP-style layers with biased q / k / v / out_proj and fc1 / fc2; the
   projector's ``linear_1`` h -> ``projector_hidden_size``, ``linear_2`` to the text hidden size, and
   ``merge_linear_1`` / ``merge_linear_2`` from ``merged_hidden_size``).
-
-* Gemma 3 (``gemma3``): ``model.vision_tower`` + ``model.multi_modal_projector`` (models/gemma3/modeling_gemma3.py
-  builds the tower with ``AutoModel.from_config(vision_config)``, a ``siglip_vision_model``:
-  models/siglip/modeling_siglip.py ``SiglipVisionModel``: Conv2d patch embedding ``3 x p x p`` with bias, an
-  ``nn.Embedding`` of ``(image_size / p)^2`` positions, per layer biased q / k / v / out_proj, LayerNorms
-  ``layer_norm1`` / ``layer_norm2`` and ``fc1`` / ``fc2`` with biases, ``post_layernorm``, and the attention
-  pooling head only when ``vision_use_head``; ``Gemma3MultiModalProjector``: the ``mm_input_projection_weight``
-  parameter of vision h x text hidden and the ``mm_soft_emb_norm`` RMSNorm over vision h).
 * Llama 4 (``llama4``): ``model.vision_model`` + ``model.multi_modal_projector`` (models/llama4/modeling_llama4.py
   ``Llama4VisionModel``: an unfold patch embedding ``linear`` of ``3 p^2 -> h`` without bias, a
   ``class_embedding`` of h, ``positional_embedding_vlm`` of ``(image_size / p)^2 + 1`` x h, ``layernorm_pre`` /
@@ -70,29 +59,21 @@ from planner.serving.multimodal import tower_linear, tower_norm, vision_from_con
 QWEN_VISION_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"})
 """Wrapper ``model_type``s whose ``model.visual`` :func:`planner.serving.multimodal.vision_tower_groups` builds."""
 
+GEMMA_VISION_TYPES = frozenset({"gemma3", "gemma4"})
+"""Wrapper ``model_type``s whose tower :func:`planner.serving.multimodal.vision_tower_groups` builds from the
+vision fields (:mod:`planner.serving.vision_towers` holds the Gemma 3 / Gemma 4 builders)."""
 
-def _gemma4_vision(full: Any) -> list[ParamGroup]:
-    """``model.vision_tower`` + ``model.embed_vision`` of Gemma4ForConditionalGeneration (module docstring)."""
-    v = full.vision_config
-    h, inter, n = v.hidden_size, v.intermediate_size, v.num_hidden_layers
-    d = v.head_dim
-    q_out, kv_out = v.num_attention_heads * d, v.num_key_value_heads * d
-    p = "vision_tower.encoder.layers.*"
-    groups = [ParamGroup(name="vision_tower.patch_embedder.position_embedding_table",
-                         shape=(2, v.position_embedding_size, h), kind="norm"),
-              *tower_linear("vision_tower.patch_embedder.input_proj", 3 * v.patch_size ** 2, h)]
-    for name, fan_in, fan_out in (("q_proj", h, q_out), ("k_proj", h, kv_out), ("v_proj", h, kv_out),
-                                  ("o_proj", q_out, h)):
-        groups += tower_linear(f"{p}.self_attn.{name}.linear", fan_in, fan_out, count=n)
-    groups += [*tower_norm(f"{p}.self_attn.q_norm", d, count=n), *tower_norm(f"{p}.self_attn.k_norm", d, count=n)]
-    for name, fan_in, fan_out in (("gate_proj", h, inter), ("up_proj", h, inter), ("down_proj", inter, h)):
-        groups += tower_linear(f"{p}.mlp.{name}.linear", fan_in, fan_out, count=n)
-    for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                 "post_feedforward_layernorm"):
-        groups += tower_norm(f"{p}.{name}", h, count=n)
-    width = getattr(v, "output_proj_dims", None) or h
-    groups += tower_linear("embed_vision.embedding_projection", width, full.get_text_config().hidden_size)
-    return groups
+
+def _gemma_vision(model_type: str, full: Any) -> tuple[ParamGroup, ...]:
+    """The Gemma 3 / Gemma 4 tower groups, from the wrapper config as transformers read it (its class defaults
+    fill what a copy omits)."""
+    wrapper = {"model_type": model_type, "vision_config": full.vision_config.to_dict(),
+               "text_config": {"hidden_size": full.get_text_config().hidden_size}}
+    for key in ("mm_tokens_per_image", "vision_soft_tokens_per_image"):
+        if getattr(full, key, None) is not None:
+            wrapper[key] = getattr(full, key)
+    vision = vision_from_config(wrapper)
+    return () if vision is None else vision_tower_groups(vision)
 
 
 def _kimi_k25_vision(full: Any) -> list[ParamGroup]:
@@ -142,39 +123,6 @@ def _minimax_m3_vision(full: Any) -> list[ParamGroup]:
     return groups
 
 
-def _gemma3_vision(full: Any) -> list[ParamGroup]:
-    """``model.vision_tower`` (SigLIP) + ``model.multi_modal_projector`` of Gemma3ForConditionalGeneration
-    (module docstring)."""
-    v = full.vision_config
-    h, inter, n, p = v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.patch_size
-    groups = [ParamGroup(name="vision_tower.embeddings.patch_embedding.weight", shape=(h, v.num_channels, p, p),
-                         kind="norm"),
-              ParamGroup(name="vision_tower.embeddings.patch_embedding.bias", shape=(h,), kind="norm"),
-              ParamGroup(name="vision_tower.embeddings.position_embedding.weight",
-                         shape=((v.image_size // p) ** 2, h), kind="norm")]
-    layer = "vision_tower.encoder.layers.*"
-    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
-        groups += tower_linear(f"{layer}.self_attn.{name}", h, h, bias=True, count=n)
-    groups += [*tower_norm(f"{layer}.layer_norm1", h, bias=True, count=n),
-               *tower_norm(f"{layer}.layer_norm2", h, bias=True, count=n),
-               *tower_linear(f"{layer}.mlp.fc1", h, inter, bias=True, count=n),
-               *tower_linear(f"{layer}.mlp.fc2", inter, h, bias=True, count=n),
-               *tower_norm("vision_tower.post_layernorm", h, bias=True)]
-    if getattr(v, "vision_use_head", False):  # SiglipMultiheadAttentionPoolingHead
-        groups += [ParamGroup(name="vision_tower.head.probe", shape=(1, 1, h), kind="norm"),
-                   ParamGroup(name="vision_tower.head.attention.in_proj_weight", shape=(3 * h, h), kind="other"),
-                   ParamGroup(name="vision_tower.head.attention.in_proj_bias", shape=(3 * h,), kind="bias"),
-                   *tower_linear("vision_tower.head.attention.out_proj", h, h, bias=True),
-                   *tower_norm("vision_tower.head.layernorm", h, bias=True),
-                   *tower_linear("vision_tower.head.mlp.fc1", h, inter, bias=True),
-                   *tower_linear("vision_tower.head.mlp.fc2", inter, h, bias=True)]
-    text = full.get_text_config().hidden_size
-    # a bare nn.Parameter, not an nn.Linear: kept whole on every GPU
-    groups += [ParamGroup(name="multi_modal_projector.mm_input_projection_weight", shape=(h, text), kind="norm"),
-               *tower_norm("multi_modal_projector.mm_soft_emb_norm", h)]
-    return groups
-
-
 def _llama4_vision(full: Any) -> list[ParamGroup]:
     """``model.vision_model`` + ``model.multi_modal_projector`` of Llama4ForConditionalGeneration (module
     docstring)."""
@@ -199,8 +147,7 @@ def _llama4_vision(full: Any) -> list[ParamGroup]:
     return groups
 
 
-TOWER_BUILDERS = {"gemma3": _gemma3_vision, "gemma4": _gemma4_vision, "kimi_k25": _kimi_k25_vision,
-                  "llama4": _llama4_vision, "minimax_m3_vl": _minimax_m3_vision}
+TOWER_BUILDERS = {"kimi_k25": _kimi_k25_vision, "llama4": _llama4_vision, "minimax_m3_vl": _minimax_m3_vision}
 """Wrapper ``model_type`` -> builder of its towers from the transformers wrapper config."""
 
 
@@ -224,9 +171,13 @@ def tower_groups(raw_config: Mapping[str, Any], full: Any) -> tuple[ParamGroup, 
         stated = read.to_dict() if read is not None else raw_config.get("vision_config")
         vision = vision_from_config({"model_type": model_type, "vision_config": stated})
         return () if vision is None else vision_tower_groups(vision)
-    builder = TOWER_BUILDERS.get(model_type)
-    if builder is None or getattr(full, "vision_config", None) is None or not raw_config.get("vision_config"):
+    if getattr(full, "vision_config", None) is None or not raw_config.get("vision_config"):
         return ()  # no tower stated: transformers' defaults would size one the checkpoint may not have
+    if model_type in GEMMA_VISION_TYPES:
+        return _gemma_vision(model_type, full)
+    builder = TOWER_BUILDERS.get(model_type)
+    if builder is None:
+        return ()
     try:
         return tuple(builder(full))
     except (AttributeError, TypeError) as exc:

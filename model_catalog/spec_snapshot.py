@@ -60,12 +60,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "spec_snapshot.json"
 FORMAT = 1
 DERIVATION_SOURCES = (
-    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/families_gqa.py",
-    "model_catalog/families_hybrid.py", "model_catalog/families_sparse.py", "model_catalog/quantization.py",
-    "model_catalog/spec_snapshot.py", "planner/model/layers.py", "planner/model/sparse.py", "planner/model/params.py",
-    "planner/model/spec.py", "planner/model/dtypes.py", "planner/units.py",
+    "model_catalog/hf_config.py", "model_catalog/families.py", "model_catalog/families_base.py",
+    "model_catalog/families_gpt.py", "model_catalog/families_gqa.py",
+    "model_catalog/families_hybrid.py", "model_catalog/families_sparse.py", "model_catalog/families_multimodal.py",
+    "model_catalog/quantization.py", "model_catalog/spec_snapshot.py", "planner/model/__init__.py",
+    "planner/model/layers.py", "planner/model/sparse.py", "planner/model/params.py", "planner/model/spec.py",
+    "planner/model/dtypes.py", "planner/model/memo.py", "planner/units.py", "planner/text.py",
+    "planner/serving/multimodal.py", "planner/serving/vision_config.py", "planner/serving/vision_towers.py",
+    "planner/serving/media_tokens.py",
 )
-"""Files whose code decides what a spec holds (paths from the repository root)."""
+"""Files whose code decides what a spec holds (paths from the repository root): every project module
+``model_catalog/hf_config.py`` imports, directly or through another (the vision towers of multimodal entries
+included); ``tests/test_spec_snapshot.py`` checks that none is missing."""
 
 _CLASSES = {cls.__name__: cls for cls in (ModelSpec, FullAttention, SlidingWindowAttention, ChunkedLocalAttention,
                                            MLAAttention, RecurrentState, NoCache, ParamGroup, StorageFormat,

@@ -5,7 +5,7 @@ import streamlit as st
 from planner.budget import plan
 from planner.model.kv import attention_variants
 from ui import catalog, charts, data, feature_line, inputs, serving, views
-from ui.format import format_tokens, md_message, md_text
+from ui.format import count_noun, format_int, format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
                  "The chosen model rebuilt as MHA, GQA (as built), MQA, or with MLA's latent: KV cache per token "
@@ -28,7 +28,7 @@ rows = data.variant_rows(plans)
 st.subheader(md_text(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence"))
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
                       f"{plans[0][1].weights_label}, {plans[0][1].kv_cache_dtype} KV cache, "
-                      f"batch {form.batch_size}, {form.num_gpus} GPU(s) per replica."))
+                      f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users", left_out=feature_line.link_left_out())
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)

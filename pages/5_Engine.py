@@ -6,14 +6,16 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, charts, engine, feature_line, inputs, scale_view, serving, views
-from ui.format import format_command, md_text
+from ui import catalog, charts, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
+from ui.format import count_noun, format_command, md_text
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
                  "per GPU, and the lines it would print. Paste a startup log to compare.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=())
 knobs, more = engine.engine_inputs()
+problems.extend(more)
+graph_knobs, more = engine_graphs.cudagraph_inputs(knobs.engine)  # vLLM cudagraph_mode and -O
 problems.extend(more)
 scale_request, more = scale_view.engine_scale_inputs(knobs.engine, knobs.data_parallel_size)  # -dp / EP / DCP
 problems.extend(more)
@@ -27,17 +29,25 @@ model = serving.served_model(model)  # without the towers when the text-only swi
 inputs.show_problems(serving_problems)
 request = views.guarded(engine.engine_request, form, knobs, gpu.name, features, engine.reported_memory_bytes(gpu),
                         what="reading the engine inputs")
-result = views.guarded(plan_engine, model, gpu.framework_memory_bytes, request,
-                       what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
+request = engine_graphs.with_cudagraph_knobs(request, graph_knobs)
+# -dp with expert parallel, or -dcp: the whole page describes that launch, one attention data-parallel rank (issue 26)
+launch = scale_view.plan_launch(model, gpu, request, scale_request) if scale_request is not None else None
+result = launch.engine_view() if launch is not None else views.guarded(
+    plan_engine, model, gpu.framework_memory_bytes, request,
+    what=f"planning {form.model_id} under {knobs.engine} on {gpu.name}")
 
 st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {result.engine}"))
-st.caption(f"{result.engine_label} · tensor parallel {result.tensor_parallel_size} × pipeline "
-           f"{result.pipeline_parallel_size} × {result.data_parallel_size} replica(s) = "
-           f"{result.num_gpus} GPU{'' if result.num_gpus == 1 else 's'} · "
+layout_text = (scale_view.launch_layout_text(launch) if launch is not None else
+               f"tensor parallel {result.tensor_parallel_size} × pipeline {result.pipeline_parallel_size} × "
+               f"{count_noun(result.data_parallel_size, 'replica')} = {count_noun(result.num_gpus, 'GPU')}")
+st.caption(f"{result.engine_label} · {layout_text} · "
            f"{views.guarded(weights_label, model, result.weight_dtype, what='reading the weight dtype')} weights · "
            f"{result.kv_cache_dtype} KV cache")
-fixes = views.guarded(engine_fixes, model, gpu.framework_memory_bytes, request, result,  # [] when it starts
-                      context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
+fixes = [] if launch is not None else views.guarded(  # [] when it starts; the fixes are checked for plain TP
+    engine_fixes, model, gpu.framework_memory_bytes, request, result,
+    context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
+if launch is not None:
+    st.markdown(scale_view.scale_users_line(launch))
 engine.engine_verdict(result, fixes)
 if not result.stopped_at_config_check:
     engine.engine_metrics(result)
@@ -47,8 +57,8 @@ else:
             icon=":material/info:")
 if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
     st.caption(serving_line)
-if scale_request is not None:  # data / expert / context parallel: one rank's budget, users per rank x ranks
-    scale_view.engine_scale_section(model, gpu, request, scale_request)
+if launch is not None:  # data / expert / context parallel: the layout, users per rank x ranks
+    scale_view.engine_scale_section(launch, gpu)
 
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))

@@ -6,12 +6,25 @@ from dataclasses import replace
 import streamlit as st
 
 from planner.diagnose import Fix
-from ui import catalog, custom_panel, downloads, engine, feature_line, find_table, inputs, serving, traffic, views
-from ui.format import format_command, md_message, md_text
+from ui import (
+    catalog,
+    custom_panel,
+    downloads,
+    engine,
+    feature_line,
+    find_scale_view,
+    find_table,
+    inputs,
+    serving,
+    traffic,
+    views,
+)
+from ui.format import count_noun, md_message, md_text
 
 views.setup_page("Find a GPU setup", "🔎",
-                 "Give the users and their request lengths; get the cheapest GPU type x count x tensor parallel "
-                 "size x KV dtype that holds them, ranked by catalog price per hour.")
+                 "Give the users and their request lengths; get the cheapest GPU type x count x layout x KV dtype "
+                 "that holds them, ranked by catalog price per hour. MoE and MLA models also get data + expert "
+                 "parallel, decode context parallel and prefill / decode disaggregated setups.")
 form, problems = inputs.sidebar_inputs(model="one", gpu=None, dtypes=False, numbers=(),
                                        advanced=("gpu_memory_utilization", "block_size", "overhead_gib"))
 weight_dtype, kv_cache_dtypes, more = traffic.find_dtype_inputs()
@@ -33,6 +46,8 @@ search_gpus, more = traffic.vendor_filter([*catalog.gpus().values(), *([custom_g
 problems.extend(more)
 gpu_ids, more = traffic.gpu_type_filter(search_gpus)
 problems.extend(more)
+setup_kinds, link, more = find_scale_view.setup_kind_inputs()  # TP, DP+EP, DCP, disaggregated (URL setup_kinds)
+problems.extend(more)
 features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
 problems.extend(more)
 inputs.show_problems(problems)
@@ -50,10 +65,11 @@ if features is not None:
     request = replace(request, serving=features)
 if gpu_ids:
     request = replace(request, gpu_ids=gpu_ids)
-request = replace(request, engine=engine_name, alternative_weight_dtype="fp8")  # fp8 weights: searched for a hint
+request = replace(request, engine=engine_name, alternative_weight_dtype="fp8",  # fp8 weights: searched for a hint
+                  setup_kinds=setup_kinds, link=link)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
-st.subheader(f"{md_text(model.display_name)}: {load['users']:,} users")
+st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
 st.caption(workload.describe())
 feature_line.show_users_line(features, form.model_id, what="Every setup's users", left_out=feature_line.link_left_out())
 if result.fits:
@@ -67,32 +83,37 @@ if result.weight_alternative is not None:  # one click: search with those weight
     views.fix_buttons([Fix(f"search with {alt.weight_dtype} weights", "weight_dtype", alt.weight_dtype)],
                       key_prefix="find_weight_fix")
 table = find_table.find_rows(result)
+if table.empty:  # no setup of the kinds asked was planned within the limit: nothing to list, the advice is above
+    st.caption(find_table.EMPTY_TEXT)
 pages = find_table.num_pages(table)
 page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
 shown = find_table.page_of(table, page)
 order, columns = find_table.find_table_config()
-st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
-             placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
+if not table.empty:
+    st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
+                 placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
 for number, note in find_table.page_notes(result, page):
     st.caption(f"Note {number}: {md_message(note)}")
 st.download_button("Download CSV", downloads.csv_text(find_table.csv_rows(table)), file_name="gpu_setups.csv",
                    mime="text/csv",
                    key="download_setups", icon=":material/download:", on_click="ignore")
-best = traffic.shown_setup(result)
+st.caption(f"Each replica (or data-parallel rank) is sized as {md_text(result.engine or engine_name)} sizes it (the "
+           "Engine page's figures: the weights as its kernels load them, its own profile pass and block rules); a "
+           "replica holds ceil(users / replicas) sequences of prompt + output tokens, a DP+EP launch ceil(users / "
+           "ranks) per rank. Hover a column header for its full name. The CSV also has each row's margin, KV "
+           "budget per GPU and launch command. Prices: model_catalog/gpus.json (each with its source).")
+best = find_scale_view.chosen_setup(result)
 if best is not None:
-    st.markdown("Launch command for the first row:")
-    st.code(format_command(best.launch_command), language="bash")
+    find_scale_view.show_launch(best)
     if serving.text_only_launch_note(form.model_id):
         st.caption(serving.text_only_launch_note(form.model_id))
-st.caption(f"Each replica is sized as {md_text(result.engine or engine_name)} sizes it (the Engine page's figures: "
-           "the weights as its kernels load them, its own profile pass and block rules); a replica holds "
-           "ceil(users / replicas) sequences of prompt + output tokens. Margin = "
-           "share of the KV budget left at that load. Hover a column header for its full name. The CSV also "
-           "has each row's KV budget per GPU and launch command. Prices: model_catalog/gpus.json (each with "
-           "its source).")
 
-if best is not None:
+if best is not None and best.kind != "TP":
+    st.caption(f"No throughput chart for a {md_text(best.kind)} setup: the chart is drawn for plain tensor-parallel "
+               "rows (pick one under 'Setup to launch' to see it). This setup's TPOT, TTFT and $/1M columns in the "
+               "table are its own roofline figures.")
+elif best is not None:
     gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")
     estimate = views.guarded(traffic.setup_throughput, model, gpu, best, request, workload,
                              what="estimating throughput")

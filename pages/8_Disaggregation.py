@@ -6,7 +6,7 @@ import streamlit as st
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
 from ui import catalog, inputs, scale_view, views
-from ui.format import format_int, md_text
+from ui.format import count_noun, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
                  "Separate prefill and decode pools for N users: each pool's GPUs, replicas and per-GPU budget, "
@@ -30,18 +30,20 @@ result = views.guarded(
     link_id=knobs.link, what=f"sizing the pools for {form.model_id} on {gpu.name}")
 
 st.subheader(md_text(f"{model.display_name} on {gpu.vendor} {gpu.name} under {knobs.engine}: "
-                     f"{format_int(n['users'])} users, {format_int(n['prompt_len'])} + "
+                     f"{count_noun(n['users'], 'user')}, {format_int(n['prompt_len'])} + "
                      f"{format_int(n['output_len'])} tokens"))
-scale_view.headline(result)
+scale_view.headline(result, knobs)
 left, right = st.columns(2, gap="large")
 scale_view.show_pool(left, result.prefill, gpu.framework_memory_bytes, gpu.name)
 scale_view.show_pool(right, result.decode, gpu.framework_memory_bytes, gpu.name)
+if not result.starts:  # no transfer, commands or values for pools that would not start
+    st.stop()
 
 st.subheader("KV transfer between the pools")
 st.markdown(scale_view.transfer_text(result))
 st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
              column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
-for note in result.notes:
+for note in scale_view.sizing_notes(result):
     st.caption(note)
 
 st.subheader("llm-d model-service values")

@@ -48,6 +48,7 @@ from planner.model.params import (
 )
 from planner.overhead import OverheadEstimate, estimate_overhead
 from planner.serving.features import ServingEffects, ShiftedProfile, serving_effects
+from planner.serving.multimodal import encoder_chunk_budget
 from planner.units import MiB, largest_fitting
 
 from planner.plan_types import (  # noqa: F401 - re-exported: the request and result types live there
@@ -388,7 +389,9 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
     tp = request.num_gpus
     effects = serving_effects(model, request.serving, tensor_parallel_size=tp, dtypes=dtypes,
                               weight_dtype_name=request.weight_dtype, gpu_id=gpu_id,
-                              num_batched_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id))
+                              num_batched_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id),
+                              encoder_chunk_budget_bytes=encoder_chunk_budget(gpu_memory_bytes,
+                                                                              gpu_memory_bytes - weights_gpu))
     effects = effects.with_profile_peak(overhead.activation_bytes + overhead.logits_bytes)
     if effects.extra_activation_bytes and overhead.overridden:  # the override is the whole overhead
         effects = replace(effects, extra_activation_bytes=0, notes=(

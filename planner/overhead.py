@@ -5,7 +5,7 @@ What :func:`planner.budget.plan` subtracts besides weights before the KV cache:
 and ``max_num_seqs`` sampled sequences, plus the runtime's non-torch memory. The
 per-engine, per-version chains live in :mod:`planner.engines`; this is the one
 estimate Home, the sweeps and the reverse planner share. It models the newest vLLM
-(:data:`OVERHEAD_PROFILE`, v0.21+, the same profile ``--engine vllm`` uses by default) and
+(:data:`OVERHEAD_PROFILE`, v0.29+, the same profile ``--engine vllm`` uses by default) and
 names that version in its formula.
 
 Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py),
@@ -81,11 +81,11 @@ def estimate_overhead(
     for ``T = max_num_batched_tokens`` tokens of ``e`` bytes and ``S = max_num_seqs``
     (:func:`planner.engines.overheads.activation_estimate`); ``runtime`` = vLLM's non-torch
     memory (133 MiB, plus 430 MiB of NCCL and custom all-reduce buffers when ``tp > 1`` on
-    one NVLink node). The profile is the newest vLLM's (:data:`OVERHEAD_PROFILE`, v0.21+):
+    one NVLink node). The profile is the newest vLLM's (:data:`OVERHEAD_PROFILE`, v0.29+):
     16,384 tokens and 1,024 sequences on GPUs of 70 GiB or more that are not A100s.
     Llama-3.1-8B on an H100 (case V20): 1,024 x 128,256 x 38 + 16,384 x 4,096 x 2 B =
     4.77 GiB of sampler peak (vLLM 0.11, profiling 8,192 tokens, measured 4.76 GiB).
-    The CUDA-graph estimate that vLLM v0.21+ also subtracts (about 0.5 GiB) is left to the
+    The CUDA-graph estimate that vLLM v0.29+ also subtracts (about 0.5 GiB) is left to the
     Engine view (``--engine vllm``), which models each engine and version in full; users
     can override the total.
 

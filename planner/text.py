@@ -1,4 +1,4 @@
-"""Quoting what a user typed back into a message, bounded and printable.
+"""Text for messages: quoting what a user typed back, bounded and printable; counts with their noun.
 
 Every reader of user data (a pasted config, an upload, a link value, a CLI flag) refuses bad input
 with a message that says what was wrong. Such a message quotes at most :data:`ECHO_CHARS`
@@ -36,3 +36,13 @@ def quote(value: object, limit: int = ECHO_CHARS) -> str:
     if length <= limit:
         return f"'{escaped}'"
     return f"'{escaped}…' ({length:,} characters)"
+
+
+def count_noun(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` with thousands separators and its noun in the right number: ``"1 GPU"``, ``"2,475 replicas"``.
+
+    Args:
+        count: How many [items].
+        singular: The noun for one; ``plural`` defaults to it plus ``s`` (``"node"`` -> ``"nodes"``).
+    """
+    return f"{count:,} {singular if count == 1 else (plural or singular + 's')}"

@@ -5,7 +5,8 @@ Usage: ``python scripts/bench_engine_cases.py [--format table|json] [--cases V15
 The cases are the rows of ``tests/data/reference/engine_cases.csv`` (the in-repository
 copy of the shared engine startup table). Each case runs under the engine profile of
 its own version (:data:`CASES`: ``vllm-v0`` for V0 logs, ``vllm-v0.10`` for 0.10.x,
-``vllm-v0.11`` for the late-2025 V1 builds, ``vllm`` for 0.21+, ``sglang-v0.4`` for mid-2025
+``vllm-v0.11`` for the late-2025 V1 builds, ``vllm-v0.28`` for 0.22-0.28, ``vllm`` for 0.29+
+(the row's ``engine_version``), ``sglang-v0.4`` for mid-2025
 SGLang, ``llama.cpp``, ``trtllm-engine``) and is planned twice:
 
 1. **KV arithmetic**: the engine's printed available memory is pinned
@@ -26,8 +27,9 @@ Rows ``[N..]`` (2025-26 startup logs) use the catalog model's own layers for pas
 flags their notes give (:data:`CASES`). A refused launch (its notes print "X GiB KV cache is
 needed") is checked in pass 1 by that figure and the estimated maximum length, with the
 printed available memory pinned, and in pass 2 by whether the cold start predicts the refusal.
-A launch a pass cannot express says why (data + expert parallel, DeepSeek-V4's allocator,
-unified memory) and is shown in parentheses, not counted.
+A row launched with data / expert parallel flags (:attr:`Case.scale`) has its cold start planned as one
+rank of that launch (:func:`planner.scale.plan_scale`). A launch a pass cannot express says why
+(unified memory) and is shown in parentheses, not counted.
 
 The script prints one line per engine and version group (:func:`groups`: cold-start mean and
 max, KV arithmetic in rounding, refusals predicted), then one row per case with the mean and
@@ -80,6 +82,12 @@ class Case:
             ``catalog``: the catalog model's own layers, for the ``[N..]`` rows whose notes give none).
         arithmetic: "" when the KV-arithmetic pass can express the launch, else why not (its figures
             are then shown in parentheses and left out of the rounding count).
+        image_limit: ``--limit-mm-per-prompt``'s image count the row states (None = not stated): the cold
+            start then plans the vision tower's encoder profile as ``plan --limit-mm-per-prompt`` does
+            (one 1,024 x 1,024 image per request, the CLI's default size).
+        scale: The data / expert parallel flags the row states, as :class:`planner.scale.ScaleRequest`
+            fields (empty = none): the cold start then plans one rank of the launch with
+            :func:`planner.scale.plan_scale`, as ``plan -dp N --enable-expert-parallel`` does.
     """
 
     engine: str
@@ -92,6 +100,8 @@ class Case:
     outside_mean: str = ""
     geometry: str = "plain"
     arithmetic: str = ""
+    image_limit: int | None = None
+    scale: dict = field(default_factory=dict)
 
 
 CASES: dict[str, Case] = {
@@ -133,23 +143,27 @@ CASES: dict[str, Case] = {
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.8, num_nodes=2,
                              distributed_executor_backend="ray", gpu_name="DGX Spark (GB10)"),
                 outside_mean="unified memory (GB10): vLLM charges the drop of MemAvailable (host-side growth "
-                             "included) and a profiled CUDA-graph estimate, neither modelled"),
-    "N09": Case(engine="vllm", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090", geometry="catalog",
+                             "included), and its CUDA-graph estimate there (about 5.0 GiB, util 0.80 'effectively "
+                             "0.758') far exceeds the graphs counted; neither is modelled"),
+    "N09": Case(engine="vllm-v0.28", model_id="nvidia/Qwen3.6-35B-A3B-NVFP4", gpu_id="nvidia-rtx-5090",
+                geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                              gpu_memory_utilization=0.9, enable_prefix_caching=True),
-                outside_mean="--limit-mm-per-prompt image 2 not expressed (the vision encoder's profile)"),
+                image_limit=2),
     "N10": Case(engine="vllm-v0.10", model_id="Qwen/Qwen3-Coder-480B-A35B-Instruct", gpu_id="nvidia-h20-141gb",
                 request=dict(weight_dtype="fp8_block128", gpu_memory_utilization=0.9), geometry="catalog",
-                cold_start="not expressible yet: data parallel 8 x expert parallel 8 (the data-parallel work)"),
-    "N11": Case(engine="vllm", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb", geometry="catalog",
-                request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm"),
-                arithmetic="DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
-                outside_mean="expert parallel and prefix caching not expressed; DeepSeek-V4 pages estimated"),
-    "N12": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+                scale=dict(data_parallel_size=8, enable_expert_parallel=True)),
+    "N11": Case(engine="vllm-v0.28", model_id="deepseek-ai/DeepSeek-V4-Flash", gpu_id="nvidia-gh200-96gb",
+                geometry="catalog",
+                request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
+                             enable_prefix_caching=True),
+                outside_mean="--enable-expert-parallel not expressed (whole experts per rank in the profile pass); "
+                             "v0.22 runs DeepSeek-V4 on the V1 model runner, the profile's rule (v0.28) on V2"),
+    "N12": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(gpu_memory_utilization=0.9)),
-    "N13": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+    "N13": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.9)),
-    "N14": Case(engine="vllm", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
+    "N14": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(weight_dtype="int4", gpu_memory_utilization=0.95, max_num_seqs=8,
                              max_num_batched_tokens=8192)),
     "N22": Case(engine="sglang-v0.4", model_id="Qwen/Qwen3-0.6B", gpu_id="nvidia-rtx-5080", geometry="catalog",
@@ -369,6 +383,28 @@ class ColdStart:
     """Whether the cold-start plan says the engine starts (None: no cold start)."""
 
 
+def _images(case: Case) -> dict:
+    """``serving=`` for a row that states an image limit (:attr:`Case.image_limit`), else nothing."""
+    if case.image_limit is None:
+        return {}
+    import model_catalog
+    from planner.serving import ServingFeatures
+    from planner.serving.multimodal import MultimodalConfig, vision_from_config
+
+    vision = vision_from_config(model_catalog.get_model_entry(case.model_id).config)
+    return {"serving": ServingFeatures(multimodal=MultimodalConfig(vision=vision, limit_mm_per_prompt=case.image_limit))}
+
+
+def _cold_plan(model: ModelSpec, memory: int, request: EngineRequest, case: Case):
+    """The cold-start engine plan: one rank of the launch's data / expert parallel layout when the row states
+    one (:attr:`Case.scale`, the view ``plan -dp ...`` prints), else the plain engine plan."""
+    if not case.scale:
+        return plan_engine(model, memory, request)
+    from planner.scale import ScaleRequest, plan_scale
+
+    return plan_scale(model, memory, request, ScaleRequest(**case.scale)).engine_view()
+
+
 def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     """Pass 2 for one case (module docstring)."""
     printed = _printed_bytes(row)
@@ -387,14 +423,18 @@ def cold_start(tag: str, row: dict, case: Case) -> ColdStart:
     gpu = model_catalog.get_gpu(case.gpu_id) if case.gpu_id else None
     memory = int(case.gpu_memory_gib * GiB) if case.gpu_memory_gib else gpu.framework_memory_bytes
     reported = gpu.memory_reported_mib * MiB if gpu and gpu.memory_reported_mib else None
-    request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported)
-    plan = plan_engine(model, memory, request)
+    request = _request(row, case, gpu_name=gpu.name if gpu else "", gpu_memory_reported_bytes=reported,
+                       **_images(case))
+    plan = _cold_plan(model, memory, request, case)
     weights = re.search(r"weights (?:GiB )?(\d+\.\d+)", row["notes"])
     printed_weights = float(weights.group(1)) if weights else None
     if case.engine == "llama.cpp":
         printed_mib = float(re.search(r"printed KV size (\d+\.\d+) MiB", row["notes"]).group(1))
         printed = int(printed_mib * MiB)
     note = f"{plan.engine_label.split(' (')[0]}, {model.model_id}"
+    if case.scale:  # the flags plan_scale read
+        ep = " --enable-expert-parallel" if case.scale.get("enable_expert_parallel") else ""
+        note += f", one rank of -dp {case.scale.get('data_parallel_size', 1)}{ep}"
     return ColdStart(predicted_bytes=plan.available_kv_cache_bytes, printed_bytes=printed,
                      error=abs(plan.available_kv_cache_bytes - printed) / max(printed, COLD_START_FLOOR),
                      weights_bytes=plan.limiting_rank.weights_bytes, printed_weights_gib=printed_weights,

@@ -304,13 +304,19 @@ def test_typing_part_of_a_name_picks_it_and_writes_the_id(server, page, request)
         assert _url_params(page)["model"] == [LLAMA31]
 
 
+FIND_LINKS = {"dense": {"model": "meta-llama/Meta-Llama-3-8B", "users": 50},
+              "every kind": {"model": "deepseek-ai/DeepSeek-V3.2", "users": 500, "gpu_types": "nvidia-h200-sxm",
+                             "max_gpus": 16}}  # TP, DP+EP, DCP and P/D rows (issue "Serve at scale")
+
+
+@pytest.mark.parametrize("link", list(FIND_LINKS))
 @pytest.mark.parametrize("width", [1400, 1280])
-def test_find_table_does_not_scroll_sideways(server, browser, request, width):
+def test_find_table_does_not_scroll_sideways(server, browser, request, width, link):
     context = browser.new_context(viewport={"width": width, "height": 900})
     pg = context.new_page()
     try:
         with shot_on_failure(pg, request):
-            found = open_settled(pg, server + "/Find_a_GPU_setup" + q(model="meta-llama/Meta-Llama-3-8B", users=50))
+            found = open_settled(pg, server + "/Find_a_GPU_setup" + q(**FIND_LINKS[link]))
             assert not found["exceptions"], found["exceptions"]
             pg.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller', state="attached", timeout=15000)
             grids = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))

@@ -8,11 +8,11 @@ entries per page switch, so Back stayed on the same page. Run alone with ``pytes
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.e2e_helpers import wait_settled
+from tests.e2e_helpers import set_number, wait_settled
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,8 @@ def _history_length(page) -> int:
 def _click_nav(page, label: str) -> None:
     before = page.evaluate("performance.now()")
     page.locator('[data-testid="stSidebar"] a', has_text=label).first.click()
-    page.wait_for_function("(label) => document.title.startsWith(label)", arg=label, timeout=60_000)
+    path = "/" if label == "Home" else "/" + label
+    page.wait_for_function("(path) => location.pathname === path", arg=path, timeout=60_000)
     wait_settled(page, after_ms=before)
 
 
@@ -55,3 +56,29 @@ def test_a_page_switch_is_one_history_entry_and_back_goes_back(streamlit_server,
     if query:  # the entry of the page left keeps that page's own link
         for part in ("context_len=4096", "block_size=32"):
             assert part in page.url, page.url
+
+
+def test_back_returns_each_page_as_it_was_visited(streamlit_server, browser_page):
+    """Catalog -> Home, two Home edits, Engine, then Back twice: the /Catalog that was visited.
+
+    Before the fix the Catalog entry came back as ``/Catalog?batch_size=4&context_len=16384``: the first
+    run after the switch put back what the page left (Engine) carried, not what the entry's URL said.
+    """
+    page = browser_page()
+    page.goto(streamlit_server.base_url + "/", wait_until="commit")
+    wait_settled(page)
+    _click_nav(page, "Catalog")
+    catalog_query = parse_qs(urlparse(page.url).query)
+    _click_nav(page, "Home")
+    wait_settled(page, after_ms=set_number(page, "context_len", 16384))
+    wait_settled(page, after_ms=set_number(page, "batch_size", 4))
+    home_query = parse_qs(urlparse(page.url).query)
+    assert home_query.get("context_len") == ["16384"] and home_query.get("batch_size") == ["4"], page.url
+    start = _history_length(page)
+    _click_nav(page, "Engine")
+    assert _history_length(page) - start == 1, "Home -> Engine added more than one history entry"
+
+    _back(page, "/")
+    assert parse_qs(urlparse(page.url).query) == home_query, page.url
+    _back(page, "/Catalog")
+    assert parse_qs(urlparse(page.url).query) == catalog_query, page.url

@@ -4,7 +4,8 @@
   ``fp8_ds_mla`` (656 B per layer per token) plus the FP8 indexer key, not a bf16 latent.
 * Kimi-K2-Thinking ships int4 (compressed-tensors): the catalog prices the checkpoint as shipped.
 * vLLM's default batch limits per version, GPU class and usage context (``serve`` / ``llm``), and
-  the 2026 dummy sampler (no top-k / top-p: 6 B per logit).
+  the 2026 dummy sampler (Model Runner V2: the model-dtype logits, no top-k / top-p, plus its kept
+  per-sequence state; planner/engines/vllm_runner.py).
 * SGLang's default ``mem_fraction_static`` of mid-2025 builds (a fixed reserve per GPU class).
 """
 
@@ -121,15 +122,36 @@ def test_defaulted_limits_clamp_each_other():
     assert (short.max_num_batched_tokens, long.max_num_batched_tokens) == (2048, 8192)
 
 
-def test_newest_vllm_samples_without_a_full_sort():
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.28"])
+def test_newest_vllm_samples_without_a_full_sort(engine):
+    # Model Runner V2 (the default for dense models from v0.25, for every model from v0.29): bf16 logits of
+    # the 256 dummy sequences and the kept hidden states, no FP32 copy, no sort (vllm_runner.py note 3)
     model = catalog.model_spec("Qwen/Qwen3-14B")
-    plan = plan_engine(model, 47_768_928_256, EngineRequest(engine="vllm", max_model_len=40960, gpu_name="L40S"))
+    plan = plan_engine(model, 47_768_928_256, EngineRequest(engine=engine, max_model_len=40960, gpu_name="L40S"))
     rank = plan.limiting_rank
     assert (plan.max_num_batched_tokens, plan.max_num_seqs) == (2048, 256)
+    assert rank.sampler_bytes == 256 * 151936 * 2 + 2048 * 5120 * 2
+    assert rank.activation_bytes == (max(rank.forward_activation_bytes, rank.sampler_bytes) + rank.runner_state_bytes
+                                     + rank.first_compile_bytes)  # a first launch's torch.compile (vllm_runner.py)
+    # reference case N12 (vLLM 0.28, L40S, a first launch): 11.57 GiB printed; the 38 B/logit sampler gave 10.5.
+    # v0.29+ (``vllm``) runs the same V2 pass and also takes its CUDA-graph estimate from the KV cache
+    if engine == "vllm-v0.28":
+        assert abs(plan.available_kv_cache_bytes / GiB - 11.57) < 0.05 and not rank.cudagraph_charged
+    else:
+        v028 = plan_engine(model, 47_768_928_256, EngineRequest(engine="vllm-v0.28", max_model_len=40960,
+                                                                gpu_name="L40S"))
+        assert rank.cudagraph_charged
+        assert plan.available_kv_cache_bytes == v028.available_kv_cache_bytes - rank.cudagraph_bytes
+
+
+def test_v1_runner_models_keep_the_profile_sampler_constant():
+    # Qwen3.6-35B-A3B (MoE + Gated DeltaNet) stays on the V1 runner up to v0.28
+    model = catalog.model_spec("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    plan = plan_engine(model, 47_768_928_256, EngineRequest(engine="vllm-v0.28", max_model_len=40960, gpu_name="L40S"))
+    rank = plan.limiting_rank
     assert SAMPLER_BYTES_PER_LOGIT_GUMBEL == 6
-    assert rank.sampler_bytes == 256 * 151936 * 6 + 2048 * 5120 * 2
-    # reference case N12 (vLLM 0.28, L40S): 11.57 GiB printed; the 38 B/logit sampler gave 10.5
-    assert abs(plan.available_kv_cache_bytes / GiB - 11.57) < 0.15
+    assert rank.sampler_bytes == 256 * model.vocab_size * 6 + 2048 * model.hidden_size * 2
+    assert rank.runner_state_bytes == 0 and rank.cudagraph_charged
 
 
 # --- SGLang's mid-2025 default memory fraction --------------------------------------------------

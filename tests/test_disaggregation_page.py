@@ -113,6 +113,56 @@ def test_a_custom_gpu_without_tflops_is_a_warning_with_the_way_out():
     assert any("no bf16 TFLOPS figure" in w.value and "catalog GPU" in w.value for w in at.warning)
 
 
+QWEN235 = "Qwen/Qwen3-235B-A22B"  # 438 GiB of bf16 weights: no single H200 holds them
+
+
+def test_a_model_over_one_gpu_shows_the_refusal_once_and_the_tensor_parallel_fix():
+    """Qwen3-235B on one H200 (tp 1 asked): one warning with the engine's reason, no sizes, no commands, no llm-d
+    values, and a button for the smallest tensor-parallel size that starts both pools (the planner's own figure);
+    clicking it gives a plan that fits."""
+    at = _run({"model": QWEN235, "gpu": H200, "tensor_parallel_size": "1"})
+    assert not at.exception, at.exception
+    expected = _expected(QWEN235, H200, users=256, scale=ScaleRequest())
+    assert not expected.starts and dict(expected.tensor_parallel_fixes) == {"prefill": 4, "decode": 4}
+    refusal = expected.prefill.plan.reasons[0]
+    shown = [w.value for w in (*at.warning, *at.error, *at.info, *at.success)]
+    assert sum(x.count(refusal) for x in shown) == 1
+    assert not _metrics(at) and not at.code  # no GPUs, TPOT, negative KV pool or launch commands
+    assert not any("GPUs for" in x for x in shown)
+    assert [b.label for b in at.button] == ["Tensor parallel → 4"]
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert at.query_params["tensor_parallel_size"] == "4" and at.success and at.code
+
+
+def test_no_tensor_parallel_size_launches_each_pool_at_the_smallest_that_starts():
+    from planner.scale import plan_scale
+
+    at = _run({"model": QWEN235, "gpu": H200})
+    assert not at.exception, at.exception
+    gpu = get_gpu(H200)
+    for tp, starts in ((2, False), (4, True)):  # the planner's own verdicts at the sizes around the choice
+        plan = plan_scale(model_spec(QWEN235), gpu.framework_memory_bytes,
+                          EngineRequest(gpu_name=gpu.name, tensor_parallel_size=tp, max_model_len=4608), ScaleRequest())
+        assert plan.starts is starts
+    shown = dict(_metrics(at))
+    assert shown["tp / dp / ep"] == "4 / 1 / 1" and at.success
+    assert any("tensor parallel 4, the smallest size at which it starts" in c.value for c in at.caption)
+
+
+def test_a_pool_over_the_card_is_drawn_by_home_s_rule():
+    """The bar of a launch over the card: its terms stack to their own sum past the card line; no extra "Over the
+    card" segment counts the excess a second time."""
+    from ui.scale_view import pool_bar_html
+
+    expected = _expected(QWEN235, H200, users=256, scale=ScaleRequest())
+    rank = expected.decode.plan.engine.limiting_rank
+    card = get_gpu(H200).framework_memory_bytes
+    html = pool_bar_html(expected.decode, card, "H200")
+    assert 'data-segment="Over the card"' not in html and 'data-segment="Weights"' in html
+    assert dict(rank.segments(card))["Over the card"] > 0  # the case has an excess to draw
+
+
 # --------------------------------------------------------------------------
 # Engine page: the "Advanced: data / expert / context parallel" block (planner.scale.plan_scale)
 # --------------------------------------------------------------------------
@@ -137,10 +187,12 @@ def test_engine_page_shows_users_per_rank_times_ranks_for_dp8_ep():
                           EngineRequest(max_model_len=8192, gpu_name=gpu.name),
                           ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
     shown = dict(_metrics(at))
-    assert shown["Users, all ranks"] == f"{expected.max_concurrency:,.2f}" == "620.88"  # README: DP + EP by hand
-    assert shown["Users per rank"] == f"{expected.max_concurrency_per_rank:,.2f}" == "77.61"
+    # README, DP + EP by hand: 4,515 blocks / 128 a request = 35.27x printed per rank; whole requests 35 x 8 = 280
+    assert expected.max_concurrency_per_rank == 35.27 and expected.requests_per_rank == 35
+    assert shown["Users, all ranks"] == f"{expected.requests_all_ranks:,}" == "280"
+    assert shown["Users per rank"] == "35"
     assert shown["Ranks x GPUs each"] == "8 x 1" and shown["Experts per GPU"] == "32 of 256"
-    assert any("**77.61** users per rank x **8** rank(s) = **620.88**" in m.value for m in at.markdown)
+    assert any("**35** users per rank (vLLM prints 35.27x) x **8** ranks = **280**" in m.value for m in at.markdown)
     assert "Data / expert / context parallel launch" in [s.value for s in at.subheader]
 
 

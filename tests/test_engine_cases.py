@@ -128,15 +128,13 @@ RECIPES: dict[str, tuple] = {
     # 2025-26 startup logs: the newest vLLM prints tokens = int(concurrency x max_model_len)
     "N01": (lambda r: mla_geometry("moonshotai/Kimi-K2-Thinking", 61),  # FlashMLA on H200: 64-token blocks
             dict(engine="vllm-v0.11", gpu_name="H200 SXM 141GB")),
-    "N12": (lambda r: qwen3_14b_geometry(), dict(engine="vllm")),
-    "N13": (lambda r: qwen3_14b_geometry(), dict(engine="vllm")),
-    "N14": (lambda r: qwen3_14b_geometry(), dict(engine="vllm", max_num_seqs=8, max_num_batched_tokens=8192)),
+    "N12": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28")),
+    "N13": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28")),
+    "N14": (lambda r: qwen3_14b_geometry(), dict(engine="vllm-v0.28", max_num_seqs=8, max_num_batched_tokens=8192)),
     "N22": (lambda r: full_geometry("Qwen/Qwen3-0.6B", 28, 8, 128, 16), dict(engine="sglang", block_size=1)),
 }
 
-NOT_EXPRESSIBLE = {
-    "N11": "DeepSeek-V4's compressed + sliding pages in vLLM's allocator are not modelled",
-}
+NOT_EXPRESSIBLE: dict[str, str] = {}
 """Rows whose KV arithmetic the planner cannot express yet (scripts/bench_engine_cases.py shows them apart)."""
 
 
@@ -286,6 +284,10 @@ REFUSALS = {
     "N03": (lambda: full_geometry("MiniMaxAI/MiniMax-M2.7", 62, 8, 128, 48, vocab=200064), dict(engine="vllm")),
     # Qwen3-Coder-480B: 62 layers x 8 KV heads x 128; each DP rank is TP 1, so all 8 heads per GPU
     "N10": (lambda: full_geometry("Qwen/Qwen3-Coder-480B-A35B-Instruct", 62, 8, 128, 96), dict(engine="vllm-v0.10")),
+    # DeepSeek-V4-Flash: vLLM's own allocator for the model (planner/engines/vllm_deepseek_v4.py), the LLM class
+    "N11": (lambda: pytest.importorskip("model_catalog").model_spec("deepseek-ai/DeepSeek-V4-Flash"),
+            dict(engine="vllm-v0.28", kv_cache_dtype="fp8", usage_context="llm", gpu_memory_utilization=0.95,
+                 enable_prefix_caching=True)),
 }
 
 
@@ -315,6 +317,28 @@ def test_n10_second_run_at_095_prints_a_longer_estimate():
     assert not plan.starts and abs(plan.engine_max_model_len - 235_296) <= 16
 
 
+@pytest.mark.parametrize(("util", "printed_gib"), [(0.9, 48.66), (0.95, 55.65)])
+def test_n10_cold_start_refuses_at_both_utilizations_as_vllm_did(util, printed_gib):
+    """N10's cold start, as `plan -dp 8 --enable-expert-parallel` plans it (one DP rank, TP 1): each MoE layer runs
+    the 8 ranks' 65,536 tokens in the profile pass (planner/engines/vllm_moe_dispatch.py, worked example), so the
+    predicted pool falls below the 62.0 GiB one 262,144-token request needs at 0.9 and at 0.95, as both runs were
+    refused. Without that charge it came out 7.5 GiB above the print (56.20 / 63.20 GiB: 0.95 would "start")."""
+    catalog = pytest.importorskip("model_catalog")
+    from planner.engines.expected_error import COLD_START_ERROR
+    from planner.scale import ScaleRequest, plan_scale
+
+    gpu = catalog.get_gpu("nvidia-h20-141gb")
+    request = _request(CASES["N10"], dict(engine="vllm-v0.10", weight_dtype="fp8_block128", gpu_memory_utilization=util,
+                                          gpu_name=gpu.name))
+    plan = plan_scale(catalog.model_spec("Qwen/Qwen3-Coder-480B-A35B-Instruct"), gpu.framework_memory_bytes, request,
+                      ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    available = plan.engine.available_kv_cache_bytes
+    assert not plan.starts and "(62.00 GiB KV cache is needed" in plan.reasons[0]
+    assert plan.moe_dispatch.gathered_tokens == 8 * 8192
+    # within the group's expected error of the print (the unexplained rest, about 2.06 GiB, is in the README)
+    assert abs(available / GiB - printed_gib) <= COLD_START_ERROR["vllm-v0.10"].max * printed_gib
+
+
 def test_n09_prefix_caching_keeps_two_mamba_pages_per_request():
     """N09 (vLLM 0.24, Qwen3.6-35B-A3B NVFP4 on an RTX 5090, fp8 cache, --enable-prefix-caching): the Gated DeltaNet
     groups hold two state pages per request in "align" mode, so 63 + 3 x 2 = 69 blocks per request; both printed
@@ -322,7 +346,7 @@ def test_n09_prefix_caching_keeps_two_mamba_pages_per_request():
     catalog = pytest.importorskip("model_catalog")
     row = CASES["N09"]
     model = catalog.model_spec("nvidia/Qwen3.6-35B-A3B-NVFP4")
-    request = _request(row, dict(engine="vllm", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
+    request = _request(row, dict(engine="vllm-v0.28", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
                                  enable_prefix_caching=True, gpu_name="GeForce RTX 5090"))
     plan, tried = _reproduce(model, request, float(row["available_kv_gib"]), int(row["printed_kv_tokens"]),
                              float(row["printed_max_concurrency"]))
@@ -332,6 +356,30 @@ def test_n09_prefix_caching_keeps_two_mamba_pages_per_request():
                                                    available_kv_memory_bytes=plan.available_kv_cache_bytes))
     assert without.blocks_per_request == 66 and without.engine_kv_cache_tokens > plan.engine_kv_cache_tokens
     assert "--enable-prefix-caching" in plan.launch_command
+
+
+@pytest.mark.parametrize(("draft_tokens", "blocks"), [(1, 72), (2, 75)])
+def test_n09_launch_with_mtp_keeps_a_state_page_per_draft_token(draft_tokens, blocks):
+    """The same launch with Qwen3.6's MTP drafts (``--speculative-config '{"method": "mtp",
+    "num_speculative_tokens": k}'``): every Gated DeltaNet layer keeps one more state page per draft token
+    (vLLM's ``MambaSpec.num_speculative_blocks``, ``max_memory_usage_bytes`` = (2 + k) pages in "align" mode;
+    planner/engines/vllm_kv_formats.py note 4): 63 + 3 x (2 + k) blocks per request."""
+    catalog = pytest.importorskip("model_catalog")
+    from planner.serving import ServingFeatures, SpeculativeConfig
+
+    row = CASES["N09"]
+    model = catalog.model_spec("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    mtp = ServingFeatures(speculative=SpeculativeConfig(method="mtp", num_speculative_tokens=draft_tokens,
+                                                        num_mtp_layers=1))
+    request = _request(row, dict(engine="vllm-v0.28", kv_cache_dtype="fp8", max_num_seqs=1, max_num_batched_tokens=8192,
+                                 enable_prefix_caching=True, gpu_name="GeForce RTX 5090", serving=mtp,
+                                 available_kv_memory_bytes=int(float(row["available_kv_gib"]) * GiB)))
+    plan = plan_engine(model, 80 * GiB, request)
+    assert plan.blocks_per_request == blocks
+    without_caching = plan_engine(model, 80 * GiB, replace(request, enable_prefix_caching=False))
+    assert without_caching.blocks_per_request == blocks - 3  # "none" mode: (1 + k) pages per Mamba group
+    older = plan_engine(model, 80 * GiB, replace(request, engine="vllm-v0.10", enable_prefix_caching=False))
+    assert older.blocks_per_request == 63 + 3  # before num_speculative_blocks (vLLM 0.10.0-0.10.1)
 
 
 def test_every_case_in_the_csv_has_a_check():

@@ -47,16 +47,21 @@ def shown_metrics(at: AppTest) -> dict[str, str]:
 
 
 def expected(engine: str, **kw):
+    from planner.engines.shared_gpu import reported_memory_bytes
+
     gpu = get_gpu(H100)
-    request = EngineRequest(engine=engine, gpu_name=gpu.name, **({"weight_dtype": "auto"} | kw))  # as the page
+    request = EngineRequest(engine=engine, gpu_name=gpu.name, gpu_memory_reported_bytes=reported_memory_bytes(gpu),
+                            **({"weight_dtype": "auto"} | kw))  # as the page: nvidia-smi's total for SGLang
     return plan_engine(model_spec(LLAMA3), gpu.framework_memory_bytes, request)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi", "transformers"])
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.28", "vllm-v0.10", "sglang", "llama.cpp", "trtllm", "tgi",
+                                    "transformers"])
 def test_engine_page_shows_planner_values(engine):
     at = run(PAGE, {"engine": engine, "model": LLAMA3, "gpu": H100, "context_len": "4096"})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+    assert engine in at.selectbox(key="engine").options  # every profile is offered, vllm-v0.28 included
     plan = expected(engine, max_model_len=4096)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
     codes = [c.value for c in at.code]
@@ -347,3 +352,46 @@ def test_engine_page_passes_nvidia_smi_memory_as_the_cli_does():
     assert not at.exception
     shown = {m.label: m.value for m in at.metric}
     assert shown["Available KV memory per GPU"] == format_bytes(expected)
+
+
+def test_cudagraph_mode_and_level_deep_link_reach_the_plan():
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "context_len": "4096",
+                    "cudagraph_mode": "piecewise", "optimization_level": "1"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="cudagraph_mode").value == "PIECEWISE"
+    assert at.selectbox(key="optimization_level").value == "1"
+    plan = expected("vllm", max_model_len=4096, cudagraph_mode="PIECEWISE", optimization_level=1)
+    assert plan.ranks[0].cudagraph_bytes != expected("vllm", max_model_len=4096).ranks[0].cudagraph_bytes
+    assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
+    assert format_command(plan.launch_command) in [c.value for c in at.code]
+
+
+def test_bad_cudagraph_mode_in_the_link_names_the_parameter():
+    at = run(PAGE, {"engine": "vllm", "model": LLAMA3, "gpu": H100, "context_len": "4096", "cudagraph_mode": "FAST"})
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    assert "cudagraph_mode=FAST" in errors and "sidebar" in errors
+    assert at.selectbox(key="cudagraph_mode").value is None
+
+
+@pytest.mark.parametrize("kv, label", [("auto", "fp8_ds_mla"), ("fp8", "fp8_ds_mla"), ("bf16", "bf16")])
+def test_engine_header_labels_the_cache_vllm_stores_for_deepseek_v32(kv, label):
+    """vLLM stores DeepSeek-V3.2's sparse-MLA layers as fp8_ds_mla for auto and fp8, bf16 only for bf16
+    (planner/engines/vllm_kv_formats.py): the header names what the plan stores."""
+    gpu = get_gpu("nvidia-h200-sxm")
+    plan = plan_engine(model_spec("deepseek-ai/DeepSeek-V3.2"), gpu.framework_memory_bytes,
+                       EngineRequest(gpu_name=gpu.name, tensor_parallel_size=8, kv_cache_dtype=kv))
+    assert plan.kv_cache_dtype == label
+    at = run(PAGE, {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "tensor_parallel_size": "8",
+                    "kv_cache_dtype": kv})
+    assert not at.exception, at.exception
+    assert any(f" · {label} KV cache" in c.value for c in at.caption)
+
+
+def test_engine_page_enforce_eager_with_a_graph_mode_warns_and_launches_eager():
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "enforce_eager": "true", "cudagraph_mode": "FULL"})
+    assert not at.exception, at.exception
+    assert any("--enforce-eager overrides cudagraph_mode FULL" in w.value for w in at.warning)
+    commands = [c.value for c in at.code if "vllm serve" in c.value]
+    assert commands and all("--enforce-eager" in c and "cudagraph_mode" not in c for c in commands)

@@ -18,6 +18,7 @@ import pytest
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.expected_error import (
     COLD_START_ERROR,
+    KNOWN_MISSES,
     close_call,
     expected_error_bytes,
     group_error,
@@ -194,3 +195,75 @@ def test_home_engine_panel_shows_the_expected_error():
     at.run()
     assert not at.exception
     assert any("of KV per GPU" in m.value and " ± " in m.value for m in at.markdown)
+
+
+def _close_call_lines(texts) -> list[str]:
+    return [line for text in texts for line in text.split("\n") if line.startswith("**Close call:**")]
+
+
+def test_home_s_refusal_warning_carries_the_engine_page_s_close_call():
+    """Llama-3.1-8B at 40,000 tokens on an RTX 4090: vLLM is short by less than the expected error. Home's
+    "would refuse to start" warning said so flatly (the caveat sat in the folded panel) and ended its quoted
+    reason with ".." ; it now carries the Engine page's close-call line."""
+    pytest.importorskip("model_catalog")
+    from streamlit.testing.v1 import AppTest
+
+    link = {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090", "context_len": "40000"}
+    shown = {}
+    for page in ("app.py", "pages/5_Engine.py"):
+        at = AppTest.from_file(str(BENCH.parents[1] / page), default_timeout=120)
+        for key, value in link.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, at.exception
+        shown[page] = [w.value for w in at.warning]
+    engine_caveat = _close_call_lines(shown["pages/5_Engine.py"])
+    assert len(engine_caveat) == 1, shown["pages/5_Engine.py"]  # the Engine page calls it a close call
+    refusal = [w for w in shown["app.py"] if "would refuse to start**" in w]
+    assert len(refusal) == 1, shown["app.py"]
+    assert _close_call_lines(refusal) == engine_caveat
+    assert not any(".." in w.replace("...", "") for w in shown["app.py"]), shown["app.py"]
+
+
+def test_known_misses_are_the_bench_rows_it_could_not_count():
+    """KNOWN_MISSES holds the uncounted cold-start errors the bench shows for N11 (DeepSeek-V4 under vLLM) and
+    N03 (unified memory), rounded up like the group table, so a plan of that kind is promised no more
+    (expected_error.py design note 4)."""
+    pytest.importorskip("model_catalog")
+    bench = _bench()
+    rows = bench.load_rows()
+    for miss in KNOWN_MISSES.values():
+        result = bench.cold_start(miss.case, rows[miss.case], bench.CASES[miss.case])
+        assert not result.counted and result.error is not None, miss.case
+        assert miss.fraction == _rounded_up(result.error), f"{miss.case}: rerun the bench and update KNOWN_MISSES"
+
+
+def test_a_launch_like_n11_is_a_close_call_not_a_clean_start():
+    """vLLM refused N11 (DeepSeek-V4-Flash, 2 x GH200); the plan still has room, but its expected error is the
+    miss the bench measured on that launch, so the verdict says the answer is close. A dense model on the same
+    GPUs keeps its group's figure and no ``known_misses`` key."""
+    catalog = pytest.importorskip("model_catalog")
+    gpu = catalog.get_gpu("nvidia-gh200-96gb")
+    request = EngineRequest(engine="vllm-v0.28", tensor_parallel_size=2, max_model_len=30000, kv_cache_dtype="fp8",
+                            block_size=256, gpu_memory_utilization=0.95, usage_context="llm", gpu_name=gpu.name)
+    v4 = plan_engine(catalog.model_spec("deepseek-ai/DeepSeek-V4-Flash"), gpu.framework_memory_bytes, request)
+    assert v4.known_misses == ("deepseek_v4_vllm",) and v4.starts
+    assert expected_error_bytes(v4) == round(KNOWN_MISSES["deepseek_v4_vllm"].fraction
+                                             * max(v4.available_kv_cache_bytes, 10 * GiB))
+    assert close_call(v4).startswith("starts, but the margin")
+    assert "N11" in v4.to_dict()["available_kv_cache_expected_error_basis"]
+    dense = plan_engine(catalog.model_spec("Qwen/Qwen3-14B"), gpu.framework_memory_bytes, request)
+    assert dense.known_misses == () and "known_misses" not in dense.to_dict()
+    assert expected_error_bytes(dense) == round(group_error("vllm-v0.28")[0] * max(dense.available_kv_cache_bytes,
+                                                                                    10 * GiB))
+
+
+def test_unified_memory_plans_carry_the_n03_miss():
+    catalog = pytest.importorskip("model_catalog")
+    spark = catalog.get_gpu("nvidia-dgx-spark")
+    plan = plan_engine(catalog.model_spec("Qwen/Qwen3-8B"), spark.framework_memory_bytes,
+                       EngineRequest(engine="vllm", max_model_len=8192, gpu_name=spark.name))
+    assert plan.known_misses == ("unified_memory_vllm",)
+    sglang = plan_engine(catalog.model_spec("Qwen/Qwen3-8B"), spark.framework_memory_bytes,
+                         EngineRequest(engine="sglang", max_model_len=8192, gpu_name=spark.name))
+    assert sglang.known_misses == ()  # measured under vLLM only

@@ -64,9 +64,10 @@ def test_gpt_oss_on_one_a100_holds_what_vllm_holds():
 
 
 def test_every_top_pick_agrees_with_the_engine_view():
-    """gpt-oss-120b, 100 users: every listed setup's users are vLLM's for one replica, times the replicas."""
+    """gpt-oss-120b, 100 users: every listed TP setup's users are vLLM's for one replica, times the replicas (the
+    DP+EP / DCP / disaggregated rows are checked against ``plan_scale`` in tests/test_find_scale.py)."""
     model = served_model_spec(OSS)
-    found = find_setups(model, _gpus(), FindRequest(**OSS_CASE, engine="vllm", top=5))
+    found = find_setups(model, _gpus(), FindRequest(**OSS_CASE, engine="vllm", top=5, setup_kinds=("TP",)))
     assert found.fits
     for s in found.options:
         assert s.max_concurrent_sequences == _engine_users(model, s) * s.data_parallel_size, s.gpu_id
@@ -166,3 +167,32 @@ def test_find_page_offers_fp8_weights_in_one_click():
     assert not at.exception
     assert at.selectbox(key="weight_dtype").value == "fp8"
     assert "--quantization fp8" in at.dataframe[0].value["Launch command"].iloc[0]
+
+
+def test_find_page_throughput_table_ends_at_the_setups_max_users():
+    """Llama-3.1-8B, 1 x A100 PCIe, fp8 KV (the review's case): the throughput table's last "Fits in KV" batch is
+    the setups table's "Max users" of that row (358, vLLM's view), not the budget arithmetic's 365; its TPOT at the
+    setup's load is the row's TPOT."""
+    from planner.traffic.throughput import time_per_output_token
+    from ui.find_view import setup_throughput
+
+    model_id, gpu_id = "meta-llama/Llama-3.1-8B-Instruct", "nvidia-a100-pcie-80gb"
+    at = _run(FIND, {"model": model_id, "users": "200", "gpu_types": gpu_id, "kv_cache_dtypes": "fp8"})
+    assert not at.exception and not at.error
+    rows = at.dataframe[0].value
+    first = rows.iloc[0]
+    assert first["GPU"] == get_gpu(gpu_id).name and first["replicas"] == 1 and first["TP"] == 1
+    throughput = next(d.value for d in at.dataframe if "Fits in KV" in d.value.columns)
+    fitting = throughput[throughput["Fits in KV"]]
+    assert int(fitting.iloc[-1]["Batch"].replace(",", "")) == first["Max users"]
+    found = find_setups(served_model_spec(model_id), _gpus(), FindRequest(
+        users=200, prompt_len=2000, output_len=500, engine="vllm", gpu_ids=(gpu_id,), kv_cache_dtypes=("fp8",)))
+    s = found.options[0]
+    assert s.max_concurrent_sequences == first["Max users"] == 358
+    gpu = get_gpu(gpu_id)
+    est = setup_throughput(served_model_spec(model_id), gpu, s, found_request := FindRequest(
+        users=200, prompt_len=2000, output_len=500, engine="vllm", kv_cache_dtypes=("fp8",)),
+        found_request.resolved_workload())
+    assert est.kv_bytes_per_sequence_per_gpu == s.kv_bytes_per_sequence_per_gpu
+    assert time_per_output_token(est.weights_bytes_per_gpu, est.kv_bytes_per_sequence_per_gpu, s.users_per_replica,
+                                 gpu.bandwidth_gb_s) == pytest.approx(s.time_per_output_token_s)

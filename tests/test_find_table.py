@@ -65,3 +65,24 @@ def test_throughput_columns_one_precision_each_with_separators():
     assert [r["Tokens/s, all sequences"] for r in rows] == ["81.3", "10,068.0"]
     assert [r["Time per output token [ms]"] for r in rows] == ["12.30", "25.40"]
     assert [r["Batch"] for r in rows] == ["1", "256"]
+
+
+def test_kind_column_short_in_the_table_spelled_out_in_the_csv():
+    """Issue "Serve at scale": each row says its kind in its own column (``P/D`` for disaggregated pools, the
+    header's help says so); the CSV keeps the old columns first and adds the kind and the layout at the end."""
+    from dataclasses import replace
+
+    rows = [replace(_setup("A", ()), kind=kind, expert_parallel_size=8 if kind == "DP+EP" else 1)
+            for kind in ("TP", "DP+EP", "DCP", "disaggregated")]
+    table = find_table.find_rows(FindResult(options=tuple(rows), fits=True, closest=None, skipped_gpus=(),
+                                            num_evaluated=4))
+    assert list(table["Kind"]) == ["TP", "DP+EP", "DCP", "P/D"]
+    order, config = find_table.find_table_config()
+    assert order[:2] == ["GPU type", "Kind"] and "P/D = disaggregated" in config["Kind"]["help"]
+    csv = find_table.csv_rows(table)
+    assert list(csv.columns[:4]) == ["GPU", "GPUs", "TP", "replicas"] and "Kind" not in csv.columns
+    assert list(csv.columns[-5:]) == ["Launch command", "Setup kind", "Expert parallel", "Decode context parallel",
+                                      "Nodes"]
+    assert list(csv["Setup kind"]) == ["TP", "DP+EP", "DCP", "disaggregated"]
+    widest = max(len(cell) for cell in find_table.KIND_CELLS.values())
+    assert widest * PX_PER_CHAR + CELL_PADDING_PX <= find_table.FIND_COLUMNS["Kind"].width

@@ -63,10 +63,21 @@ def test_other_pages_that_do_not_divide_still_raise():
 
 
 @pytest.mark.parametrize("tp", [4, 8])
-def test_v4_vllm_view_starts_with_an_estimate_note(tp):
+def test_v4_older_vllm_view_starts_with_an_estimate_note(tp):
+    # vLLM before v0.22 could not load the model: its view keeps this estimate (v0.22+: tests/test_vllm_deepseek_v4.py)
     gpu = get_gpu("nvidia-h200-sxm")
     result = plan_engine(model_spec(V4), gpu.framework_memory_bytes,
-                         EngineRequest(engine="vllm", tensor_parallel_size=tp, max_model_len=8192))
+                         EngineRequest(engine="vllm-v0.11", tensor_parallel_size=tp, max_model_len=8192))
     assert result.starts
     assert result.engine_kv_cache_tokens > 0
     assert any("DeepSeek-V4 compressed-attention pages" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm-v0.28"])
+def test_v4_current_vllm_view_uses_its_allocator(engine):
+    gpu = get_gpu("nvidia-h200-sxm")
+    result = plan_engine(model_spec(V4), gpu.framework_memory_bytes,
+                         EngineRequest(engine=engine, tensor_parallel_size=4, max_model_len=8192, kv_cache_dtype="fp8"))
+    assert result.starts and result.engine_kv_cache_tokens > 0
+    assert result.num_kv_groups == 5 and result.block_size == 256
+    assert not any("DeepSeek-V4 compressed-attention pages" in note for note in result.notes)

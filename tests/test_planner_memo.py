@@ -355,3 +355,26 @@ def test_a_warm_request_is_still_checked_for_what_its_memo_key_leaves_out():
     for tp, refused in ((4, False), (3, True), (3, True)):
         result = plan_engine(model, memory, replace(request, tensor_parallel_size=tp))
         assert result.stopped_at_config_check is refused
+
+
+def test_namespaced_memos_are_kept_for_the_most_recent_models_only():
+    """The Find search's memo (``model_memo(model, "find")``) holds every setup it planned; only the
+    :data:`~planner.model.memo.MAX_NAMESPACED_MODELS` most recently searched models keep theirs, so stepping
+    through the catalog cannot grow the server by every model's search. The plain memo is not affected."""
+    from planner.model import memo as memo_module
+
+    class Model:  # weak-referenceable stand-in for a ModelSpec
+        pass
+
+    models = [Model() for _ in range(memo_module.MAX_NAMESPACED_MODELS + 2)]
+    memos = []
+    for m in models:
+        memo = memo_module.model_memo(m, "find")
+        memo["setup"] = id(m)
+        memo_module.model_memo(m)["plain"] = id(m)
+        memos.append(memo)
+    kept = memo_module.MAX_NAMESPACED_MODELS
+    assert [bool(m) for m in memos] == [False, False] + [True] * kept  # the two oldest were emptied
+    assert memo_module.model_memo(models[-1], "find") is memos[-1]  # a recent one is the same dict
+    assert memo_module.model_memo(models[0], "find") == {}  # an emptied one starts afresh
+    assert all(memo_module.model_memo(m)["plain"] == id(m) for m in models)  # the shared memo keeps its values

@@ -23,13 +23,15 @@ ALLOWED_PLANNER_IMPORTS = {
     "engines": {"planner.engines", "planner.model", "planner.units", "planner.text", "planner.diagnose",
                 "planner.overhead", "planner.serving"},
     "traffic": {"planner.traffic", "planner.engines", "planner.model", "planner.units", "planner.text",
-                "planner.budget", "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving"},
+                "planner.budget", "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving",
+                "planner.roofline", "planner.scale"},  # the last: Find's setups at scale (traffic/find_scale.py)
     "serving": {"planner.serving", "planner.model", "planner.units", "planner.text"},
-    "scale": {"planner.scale", "planner.engines", "planner.traffic", "planner.model", "planner.units",
-              "planner.text", "planner.serving"},
+    "scale": {"planner.scale", "planner.engines", "planner.roofline", "planner.model", "planner.units",
+              "planner.text", "planner.serving", "planner.diagnose"},  # the last: the TP sizes a pool can split to
 }
 """Which planner packages each folder may import: ``model/`` knows nothing of engines or
-traffic, and no computation module imports the CLI. ``planner.units`` and ``planner.text`` (quoting
+traffic, ``scale/`` nothing of traffic (the reverse planner in ``traffic/`` searches its launches), and no
+computation module imports the CLI. ``planner.units`` and ``planner.text`` (quoting
 user input in messages) are leaves every folder may use."""
 
 MODULES = sorted(PLANNER.rglob("*.py"))

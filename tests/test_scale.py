@@ -123,8 +123,11 @@ def test_deepseek_v32_dp8_ep_experts_per_gpu_by_hand():
     assert plan.layout.num_gpus == 8 and plan.max_concurrency == round(plan.max_concurrency_per_rank * 8, 2)
     tp8 = plan_scale(model, gpu.framework_memory_bytes, EngineRequest(engine="vllm", tensor_parallel_size=8,
                      max_model_len=8192, gpu_name=gpu.name), ScaleRequest())
-    # TP 8 keeps the same MLA latent on all 8 GPUs: one pool of users; DP 8 has eight
-    assert plan.max_concurrency > 4 * tp8.max_concurrency
+    # TP 8 keeps the same MLA latent on all 8 GPUs: one pool of users; DP 8 has eight, each smaller by the
+    # 65,536 gathered tokens its MoE layers run in the profile pass (planner/scale/__init__.py, by hand)
+    assert plan.moe_dispatch.peak_bytes == 16_980_639_744 and plan.moe_dispatch.group_bytes == 471 * 2**20
+    assert plan.engine.available_kv_cache_bytes == 13_889_779_442 and plan.engine.num_gpu_blocks == 4_515
+    assert (plan.max_concurrency_per_rank, plan.max_concurrency, tp8.max_concurrency) == (35.27, 282.16, 115.34)
 
 
 # --- [N10]: DP8 + EP8 from the printed available memory ------------------------------------------------
@@ -207,6 +210,33 @@ def test_dcp_refuses_older_vllm():
     with pytest.raises(ValueError, match="arrived in vLLM 0.11"):
         plan_scale(model, gpu.framework_memory_bytes, _request(KIMI_DCP, engine="vllm-v0.10"),
                    ScaleRequest(decode_context_parallel_size=8))
+
+
+# Which attention backend vLLM picks, and whether it returns the decode log-sum-exp DCP needs, read in the published
+# vLLM wheels v0.11.0-v0.34.0 (planner/scale/context.py module docstring): (model, GPU, profile, KV dtype, starts,
+# the file or backend the refusal names).
+DCP_BACKENDS = [
+    ("deepseek-ai/DeepSeek-V3.2", "amd-mi300x", "vllm", "auto", False, "rocm_aiter_mla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "amd-mi325x", "vllm", "bf16", False, "rocm_aiter_mla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm", "auto", True, ""),  # FlashMLA-sparse, v0.29+
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm-v0.28", "auto", False, "flashmla_sparse.py"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm", "vllm", "bf16", False, "FLASH_ATTN_MLA_SPARSE"),
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-b200", "vllm", "bf16", True, ""),  # FlashMLA / FlashInfer sparse, v0.29+
+    ("moonshotai/Kimi-K2-Thinking", "amd-mi325x", "vllm-v0.11", "auto", True, ""),  # ROCm's default TRITON_MLA
+    ("Qwen/Qwen3-30B-A3B", "amd-mi325x", "vllm", "auto", False, "ROCM_ATTN"),
+    ("Qwen/Qwen3-30B-A3B", "nvidia-h100-sxm-80gb", "vllm", "auto", True, ""),  # FLASH_ATTN
+]
+
+
+@pytest.mark.parametrize("model_id, gpu_id, engine, kv, starts, named", DCP_BACKENDS)
+def test_dcp_runs_only_where_the_attention_backend_returns_the_decode_lse(model_id, gpu_id, engine, kv, starts, named):
+    gpu = get_gpu(gpu_id)
+    plan = plan_scale(model_spec(model_id), gpu.framework_memory_bytes,
+                      EngineRequest(engine=engine, gpu_name=gpu.name, tensor_parallel_size=8, max_model_len=8192,
+                                    kv_cache_dtype=kv), ScaleRequest(decode_context_parallel_size=2))
+    assert plan.starts is starts, plan.reasons
+    if not starts:
+        assert named in plan.reasons[0] and "check_attention_cp_compatibility" in plan.reasons[0]
 
 
 # --- CLI ---------------------------------------------------------------------------------------------

@@ -110,3 +110,86 @@ def test_deploy_llm_d_refuses_sglang(capsys):
     assert main(["deploy", "--target", "llm-d", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-h200-sxm",
                  "--engine", "sglang", "--tensor-parallel-size", "8"]) == 2
     assert "runs vLLM" in capsys.readouterr().err
+
+
+def test_prefill_launches_at_the_full_request_length_and_sizes_on_prompts(capsys):
+    """A P/D proxy sends the whole request to prefill with max_tokens 1 and vLLM rejects prompt + max_tokens >
+    max_model_len (planner/scale/disagg.py design note 3): both roles launch at prompt + output = 2,304; the
+    prefill pool still holds as many prompts as the same launch at 2,048 tokens does."""
+    from model_catalog import get_gpu, model_spec
+    from planner.engines.types import EngineRequest
+    from planner.scale import ScaleRequest, plan_scale
+
+    assert main(["disagg", *DISAGG, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["max_model_len"] == out["decode"]["max_model_len"] == 2048 + 256
+    assert "--max-model-len 2304" in out["prefill"]["launch_command"]
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    at_prompt = plan_scale(model_spec("meta-llama/Llama-3.1-70B"), gpu.framework_memory_bytes,
+                           EngineRequest(gpu_name=gpu.name, tensor_parallel_size=4, max_model_len=2048), ScaleRequest())
+    assert out["prefill"]["max_concurrency"] == int(at_prompt.max_concurrency_per_rank)
+    assert out["kv_transfer_bytes_per_gpu"] == at_prompt.engine.kv_cache_bytes_needed_per_request
+    full = plan_scale(model_spec("meta-llama/Llama-3.1-70B"), gpu.framework_memory_bytes,
+                      EngineRequest(gpu_name=gpu.name, tensor_parallel_size=4, max_model_len=2304), ScaleRequest())
+    assert out["prefill"]["max_concurrency_by_memory"] == full.max_concurrency  # the launch's own figure
+
+
+def test_llm_d_prefill_args_carry_the_full_request_length(capsys):
+    yaml = pytest.importorskip("yaml")
+    assert main(["deploy", "--target", "llm-d", *DISAGG]) == 0
+    values = yaml.safe_load(capsys.readouterr().out)
+    for role in ("prefill", "decode"):
+        args = values[role]["containers"][0]["args"]
+        assert args[args.index("--max-model-len") + 1] == "2304"
+
+
+def test_disagg_json_commands_are_deploys_with_the_kv_connector(capsys):
+    """``disagg``'s launch commands carry the role's KV connector, the same lines ``deploy --target commands`` and
+    the page print (vLLM NixlConnector; SGLang --disaggregation-mode)."""
+    assert main(["disagg", *DISAGG]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(["deploy", "--target", "commands", *DISAGG]) == 0
+    deployed = [x for x in capsys.readouterr().out.splitlines() if not x.startswith("#")]
+    for pool in ("prefill", "decode"):
+        assert "--kv-transfer-config" in out[pool]["launch_command"] and "NixlConnector" in out[pool]["launch_command"]
+        assert out[pool]["launch_commands"] == [out[pool]["launch_command"]]
+    assert deployed == [out["prefill"]["launch_command"], out["decode"]["launch_command"]]
+    assert main(["disagg", *DISAGG, "--engine", "sglang"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["launch_command"].endswith("--disaggregation-mode prefill")
+    assert out["decode"]["launch_command"].endswith("--disaggregation-mode decode")
+
+
+QWEN235 = ["--model", "Qwen/Qwen3-235B-A22B", "--gpu", "nvidia-h200-sxm", "--users", "256", "--prompt-len", "4096",
+           "--output-len", "512"]
+
+
+def test_disagg_over_one_gpu_names_the_fix_once_and_has_no_command(capsys):
+    """Qwen3-235B on one H200: the engine's refusal once for both pools, the smallest tensor-parallel size that starts
+    them (planner/scale/disagg.py design note 5), no launch command, and nothing derived from a pool that does not
+    exist (no "not one sequence fits")."""
+    assert main(["disagg", *QWEN235, "--tensor-parallel-size", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fits"] is False and out["tensor_parallel_fixes"] == {"prefill": 4, "decode": 4}
+    refusal = out["prefill"]["reasons"][0]
+    assert sum(r.count(refusal) for r in out["reasons"]) == 1
+    assert out["reasons"][0].startswith("prefill and decode: ")
+    assert not any("not one sequence" in r or "does not fit a rank" in r for r in out["reasons"])
+    assert any("--tensor-parallel-size 4" in r for r in out["reasons"])
+    for pool in ("prefill", "decode"):
+        assert out[pool]["launch_command"] is None and out[pool]["launch_commands"] == []
+    assert main(["disagg", *QWEN235, "--tensor-parallel-size", "1", "--format", "table"]) == 0
+    table = capsys.readouterr().out
+    assert "prefill      would not start at tp 1" in table and table.count(refusal) == 1
+    assert main(["deploy", "--target", "commands", *QWEN235, "--tensor-parallel-size", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "would not start" in err and err.count(refusal) == 1
+
+
+def test_disagg_without_a_tensor_parallel_size_launches_the_smallest_that_starts(capsys):
+    assert main(["disagg", *QWEN235]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prefill"]["tensor_parallel_size"] == out["decode"]["tensor_parallel_size"] == 4
+    assert out["prefill"]["starts"] and out["decode"]["starts"] and out["tensor_parallel_fixes"] == {}
+    assert any(n.startswith("prefill: tensor parallel 4, the smallest") for n in out["notes"])
+    assert "--tensor-parallel-size 4" in out["prefill"]["launch_command"]

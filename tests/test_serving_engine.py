@@ -69,7 +69,13 @@ def test_vllm_eagle_head_joins_the_block_pool():
     p, q = plain.ranks[0], eagle.ranks[0]
     assert p.bytes_per_block == 4 * LAYER_BLOCK and q.bytes_per_block == 5 * LAYER_BLOCK  # + one drafter layer
     assert q.weights_bytes - p.weights_bytes == EAGLE_HEAD_BYTES
-    assert p.available_kv_cache_bytes - q.available_kv_cache_bytes == EAGLE_HEAD_BYTES
+    graphs = q.cudagraph_bytes - p.cudagraph_bytes  # 4 tokens per decode step: more sizes (tests/test_vllm_cudagraph.py)
+    assert graphs > 0
+    # Model Runner V2 keeps a structured-output bitmask row, its logit index and a draft-token slot per draft
+    # token for each of the 256 sequence slots (planner/engines/vllm_runner.py note 4)
+    state = q.runner_state_bytes - p.runner_state_bytes
+    assert state == 256 * 3 * (4 * (-(-model.vocab_size // 32) + 1) + 8)
+    assert p.available_kv_cache_bytes - q.available_kv_cache_bytes == EAGLE_HEAD_BYTES + graphs + state
     assert q.num_blocks == q.available_kv_cache_bytes // (5 * LAYER_BLOCK)
     parts = {label: size for label, _, size in q.serving_parts}
     assert parts["Draft KV cache"] == q.num_blocks * LAYER_BLOCK  # the drafter's page of every block

@@ -157,3 +157,49 @@ def test_a_page_that_applies_none_names_the_carried_features():
     assert [c.value for c in at.caption] == [
         "Left out: the serving features `enable_lora=true`, `images_per_request=2`, `kv_offloading_size=64` "
         "(these curves are the bare models' memory)."]
+
+
+# --------------------------------------------------------------------------
+# Home's fix previews plan with the page's serving features (issue 27, QA round)
+# --------------------------------------------------------------------------
+GEMMA_LINK = {"model": "google/gemma-3-27b-it", "gpu": "nvidia-l40s", "images_per_request": "4"}
+"""The QA link: Gemma 3 27B does not fit one L40S; its fixes are fp8 weights and 2 GPUs."""
+
+
+def _opened(page: str, link: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
+    for key, values in nav.carried_params({k: [v] for k, v in link.items()}, model="one", gpu="one").items():
+        at.query_params[key] = values if len(values) > 1 else values[0]
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _concurrency_by_label(at: AppTest) -> dict[str, str]:
+    """Fix button label -> the engine's concurrency its help promises (``"5.19x"``)."""
+    out = {}
+    for button in at.button:
+        words = (button.help or "").split()
+        figures = [w.rstrip(".,") for w in words if w.rstrip(".,").endswith("x") and w[:1].isdigit()]
+        if figures:
+            out[button.label] = figures[-1]
+    return out
+
+
+def test_home_fix_previews_give_the_engine_page_s_figures():
+    """Before: Home previewed "Weights → fp8" at 5.28x and "GPUs → 2" at 12.25x for the bare model, while the
+    Engine page, which prices the 4 images per request, said 5.19x and 11.95x for the same link."""
+    home = _concurrency_by_label(_opened("app.py", GEMMA_LINK))
+    engine_page = _concurrency_by_label(_opened("pages/5_Engine.py", GEMMA_LINK))
+    assert {"Weights → fp8", "GPUs → 2"} <= set(home), home
+    assert {label: engine_page.get(label) for label in home} == home, (home, engine_page)
+
+
+def test_home_budget_labels_are_distinct_and_a_shortfall_is_no_budget():
+    at = _opened("app.py", GEMMA_LINK)
+    labels = [m.label for m in at.metric]
+    assert len(labels) == len(set(labels)), labels
+    shown = metrics(at)
+    assert shown["KV budget per GPU"] == "none"  # weights + overhead exceed the usable memory
+    assert shown["KV budget, features off"] == "none"
+    assert not any(v.startswith("-") for v in shown.values()), shown

@@ -81,3 +81,39 @@ def test_every_page_runs_without_importing_transformers():
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False", f"transformers was imported; {REGENERATE}"
+
+
+def _project_imports(path: Path) -> set[str]:
+    """Repository files (``planner/``, ``model_catalog/``) that ``path`` imports at module level or inside
+    functions, as paths from the repository root."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] not in ("planner", "model_catalog"):
+                continue
+            for candidate in (ROOT / (name.replace(".", "/") + ".py"), ROOT / name.replace(".", "/") / "__init__.py"):
+                if candidate.exists():
+                    found.add(candidate.relative_to(ROOT).as_posix())
+                    break
+    return found
+
+
+def test_every_module_the_spec_builder_imports_is_hashed():
+    """A spec-building module left out of DERIVATION_SOURCES would let an edit serve stale specs (the vision
+    towers of multimodal entries were: ``families_multimodal.py`` and ``planner/serving/``)."""
+    seen, todo = set(), ["model_catalog/hf_config.py"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(_project_imports(ROOT / name))
+    missing = sorted(seen - set(spec_snapshot.DERIVATION_SOURCES))
+    assert not missing, f"add to model_catalog/spec_snapshot.DERIVATION_SOURCES: {missing}; then {REGENERATE}"

@@ -87,3 +87,29 @@ def test_an_unknown_draft_is_a_one_line_error(capsys):
                  '{"model": "someone/mystery-draft", "num_speculative_tokens": 4}'])
     err = capsys.readouterr().err
     assert code == 2 and 'add "method"' in err and err.count("\n") == 1
+
+
+def test_a_named_draft_needs_its_token_count_as_vllm_does(capsys):
+    """vLLM stops on a draft model without num_speculative_tokens unless the draft's config.json has n_predict
+    (vllm/config/speculative.py); the plan says what to add instead of assuming 1."""
+    assert main(["plan", *QWEN3_8B, "--speculative-config", '{"model": "Qwen/Qwen3-0.6B"}']) == 2
+    assert 'add "num_speculative_tokens"' in capsys.readouterr().err
+
+
+def test_ngram_lookup_window_is_accepted_and_written_back(capsys):
+    """prompt_lookup_max / prompt_lookup_min change no memory; they are accepted and kept in the command."""
+    plan = _plan(capsys, "--speculative-config", '{"model": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}')
+    assert plan["serving"]["speculative"]["method"] == "ngram"
+    assert '"prompt_lookup_max": 4' in plan["serving"]["launch_flags"]["vllm"]
+    assert main(["plan", *QWEN3_8B, "--speculative-config",
+                 '{"model": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": "x"}']) == 2
+    assert "prompt_lookup_max must be a whole number" in capsys.readouterr().err
+
+
+def test_an_eagle3_config_without_its_head_stops_as_vllm_does(capsys):
+    """vLLM stops on an EAGLE / EAGLE-3 ``--speculative-config`` without ``"model"``; the planner says so and names
+    the flag that plans the head from the target's shapes instead. That flag's plan says what to add."""
+    assert main(["plan", *QWEN3_8B, "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}']) == 2
+    assert 'add "model"' in capsys.readouterr().err
+    plan = _plan(capsys, "--speculative-method", "eagle3", "--num-speculative-tokens", "2")
+    assert any("vLLM needs the head's repo" in note for note in plan["serving"]["speculative"]["notes"])

@@ -217,7 +217,8 @@ def test_every_download_button_passes_its_data_through_csv_text():
                 data = node.args[1] if len(node.args) > 1 else next(k.value for k in node.keywords if k.arg == "data")
                 sites.append((path.name, ast.unparse(data)))
     assert len(sites) >= 2
-    yaml_sites = {("8_Disaggregation.py", "values")}  # llm-d values YAML (planner.scale.deploy), not a spreadsheet
+    yaml_sites = {("8_Disaggregation.py", "values"),  # llm-d values YAML (planner.scale.deploy), not a spreadsheet
+                  ("find_scale_view.py", "s.llm_d_values")}
     for name, data in sites:
         assert data.startswith("downloads.csv_text(") or (name, data) in yaml_sites, (name, data)
 

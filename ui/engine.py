@@ -1,4 +1,4 @@
-"""Engine inputs, tables and the log box for the Engine page and the Home engine panel.
+"""Engine inputs, tables and the log box for the Engine page (the Home engine panel: :mod:`ui.engine_home`).
 
 Pages stay thin: they read these widgets (keys = CLI flags with underscores,
 bound to the URL), call :func:`planner.engines.plan_engine` and the log
@@ -31,16 +31,17 @@ from planner.engines.reconcile import (
     request_from_log,
     suggest_engine,
 )
-from planner.engines.shared_gpu import reported_memory_bytes
+from planner.engines.shared_gpu import reported_memory_bytes  # noqa: F401 - the pages read it from here
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
-from ui import inputs, nav, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_text
+from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help
+from ui.expected_error import available_kv_text  # noqa: F401 - read from here by older callers
 from ui.format import (
+    count_noun,
     format_bytes,
     format_bytes_exact,
-    format_command,
     format_int,
     format_tokens,
     gib_to_bytes,
@@ -106,6 +107,7 @@ class EngineInputs:
     data_parallel_size: int = 1
     num_nodes: int = 1
     enforce_eager: bool = False
+    warm_compile_cache: bool = False
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -160,6 +162,11 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
         values["enforce_eager"] = st.toggle(
             "Enforce eager (no CUDA graphs)", key="enforce_eager", bind="query-params",
             help="vLLM `--enforce-eager`: no CUDA graphs are captured, so their memory goes to the KV cache.")
+        values["warm_compile_cache"] = st.toggle(
+            "Compile cache warm (a relaunch)", key="warm_compile_cache", bind="query-params",
+            help="vLLM `--warm-compile-cache` in the planner's CLI: the model was compiled on this machine before, "
+                 "so the 0.41 GiB a first launch's torch.compile adds to vLLM's profile pass (Model Runner V2, "
+                 "measured on a public vLLM 0.27.1 log) is not charged. Off: plan a first launch.")
         values["enable_prefix_caching"] = st.toggle(
             "Prefix caching", key="enable_prefix_caching", bind="query-params",
             help="vLLM `--enable-prefix-caching`: on an attention + Mamba hybrid each request keeps two state pages.")
@@ -193,22 +200,8 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
-        enforce_eager=bool(knobs.enforce_eager), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
+        enforce_eager=bool(knobs.enforce_eager), warm_compile_cache=bool(knobs.warm_compile_cache), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
         memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0), gpu_memory_reported_bytes=reported_bytes)
-
-
-def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None) -> EngineRequest:
-    """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
-
-    The home utilization and block size are passed only when the link sets them.
-    """
-    explicit = st.query_params
-    return EngineRequest(
-        engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
-        tensor_parallel_size=form.num_gpus, max_model_len=form.context_len,
-        gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
-        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
-        gpu_memory_reported_bytes=reported_bytes)  # nvidia-smi's total (SGLang's capacity), as the CLI passes
 
 
 # --------------------------------------------------------------------------
@@ -236,11 +229,12 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
         AVAILABLE_KV_LABEL: (format_bytes(plan.available_kv_cache_bytes), available_kv_help(plan, source)),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
                        f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
-                       f"({plan.num_kv_groups} group(s) of {plan.group_size} layers)"),
+                       f"({count_noun(plan.num_kv_groups, 'group')} of {count_noun(plan.group_size, 'layer')})"),
         "KV cache size [tokens, as printed]": (format_int(plan.engine_kv_cache_tokens), plan.engine_label),
         "Max concurrency": (f"{plan.max_concurrency:.2f}x",
                             f"requests of {format_tokens(plan.max_model_len)}; "
-                            f"{plan.max_concurrency_all_replicas:.2f}x over {plan.data_parallel_size} replica(s)"),
+                            f"{plan.max_concurrency_all_replicas:.2f}x over "
+                            f"{count_noun(plan.data_parallel_size, 'replica')}"),
         "Longest max_model_len": (
             format_int(plan.engine_max_model_len),
             f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
@@ -264,7 +258,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
     :func:`planner.fixes.engine_fixes`, as one-click buttons); warnings and notes."""
     if plan.family == "transformers":
         fits = plan.starts
-        text = (f"**{format_int(plan.num_gpu_blocks)} sequence(s) of {format_int(plan.max_model_len)} tokens fit** "
+        text = (f"**{count_noun(plan.num_gpu_blocks, 'sequence')} of {format_int(plan.max_model_len)} tokens fit** "
                 f"in generate() at once" if fits else
                 f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {md_message(r)}" for r in plan.reasons))
         (st.success if fits else st.warning)(text, icon=":material/check_circle:" if fits else ":material/warning:")
@@ -405,7 +399,7 @@ def serving_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
     spec = serving.get("speculative")
     if spec:
         out["Drafter KV per token"] = (format_bytes(spec["draft_kv_cache_bytes_per_token_per_gpu"], "auto"),
-                                       f"{format_int(spec['draft_layers'])} drafter layer(s), per GPU")
+                                       f"{count_noun(spec['draft_layers'], 'drafter layer')}, per GPU")
     off = serving.get("offload")
     if off and off["supported"]:
         out["Host memory per GPU"] = (format_bytes(off["host_bytes_per_gpu"]),
@@ -512,29 +506,6 @@ def log_message(view: LogView, engine: str) -> None:
                 "the sidebar so the token and concurrency lines are printed the same way.", icon=":material/info:")
 
 
-def home_panel(plan: EnginePlan) -> None:
-    """A compact engine view for the Home page (no metrics; text from planner fields)."""
-    with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
-        state = "starts" if plan.starts else "would refuse to start"
-        st.markdown(
-            f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
-            f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
-            f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
-            f"{format_int(plan.engine_max_model_len)}.")
-        for reason in plan.reasons:
-            st.markdown(f"- {md_message(reason)}")
-        if caveat := close_call(plan):
-            st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
-        st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
-                   "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
-                   "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
-                   "per request); the figures above cap each window at its size and use the newest vLLM's profile pass.")
-        st.code("\n".join(plan.engine_log_lines), language="text")
-        st.code(format_command(plan.launch_command), language="bash")
-        nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
-                 icon=":material/arrow_forward:")
-
-
 KV_DTYPE_KEY = "kv_cache_dtype"
 """The sidebar's KV-cache dtype widget (ui/inputs.py), which the one-click fix sets."""
 
@@ -565,36 +536,3 @@ def kv_dtype_fix(engine_name: str, kv_cache_dtype: str, *, stop: bool) -> bool:
     if stop:
         st.stop()
     return True
-
-
-def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str) -> EnginePlan | str:
-    """The Home page's engine plan, or the sentence saying why the engine cannot plan it (an engine/dtype
-    mismatch is a message, not an error)."""
-    try:
-        request = home_request(form, engine, gpu.name, reported_memory_bytes(gpu))
-        return plan_engine(model, gpu.framework_memory_bytes, request)
-    except ValueError as exc:
-        return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
-
-
-def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
-    """Under the verdict: a plan that fits while the selected engine would refuse to start says so, with the
-    engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)."""
-    if isinstance(plan, str) or plan.starts or not fits:
-        return
-    reason = plan.reasons[0] if plan.reasons else "its own figures leave no room"
-    st.warning(f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget above "
-               "prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom.",
-               icon=":material/warning:")
-
-
-def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
-                     plan: EnginePlan | str | None = None) -> None:
-    """The Home page's engine panel (``plan``: :func:`home_engine_plan`'s answer when the page has it)."""
-    if plan is None:
-        plan = home_engine_plan(model, gpu, form, engine)
-    if isinstance(plan, str):
-        if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
-            st.info(md_message(plan), icon=":material/info:")
-        return
-    home_panel(plan)

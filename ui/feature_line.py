@@ -18,7 +18,7 @@ from planner.budget import PlanRequest, plan
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from planner.serving.summary import sequence_extras
-from ui.format import format_bytes, format_int, md_message, md_text
+from ui.format import count_noun, format_bytes, format_int, md_message, md_text
 from ui.serving import OFF, SWITCHES, TEXT_ONLY_KEY, _has_tower, _is_on
 
 
@@ -32,7 +32,7 @@ HOST_TIER_KEYS = ("kv_offloading_size", "swap_space_gib")
 
 def _count(n: int, word: str) -> str:
     """``"1 image"``, ``"2 images"``: a count with its noun, never "1 images"."""
-    return f"{format_int(n)} {word}{'' if n == 1 else 's'}"
+    return count_noun(n, word)
 
 
 def feature_phrases(features: ServingFeatures | None, model_id: str | None = None) -> list[str]:

@@ -32,6 +32,11 @@ GPU_CELL_CHARS = 30
 name (a custom GPU's) ends in "…" there and stays whole in the CSV."""
 
 
+EMPTY_TEXT = ("No setup of the kinds asked starts on these GPUs within the limit, so none is listed, not even a closest "
+              "one; the changes above are each checked by the same search.")
+"""What the Find page says instead of an empty table."""
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
 
@@ -69,7 +74,10 @@ def find_rows(result: FindResult) -> pd.DataFrame:
         else "weights do not fit" if s.kv_cache_budget_bytes_per_gpu <= 0 else "-",
         "KV budget per GPU": format_bytes(s.kv_cache_budget_bytes_per_gpu),
         "Fits": s.fits, "Notes": "; ".join(s.notes) or "-", "Launch command": s.launch_command,
+        "Setup kind": s.kind, "Expert parallel": s.expert_parallel_size,
+        "Decode context parallel": s.decode_context_parallel_size, "Nodes": s.nodes,
         "GPU type": gpu_cell(s.gpu_name), "Note": ", ".join(str(numbers[n]) for n in s.notes) or "-",
+        "Kind": KIND_CELLS.get(s.kind, s.kind),
     } for s in setups])
 
 
@@ -83,13 +91,22 @@ class FindColumn:
     format: str | None = None
 
 
+KIND_CELLS = {"TP": "TP", "DP+EP": "DP+EP", "DCP": "DCP", "disaggregated": "P/D"}
+"""The Kind column's text per :data:`planner.traffic.find_types.SETUP_KINDS` (``P/D``: disaggregated prefill /
+decode pools, the CSV's ``Setup kind`` spells it out)."""
+
 FIND_COLUMNS: dict[str, FindColumn] = {
     "GPU type": FindColumn("GPU", 214, "Catalog GPU name (without its parenthesis or 'Edition'; the CSV has it "
                                        "in full)"),
-    "GPUs": FindColumn("GPUs", 42, "GPUs in the whole setup (tensor parallel x replicas)"),
-    "TP": FindColumn("TP", 32, "Tensor-parallel size of one replica"),
+    "Kind": FindColumn("Kind", 50, "Setup kind: TP = tensor parallel x replicas; DP+EP = data parallel ranks with "
+                                   "expert parallel (vLLM -dp N --enable-expert-parallel); DCP = decode context "
+                                   "parallel (-dcp); P/D = disaggregated prefill and decode pools. The kinds "
+                                   "beside TP are offered for MoE and MLA models"),
+    "GPUs": FindColumn("GPUs", 42, "GPUs in the whole setup (tensor parallel x replicas; P/D: both pools)"),
+    "TP": FindColumn("TP", 32, "Tensor-parallel size of one replica (DP+EP: of one rank; P/D: of the decode pool)"),
     "replicas": FindColumn("DP", 34, "Replicas (data parallel): copies of the model; users are split evenly "
-                                     "over them"),
+                                     "over them. DP+EP: ranks of one launch, each with its own KV pool; P/D: "
+                                     "ranks of one decode replica"),
     "USD per hour": FindColumn("$/h", 56, "USD per hour for every GPU of the setup (catalog price)", "$%.2f"),
     "USD per 1M output tokens": FindColumn(
         "$/1M out", 66, "USD per 1M output tokens: price per hour over the output tokens the setup makes for "
@@ -103,13 +120,12 @@ FIND_COLUMNS: dict[str, FindColumn] = {
     "KV dtype": FindColumn("KV", 40, "KV-cache dtype of the setup"),
     "Max users": FindColumn("Max users", 70, "Most concurrent sequences the setup holds, as the chosen engine "
                                              "sizes it", "localized"),
-    "Margin": FindColumn("Margin", 54, "Share of the KV budget left at your load"),
     "Note": FindColumn("Notes", 48, "Numbers of the notes listed in full under the table"),
 }
 """The Find table's shown columns, in order: 1,280 px minus the 340 px sidebar and the page padding
-leaves about 780 px, and these widths add up to 776, so the table never scrolls sideways (checked at
-1,280 px in headless Chromium). The full GPU name, the KV budget, the fit flag, the notes and each launch
-command stay in the CSV download."""
+leaves about 780 px, and these widths add up to 772, so the table never scrolls sideways (checked at
+1,280 px in headless Chromium). The full GPU name, the margin (also under the table for the chosen setup),
+the KV budget, the fit flag, the notes and each launch command stay in the CSV download."""
 
 
 def find_table_config() -> tuple[list[str], dict]:
@@ -143,9 +159,10 @@ def num_pages(table: pd.DataFrame, rows: int = FIND_PAGE_ROWS) -> int:
 
 
 def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The CSV download: every column but the table's short forms (``GPU type``, ``Note``)."""
-    return table.drop(columns=["GPU type", "Note"], errors="ignore")
+    """The CSV download: every column but the table's short forms (``GPU type``, ``Note``, ``Kind``: the CSV
+    spells the kind out in ``Setup kind``)."""
+    return table.drop(columns=["GPU type", "Note", "Kind"], errors="ignore")
 
 
-__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "FindColumn", "csv_rows", "find_rows",
+__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "FindColumn", "csv_rows", "find_rows",
            "find_table_config", "gpu_cell", "note_numbers", "num_pages", "page_notes", "page_of"]

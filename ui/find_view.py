@@ -18,7 +18,7 @@ from ui import inputs
 from ui.allocation_view import CHART_LAYOUT, build_workload
 from ui.charts import PALETTE, reused
 from ui.find_table import FIND_TOP
-from ui.format import format_int, gib_to_bytes, md_message, md_text
+from ui.format import count_noun, format_int, gib_to_bytes, md_message, md_text
 
 def find_request(*, users: int, workload: Workload, max_gpus: int, kv_cache_dtypes: tuple[str, ...],
                  weight_dtype: str, max_tpot_ms: float | None, gpu_memory_utilization: float, block_size: int,
@@ -70,8 +70,9 @@ def shown_setup(result: FindResult) -> Setup | None:
 
 def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
                      workload: Workload) -> ThroughputEstimate:
-    """Roofline estimate for one replica of ``setup`` at its load."""
-    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16") else setup.kv_cache_dtype
+    """Roofline estimate for one replica of ``setup`` at its load: the requests it holds and the KV per sequence its
+    time per output token reads are the setup's own (the table's "Max users" and TPOT), not re-derived."""
+    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16", "fp8_ds_mla") else setup.kv_cache_dtype
     plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
                                num_gpus=setup.tensor_parallel_size,
                                gpu_memory_utilization=request.gpu_memory_utilization,
@@ -81,7 +82,10 @@ def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
     return estimate_throughput(model, plan_request, gpu_memory_bytes=gpu.framework_memory_bytes,
                                bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops,
                                price_usd_per_gpu_hour=gpu.price_usd_per_hour, prompt_len=prompt, output_len=output,
-                               gpu_id=gpu.id)
+                               gpu_id=gpu.id, max_concurrent_sequences=setup.max_concurrent_sequences // max(
+                                   1, setup.data_parallel_size),
+                               kv_bytes_per_sequence_per_gpu=setup.kv_bytes_per_sequence_per_gpu,
+                               kv_cache_dtype_name=setup.kv_cache_dtype)
 
 
 def vendor_filter(gpus) -> tuple[list, list[str]]:
@@ -110,12 +114,12 @@ def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:
 
 def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     """The "nothing fits" warning with the closest option, reasons and fixes."""
-    lines = [f"**Nothing fits** within {format_int(max_gpus)} GPUs."]
+    lines = [f"**Nothing fits** within {count_noun(max_gpus, 'GPU')}."]
     c = result.closest
     if c is not None:
-        lines.append(f"Closest: {c.num_gpus} x {md_text(c.gpu_name)} (tensor parallel {c.tensor_parallel_size}, "
+        lines.append(f"Closest: {format_int(c.num_gpus)} x {md_text(c.gpu_name)} ({layout_text(c)}, "
                      f"{c.kv_cache_dtype} KV) at ${c.price_per_hour:,.2f}/h, holding about "
-                     f"{format_int(c.max_concurrent_sequences)} of {format_int(c.users)} users:")
+                     f"{format_int(c.max_concurrent_sequences)} of {count_noun(c.users, 'user')}:")
         lines += [f"- {md_message(r)}" for r in c.reasons]
     if result.suggestions:
         lines.append("\n**Try:**")
@@ -123,12 +127,24 @@ def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     return "\n".join(lines)
 
 
+def layout_text(s: Setup) -> str:
+    """``"tensor parallel 8, 2 replicas"``, ``"DP+EP: 8 ranks of 1 GPU"``, ``"DCP 8 on tensor parallel 8, 1
+    replica"`` or ``"disaggregated: decode tensor parallel 8 x 1 rank"``: a setup's layout in words."""
+    if s.kind == "DP+EP":
+        return f"DP+EP: {count_noun(s.data_parallel_size, 'rank')} of {count_noun(s.tensor_parallel_size, 'GPU')}"
+    if s.kind == "disaggregated":
+        return (f"disaggregated: decode tensor parallel {s.tensor_parallel_size} x "
+                f"{count_noun(s.data_parallel_size, 'rank')}")
+    dcp = f"DCP {s.decode_context_parallel_size} on " if s.kind == "DCP" else ""
+    return f"{dcp}tensor parallel {s.tensor_parallel_size}, {count_noun(s.data_parallel_size, 'replica')}"
+
+
 def best_text(result: FindResult) -> str:
     """One sentence on the cheapest setup."""
     s = result.options[0]
-    return (f"**Cheapest: {s.num_gpus} x {md_text(s.gpu_name)}** (tensor parallel {s.tensor_parallel_size}, "
-            f"{s.data_parallel_size} replica{'s' if s.data_parallel_size > 1 else ''}, {s.kv_cache_dtype} KV) at "
-            f"**${s.price_per_hour:,.2f}/h**: holds {format_int(s.max_concurrent_sequences)} users for "
+    return (f"**Cheapest: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}** ({layout_text(s)}, "
+            f"{s.kv_cache_dtype} KV) at "
+            f"**${s.price_per_hour:,.2f}/h**: holds {count_noun(s.max_concurrent_sequences, 'user')} for "
             f"{format_int(s.users)} wanted ({s.margin:.0%} of the KV budget to spare).")
 
 

@@ -16,6 +16,7 @@ import math
 import re
 from typing import Literal
 
+from planner.text import count_noun  # noqa: F401 - the pages' plural helper ("1 GPU", "2 GPUs")
 from planner.units import GB, GiB, KiB, MiB
 
 ByteUnit = Literal["GiB", "GB", "B", "auto"]
@@ -95,6 +96,12 @@ def format_int(value: int) -> str:
     return f"{value:,}"
 
 
+def format_budget(num_bytes: int) -> str:
+    """A KV budget [bytes]: ``"12.55 GiB"``, or ``"none"`` when weights and overhead exceed the usable memory
+    (a negative budget is a shortfall, not a budget)."""
+    return format_bytes(num_bytes) if num_bytes >= 0 else "none"
+
+
 def format_tokens(num_tokens: int) -> str:
     """A token count: ``"8,192 tokens"`` (``"1 token"``)."""
     return f"{num_tokens:,} token" + ("" if num_tokens == 1 else "s")
@@ -107,6 +114,13 @@ def format_params(num_params: int, digits: int = 2) -> str:
     if num_params >= 10**9:
         return f"{num_params / 10**9:,.{digits}f} B"
     return f"{num_params / 10**6:,.{digits}f} M"
+
+
+def format_decimal(value: float, max_digits: int = 6) -> str:
+    """A decimal number in full, with thousands separators and no trailing zeros: ``"1,000,000"``, ``"0.01"``,
+    ``"2.5"`` (``:g`` would write ``"1e+06"``); at most ``max_digits`` after the point."""
+    text = f"{value:,.{max_digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def format_fraction(value: float) -> str:
@@ -132,16 +146,6 @@ def format_context(num_tokens: int, model_limit: int | None) -> str:
     if model_limit and num_tokens > model_limit:
         return f"{num_tokens:,} (beyond the model's {model_limit:,})"
     return f"{num_tokens:,}"
-
-
-def count_noun(count: int, singular: str, plural: str | None = None) -> str:
-    """``count`` with its noun in the right number: ``"1 sequence"``, ``"2,048 sequences"``.
-
-    Args:
-        count: How many [items].
-        singular: The noun for one; ``plural`` defaults to it plus ``s``.
-    """
-    return f"{format_int(count)} {singular if count == 1 else (plural or singular + 's')}"
 
 
 def format_bytes_short(num_bytes: int) -> str:

@@ -33,7 +33,7 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, M
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
 from planner.text import quote
 from ui import catalog, picker_search
-from ui.format import format_int, gib_to_bytes, md_message, shorten
+from ui.format import format_decimal, format_int, gib_to_bytes, md_message, shorten
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +185,8 @@ def _number_problem(field: NumberField, raw: str) -> str | None:
 
 
 def _show(field: NumberField, value: int | float) -> str:
-    return f"{value:g}" if field.is_float else format_int(int(value))
+    """A bound or default as the user would type it: ``"0.01"``, ``"1,000,000"`` (never ``"1e+06"``)."""
+    return format_decimal(value) if field.is_float else format_int(int(value))
 
 
 def _number_fix(field: NumberField) -> str:

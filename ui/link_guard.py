@@ -45,7 +45,8 @@ CODE_KEYS = frozenset({"custom_model", "custom_gpu"})
 MAX_CODE_VALUE_CHARS = MAX_CODE_CHARS + 16
 """Longest share-code value read: the codec's own limit plus whitespace the codec strips [characters]."""
 
-MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors", "gpu_types"})
+MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors", "gpu_types",
+                              "setup_kinds"})  # the last: Find's setup kinds (ui/find_scale_view.py)
 """Keys that repeat by design (multiselects)."""
 
 MAX_VALUES_PER_KEY = 16

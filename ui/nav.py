@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
@@ -71,7 +71,7 @@ _local = threading.local()  # one script run per thread: the container of this r
 
 
 _CARRIED = "_nav_carried"
-"""Session-state key: the parameters the last page's links carried."""
+"""Session-state key: the parameters the last page's links carried (read by the tests)."""
 
 _LAST_PAGE = "_nav_last_page"
 """Session-state key: the page (script hash) that drew them."""
@@ -84,21 +84,48 @@ def _page_id() -> str:
 
 def begin() -> None:
     """Reserve the top of the sidebar for the navigation (called by :func:`ui.views.setup_page`),
-    and, right after a page switch, put back what the link carried.
-
-    Streamlit's frontend drops, on a page switch, the query parameters bound to the widgets
-    of the page being left, even when ``st.page_link(query_params=...)`` names them (Streamlit
-    1.67; the default navigation loses them the same way). The first run of the new page
-    therefore restores every carried key missing from the URL before any widget reads it.
-    """
+    and, on a page's first run after a page switch, make the URL the browser sent the plan
+    (:func:`_arrive`)."""
     _local.container = st.sidebar.container()
     _one_entry_per_page()
     _local.drawn = False
     _local.modes = {}
-    last, carried = st.session_state.get(_LAST_PAGE), st.session_state.get(_CARRIED)
-    if last is not None and last != _page_id() and carried:
-        missing = {key: list(values) for key, values in carried.items() if key not in st.query_params}
-        rewrite_link(missing, tuple(MULTI_VALUE_KEYS))
+    last = st.session_state.get(_LAST_PAGE)
+    if last is not None and last != _page_id():
+        _arrive()
+
+
+PICKER_KEYS = frozenset({"model", "models", "gpu", "gpus"})
+"""Plan keys of the pickers: not bound to the URL by Streamlit (:func:`ui.inputs.picker` syncs them)."""
+
+
+def _arrive() -> None:
+    """First run of a page after a switch (a sidebar link, Back or Forward): the URL is the plan.
+
+    Two things of Streamlit 1.67 (``runtime/scriptrunner/script_runner.py`` and
+    ``runtime/state/session_state.py``) would make the page show something else:
+
+    * on a page switch ``QueryParams.populate_from_query_string`` drops the parameters bound to
+      a widget of another page than this one and the entrypoint, even when the URL the browser
+      sent (the link's, or the history entry's on Back) names them. Each key the sent URL
+      (``ScriptRunContext.query_string``) has and ``st.query_params`` lost is put back. Only
+      the sent URL counts: a Back to ``/Catalog`` gets the ``/Catalog`` that was visited, not
+      what the page left carried (issue 27: Back landed on ``/Catalog?batch_size=4&...``);
+    * ``SessionState._remove_stale_widgets`` keeps the value of every bound widget of the page
+      left under its key, and a widget with that key on this page takes it and writes it into
+      the URL when it differs from *this* widget's default (``register_widget``'s "non-default
+      restore"). Home's untouched ``block_size`` 16 and utilization 0.9 thus became set values
+      on the Engine page, whose same inputs start empty (the engine's own default). So each
+      bound plan key the URL does not name is dropped from the session: its widget starts at
+      this page's default, and a link carries only what the user set.
+    """
+    ctx = get_script_run_ctx()
+    sent = parse_qs(ctx.query_string if ctx is not None else "", keep_blank_values=True)
+    lost = {key: values for key, values in sent.items() if key in PLAN_KEYS and key not in st.query_params}
+    rewrite_link(lost, tuple(MULTI_VALUE_KEYS))
+    for key in PLAN_KEYS - PICKER_KEYS:
+        if key in st.session_state and key not in st.query_params and key not in lost:
+            del st.session_state[key]
 
 
 HISTORY_JS = """<script>
@@ -170,7 +197,7 @@ def current_values() -> dict[str, list[str]]:
     One rule for every input: a key is carried when it is in this page's URL. The URL holds what
     the link said plus what the user changed: Streamlit writes a bound widget into it when the
     user moves it off its default and drops it when it is back at the default, the pickers do the
-    same (:func:`ui.inputs.picker`), and :func:`begin` puts back what the previous page's link
+    same (:func:`ui.inputs.picker`), and :func:`_arrive` puts back what the URL the browser sent
     carried. The value is the widget's state where this session has one (it may be newer than
     the URL this run started from), else the URL's. So Home's untouched ``block_size=16`` does
     not ride to the Engine page, where that default would break hybrid models.

@@ -15,13 +15,15 @@ import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
+from planner.diagnose import Fix
 from planner.engines.types import EngineRequest
+from planner.fixes import CheckedFix
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
-from ui import inputs
+from ui import inputs, views
 from ui.budget_bar import segments_bar_html
 from ui.charts import RANK_COLOURS
-from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
 from ui.inputs import NumberField, PlanInputs
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
@@ -47,8 +49,10 @@ DISAGG_FIELDS: dict[str, NumberField] = {
         NumberField(key="tpot_ms", label="TPOT target [ms]", min_value=0.01, max_value=100_000.0, default=50.0,
                     step=5.0, is_float=True, unit="ms",
                     help="Time per output token of the decode pool; it caps the decode batch (`--tpot-ms`)."),
-        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools)", min_value=1, max_value=64,
-                    default=1, step=1, unit="GPUs", help="GPUs one attention rank is split over (`-tp`)."),
+        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools) (empty = smallest that "
+                    "starts)", min_value=1, max_value=64, default=None, step=1, unit="GPUs",
+                    help="GPUs one attention rank is split over (`-tp`); empty: each pool gets the smallest size at "
+                         "which its engine starts, as Find searches."),
         NumberField(key="data_parallel_size", label="Data parallel size (both pools)", min_value=1, max_value=1024,
                     default=1, step=1, unit="ranks",
                     help="vLLM `-dp`: ranks of one launch, each with its own KV pool and scheduler."),
@@ -183,6 +187,7 @@ def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple
     n = knobs.numbers
     engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
                            tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu_name)
+    shared_auto = n["tensor_parallel_size"] is None  # empty: the smallest size that starts (planner.scale.disagg)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,
                              enable_expert_parallel=bool(knobs.switches.get("enable_expert_parallel")),
@@ -200,8 +205,26 @@ def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple
             pool_scale = replace(pool_scale, data_parallel_size=n[f"{role}_data_parallel_size"])
         if role == "prefill":
             pool_scale = replace(pool_scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-        pools.append(PoolRequest(engine=request, scale=pool_scale))
+        auto = shared_auto and n[f"{role}_tensor_parallel_size"] is None
+        pools.append(PoolRequest(engine=request, scale=pool_scale, auto_tensor_parallel=auto))
     return pools[0], pools[1]
+
+
+def tensor_parallel_fixes(result, knobs: DisaggInputs) -> list[CheckedFix]:
+    """Buttons for :attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`: the shared input when every pool
+    that would not start wants the same size and no pool has its own, else each pool's own input."""
+    sizes = dict(result.tensor_parallel_fixes)
+    own = any(knobs.numbers.get(f"{role}_tensor_parallel_size") is not None for role in sizes)
+    if len(sizes) == 2 and len(set(sizes.values())) == 1 and not own:
+        tp = sizes["prefill"]
+        fix = Fix(f"tensor parallel {tp}: the smallest size at which both pools start", "tensor_parallel_size", tp)
+        return [CheckedFix(fix, f"Tensor parallel → {tp}", str(fix), 0.0, True)]
+    out = []
+    for role, tp in sizes.items():
+        fix = Fix(f"{role} tensor parallel {tp}: the smallest size at which the {role} pool starts",
+                  f"{role}_tensor_parallel_size", tp)
+        out.append(CheckedFix(fix, f"{role.capitalize()} TP → {tp}", str(fix), 0.0, True))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -213,7 +236,8 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
     step_key = "prefill_ms_per_request" if pool.role == "prefill" else "time_per_output_token_ms"
     step_label = "Prefill per prompt" if pool.role == "prefill" else "Time per output token"
     return {
-        "GPUs": (format_int(d["gpus"]), f"{format_int(d['replicas'])} replica(s) x {d['gpus_per_replica']} GPUs"),
+        "GPUs": (format_int(d["gpus"]),
+                 f"{count_noun(d['replicas'], 'replica')} x {count_noun(d['gpus_per_replica'], 'GPU')}"),
         "Replicas": (format_int(d["replicas"]), "Launches of this pool's command"),
         "GPUs per replica": (format_int(d["gpus_per_replica"]), "data parallel x tensor parallel"),
         "tp / dp / ep": (f"{d['tensor_parallel_size']} / {d['data_parallel_size']} / {d['expert_parallel_size']}",
@@ -236,10 +260,13 @@ def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
 
 def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
     """The fullest GPU of an :class:`planner.engines.types.EnginePlan` as a budget bar (segments of
-    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones left out; the dashed line at the
-    engine's usable share when it has a memory fraction)."""
+    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones and "Over the card" left out: terms that exceed
+    the card run past its line, as Home's bar draws them; the dashed line at the engine's usable share when it has
+    a memory fraction)."""
     rank = plan.limiting_rank
-    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0]
+    # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
+    # the card line; an "Over the card" segment after them would count that excess twice
+    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != "Over the card"]
     usable = rank.requested_bytes if plan.gpu_memory_utilization is not None else None
     return segments_bar_html(segments, RANK_COLOURS, usable_bytes=usable, card_bytes=gpu_memory_bytes,
                              gpu_label=gpu_label)
@@ -250,10 +277,14 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     title = "Prefill pool" if pool.role == "prefill" else "Decode pool"
     container.subheader(title)
     target = "TTFT" if pool.role == "prefill" else "TPOT"
-    if not pool.plan.starts:
-        container.warning(md_message(f"The {pool.role} engine would not start: " + "; ".join(pool.plan.reasons)),
-                          icon=":material/warning:")
-    elif not pool.meets_target:
+    if not pool.plan.starts:  # no sizes, times or commands for a launch that would not start; the reason is above
+        layout = pool.plan.layout
+        container.error(f"Would not start at tensor parallel {layout.tensor_parallel_size} x "
+                        f"{count_noun(layout.attention_dp, 'rank')}: the reason is above.", icon=":material/block:")
+        container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
+        container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
+        return
+    if not pool.meets_target:
         container.warning(f"Misses the {target} target.", icon=":material/timer_off:")
     values = pool_metric_values(pool)
     for row in (list(values.items())[i:i + 2] for i in range(0, len(values), 2)):
@@ -283,11 +314,29 @@ def transfer_text(result) -> str:
             f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
 
 
-def headline(result) -> None:
-    """The verdict: GPUs in all when it fits, else every reason (a normal result, not an error)."""
+_POOL_NOTE = ("prefill:", "decode:")
+"""How the notes that :func:`headline` shows begin (one pool's tensor-parallel size)."""
+
+
+def sizing_notes(result) -> list[str]:
+    """The plan's notes that :func:`headline` does not show (the roofline, the arrivals, what each pool holds)."""
+    return [note for note in result.notes if not note.startswith(_POOL_NOTE)]
+
+
+def headline(result, knobs: DisaggInputs) -> None:
+    """The verdict: GPUs in all when it fits, else every reason once (a normal result, not an error); when a pool
+    would not start, no sizes, and a button for the tensor-parallel size that starts it (when one does)."""
     d = result.to_dict()
-    sizes = (f"{format_int(d['gpus'])} GPUs for {format_int(result.users)} users: prefill "
+    if not result.starts:
+        st.warning(md_message("Would not start as asked: " + "; ".join(result.reasons) + "."),
+                   icon=":material/warning:")
+        views.fix_buttons(tensor_parallel_fixes(result, knobs), key_prefix="disagg_tp_fix")
+        return
+    sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "
              f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
+    for note in result.notes:
+        if note.startswith(_POOL_NOTE):  # the tensor-parallel size chosen when none was given
+            st.caption(md_message(note))
     if result.fits:
         st.success(sizes + ".", icon=":material/check_circle:")
     else:
@@ -335,23 +384,27 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 
 
 def scale_users_line(plan) -> str:
-    """``"**77.61** users per rank x **8** ranks = **620.88** requests of 8,192 tokens"`` of a
-    :class:`planner.scale.ScalePlan` (its own figures)."""
-    d = plan.to_dict()
-    return (f"**{d['max_concurrency_per_rank']:,.2f}** users per rank x **{plan.layout.attention_dp}** "
-            f"rank(s) = **{d['max_concurrency']:,.2f}** requests of {format_int(d['max_model_len'])} tokens")
+    """``"**35** users per rank (vLLM prints 35.27x) x **8** ranks = **280** requests of 8,192 tokens"`` of a
+    :class:`planner.scale.ScalePlan`: whole requests (a rank's scheduler admits whole ones), beside the ratio vLLM
+    prints per rank."""
+    d, ranks = plan.to_dict(), plan.layout.attention_dp
+    return (f"**{format_int(d['requests_per_rank'])}** users per rank (vLLM prints "
+            f"{d['max_concurrency_per_rank']:,.2f}x) x **{format_int(ranks)}** {'rank' if ranks == 1 else 'ranks'} = "
+            f"**{format_int(d['requests_all_ranks'])}** requests of {format_int(d['max_model_len'])} tokens")
 
 
 def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
     """``label -> (value, help)`` of a :class:`planner.scale.ScalePlan`, from its :meth:`to_dict`."""
     d, layout = plan.to_dict(), plan.layout
     values = {
-        "Users, all ranks": (f"{d['max_concurrency']:,.2f}", f"Requests of {format_int(d['max_model_len'])} tokens: "
-                                                             "each attention data-parallel rank has its own KV pool "
-                                                             "and scheduler"),
-        "Users per rank": (f"{d['max_concurrency_per_rank']:,.2f}", "What one rank's KV pool holds"),
+        "Users, all ranks": (format_int(d["requests_all_ranks"]),
+                             f"Whole requests of {format_int(d['max_model_len'])} tokens: each attention data-parallel "
+                             f"rank has its own KV pool and scheduler (vLLM's ratio, all ranks: "
+                             f"{d['max_concurrency']:,.2f})"),
+        "Users per rank": (format_int(d["requests_per_rank"]),
+                           f"Whole requests one rank's KV pool holds (vLLM prints {d['max_concurrency_per_rank']:,.2f}x)"),
         "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
-                              f"{format_int(layout.num_gpus)} GPUs on {layout.nodes} node(s)"),
+                              f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "
                             + format_bytes_exact(d["weights_bytes_per_gpu"])),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
@@ -364,20 +417,38 @@ def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
     return values
 
 
-def engine_scale_section(model, gpu, request: EngineRequest, scale: ScaleRequest) -> None:
-    """The Engine page's block for a data / expert / context parallel launch: one rank's budget, the users of
-    all ranks and the launch command. A refusal is a message here; the rest of the page still draws."""
+def plan_launch(model, gpu, request: EngineRequest, scale: ScaleRequest):
+    """The Engine page's data / expert / context parallel launch (:func:`planner.scale.plan_scale`), or None with
+    an error message when the flags cannot be planned (the page then plans one tensor-parallel replica)."""
     from planner.scale import plan_scale  # noqa: PLC0415 - only pages that show the block need it
 
-    st.subheader("Data / expert / context parallel launch")
-    st.caption("The figures above plan one replica with tensor parallel only; this block places the model with "
-               "the launch's data / expert / context parallel flags (planner.scale, `python -m planner plan -dp ...`).")
     try:
-        plan = plan_scale(model, gpu.framework_memory_bytes, request, scale)
+        return plan_scale(model, gpu.framework_memory_bytes, request, scale)
     except ValueError as exc:
-        st.error(md_message(f"Could not plan this launch: {exc}. Change the inputs in the sidebar."),
+        st.error(md_message(f"Could not plan the data / expert / context parallel launch: {exc}. The figures below "
+                            "plan one tensor-parallel replica instead; change the inputs in the sidebar."),
                  icon=":material/error:")
-        return
+        return None
+
+
+def launch_layout_text(plan) -> str:
+    """``"8 data-parallel ranks × tensor parallel 1, experts over 8 GPUs = 8 GPUs on 1 node"``: the layout of a
+    :class:`planner.scale.ScalePlan`, for the Engine page's caption."""
+    layout = plan.layout
+    experts = (f", experts over {count_noun(layout.expert_parallel_size, 'GPU')}" if layout.expert_parallel_size > 1
+               else "")
+    dcp = (f", decode context parallel {layout.decode_context_parallel_size}"
+           if layout.decode_context_parallel_size > 1 else "")
+    return (f"{count_noun(layout.attention_dp, 'data-parallel rank')} × tensor parallel {layout.attention_tp}"
+            f"{experts}{dcp} = {count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}")
+
+
+def engine_scale_section(plan, gpu) -> None:
+    """The Engine page's block for a data / expert / context parallel launch: where the model lives, the users of
+    all ranks and the budget of one rank's fullest GPU (the figures above are that rank's)."""
+    st.subheader("Data / expert / context parallel launch")
+    st.caption("The figures above describe this launch: one attention data-parallel rank (its own KV pool and "
+               "scheduler), its fullest GPU, as `python -m planner plan -dp ...` prints it (planner.scale).")
     if not plan.starts:
         st.warning(md_message("The engine would not start: " + "; ".join(plan.reasons)), icon=":material/warning:")
     st.markdown(scale_users_line(plan))
@@ -389,4 +460,3 @@ def engine_scale_section(model, gpu, request: EngineRequest, scale: ScaleRequest
     st.html(rank_bar_html(plan.engine, gpu.framework_memory_bytes, gpu.name))
     for note in plan.notes:
         st.caption(md_message(note))
-    st.code(format_command(plan.launch_command), language="bash")

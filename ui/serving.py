@@ -39,7 +39,15 @@ from planner.serving.multimodal import (
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
 from ui import catalog, inputs
-from ui.format import format_bytes, format_bytes_exact, format_command, format_int, md_message
+from ui.format import (
+    count_noun,
+    format_budget,
+    format_bytes,
+    format_bytes_exact,
+    format_command,
+    format_int,
+    md_message,
+)
 from ui.inputs import NumberField
 
 SERVING_FIELDS: dict[str, NumberField] = {
@@ -69,10 +77,11 @@ SERVING_FIELDS: dict[str, NumberField] = {
         NumberField(key="images_per_request", label="Images per request (empty = none)", min_value=0,
                     max_value=1024, default=None, step=1, unit="images",
                     help="Images each request carries; their tokens join every sequence's KV (`--images-per-request`; "
-                         "vision-language models of the Qwen-VL family)."),
+                         "Qwen-VL, Gemma 3 and Gemma 4 vision-language models)."),
         NumberField(key="image_width", label="Image width [px]", min_value=1, max_value=65536, default=1024, step=64,
                     unit="pixels",
-                    help="Before the processor's resize to multiples of patch x merge (`--image-width`)."),
+                    help="Before the processor's resize (Qwen: multiples of patch x merge; Gemma 3: 896 px square; "
+                         "Gemma 4: its 280-token budget) (`--image-width`)."),
         NumberField(key="image_height", label="Image height [px]", min_value=1, max_value=65536, default=1024,
                     step=64, unit="pixels", help="`--image-height`."),
         NumberField(key="limit_mm_per_prompt", label="vLLM image limit per prompt (empty = default)", min_value=0,
@@ -180,7 +189,7 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
     flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images."""
     if not (images.get("images_per_request") or videos.get("videos_per_request")):
         return None
-    frames, seconds = videos["video_frames"], videos["video_seconds"]
+    frames, seconds = videos.get("video_frames"), videos.get("video_seconds")
     if frames is not None and seconds is not None and videos["videos_per_request"]:
         problems.append("Serving features: frames per video and clip length are both set (like `--video-frames` "
                         "with `--video-seconds`); using the frames. Clear one in the sidebar.")
@@ -189,8 +198,9 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
     return MultimodalConfig(vision=vision, images_per_request=images["images_per_request"] or 0,
                             image_width=images["image_width"], image_height=images["image_height"],
                             limit_mm_per_prompt=images["limit_mm_per_prompt"],
-                            videos_per_request=videos["videos_per_request"] or 0, video_frames=frames,
-                            video_width=videos["video_width"], video_height=videos["video_height"])
+                            videos_per_request=videos.get("videos_per_request") or 0, video_frames=frames,
+                            video_width=videos.get("video_width") or MultimodalConfig.video_width,
+                            video_height=videos.get("video_height") or MultimodalConfig.video_height)
 
 
 def _raw_config(model_id: str | None) -> dict:
@@ -253,7 +263,12 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
         images, videos = {}, {}
         if vision is not None:  # greyed out while the server is text only (they would be refused)
             images = {key: _number(st, key, disabled=text_only_on) for key in IMAGE_KEYS}
-            videos = {key: _number(st, key, disabled=text_only_on) for key in VIDEO_KEYS}
+            if vision.supports_video:  # Gemma 3 takes no video; Gemma 4's frames are not priced
+                videos = {key: _number(st, key, disabled=text_only_on) for key in VIDEO_KEYS}
+            elif st.query_params.get("videos_per_request"):
+                problems.append("Serving features: this model's videos are not priced (Gemma 3 takes none; Gemma 4's "
+                                "timestamped frames are not modelled); the link's video inputs are left out. Send "
+                                "the frames as images instead.")
         host = {}
         if offload:
             host = {key: _number(st, key) for key in OFFLOAD_KEYS if key != "swap_space_gib" or engine == "vllm-v0"}
@@ -358,9 +373,11 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
         "Users at this context": (
             f"{format_int(result.max_concurrent_sequences)} (was {format_int(plain.max_concurrent_sequences)})",
             "Max concurrent sequences with the serving features on, and without them"),
-        "KV budget per GPU": (
-            format_bytes(result.kv_cache_budget_bytes),
-            f"{format_bytes(serving.get('kv_cache_budget_bytes_without_serving', 0))} without the features"),
+        "KV budget, features off": (
+            format_budget(plain.kv_cache_budget_bytes),
+            f"KV budget per GPU without the serving features; with them (\"KV budget per GPU\" above): "
+            f"{format_budget(result.kv_cache_budget_bytes)}. The features take "
+            f"{format_bytes(plain.kv_cache_budget_bytes - result.kv_cache_budget_bytes)} per GPU."),
     }
     lora = serving.get("lora")
     if lora and lora["supported"]:
@@ -373,10 +390,10 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
         out["Adapter slots that fit"] = (
             format_int(lora["max_loras_that_fit"]),
             f"Adapter slots that fit beside the KV: slots the budget holds next to "
-            f"{format_int(result.batch_size)} sequence(s) of {format_int(result.context_len)} tokens")
+            f"{count_noun(result.batch_size, 'sequence')} of {format_int(result.context_len)} tokens")
         out["Host memory per GPU"] = (
             format_bytes(serving["host_bytes_per_gpu"]),
-            f"{format_int(lora['max_cpu_loras'])} adapters cached in CPU memory, each up to "
+            f"{count_noun(lora['max_cpu_loras'], 'adapter')} cached in CPU memory, each up to "
             f"{format_bytes(lora['adapter_bytes_host'], 'auto')} (rank {lora['max_lora_rank']}, unsharded)")
     spec = serving.get("speculative")
     if spec:
@@ -386,7 +403,7 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             f"{result.num_gpus}")
         out["Drafter KV per token"] = (
             format_bytes(spec["draft_kv_cache_bytes_per_token_per_gpu"], "auto"),
-            f"{format_int(spec['draft_layers'])} drafter layer(s) in the same block pool; the target's own: "
+            f"{count_noun(spec['draft_layers'], 'drafter layer')} in the same block pool; the target's own: "
             f"{format_bytes(plain.kv_cache_bytes_per_token_per_gpu, 'auto')}")
         out["Draft slots per sequence"] = (
             format_int(spec["extra_tokens_per_sequence"]),
@@ -397,20 +414,22 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
     if mm and mm.get("videos_per_request"):
         out["Tokens per video"] = (
             format_int(mm["tokens_per_video"]),
-            (f"{format_int(mm['videos_per_request'])} video(s) of {format_int(mm['video_frames'])} frames resized to "
-             f"{mm['resized_video_width']} x {mm['resized_video_height']} px, delimiters included"))
+            (f"{count_noun(mm['videos_per_request'], 'video')} of {count_noun(mm['video_frames'], 'frame')} "
+             f"resized to {mm['resized_video_width']} x {mm['resized_video_height']} px, delimiters included"))
     if mm:
         out["Media tokens per request" if mm.get("videos_per_request") else "Image tokens per request"] = (
             format_int(mm["tokens_per_request"]),
             ("Image and video tokens per request: " if mm.get("videos_per_request") else "")
-            + f"{format_int(mm['images_per_request'])} image(s) resized to {mm['resized_width']} x "
+            + f"{count_noun(mm['images_per_request'], 'image')} resized to {mm['resized_width']} x "
             f"{mm['resized_height']} px: {format_int(mm['tokens_per_image'])} tokens each, delimiters included")
         out["Vision tower"] = (format_bytes(mm["vision_weights_bytes_per_gpu"]),
                                f"{format_int(mm['vision_params'])} parameters, per GPU, counted with the weights")
+        dummy = "dummy " + (mm.get("encoder_profile_modality") or "item")
         out["Encoder cache"] = (
             format_bytes(mm["encoder_cache_bytes"]),
-            f"Held through the profile pass: vLLM profiles {format_int(mm['encoder_budget_tokens'])} encoder "
-            "tokens and keeps them while it profiles the language model")
+            f"Held through the profile pass: vLLM encodes {count_noun(mm.get('encoder_profile_items', 0), dummy)} "
+            f"within an encoder budget of {format_int(mm['encoder_budget_tokens'])} tokens and keeps their outputs "
+            "while it profiles the language model")
     off = serving.get("offload")
     if off and off["supported"]:
         out["Offload host memory"] = (
@@ -461,8 +480,8 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
                 col.metric(label, value, help=help_text, border=True)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
         st.info(md_message(note), icon=":material/info:")
-    st.caption("The engine panel below prices the bare model; the Engine page prices these features under "
-               "each engine's own rules.")
+    st.caption("The engine panel below and the Engine page price these features under the chosen engine's "
+               "own rules.")
     for engine, flags in serving["launch_flags"].items():
         st.markdown(f"{engine} launch flags:")
         st.code(format_command(flags), language="bash", wrap_lines=True)

@@ -34,8 +34,9 @@ from planner.model.sparse import (
 )
 from ui import link_guard, nav, upload_sweep
 from ui.format import (
-    format_bytes,
     count_noun,
+    format_budget,
+    format_bytes,
     format_bytes_exact,
     format_context,
     format_fraction,
@@ -199,7 +200,7 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
                                       f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
                                       f"{format_tokens(plan.context_len)}, windows applied"),
         "KV budget per GPU": (
-            format_bytes(plan.kv_cache_budget_bytes) if plan.kv_cache_budget_bytes >= 0 else "none",
+            format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
             "of capacity" if plan.kv_cache_budget_bytes >= 0 else
             f"weights and overhead exceed usable memory by {format_bytes(-plan.kv_cache_budget_bytes)}"),
@@ -238,6 +239,7 @@ def plan_metrics(plan: Plan) -> None:
 
 def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
     """One row of the KV-per-token formula for ``count`` identical layers."""
+    rows = count_noun(count, "layer")  # "1 layer", "31 layers"
     dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
     tp = inputs.num_gpus
     per_layer = format_bytes(layer.bytes_per_token(dtypes, tp), "B")
@@ -256,39 +258,40 @@ def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
             kind, cap = "sliding window", f"; holds at most {format_tokens(layer.sliding_window)}"
         elif isinstance(layer, ChunkedLocalAttention):
             kind, cap = "chunked local", f"; holds at most {format_tokens(layer.attention_chunk_size)}"
-        return (f"| {count} layers, {kind} | {shape} × {dtypes.kv.label}"
+        return (f"| {rows}, {kind} | {shape} × {dtypes.kv.label}"
                 f"{cap} | {per_layer} per layer |")
     if isinstance(layer, MLAAttention):
-        return (f"| {count} layers, MLA latent | ({layer.kv_lora_rank} kv_lora_rank + {layer.qk_rope_head_dim} "
+        return (f"| {rows}, MLA latent | ({layer.kv_lora_rank} kv_lora_rank + {layer.qk_rope_head_dim} "
                 f"qk_rope_head_dim) × {dtypes.kv.label}, no factor 2 | {per_layer} per layer |")
     if isinstance(layer, RecurrentState):
         state = format_bytes(layer.bytes_per_sequence(0, dtypes, tp), "B")
-        return (f"| {count} layers, recurrent state | constant {state} per sequence ({dtypes.state.label}) "
+        return (f"| {rows}, recurrent state | constant {state} per sequence ({dtypes.state.label}) "
                 "| 0 B per token |")
-    return f"| {count} layers, shared / no cache | reuse another layer's cache | 0 B per token |"
+    return f"| {rows}, shared / no cache | reuse another layer's cache | 0 B per token |"
 
 
 def _new_kind_line(layer, count: int, dtypes, tp: int, per_layer: str) -> str | None:
     """The formula row of a 2025-26 layer kind (:mod:`planner.model.sparse`), or None for the others."""
+    rows = count_noun(count, "layer")
     if isinstance(layer, IndexedMLAAttention):
-        return (f"| {count} layers, MLA latent + indexer key | ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) × "
+        return (f"| {rows}, MLA latent + indexer key | ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) × "
                 f"{dtypes.kv.label} + {layer.index_head_dim}-value FP8 indexer key with its scale "
                 f"({format_bytes(engine_indexer_bytes(layer.index_head_dim), 'B')}) | {per_layer} per layer |")
     if isinstance(layer, IndexedAttention):
-        return (f"| {count} layers, attention + indexer key | 2 (K, V) × {layer.kv_heads_per_gpu(tp)} KV heads × "
+        return (f"| {rows}, attention + indexer key | 2 (K, V) × {layer.kv_heads_per_gpu(tp)} KV heads × "
                 f"{layer.head_dim} × {dtypes.kv.label} + FP8 indexer key "
                 f"({format_bytes(engine_indexer_bytes(layer.index_head_dim), 'B')}) | {per_layer} per layer |")
     if isinstance(layer, SharedKVSlidingAttention):
-        return (f"| {count} layers, sliding window, K = V | {layer.kv_heads_per_gpu(tp)} head × {layer.head_dim} × "
+        return (f"| {rows}, sliding window, K = V | {layer.kv_heads_per_gpu(tp)} head × {layer.head_dim} × "
                 f"{dtypes.kv.label}; holds at most {format_tokens(layer.sliding_window)} | {per_layer} per layer |")
     if isinstance(layer, CompressedAttention):
         indexer = f" + indexer key of {layer.index_head_dim}" if layer.index_head_dim else ""
-        return (f"| {count} layers, compressed (1 entry per {layer.compress_ratio} tokens) | ({layer.head_dim} × "
+        return (f"| {rows}, compressed (1 entry per {layer.compress_ratio} tokens) | ({layer.head_dim} × "
                 f"{dtypes.kv.label}{indexer}) ÷ {layer.compress_ratio}, beside a "
                 f"{format_tokens(layer.sliding_window)} window | {per_layer} per layer |")
     if isinstance(layer, AttentionWithState):
         state = format_bytes(layer.state_bytes(dtypes, tp), "B")
-        return (f"| {count} layers, attention + recurrent state | 2 (K, V) × {layer.kv_heads_per_gpu(tp)} KV heads × "
+        return (f"| {rows}, attention + recurrent state | 2 (K, V) × {layer.kv_heads_per_gpu(tp)} KV heads × "
                 f"{layer.head_dim} × {dtypes.kv.label}, and {state} of state per sequence | {per_layer} per layer |")
     return None
 

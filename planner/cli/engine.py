@@ -5,7 +5,8 @@ case, or an alias such as ``tensorrt-llm`` / ``trt-llm``), ``--tensor-parallel-s
 ``--pipeline-parallel-size``, ``--max-num-batched-tokens``, ``--max-num-seqs``,
 ``--max-model-len``, ``--available-kv-memory-gib`` (one value, or one per worker in rank
 order, comma-separated, as a multi-worker log prints them), ``--distributed-executor-backend``
-(``mp`` / ``ray``), ``--num-nodes``, ``--enforce-eager`` and ``--usage-context`` (``serve`` /
+(``mp`` / ``ray``), ``--num-nodes``, ``--enforce-eager``, ``--cudagraph-mode``, ``-O`` /
+``--optimization-level``, ``--max-cudagraph-capture-size`` and ``--usage-context`` (``serve`` /
 ``llm``) (``--block-size`` and ``--gpu-memory-utilization`` are shared with the v1 plan). JSON keys added:
 ``engine``, ``available_kv_cache_bytes`` (per GPU), ``num_gpu_blocks``,
 ``engine_kv_cache_tokens`` (as the engine prints it), ``max_concurrency`` (as vLLM
@@ -27,11 +28,13 @@ from planner.engines.expected_error import close_call, expected_error_bytes
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
+from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from planner.units import GiB
 
 ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
                 "max_num_seqs", "max_model_len", "available_kv_memory_gib", "distributed_executor_backend",
-                "num_nodes", "enforce_eager", "usage_context", "enable_prefix_caching", "gpu_memory_in_use_gib")
+                "num_nodes", "enforce_eager", "usage_context", "enable_prefix_caching", "gpu_memory_in_use_gib",
+                "cudagraph_mode", "optimization_level", "max_cudagraph_capture_size", "warm_compile_cache")
 """Argument names whose presence turns the engine plan on."""
 
 
@@ -41,6 +44,14 @@ def engine_name(text: str) -> str:
         return resolve_engine_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cudagraph_mode(text: str) -> str:
+    """A ``--cudagraph-mode`` value in any case (``full_and_piecewise`` -> ``FULL_AND_PIECEWISE``)."""
+    value = text.strip().upper()
+    if value not in CUDAGRAPH_MODES:
+        raise argparse.ArgumentTypeError(f"unknown cudagraph mode {text!r}; choose one of {', '.join(CUDAGRAPH_MODES)}")
+    return value
 
 
 def gib_per_rank(text: str) -> tuple[float, ...]:
@@ -74,6 +85,21 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="nodes the GPUs of one replica span (default 1; more than 1 needs the ray backend)")
     p.add_argument("--enforce-eager", action="store_const", const=True, default=None,
                    help="vLLM --enforce-eager: no CUDA graphs, so no CUDA-graph memory")
+    p.add_argument("--cudagraph-mode", type=cudagraph_mode, default=None, metavar="{" + ",".join(CUDAGRAPH_MODES) + "}",
+                   help="vLLM cudagraph_mode (-cc.cudagraph_mode=..., any case): FULL_AND_PIECEWISE (default from "
+                        "v0.11), PIECEWISE (default before), FULL, FULL_DECODE_ONLY or NONE; sets which CUDA graphs "
+                        "are captured and so their memory (2026 builds take it from the KV cache)")
+    p.add_argument("-O", "--optimization-level", type=int, choices=OPTIMIZATION_LEVELS, default=None,
+                   help="vLLM -O level: 0 captures no CUDA graphs, 1 PIECEWISE, 2 / 3 FULL_AND_PIECEWISE (v0.12+ "
+                        "--optimization-level; on v0.10 -O is the compilation level and only 3, the default, "
+                        "captures graphs); --cudagraph-mode wins over it")
+    p.add_argument("--max-cudagraph-capture-size", type=positive_int, default=None,
+                   help="vLLM --max-cudagraph-capture-size (--cuda-graph-sizes N on v0.10): the largest batch "
+                        "captured as a CUDA graph [tokens] (default min(2 x max-num-seqs, 512))")
+    p.add_argument("--warm-compile-cache", action="store_const", const=True, default=None,
+                   help="vLLM's torch.compile cache already holds this model (a relaunch on the same machine): "
+                        "leave out the 0.41 GiB a first launch's compile adds to the profile pass (Model Runner V2, "
+                        "measured on a public vLLM 0.27.1 log); default: plan a first launch")
     p.add_argument("--gpu-memory-in-use-gib", type=gib_amount, default=None,
                    help="device memory other processes already hold on each GPU, GiB (a shared card): vLLM "
                         "refuses when its utilization x total is more than is free, SGLang sizes from what is free")
@@ -144,6 +170,9 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
         available_kv_memory_bytes=available, available_kv_memory_per_rank_bytes=per_rank, gpu_name=gpu.name,
         gpu_memory_reported_bytes=reported_memory_bytes(gpu),
         distributed_executor_backend=backend, num_nodes=nodes, enforce_eager=bool(args.enforce_eager),
+        cudagraph_mode=getattr(args, "cudagraph_mode", None), optimization_level=getattr(args, "optimization_level", None),
+        max_cudagraph_capture_size=getattr(args, "max_cudagraph_capture_size", None),
+        warm_compile_cache=bool(getattr(args, "warm_compile_cache", None)),
         usage_context=args.usage_context or "serve",
         enable_prefix_caching=bool(getattr(args, "enable_prefix_caching", None)),
         memory_in_use_bytes=int((getattr(args, "gpu_memory_in_use_gib", None) or 0) * GiB),
@@ -157,6 +186,13 @@ def engine_json(result: EnginePlan) -> dict:
     plan = result.to_dict()  # with available_kv_cache_bytes_expected_error (planner/engines/expected_error.py)
     return result.cli_keys() | {"available_kv_cache_bytes_expected_error":
                                 plan["available_kv_cache_bytes_expected_error"], "engine_plan": plan}
+
+
+def _graphs_charged(result: EnginePlan) -> bool:
+    """True when the plan takes CUDA-graph memory from the KV cache (the 2026 vLLM builds, where the model
+    runner estimates them: :func:`planner.engines.vllm_runner.graphs_charged`)."""
+    rank = result.limiting_rank
+    return bool(rank.cudagraph_charged and rank.cudagraph_bytes)
 
 
 def _expected_error_text(result: EnginePlan) -> str:
@@ -175,7 +211,8 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
         f"{' (from the engine log)' if result.available_kv_from_log else ''}"
         f"{_expected_error_text(result)}; "
         f"weights {rank.weights_bytes / GiB:,.2f}, activation {rank.activation_bytes / GiB:,.2f}, "
-        f"non-torch {rank.non_torch_bytes / GiB:,.2f} GiB",
+        f"non-torch {rank.non_torch_bytes / GiB:,.2f}"
+        f"{f', CUDA graphs {rank.cudagraph_bytes / GiB:,.2f}' if _graphs_charged(result) else ''} GiB",
         ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
         else "engine says  nothing about memory at startup" if result.starts
         else "engine says  nothing: it stops before allocating",

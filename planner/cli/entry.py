@@ -36,6 +36,7 @@ from planner.cli.args import (
     with_catalog_id,
 )
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.text import count_noun
 from planner.units import GiB
 
 DEFAULT_CONTEXT_LEN = 8192
@@ -166,9 +167,9 @@ def _run_plans(args: argparse.Namespace):
         kept = tuple(s for s in result.suggestions
                      if not (getattr(s, "key", None) == "num_gpus" and getattr(s, "value", 0) <= tp * pp))
         result = replace(result, num_gpus=tp * pp, suggestions=kept, notes=(*result.notes, (
-            f"pipeline_parallel_size {pp}: this section holds the whole model on each group of {tp} "
-            f"tensor-parallel GPU(s), no pipeline split; the engine section splits the layers over the {pp} "
-            "stages")))
+            f"pipeline_parallel_size {pp}: this section holds the whole model on each group of "
+            f"{count_noun(tp, 'tensor-parallel GPU')}, no pipeline split; the engine section splits the layers "
+            f"over the {pp} stages")))
     if scale is not None:  # one rank as its engine plans it, with the launch's figures (planner/cli/scale.py)
         engine = scale.engine_view()
     else:

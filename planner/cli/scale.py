@@ -48,8 +48,9 @@ from planner.scale import (
     plan_disagg,
     plan_scale,
 )
-from planner.scale.deploy import CHART, CHART_VERSION, llm_d_values, node_commands, to_yaml
+from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
 from planner.scale.weights import rank_model
+from planner.text import count_noun
 from planner.units import GiB
 
 VLLM_FLAGS = ("data_parallel_size", "data_parallel_size_local", "enable_expert_parallel", "num_redundant_experts",
@@ -181,13 +182,14 @@ def scale_table_lines(args: argparse.Namespace) -> list[str]:
     if layout.global_experts:
         experts = (f"; experts EP {layout.expert_parallel_size} ({layout.local_experts} of {layout.global_experts} per "
                    f"layer per GPU" + (f", each split over {layout.expert_tp})" if layout.expert_tp > 1 else ")"))
-    lines = [f"scale        {layout.num_gpus} GPUs: {layout.attention_dp} rank(s) x attention TP {layout.attention_tp}"
+    lines = [f"scale        {count_noun(layout.num_gpus, 'GPU')}: {count_noun(layout.attention_dp, 'rank')} x "
+             f"attention TP {layout.attention_tp}"
              + experts,
              f"scale wts    {weights.total_bytes / GiB:,.2f} GiB per GPU"
              + (f" ({weights.routed_expert_bytes / GiB:,.2f} routed experts + {weights.dense_bytes / GiB:,.2f} dense)"
                 if weights.routed_expert_bytes else ""),
-             f"scale users  {plan.max_concurrency_per_rank:,.2f} per rank x {layout.attention_dp} = "
-             f"{plan.max_concurrency:,.2f} requests of {plan.engine.max_model_len:,} tokens"]
+             f"scale users  {plan.requests_per_rank:,} per rank (vLLM prints {plan.max_concurrency_per_rank:,.2f}x) x "
+             f"{layout.attention_dp} = {plan.requests_all_ranks:,} requests of {plan.engine.max_model_len:,} tokens"]
     if plan.context is not None:
         lines.append(f"scale dcp    {plan.context.decode_context_parallel_size}: "
                      f"{plan.context.engine_kv_cache_tokens:,} tokens printed per rank")
@@ -265,7 +267,8 @@ def _pool(args: argparse.Namespace, gpu, role: str) -> PoolRequest:
         scale = replace(scale, data_parallel_size=dp)
     if role == "prefill" and scale.decode_context_parallel_size > 1:
         scale = replace(scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-    return PoolRequest(engine=request, scale=scale)
+    auto = tp is None and args.tensor_parallel_size is None and args.num_gpus is None  # the smallest that starts
+    return PoolRequest(engine=request, scale=scale, auto_tensor_parallel=auto)
 
 
 def _disagg(args: argparse.Namespace, model, gpu):
@@ -279,49 +282,42 @@ def _disagg(args: argparse.Namespace, model, gpu):
 
 def _disagg_table(result) -> str:
     """A short table of both pools."""
-    lines = [f"model        {result.model_id}: {result.users:,} users, {result.prompt_len:,} + {result.output_len:,} "
+    lines = [f"model        {result.model_id}: {count_noun(result.users, 'user')}, {result.prompt_len:,} + "
+             f"{result.output_len:,} "
              "tokens (roofline upper bound)"]
     for name, pool in (("prefill", result.prefill), ("decode", result.decode)):
         d = pool.to_dict()
+        if not pool.plan.starts:  # no sizes for a launch that would not start: its reason is below, once
+            lines.append(f"{name:<12} would not start at tp {d['tensor_parallel_size']}, dp {d['data_parallel_size']} "
+                         f"({d['gpus_per_replica']} GPUs per replica)")
+            continue
         step = d.get("prefill_ms_per_request", d.get("time_per_output_token_ms"))
-        lines.append(f"{name:<12} {d['gpus']:,} GPUs = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
+        lines.append(f"{name:<12} {count_noun(d['gpus'], 'GPU')} = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); {d['max_concurrency']:,} requests per "
                      f"replica; {step:,.2f} ms {'per prompt' if name == 'prefill' else 'per output token'}")
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                  f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]
+    lines += [f"  note: {n}" for n in result.notes if n.startswith(("prefill:", "decode:"))]  # the sizes chosen
     return "\n".join(lines)
 
 
 def _deploy(args: argparse.Namespace, model, gpu) -> str:
     """``deploy``'s text: values YAML or commands."""
     if args.users is not None:
-        result = _disagg(args, model, gpu)
-        roles = {"prefill": (result.prefill.plan, result.prefill.replicas),
-                 "decode": (result.decode.plan, max(1, result.decode.replicas))}
+        roles = disagg_roles(_disagg(args, model, gpu))
     else:
         if args.prompt_len is not None or args.output_len is not None:
             raise ValueError("--prompt-len / --output-len size the two pools: give --users too (or drop them)")
         roles = {"decode": (plan_scale(model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
                                        scale_request(args, _family(cli_engine.engine_request(args, gpu)))),
                             args.replicas)}
-    disaggregated = "prefill" in roles
+    if refusal := start_refusal(roles):  # nothing to deploy: the fix is in the reason (or --tensor-parallel-size)
+        raise ValueError(f"no deployment: {refusal}; raise --tensor-parallel-size (see `disagg`'s "
+                         "tensor_parallel_fixes) or change the flags")
     if args.target == "commands":
-        out = []
-        for role, (plan, replicas) in roles.items():
-            name = role if disaggregated else "serve"
-            out.append(f"# {name}: {replicas} replica(s) of {plan.layout.num_gpus} GPU(s) on {plan.layout.nodes} "
-                       "node(s); one replica's commands, one per node")
-            out += node_commands(plan, name, disaggregated=disaggregated)
-        return "\n".join(out)
-    from planner.model.params import model_weight_bytes
-
-    size = -(-model_weight_bytes(model, "auto") * 11 // (10 * GiB))
-    values = llm_d_values(model.model_id, roles, model_size_gib=size, gpus_per_node=args.gpus_per_node or 8)
-    header = (f"llm-d model-service values ({CHART} chart {CHART_VERSION}), from python -m planner deploy",
-              f"model {model.model_id} on {gpu.name}; "
-              + "; ".join(f"{r}: {rep} x {p.layout.num_gpus} GPUs" for r, (p, rep) in roles.items()))
-    return to_yaml(values, header)
+        return "\n".join(role_commands(roles))
+    return roles_yaml(model, roles, gpu_name=gpu.name, gpus_per_node=args.gpus_per_node or 8)
 
 
 def run(args: argparse.Namespace) -> str | None:

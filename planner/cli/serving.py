@@ -13,9 +13,10 @@ model_catalog/gpus.json, read by :func:`catalog_host_link`). Images: ``--images-
 --image-height PX`` (the workload; default 1,024 x 1,024), videos: ``--videos-per-request N --video-frames F
 | --video-seconds S --video-width PX --video-height PX`` (default 16 frames of 448 x 448), and vLLM's
 ``--limit-mm-per-prompt '{"image": N, "video": M}'``, priced from the model config's ``vision_config``
-(Qwen2-VL / 2.5-VL / 3-VL / 3.5). ``--limit-mm-per-prompt '{"image": 0, "video": 0}'`` or
-``--language-model-only`` serve the text model only: the plan drops the towers' weights
-(:func:`served_model`); :func:`model_keys` adds the multimodal and ``params_source`` JSON keys.
+(Qwen2-VL / 2.5-VL / 3-VL / 3.5, Gemma 3, Gemma 4; videos for the Qwen families). ``--limit-mm-per-prompt
+'{"image": 0, "video": 0}'`` (Gemma 3: ``'{"image": 0}'``) or ``--language-model-only`` serve the text model
+only: the plan drops the towers' weights (:func:`served_model`); :func:`model_keys` adds the multimodal and
+``params_source`` JSON keys.
 
 With none of them given the request carries no serving features and the JSON stays byte-identical;
 with any, ``plan`` adds a ``serving`` key (:attr:`planner.budget.Plan.serving`) and ``find`` sizes
@@ -33,7 +34,13 @@ from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_in
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
-from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, infer_method, mtp_layers_from_config
+from planner.serving.speculative import (
+    PASSTHROUGH_KEYS,
+    SPECULATIVE_METHODS,
+    SpeculativeConfig,
+    infer_method,
+    mtp_layers_from_config,
+)
 from planner.text import quote
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
@@ -76,7 +83,7 @@ def add_serving_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--host-link-gb-s", type=positive_float, default=None, metavar="GB_S",
                    help="host link per direction in GB/s (default: the GPU's, e.g. PCIe 5.0 x16 = 63)")
     g.add_argument("--images-per-request", type=non_negative_int, default=None,
-                   help="images each request carries (Qwen-VL-family models; their tokens join each sequence)")
+                   help="images each request carries (Qwen-VL, Gemma 3 / 4 models; their tokens join each sequence)")
     g.add_argument("--image-width", type=positive_int, default=None, metavar="PX", help="image width (default 1024)")
     g.add_argument("--image-height", type=positive_int, default=None, metavar="PX", help="image height (default 1024)")
     g.add_argument("--limit-mm-per-prompt", default=None, metavar="JSON",
@@ -134,9 +141,22 @@ def mm_limits(args: argparse.Namespace) -> tuple[int | None, int | None]:
     return limits[0], limits[1]
 
 
-def text_only_requested(args: argparse.Namespace) -> bool:
-    """True when the server loads no tower: ``--language-model-only`` or image and video limits both 0."""
-    return mm_limits(args) == (0, 0)
+def text_only_requested(args: argparse.Namespace, raw_config: Mapping | None = None) -> bool:
+    """True when the server loads no tower: ``--language-model-only``, or every modality the model takes limited
+    to 0 (image and video; a Gemma 3, which takes images only, with ``{"image": 0}``: vLLM builds a tower under
+    ``_mark_tower_model`` only for modalities left on, vllm/model_executor/models/interfaces.py).
+
+    Args:
+        args: Parsed flags.
+        raw_config: The model's config.json; None = read it from the flags when the image limit alone is 0.
+    """
+    images, videos = mm_limits(args)
+    if (images, videos) == (0, 0):
+        return True
+    if images != 0 or videos is not None:
+        return False
+    vision = vision_from_config(raw_model_config(args) if raw_config is None else raw_config)
+    return vision is not None and not vision.takes_video
 
 
 def served_model(args: argparse.Namespace, model):
@@ -208,10 +228,14 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
                          '\'{"method": "eagle", "num_speculative_tokens": 3}\'')
         if not isinstance(spec, dict):
             raise ValueError("--speculative-config must be a JSON object with method and num_speculative_tokens")
-        unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"})
+        unknown = sorted(set(spec) - {"method", "model", "num_speculative_tokens", "draft_vocab_size"}
+                         - PASSTHROUGH_KEYS)
         if unknown:
-            raise ValueError(f"--speculative-config key(s) {unknown} are not modelled; use method, model, "
-                             "num_speculative_tokens, draft_vocab_size")
+            keys = f"keys {unknown} are" if len(unknown) > 1 else f"key {unknown} is"
+            raise ValueError(f"--speculative-config {keys} not modelled; use method, model, "
+                             "num_speculative_tokens, draft_vocab_size (and an n-gram's prompt_lookup_max / "
+                             "prompt_lookup_min)")
+        _require_draft_tokens(spec)
     for key, flag in (("method", "speculative_method"), ("num_speculative_tokens", "num_speculative_tokens"),
                       ("model", "speculative_model")):
         if getattr(args, flag, None) is not None:
@@ -224,6 +248,11 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
         method = "ngram"  # vLLM's other spelling
     if method is None or (method == "draft_model" and model_id):
         method = infer_method(model_id, _draft_config(model_id))  # as vLLM detects it (speculative.py)
+    if method in HEAD_METHODS and not model_id and getattr(args, "speculative_config", None) is not None:
+        raise ValueError(f"--speculative-config asks for {method} without its head: vLLM stops with \"num_speculative_"
+                         "tokens was provided but without speculative model\" (vllm/config/speculative.py); add "
+                         "\"model\": the head's repo (for example yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), or plan the "
+                         "head from the target's shapes with --speculative-method " + method)
     if method == "deepseek_mtp" or (isinstance(method, str) and method.endswith("_mtp")):
         method = "mtp"  # vLLM folds the per-family MTP names into "mtp"
     layers = mtp_layers_from_config(raw_config or {})
@@ -236,8 +265,45 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     tokens = spec.get("num_speculative_tokens") or (layers if method == "mtp" and layers else 1)
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         raise ValueError(f"num_speculative_tokens must be a whole number, got {tokens!r}")
+    passthrough = tuple((key, _whole(spec[key], key)) for key in sorted(PASSTHROUGH_KEYS) if key in spec)
     return SpeculativeConfig(method=method, num_speculative_tokens=tokens, draft=draft, draft_model_id=model_id,
-                             num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000)
+                             num_mtp_layers=layers, draft_vocab_size=spec.get("draft_vocab_size") or 32000,
+                             passthrough=passthrough)
+
+
+HEAD_METHODS = frozenset({"eagle", "eagle3"})
+"""Methods whose draft is a head checkpoint vLLM must be given (``"model"``)."""
+
+
+def _whole(value, key: str) -> int:
+    """A whole-number ``--speculative-config`` value, else ValueError naming the key."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"--speculative-config {key} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _require_draft_tokens(spec: Mapping) -> None:
+    """vLLM's rule for a ``--speculative-config`` that names a draft model but no ``num_speculative_tokens``:
+    only a draft whose config.json has ``n_predict`` (an MTP module, an MLP speculator) sets it; otherwise vLLM
+    stops ("num_speculative_tokens must be provided with speculative model unless the draft model config
+    contains an n_predict parameter", vllm/config/speculative.py ``SpeculativeConfig.__post_init__``). An
+    n-gram proposer or an MTP request (its own next-n layers) needs no draft.
+
+    Raises:
+        ValueError: a named draft without ``num_speculative_tokens`` whose catalog config has no ``n_predict``.
+    """
+    model_id = spec.get("model")
+    method = spec.get("method") or ""
+    if spec.get("num_speculative_tokens") is not None or not model_id or model_id in ("ngram", "[ngram]"):
+        return
+    if method == "mtp" or method.endswith("_mtp") or method in ("ngram", "[ngram]"):
+        return
+    config = _draft_config(model_id) or {}
+    if config.get("n_predict"):
+        return
+    raise ValueError(f"--speculative-config names draft {model_id!r} but no num_speculative_tokens; vLLM needs it "
+                     "unless the draft's config.json has n_predict: add \"num_speculative_tokens\": 3 (published "
+                     "setups draft 1-8 tokens)")
 
 
 def _draft_config(model_id: str) -> Mapping | None:
@@ -264,7 +330,7 @@ def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> Mult
     image_limit, video_limit = mm_limits(args)
     image_names = ("images_per_request", "image_width", "image_height")
     asked = [n for n in (*image_names, *VIDEO_FLAGS) if getattr(args, n, None) is not None]
-    if (image_limit, video_limit) == (0, 0):
+    if text_only_requested(args, raw_config):
         if asked:
             flag = "--" + asked[0].replace("_", "-")
             raise ValueError(f"{flag} sends images or videos, but the server is text only (--language-model-only "
@@ -275,7 +341,9 @@ def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> Mult
     vision = vision_from_config(raw_config)
     if vision is None:
         raise ValueError("image and video flags need a vision-language model whose config.json has a vision_config "
-                         "the planner reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5); this one has none")
+                         "the planner reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3, Gemma 4); this one "
+                         "has none (Gemma 3 4B / 12B catalog copies are the text model only: use "
+                         "google/gemma-3-27b-it)")
     if getattr(args, "video_frames", None) is not None and getattr(args, "video_seconds", None) is not None:
         raise ValueError("give --video-frames or --video-seconds, not both")
     videos = getattr(args, "videos_per_request", None)
@@ -284,7 +352,8 @@ def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> Mult
     frames = args.video_frames or (video_frames(args.video_seconds) if args.video_seconds else 16)
     images = args.images_per_request
     if images is None:
-        images = 0 if videos and not any(getattr(args, n, None) is not None for n in image_names) else 1
+        images = 0 if image_limit == 0 or (videos and not any(getattr(args, n, None) is not None
+                                                              for n in image_names)) else 1
     return MultimodalConfig(vision=vision, images_per_request=images, image_width=args.image_width or 1024,
                             image_height=args.image_height or 1024, limit_mm_per_prompt=image_limit,
                             videos_per_request=videos, video_frames=frames, video_width=args.video_width or 448,

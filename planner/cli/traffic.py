@@ -57,7 +57,15 @@ from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.traffic.allocation import allocation_for_model
-from planner.traffic.find_types import DEFAULT_FIND_KV_DTYPES, FIND_KV_DTYPE_CHOICES, FindRequest, FindResult
+from planner.scale.links import DEFAULT_LINK, LINKS
+from planner.traffic.find_types import (
+    DEFAULT_FIND_KV_DTYPES,
+    FIND_KV_DTYPE_CHOICES,
+    SETUP_KINDS,
+    FindRequest,
+    FindResult,
+    setup_kind,
+)
 from planner.traffic.lengths_csv import workload_from_csv
 from planner.traffic.reverse import find_setups
 from planner.traffic.workload import Fixed, LogNormal, Workload
@@ -82,6 +90,17 @@ def _kv_list(text: str) -> tuple[str, ...]:
             f"expected a comma-separated list of {', '.join(FIND_KV_DTYPE_CHOICES)} (what vLLM's --kv-cache-dtype "
             f"takes), got {text!r}")
     return names
+
+
+def _kind_list(text: str) -> tuple[str, ...]:
+    """A ``--setup-kinds`` value: a comma-separated list of kinds (:func:`planner.traffic.find_types.setup_kind`)."""
+    try:
+        kinds = tuple(dict.fromkeys(setup_kind(n) for n in text.split(",") if n.strip()))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not kinds:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of setup kinds, got {text!r}")
+    return kinds
 
 
 def _gpu_list(text: str) -> tuple[str, ...]:
@@ -179,6 +198,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    metavar="{" + ",".join((*ENGINE_CHOICES, BUDGET_ONLY)) + "}",
                    help=f"whose view sizes each setup: its loaded weights, profile pass and block rules (default "
                         f"{DEFAULT_ENGINE}, as the app; {BUDGET_ONLY} = the budget arithmetic alone)")
+    p.add_argument("--setup-kinds", type=_kind_list, default=SETUP_KINDS, metavar="KINDS",
+                   help="kinds of setup searched, comma-separated: tp, dp-ep (data + expert parallel), dcp (decode "
+                        "context parallel), disaggregated (prefill / decode pools); default all (the last three "
+                        "for MoE or MLA models under vllm or sglang)")
+    p.add_argument("--link", choices=[x.id for x in LINKS], default=DEFAULT_LINK,
+                   help=f"link between the prefill and decode pools of disaggregated setups (default {DEFAULT_LINK})")
     p.add_argument("--no-weight-hint", dest="weight_hint", action="store_false",
                    help="do not search fp8 weights beside a 16-bit checkpoint for a cheaper setup (the hint note)")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -308,7 +333,7 @@ def run_find(args: argparse.Namespace) -> FindResult:
         max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top,
         serving=serving_from_args(args, engine="vllm"), gpu_ids=find_gpu_ids(args, custom),
         engine=None if args.engine == BUDGET_ONLY else args.engine,
-        alternative_weight_dtype="fp8" if args.weight_hint else None)
+        alternative_weight_dtype="fp8" if args.weight_hint else None, setup_kinds=args.setup_kinds, link=args.link)
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
 
@@ -358,18 +383,20 @@ def _find_table(found: FindResult) -> str:
         lines.append("nothing fits within the limits.")
         if found.closest:
             c = found.closest
-            lines.append(f"closest: {c.num_gpus} x {c.gpu_id} (tp {c.tensor_parallel_size}, {c.kv_cache_dtype} KV), "
+            lines.append(f"closest: {c.num_gpus} x {c.gpu_id} ({c.kind}, tp {c.tensor_parallel_size}, "
+                         f"{c.kv_cache_dtype} KV), "
                          f"${c.price_per_hour:.2f}/h")
             lines += [f"  reason: {r}" for r in c.reasons]
         lines += [f"  try: {s}" for s in found.suggestions]
     else:
-        lines.append(f"{'$/h':>8}  {'GPUs':<30}{'tp':>3}{'dp':>3}  {'KV':<5}{'max users':>10}{'margin':>8}"
-                     f"{'TPOT ms':>9}")
+        kv = max([5, *(len(s.kv_cache_dtype) + 1 for s in found.options)])  # fp8_ds_mla is wider than bf16
+        lines.append(f"{'$/h':>8}  {'GPUs':<30}{'kind':<14}{'tp':>3}{'dp':>3}  {'KV':<{kv}}{'max users':>10}"
+                     f"{'margin':>8}{'TPOT ms':>9}")
         for s in found.options:
             tpot = f"{s.time_per_output_token_s * 1000:.1f}" if s.time_per_output_token_s else "-"
-            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<30}{s.tensor_parallel_size:>3}"
-                         f"{s.data_parallel_size:>3}  {s.kv_cache_dtype:<5}{s.max_concurrent_sequences:>10,}"
-                         f"{s.margin:>8.0%}{tpot:>9}")
+            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<30}{s.kind:<14}"
+                         f"{s.tensor_parallel_size:>3}{s.data_parallel_size:>3}  {s.kv_cache_dtype:<{kv}}"
+                         f"{s.max_concurrent_sequences:>10,}{s.margin:>8.0%}{tpot:>9}")
             lines.append(f"          {s.launch_command}")
     lines += [f"  note: {n}" for n in found.notes]
     return "\n".join(lines)

@@ -70,7 +70,8 @@ class CachingAllocator:
     ``malloc`` follows rules 1-3 of the module docstring; ``free`` returns a block to its pool and
     merges it with free neighbours of the same segment (``free_block`` / ``try_merge_blocks``);
     ``empty_cache`` gives back the segments that are wholly free (``release_cached_blocks``).
-    ``allocated`` is the allocated-bytes statistic ``torch.cuda.memory_allocated`` reads [bytes].
+    ``allocated`` is the allocated-bytes statistic ``torch.cuda.memory_allocated`` reads [bytes];
+    ``reserved`` the segments held from the driver, ``torch.cuda.memory_reserved`` [bytes].
     One stream, default settings (no ``expandable_segments``, no ``max_split_size_mb``).
 
     Sources: c10/cuda/CUDACachingAllocator.cpp.
@@ -80,7 +81,9 @@ class CachingAllocator:
         self._free: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}  # (size, segment, offset)
         self._blocks: dict[tuple[int, int], list] = {}  # (segment, offset) -> [size, free, small, previous offset]
         self._segments = 0
+        self._segment_bytes: dict[int, int] = {}
         self.allocated = 0
+        self.reserved = 0
 
     def malloc(self, num_bytes: int) -> tuple[int, int]:
         """Allocate ``num_bytes`` (> 0); returns the block's handle ``(segment, offset)``."""
@@ -94,6 +97,8 @@ class CachingAllocator:
         else:
             block_bytes, segment, offset, previous = segment_size(size), self._segments, 0, None
             self._segments += 1
+            self._segment_bytes[segment] = block_bytes
+            self.reserved += block_bytes
         remaining = block_bytes - size
         if remaining >= MIN_BLOCK_SIZE if small else remaining > SMALL_SIZE:
             rest = offset + size
@@ -131,6 +136,8 @@ class CachingAllocator:
     def empty_cache(self) -> None:
         """Release every segment none of whose blocks is allocated (``torch.cuda.empty_cache``)."""
         used = {s for (s, _), b in self._blocks.items() if not b[1]}
+        for segment in [s for s in self._segment_bytes if s not in used]:
+            self.reserved -= self._segment_bytes.pop(segment)
         for small in (True, False):
             self._free[small] = [e for e in self._free[small] if e[1] in used]
         self._blocks = {k: b for k, b in self._blocks.items() if k[0] in used}
@@ -155,6 +162,22 @@ def allocated_bytes(tensor_bytes: Iterable[int]) -> int:
         if request > 0:
             allocator.malloc(request)
     return allocator.allocated
+
+
+def reserved_bytes(tensor_bytes: Iterable[int]) -> int:
+    """The device memory the caching allocator holds after creating tensors of these sizes, in order, all
+    kept, once ``torch.cuda.empty_cache()`` has run: the segments it reserved [bytes] (what a free-memory
+    reading such as SGLang's ``get_available_gpu_memory`` sees the tensors take).
+
+    Examples: ``[8 MiB, 4 MiB]`` -> 20 MiB (one ``kLargeBuffer`` segment holds both); ``[100]`` -> 2 MiB.
+
+    Sources: c10/cuda/CUDACachingAllocator.cpp (``get_allocation_size``, ``release_cached_blocks``).
+    """
+    allocator = CachingAllocator()
+    for request in tensor_bytes:
+        if request > 0:
+            allocator.malloc(request)
+    return allocator.reserved
 
 
 def rounding_bytes(tensor_bytes: Iterable[int]) -> int:

@@ -40,6 +40,7 @@ from planner.engines.profiles import (
     engine_profile,
     resolve_engine_name,
 )
+from planner.engines.expected_error import known_misses
 from planner.engines.serving import with_serving
 from planner.engines.sglang import plan_sglang
 from planner.engines.tgi import plan_tgi
@@ -115,6 +116,8 @@ def plan_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest)
         result = with_serving(model, request, profile, result)
     if not checked.splits:
         result = _refused_at_config_check(model, request, result)
+    if misses := known_misses(model, request, profile.family):  # the bench's uncounted misses of this kind
+        result = replace(result, known_misses=misses)
     return result
 
 
@@ -159,6 +162,10 @@ def _check_request(model: ModelSpec, gpu_memory_bytes: int, request: EngineReque
         raise ValueError(f"pipeline_parallel_size {request.pipeline_parallel_size} exceeds the model's "
                          f"{model.num_layers} layers; choose at most {model.num_layers}")
     profile = ENGINE_PROFILES.get(engine) or engine_profile(engine)
+    if profile.family != "vllm" and (request.cudagraph_mode is not None or request.optimization_level is not None
+                                     or request.max_cudagraph_capture_size is not None):
+        raise ValueError(f"--cudagraph-mode, -O and --max-cudagraph-capture-size are vLLM flags; {engine} does not "
+                         "take them (drop them, or pick a vLLM engine)")
     if request.kv_cache_dtype not in profile.kv_cache_dtypes or request.kv_cache_dtype_v is not None:
         _check_engine_dtype(profile, request)  # raises for a combination the engine does not offer
     splits = (profile.family not in HEAD_SPLITTING_FAMILIES

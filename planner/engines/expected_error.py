@@ -12,14 +12,19 @@ Design notes (assumptions):
     1. The error is the bench's: ``|predicted - printed| / max(printed, 10 GiB)``. Back in bytes,
        the expected error of a plan is ``max error of its group x max(available, 10 GiB)``: the
        largest miss the group showed, never less than that share of 10 GiB, so a small pool is
-       not promised a tighter figure than the bench measured. Worked example: a ``vllm`` plan
-       with 11.57 GiB available and the group's 0.64 % maximum gets +-0.074 GiB.
+       not promised a tighter figure than the bench measured. Worked example: a ``vllm-v0.28`` plan
+       with 11.57 GiB available and the group's 3.51 % maximum gets +-0.41 GiB.
     2. A figure the engine printed (``available_kv_from_log``: a pasted log or
        ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
        is below every measured error).
     3. A group the bench has no counted cold start for takes the largest maximum of its family,
        else the largest of all groups (:func:`group_error`), and says so.
-    4. The margin between "starts" and "refused" is what the start check compares:
+    4. Some launches the bench ran but could not count, because a cause it showed is not priced yet:
+       DeepSeek-V4's forward pass under vLLM (N11) and vLLM on unified memory (N03). A plan of the same
+       kind is not promised its group's figure: its expected error is at least the miss that row showed
+       (:data:`KNOWN_MISSES`, :func:`known_misses`), so a launch like N11's, which vLLM refused while the
+       plan has 3.96 GiB to spare, is a close call instead of a clean "starts".
+    5. The margin between "starts" and "refused" is what the start check compares:
        ``available - KV one max_model_len request needs`` (vLLM's
        ``_check_enough_kv_cache_memory``, vllm/v1/core/kv_cache_utils.py); when its size is
        within the expected error the verdict is a close call (:func:`close_call`).
@@ -53,12 +58,61 @@ class GroupError:
     cases: tuple[str, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class KnownMiss:
+    """A cold start the bench measured but could not count: a cause it showed is not priced (design note 4).
+
+    Attributes:
+        fraction: Its ``|predicted - printed| / max(printed, 10 GiB)`` [fraction].
+        case: The row of tests/data/reference/engine_cases.csv it was measured on.
+        cause: What is not priced, for the basis text.
+    """
+
+    fraction: float
+    case: str
+    cause: str
+
+
+KNOWN_MISSES: dict[str, KnownMiss] = {
+    "deepseek_v4_vllm": KnownMiss(fraction=0.3957, case="N11", cause="DeepSeek-V4's forward pass under vLLM "
+                                  "(hyper-connection streams, padded query heads, the indexer's buffers) is not priced"),
+    "unified_memory_vllm": KnownMiss(fraction=0.6205, case="N03", cause="on unified memory vLLM charges the drop of "
+                                     "the OS's available memory, host-side growth included, which is not priced"),
+}
+"""Per kind of launch: the uncounted miss the bench showed (design note 4); tests/test_expected_error.py
+recomputes each from the bench."""
+
+UNIFIED_MEMORY_GPU_NAMES = ("GB10", "DGX Spark")
+"""GPU name parts of the integrated (unified-memory) devices vLLM reads free memory from the OS for
+(``MemorySnapshot.measure``, vllm/utils/mem_utils.py; the device's ``is_integrated`` property)."""
+
+
+def known_misses(model, request, family: str) -> tuple[str, ...]:
+    """Keys of :data:`KNOWN_MISSES` that apply to a plan of ``model`` under ``request`` (design note 4).
+
+    Args:
+        model: The :class:`planner.model.ModelSpec` planned.
+        request: Its :class:`planner.engines.EngineRequest` (``gpu_name``).
+        family: The engine family (``vllm``, ``sglang``, ...); both misses were measured under vLLM.
+    """
+    from planner.model.sparse import CompressedAttention
+
+    if family != "vllm":
+        return ()
+    found = []
+    if any(isinstance(layer, CompressedAttention) for layer in model.layers):
+        found.append("deepseek_v4_vllm")
+    if any(part in request.gpu_name for part in UNIFIED_MEMORY_GPU_NAMES):
+        found.append("unified_memory_vllm")
+    return tuple(found)
+
+
 COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0": GroupError(mean=0.0014, max=0.0014, cases=("V01",)),
-    "vllm-v0.10": GroupError(mean=0.0027, max=0.0028, cases=("V07", "V15")),
-    "vllm-v0.11": GroupError(mean=0.0089, max=0.0244, cases=("V20", "V21", "N01")),
-    "vllm": GroupError(mean=0.0055, max=0.0064, cases=("N12", "N13", "N14")),
-    "sglang-v0.4": GroupError(mean=0.0173, max=0.0226, cases=("S01", "N22")),
+    "vllm-v0.10": GroupError(mean=0.0159, max=0.0423, cases=("V07", "V15", "N10")),
+    "vllm-v0.11": GroupError(mean=0.007, max=0.0188, cases=("V20", "V21", "N01")),
+    "vllm-v0.28": GroupError(mean=0.0045, max=0.0091, cases=("N09", "N12", "N13", "N14")),
+    "sglang-v0.4": GroupError(mean=0.0103, max=0.0182, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
 }
 """Per engine profile: the cold-start error measured by ``scripts/bench_engine_cases.py`` on the
@@ -90,12 +144,13 @@ def expected_error_bytes(plan) -> int:
     """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes].
 
     0 when the available memory is the engine's own print; else the group's largest error times
-    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm`` at 11.57 GiB with the
-    group's 0.64 % maximum: ``0.0064 x 11.57 GiB`` = 79,508,435 B.
+    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm-v0.28`` at 11.57 GiB with the
+    group's 3.51 % maximum: ``0.0351 x 11.57 GiB`` = 436,054,071 B.
     """
     if plan.available_kv_from_log:
         return 0
     fraction, _ = group_error(plan.engine)
+    fraction = max([fraction] + [KNOWN_MISSES[k].fraction for k in plan.known_misses])  # design note 4
     return round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
 
 
@@ -135,5 +190,8 @@ def expected_error_fields(plan) -> dict:
     [bytes], ``available_kv_cache_expected_error_basis`` (where the figure comes from) and
     ``close_call`` (:func:`close_call`, "" when the answer is not close)."""
     basis = "the engine's own figure" if plan.available_kv_from_log else group_error(plan.engine)[1]
+    if not plan.available_kv_from_log and plan.known_misses:
+        basis += "; at least the miss of " + "; ".join(
+            f"{KNOWN_MISSES[k].case} ({KNOWN_MISSES[k].cause})" for k in plan.known_misses)
     return {"available_kv_cache_bytes_expected_error": expected_error_bytes(plan),
             "available_kv_cache_expected_error_basis": basis, "close_call": close_call(plan)}

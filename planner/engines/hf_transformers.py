@@ -87,6 +87,7 @@ from planner.model.layers import (
     RecurrentState,
     SlidingWindowAttention,
 )
+from planner.text import count_noun
 from planner.units import ceil_div
 
 TransformersPhase = Literal["prefill", "decode"]
@@ -412,7 +413,7 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
         lo, hi = (mid, hi) if one_fits(mid) else (lo, mid)
     reasons = []
     if fit < seqs_wanted:
-        reasons.append(f"{seqs_wanted} sequence(s) of {c.max_model_len:,} tokens need "
+        reasons.append(f"{count_noun(seqs_wanted, 'sequence')} of {c.max_model_len:,} tokens need "
                        f"{gib2(seqs_wanted * ranks[0].bytes_per_block)} GiB of cache; {gib2(max(budgets[0], 0))} GiB "
                        f"is free after weights and activations; at most {fit} fit")
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=None, block_size=1,

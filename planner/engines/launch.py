@@ -49,6 +49,8 @@ class LaunchSpec:
         distributed_executor_backend: vLLM ``--distributed-executor-backend``, written when not ``mp``.
         enforce_eager: vLLM ``--enforce-eager``.
         enable_prefix_caching: vLLM ``--enable-prefix-caching``, written when set.
+        cudagraph_mode, optimization_level, max_cudagraph_capture_size: vLLM's CUDA-graph knobs, written
+            when set (:func:`vllm_cudagraph_flags`).
     """
 
     engine: str
@@ -72,6 +74,9 @@ class LaunchSpec:
     distributed_executor_backend: str = "mp"
     enforce_eager: bool = False
     enable_prefix_caching: bool = False
+    cudagraph_mode: str | None = None
+    optimization_level: int | None = None
+    max_cudagraph_capture_size: int | None = None
 
 
 def _join(parts: list[str]) -> str:
@@ -151,6 +156,7 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
         after.append("--enforce-eager")
     if spec.enable_prefix_caching:
         after.append("--enable-prefix-caching")
+    after += vllm_cudagraph_flags(spec)
     flags, comment = weight_flags(spec.weight_dtype)
     head = _join(before) + " "
     if spec.attention_backend:
@@ -158,6 +164,30 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
     if spec.engine == "vllm-v0":
         head = f"VLLM_USE_V1=0 {head}"
     return head, " " + _join(after + flags) + comment
+
+
+def vllm_cudagraph_flags(spec: LaunchSpec) -> list[str]:
+    """vLLM's CUDA-graph flags for the knobs set: ``-O<n>`` (``--optimization-level`` from v0.12, the
+    compilation level before), ``--compilation-config '{"cudagraph_mode": ...}'`` (accepted by every V1
+    release) and ``--max-cudagraph-capture-size`` (``--cuda-graph-sizes`` on v0.10 and the 2025 V1 builds).
+
+    With ``--enforce-eager`` none is written: vLLM then runs eager whatever they say (compilation mode NONE,
+    ``cudagraph_mode`` NONE, ``-O0``, no capture sizes; vllm/config/vllm.py ``VllmConfig.__post_init__``), so a
+    command carrying both would contradict itself (:func:`planner.engines.vllm_cudagraph.eager_conflict`).
+
+    Sources: vllm/engine/arg_utils.py and vllm/utils/argparse_utils.py of v0.10.1.1, v0.12.0 and v0.29.0.
+    """
+    flags: list[str] = []
+    if spec.enforce_eager:
+        return flags
+    if spec.optimization_level is not None:
+        flags.append(f"-O{spec.optimization_level}")
+    if spec.cudagraph_mode is not None:
+        flags += ["--compilation-config", f'{{"cudagraph_mode": "{spec.cudagraph_mode}"}}']
+    if spec.max_cudagraph_capture_size is not None:
+        early = spec.engine in ("vllm-v0.10", "vllm-v1-2025")
+        flags += ["--cuda-graph-sizes" if early else "--max-cudagraph-capture-size", str(spec.max_cudagraph_capture_size)]
+    return flags
 
 
 def sglang_command(spec: LaunchSpec) -> str:

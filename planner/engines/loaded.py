@@ -13,15 +13,25 @@ Design notes (assumptions, each with the file it was read from):
        RTX 6000 Ada SM 8.9. An unknown name is taken as Hopper, the usual datacenter card.
     2. vLLM's MXFP4 MoE backend (vllm/model_executor/layers/quantization/mxfp4.py,
        ``get_mxfp4_backend`` and ``Mxfp4MoEMethod.create_weights``):
-       * Hopper: OpenAI's Triton kernels. ``create_weights`` pads the per-GPU
+       * Hopper, vLLM 0.11+ as its docker image ships it (``triton_kernels`` importable, torch
+         >= 2.8.1): OpenAI's Triton kernels. ``create_weights`` pads the per-GPU
          intermediate size to a multiple of 64; ``process_weights_after_loading`` turns
          the biases into fp32 and ``_swizzle_mxfp4`` (quantization/utils/mxfp4_utils.py)
          converts values and scales to the Hopper layouts of triton_kernels
          (tensor_details/layout_details/hopper_value.py: rows to a multiple of 16 and
          packed bytes to 32; hopper_scale.py: rows to 256, scale columns to 2). The new
          scale tensor lives in the precision config while ``layer.w13_weight_scale`` keeps
-         the checkpoint-layout scales, so scales are held twice. With torch < 2.8.1
-         (vLLM 0.10.x, 0.11.0) the swizzle is skipped (``StridedLayout``: no copy).
+         the checkpoint-layout scales, so scales are held twice.
+       * Hopper, vLLM 0.10.x: Marlin (below), read in each release's wheel. 0.10.0-0.10.1.1
+         pin torch 2.7.1, and ``Mxfp4MoEMethod._should_use_marlin`` picks Marlin on SM 9.0
+         under torch 2.8.0 (or without ``triton_kernels``); 0.10.2 (torch 2.8.0) reaches
+         Triton only through ``get_mxfp4_backend`` when ``triton_kernels`` imports, which
+         no vLLM wheel requires (METADATA lists no triton_kernels). For gpt-oss-120b on
+         one H100 Marlin's padding (intermediate 2880 -> 2944, hidden 2880 -> 3072) loads
+         about 5 GiB more than the checkpoint. Triton under torch < 2.8.1 (0.10.2, 0.11.0
+         with triton_kernels installed) skips the swizzle (``StridedLayout``: the
+         checkpoint's bytes); a 0.11+ install without triton_kernels falls back to Marlin
+         as well (:func:`vllm_mxfp4_layout`; not what the v0.11 / current profiles price).
        * Ampere / Ada / consumer Blackwell (SM 8.x, 12.x): Marlin, intermediate to a
          multiple of 128 and hidden to 256 (``n % 256 == 0 and k % 128 == 0`` of the Marlin
          MoE kernel), biases kept in bf16; ``prepare_moe_fp4_layer_for_marlin``
@@ -140,35 +150,34 @@ class Mxfp4Layout:
 MXFP4_CHECKPOINT = Mxfp4Layout(backend="checkpoint")
 """The checkpoint's own layout: no padding, bf16 biases (engines not modelled here)."""
 
-_MXFP4_TRITON_STRIDED = Mxfp4Layout(backend="triton", inter_multiple=64, bias_bytes=4)
 _MXFP4_TRITON_HOPPER = Mxfp4Layout(backend="triton", inter_multiple=64, bias_bytes=4, value_pack=(16, 32),
                                    scale_pack=(256, 2))
 _MXFP4_TRITON_BLACKWELL = Mxfp4Layout(backend="triton", inter_multiple=64, bias_bytes=4, scale_pack=(128, 8))
 _MXFP4_MARLIN = Mxfp4Layout(backend="marlin", inter_multiple=128, hidden_multiple=256, bias_bytes=2)
 _MXFP4_FLASHINFER_SM100 = Mxfp4Layout(backend="flashinfer", inter_multiple=256, hidden_multiple=256, bias_bytes=4)
 
-_VLLM_BEFORE_TORCH_2_8_1 = frozenset({"vllm-v0", "vllm-v1-jan2025", "vllm-v1-2025", "vllm-v0.10"})
-"""vLLM profiles whose builds ship torch < 2.8.1 (no Hopper swizzle in ``_swizzle_mxfp4``)."""
+_VLLM_BEFORE_0_11 = frozenset({"vllm-v0", "vllm-v1-jan2025", "vllm-v1-2025", "vllm-v0.10"})
+"""vLLM profiles before 0.11: Marlin on Hopper, Triton without FlashInfer on datacenter Blackwell (design note 2)."""
 
 
 def vllm_mxfp4_layout(profile_id: str, gpu_name: str) -> Mxfp4Layout:
     """The MXFP4 expert layout a vLLM profile picks on a GPU (design note 2).
 
     Examples: ``("vllm-v0.11", "H100 SXM5 80GB")`` -> Triton with Hopper swizzle;
-    ``("vllm-v0.10", "A100 SXM4 80GB")`` -> Marlin (128 / 256 padding).
+    ``("vllm-v0.10", "H100 SXM5 80GB")`` and ``("vllm-v0.10", "A100 SXM4 80GB")`` -> Marlin (128 / 256 padding).
 
-    Sources: vllm/model_executor/layers/quantization/mxfp4.py ``get_mxfp4_backend``,
-    ``Mxfp4MoEMethod.create_weights`` / ``process_weights_after_loading``;
-    quantization/utils/mxfp4_utils.py ``_swizzle_mxfp4``.
+    Sources: vllm/model_executor/layers/quantization/mxfp4.py ``get_mxfp4_backend`` (0.10.2+;
+    ``Mxfp4MoEMethod._should_use_marlin`` in 0.10.0-0.10.1.1), ``Mxfp4MoEMethod.create_weights`` /
+    ``process_weights_after_loading``; quantization/utils/mxfp4_utils.py ``_swizzle_mxfp4``.
     """
     major, _ = gpu_capability(gpu_name)
     if major in (8, 12):
         return _MXFP4_MARLIN
-    old = profile_id in _VLLM_BEFORE_TORCH_2_8_1
+    old = profile_id in _VLLM_BEFORE_0_11
     if major == 10:
         return _MXFP4_TRITON_BLACKWELL if old else _MXFP4_FLASHINFER_SM100
     if major == 9:
-        return _MXFP4_TRITON_STRIDED if old else _MXFP4_TRITON_HOPPER
+        return _MXFP4_MARLIN if old else _MXFP4_TRITON_HOPPER
     return _MXFP4_MARLIN  # older GPUs: Marlin is the only kernel that accepts them
 
 

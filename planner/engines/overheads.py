@@ -24,10 +24,11 @@ Formulas (per GPU; ``e`` = activation bytes per element, 2 for bf16):
   with the FlashInfer sampler (see :mod:`planner.engines.profiles`).
 * Activation peak = ``max(forward, sampler)``.
 * Non-torch = the profile's constant, plus what the worker's process groups add
-  by topology (:func:`non_torch_bytes_by_topology`: per NVLink peer, per group on a
-  PCIe node, per group across nodes). CUDA graphs
-  = the profile's constant, 0 with ``--enforce-eager`` (only deducted by engines that
-  say so).
+  by topology (vLLM: :func:`vllm_non_torch_bytes`, ring connections per group and NCCL's NVLS
+  buffers on NVSwitch boards; other engines: :func:`non_torch_bytes_by_topology`, per NVLink peer;
+  both: per group on a PCIe node, per group across nodes). CUDA graphs: vLLM's per version and
+  ``cudagraph_mode`` (:mod:`planner.engines.vllm_cudagraph`), 0 with ``--enforce-eager``
+  (only deducted by engines that say so).
 
 Calibration (available KV predicted vs printed, reference cases; reproduced by
 tests/test_engine_cases.py): V01 (V0, Llama-3.1-8B, RTX 3090) 3.82 vs 3.81 GiB
@@ -52,8 +53,10 @@ Sources: vLLM ``Worker.determine_available_memory``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from planner.engines.loaded import gpu_capability
 from planner.engines.loaded import (  # noqa: F401 - re-exported: the weights half of the budget
     loaded_weight_bytes,
     pipeline_layer_ranges,
@@ -159,15 +162,15 @@ def activation_estimate(model: ModelSpec, *, num_tokens: int, num_seqs: int, byt
 # --- non-torch memory by topology ----------------------------------------------------
 
 NCCL_NVLINK_PEER_BYTES = 430 * MiB
-"""Non-torch memory each NVLink peer of a process group adds on one node: NCCL's per-channel
-connection buffers (SIMPLE 4 MiB + LL 512 KiB + LL128 4.7 MiB per connection,
-src/include/device.h ``DEFAULT_*BUFFSIZE``), which on NVSwitch boards connect every rank
-directly to every peer (NVLS / all-to-all direct connections: "Collnet/Direct uses a lot of
-memory because of alltoall direct connections, while Ring uses a limited amount of memory as
-it only has 2 connections regardless of the scale", NVIDIA/nccl#986), plus vLLM's custom
-all-reduce IPC buffers (vllm/distributed/device_communicators/custom_all_reduce.py, 8 MiB
-``max_size``). 0.42 GiB for one peer: llm-d Llama-3.3-70B-FP8 TP 2 on H100 SXM (0.55 GiB
-non-torch vs 0.13 on one GPU)."""
+"""Non-torch memory one process group adds to each GPU of an NVLink node, without NVLS [bytes]: NCCL's
+ring / tree connections (each rank connects to its two ring neighbours per channel whatever the group
+size: "Ring uses a limited amount of memory as it only has 2 connections regardless of the scale",
+NVIDIA/nccl#986; per connection a SIMPLE 4 MiB + LL128 4,915,200 B + LL 524,288 B buffer,
+src/include/device.h), for the two NCCL communicators a vLLM tensor-parallel group runs collectives on
+during the profile pass (vLLM's PyNccl for all-reduce, torch's ``ProcessGroupNCCL`` for the logits'
+all-gather: vllm/distributed/device_communicators/cuda_communicator.py, base_device_communicator.py).
+Measured, not read in code: 0.42 GiB for TP 2 in the llm-d Llama-3.3-70B-FP8 H100 row (0.55 GiB
+non-torch vs 0.13 on one GPU). The name is kept from when it was charged per peer."""
 
 NCCL_PCIE_GROUP_BYTES = 96 * MiB
 """What a process group adds on one node without NVLink: vLLM disables its custom all-reduce
@@ -185,6 +188,28 @@ Qwen2-7B TP 2 over two A100 40GB nodes (log vllm-7B-2gpuA10040GB-0.5GRAM-diff-no
 same repository: 0.5 x 39.39 - 7.1217 - 11.03 - 1.391 PyTorch-sampler activation = 0.15 GiB
 non-torch)."""
 
+NVLS_BYTES_PER_CHANNEL_AND_HEAD = 2 * 8 * 128 * 1024
+"""NCCL's NVLink SHARP buffer per channel and head [bytes]: ``2 x NCCL_STEPS (8) x NVLS_CHUNKSIZE
+(128 KiB)`` (src/transport/nvls.cc ``ncclNvlsBufferSetup``: ``nvlsPerRankSize = nChannels x 2 x
+buffSize``, ``buffSize = nvlsChunkSize x NCCL_STEPS``, ``nvlsTotalSize = nvlsPerRankSize x nHeads``;
+NCCL 2.21-2.28). One node's NVLS graph has a head per GPU."""
+
+NVLS_CHANNELS_BY_SM: dict[int, int] = {9: 16, 10: 24}
+"""NVLS channels on one node per compute-capability major: ``NVLS_NCHANNELS_SM90`` 16 (Hopper) and
+``NVLS_NCHANNELS_SM100_NVL`` 24 (Blackwell) of src/transport/nvls.cc (``ncclNvlsInit``)."""
+
+VLLM_NVLS_COMMUNICATORS = 2
+"""NCCL communicators of a vLLM tensor-parallel group that connect NVLS in the profile pass, after the
+memory snapshot: PyNccl's large all-reduce and torch's all-gather of the logits (see
+:data:`NCCL_NVLINK_PEER_BYTES`). From v0.11 the worker creates the communicators, custom all-reduce
+and symmetric-memory buffers before its snapshot (vllm/v1/worker/gpu_worker.py ``init_device``), and
+NCCL >= 2.22 connects an algorithm's buffers at its first use (``NCCL_RUNTIME_CONNECT``, src/init.cc),
+so what the KV budget is charged is what these collectives connect."""
+
+NCCL_RING_BYTES_PER_COMMUNICATOR = NCCL_NVLINK_PEER_BYTES // VLLM_NVLS_COMMUNICATORS
+"""One communicator's ring connections on an NVLink node [bytes]: :data:`NCCL_NVLINK_PEER_BYTES` covers the
+two communicators of a vLLM tensor-parallel group, each with its own rings (215 MiB)."""
+
 NVLINK_GPU_TAGS: tuple[str, ...] = ("sxm", "nvl", "hgx", "gb200", "gb300", "b200", "b300", "h200", "h20", "gh200",
                                     "h800", "dgx")
 """GPU names whose multi-GPU nodes link the GPUs with NVLink (the others: PCIe)."""
@@ -199,8 +224,25 @@ def gpus_linked_by_nvlink(gpu_name: str) -> bool:
     return "pcie" not in name and any(tag in name for tag in NVLINK_GPU_TAGS)
 
 
+def nvls_bytes(group_size: int, gpu_name: str) -> int:
+    """NCCL's NVLS buffers of one communicator on one GPU of an NVSwitch node [bytes].
+
+    ``channels x 2 x 8 x 128 KiB x group_size`` (:data:`NVLS_BYTES_PER_CHANNEL_AND_HEAD`) when NCCL can use
+    NVLS: more than 2 GPUs (``ncclNvlsInit`` returns early for ``gpuCount <= 2``) on a Hopper or Blackwell
+    NVSwitch board (multicast objects: not the PCIe cards, not the bridged pairs of an H100 NVL); else 0.
+    Worked example: TP 8 on H200: 16 x 2 MiB x 8 = 256 MiB.
+    """
+    name = gpu_name.lower()
+    channels = NVLS_CHANNELS_BY_SM.get(gpu_capability(gpu_name)[0], 0)
+    bridged_pair = re.search(r"\bnvl\b", name) is not None  # "H100 NVL": NVLink bridges, not "GB200 NVL72"
+    if group_size <= 2 or not channels or bridged_pair or not gpus_linked_by_nvlink(gpu_name):
+        return 0
+    return channels * NVLS_BYTES_PER_CHANNEL_AND_HEAD * group_size
+
+
 def _group_bytes(size: int, on_one_node: bool, nvlink: bool) -> int:
-    """Non-torch memory one process group of ``size`` ranks adds to each of its GPUs [bytes]."""
+    """Non-torch memory one process group of ``size`` ranks adds to each of its GPUs, per NVLink peer
+    (the model of other engines' process groups, :func:`non_torch_bytes_by_topology`) [bytes]."""
     if size < 2:
         return 0
     if not on_one_node:
@@ -210,7 +252,8 @@ def _group_bytes(size: int, on_one_node: bool, nvlink: bool) -> int:
 
 def non_torch_bytes_by_topology(base_bytes: int, *, tensor_parallel_size: int, pipeline_parallel_size: int,
                                 num_nodes: int, gpu_name: str) -> int:
-    """Non-torch memory of one worker [bytes]: the runtime plus what its process groups add.
+    """Non-torch memory of one worker of SGLang, TensorRT-LLM or TGI [bytes]: the runtime plus what its
+    process groups add (vLLM's own rule: :func:`vllm_non_torch_bytes`).
 
     ``base`` (cuBLAS/cuDNN workspaces and CUDA context growth after the engine's snapshot)
     for one GPU; a replica of ``tp x pp`` GPUs over ``num_nodes`` nodes holds
@@ -220,12 +263,9 @@ def non_torch_bytes_by_topology(base_bytes: int, *, tensor_parallel_size: int, p
     when ``tp x pp <= GPUs per node``. Each group adds, per GPU: on an NVLink node
     :data:`NCCL_NVLINK_PEER_BYTES` per peer, on a PCIe node :data:`NCCL_PCIE_GROUP_BYTES`, across
     nodes :data:`NCCL_NETWORK_GROUP_BYTES`. Worked examples: TP 4 on one H100 node: 133 +
-    3 x 430 = 1,423 MiB; case V15, TP 4 over 4 A100 nodes: 133 + 20 = 153 MiB.
+    3 x 430 = 1,423 MiB; TP 4 over 4 A100 nodes: 133 + 20 = 153 MiB.
 
-    Sources: vllm/v1/worker/gpu_worker.py (``init_device``: the memory snapshot precedes
-    ``init_worker_distributed_environment``, so communicator buffers count as non-torch),
-    vllm/distributed/parallel_state.py (one group per TP / PP), vllm/executor/ray_utils.py
-    (placement), custom_all_reduce.py; SGLang measures free memory after the same groups form
+    Sources: SGLang measures free memory after its groups form
     (python/sglang/srt/model_executor/model_runner.py ``init_torch_distributed``).
     """
     tp, pp = tensor_parallel_size, pipeline_parallel_size
@@ -237,5 +277,57 @@ def non_torch_bytes_by_topology(base_bytes: int, *, tensor_parallel_size: int, p
             + _group_bytes(2 if pp > 1 else 1, tp * pp <= per_node, nvlink))
 
 
-vllm_non_torch_bytes = non_torch_bytes_by_topology
-"""The same function under the name the vLLM chain uses."""
+def vllm_non_torch_bytes(base_bytes: int, *, tensor_parallel_size: int, pipeline_parallel_size: int,
+                         num_nodes: int, gpu_name: str) -> int:
+    """Non-torch memory of one vLLM worker [bytes]: the runtime plus what its process groups connect.
+
+    Per group of ``n`` ranks, on each GPU: inside an NVLink node :data:`NCCL_NVLINK_PEER_BYTES` (ring
+    connections: two per channel whatever ``n``) plus, for ``n > 2`` on an NVSwitch board,
+    :data:`VLLM_NVLS_COMMUNICATORS` x :func:`nvls_bytes`; on a PCIe node :data:`NCCL_PCIE_GROUP_BYTES`;
+    across nodes (Ray) :data:`NCCL_NETWORK_GROUP_BYTES`. Placement as in :func:`non_torch_bytes_by_topology`
+    (Ray packs a node before the next; the pipeline group is a send/recv pair). Worked examples: TP 8 on
+    one H200 node: 133 + 430 + 2 x 256 = 1,075 MiB (was 133 + 7 x 430 = 3,143 MiB when every peer was
+    charged); TP 2 on H100: 133 + 430 = 563 MiB (no NVLS for 2 GPUs); TP 4 over 4 A100 nodes: 133 + 20.
+
+    Sources: vllm/distributed/parallel_state.py (``initialize_model_parallel``: the groups),
+    vllm/distributed/device_communicators/cuda_communicator.py (PyNccl, custom all-reduce and symmetric
+    memory for the TP group), vllm/v1/worker/gpu_worker.py (``init_device``: v0.10.1.1 takes its snapshot
+    before the groups form, v0.11+ after, so only lazily connected buffers count there; both are charged
+    the same here), NCCL src/transport/nvls.cc and src/init.cc; vllm/executor/ray_utils.py (placement).
+    """
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    if tp * pp == 1:
+        return base_bytes
+    per_node = ceil_div(tp * pp, num_nodes)
+    nvlink = gpus_linked_by_nvlink(gpu_name)
+    tp_group = 0
+    if tp > 1:
+        tp_group = (_group_bytes(2, tp <= per_node, nvlink)
+                    + (VLLM_NVLS_COMMUNICATORS * nvls_bytes(tp, gpu_name) if tp <= per_node else 0))
+    return base_bytes + tp_group + _group_bytes(2 if pp > 1 else 1, tp * pp <= per_node, nvlink)
+
+
+def vllm_dp_group_bytes(data_parallel_size: int, *, ring_communicators: int, nvls_communicators: int, nodes: int,
+                        gpu_name: str) -> int:
+    """Non-torch memory the data-parallel group of a vLLM MoE launch adds to each GPU [bytes].
+
+    The per-group rule of :func:`vllm_non_torch_bytes`, counted per communicator that runs a collective in the
+    profile pass: inside an NVLink node :data:`NCCL_RING_BYTES_PER_COMMUNICATOR` per communicator plus, for
+    each whose collective NCCL may run as NVLS (all-reduce, all-gather, reduce-scatter; not broadcast),
+    :func:`nvls_bytes` of the group; on a PCIe node :data:`NCCL_PCIE_GROUP_BYTES`; across nodes
+    :data:`NCCL_NETWORK_GROUP_BYTES`. Which communicators run what, per version:
+    :mod:`planner.engines.vllm_moe_dispatch`. Worked examples: DP 8 on one H20 node under v0.10 (torch's
+    broadcast and PyNccl's all-reduce): 2 x 215 + 256 = 686 MiB; under v0.11+ (PyNccl's all-gather and
+    reduce-scatter): 215 + 256 = 471 MiB.
+
+    Sources: vllm/distributed/parallel_state.py (``initialize_model_parallel``: the DP group),
+    vllm/distributed/device_communicators/cuda_communicator.py (its PyNccl), NCCL src/transport/nvls.cc.
+    """
+    if data_parallel_size < 2:
+        return 0
+    if nodes > 1:
+        return NCCL_NETWORK_GROUP_BYTES
+    if not gpus_linked_by_nvlink(gpu_name):
+        return NCCL_PCIE_GROUP_BYTES
+    return (ring_communicators * NCCL_RING_BYTES_PER_COMMUNICATOR
+            + nvls_communicators * nvls_bytes(data_parallel_size, gpu_name))

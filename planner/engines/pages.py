@@ -28,8 +28,9 @@ Design notes (assumptions, with worked examples):
     5. DeepSeek-V4's compressed (CSA / HCA) layers are priced at their amortized bytes per
        source token (:mod:`planner.model.sparse` design note 2), whose pages need not divide
        the sliding layers' page (V4-Flash bf16, block 16: CSA 16 x 289 = 4,624 B against
-       16 x 1,024 = 16,384 B). vLLM's allocator for that model is not modelled here; as an
-       estimate such a page takes the largest whole multiple of its block size that fits the
+       16 x 1,024 = 16,384 B). vLLM's allocator for that model (v0.22+) is
+       :mod:`planner.engines.vllm_deepseek_v4`; for the older profiles, which could not load it,
+       such a page takes, as an estimate, the largest whole multiple of its block size that fits the
        pool's page and is padded to it (4,624 -> 3 x 16 = 48 tokens, 13,872 B padded to
        16,384 B), the way ``MambaSpec`` pages are padded. Any other page that does not
        divide the largest one raises, as vLLM's ``unify_kv_cache_spec_page_size`` does.

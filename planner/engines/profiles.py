@@ -14,9 +14,11 @@ Design notes (assumptions):
        "# GPU blocks"), ``vllm-v1-2025`` (PR #13596, "GPU KV cache size: N*B
        tokens"), ``vllm-v0.10`` and ``vllm-v0.11`` (hybrid allocator: tokens =
        ``num_blocks // num_groups * B``, window-aware concurrency; v0.10 samples
-       with FlashInfer, later builds with PyTorch's sort), ``vllm`` (2026, PRs
-       #38364/#40694: tokens = ``int(concurrency * max_model_len)``, CUDA-graph
-       estimate subtracted, on by default since v0.21.0).
+       with FlashInfer, later builds with PyTorch's sort), ``vllm-v0.28`` (v0.22-v0.28, PRs
+       #38364/#40694: tokens = ``int(concurrency * max_model_len)``; Model Runner V2 for dense
+       models, which charges no CUDA graphs before the KV cache) and ``vllm`` (v0.29+: V2 for every
+       model, graphs estimated and subtracted); :mod:`planner.engines.vllm_runner` says which runner
+       runs a model and what it charges. v0.21 (V1 runner only) was not read.
     2. vLLM's default ``max_num_batched_tokens`` / ``max_num_seqs`` (vllm/engine/arg_utils.py,
        ``EngineArgs.get_batch_defaults``): for ``vllm serve`` 8192 / 1024 on GPUs with >= 70 GiB
        that are not A100s, else 2048 / 256; for the offline ``LLM`` class 16384 / 1024 and
@@ -80,17 +82,12 @@ vllm/v1/sample/ops/topk_topp_sampler.py; llm-d/llm-d-benchmark
 config_explorer/empirical-vllm-memory-results.md."""
 
 SAMPLER_BYTES_PER_LOGIT_GUMBEL = 6
-"""Same, for the 2026 builds (the ``vllm`` profile, v0.21+): the profile pass's dummy batch carries
-no top-k, top-p or logprobs request (the runner's own comment warns that profiling may therefore
-use less than a real step), so its peak is the model-dtype logits from ``compute_logits`` (2 B)
-and the sampler's FP32 copy of them (4 B), which the penalties, temperature and Gumbel sampling
-then update in place: 6 B per logit. Against the
-0.28 L40S logs of reference cases N12 / N13 (Qwen3-14B, 151,936-token vocabulary, the
-``serve`` defaults 2,048 tokens / 256 sequences), 38 B would charge 1.38 GiB for the sampler
-alone where vLLM's whole non-KV remainder beyond the weights was 0.95-0.97 GiB.
-Sources: vllm/v1/worker/gpu/model_runner.py (``_dummy_sampler_run``, ``profile_run``);
-vllm/v1/worker/gpu/sample/sampler.py (``Sampler.sample``: an FP32 copy of the logits, then in-place
-logit bias, penalties, temperature and ``gumbel_sample``)."""
+"""Same, for the 2026 profiles (``vllm-v0.28``, ``vllm``) where a model runs on vLLM's V1 runner (MoE and
+hybrid models up to v0.28, ngram speculative decoding on v0.29+): model-dtype logits (2 B) plus an FP32
+copy (4 B). Read in V2's sampler of v0.22-v0.25, which copied every batch to FP32; V1's own dummy sampler
+run of these releases (FlashInfer, then the Triton top-k / top-p path) was not re-derived. On V2 the
+profile pass keeps only the model-dtype logits (:func:`planner.engines.vllm_runner.sampler_bytes_per_logit`).
+Sources: vllm/v1/worker/gpu/sample/sampler.py of v0.22.0-v0.25.1 (``apply_sampling_params``)."""
 
 SAMPLER_BYTES_PER_LOGIT_FLASHINFER = 12
 """Same, when vLLM logs "Using FlashInfer for top-p & top-k sampling" (v0.10.x):
@@ -124,7 +121,8 @@ class EngineProfile:
             CUDA context growth after the baseline snapshot) [bytes].
         non_torch_multi_gpu_bytes: Extra non-torch memory when the model spans
             several GPUs (NCCL, custom all-reduce buffers) [bytes].
-        cudagraph_bytes: Default CUDA-graph memory estimate [bytes].
+        cudagraph_bytes: Default CUDA-graph memory estimate [bytes] (TensorRT-LLM; vLLM's follow the
+            graphs each version captures, :mod:`planner.engines.vllm_cudagraph`).
         kv_cache_dtypes: KV dtypes the engine accepts (planner names).
         sources: Files the behaviour was read from.
         version: The releases this profile stands for, as a reader names them
@@ -158,8 +156,8 @@ _V1_NON_TORCH_MULTI = 430 * MiB
 _V0_NON_TORCH = 358 * MiB
 """0.35 GiB: V0's non-torch figure in reference case V01 (RTX 3090, v0.6.4)."""
 _CUDAGRAPH_BYTES = 512 * MiB
-"""0.50 GiB: "Graph capturing finished in 3 secs, took 0.50 GiB" (v0.10.1.1,
-Qwen2-7B, reference logs of case V07); llm-d measured 0.10-1.03 GiB."""
+"""0.50 GiB of CUDA graphs for TensorRT-LLM (a vLLM 0.10.1.1 figure, "Graph capturing finished in 3 secs,
+took 0.50 GiB", reference case V07's log; vLLM itself now counts its graphs: planner.engines.vllm_cudagraph)."""
 
 _TRTLLM_KV_DTYPES = ("auto", "fp16", "bf16", "fp8", "int8")
 """KV dtypes of TensorRT-LLM: the engine's own 16-bit dtype (an engine built with ``--dtype float16``
@@ -175,7 +173,7 @@ def _vllm(id_: str, label: str, **kw) -> EngineProfile:
     base = dict(
         id=id_, family="vllm", label=label, budget_base="total", default_memory_fraction=0.9,
         fraction_flag="--gpu-memory-utilization", non_torch_bytes=_V1_NON_TORCH,
-        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI, cudagraph_bytes=_CUDAGRAPH_BYTES,
+        non_torch_multi_gpu_bytes=_V1_NON_TORCH_MULTI,
         kv_cache_dtypes=("auto", "bf16", "fp8"), sources=_VLLM_SOURCES,
     )
     base.update(kw)
@@ -195,8 +193,13 @@ def _sglang(id_: str, label: str, version: str, sources: str) -> EngineProfile:
 ENGINE_PROFILES: dict[str, EngineProfile] = {
     p.id: p
     for p in (
-        _vllm("vllm", "vLLM V1, 2026 builds (>= v0.21: tokens = concurrency x max_model_len, CUDA graphs profiled)",
-              version="vLLM v0.21+ (2026)",
+        _vllm("vllm", "vLLM V1, 2026 builds (>= v0.29: model runner V2 for every model, CUDA graphs profiled)",
+              version="vLLM v0.29+ (2026)",
+              hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
+              start_check="v1_memory", subtracts_cudagraph=True,
+              sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_GUMBEL),
+        _vllm("vllm-v0.28", "vLLM V1, v0.22-v0.28 (model runner V2 for dense models: CUDA graphs not charged)",
+              version="vLLM v0.22-v0.28",
               hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
               start_check="v1_memory", subtracts_cudagraph=True,
               sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_GUMBEL),
@@ -375,7 +378,8 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
       2,048 tokens (``serve``) or 8,192 (``llm``); 256 sequences.
     * V1 (every other profile, the 2026 one included): on GPUs of >= 70 GiB that are not A100s,
       8,192 tokens for ``serve`` and 16,384 for ``llm``, 1,024 sequences; else 2,048 (``serve``)
-      or 8,192 (``llm``) and 256 sequences.
+      or 8,192 (``llm``) and 256 sequences. From v0.28.0 (``vllm-v0.28``, ``vllm``) GPUs of >= 160 GiB
+      (B200, B300, MI300X) get 16,384 tokens for both (:data:`LARGEST_TIER_PROFILES`).
 
     Worked example: an H100 80GB (79.19 GiB, not an A100) under ``vllm-v0.11``
     gets (8192, 1024); an A100 80GB gets (2048, 256); ``vllm-v0`` at
@@ -384,8 +388,9 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
     Raises:
         ValueError: an unknown ``usage_context``.
 
-    Sources: vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults`` (V1) and
-    ``_set_default_args_v0``; design note 2 of this module.
+    Sources: vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults`` (V1; the 160 GiB tier read in
+    v0.28.0 and v0.29.0, absent from v0.22.0-v0.27.1) and ``_set_default_args_v0``; design note 2 of this
+    module.
     """
     if usage_context not in USAGE_CONTEXTS:
         raise ValueError(f"unknown usage context {usage_context!r}; choose one of {', '.join(USAGE_CONTEXTS)}")
@@ -394,14 +399,19 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
         if max_model_len <= V0_CHUNKED_PREFILL_ABOVE:
             return max(max_model_len, 2048), 256
         return (8192 if offline else 2048), 256
+    if profile.id in LARGEST_TIER_PROFILES and gpu_memory_bytes >= 160 * GiB:
+        return 16384, 1024
     if is_large_datacenter_gpu(gpu_memory_bytes, gpu_name):
         return (16384 if offline else 8192), 1024
     return (8192 if offline else 2048), 256
 
 
-CLAMPING_PROFILES = frozenset({"vllm"})
-"""vLLM profiles whose defaulted batch limits are clamped to each other (:func:`vllm_batch_limits`; read in the
-2026 source, so only the 2026 profile: when the clamp arrived was not checked)."""
+LARGEST_TIER_PROFILES = frozenset({"vllm", "vllm-v0.28"})
+"""vLLM profiles with the >= 160 GiB scheduler tier (:func:`vllm_scheduler_defaults`)."""
+
+CLAMPING_PROFILES = frozenset({"vllm", "vllm-v0.28"})
+"""vLLM profiles whose defaulted batch limits are clamped to each other (:func:`vllm_batch_limits`; read in
+v0.22.0-v0.29.0; when the clamp arrived before v0.22 was not checked)."""
 
 
 def batch_limits_clamp_below(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: str,

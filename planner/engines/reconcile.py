@@ -265,8 +265,9 @@ def residual_overhead_bytes(plan: EnginePlan, figures: LogFigures) -> int | None
     weights, available = figures.min_bytes("weights_gib"), figures.min_bytes("available_kv_gib")
     if figures.engine != "vllm" or weights is None or available is None:
         return None
-    graphs = plan.limiting_rank.cudagraph_bytes if plan.engine == "vllm" else 0
-    return plan.limiting_rank.requested_bytes - weights - available - graphs
+    rank = plan.limiting_rank
+    graphs = rank.cudagraph_bytes if rank.cudagraph_charged else 0
+    return rank.requested_bytes - weights - available - graphs
 
 
 def suggest_engine(figures: LogFigures) -> str | None:
@@ -274,11 +275,12 @@ def suggest_engine(figures: LogFigures) -> str | None:
 
     vLLM by version: < 0.7 -> ``vllm-v0``; 0.7.0-0.7.2 -> ``vllm-v1-jan2025``;
     0.7.3-0.9.x -> ``vllm-v1-2025``; 0.10.x -> ``vllm-v0.10``; 0.11-0.20 ->
-    ``vllm-v0.11``; >= 0.21 -> ``vllm``. Without a version, a "# GPU blocks" line
-    means ``vllm-v0`` and a token line the newest profile. Other engines map to
-    their family profile (``trtllm`` for TensorRT-LLM).
+    ``vllm-v0.11``; 0.22-0.28 -> ``vllm-v0.28``; 0.21 and >= 0.29 -> ``vllm``. Without a
+    version, a "# GPU blocks" line means ``vllm-v0`` and a token line the newest profile. Other
+    engines map to their family profile (``trtllm`` for TensorRT-LLM).
 
-    Sources: the PRs listed in ENGINES.md 1.5 (print formats by date).
+    Sources: the PRs listed in ENGINES.md 1.5 (print formats by date); the model runners of
+    v0.22-v0.29 (:mod:`planner.engines.vllm_runner`).
     """
     if figures.engine != "vllm":
         return figures.engine
@@ -291,4 +293,4 @@ def suggest_engine(figures: LogFigures) -> str | None:
                            ((0, 11, 0), "vllm-v0.10"), ((0, 21, 0), "vllm-v0.11")):
         if version < bound:
             return profile
-    return "vllm"
+    return "vllm-v0.28" if (0, 22, 0) <= version < (0, 29, 0) else "vllm"

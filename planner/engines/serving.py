@@ -43,6 +43,7 @@ from planner.model.memo import model_memo, remember
 from planner.serving import ServingFeatures, serving_effects
 from planner.serving.features import ServingEffects, launch_flags
 from planner.serving.lora import lora_slots
+from planner.serving.multimodal import encoder_chunk_budget
 from planner.serving.speculative import speculative_cost
 
 MODELLED_FAMILIES = ("vllm", "sglang", "llama.cpp")
@@ -128,7 +129,7 @@ def _llamacpp_terms(model: ModelSpec, features: ServingFeatures, request: Engine
 
 
 def serving_terms(model: ModelSpec, request: EngineRequest, profile: EngineProfile, *,
-                  num_batched_tokens: int) -> EngineServingTerms:
+                  num_batched_tokens: int, encoder_chunk_budget_bytes: int | None = None) -> EngineServingTerms:
     """The serving features' terms on one GPU under ``profile``, memoized per model object.
 
     Args:
@@ -136,13 +137,16 @@ def serving_terms(model: ModelSpec, request: EngineRequest, profile: EngineProfi
         request: The engine request (its ``serving`` must not be None).
         profile: The planned engine profile.
         num_batched_tokens: Tokens of the engine's profile pass [tokens].
+        encoder_chunk_budget_bytes: vLLM's Gemma 4 encoder chunk budget on the GPU (:func:`encoder_chunk_of`);
+            None = unknown.
 
     Raises:
         ValueError: an invalid feature setting.
     """
     memo = model_memo(model)
     key = ("engine_serving", profile.id, request.serving, request.tensor_parallel_size,
-           request.pipeline_parallel_size, request.weight_dtype, request.kv_cache_dtype, num_batched_tokens)
+           request.pipeline_parallel_size, request.weight_dtype, request.kv_cache_dtype, num_batched_tokens,
+           encoder_chunk_budget_bytes)
     found = memo.get(key)
     if found is not None:
         return found
@@ -154,7 +158,8 @@ def serving_terms(model: ModelSpec, request: EngineRequest, profile: EngineProfi
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     effects = serving_effects(model, features, tensor_parallel_size=request.tensor_parallel_size, dtypes=dtypes,
                               weight_dtype_name=request.weight_dtype, num_batched_tokens=num_batched_tokens,
-                              pipeline_parallel_size=request.pipeline_parallel_size)
+                              pipeline_parallel_size=request.pipeline_parallel_size,
+                              encoder_chunk_budget_bytes=encoder_chunk_budget_bytes)
     lora = effects.lora.slot_bytes if effects.lora is not None else 0
     draft = effects.speculative.weights_bytes if effects.speculative is not None else 0
     layers = () if effects.extra_kv_model is None else effects.extra_kv_model.layers
@@ -162,6 +167,16 @@ def serving_terms(model: ModelSpec, request: EngineRequest, profile: EngineProfi
         effects=effects, lora_bytes=lora, draft_weights_bytes=draft,
         activation_bytes=effects.extra_activation_bytes, kv_layers=layers,
         draft_kv_bytes_per_token=effects.extra_kv_bytes_per_token, notes=effects.notes))
+
+
+def encoder_chunk_of(budget: RankBudget) -> int:
+    """vLLM's Gemma 4 encoder chunk budget on ``budget``'s GPU [bytes]
+    (:func:`planner.serving.multimodal.encoder_chunk_budget`): total = the memory vLLM's fraction multiplies,
+    free = that less the model's weights (the serving features' own weights left out) and the non-torch memory,
+    as ``mem_get_info`` sees it when the encoder is profiled, before the KV cache exists."""
+    features = sum(size for _, term, size in budget.serving_parts if term == "weights")
+    free = budget.memory_base_bytes - (budget.weights_bytes - features) - budget.non_torch_bytes
+    return encoder_chunk_budget(budget.memory_base_bytes, free)
 
 
 def vllm_drafter_layers(model: ModelSpec, request: EngineRequest, profile: EngineProfile, layers: range) -> tuple:
@@ -194,14 +209,17 @@ def vllm_rank_budget(budget: RankBudget, model: ModelSpec, request: EngineReques
         layout: The stage's KV layout (the drafter's layers included on the last stage).
         mnbt: Tokens of the profile pass [tokens].
     """
-    terms = serving_terms(model, request, profile, num_batched_tokens=mnbt)
+    terms = serving_terms(model, request, profile, num_batched_tokens=mnbt,
+                          encoder_chunk_budget_bytes=encoder_chunk_of(budget))
     pp, stage = request.pipeline_parallel_size, budget.stage
     first, last = stage == 0, stage == pp - 1
     lora = terms.lora_bytes * budget.num_layers // model.num_layers
     draft = terms.draft_weights_bytes if last else 0
     activation = terms.activation_bytes
     if first and terms.effects is not None and terms.effects.multimodal is not None:
-        activation = terms.effects.with_profile_peak(budget.activation_bytes).extra_activation_bytes
+        # the runner's kept buffers and the first compile's charge are no forward peak of the encoder profile
+        transient = budget.activation_bytes - budget.runner_state_bytes - budget.first_compile_bytes
+        activation = terms.effects.with_profile_peak(transient).extra_activation_bytes
     added_weights = 0 if "weights" in budget.overridden else lora + draft
     added_activation = 0 if "activation" in budget.overridden else activation
     available = budget.available_kv_cache_bytes
@@ -229,9 +247,10 @@ def with_serving(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     Raises:
         ValueError: an invalid feature setting.
     """
-    terms = serving_terms(model, request, profile, num_batched_tokens=result.max_num_batched_tokens)
-    features = engine_features(request, profile)
     rank = result.limiting_rank
+    terms = serving_terms(model, request, profile, num_batched_tokens=result.max_num_batched_tokens,
+                          encoder_chunk_budget_bytes=encoder_chunk_of(rank))
+    features = engine_features(request, profile)
     out: dict = {"engine": profile.id, "modelled": profile.family in MODELLED_FAMILIES,
                  "lora_slot_bytes_per_gpu": terms.lora_bytes, "draft_weights_bytes_per_gpu": terms.draft_weights_bytes,
                  "draft_kv_cache_bytes_per_token_per_gpu": terms.draft_kv_bytes_per_token,

@@ -14,6 +14,16 @@ Qwen3-Next, Nemotron-H, Jamba, Kimi Linear) keep their states in a separate Mamb
 that is carved out of ``rest`` first (:func:`mamba_pool`): the cell then counts only the
 attention layers, and ``max_running_requests`` is capped by the pool's slots.
 
+What SGLang reads (every release): ``get_available_gpu_memory`` (python/sglang/srt/utils.py) calls
+``torch.cuda.empty_cache()`` and returns ``torch.cuda.mem_get_info``'s free memory, once after
+``init_torch_distributed`` (``free_before``) and once after loading. So the weights count as the caching
+allocator's reserved segments (:func:`sglang_weight_bytes`), not as tensor bytes, and ``free_before`` has lost
+the CUDA context and the process groups' buffers but not the cuBLAS workspace or the other runtime memory
+vLLM's non-torch figure holds: ``ModelRunner.init_cublas`` runs after ``init_memory_pool``
+(:func:`sglang_non_torch_bytes`). The default ``mem_fraction_static`` of both profiles is computed from
+nvidia-smi's ``memory.total`` (``get_device_memory_capacity`` -> ``get_nvgpu_memory_capacity``), which callers
+pass as ``EngineRequest.gpu_memory_reported_bytes``.
+
 Sources: SGLang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
 (``profile_max_num_token``, ``get_cell_size_per_token``, ``handle_max_mamba_cache``,
 ``init_memory``), mem_cache/memory_pool.py (``MambaPool``); server_args.py
@@ -24,17 +34,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from planner.engines.allocator import reserved_bytes
 from planner.engines.common import (
+    CUDA_CONTEXT_BYTES,
+    Knobs,
     engine_plan,
     kv_row_bytes,
-    non_torch_memory,
     profile_activation,
     rank_budget,
     resolve_knobs,
-    stage_weights,
 )
 from planner.engines.launch import LaunchSpec
 from planner.engines.overheads import (
+    non_torch_bytes_by_topology,
     pipeline_layer_ranges,
 )
 from planner.engines.profiles import (
@@ -46,7 +58,9 @@ from planner.engines.profiles import (
 from planner.engines.serving import DRAFT_KV, DRAFT_WEIGHTS, LORA_SLOTS, serving_terms
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
+from planner.engines.weight_tensors import vllm_weight_tensors
 from planner.model import ModelSpec
+from planner.model.dtypes import weight_dtype
 from planner.model.layers import (
     ChunkedLocalAttention,
     MLAAttention,
@@ -164,6 +178,38 @@ def _sglang_draft_messages(rank: RankBudget, log: list[str], tokens: int, fracti
             "leaves; lower --mem-fraction-static"]
 
 
+def sglang_weight_bytes(model: ModelSpec, request: EngineRequest, c: Knobs, stage: int) -> int:
+    """Weights one GPU of pipeline ``stage`` takes as SGLang measures them [bytes]: the caching allocator's
+    reserved segments for the weight tensors, created in order and all kept (:func:`planner.engines.allocator.
+    reserved_bytes`), since SGLang reads free device memory after ``torch.cuda.empty_cache()`` (module
+    docstring); or the request's override. The tensors are the fused shapes vLLM creates
+    (:func:`planner.engines.weight_tensors.vllm_weight_tensors`; SGLang fuses ``qkv_proj`` and ``gate_up_proj``
+    alike), MXFP4 in the checkpoint's layout.
+
+    Worked example (reference case N22, Qwen3-0.6B, bf16): the 8 MiB ``qkv_proj``, 4 MiB ``o_proj`` and
+    6 MiB ``down_proj`` of each layer share 20 MiB segments (``kLargeBuffer``) with about 2 MiB left over
+    per layer: 1.1777 GiB reserved for 1.1200 GiB of tensors; the log printed "mem usage=1.25 GB". A public
+    SGLang log of Qwen3-14B at TP 4 printed "mem usage=7.08 GB": 7.0664 GiB reserved, 6.8874 GiB of tensors.
+    """
+    if request.weights_bytes is not None:
+        return request.weights_bytes
+    tensors, _ = vllm_weight_tensors(model, weight_dtype(request.weight_dtype), c.tp, stage, c.pp)
+    return reserved_bytes(tensors)
+
+
+def sglang_non_torch_bytes(profile: EngineProfile, request: EngineRequest, c: Knobs) -> int:
+    """Device memory in use when SGLang measures ``free_before`` [bytes]: the CUDA context and the buffers of
+    the process groups formed in ``init_torch_distributed`` (:func:`planner.engines.overheads.
+    non_torch_bytes_by_topology` without the single-GPU runtime, whose cuBLAS workspace SGLang creates after
+    the KV pool: ``ModelRunner.init_cublas`` follows ``init_memory_pool`` in model_runner.py); or the
+    request's override."""
+    if request.non_torch_bytes is not None:
+        return request.non_torch_bytes
+    groups = non_torch_bytes_by_topology(0, tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
+                                         num_nodes=request.num_nodes, gpu_name=request.gpu_name)
+    return groups + CUDA_CONTEXT_BYTES
+
+
 def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
     """SGLang: ``max_total_num_tokens = (free_before x mem_fraction_static - weights) // cell``.
 
@@ -178,11 +224,11 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     c = resolve_knobs(model, request)
     spec = None if request.serving is None else request.serving.speculative
     reserve = SGLANG_SPEC_RESERVE_MIB[spec.method] if spec is not None else 0
-    if profile.id == "sglang-v0.4":  # mid-2025 builds: a fixed reserve per GPU class of nvidia-smi's total
-        capacity = request.gpu_memory_reported_bytes or gpu_memory_bytes
+    capacity = request.gpu_memory_reported_bytes or gpu_memory_bytes  # nvidia-smi's total (module docstring)
+    if profile.id == "sglang-v0.4":  # mid-2025 builds: a fixed reserve per GPU class
         chunk, graph_bs, default_fraction = sglang_2025_memory_defaults(capacity, c.tp, c.pp, spec is not None)
     else:
-        chunk, graph_bs, default_fraction = sglang_memory_defaults(gpu_memory_bytes, c.tp, c.pp, reserve)
+        chunk, graph_bs, default_fraction = sglang_memory_defaults(capacity, c.tp, c.pp, reserve)
     fraction = request.gpu_memory_utilization or default_fraction
     page = request.block_size or default_block_size(profile, is_mla=False)
     mnbt = request.max_num_batched_tokens or chunk
@@ -192,10 +238,10 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         rows = [kv_row_bytes(model.layers[i], c.dtypes, c.tp) for i in layers]
         k_cell, v_cell = sum(r[0] for r in rows), sum(r[1] for r in rows)
         cell = k_cell + v_cell
-        weights = stage_weights(model, request, c, stage)
+        weights = sglang_weight_bytes(model, request, c, stage)
         if terms is not None and request.weights_bytes is None:  # LoRA pool and tower load before the KV pool
             weights += _sglang_pool_side(terms, model, stage, layers)
-        non_torch = non_torch_memory(profile, request, c, context=True)
+        non_torch = sglang_non_torch_bytes(profile, request, c)
         free_before = gpu_memory_bytes - non_torch - request.memory_in_use_bytes  # planner/engines/shared_gpu.py
         rest = int(free_before * fraction) - weights
         state = mamba_state_bytes_per_request(model, layers, c.dtypes, c.tp)

@@ -10,9 +10,12 @@ from dataclasses import asdict, dataclass, field, fields
 
 from planner.engines.expected_error import expected_error_fields
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
+from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
+from planner.engines.vllm_moe_dispatch import DataParallelMoE
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
 from planner.serving.features import ServingFeatures
+from planner.text import count_noun
 
 EXECUTOR_BACKENDS: tuple[str, ...] = ("mp", "ray")
 """``--distributed-executor-backend`` values the planner models (vllm/config/parallel.py)."""
@@ -69,6 +72,16 @@ class EngineRequest:
         usage_context: ``serve`` (``vllm serve``) or ``llm`` (the offline ``LLM`` class):
             vLLM's scheduler defaults differ (:func:`planner.engines.profiles.vllm_scheduler_defaults`).
         enforce_eager: ``--enforce-eager``: no CUDA graphs are captured (their memory is 0).
+        cudagraph_mode: vLLM ``cudagraph_mode`` (``FULL_AND_PIECEWISE``, ``PIECEWISE``, ``FULL``,
+            ``FULL_DECODE_ONLY``, ``NONE``; ``-cc.cudagraph_mode``); None = the version's default
+            (:func:`planner.engines.vllm_cudagraph.resolve_cudagraph_mode`).
+        optimization_level: vLLM ``-O`` (0-3: ``--optimization-level`` from v0.12, the compilation
+            level before); None = the default (3 / O2), which captures CUDA graphs.
+        max_cudagraph_capture_size: vLLM ``--max-cudagraph-capture-size`` (``--cuda-graph-sizes N`` on
+            v0.10) [tokens]: the largest batch captured; None = the version's default.
+        warm_compile_cache: vLLM's torch.compile cache already holds this model and shape (a relaunch on the
+            same machine): the first-compile charge of :func:`planner.engines.vllm_runner.first_compile_bytes`
+            is left out. False (the default) plans a first launch.
         distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
             (``--distributed-executor-backend ray``, the way vLLM spans nodes).
         num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
@@ -81,6 +94,10 @@ class EngineRequest:
         serving: LoRA slots, speculative decoding, images, KV offload (:class:`planner.serving.ServingFeatures`,
             priced under this request's engine by :mod:`planner.engines.serving`); None = the bare model,
             every number and JSON key exactly as without it.
+        moe_data_parallel: vLLM: this worker's MoE layers gather the tokens of several data-parallel ranks
+            (``-dp`` on an MoE model; set by :func:`planner.scale.plan_scale`), so its profile pass holds the
+            gathered batch and the DP group's NCCL buffers (:mod:`planner.engines.vllm_moe_dispatch`); None = a
+            lone rank. Other engines ignore it.
     """
 
     engine: str = DEFAULT_ENGINE
@@ -110,11 +127,16 @@ class EngineRequest:
     available_kv_memory_per_rank_bytes: tuple[int, ...] = ()
     usage_context: str = "serve"
     enforce_eager: bool = False
+    cudagraph_mode: str | None = None
+    optimization_level: int | None = None
+    max_cudagraph_capture_size: int | None = None
+    warm_compile_cache: bool = False
     distributed_executor_backend: str = "mp"
     num_nodes: int = 1
     enable_prefix_caching: bool = False
     memory_in_use_bytes: int = 0
     serving: ServingFeatures | None = None
+    moe_data_parallel: DataParallelMoE | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -142,7 +164,8 @@ class EngineRequest:
             value = values[name]
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
-        for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+        for name in ("max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs",
+                     "max_cudagraph_capture_size"):
             value = values[name]
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1 (or unset for the engine default), got {value}")
@@ -168,7 +191,8 @@ class EngineRequest:
             raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}; choose "
                              f"one of {', '.join(EXECUTOR_BACKENDS)}")
         if self.num_nodes > ranks:
-            raise ValueError(f"{self.num_nodes} nodes for {ranks} GPUs per replica; use at most {ranks} nodes")
+            raise ValueError(f"{self.num_nodes} nodes for {count_noun(ranks, 'GPU')} per replica; use at most "
+                             f"{count_noun(ranks, 'node')}")
         if self.num_nodes > 1 and self.distributed_executor_backend != "ray":
             raise ValueError(f"{self.num_nodes} nodes need --distributed-executor-backend ray (vLLM's multiprocessing "
                              "executor runs on one node)")
@@ -182,6 +206,10 @@ class EngineRequest:
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
             raise ValueError(f"unknown KV-cache dtype {self.kv_cache_dtype!r}; "
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
+        if self.cudagraph_mode is not None and self.cudagraph_mode not in CUDAGRAPH_MODES:
+            raise ValueError(f"unknown cudagraph_mode {self.cudagraph_mode!r}; choose one of {', '.join(CUDAGRAPH_MODES)}")
+        if self.optimization_level is not None and self.optimization_level not in OPTIMIZATION_LEVELS:
+            raise ValueError(f"optimization level -O{self.optimization_level} does not exist; choose 0, 1, 2 or 3")
         if self.serving is not None:
             self.serving.validate()
 
@@ -212,6 +240,14 @@ class RankBudget:
             (SGLang's draft worker, llama.cpp's draft model: beside the pool); empty without features.
         state_pool_bytes: An engine's separate recurrent-state pool beside the KV cache (SGLang's Mamba
             pool, :func:`planner.engines.sglang.mamba_pool`) [bytes]; 0 where the states share the KV pool.
+        runner_state_bytes: Buffers the model runner keeps from before the profile pass, counted in
+            ``activation_bytes`` (vLLM's Model Runner V2: :func:`planner.engines.vllm_runner.v2_state_bytes`)
+            [bytes]; 0 where none is modelled.
+        first_compile_bytes: What a first launch's torch.compile adds to the profile pass, counted in
+            ``activation_bytes`` (:func:`planner.engines.vllm_runner.first_compile_bytes`) [bytes]; 0 where it
+            is not charged.
+        cudagraph_charged: True when ``cudagraph_bytes`` is taken from the KV budget before it is sized
+            (:func:`planner.engines.vllm_runner.graphs_charged`).
     """
 
     stage: int
@@ -233,6 +269,9 @@ class RankBudget:
     role: str = "all"
     serving_parts: tuple[tuple[str, str, int], ...] = ()
     state_pool_bytes: int = 0
+    runner_state_bytes: int = 0
+    cudagraph_charged: bool = False
+    first_compile_bytes: int = 0
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].
@@ -283,7 +322,7 @@ class EnginePlan:
 
     Attributes:
         engine, engine_label, family: The profile used.
-        engine_version: The releases that profile models (``vLLM v0.21+ (2026)``).
+        engine_version: The releases that profile models (``vLLM v0.29+ (2026)``).
         model_id, gpu_memory_bytes: Echoed inputs.
         tensor_parallel_size, pipeline_parallel_size, data_parallel_size, num_gpus: Layout.
         weight_dtype, kv_cache_dtype: Resolved dtype names.
@@ -311,6 +350,9 @@ class EnginePlan:
             parallel size that cannot split the heads): the printed figures are then 0.
         serving: What the request's serving features cost under this engine
             (:func:`planner.engines.serving.with_serving`), None without features (then not in the JSON).
+        known_misses: Kinds of launch the cold-start bench measured but could not count
+            (:data:`planner.engines.expected_error.KNOWN_MISSES`): their miss widens the expected error.
+            Empty for every other plan (the JSON key is then absent).
     """
 
     engine: str
@@ -351,6 +393,7 @@ class EnginePlan:
     launch_command: str = ""
     stopped_at_config_check: bool = False
     serving: dict | None = None
+    known_misses: tuple[str, ...] = ()
 
     @property
     def limiting_rank(self) -> RankBudget:
@@ -364,8 +407,13 @@ class EnginePlan:
         for key in ("reasons", "warnings", "notes", "engine_log_lines"):
             out[key] = list(out[key])
         for rank in out["ranks"]:
-            if not rank["state_pool_bytes"]:  # only engines with a separate state pool add the key
-                del rank["state_pool_bytes"]
+            for key in ("state_pool_bytes", "runner_state_bytes", "cudagraph_charged", "first_compile_bytes"):
+                if not rank[key]:  # only the plans that have the term add the key
+                    del rank[key]
+        if not self.known_misses:  # only plans of a kind the bench could not count add the key
+            del out["known_misses"]
+        else:
+            out["known_misses"] = list(self.known_misses)
         if self.serving is None:  # the JSON without features stays what it was
             del out["serving"]
             for rank in out["ranks"]:
@@ -416,8 +464,9 @@ class EnginePlan:
         Raises:
             TypeError: ``values`` does not have one value per field.
         """
-        if len(values) == _ENGINE_PLAN_FIELD_COUNT - 1 and "serving" not in values:
-            values["serving"] = None  # planners that know no serving features leave it out
+        for name, default in _PLANNER_DEFAULTS:  # fields the planners leave out: set after them, when at all
+            if name not in values:
+                values[name] = default
         if len(values) != _ENGINE_PLAN_FIELD_COUNT:
             missing = sorted(set(cls.__dataclass_fields__) - set(values))
             extra = sorted(set(values) - set(cls.__dataclass_fields__))
@@ -428,3 +477,7 @@ class EnginePlan:
 
 
 _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
+
+_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()))
+"""Fields no engine planner fills (the serving block and the bench's known misses come after it,
+:func:`planner.engines.dispatch.plan_engine`), with their defaults."""

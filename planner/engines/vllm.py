@@ -54,24 +54,28 @@ from planner.engines.profiles import (
 )
 from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
+from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
-from planner.engines.vllm_kv_formats import (
-    FP8_DS_MLA_NOTE,
-    layer_bytes_per_token,
-    uses_fp8_ds_mla,
+from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
+from planner.engines.vllm_runner import (
+    first_compile_bytes,
+    graphs_charged,
+    model_runner,
+    runner_note,
+    sampler_bytes_per_logit,
+    speculative_tokens,
+    v2_state_bytes,
 )
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, FP8_DS_MLA_NOTE, layer_bytes_per_token, uses_fp8_ds_mla
+from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
-    mamba_block_alignment,
-    mla_forced_block_size,
-    stage_layout,
-    stage_specs,
-    vllm_block_size,
-)
+    mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
+from planner.text import count_noun
 from planner.units import GiB
 
 __all__ = ["MAX_CONTEXT_SEARCH_LIMIT", "gib2", "mamba_block_alignment", "mla_forced_block_size", "plan_vllm",
@@ -283,7 +287,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
             ranks.append(_rank_budget(model, request, profile, stage, layers, layout, requested=requested,
                                       gpu_memory_bytes=gpu_memory_bytes, mnbt=mnbt, seqs=seqs, role=role))
             layouts.append(layout)
-    formula = _formula(model, request, profile, mnbt, seqs)
+    formula = _formula(model, request, profile, ranks[0], mnbt, seqs)
 
     limiting = min(range(len(ranks)), key=lambda i: ranks[i].num_blocks)
     layout, num_blocks = layouts[limiting], ranks[limiting].num_blocks
@@ -299,6 +303,15 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
                                        gpu_memory_bytes=gpu_memory_bytes)
     notes[:0] = block_notes  # vllm_block_size: the asked block size vLLM changed
+    graphs = request_cudagraphs(model, request, profile.id, num_layers=ranks[0].num_layers, max_num_seqs=seqs,
+                                max_num_batched_tokens=mnbt, activation_bytes=dtypes.state.bytes_for(1))
+    charged = ranks[0].cudagraph_charged
+    if graph_note := cudagraph_note(graphs, ranks[0].cudagraph_bytes, subtracted=charged):
+        notes.append(graph_note)
+    if runner_line := runner_note(model_runner(model, profile.id, request), profile, ranks[-1].runner_state_bytes,
+                                  ranks[-1].first_compile_bytes):
+        notes.append(runner_line)
+    graph_lines = cudagraph_log_lines(graphs, ranks[0].cudagraph_bytes) if charged else ()
     launch = vllm_command_around_length(LaunchSpec(
         engine=profile.id, family=profile.family, model_id=model.model_id,
         weight_dtype=request.weight_dtype, tensor_parallel_size=request.tensor_parallel_size,
@@ -307,13 +320,16 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
-        enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching))
+        enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
+        cudagraph_mode=request.cudagraph_mode, optimization_level=request.optimization_level,
+        max_cudagraph_capture_size=request.max_cudagraph_capture_size))
     plan_fields = {
         "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
         "family": profile.family, "model_id": model.model_id,
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
-        "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype, "kv_cache_dtype": dtypes.kv.name,
+        "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype,
+        "kv_cache_dtype": FP8_DS_MLA if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype) else dtypes.kv.name,
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),
@@ -327,7 +343,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     return _StaticPlan(
         plan_fields=plan_fields, layouts=tuple(layouts), ranks=tuple(ranks), layout=layout,
         num_blocks=num_blocks, engine_max_len=engine_max_len, no_memory_reason=shared or _no_memory_reason(ranks),
-        log_head=tuple(_log_head(profile, ranks)), launch_around_length=launch,
+        log_head=tuple(_log_head(profile, ranks, graph_lines)), launch_around_length=launch,
         full_attention=_full_attention_terms(layouts),
         reason_tails=_reason_tails(model, ranks, engine_max_len),
     )
@@ -408,22 +424,35 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     """One kind of GPU of a pipeline stage: requested - weights - activation - non-torch [- graphs].
 
     Non-torch follows the topology (:func:`planner.engines.overheads.vllm_non_torch_bytes`);
-    CUDA graphs are 0 with ``enforce_eager``; V0's non-driver ranks profile no sampler
-    (:func:`_stage_roles`).
+    CUDA graphs are the ones this version captures for the stage's layers
+    (:func:`planner.engines.vllm_cudagraph.request_cudagraphs`: 0 with ``enforce_eager`` or
+    ``cudagraph_mode`` NONE); V0's non-driver ranks profile no sampler (:func:`_stage_roles`).
     """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)
-    act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=dtypes.state.bytes_for(1),
-                              bytes_per_logit=profile.sampler_bytes_per_logit, tensor_parallel_size=tp,
-                              last_stage=stage == pp - 1 and role != "others")
+    e, last = dtypes.state.bytes_for(1), stage == pp - 1 and role != "others"
+    runner = model_runner(model, profile.id, request)
+    charged = graphs_charged(profile, runner)
+    act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=e, tensor_parallel_size=tp,
+                              bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), last_stage=last)
+    moe = request.moe_data_parallel and moe_dispatch_peak(model, request.moe_data_parallel, profile.id, num_tokens=mnbt,
+                                                          activation_bytes=e, weight_dtype_name=request.weight_dtype,
+                                                          gpu_name=request.gpu_name)
+    if moe:  # the MoE layers run every DP rank's tokens (planner.engines.vllm_moe_dispatch)
+        act = replace(act, forward_bytes=max(act.forward_bytes, moe.peak_bytes))
+    state = v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=mnbt, last_stage=last,
+                           num_speculative_tokens=speculative_tokens(request)) if runner == "v2" else 0
+    compile_bytes = first_compile_bytes(request, runner)
+    graphs = request_cudagraphs(model, request, profile.id, num_layers=len(layers), max_num_batched_tokens=mnbt,
+                                max_num_seqs=seqs, activation_bytes=e, estimated=charged)
     estimates = {
         "weights": _loaded_weights(model, request, profile, stage),
-        "activation": act.peak_bytes,
+        "activation": act.peak_bytes + state + compile_bytes,
         "non_torch": vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
                                           pipeline_parallel_size=pp, num_nodes=request.num_nodes,
-                                          gpu_name=request.gpu_name),
-        "cudagraph": 0 if request.enforce_eager else profile.cudagraph_bytes,
+                                          gpu_name=request.gpu_name) + (moe.group_bytes if moe else 0),
+        "cudagraph": graphs.total_bytes,
     }
     overrides = {"weights": request.weights_bytes, "activation": request.activation_bytes,
                  "non_torch": request.non_torch_bytes, "cudagraph": request.cudagraph_bytes}
@@ -434,7 +463,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         available = pinned
         overridden.append("available_kv_cache")
     else:
-        graphs = terms["cudagraph"] if profile.subtracts_cudagraph else 0
+        graphs = terms["cudagraph"] if charged else 0
         available = requested - terms["weights"] - terms["activation"] - terms["non_torch"] - graphs
     budget = RankBudget(
         stage=stage, role=role, first_layer=layers.start, num_layers=len(layers), memory_base_bytes=gpu_memory_bytes,
@@ -443,18 +472,25 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,
         kv_cache_bytes_per_token=sum(layer_bytes_per_token(model.layers[i], dtypes, tp, ds_mla) for i in layers),
         bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
-        overridden=tuple(overridden))
+        overridden=tuple(overridden), runner_state_bytes=state, cudagraph_charged=charged,
+        first_compile_bytes=compile_bytes)
     if request.serving is not None:  # serving features (planner.engines.serving)
         return vllm_rank_budget(budget, model, request, profile, layout, mnbt=mnbt)
     return budget
 
 
-def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, mnbt: int, seqs: int) -> str:
-    """The overhead model's arithmetic as one line of text."""
-    graphs = " - cudagraph" if profile.subtracts_cudagraph else ""
+def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, rank: RankBudget, mnbt: int,
+             seqs: int) -> str:
+    """The overhead model's arithmetic as one line of text (``rank``: the first GPU's budget)."""
+    graphs = " - cudagraph" if rank.cudagraph_charged else ""
+    e = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype).state.bytes_for(1)
+    logit = sampler_bytes_per_logit(profile, model_runner(model, profile.id, request), e)
+    state = f" + model runner V2 state {rank.runner_state_bytes:,} B" if rank.runner_state_bytes else ""
+    if rank.first_compile_bytes:
+        state += f" + first torch.compile {rank.first_compile_bytes:,} B"
     return (f"available = floor(total x gpu_memory_utilization) - weights - activation - non_torch{graphs}; "
             f"activation = max(forward pass of {mnbt:,} tokens, sampler of min({seqs}, {mnbt:,}) x "
-            f"{model.vocab_size:,} logits x {profile.sampler_bytes_per_logit} B + hidden states)")
+            f"{model.vocab_size:,} logits x {logit} B + hidden states){state}")
 
 
 def _start_reasons(model: ModelSpec, profile: EngineProfile, st: _StaticPlan, max_model_len: int,
@@ -510,18 +546,18 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     notes: list[str] = []
     tp = request.tensor_parallel_size
     headroom = gpu_memory_bytes - int(gpu_memory_bytes * util)
-    if not profile.subtracts_cudagraph and ranks[0].cudagraph_bytes > headroom:
+    if not ranks[0].cudagraph_charged and ranks[0].cudagraph_bytes > headroom:
         warnings.append(
             f"CUDA graphs (~{gib2(ranks[0].cudagraph_bytes)} GiB) are captured after the KV cache is allocated and "
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
-    if layouts[0].padded_estimate:  # planner/engines/pages.py design note 5
-        notes.append("DeepSeek-V4 compressed-attention pages are padded to the sliding-window page: vLLM's "
-                     "allocator for this model is not modelled, so its KV tokens are an estimate")
+    v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
+    warnings += [w for w in (eager_conflict(request), *v4_warnings) if w]
+    notes += v4_notes
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:
-        notes.append(f"hybrid KV groups padded with {layouts[0].padding_layers} layer(s); vLLM warns about "
+        notes.append(f"hybrid KV groups padded with {count_noun(layouts[0].padding_layers, 'layer')}; vLLM warns about "
                      "the memory this may waste")
     if tp > model.num_key_value_heads and model.attention_kind != "MLA":
         notes.append(f"tensor_parallel_size {tp} > {model.num_key_value_heads} KV heads: each GPU keeps one "
@@ -534,9 +570,10 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
     return warnings, notes
 
 
-def _log_head(profile: EngineProfile, ranks: list[RankBudget]) -> list[str]:
-    """The first startup lines this vLLM era prints: weights and available KV memory (as vLLM formats them)."""
-    lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB"]
+def _log_head(profile: EngineProfile, ranks: list[RankBudget], graph_lines: tuple[str, ...] = ()) -> list[str]:
+    """The first startup lines this vLLM era prints: weights, the CUDA-graph estimate (2026 builds) and
+    available KV memory (as vLLM formats them)."""
+    lines = [f"Model loading took {ranks[0].weights_bytes / GiB:.4f} GiB", *graph_lines]
     if profile.id == "vllm-v0":
         lines.append(f"Memory profiling results: ... the rest of the memory reserved for KV Cache is "
                      f"{gib2(ranks[0].available_kv_cache_bytes)} GiB")

@@ -21,7 +21,8 @@ Design notes (assumptions):
        v0.11 and later (:data:`FP8_DS_MLA_PROFILES`); the older profiles price the layer as
        before (they could not load the model).
     3. Attention + Mamba hybrids with prefix caching (Qwen3.5 / 3.6 Gated DeltaNet, Nemotron-H):
-       the 2026 builds run the Mamba layers in ``mamba_cache_mode`` "align", where a request holds
+       the 2026 builds (``vllm-v0.28``, ``vllm``; vLLM 0.24 printed the figures below) run the Mamba
+       layers in ``mamba_cache_mode`` "align", where a request holds
        two state pages (the running state and the one of the last full cached block) instead of
        one, so each Mamba group adds two blocks to a request, not one
        (``MambaSpec.max_memory_usage_bytes``). Worked example (reference case N09, Qwen3.6-35B-A3B
@@ -29,8 +30,16 @@ Design notes (assumptions):
        attention group + 3 Mamba groups x 2 = 69 blocks per request; 299 blocks give 299 / 69 =
        4.33x and int(4.333 x 131,072) = 567,978 tokens, the two figures vLLM 0.24 printed
        (with one page: 66 blocks, 4.53x, 593,795 tokens).
+    4. Speculative decoding on a hybrid (MTP drafts of Qwen3.5 / 3.6, EAGLE, n-gram): every Mamba layer also
+       keeps one state page per draft token, so the state of each proposed position can be rolled back
+       (``MambaSpec.num_speculative_blocks`` = ``num_speculative_tokens``; ``max_memory_usage_bytes`` is
+       ``(1 + k)`` pages, ``(2 + k)`` in "align" mode). The V1 profiles with the hybrid allocator from v0.11
+       (:data:`SPECULATIVE_STATE_PROFILES`) charge them; the field came with Qwen3-Next's MTP (v0.10.2), which
+       the ``vllm-v0.10`` profile (0.10.0-0.10.1 logs) predates. Worked example: N09's launch with
+       ``num_speculative_tokens`` 2 holds 63 + 3 x (2 + 2) = 75 blocks per request instead of 69.
 
-Sources: vllm/v1/kv_cache_interface.py (``MambaSpec``, ``mamba_cache_mode``); vllm/config/cache.py
+Sources: vllm/v1/kv_cache_interface.py (``MambaSpec``, ``mamba_cache_mode``, ``num_speculative_blocks``);
+vllm/model_executor/layers/mamba/abstract.py (``MambaBase.get_kv_cache_spec``); vllm/config/cache.py
 (``CacheConfig.mamba_cache_mode``); vllm/model_executor/models/config.py (``DeepseekV32ForCausalLM``,
 ``verify_and_update_config``); vllm/v1/attention/backends/mla/flashmla_sparse.py
 (``get_kv_cache_shape``); vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` with
@@ -46,7 +55,10 @@ from planner.model import ModelSpec
 from planner.model.layers import CacheDtypes, LayerSpec
 from planner.model.sparse import IndexedMLAAttention
 
-FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm"})
+FP8_DS_MLA = "fp8_ds_mla"
+"""The name vLLM gives that cache format (``--kv-cache-dtype fp8_ds_mla``; what the plans label the cache)."""
+
+FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm-v0.28", "vllm"})
 """vLLM profiles that store sparse-MLA layers as ``fp8_ds_mla`` by default (design note 2)."""
 
 FP8_DS_MLA_CACHE_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})
@@ -61,14 +73,26 @@ FP8_DS_MLA_SCALE_BLOCK = 128
 """Latent values per fp32 scale in ``fp8_ds_mla``."""
 
 
-ALIGN_MODE_PROFILES = frozenset({"vllm"})
+ALIGN_MODE_PROFILES = frozenset({"vllm-v0.28", "vllm"})
 """vLLM profiles that keep Mamba states in "align" mode under prefix caching (design note 3)."""
 
 
-def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool) -> int:
+SPECULATIVE_STATE_PROFILES = frozenset({"vllm-v0.11", "vllm-v0.28", "vllm"})
+"""vLLM profiles whose Mamba layers keep one more state page per draft token (design note 4)."""
+
+
+def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool, num_speculative_tokens: int = 0) -> int:
     """State pages one request holds in each Mamba layer: 2 in "align" mode (prefix caching on a 2026 build),
-    else 1 (design note 3)."""
-    return 2 if enable_prefix_caching and profile_id in ALIGN_MODE_PROFILES else 1
+    else 1 (design note 3), plus one per draft token of speculative decoding (design note 4).
+
+    Args:
+        profile_id: The vLLM profile.
+        enable_prefix_caching: ``--enable-prefix-caching``.
+        num_speculative_tokens: Draft tokens per step (``--speculative-config``'s ``num_speculative_tokens``;
+            0 without speculative decoding).
+    """
+    base = 2 if enable_prefix_caching and profile_id in ALIGN_MODE_PROFILES else 1
+    return base + (num_speculative_tokens if profile_id in SPECULATIVE_STATE_PROFILES else 0)
 
 
 def fp8_ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
@@ -84,6 +108,13 @@ def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> b
     """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
     return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
             and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
+
+
+def stored_kv_bytes_per_token(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int) -> int:
+    """KV bytes of one token over all layers on one GPU as vLLM stores a model whose sparse-MLA layers are in
+    ``fp8_ds_mla`` (:func:`layer_bytes_per_token` with ``ds_mla``; design note 1: 61 x (656 + 132) = 48,068 B for
+    DeepSeek-V3.2) [bytes]."""
+    return sum(layer_bytes_per_token(layer, dtypes, tensor_parallel_size, True) for layer in model.layers)
 
 
 def layer_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, ds_mla: bool) -> int:

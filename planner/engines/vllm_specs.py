@@ -25,8 +25,10 @@ from planner.engines.pages import (
 )
 from planner.engines.profiles import EngineProfile, default_block_size, default_mla_backend
 from planner.engines.serving import vllm_drafter_layers
+from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EngineRequest
 from planner.engines.vllm_kv_formats import mamba_pages_per_request, uses_fp8_ds_mla, vllm_layer_page_specs
+from planner.engines.vllm_runner import speculative_tokens
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.model.layers import FullAttention
@@ -43,7 +45,7 @@ def stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3
-    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching)
+    mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching, speculative_tokens(request))
     specs = [spec for i in layers for spec in vllm_layer_page_specs(model.layers[i], dtypes, tp, block_size,
                                                                     hybrid_allocator=hybrid, ds_mla=ds_mla,
                                                                     mamba_pages=mamba)]
@@ -59,7 +61,19 @@ def stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile
 
 def stage_layout(model: ModelSpec, layers: range, request: EngineRequest, profile: EngineProfile,
                   block_size: int) -> KVLayout:
-    """One pipeline stage's :class:`KVLayout` at the block size :func:`vllm_block_size` resolved."""
+    """One pipeline stage's :class:`KVLayout` at the block size :func:`vllm_block_size` resolved;
+    DeepSeek-V4 under v0.22+ with vLLM's allocator for that model (:mod:`planner.engines.vllm_deepseek_v4`).
+
+    Raises:
+        ValueError: pages that cannot be unified; DeepSeek-V4 with the hybrid KV cache manager disabled
+            (its compressor states keep 4- and 8-token blocks, which only that manager allocates).
+    """
+    if deepseek_v4.applies(model, profile.id):
+        if request.disable_hybrid_kv_cache_manager:
+            raise ValueError(f"{model.model_id}: vLLM's DeepSeek-V4 caches need the hybrid KV cache manager (the "
+                             "compressor states keep 4- and 8-token blocks); drop --disable-hybrid-kv-cache-manager")
+        drafter = vllm_drafter_layers(model, request, profile, range(model.num_layers)) if request.serving else ()
+        return deepseek_v4.deepseek_v4_layout(model, layers, block_size, drafter)
     return kv_layout(stage_specs(model, layers, request, profile, block_size))
 
 
@@ -109,7 +123,10 @@ def vllm_block_size(model: ModelSpec, request: EngineRequest, profile: EnginePro
     """The attention ``block_size`` vLLM runs with, and the notes saying why it is not the one asked.
 
     1. Start from ``--block-size`` (``request.block_size``), else the backend default
-       (:func:`planner.engines.profiles.default_block_size`).
+       (:func:`planner.engines.profiles.default_block_size`); DeepSeek-V4 under v0.22+ defaults to 256,
+       the size its sliding cache's backend prefers (``DeepseekSparseSWABackend.get_preferred_block_size``,
+       picked by ``Platform.update_block_size_for_backend`` from the first attention layer, its sliding
+       cache), and takes no other step.
     2. Attention + Mamba hybrids (vllm/model_executor/models/config.py
        ``HybridAttentionMambaModelConfig.verify_and_update_config``, ``mamba_cache_mode``
        "none"): ``attn_block_size = a x ceil(mamba_page_size / (a x attention page bytes of one
@@ -133,6 +150,8 @@ def vllm_block_size(model: ModelSpec, request: EngineRequest, profile: EnginePro
     """
     asked = request.block_size
     is_mla = model.attention_kind == "MLA"
+    if deepseek_v4.applies(model, profile.id):  # the sliding cache's backend prefers 256 (vllm_deepseek_v4)
+        return asked or deepseek_v4.DEFAULT_BLOCK_SIZE, ()
     block = asked or default_block_size(profile, is_mla=is_mla, gpu_name=request.gpu_name,
                                         attention_backend=request.attention_backend)
     notes: list[str] = []

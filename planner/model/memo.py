@@ -19,32 +19,65 @@ the model must have that in the key. Racing threads at worst compute a value twi
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
-_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
+_MEMOS: dict[int | tuple[int, str], tuple[weakref.ref, dict]] = {}
+
+MAX_NAMESPACED_MODELS = 4
+"""How many models keep a namespaced memo at once (the Find search's holds every setup it planned, up to
+about 13 MB for an MoE model): the least recently used one is emptied and dropped when a fifth model asks
+for one, so a visitor stepping through the catalog on the Find page cannot grow the server by every model's
+search (the catalog's specs themselves stay cached for the whole server)."""
+
+_NAMESPACED: list[tuple[int, str]] = []
+"""Keys of the live namespaced memos, least recently used first."""
+
+_NAMESPACED_LOCK = threading.Lock()
+"""Guards :data:`_NAMESPACED` (each Streamlit session runs its script in a thread of its own)."""
 
 MAX_ENTRIES_PER_MODEL = 4096
 """A model's memo is emptied when it reaches this many entries (a long-running app that
 tries many knob combinations on one model would otherwise grow it without bound)."""
 
 
-def model_memo(model: Any) -> dict:
+def model_memo(model: Any, namespace: str = "") -> dict:
     """The memo dict of ``model`` (created empty on first use), keyed by ``id(model)``.
 
     Args:
         model: Any object that supports weak references (a ``ModelSpec``).
+        namespace: A separate memo of the same model (its own :data:`MAX_ENTRIES_PER_MODEL`), for a caller
+            whose many entries would otherwise empty the shared one (the Find search, ``"find"``).
 
     Returns:
-        The same dict for the same live object on every call.
+        The same dict for the same live object (and namespace) on every call.
     """
-    key = id(model)
+    key = id(model) if not namespace else (id(model), namespace)
     entry = _MEMOS.get(key)
     if entry is not None and entry[0]() is model:
+        if namespace:
+            _touch(key)
         return entry[1]
     memo: dict = {}
-    _MEMOS[key] = (weakref.ref(model, lambda _ref, key=key: _MEMOS.pop(key, None)), memo)
+    # the callback keeps its own reference to the dict: at interpreter exit the module global is None already
+    _MEMOS[key] = (weakref.ref(model, lambda _ref, key=key, memos=_MEMOS: memos.pop(key, None)), memo)
+    if namespace:
+        _touch(key)
     return memo
+
+
+def _touch(key: tuple[int, str]) -> None:
+    """Mark namespaced memo ``key`` as the most recently used; drop the oldest beyond
+    :data:`MAX_NAMESPACED_MODELS`."""
+    with _NAMESPACED_LOCK:
+        if key in _NAMESPACED:
+            _NAMESPACED.remove(key)
+        _NAMESPACED.append(key)
+        while len(_NAMESPACED) > MAX_NAMESPACED_MODELS:
+            entry = _MEMOS.pop(_NAMESPACED.pop(0), None)
+            if entry is not None:
+                entry[1].clear()
 
 
 def remember(memo: dict, key: tuple, value: Any) -> Any:

@@ -19,11 +19,28 @@ Worked example (the Kimi-K2-Thinking recipe, 8 x H200, TP 8, MLA latent 61 layer
 
 Which attention kinds allow it: vLLM asks every attention implementation to return the softmax
 log-sum-exp of its decode step, so the partial results of the DCP ranks can be merged; an
-implementation that does not (``need_to_return_lse_for_decode`` False, FlashInfer among them) stops
-the launch. vLLM's documentation lists MLA and GQA (full attention) models as supported, and the range
+implementation that does not (``need_to_return_lse_for_decode`` False) stops the launch. vLLM's documentation lists MLA and GQA (full attention) models as supported, and the range
 ``1 <= dcp <= tp / kv_heads`` (1 KV head for MLA). The planner therefore allows DCP on models whose
 cached layers are all full attention or MLA, and refuses sliding-window, chunked-local and recurrent
 (Mamba / linear-attention) layers rather than guess their behaviour.
+
+Which attention backends return that log-sum-exp, read in the published vLLM wheels v0.11.0, v0.11.1, v0.12.0,
+v0.14.0, v0.20.0, v0.22.0, v0.25.0, v0.28.0, v0.29.0 and v0.34.0 (``can_return_lse_for_decode = True`` on the
+backend's implementation; :func:`dcp_backend_refusal`):
+
+* full attention: FLASH_ATTN and FLASHINFER (v0.11.1+), the NVIDIA defaults. No ROCm backend does (ROCM_ATTN,
+  ROCM_AITER_FA, ROCM_AITER_UNIFIED_ATTN, TRITON_ATTN: vllm/v1/attention/backends/rocm_attn.py, rocm_aiter_fa.py,
+  triton_attn.py; the order in vllm/platforms/rocm.py ``_get_backend_priorities``), so on AMD GPUs a full-attention
+  model's ``-dcp`` launch stops.
+* dense MLA (DeepSeek-V3, Kimi-K2): FLASHMLA, FLASH_ATTN_MLA, CUTLASS_MLA and TRITON_MLA (v0.11+), FLASHINFER_MLA
+  (v0.25+). On ROCm, TRITON_MLA is the default (vllm/platforms/rocm.py: ROCM_AITER_MLA only with
+  ``VLLM_ROCM_USE_AITER=1``) and returns it; AITER MLA (rocm_aiter_mla.py) does from v0.29 only.
+* sparse MLA (DeepSeek-V3.2, GLM-5): FLASHMLA_SPARSE (mla/flashmla_sparse.py) from v0.29 only, FLASHINFER_MLA_SPARSE
+  from v0.25; FLASH_ATTN_MLA_SPARSE (Hopper's first choice for a bf16 sparse cache, vllm/platforms/cuda.py) never
+  (v0.34 skips it for a ``-dcp`` launch, v0.29-v0.33 do not), nor FLASHINFER_MLA_SPARSE_SM120 (SM 12.x's only one).
+  So it runs on every release of the ``vllm`` profile (v0.29+) on Hopper with the ``fp8_ds_mla`` cache (``auto`` /
+  ``fp8``: FlashMLA-sparse) and on SM 10.x with either cache, on no older profile. ROCm's only sparse backend, ROCM_AITER_MLA_SPARSE (rocm_aiter_mla_sparse.py), never returns it; v0.34
+  declares ``supports_dcp = False`` and refuses context parallelism outright.
 
 Sources: vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``: the multiplied token print),
 vllm/v1/kv_cache_interface.py (``FullAttentionSpec.max_memory_usage_bytes``: ``cdiv(L, dcp)``),
@@ -38,12 +55,15 @@ from dataclasses import dataclass, replace
 
 from planner.engines import plan_engine
 from planner.engines.profiles import engine_profile
+from planner.engines.loaded import gpu_capability
 from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.vllm_kv_formats import uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention
+from planner.model.sparse import IndexedMLAAttention
 from planner.units import GiB
 
-DCP_PROFILES = ("vllm", "vllm-v0.11")
+DCP_PROFILES = ("vllm", "vllm-v0.28", "vllm-v0.11")
 """vLLM profiles whose releases have decode context parallel (it arrived in the 0.11 line)."""
 
 MULTIPLY_LINE = "Multiplying the GPU KV cache size by the dcp_world_size {dcp}."
@@ -101,6 +121,53 @@ def check_dcp_model(model: ModelSpec) -> None:
                          "--decode-context-parallel-size")
 
 
+ROCM_TAGS = ("instinct", "amd-", "amd ", "radeon", "mi250", "mi300", "mi325", "mi350", "mi355")
+"""Name or catalog-id fragments of AMD GPUs (vLLM's ROCm platform)."""
+
+
+def is_rocm_gpu(gpu_name: str) -> bool:
+    """True for an AMD GPU by its display name or catalog id (``Instinct MI300X``, ``amd-mi325x``)."""
+    name = gpu_name.lower()
+    return any(tag in name for tag in ROCM_TAGS)
+
+
+def dcp_backend_refusal(model: ModelSpec, profile_id: str, gpu_name: str, kv_cache_dtype: str) -> str | None:
+    """Why the attention backend vLLM picks for ``model`` on ``gpu_name`` stops a ``-dcp`` launch (it returns no
+    decode log-sum-exp, so ``check_attention_cp_compatibility`` in vllm/v1/worker/cp_utils.py fails), or None
+    where it returns one on every release of ``profile_id`` (module docstring's list).
+
+    Args:
+        model: The model.
+        profile_id: The vLLM profile (release group).
+        gpu_name: The GPU's display name or catalog id (AMD GPUs run vLLM's ROCm backends).
+        kv_cache_dtype: ``--kv-cache-dtype`` (a sparse-MLA model's cache format picks its backend).
+    """
+    sparse = any(isinstance(layer, IndexedMLAAttention) for layer in model.layers)
+    rocm = is_rocm_gpu(gpu_name)
+    where = "vllm/v1/worker/cp_utils.py check_attention_cp_compatibility stops the launch"
+    if sparse and rocm:
+        return ("ROCm's only sparse-MLA backend, ROCM_AITER_MLA_SPARSE (vllm/v1/attention/backends/mla/"
+                f"rocm_aiter_mla_sparse.py), returns no decode log-sum-exp in any release (v0.34: supports_dcp False): "
+                f"{where}; drop --decode-context-parallel-size on AMD GPUs")
+    if sparse and profile_id != "vllm":
+        return ("FlashMLA-sparse returns the decode log-sum-exp DCP needs only from v0.29 (vllm/v1/attention/backends/"
+                f"mla/flashmla_sparse.py can_return_lse_for_decode): on {profile_id}'s releases {where}; use --engine "
+                "vllm (v0.29+)")
+    major = gpu_capability(gpu_name)[0]
+    if sparse and major == 12:
+        return ("sparse MLA on SM 12.x (RTX 50, RTX PRO 6000) runs on FLASHINFER_MLA_SPARSE_SM120 (vllm/platforms/cuda.py), "
+                f"which returns no decode log-sum-exp (mla/flashinfer_mla_sparse_sm120.py, v0.29-v0.34): {where}")
+    if sparse and major != 10 and not uses_fp8_ds_mla(model, profile_id, kv_cache_dtype):
+        return ("a bf16 sparse-MLA cache runs on FLASH_ATTN_MLA_SPARSE on Hopper (vllm/platforms/cuda.py), which returns "
+                f"no decode log-sum-exp (mla/flashattn_mla_sparse.py; v0.34 skips it for -dcp, v0.29-v0.33 do not): "
+                f"{where}; use --kv-cache-dtype auto or fp8 (fp8_ds_mla on FlashMLA-sparse)")
+    if rocm and model.attention_kind != "MLA":
+        return ("no ROCm full-attention backend (ROCM_ATTN, ROCM_AITER_FA, ROCM_AITER_UNIFIED_ATTN, TRITON_ATTN; "
+                f"vllm/platforms/rocm.py) returns the decode log-sum-exp: {where}; drop --decode-context-parallel-size "
+                "on AMD GPUs")
+    return None
+
+
 def apply_dcp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, plan: EnginePlan,
               dcp: int) -> ContextParallelResult:
     """What one vLLM rank prints and accepts with ``-dcp dcp`` (module docstring).
@@ -133,7 +200,8 @@ def apply_dcp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     concurrency = round(plan.num_gpu_blocks / max(shard.blocks_per_request, 1), 2)
     limit = model.max_position_embeddings or shard.engine_max_model_len * dcp
     accepted = min(shard.engine_max_model_len * dcp, limit)
-    reasons = []
+    refusal = dcp_backend_refusal(model, profile.id, request.gpu_name, request.kv_cache_dtype) if dcp > 1 else None
+    reasons = [refusal] if refusal else []
     if length > limit:
         reasons.append(f"max_model_len {length} is above the model's max_position_embeddings {limit}")
     if shard.kv_cache_bytes_needed_per_request > plan.available_kv_cache_bytes:

@@ -27,6 +27,7 @@ import re
 import shlex
 
 from planner.scale.plan import ScalePlan, append_flags
+from planner.text import count_noun
 
 CHART = "llm-d-incubation/llm-d-modelservice"
 CHART_VERSION = "v0.4.12"
@@ -137,8 +138,9 @@ def _role(plan: ScalePlan, replicas: int, *, disaggregated: bool, gpus_per_node:
         raise ValueError("llm-d's model-service chart runs vLLM; use --engine vllm, or --target commands for SGLang")
     tp, dp = layout.tensor_parallel_size, layout.attention_dp
     if tp > gpus_per_node:
-        raise ValueError(f"--tensor-parallel-size {tp} is wider than a node of {gpus_per_node} GPUs; the chart keeps one "
-                         "tensor-parallel group in one pod: use data + expert parallel across nodes instead")
+        raise ValueError(f"--tensor-parallel-size {tp} is wider than a node of {count_noun(gpus_per_node, 'GPU')}; the "
+                         "chart keeps one tensor-parallel group in one pod: use data + expert parallel across nodes "
+                         "instead")
     local = layout.data_parallel_size_local or 1
     workers = dp // local
     args, env = _split_launch(plan.launch_command)
@@ -226,23 +228,65 @@ def model_volume_gib(model) -> int:
     return max(1, -(-model_weight_bytes(model, "auto") * 11 // (10 * GiB)))
 
 
-def disagg_values_yaml(model, result, *, gpu_name: str, gpus_per_node: int = 8) -> str:
-    """llm-d values of both pools of a :class:`planner.scale.disagg.DisaggPlan`, as YAML text (what
-    ``python -m planner deploy --target llm-d`` prints with ``--users``).
+def roles_yaml(model, roles: dict[str, tuple[ScalePlan, int]], *, gpu_name: str, gpus_per_node: int = 8) -> str:
+    """llm-d values of ``roles`` as YAML text with its header comments (what ``python -m planner deploy --target
+    llm-d`` prints).
 
     Args:
-        model: The model the pools serve (its id names the artifacts, its weights size the volume).
-        result: The sized pools.
+        model: The model the roles serve (its id names the artifacts, its weights size the volume).
+        roles: ``{"decode": (plan, replicas)}``, plus ``"prefill"`` for a disaggregated deployment.
         gpu_name: The GPU's display name (header comment).
         gpus_per_node: GPUs in one node [GPUs].
 
     Raises:
         ValueError: what :func:`llm_d_values` refuses (SGLang, a tensor-parallel group wider than a node).
     """
-    roles = {"prefill": (result.prefill.plan, result.prefill.replicas),
-             "decode": (result.decode.plan, max(1, result.decode.replicas))}
     values = llm_d_values(model.model_id, roles, model_size_gib=model_volume_gib(model), gpus_per_node=gpus_per_node)
     header = (f"llm-d model-service values ({CHART} chart {CHART_VERSION}), from python -m planner deploy",
               f"model {model.model_id} on {gpu_name}; "
-              + "; ".join(f"{r}: {rep} x {p.layout.num_gpus} GPUs" for r, (p, rep) in roles.items()))
+              + "; ".join(f"{r}: {count_noun(rep, 'replica')} of {count_noun(p.layout.num_gpus, 'GPU')}"
+                          for r, (p, rep) in roles.items()))
     return to_yaml(values, header)
+
+
+def role_commands(roles: dict[str, tuple[ScalePlan, int]]) -> list[str]:
+    """Each role's launch commands, one per node of one replica, each role after a ``# role: ...`` comment line
+    (what ``python -m planner deploy --target commands`` prints). A single ``decode`` role is an aggregated
+    deployment, named ``serve``."""
+    disaggregated = "prefill" in roles
+    out = []
+    for role, (plan, replicas) in roles.items():
+        name = role if disaggregated else "serve"
+        out.append(f"# {name}: {count_noun(replicas, 'replica')} of {count_noun(plan.layout.num_gpus, 'GPU')} on "
+                   f"{count_noun(plan.layout.nodes, 'node')}; one replica's commands, one per node")
+        out += node_commands(plan, name, disaggregated=disaggregated)
+    return out
+
+
+def start_refusal(roles: dict[str, tuple[ScalePlan, int]]) -> str | None:
+    """Why ``roles`` cannot be deployed: a sentence naming each role whose launch would not start and the engine's
+    reason, or None when every launch starts (no command or values are written for a launch that would not
+    start)."""
+    refused: dict[str, list[str]] = {}  # reason -> roles (the same launch refused for both roles: once)
+    for role, (plan, _) in roles.items():
+        if not plan.starts:
+            refused.setdefault("; ".join(plan.reasons) or "no room for its KV cache", []).append(role)
+    return "; ".join(f"the {' and '.join(names)} launch would not start ({reason})"
+                     for reason, names in refused.items()) or None
+
+
+def disagg_roles(result) -> dict[str, tuple[ScalePlan, int]]:
+    """``{"prefill": ..., "decode": ...}`` of a :class:`planner.scale.disagg.DisaggPlan` (at least one decode
+    replica)."""
+    return {"prefill": (result.prefill.plan, result.prefill.replicas),
+            "decode": (result.decode.plan, max(1, result.decode.replicas))}
+
+
+def disagg_values_yaml(model, result, *, gpu_name: str, gpus_per_node: int = 8) -> str:
+    """llm-d values of both pools of a :class:`planner.scale.disagg.DisaggPlan`, as YAML text (what
+    ``python -m planner deploy --target llm-d`` prints with ``--users``).
+
+    Raises:
+        ValueError: what :func:`llm_d_values` refuses (SGLang, a tensor-parallel group wider than a node).
+    """
+    return roles_yaml(model, disagg_roles(result), gpu_name=gpu_name, gpus_per_node=gpus_per_node)

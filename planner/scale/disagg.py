@@ -20,11 +20,25 @@ Design notes:
     1. KV per sequence is taken at the mean decode context ``prompt + output // 2`` (as
        :func:`planner.traffic.throughput.estimate_throughput` does), split by decode context parallel.
     2. ``kv_transfer_bytes_per_gpu`` is what the prefill engine holds for one prompt on one GPU (its own
-       per-request need at ``max_model_len = prompt``: whole blocks, its KV layout and dtype); it sets the
+       per-request need at a length of ``prompt``: whole blocks, its KV layout and dtype); it sets the
        time, the shards moving in parallel. ``kv_transfer_bytes_per_request`` counts each distinct shard
        once: ``x min(attention TP, KV heads)`` (an MLA latent once, not once per GPU).
-    3. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
+    3. Both roles launch with the same ``--max-model-len`` = prompt + output. A P/D proxy sends the whole
+       request to a prefill instance with ``max_tokens`` 1 and the decode instance gets it back with its
+       own ``max_tokens`` (vLLM tests/v1/kv_connector/nixl_integration/toy_proxy_server.py,
+       ``send_request_to_service``; llm-d's routing sidecar does the same), and vLLM's OpenAI server
+       rejects a request whose prompt + ``max_tokens`` exceeds ``max_model_len``
+       (vllm/entrypoints/openai/serving_engine.py, the request length check). A prefill instance
+       launched at the prompt's length alone would refuse every request. The prefill pool's KV sizing
+       stays on the prompts in flight: the prompts one rank holds and one prompt's bytes come from the
+       same launch planned at a length of ``prompt`` (the engine's pool does not depend on the length;
+       only its per-request arithmetic does).
+    4. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
        higher. Both pools use the same KV dtype (the connectors copy blocks as they are).
+    5. A pool that would not start at the asked tensor-parallel size gets the smallest one that starts
+       (:func:`starting_tensor_parallel`) as a fix (``tensor_parallel_fixes``), or is launched at it when no size
+       was asked (``PoolRequest.auto_tensor_parallel``, as Find searches its TP rows). Its consequences (no
+       sequence per rank, no prompt held) are not repeated as reasons, and it has no launch command.
     Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
     prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
 
@@ -39,20 +53,32 @@ import math
 from dataclasses import dataclass, replace
 
 from planner.engines.types import EngineRequest
+from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.memo import memoized
+from planner.scale.deploy import node_commands
 from planner.scale.layout import ScaleRequest
 from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
 from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
-from planner.traffic.throughput import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
+from planner.roofline import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
+from planner.text import count_noun
 
 
 @dataclass(frozen=True, kw_only=True)
 class PoolRequest:
-    """One pool's engine knobs and parallel flags (its ``max_model_len`` is set by :func:`plan_disagg`)."""
+    """One pool's engine knobs and parallel flags (its ``max_model_len`` is set by :func:`plan_disagg`).
+
+    Attributes:
+        engine: The engine and its knobs (``tensor_parallel_size``: the pool's ``-tp``).
+        scale: The data / expert / context parallel flags.
+        auto_tensor_parallel: No tensor-parallel size was given: :func:`plan_disagg` launches the pool at the
+            smallest one that starts (:func:`starting_tensor_parallel`), as Find does.
+    """
 
     engine: EngineRequest
     scale: ScaleRequest
+    auto_tensor_parallel: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +108,12 @@ class Pool:
         return self.replicas * self.plan.layout.num_gpus
 
     def to_dict(self) -> dict:
-        """The pool's JSON object."""
+        """The pool's JSON object. ``launch_command`` is the first node's command of one replica with the role's KV
+        connector (vLLM ``--kv-transfer-config`` NixlConnector, SGLang ``--disaggregation-mode``), the same text
+        the page and ``deploy --target commands`` show; ``launch_commands`` has every node's. A launch that would
+        not start has no command (None, and an empty list)."""
         layout, rank = self.plan.layout, self.plan.engine.limiting_rank
+        commands = node_commands(self.plan, self.role, disaggregated=True) if self.plan.starts else [None]
         out = {
             "gpus": self.gpus, "replicas": self.replicas, "gpus_per_replica": layout.num_gpus,
             "tensor_parallel_size": layout.tensor_parallel_size, "data_parallel_size": layout.attention_dp,
@@ -97,7 +127,7 @@ class Pool:
             "engine_kv_cache_tokens": self.plan.engine_kv_cache_tokens,
             ("prefill_ms_per_request" if self.role == "prefill" else "time_per_output_token_ms"): self.step_ms,
             "meets_target": self.meets_target, "starts": self.plan.starts, "reasons": list(self.plan.reasons),
-            "launch_command": self.plan.launch_command,
+            "launch_command": commands[0], "launch_commands": [c for c in commands if c],
         }
         return out
 
@@ -122,9 +152,16 @@ class DisaggPlan:
     fits: bool
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
+    tensor_parallel_fixes: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def starts(self) -> bool:
+        """Both pools' launches start (the engine would not refuse either)."""
+        return self.prefill.plan.starts and self.decode.plan.starts
 
     def to_dict(self) -> dict:
-        """Plain dict for JSON."""
+        """Plain dict for JSON (``tensor_parallel_fixes``: ``{role: the smallest tensor-parallel size that starts}``
+        for a pool whose asked size does not)."""
         return {
             "model_id": self.model_id, "users": self.users, "prompt_len": self.prompt_len,
             "output_len": self.output_len, "ttft_ms_target": self.ttft_ms_target,
@@ -136,8 +173,18 @@ class DisaggPlan:
             "links": [{"id": x.id, "name": x.name, "gb_s_per_direction": x.gb_s_per_direction, "source": x.source}
                       for x in LINKS],
             "fits": self.fits, "reasons": list(self.reasons), "label": UPPER_BOUND_LABEL,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "tensor_parallel_fixes": dict(self.tensor_parallel_fixes),
         }
+
+
+def _start_reasons(prefill_plan: ScalePlan, decode_plan: ScalePlan) -> list[str]:
+    """Why each launch would not start, each reason once: ``"prefill and decode: ..."`` when both pools give the
+    same one (the same launch refused twice)."""
+    out: dict[str, list[str]] = {}
+    for role, plan in (("prefill", prefill_plan), ("decode", decode_plan)):
+        for reason in plan.reasons:
+            out.setdefault(reason, []).append(role)
+    return [f"{' and '.join(roles)}: {reason}" for reason, roles in out.items()]
 
 
 def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tokens: int) -> int:
@@ -146,15 +193,33 @@ def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tok
     return kv_profile(model, dtypes, tp, block).bytes_per_sequence(tokens)
 
 
-def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
-                  tpot_ms: float | None) -> tuple[int, int]:
-    """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
+def decode_kv_per_sequence(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int) -> int:
+    """KV one decoding sequence of ``tokens`` keeps on one GPU of the decode pool, split by ``-dcp`` [bytes]."""
     layout = plan.layout
-    if model.sliding_windows or model.has_recurrent_state:  # windows capped, states constant: the model's profile
+    capped = memoized(model, ("disagg_capped_kv",), lambda: bool(model.sliding_windows or model.has_recurrent_state))
+    if capped:  # windows capped, states constant: the model's profile
         kv_seq = _kv_bytes(model, request, layout.attention_tp, 1, tokens)
     else:  # the engine's own bytes per token (its KV layout, e.g. vLLM's FP8 latent of DeepSeek-V3.2)
         kv_seq = plan.engine.limiting_rank.kv_cache_bytes_per_token * tokens
-    kv_seq = -(-kv_seq // layout.decode_context_parallel_size)
+    return -(-kv_seq // layout.decode_context_parallel_size)
+
+
+def decode_step_seconds(plan: ScalePlan, model: ModelSpec, request: EngineRequest, *, prompt_len: int,
+                        output_len: int, batch: int, bandwidth_gb_s: float) -> float:
+    """One decode step of the decode pool at ``batch`` sequences per rank, on the roofline (module docstring:
+    KV at the mean decode context ``prompt + output // 2``) [s].
+
+    Raises:
+        ValueError: ``batch < 1`` or no bandwidth (:func:`planner.roofline.time_per_output_token`).
+    """
+    kv_seq = decode_kv_per_sequence(plan, model, request, prompt_len + output_len // 2)
+    return time_per_output_token(plan.engine.limiting_rank.weights_bytes, kv_seq, batch, bandwidth_gb_s)
+
+
+def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int, bandwidth_gb_s: float,
+                  tpot_ms: float | None) -> tuple[int, int]:
+    """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
+    kv_seq = decode_kv_per_sequence(plan, model, request, tokens)
     weights = plan.engine.limiting_rank.weights_bytes
     batch = max(0, math.floor(plan.max_concurrency_per_rank))
     if tpot_ms is not None and kv_seq > 0:
@@ -191,18 +256,122 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
     for name, target in (("--ttft-ms", ttft_ms), ("--tpot-ms", tpot_ms)):
         if target is not None and target <= 0:
             raise ValueError(f"{name} must be > 0 ms, got {target}")
-    link = link_by_id(link_id)
-    decode_plan = plan_scale(model, gpu_memory_bytes, replace(decode.engine, max_model_len=prompt_len + output_len),
-                             decode.scale)
-    prefill_plan = plan_scale(model, gpu_memory_bytes, replace(prefill.engine, max_model_len=prompt_len),
-                              prefill.scale)
-    reasons = [f"{role}: {r}" for role, p in (("prefill", prefill_plan), ("decode", decode_plan)) for r in p.reasons]
+    link_by_id(link_id)  # an unknown link fails before any plan
+    length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
+    launched = {role: _launch_pool(model, gpu_memory_bytes, role, pool, length)
+                for role, pool in (("prefill", prefill), ("decode", decode))}
+    notes = [x[2] for x in launched.values() if x[2]]
+    fixes = [(role, x[3]) for role, x in launched.items() if x[3] is not None]
+    (prefill_engine, prefill_plan, *_), (decode_engine, decode_plan, *_) = launched["prefill"], launched["decode"]
+    prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill_engine, max_model_len=prompt_len), prefill.scale)
+    result = size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
+                        bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
+                        prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                        link_id=link_id)
+    return replace(result, notes=(*notes, *result.notes), tensor_parallel_fixes=tuple(fixes),
+                   reasons=(*result.reasons, *fix_sentences(fixes)))
 
-    batch, kv_seq = _decode_batch(decode_plan, model, decode.engine, prompt_len + output_len // 2, bandwidth_gb_s,
+
+def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolRequest,
+                 length: int) -> tuple[EngineRequest, ScalePlan, str, int | None]:
+    """``(engine request, plan, note, fix)`` of one pool launched at ``length`` (design note 5): at the asked
+    tensor-parallel size, or the smallest that starts when none was asked (a note says which); ``fix`` is that size
+    when the asked one would not start.
+
+    Raises:
+        ValueError: what :func:`planner.scale.plan_scale` refuses at the asked size (an auto pool searches on).
+    """
+    engine = replace(pool.engine, max_model_len=length)
+    try:
+        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    except ValueError:
+        if not pool.auto_tensor_parallel:
+            raise
+        plan = None  # e.g. -dcp above the default tp 1: the search finds a size that takes it
+    tp = None if plan is not None and plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine,
+                                                                                  pool.scale)
+    if tp is not None and pool.auto_tensor_parallel:
+        engine = replace(engine, tensor_parallel_size=tp)
+        return (engine, plan_scale(model, gpu_memory_bytes, engine, pool.scale),
+                f"{role}: tensor parallel {tp}, the smallest size at which it starts (none was given)", None)
+    if plan is None:  # nothing starts and the asked size cannot even be planned: its own error
+        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    note = "" if plan.starts or tp is not None else (
+        f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; try data + "
+        "expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
+    return engine, plan, note, tp
+
+
+TP_SEARCH = (1, 2, 4, 8, 16, 32, 64)
+"""Tensor-parallel sizes :func:`starting_tensor_parallel` tries, up to one node (``ScaleRequest.gpus_per_node``)."""
+
+
+def starting_tensor_parallel(model: ModelSpec, gpu_memory_bytes: int, engine: EngineRequest,
+                             scale: ScaleRequest) -> int | None:
+    """The smallest tensor-parallel size at which this launch starts, or None.
+
+    Tries the powers of two of :data:`TP_SEARCH` up to one node (``scale.gpus_per_node``) that the model's
+    attention heads split over (:func:`planner.diagnose.tensor_parallel_splits`, vLLM's
+    ``ModelConfig.verify_with_parallel_config``), each planned by :func:`planner.scale.plan_scale` with the other
+    flags as given: the search Find runs over its TP rows (:mod:`planner.traffic.reverse`).
+
+    Args:
+        model: The model.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        engine: The pool's engine request (its ``max_model_len`` set); its own ``tensor_parallel_size`` is replaced.
+        scale: The pool's data / expert / context parallel flags.
+    """
+    for tp in (t for t in TP_SEARCH if t <= scale.gpus_per_node and tensor_parallel_splits(model, t)):
+        if tp == engine.tensor_parallel_size:
+            continue  # the asked size: already planned by the caller
+        try:
+            if plan_scale(model, gpu_memory_bytes, replace(engine, tensor_parallel_size=tp), scale).starts:
+                return tp
+        except ValueError:  # flags that do not fit this size (e.g. -dcp above tp): not a candidate
+            continue
+    return None
+
+
+def fix_sentences(fixes) -> list[str]:
+    """One sentence per fix of :attr:`DisaggPlan.tensor_parallel_fixes`: the shared flag when both pools want the
+    same size, else each role's own flag (``python -m planner disagg`` names; URL keys with underscores)."""
+    sizes = dict(fixes)
+    if len(sizes) == 2 and len(set(sizes.values())) == 1:
+        return [f"--tensor-parallel-size {sizes['prefill']} starts both pools (the smallest size that does)"]
+    return [f"{role}: --{role}-tensor-parallel-size {tp} starts it (the smallest size that does)"
+            for role, tp in sizes.items()]
+
+
+def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, prompt_plan: ScalePlan,
+               decode_engine: EngineRequest, bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
+               ttft_ms: float | None = None, tpot_ms: float | None = None,
+               link_id: str = DEFAULT_LINK) -> DisaggPlan:
+    """The pools' replicas, times and transfer for ``users`` (module docstring), from their planned launches.
+
+    :func:`plan_disagg` plans both launches and calls this; the Find page plans each launch once per GPU and
+    calls this for every user count (the arithmetic here is all that depends on ``users``).
+
+    Args:
+        model: The model.
+        prefill_plan: One prefill replica as it launches (its ``max_model_len`` = prompt + output, design note 3).
+        decode_plan: One decode replica (its ``max_model_len`` = prompt + output).
+        prompt_plan: The prefill launch planned at a length of the prompt: the prompts a rank holds and one
+            prompt's KV bytes (design note 3).
+        decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV).
+        bandwidth_gb_s, bf16_dense_tflops: The GPU's roofline figures [GB/s, TFLOPS].
+        users, prompt_len, output_len, ttft_ms, tpot_ms, link_id: As :func:`plan_disagg`'s.
+
+    Raises:
+        ValueError: an unknown link.
+    """
+    link = link_by_id(link_id)
+    reasons = _start_reasons(prefill_plan, decode_plan)
+
+    batch, kv_seq = _decode_batch(decode_plan, model, decode_engine, prompt_len + output_len // 2, bandwidth_gb_s,
                                   tpot_ms)
     step_s = time_per_output_token(decode_plan.engine.limiting_rank.weights_bytes, kv_seq, max(batch, 1),
                                    bandwidth_gb_s)
-    if batch < 1:
+    if batch < 1 and decode_plan.starts:
         reasons.append("decode: not one sequence fits the memory or the TPOT target on a rank; raise the decode "
                        "--tensor-parallel-size / data parallel size, or relax --tpot-ms")
     per_replica = batch * decode_plan.layout.attention_dp
@@ -211,23 +380,24 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
     layout = prefill_plan.layout
     gpus_per_rank = max(1, layout.num_gpus // layout.attention_dp)
     t_prefill = prefill_seconds(active_parameters(model), prompt_len, bf16_dense_tflops, gpus_per_rank)
-    shard = prefill_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
+    shard = prompt_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
     whole = shard * min(layout.attention_tp, _kv_heads(model))  # distinct shards: replicated heads move once
     by_link = {x.id: round(transfer_ms(shard, x), 3) for x in LINKS}
     ttft_s = t_prefill + transfer_ms(shard, link) / 1e3
     arrivals = users / (ttft_s + output_len * step_s)
     prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
-    held = max(0, math.floor(prefill_plan.max_concurrency_per_rank))
-    if held < 1:
+    held = max(0, math.floor(prompt_plan.max_concurrency_per_rank)) if prefill_plan.starts else 0
+    if held < 1 and prefill_plan.starts:
         reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
     if not ttft_ok:
         reasons.append(f"prefill: TTFT {ttft_s * 1e3:,.1f} ms (prefill {t_prefill * 1e3:,.1f} + transfer over "
-                       f"{link.id}) exceeds --ttft-ms {ttft_ms:g}; raise the prefill --tensor-parallel-size")
+                       f"{link.id}) exceeds --ttft-ms {ttft_ms:,.10g}; raise the prefill --tensor-parallel-size")
     tpot_ok = tpot_ms is None or (batch >= 1 and step_s * 1e3 <= tpot_ms)
     notes = ("roofline: peak bandwidth and FLOPS, no communication, queueing or scheduling time; real TTFT and TPOT "
              "are higher",
-             f"arrivals {arrivals:,.2f} requests/s: {users:,} users, each sending its next request when the last ends",
+             f"arrivals {arrivals:,.2f} requests/s: {count_noun(users, 'user')}, each sending its next request when "
+             "the last ends",
              "the prefill pool holds KV only for the prompts in flight; the decode pool holds every running sequence")
     return DisaggPlan(
         model_id=model.model_id, users=users, prompt_len=prompt_len, output_len=output_len, ttft_ms_target=ttft_ms,

@@ -10,11 +10,16 @@ multiplies the users: every rank has its own KV pool and scheduler, so the launc
 Design notes:
     1. Per GPU, within one rank: weights (module :mod:`planner.scale.weights`), the engine's
        activation, non-torch and CUDA-graph terms for a ``attention_tp``-GPU rank, and the KV pool
-       with ``kv_heads / attention_tp`` heads (at least 1) or the whole MLA latent per GPU. The MoE
-       all-to-all buffers of DeepEP / pplx kernels are not priced (they are in non-torch memory or
-       the activation peak of the real engine; the planner has no source figure for them yet).
+       with ``kv_heads / attention_tp`` heads (at least 1) or the whole MLA latent per GPU. Under
+       vLLM with ``-dp`` > 1 on an MoE model the rank's MoE layers gather every rank's tokens, so
+       its profile pass also holds that batch, the expert kernel's workspace for it and the DP
+       group's NCCL buffers (:attr:`EngineRequest.moe_data_parallel`, priced per version by
+       :mod:`planner.engines.vllm_moe_dispatch`; :attr:`ScalePlan.moe_dispatch`). The buffers of the
+       non-default DeepEP / pplx backends (``--all2all-backend``) are not priced.
     2. A printed available memory (``--available-kv-memory-gib``) pins the pool as usual: the KV
-       arithmetic is then exact whatever the weights.
+       arithmetic is then exact whatever the weights. The placement's weights reach the engine plan as a
+       pinned figure but are not a measurement: the ranks' ``overridden`` (what a log supplied) leaves them
+       out.
     3. Pipeline parallel together with data / expert parallel is refused (not modelled).
 
 Sources: :mod:`planner.scale.layout` (placement and the engine files it follows).
@@ -27,10 +32,13 @@ from dataclasses import dataclass, replace
 from planner.engines import plan_engine
 from planner.engines.profiles import engine_profile
 from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.vllm_moe_dispatch import DataParallelMoE, MoeDispatchPeak, moe_dispatch_peak
 from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes
 from planner.scale.context import ContextParallelResult, apply_dcp
 from planner.scale.layout import RankLayout, ScaleRequest, rank_layout
 from planner.scale.weights import RankWeights, rank_weight_bytes
+from planner.text import count_noun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +60,8 @@ class ScalePlan:
         reasons: Why not.
         launch_command: The command that starts it (one node's command for multi-node vLLM DP).
         notes: Assumptions worth reading beside the numbers.
+        moe_dispatch: What the rank's MoE layers hold for every DP rank's tokens in the profile pass, as the
+            engine plan charged it (vLLM ``-dp`` on an MoE model), or None.
     """
 
     request: ScaleRequest
@@ -67,6 +77,20 @@ class ScalePlan:
     reasons: tuple[str, ...]
     launch_command: str
     notes: tuple[str, ...]
+    moe_dispatch: MoeDispatchPeak | None = None
+
+    @property
+    def requests_per_rank(self) -> int:
+        """Whole requests of ``max_model_len`` one rank's pool holds at once: the printed tokens // that length,
+        as :func:`planner.traffic.find_engine.engine_capacity` counts a replica (0 when it would not start)."""
+        length = self.engine.max_model_len
+        return self.engine_kv_cache_tokens // length if self.starts and length else 0
+
+    @property
+    def requests_all_ranks(self) -> int:
+        """Whole requests of ``max_model_len`` all ranks hold at once: :attr:`requests_per_rank` x the ranks (each
+        rank's scheduler admits whole requests; ``max_concurrency`` is vLLM's printed ratio, a fraction)."""
+        return self.requests_per_rank * self.layout.attention_dp
 
     def engine_view(self) -> EnginePlan:
         """:attr:`engine` with the launch's own figures: the printed tokens and concurrency of one rank under
@@ -93,6 +117,8 @@ class ScalePlan:
             "engine_kv_cache_tokens": self.engine_kv_cache_tokens,
             "max_concurrency_per_rank": self.max_concurrency_per_rank,
             "max_concurrency": self.max_concurrency,
+            "requests_per_rank": self.requests_per_rank,
+            "requests_all_ranks": self.requests_all_ranks,
             "engine_max_model_len": self.engine_max_model_len,
             "max_model_len": self.engine.max_model_len,
             "starts": self.starts,
@@ -100,6 +126,7 @@ class ScalePlan:
             "decode_context_parallel": None if self.context is None else self.context.to_dict(),
             "launch_command": self.launch_command,
             "notes": list(self.notes),
+            "moe_dispatch": None if self.moe_dispatch is None else self.moe_dispatch.to_dict(),
         }
 
 
@@ -115,6 +142,24 @@ def _weights_as_plain_tp(model: ModelSpec, layout: RankLayout) -> bool:
     experts_plain = (not model.num_experts or (layout.expert_parallel_size == 1
                                                and layout.expert_tp == layout.attention_tp))
     return same_dense and experts_plain
+
+
+def _moe_data_parallel(model: ModelSpec, layout: RankLayout) -> DataParallelMoE | None:
+    """What vLLM's MoE layers gather under this layout (design note 1), or None (one rank, a dense model,
+    SGLang)."""
+    if layout.family != "vllm" or layout.attention_dp < 2 or not model.num_experts:
+        return None
+    return DataParallelMoE(data_parallel_size=layout.attention_dp, expert_tp=layout.expert_tp, nodes=layout.nodes)
+
+
+def _dispatch(model: ModelSpec, rank_request: EngineRequest, engine: EnginePlan) -> MoeDispatchPeak | None:
+    """The data-parallel MoE peak the rank's engine plan charged (design note 1), or None."""
+    if rank_request.moe_data_parallel is None:
+        return None
+    e = cache_dtypes(model, rank_request.weight_dtype, rank_request.kv_cache_dtype).state.bytes_for(1)
+    return moe_dispatch_peak(model, rank_request.moe_data_parallel, engine.engine,
+                             num_tokens=engine.max_num_batched_tokens, activation_bytes=e,
+                             weight_dtype_name=rank_request.weight_dtype, gpu_name=rank_request.gpu_name)
 
 
 def scale_launch_flags(request: ScaleRequest, layout: RankLayout) -> list[str]:
@@ -183,21 +228,29 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
                          num_experts=model.num_experts, num_kv_heads=_kv_heads(model))
     weights = rank_weight_bytes(model, layout, engine=profile.id, weight_dtype_name=engine_request.weight_dtype,
                                 gpu_name=engine_request.gpu_name)
-    notes = [f"{layout.attention_dp} attention data-parallel rank(s) of {layout.attention_tp} GPU(s), each with its "
-             f"own KV pool and scheduler; {layout.num_gpus} GPUs on {layout.nodes} node(s)"]
+    notes = [f"{count_noun(layout.attention_dp, 'attention data-parallel rank')} of "
+             f"{count_noun(layout.attention_tp, 'GPU')}, each with its own KV pool and scheduler; "
+             f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"]
     if model.num_experts:
         notes.append(f"routed experts: {layout.local_experts} of {layout.global_experts} per MoE layer on the fullest "
                      f"GPU (expert parallel {layout.expert_parallel_size}, each expert split over {layout.expert_tp})")
-    if layout.expert_parallel_size > 1:
-        notes.append("the all-to-all buffers of the expert-parallel kernels (DeepEP, pplx) are not priced")
     pinned = engine_request.weights_bytes
     if pinned is None and not _weights_as_plain_tp(model, layout):
         pinned = weights.total_bytes
     elif pinned is not None:
         notes.append("weights per GPU: the given measured figure, not the placement's estimate")
     rank_request = replace(engine_request, engine=profile.id, tensor_parallel_size=layout.attention_tp,
-                           data_parallel_size=layout.attention_dp, weights_bytes=pinned)
+                           data_parallel_size=layout.attention_dp, weights_bytes=pinned,
+                           moe_data_parallel=_moe_data_parallel(model, layout))
     engine = plan_engine(model, gpu_memory_bytes, rank_request)
+    if engine_request.weights_bytes is None and pinned is not None:  # the placement's figure, not a measured one
+        engine = replace(engine, ranks=tuple(replace(r, overridden=tuple(x for x in r.overridden if x != "weights"))
+                                             for r in engine.ranks))
+    dispatch = _dispatch(model, rank_request, engine)
+    if dispatch is not None:
+        notes.append(dispatch.note())
+    elif layout.expert_parallel_size > 1:
+        notes.append("the MoE dispatch buffers of this engine version (gathered tokens, DeepEP / pplx) are not priced")
     if engine_request.weights_bytes is None and pinned is None:  # the engine's own figure for a plain layout
         weights = replace(weights, total_bytes=engine.limiting_rank.weights_bytes,
                           dense_bytes=engine.limiting_rank.weights_bytes - weights.routed_expert_bytes)
@@ -212,4 +265,5 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
         request=request, layout=layout, weights=weights, engine=engine, context=context,
         engine_kv_cache_tokens=tokens, max_concurrency_per_rank=per_rank,
         max_concurrency=round(per_rank * layout.attention_dp, 2), engine_max_model_len=accepted, starts=starts,
-        reasons=tuple(reasons), launch_command=_launch(engine, request, layout), notes=tuple(notes))
+        reasons=tuple(reasons), launch_command=_launch(engine, request, layout), notes=tuple(notes),
+        moe_dispatch=dispatch)

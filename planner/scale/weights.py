@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.engines.loaded import loaded_weight_bytes, nvfp4_swizzles, vllm_mxfp4_layout
+from planner.engines.loaded import loaded_weight_bytes, mxfp4_expert_groups, nvfp4_swizzles, vllm_mxfp4_layout
 from planner.engines.weight_tensors import vllm_allocator_rounding_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -115,10 +115,6 @@ def rank_weight_bytes(model: ModelSpec, layout: RankLayout, *, engine: str, weig
                       gpu_name: str = "") -> RankWeights:
     """The weights of the fullest GPU under ``layout`` (module docstring) [bytes].
 
-    Kept in the model's memo (:func:`planner.model.memo.model_memo`) by its arguments: pricing walks every
-    weight tensor through the engine's allocator (milliseconds for a large MoE), and a page planning
-    two pools for another user count asks for the same figure again.
-
     Args:
         model: The model.
         layout: Placement from :func:`planner.scale.layout.rank_layout`.
@@ -130,18 +126,37 @@ def rank_weight_bytes(model: ModelSpec, layout: RankLayout, *, engine: str, weig
         ValueError: an unknown dtype, or expert groups that cannot be placed.
 
     Sources: module docstring.
+
+    The figure is kept in the model's memo (:mod:`planner.model.memo`) under what it reads: the split sizes, the
+    engine, the dtype and the GPU's kernel layout (MXFP4 layout, NVFP4 swizzle), so the Find page prices one
+    layout once for every GPU of a kind and every user count.
     """
+    key = ("rank_weight_bytes", layout.family, layout.attention_tp, layout.dense_tp, layout.expert_tp,
+           layout.local_experts, engine, weight_dtype_name, _kernel_key(model, layout.family, engine,
+                                                                        weight_dtype_name, gpu_name))
     memo = model_memo(model)
-    key = ("rank_weight_bytes", layout, engine, weight_dtype_name, gpu_name)  # RankLayout: frozen, hashable
-    found = memo.get(key)
-    if found is None:
-        found = remember(memo, key, _rank_weight_bytes(model, layout, engine, weight_dtype_name, gpu_name))
-    return found
+    cached = memo.get(key)
+    if cached is None:
+        cached = remember(memo, key, _rank_weight_bytes(model, layout, engine, weight_dtype_name, gpu_name))
+    return cached
+
+
+def _kernel_key(model: ModelSpec, family: str, engine: str, weight_dtype_name: str, gpu_name: str) -> tuple | None:
+    """What of the GPU the loader's figure reads: vLLM's MXFP4 expert layout when the experts load as MXFP4, and
+    the Blackwell NVFP4 padding when a tensor may be NVFP4 (any group stored or shipped so, or an ``nvfp4``
+    request: a superset, so the memo never mixes GPUs whose figures differ)."""
+    if family != "vllm":
+        return None
+    fmt = weight_dtype(weight_dtype_name)
+    mxfp4 = vllm_mxfp4_layout(engine, gpu_name) if mxfp4_expert_groups(model.params, fmt, model.torch_dtype) else None
+    names = {fmt.name, *(g.storage.name for g in model.params if g.storage),
+             *(g.checkpoint.name for g in model.params if g.checkpoint)}
+    return mxfp4, "nvfp4" in names and nvfp4_swizzles(gpu_name)
 
 
 def _rank_weight_bytes(model: ModelSpec, layout: RankLayout, engine: str, weight_dtype_name: str,
                        gpu_name: str) -> RankWeights:
-    """:func:`rank_weight_bytes`, computed."""
+    """:func:`rank_weight_bytes` without the memo."""
     price = _loader(model, engine, layout.family, weight_dtype_name, gpu_name)
     parts: dict[int, list[ParamGroup]] = {}
     for group in model.params:

@@ -12,7 +12,8 @@ frozen result with ``to_dict`` for the JSON:
 * :mod:`planner.serving.offload`: host memory and host-link time of CPU KV offload
   (``--kv-offloading-size``, LMCache, V0 ``--swap-space``).
 * :mod:`planner.serving.multimodal`: image tokens per request, the encoder cache budget and the
-  vision tower.
+  vision tower (split into :mod:`~planner.serving.vision_config`, :mod:`~planner.serving.media_tokens` and
+  :mod:`~planner.serving.vision_towers`; Qwen-VL, Gemma 3 and Gemma 4).
 * :mod:`planner.serving.features`: :class:`ServingFeatures`, the one optional record
   :class:`planner.budget.PlanRequest` carries (``serving=None`` keeps every number as before), and
   :func:`serving_effects`, what it changes in the budget chain.

@@ -242,7 +242,8 @@ def launch_flags(features: ServingFeatures) -> dict[str, str]:
 
 def serving_effects(model: ModelSpec, features: ServingFeatures, *, tensor_parallel_size: int,
                     dtypes: CacheDtypes, weight_dtype_name: str = "auto", num_batched_tokens: int,
-                    gpu_id: str = "", pipeline_parallel_size: int = 1) -> ServingEffects:
+                    gpu_id: str = "", pipeline_parallel_size: int = 1,
+                    encoder_chunk_budget_bytes: int | None = None) -> ServingEffects:
     """What ``features`` change on one of ``tensor_parallel_size`` GPUs.
 
     Args:
@@ -254,6 +255,8 @@ def serving_effects(model: ModelSpec, features: ServingFeatures, *, tensor_paral
         num_batched_tokens: Tokens of the profile pass [tokens].
         gpu_id: Catalog GPU id (the offload tier's host link).
         pipeline_parallel_size: Pipeline stages (vLLM splits the offload buffer over every rank).
+        encoder_chunk_budget_bytes: vLLM's Gemma 4 encoder chunk budget on this GPU
+            (:func:`planner.serving.multimodal.encoder_chunk_budget`); None = unknown.
 
     Raises:
         ValueError: an invalid feature setting.
@@ -288,7 +291,8 @@ def serving_effects(model: ModelSpec, features: ServingFeatures, *, tensor_paral
         host += offload.host_bytes_per_gpu
     if features.multimodal is not None:
         mm = multimodal_cost(features.multimodal, activation=dtypes.state, num_batched_tokens=num_batched_tokens,
-                             tensor_parallel_size=tp, engine=family)
+                             tensor_parallel_size=tp, engine=family,
+                             encoder_chunk_budget_bytes=encoder_chunk_budget_bytes)
         tokens += mm.tokens_per_request  # the tower's weights are in the model's own (families_multimodal)
         notes += mm.notes
     return ServingEffects(engine=features.engine, extra_weights_bytes=weights, extra_activation_bytes=activation_extra,

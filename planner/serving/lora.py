@@ -129,7 +129,8 @@ class LoRAConfig:
         if self.target_modules is not None:
             bad = [m for m in self.target_modules if m not in SGLANG_MODULES | {"all", "embed_tokens", "lm_head"}]
             if bad or not self.target_modules:
-                raise ValueError(f"unknown lora target module(s) {bad or '(none)'}; choose from all, "
+                what = f"unknown lora target module{'s' if len(bad) > 1 else ''} {bad}" if bad else "no lora target module"
+                raise ValueError(f"{what}; choose from all, "
                                  f"{', '.join(sorted(SGLANG_MODULES))}, embed_tokens, lm_head")
 
     @property

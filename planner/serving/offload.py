@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.text import count_noun
 from planner.units import GB, GiB
 
 PCIE3_X16_GB_S = 15.75
@@ -236,7 +237,7 @@ def offload_plan(config: OffloadConfig, *, engine: str, gpu_id: str, tensor_para
             if config.kv_offloading_backend == "lmcache":
                 notes.append("LMCache owns the store (its max_local_cpu_size); priced at the size given")
             else:
-                notes.append(f"--kv-offloading-size is server-wide: {ranks} rank(s) share it")
+                notes.append(f"--kv-offloading-size is server-wide: {count_noun(ranks, 'rank')} share it")
         else:
             per_gpu = int(config.kv_offloading_size * GB)  # --hicache-size is in GB, per rank
             total = per_gpu * ranks

@@ -52,6 +52,7 @@ from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.layers import FullAttention, MLAAttention
 from planner.model.params import ParamGroup, gated_mlp, linear, model_weight_bytes, norm, weight_bytes
+from planner.text import count_noun
 
 SPECULATIVE_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 """vLLM ``--speculative-config`` methods modelled (``deepseek_mtp`` and the other ``*_mtp`` names are ``mtp``)."""
@@ -219,6 +220,8 @@ class SpeculativeConfig:
         draft_model_id: The draft's id for the launch command ("model" of the config).
         num_mtp_layers: Next-n layers the checkpoint ships (:data:`MTP_CONFIG_KEYS`); 0 = none.
         draft_vocab_size: EAGLE-3's draft vocabulary [tokens].
+        passthrough: ``--speculative-config`` keys that change no memory (:data:`PASSTHROUGH_KEYS`: n-gram's
+            lookup window), as ``(key, value)`` pairs, written back into vLLM's flag as given.
     """
 
     method: str
@@ -227,6 +230,7 @@ class SpeculativeConfig:
     draft_model_id: str = ""
     num_mtp_layers: int = 0
     draft_vocab_size: int = EAGLE3_DRAFT_VOCAB_SIZE
+    passthrough: tuple[tuple[str, int], ...] = ()
 
     def validate(self) -> None:
         """Raise ValueError naming the bad setting and what it takes."""
@@ -439,21 +443,28 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
     attention = _last_attention_layer(model)
     layers = (attention,) * (config.num_mtp_layers if config.method == "mtp" else 1)
     if config.method == "mtp":
-        notes.append(f"{config.num_mtp_layers} MTP layer(s) shaped like the last decoder layer; embeddings and "
-                     "lm_head shared with the target")
+        notes.append(f"{count_noun(config.num_mtp_layers, 'MTP layer')} shaped like the last decoder layer; "
+                     "embeddings and lm_head shared with the target")
         if config.num_speculative_tokens > config.num_mtp_layers:
-            notes.append(f"{config.num_speculative_tokens} draft tokens from {config.num_mtp_layers} MTP layer(s): "
-                         "vLLM runs the layers again for the extra tokens (no extra weights)")
+            notes.append(f"{config.num_speculative_tokens} draft tokens from "
+                         f"{count_noun(config.num_mtp_layers, 'MTP layer')}: vLLM runs the layers again for the "
+                         "extra tokens (no extra weights)")
     else:
         notes.append(f"{config.method.upper()} head built from the target's shapes (one dense layer of "
                      f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"
                      + (f", its own lm_head over {config.draft_vocab_size:,} draft tokens" if config.method == "eagle3"
-                        else " and lm_head shared"))
+                        else " and lm_head shared")
+                     + ("; vLLM needs the head's repo: add \"model\" to --speculative-config before launching"
+                        if not config.draft_model_id else ""))
     return SpeculativeCost(method=config.method, num_speculative_tokens=config.num_speculative_tokens,
                            draft_params=params, weights_bytes=weights,
                            kv_model=_layers_model(model, layers, config.method),
                            extra_tokens_per_sequence=config.extra_tokens_per_sequence, notes=tuple(notes))
 
+
+PASSTHROUGH_KEYS = frozenset({"prompt_lookup_max", "prompt_lookup_min"})
+"""vLLM ``--speculative-config`` keys the planner accepts and writes back but does not price: the n-gram
+proposer's lookup window (vllm/config/speculative.py) holds no device memory."""
 
 def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     """The engine's own flags for this speculative request.
@@ -464,13 +475,16 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     (python/sglang/srt/server_args.py); llama.cpp ``--model-draft --draft-max`` (common/arg.cpp).
     """
     k = config.num_speculative_tokens
+    draft = config.draft_model_id
     if engine == "vllm":
-        model = f', "model": "{config.draft_model_id}"' if config.draft_model_id else ""
-        return f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}}}'"
+        model = f', "model": "{draft}"' if draft else ""
+        extra = "".join(f', "{key}": {value}' for key, value in config.passthrough)
+        return (f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}"
+                f"{extra}}}'")
     if engine == "sglang":
         flags = f"--speculative-algorithm {SGLANG_ALGORITHMS[config.method]}"
-        if config.draft_model_id:
-            flags += f" --speculative-draft-model-path {config.draft_model_id}"
+        if draft:
+            flags += f" --speculative-draft-model-path {draft}"
         if config.method != "ngram":
             flags += f" --speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
         return flags

@@ -8,10 +8,12 @@
 * :mod:`~planner.traffic.kvquant`: KV-cache dtypes side by side.
 * :mod:`~planner.traffic.offload`: swapping KV to host memory.
 * :mod:`~planner.traffic.reverse`: the reverse planner (cheapest setups for N users),
-  with its request and result records in :mod:`~planner.traffic.find_types`.
+  with its request and result records in :mod:`~planner.traffic.find_types`, each setup as the engine
+  sizes it (:mod:`~planner.traffic.find_engine`) and, for MoE / MLA models, its data + expert parallel,
+  decode context parallel and disaggregated setups (:mod:`~planner.traffic.find_scale`).
 * :mod:`~planner.traffic.throughput`: bandwidth / compute roofline estimates.
 
 May import: :mod:`planner.model`, :mod:`planner.budget`, :mod:`planner.sweep`,
-:mod:`planner.engines`, :mod:`planner.units` and numpy; never the catalog, Streamlit,
-pydantic or transformers.
+:mod:`planner.engines`, :mod:`planner.scale` (Find's setups at scale), :mod:`planner.units` and numpy;
+never the catalog, Streamlit, pydantic or transformers.
 """

@@ -45,6 +45,7 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.engines import ENGINE_PROFILES, EngineRequest, plan_engine, resolve_engine_name
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.model import ModelSpec
+from planner.model.memo import model_memo, remember
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,7 @@ class EngineCapacity:
         needed_bytes_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
         max_model_len: The length planned [tokens].
         gpu_memory_utilization: The memory fraction the engine resolved (None when it has none).
+        weights_bytes: Weights on the replica's fullest GPU, as the engine loads them [bytes].
     """
 
     engine: str
@@ -76,6 +78,7 @@ class EngineCapacity:
     needed_bytes_per_request: int
     max_model_len: int
     gpu_memory_utilization: float | None
+    weights_bytes: int = 0
 
     def margin(self, users_per_replica: int) -> float | None:
         """``1 - users x max_model_len / tokens``: the share of the pool left at that load (None: no pool)."""
@@ -118,11 +121,25 @@ def engine_capacity(model: ModelSpec, gpu, request, tensor_parallel_size: int, k
 
     Returns:
         An :class:`EngineCapacity`, or a sentence (an option the engine refuses before planning, such as a
-        tensor-parallel size or serving feature it does not take).
+        tensor-parallel size or serving feature it does not take). Kept in the model's ``"find"`` memo
+        (:mod:`planner.model.memo`) under the GPU's memory and the engine request: nothing here depends on the
+        user count, so a rerun of the Find page with new users plans no replica again.
     """
+    engine_request = engine_request_for(request, gpu, tensor_parallel_size, kv_cache_dtype, max_model_len)
+    memo, key = model_memo(model, "find"), ("replica", gpu.framework_memory_bytes, engine_request)
     try:
-        p = plan_engine(model, gpu.framework_memory_bytes,
-                        engine_request_for(request, gpu, tensor_parallel_size, kv_cache_dtype, max_model_len))
+        cached = memo.get(key)
+    except TypeError:  # an unhashable serving field: plan without the memo
+        return _capacity(model, gpu, request, engine_request)
+    if cached is None:
+        cached = remember(memo, key, _capacity(model, gpu, request, engine_request))
+    return cached
+
+
+def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> EngineCapacity | str:
+    """:func:`engine_capacity` without the memo."""
+    try:
+        p = plan_engine(model, gpu.framework_memory_bytes, engine_request)
     except ValueError as exc:
         return f"{request.engine}: {exc}"
     reason = "" if p.starts else (p.reasons[0] if p.reasons else "no room for its KV cache")
@@ -134,7 +151,8 @@ def engine_capacity(model: ModelSpec, gpu, request, tensor_parallel_size: int, k
         engine=p.engine, family=p.family, starts=p.starts, reason=reason,
         available_kv_bytes=p.available_kv_cache_bytes, kv_cache_tokens=held,
         users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
-        max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization)
+        max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
+        weights_bytes=p.limiting_rank.weights_bytes)
 
 
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,

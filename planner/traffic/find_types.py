@@ -14,6 +14,7 @@ from typing import Protocol
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.engines.profiles import resolve_engine_name
 from planner.model.dtypes import WEIGHT_DTYPES
+from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.serving.features import ServingFeatures
 from planner.traffic.workload import Workload, fixed_workload
 
@@ -28,8 +29,41 @@ FIND_KV_DTYPE_CHOICES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8")
 takes auto, a 16-bit dtype or fp8 (vllm/config/cache.py ``CacheDType``); int8/int4/q8_0/q4_0 caches
 are llama.cpp or research formats (the Allocation page prices them)."""
 
-KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "int8": 2, "q8_0": 2, "int4": 3, "q4_0": 3}
+SETUP_KINDS: tuple[str, ...] = ("TP", "DP+EP", "DCP", "disaggregated")
+"""The kinds of setup Find offers (:attr:`Setup.kind`): plain tensor parallel x replicas; data parallel with expert
+parallel (vLLM ``-dp N --enable-expert-parallel``, SGLang ``--dp-size N --enable-dp-attention --ep-size``); decode
+context parallel (vLLM ``-dcp``); prefill / decode disaggregated pools. The last three only for MoE or MLA models
+(:mod:`planner.traffic.find_scale`)."""
+
+SETUP_KIND_SPELLINGS: dict[str, str] = {
+    "tp": "TP", "dp+ep": "DP+EP", "dp-ep": "DP+EP", "dp ep": "DP+EP", "dpep": "DP+EP", "ep": "DP+EP", "dcp": "DCP",
+    "disaggregated": "disaggregated", "disagg": "disaggregated", "pd": "disaggregated", "p/d": "disaggregated"}
+"""What ``--setup-kinds`` (and the URL key ``setup_kinds``) accepts, case-insensitive, for each kind (``dp ep``: a
+link's ``DP+EP`` read with its ``+`` as a space)."""
+
+
+def setup_kind(text: str) -> str:
+    """The :data:`SETUP_KINDS` name of ``text`` (any spelling of :data:`SETUP_KIND_SPELLINGS`, any case).
+
+    Raises:
+        ValueError: an unknown kind, naming the kinds.
+    """
+    try:
+        return SETUP_KIND_SPELLINGS[text.strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown setup kind {text!r}; choose among tp, dp-ep, dcp, disaggregated") from None
+
+
+KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "int8": 2, "q8_0": 2, "int4": 3,
+                   "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
+
+
+def setup_rank(s: Setup) -> tuple:
+    """How Find orders fitting setups: price per hour, then the less quantized cache, fewer GPUs, more KV to spare,
+    and the kinds' order (:data:`SETUP_KINDS`)."""
+    return (s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -(s.margin or 0.0),
+            SETUP_KINDS.index(s.kind))
 
 
 class GPULike(Protocol):
@@ -73,6 +107,10 @@ class FindRequest:
         alternative_weight_dtype: A weight dtype searched beside ``weight_dtype`` for a hint (``fp8``: the
             cheapest setup with fp8 weights, :attr:`FindResult.weight_alternative`); None = none. Skipped when
             it would not shrink the weights by a quarter.
+        setup_kinds: Kinds of setup searched (:data:`SETUP_KINDS`, ``--setup-kinds``); the kinds beside TP are
+            searched for MoE and MLA models under vLLM or SGLang only.
+        link: The link between the prefill and decode pools of disaggregated setups (an id of
+            :data:`planner.scale.links.LINKS`, ``--link``).
     """
 
     users: int
@@ -95,6 +133,8 @@ class FindRequest:
     gpu_ids: tuple[str, ...] = ()
     engine: str | None = None
     alternative_weight_dtype: str | None = None
+    setup_kinds: tuple[str, ...] = SETUP_KINDS
+    link: str = DEFAULT_LINK
 
     def resolved_workload(self) -> Workload:
         """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
@@ -131,6 +171,10 @@ class FindRequest:
             (self.alternative_weight_dtype is None or self.alternative_weight_dtype in WEIGHT_DTYPES,
              f"unknown alternative weight dtype {self.alternative_weight_dtype!r}; choose one of "
              f"{', '.join(WEIGHT_DTYPES)}"),
+            (bool(self.setup_kinds) and all(k in SETUP_KINDS for k in self.setup_kinds),
+             f"setup_kinds must be among {', '.join(SETUP_KINDS)}, got {self.setup_kinds}"),
+            (self.link in {x.id for x in LINKS},
+             f"unknown link {self.link!r}; choose one of {', '.join(x.id for x in LINKS)}"),
         )
         for ok, message in checks:
             if not ok:
@@ -176,8 +220,24 @@ class Setup:
         launch_command: ``vllm serve`` command (:mod:`planner.engines.launch`).
         reasons: Why it does not fit.
         notes: Caveats (fp8 without native support, raised ``--max-num-seqs``).
+        kind: One of :data:`SETUP_KINDS`. For ``DP+EP`` ``tensor_parallel_size`` is the GPUs of one
+            attention data-parallel rank and ``data_parallel_size`` the ranks (each with its own KV pool;
+            ``users_per_replica`` is per rank); for ``DCP`` the replicas are copies of one ``-dcp`` launch; for
+            ``disaggregated`` the two sizes, ``users_per_replica`` and the KV figures are the decode pool's
+            (one rank of one decode replica), and ``num_gpus`` counts both pools.
+        expert_parallel_size: GPUs the routed experts are spread over whole (1 = none).
+        decode_context_parallel_size: GPUs one request's KV is split over along tokens (1 = none).
+        nodes: Nodes one launch spans (GPUs per node: 8).
+        kv_bytes_per_sequence_per_gpu: KV of one sequence on one GPU at the mean decode context, as its time per
+            output token reads it (split by ``-dcp``) [bytes]; None where the setup has no such figure.
+        weights_bytes_per_gpu: The fullest GPU's weights as the engine loads them [bytes]; None for the budget
+            arithmetic's TP rows (the rows' own weights are in the budget).
+        deploy_commands: For a launch on more than one node or a disaggregated setup: every node's (or each
+            role's) launch command, each with a ``# role`` comment line before it (:mod:`planner.scale.deploy`).
+        llm_d_values: For those setups under vLLM: the llm-d model-service Helm values (YAML text); else None.
+        prefill, decode: A disaggregated setup's pools (:meth:`planner.scale.disagg.Pool.to_dict`), else None.
 
-    ``to_dict`` keys are a CLI contract (``python -m planner find``).
+    ``to_dict`` keys are a CLI contract (``python -m planner find``): later fields are added, none renamed.
     """
 
     gpu_id: str
@@ -204,6 +264,16 @@ class Setup:
     usd_per_million_output_tokens: float | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    kind: str = "TP"
+    expert_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    nodes: int = 1
+    weights_bytes_per_gpu: int | None = None
+    kv_bytes_per_sequence_per_gpu: int | None = None
+    deploy_commands: tuple[str, ...] = field(default_factory=tuple)
+    llm_d_values: str | None = None
+    prefill: dict | None = field(default=None, hash=False, compare=False)
+    decode: dict | None = field(default=None, hash=False, compare=False)
 
     @property
     def headroom_users(self) -> int:
@@ -216,6 +286,7 @@ class Setup:
         out["headroom_users"] = self.headroom_users
         out["reasons"] = list(self.reasons)
         out["notes"] = list(self.notes)
+        out["deploy_commands"] = list(self.deploy_commands)
         return out
 
 

@@ -47,22 +47,35 @@ Sources: DOMAIN.md sections 1 and 4; vLLM ``vllm serve`` CLI flags
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
-from planner.engines.profiles import is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.profiles import engine_profile, is_large_datacenter_gpu, resolve_engine_name
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.serving.features import serving_effects
+from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
+from planner.text import count_noun
+from planner.traffic import find_advice
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
-from planner.traffic.find_types import KV_QUALITY_RANK, FindRequest, FindResult, GPULike, Setup
-from planner.traffic.simulation import demand_quantile_bytes, draw_slot_sums, simulate_concurrency
+from planner.traffic.find_scale import (
+    Candidate,
+    disagg_candidates,
+    launch_candidates,
+    scale_notes,
+    scale_searched,
+    scale_shapes,
+)
+from planner.traffic.find_types import FindRequest, FindResult, GPULike, Setup, setup_rank
+from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
     active_parameters,
     cost_per_million_tokens,
@@ -146,20 +159,35 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             c = per_gpu_costs(model, plan_request)
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
-            name = cache_dtypes(model, request.weight_dtype, kv).kv.name
+            dtypes = cache_dtypes(model, request.weight_dtype, kv)
+            stored = _engine_stored_kv(model, request, kv)
+            name = dtypes.kv.name if stored is None else stored
             if (tp, name) in costs:
-                continue  # "auto" and "bf16" resolve to the same cache
+                continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
             if request.serving is not None:
                 weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
                                                                           weights, overheads, paged, exact)
+            decode_seq = exact.bytes_per_sequence(decode_ctx)
+            if stored is not None:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
+                decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
             costs[(tp, name)] = _Costs(
                 weights=weights, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=exact.bytes_per_sequence(decode_ctx), profile=paged,
+                exact_decode_seq=decode_seq, profile=paged,
                 active_params=active, launch_extra=extra)
     return costs
+
+
+def _engine_stored_kv(model: ModelSpec, request: FindRequest, kv_flag: str) -> str | None:
+    """The name of the cache format the chosen engine stores for ``--kv-cache-dtype kv_flag`` when it is its own, not
+    the dtype's: ``fp8_ds_mla`` for a sparse-MLA model (DeepSeek-V3.2, GLM-5) under vLLM v0.11+ with ``auto`` or
+    ``fp8`` (:func:`planner.engines.vllm_kv_formats.uses_fp8_ds_mla`, vLLM's ``DeepseekV32ForCausalLM.
+    verify_and_update_config``); None otherwise (the budget arithmetic, other engines, other models)."""
+    if request.engine is None:
+        return None
+    return FP8_DS_MLA if uses_fp8_ds_mla(model, engine_profile(request.engine).id, kv_flag) else None
 
 
 def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
@@ -175,7 +203,9 @@ def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanReq
     for large, gpu in classes.items():
         tokens = profile_pass_tokens(plan_request, gpu.framework_memory_bytes, gpu.id)
         effects = serving_effects(model, features, tensor_parallel_size=tp, dtypes=dtypes, gpu_id=gpu.id,
-                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens)
+                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens,
+                                  encoder_chunk_budget_bytes=encoder_chunk_budget(
+                                      gpu.framework_memory_bytes, gpu.framework_memory_bytes - weights))
         if plan_request.overhead_bytes is None:
             lm = estimate_overhead(model, dtypes.state.bytes_for(1), tp, plan_request.max_num_batched_tokens,
                                    gpu_memory_bytes=gpu.framework_memory_bytes, gpu_name=gpu.id)
@@ -226,7 +256,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         notes.append(f"tensor parallel sizes {bad_tp} skipped: {model.num_attention_heads} attention heads / "
                      f"{model.num_key_value_heads} KV heads do not split evenly")
     if skipped:
-        notes.append(f"{len(skipped)} GPUs have no price in the catalog and were skipped: {', '.join(skipped)}")
+        notes.append(f"{count_noun(len(skipped), 'GPU')} {'has' if len(skipped) == 1 else 'have'} no price in the "
+                     f"catalog and {'was' if len(skipped) == 1 else 'were'} skipped: {', '.join(skipped)}")
     if not tp_sizes:
         raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
                          f"{model.model_id} within max_gpus {request.max_gpus}")
@@ -240,15 +271,17 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
-    setups = _evaluate(model, priced, request, workload, costs, request.max_gpus, engine_caps)
-    fitting = [s for s in setups if s.fits]
-    best: dict[tuple[str, int, str], Setup] = {}
-    for s in fitting:
-        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype)
-        if key not in best or s.margin > best[key].margin:  # fitting setups have a margin
-            best[key] = s
-    options = sorted(best.values(), key=lambda s: (
-        s.price_per_hour, KV_QUALITY_RANK.get(s.kv_cache_dtype, 9), s.num_gpus, -s.margin))[:request.top]
+    notes += scale_notes(model, request, workload)
+    candidates = _search(model, priced, request, workload, costs, request.max_gpus, engine_caps)
+    setups = [x.setup for x in candidates]
+    best: dict[tuple[str, int, str, str], Candidate] = {}
+    for x in candidates:
+        s = x.setup
+        key = (s.gpu_id, s.num_gpus, s.kv_cache_dtype, s.kind)
+        if s.fits and (key not in best or s.margin > best[key].setup.margin):  # fitting setups have a margin
+            best[key] = x
+    chosen = sorted(best.values(), key=lambda x: setup_rank(x.setup))[:request.top]
+    options = [x.finish(x.setup) for x in chosen]  # launch commands and deployments for the listed setups only
     if not workload.is_fixed:
         options = [_with_simulated_users(s, costs, workload, request) for s in options]
         if request.serving is not None and any(getattr(c.profile, "extra_tokens", 0) for c in costs.values()):
@@ -260,8 +293,15 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     closest = None
     suggestions: list[str] = []
     if not options:
-        closest = max(setups, key=lambda s: (_coverage(s), -s.price_per_hour)) if setups else None
-        suggestions = _suggestions(model, priced, request, workload, tp_sizes, engine_caps)
+        if candidates:
+            near = max(candidates, key=lambda x: (_coverage(x.setup), -x.setup.price_per_hour))
+            closest = near.finish(near.setup)
+        suggestions = find_advice.suggestions(
+            model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
+            stored_kv=lambda kv: _engine_stored_kv(model, request, kv) or cache_dtypes(model, request.weight_dtype,
+                                                                                       kv).kv.name,
+            offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
+            min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
     alternative = _weight_alternative(model, priced, request, options)
     if alternative is not None:
         notes.append(_alternative_note(alternative, options[0] if options else None))
@@ -270,6 +310,10 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
                       weight_alternative=alternative,
                       engine=None if request.engine is None else resolve_engine_name(request.engine))
 
+
+LEAN_KINDS = ("TP", "DP+EP")
+"""The kinds the fp8-weights hint searches: DCP and disaggregated setups would double the plans kept per model for a
+hint that names one setup. (The "nothing fits" suggestions search the kinds asked: :mod:`planner.traffic.find_advice`.)"""
 
 WEIGHT_ALTERNATIVE_MIN_SAVING = 0.25
 """The alternative weight dtype is searched only when it removes at least this share of the weight bytes
@@ -305,8 +349,9 @@ def _weight_alternative(model: ModelSpec, gpus, request: FindRequest, options) -
     able = [g for g in gpus if name != "fp8" or runs_fp8_weights(g)]
     if not able:
         return None
+    kinds = tuple(k for k in request.setup_kinds if k in LEAN_KINDS) or ("TP",)
     other = find_setups(model, able, replace(request, weight_dtype=name, alternative_weight_dtype=None, top=1,
-                                             gpu_ids=()))
+                                             gpu_ids=(), setup_kinds=kinds))
     if not other.options or (options and other.options[0].price_per_hour
                              > WEIGHT_ALTERNATIVE_MAX_PRICE_SHARE * options[0].price_per_hour):
         return None
@@ -323,6 +368,16 @@ def _alternative_note(alt: Setup, cheapest: Setup | None) -> str:
     verb = "halve" if alt.price_per_hour <= cheapest.price_per_hour / 2 else "cut"
     return (f"{alt.weight_dtype} weights{how} would {verb} the cheapest answer: {where}, instead of "
             f"${cheapest.price_per_hour:,.2f}/h")
+
+
+def _search_up_to(model: ModelSpec, gpus, workload: Workload, tp_sizes: tuple[int, ...], engine_caps: dict | None,
+                  request: FindRequest, max_gpus: int) -> list[Setup]:
+    """Every setup of ``request``'s kinds on ``gpus`` within ``max_gpus`` (the search :func:`find_setups` runs, its
+    tensor-parallel sizes widened to the new limit): what :mod:`planner.traffic.find_advice` checks a change with."""
+    wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
+                  if t <= max_gpus and valid_tensor_parallel(model, t)) or tp_sizes
+    costs = _candidate_costs(model, request, workload, wider, gpus)
+    return [x.setup for x in _search(model, gpus, request, workload, costs, max_gpus, engine_caps)]
 
 
 def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
@@ -348,14 +403,39 @@ def _coverage(s: Setup) -> float:
     return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
 
 
+def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, costs: dict[tuple[int, str], _Costs],
+            max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
+    """Every setup of the kinds asked (:attr:`FindRequest.setup_kinds`) within ``max_gpus``: the TP x replicas
+    rows, then for an MoE or MLA model under an engine that has them the DP+EP, DCP and disaggregated rows
+    (:mod:`planner.traffic.find_scale`)."""
+    demand = DemandCache(workload, costs, block_size=request.block_size, num_trials=request.num_trials,
+                         seed=request.seed, quantile=1 - request.max_preemption_probability)
+    out = _evaluate(model, gpus, request, workload, costs, max_gpus, engine_caps, demand)
+    if "TP" not in request.setup_kinds:
+        out = []
+    if not scale_searched(model, request):
+        return out
+    shapes = [x for x in scale_shapes(model, request.engine, tuple(dict.fromkeys(tp for tp, _ in costs)), max_gpus)
+              if x.kind in request.setup_kinds]
+
+    def make(gpu, c, tp, ranks, per_rank, cap, weights, kv_split):
+        return _setup(model, gpu, request, workload, c, tp, ranks, per_rank, demand(tp, c.kv_name, per_rank), cap,
+                      weights=weights, kv_split=kv_split)
+
+    for gpu in gpus:
+        out += launch_candidates(model, gpu, request, workload, costs, shapes, max_gpus, make)
+        if "disaggregated" in request.setup_kinds:
+            out += disagg_candidates(model, gpu, request, workload, costs,
+                                     [x for x in shapes if x.kind in ("DP+EP", "DCP")], max_gpus)
+    return out
+
+
 def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None = None) -> list[Setup]:
-    """Every GPU x (tp, dtype) x replica count within ``max_gpus``; ``engine_caps``: the engine view's
+              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None,
+              demand: DemandCache) -> list[Candidate]:
+    """Every GPU x (tp, dtype) x replica count within ``max_gpus`` (the TP rows); ``engine_caps``: the engine view's
     :class:`~planner.traffic.find_engine.EngineCapacity` cache, by (GPU, tp, KV flag) (None: no engine)."""
     users = request.users
-    demand_cache: dict[tuple[int, str, int], int] = {}
-    slot_cache: dict[int, dict] = {}
-    caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
     out = []
     for (tp, kv_name), c in costs.items():
         if engine_caps is not None and not offers_kv_dtype(request.engine, c.kv_flag):
@@ -364,18 +444,7 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
             if dp > users:
                 break
             per_replica = ceil_div(users, dp)
-            key = (tp, kv_name, per_replica)
-            if key not in demand_cache:
-                if workload.is_fixed:
-                    demand_cache[key] = per_replica * c.paged_per_seq
-                else:
-                    if per_replica not in slot_cache:
-                        slot_cache[per_replica] = draw_slot_sums(
-                            workload, per_replica, request.block_size, caps,
-                            num_trials=request.num_trials, seed=request.seed)
-                    demand_cache[key] = demand_quantile_bytes(
-                        slot_cache[per_replica], c.profile, per_replica, 1 - request.max_preemption_probability)
-            demand = demand_cache[key]
+            need = demand(tp, kv_name, per_replica)
             for gpu in gpus:
                 cap = None
                 if engine_caps is not None:
@@ -383,14 +452,18 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
                     if key not in engine_caps:
                         engine_caps[key] = engine_capacity(model, gpu, request, tp, c.kv_flag, workload.max_model_len)
                     cap = engine_caps[key]
-                out.append(_setup(model, gpu, request, workload, c, tp, dp, per_replica, demand, cap))
+                setup = _setup(model, gpu, request, workload, c, tp, dp, per_replica, need, cap)
+                out.append(Candidate(setup, partial(_with_tp_command, model, gpu, request, workload, c, cap)))
     return out
 
 
 def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
-           tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None) -> Setup:
-    """One setup; ``cap``: the engine's view of one replica (:mod:`planner.traffic.find_engine`), a sentence
-    when the engine cannot plan it, or None for the budget arithmetic."""
+           tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None, *,
+           weights: int | None = None, kv_split: int = 1) -> Setup:
+    """One setup without its launch command (:func:`_with_tp_command` adds it to the listed ones); ``cap``: the
+    engine's view of one replica (:mod:`planner.traffic.find_engine`), a sentence when the engine cannot plan it,
+    or None for the budget arithmetic. ``weights``: the fullest GPU's weights when they are not ``c``'s (a DP+EP
+    rank) [bytes]; ``kv_split``: GPUs one request's KV is split over along tokens (``-dcp``), for the roofline."""
     usable = int(gpu.framework_memory_bytes * request.gpu_memory_utilization)
     overhead = c.overhead(gpu)
     engine = cap if isinstance(cap, EngineCapacity) else None
@@ -404,7 +477,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         per_replica_max = engine.users_per_replica
         demand = per_replica * engine.needed_bytes_per_request
         if per_replica > per_replica_max:
-            reasons.append(f"{per_replica:,} users per replica; {engine.engine} holds {per_replica_max:,} requests of "
+            reasons.append(f"{count_noun(per_replica, 'user')} per replica; {engine.engine} holds "
+                           f"{count_noun(per_replica_max, 'request')} of "
                            f"{engine.max_model_len:,} tokens ({budget / GiB:.1f} GiB of KV per GPU)")
     elif budget <= 0:
         reasons.append(f"weights ({c.weights / GiB:.1f} GiB) + overhead ({overhead / GiB:.1f} GiB) per GPU "
@@ -413,11 +487,11 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     else:
         per_replica_max = budget // c.paged_per_seq if workload.is_fixed else _scaled_users(budget, demand, per_replica)
         if demand > budget:
-            reasons.append(f"{per_replica:,} users per replica need {demand / GiB:.1f} GiB of KV per GPU; "
+            reasons.append(f"{count_noun(per_replica, 'user')} per replica need {demand / GiB:.1f} GiB of KV per GPU; "
                            f"the budget is {budget / GiB:.1f} GiB")
-    tpot = None
+    tpot, kv_seq = None, -(-c.exact_decode_seq // kv_split)
     if gpu.bandwidth_gb_s:
-        tpot = time_per_output_token(c.weights, c.exact_decode_seq, per_replica, gpu.bandwidth_gb_s)
+        tpot = time_per_output_token(c.weights if weights is None else weights, kv_seq, per_replica, gpu.bandwidth_gb_s)
         limit = request.max_time_per_output_token_s
         if limit is not None and tpot > limit:
             reasons.append(f"time per output token {tpot * 1000:.1f} ms (roofline) exceeds the "
@@ -431,20 +505,6 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
-    if engine is not None and engine.family != "vllm":  # the chosen engine's own command and flags
-        extra = "" if request.serving is None else serving_launch_flags(
-            replace(request.serving, engine=engine.engine)).get(engine.engine, "")
-        command = engine_launch_command(engine, model.model_id, tensor_parallel_size=tp, data_parallel_size=dp,
-                                        kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
-                                        max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
-    else:
-        command = vllm_serve_command(
-            model.model_id, tensor_parallel_size=tp, data_parallel_size=dp, kv_cache_dtype=c.kv_flag,
-            weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
-            max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
-            block_size=request.block_size)
-        if c.launch_extra:  # serving features: their vllm serve flags
-            command = f"{command} {c.launch_extra}"
     if per_replica > DEFAULT_MAX_NUM_SEQS:
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
     return Setup(
@@ -455,9 +515,41 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         kv_demand_bytes_per_gpu=demand,
         margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
         time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
-        launch_command=command, reasons=tuple(reasons), notes=tuple(notes),
+        launch_command="", reasons=tuple(reasons), notes=tuple(notes),
         time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
+        weights_bytes_per_gpu=weights if weights is not None else engine.weights_bytes if engine else c.weights,
+        kv_bytes_per_sequence_per_gpu=kv_seq,
     )
+
+
+def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+                     cap: EngineCapacity | str | None, s: Setup) -> Setup:
+    """A listed TP row with its launch command: the chosen engine's own (:func:`engine_launch_command`) outside
+    vLLM, else :func:`vllm_serve_command` with the serving features' flags."""
+    engine = cap if isinstance(cap, EngineCapacity) else None
+    tp, dp, per_replica = s.tensor_parallel_size, s.data_parallel_size, s.users_per_replica
+    if engine is not None and engine.family != "vllm":  # the chosen engine's own command and flags
+        extra = "" if request.serving is None else serving_launch_flags(
+            replace(request.serving, engine=engine.engine)).get(engine.engine, "")
+        command = engine_launch_command(engine, model.model_id, tensor_parallel_size=tp, data_parallel_size=dp,
+                                        kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
+                                        max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
+    else:
+        # vLLM's -dp couples an MoE model's ranks into one launch (the experts split over dp x tp GPUs, each MoE
+        # layer running every rank's tokens: planner/engines/vllm_moe_dispatch.py), which is the DP+EP kind,
+        # not independent replicas: an MoE TP row is one server per replica behind a load balancer
+        coupled = model.is_moe and dp > 1
+        command = vllm_serve_command(
+            model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp, kv_cache_dtype=c.kv_flag,
+            weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
+            max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
+            block_size=request.block_size)
+        if c.launch_extra:  # serving features: their vllm serve flags
+            command = f"{command} {c.launch_extra}"
+        if coupled:
+            command += (f"  # one of {dp} replicas: start {dp} such servers behind a load balancer (vLLM's "
+                        "--data-parallel-size would couple an MoE model's ranks into one expert-parallel launch)")
+    return replace(s, launch_command=command)
 
 
 _FP8_KV_NOTE_NVIDIA = (
@@ -503,29 +595,3 @@ def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequ
                                num_trials=min(request.num_trials, 500), seed=request.seed)
     users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
     return replace(s, max_concurrent_sequences=users)
-
-
-def _suggestions(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-                 tp_sizes: tuple[int, ...], engine_caps: dict | None = None) -> list[str]:
-    """When nothing fits: a GPU count that would, or the knobs left."""
-    out = []
-    for more in (4, 8, 16, 32, 64):
-        if more <= request.max_gpus:
-            continue
-        wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
-                      if t <= more and valid_tensor_parallel(model, t)) or tp_sizes
-        costs = _candidate_costs(model, request, workload, wider, gpus)
-        fitting = [s for s in _evaluate(model, gpus, request, workload, costs, more, engine_caps) if s.fits]
-        if fitting:
-            s = min(fitting, key=lambda s: s.price_per_hour)
-            out.append(f"raise max_gpus to {s.num_gpus}: {s.num_gpus} x {s.gpu_id} "
-                       f"(tp {s.tensor_parallel_size}, {s.kv_cache_dtype} KV) at ${s.price_per_hour:.2f}/h fits")
-            break
-    if "fp8" not in request.kv_cache_dtypes:
-        out.append("allow kv_cache_dtype fp8 (halves the KV cache)")
-    if request.weight_dtype in ("auto", "bf16", "fp16", "fp32"):
-        out.append("use weight_dtype fp8 or int4 (frees memory for KV)")
-    if request.max_time_per_output_token_s is not None:
-        out.append("relax the time-per-output-token limit")
-    out.append("serve fewer users per setup or shorten prompts/outputs")
-    return out

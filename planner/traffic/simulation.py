@@ -308,3 +308,42 @@ def draw_slot_sums(
             sums[cap].append((-(-held // block_size) * block_size).sum(axis=1).astype(np.float64))
         done += n
     return {c: np.concatenate(v) for c, v in sums.items()}
+
+
+class DemandCache:
+    """KV one GPU needs for ``users`` requests of one replica at (tensor parallel size, KV dtype), kept per search.
+
+    Fixed lengths: ``users x`` the paged bytes of one request (``costs[key].paged_per_seq``); distributions: the
+    ``quantile`` of :func:`demand_quantile_bytes` over slot sums drawn once per user count
+    (:func:`draw_slot_sums`), shared by every (tp, dtype).
+
+    Args:
+        workload: The lengths.
+        costs: ``(tp, KV dtype name) ->`` an object with ``paged_per_seq`` [bytes] and ``profile`` (a
+            :class:`~planner.model.kv.KVProfile`), as :mod:`planner.traffic.reverse` keeps them.
+        block_size: KV page size [tokens].
+        num_trials, seed: The Monte-Carlo draws.
+        quantile: The share of trials the demand covers (``1 -`` the accepted preemption probability).
+    """
+
+    def __init__(self, workload: Workload, costs: dict, *, block_size: int, num_trials: int, seed: int,
+                 quantile: float):
+        self.workload, self.costs, self.block_size = workload, costs, block_size
+        self.num_trials, self.seed, self.quantile = num_trials, seed, quantile
+        self.demand: dict[tuple[int, str, int], int] = {}
+        self.slots: dict[int, dict] = {}
+        self.caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
+
+    def __call__(self, tp: int, kv_name: str, users: int) -> int:
+        """The demand of ``users`` requests on one GPU at ``(tp, kv_name)`` [bytes]."""
+        key = (tp, kv_name, users)
+        if key not in self.demand:
+            c = self.costs[(tp, kv_name)]
+            if self.workload.is_fixed:
+                self.demand[key] = users * c.paged_per_seq
+            else:
+                if users not in self.slots:
+                    self.slots[users] = draw_slot_sums(self.workload, users, self.block_size, self.caps,
+                                                       num_trials=self.num_trials, seed=self.seed)
+                self.demand[key] = demand_quantile_bytes(self.slots[users], c.profile, users, self.quantile)
+        return self.demand[key]

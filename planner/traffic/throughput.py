@@ -37,9 +37,12 @@ from dataclasses import dataclass, field, replace
 from planner.budget import PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
-from planner.units import GB
-
-UPPER_BOUND_LABEL = "upper-bound estimate (roofline: peak bandwidth and FLOPS, no overheads)"
+from planner.roofline import (  # noqa: F401 - the roofline's core, re-exported under its old names
+    UPPER_BOUND_LABEL,
+    active_parameters,
+    prefill_seconds,
+    time_per_output_token,
+)
 
 FORMULA = (
     "time per output token = (weights per GPU + batch x KV per sequence per GPU) / memory bandwidth; "
@@ -47,62 +50,6 @@ FORMULA = (
     "prefill time = 2 x active params x prompt tokens / (GPUs x bf16 dense FLOPS); "
     "cost per 1M output tokens = price per hour x GPUs / 3600 / aggregate tokens/s x 10^6"
 )
-
-
-def active_parameters(model: ModelSpec) -> int:
-    """Parameters one token touches: all, minus unrouted experts for MoE.
-
-    ``active = total - expert_params x (1 - experts_per_token / num_experts)``,
-    expert tensors being the groups under ``.experts.``
-    (:func:`planner.model.params.moe_experts`). Dense models return the total.
-    Worked example: Mixtral-8x7B, 2 of 8 experts: 46.7 B total -> about 12.9 B active.
-
-    Sources: Fedus et al. 2022 (Switch Transformer: per-token compute of a
-    routed MoE); Mixtral report (Jiang et al. 2024: 12.9 B active of 46.7 B).
-    """
-    total = model.num_parameters
-    if not model.num_experts or not model.num_experts_per_tok:
-        return total
-    experts = sum(g.total_numel for g in model.params if ".experts." in g.name)
-    unused = experts * (model.num_experts - model.num_experts_per_tok) // model.num_experts
-    return total - unused
-
-
-def time_per_output_token(
-    weights_bytes_per_gpu: int, kv_bytes_per_sequence_per_gpu: int, batch_size: int, bandwidth_gb_s: float
-) -> float:
-    """Decode step time on the bandwidth roofline [s].
-
-    ``(weights + batch x kv_per_sequence) / (bandwidth_gb_s x 10^9)``.
-
-    Raises:
-        ValueError: ``bandwidth_gb_s <= 0`` or ``batch_size < 1``.
-
-    Sources: DOMAIN.md section 4; Pope et al. 2023.
-    """
-    if not bandwidth_gb_s or bandwidth_gb_s <= 0:
-        raise ValueError(f"bandwidth_gb_s must be > 0, got {bandwidth_gb_s}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return (weights_bytes_per_gpu + batch_size * kv_bytes_per_sequence_per_gpu) / (bandwidth_gb_s * GB)
-
-
-def prefill_seconds(active_params: int, prompt_tokens: int, bf16_dense_tflops: float, num_gpus: int = 1) -> float:
-    """Prefill time on the compute roofline [s]: ``2 x params x tokens / (GPUs x TFLOPS x 10^12)``.
-
-    Worked example: 8.03 B params, 2,000 tokens, one 989.5-TFLOPS GPU:
-    3.212e13 / 9.895e14 = 32.5 ms.
-
-    Raises:
-        ValueError: ``bf16_dense_tflops <= 0``, ``num_gpus < 1`` or negative tokens.
-
-    Sources: DOMAIN.md section 4; Kaplan et al. 2020.
-    """
-    if not bf16_dense_tflops or bf16_dense_tflops <= 0:
-        raise ValueError(f"bf16_dense_tflops must be > 0, got {bf16_dense_tflops}")
-    if num_gpus < 1 or prompt_tokens < 0:
-        raise ValueError(f"need num_gpus >= 1 and prompt_tokens >= 0, got {num_gpus} and {prompt_tokens}")
-    return 2 * active_params * prompt_tokens / (num_gpus * bf16_dense_tflops * 1e12)
 
 
 def cost_per_million_tokens(price_usd_per_gpu_hour: float, num_gpus: int, tokens_per_s: float) -> float:
@@ -198,6 +145,9 @@ def estimate_throughput(
     output_len: int,
     batch_sizes: tuple[int, ...] | None = None,
     gpu_id: str = "",
+    max_concurrent_sequences: int | None = None,
+    kv_bytes_per_sequence_per_gpu: int | None = None,
+    kv_cache_dtype_name: str | None = None,
 ) -> ThroughputEstimate:
     """Time per output token, tokens/s and cost per batch size, on the roofline.
 
@@ -213,6 +163,10 @@ def estimate_throughput(
         batch_sizes: Batches to evaluate; None = powers of two up to the
             sequences that fit (see :func:`default_batch_sizes`).
         gpu_id: Echoed in the result.
+        max_concurrent_sequences, kv_bytes_per_sequence_per_gpu, kv_cache_dtype_name: What a caller already sized
+            (one replica of a Find setup, as its engine holds it: the requests its pool holds, the decode-context
+            KV per sequence the setup's TPOT reads [bytes], the cache format the engine stores), replacing the
+            budget arithmetic's figures so the two tables agree; None: this function's own.
 
     Raises:
         ValueError: invalid lengths, bandwidth or request fields.
@@ -225,8 +179,10 @@ def estimate_throughput(
     result = plan(model, gpu_memory_bytes, full, gpu_id=gpu_id)
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     decode_ctx = prompt_len + output_len // 2
-    kv_seq = kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
-    sizes = batch_sizes or default_batch_sizes(result.max_concurrent_sequences)
+    kv_seq = (kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
+              if kv_bytes_per_sequence_per_gpu is None else kv_bytes_per_sequence_per_gpu)
+    held = result.max_concurrent_sequences if max_concurrent_sequences is None else max_concurrent_sequences
+    sizes = batch_sizes or default_batch_sizes(held)
     active = active_parameters(model)
     points = []
     for b in sizes:
@@ -237,7 +193,7 @@ def estimate_throughput(
         points.append(ThroughputPoint(
             batch_size=b, time_per_output_token_s=step, tokens_per_s_per_sequence=1 / step,
             aggregate_tokens_per_s=aggregate, cost_per_million_output_tokens_usd=cost,
-            fits=b <= result.max_concurrent_sequences))
+            fits=b <= held))
     prefill = (prefill_seconds(active, prompt_len, bf16_dense_tflops, request.num_gpus)
                if bf16_dense_tflops else None)
     notes = []
@@ -248,11 +204,12 @@ def estimate_throughput(
     if model.is_moe:
         notes.append("MoE: every expert's weights are counted as read each step; prefill uses active parameters")
     return ThroughputEstimate(
-        model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus, kv_cache_dtype=dtypes.kv.name,
+        model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus,
+        kv_cache_dtype=kv_cache_dtype_name or dtypes.kv.name,
         prompt_len=prompt_len, output_len=output_len, decode_context_len=decode_ctx,
         weights_bytes_per_gpu=result.weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu=kv_seq,
         bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops,
         price_usd_per_gpu_hour=price_usd_per_gpu_hour, active_params=active,
-        max_concurrent_sequences=result.max_concurrent_sequences, prefill_seconds=prefill,
+        max_concurrent_sequences=held, prefill_seconds=prefill,
         points=tuple(points), notes=tuple(notes),
     )

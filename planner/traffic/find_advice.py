@@ -1,0 +1,88 @@
+"""What Find says when nothing fits: the changes that would make a setup fit, each checked and within the filters.
+
+:func:`suggestions` is called by :func:`planner.traffic.reverse.find_setups` with a ``search`` callable that runs the
+same search (the same GPUs, GPU-type filter, engine view and setup kinds) up to another GPU count. Rules:
+
+    1. "raise max_gpus to N": the cheapest setup of the kinds asked that fits with up to 16, 32 or 64 GPUs (the
+       next of 4, 8, 16, 32, 64 above the limit that finds one), named with its GPUs, layout, KV and users; N is
+       that setup's GPU count, always above the current limit (a setup within it would have been found).
+    2. "allow setup kind K": when the kinds asked leave out one that fits within the current limit (the Find page's
+       "Setup kinds" filter, ``--setup-kinds``), that kind and its cheapest setup, as a change of the filter.
+    3. "allow kv_cache_dtype fp8": only when fp8 is not asked, the engine offers it and it stores a different cache
+       from every dtype asked (under vLLM, DeepSeek-V3.2's ``auto`` is already ``fp8_ds_mla``, as is its ``fp8``).
+    4. "use weight_dtype D": each of fp8 and int4 that shrinks the weights by at least
+       ``WEIGHT_ALTERNATIVE_MIN_SAVING`` of the dtype asked (:func:`planner.model.params.model_weight_bytes`: not fp8
+       for a checkpoint already in fp8, such as DeepSeek-V3.2's).
+    5. The time-per-output-token limit, when one is set; fewer users or shorter requests, always.
+
+Sources: :mod:`planner.traffic.reverse` (the search), :mod:`planner.traffic.find_scale` (the kinds beside TP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from planner.model import ModelSpec
+from planner.model.params import model_weight_bytes
+from planner.traffic.find_types import SETUP_KINDS, FindRequest, Setup, setup_rank
+
+WIDER_LIMITS = (4, 8, 16, 32, 64)
+"""GPU counts tried above ``max_gpus`` for rule 1."""
+
+SMALLER_WEIGHTS = ("fp8", "int4")
+"""Weight dtypes rule 4 may name."""
+
+
+def setup_words(s: Setup) -> str:
+    """``"8 x nvidia-h200-sxm (tp 8, fp8_ds_mla KV, 369 users) at $31.92/h"``: a setup in a suggestion."""
+    how = (f"tp {s.tensor_parallel_size}" if s.kind == "TP" else
+           f"{s.kind}, tp {s.tensor_parallel_size} x {s.data_parallel_size}")
+    return (f"{s.num_gpus} x {s.gpu_id} ({how}, {s.kv_cache_dtype} KV, {s.max_concurrent_sequences:,} users) at "
+            f"${s.price_per_hour:.2f}/h")
+
+
+def _cheapest(setups: list[Setup]) -> Setup | None:
+    """The first fitting setup in Find's order (:func:`planner.traffic.find_types.setup_rank`), or None."""
+    fitting = [s for s in setups if s.fits]
+    return min(fitting, key=setup_rank) if fitting else None
+
+
+def suggestions(model: ModelSpec, request: FindRequest, search: Callable[[FindRequest, int], list[Setup]], *,
+                stored_kv: Callable[[str], str], offers_kv: Callable[[str], bool], min_weight_saving: float) -> list[str]:
+    """When nothing fits: the changes that would make a setup fit (module docstring).
+
+    Args:
+        model: The model.
+        request: What was asked (its kinds, dtypes, limit, GPU filter).
+        search: ``(request, max_gpus) -> setups``: the search of :func:`planner.traffic.reverse.find_setups` over the
+            same GPUs up to that many GPUs (every setup, fitting or not).
+        stored_kv: ``kv flag -> the cache the engine stores`` (``auto`` -> ``bf16``; vLLM on DeepSeek-V3.2:
+            ``fp8_ds_mla``).
+        offers_kv: ``kv flag -> whether the engine offers it``.
+        min_weight_saving: Share of the weight bytes a dtype must remove to be named [fraction].
+    """
+    out = []
+    for limit in (n for n in WIDER_LIMITS if n > request.max_gpus):
+        best = _cheapest([s for s in search(request, limit) if s.num_gpus > request.max_gpus])
+        if best is not None:
+            out.append(f"raise max_gpus to {best.num_gpus}: {setup_words(best)} fits")
+            break
+    others = tuple(k for k in SETUP_KINDS if k not in request.setup_kinds)
+    if others:
+        best = _cheapest(search(replace(request, setup_kinds=others), request.max_gpus))
+        if best is not None:
+            out.append(f"allow setup kind {best.kind} (the setup kinds filter): {setup_words(best)} fits within "
+                       f"{request.max_gpus} GPUs")
+    asked = {stored_kv(kv) for kv in request.kv_cache_dtypes}
+    if "fp8" not in request.kv_cache_dtypes and offers_kv("fp8") and stored_kv("fp8") not in asked:
+        out.append(f"allow kv_cache_dtype fp8 (stores {stored_kv('fp8')} instead of {', '.join(sorted(asked))})")
+    weights = model_weight_bytes(model, request.weight_dtype)
+    smaller = [d for d in SMALLER_WEIGHTS if d != request.weight_dtype
+               and model_weight_bytes(model, d) <= (1 - min_weight_saving) * weights]
+    if smaller:
+        out.append(f"use weight_dtype {' or '.join(smaller)} (frees memory for KV)")
+    if request.max_time_per_output_token_s is not None:
+        out.append("relax the time-per-output-token limit")
+    out.append("serve fewer users per setup or shorten prompts/outputs")
+    return out

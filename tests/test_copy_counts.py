@@ -1,0 +1,102 @@
+"""Copy: a count agrees with its noun and large numbers carry thousands separators (issue 27, QA round).
+
+Seen on pages: "1 GPUs", "1 replica(s) of 8 GPU(s)", "1 dummy videos", "216252 x GB200 ... prefill 5724 +
+decode 210528", and a link message "0.01 to 1e+06 ms". The sources now write counts with
+:func:`planner.text.count_noun` (``ui.format.count_noun`` is the same function) and decimals with
+:func:`ui.format.format_decimal`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from planner.text import count_noun
+from ui import format as ui_format
+from ui.format import format_decimal
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py"),
+                  *(ROOT / "planner").rglob("*.py")])
+"""Every module whose strings reach a page, the CLI or a message."""
+
+PLURAL_HEDGE = re.compile(r"[A-Za-z]\(s\)")
+"""``GPU(s)``, ``replica(s)``: a hedge where the count is known."""
+
+
+@pytest.mark.parametrize(("count", "noun", "text"), [
+    (1, "GPU", "1 GPU"), (8, "GPU", "8 GPUs"), (0, "replica", "0 replicas"), (2475, "replica", "2,475 replicas"),
+    (1, "dummy video", "1 dummy video"), (3, "dummy video", "3 dummy videos"), (2, "query", "2 queries")])
+def test_count_noun_agrees_with_the_count(count, noun, text):
+    plural = "queries" if noun == "query" else None
+    assert count_noun(count, noun, plural) == text
+
+
+def test_the_pages_use_the_planner_s_plural_helper():
+    assert ui_format.count_noun is count_noun
+
+
+@pytest.mark.parametrize(("value", "text"), [(1_000_000.0, "1,000,000"), (0.01, "0.01"), (0.9, "0.9"),
+                                             (2000.0, "2,000"), (2.5, "2.5"), (0.0, "0")])
+def test_format_decimal_writes_the_number_in_full(value, text):
+    assert format_decimal(value) == text
+
+
+def test_a_bad_ttft_link_value_names_the_range_in_full():
+    from ui import inputs, scale_view
+
+    text = inputs._number_fix(scale_view.DISAGG_FIELDS["ttft_ms"])
+    assert "from 0.01 to 1,000,000 ms" in text, text
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string nodes that are docstrings: a bare string statement (a module, class or function
+    docstring, or the attribute docstring under an assignment)."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal and f-string piece that is not a docstring."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            found.append((node.lineno, node.value))
+    return found
+
+
+def test_no_message_hedges_a_plural_with_parentheses():
+    """Every count the code knows is written with its noun in the right number, never "GPU(s)"."""
+    hedges = [f"{path.relative_to(ROOT)}:{line}: {text.strip()[:80]}" for path in SOURCES
+              for line, text in _strings(path) if PLURAL_HEDGE.search(text)]
+    assert hedges == []
+
+
+def test_the_llm_d_header_and_commands_count_replicas_gpus_and_nodes():
+    """A million users of Llama-3.1-8B on GB200: thousands of replicas per pool, one GPU each. The values'
+    header said "prefill: 2475 x 1 GPUs" and each command block "# prefill: N replica(s) of 1 GPU(s) on 1 node(s)"."""
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.engines.types import EngineRequest
+    from planner.scale import PoolRequest, ScaleRequest, plan_disagg
+    from planner.scale.deploy import disagg_roles, disagg_values_yaml, role_commands
+
+    gpu = get_gpu("nvidia-gb200")
+    model = model_spec("meta-llama/Llama-3.1-8B-Instruct")
+    pool = PoolRequest(engine=EngineRequest(gpu_name=gpu.name), scale=ScaleRequest())
+    result = plan_disagg(model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s,
+                         bf16_dense_tflops=gpu.bf16_dense_tflops, prefill=pool, decode=pool, users=1_000_000,
+                         prompt_len=4096, output_len=512, ttft_ms=2000.0, tpot_ms=50.0)
+    roles = disagg_roles(result)
+    (prefill, prefill_replicas), (decode, decode_replicas) = roles["prefill"], roles["decode"]
+    assert prefill_replicas >= 1000 and prefill.layout.num_gpus == 1  # the case of the report
+    header = disagg_values_yaml(model, result, gpu_name=gpu.name).splitlines()[1]
+    assert (f"prefill: {prefill_replicas:,} replicas of 1 GPU; decode: {decode_replicas:,} replicas of 1 GPU"
+            in header), header
+    comments = [line for line in role_commands(roles) if line.startswith("# ")]
+    assert comments[0].startswith(f"# prefill: {prefill_replicas:,} replicas of 1 GPU on 1 node;"), comments

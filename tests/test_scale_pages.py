@@ -1,0 +1,121 @@
+"""The Find page's setup kinds and the Engine page's headline under data / expert / context parallel flags
+(issue "Serve at scale"), in AppTest. Shown figures are compared with the planner's for the same inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import model_spec
+from model_catalog.gpus import get_gpu
+from planner.engines.types import EngineRequest
+from planner.scale import ScaleRequest, plan_scale
+
+
+ROOT = Path(__file__).resolve().parents[1]
+FIND = str(ROOT / "pages" / "7_Find_a_GPU_setup.py")
+ENGINE_PAGE = str(ROOT / "pages" / "5_Engine.py")
+V32, H200 = "deepseek-ai/DeepSeek-V3.2", "nvidia-h200-sxm"
+V32_500 = {"model": V32, "users": "500", "prompt_len": "2000", "output_len": "500", "gpu_types": H200,
+           "max_gpus": "16", "kv_cache_dtypes": "auto"}
+
+
+def _run(page: str, params: dict) -> AppTest:
+    at = AppTest.from_file(page, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def _codes(at: AppTest) -> list[str]:
+    return [c.value for c in at.code]
+
+
+def test_find_page_shows_each_kind_and_the_chosen_setups_commands():
+    at = _run(FIND, V32_500)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert {"TP", "DP+EP", "DCP", "P/D"} <= set(table["Kind"])
+    assert set(table["Setup kind"]) == {"TP", "DP+EP", "DCP", "disaggregated"}  # the CSV spells it out
+    choice = at.selectbox(key="find_choice")
+    assert choice.value == 0 and len(choice.options) == len(table)
+    first_command = table["Launch command"].iloc[0]
+    assert any(code.replace(" \\\n  ", " ") == first_command for code in _codes(at))
+
+    wide = next(i for i, (k, g) in enumerate(zip(table["Setup kind"], table["GPUs"])) if k == "DP+EP" and g == 16)
+    choice.set_value(wide).run()
+    assert not at.exception
+    nodes = next(c for c in _codes(at) if c.startswith("# serve"))
+    assert "--headless" in nodes and "--data-parallel-start-rank 8" in nodes
+    assert any(c.startswith("# llm-d model-service values") and "workers: 2" in c for c in _codes(at))
+    assert any(m.value.startswith("**DP+EP**: 16 x") and "on 2 nodes" in m.value for m in at.markdown)
+
+    split = next(i for i, k in enumerate(table["Setup kind"]) if k == "disaggregated")
+    at.selectbox(key="find_choice").set_value(split).run()
+    assert not at.exception
+    roles = next(c for c in _codes(at) if c.startswith("# prefill"))
+    assert "# decode" in roles and "NixlConnector" in roles
+    pools = at.dataframe[1].value  # the table, then the two pools
+    assert list(pools.columns) == ["", "Prefill", "Decode"] and pools.iloc[0, 0] == "GPUs"
+
+
+def test_find_page_setup_kinds_from_the_link():
+    at = _run(FIND, {**V32_500, "setup_kinds": ["tp", "DP EP"]})  # an alias, and DP+EP with its "+" read as a space
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="setup_kinds").value == ["TP", "DP+EP"]
+    assert set(at.dataframe[0].value["Kind"]) == {"TP", "DP+EP"}
+    # -tp 2 -dp 4 holds the most users of the $31.92/h launches now that each rank's MoE layers are charged the
+    # gathered batch (planner/engines/vllm_moe_dispatch.py): 1,016 against -dp 8's 896
+    assert "Cheapest: 8 x H200" in at.success[0].value and "DP+EP: 4 ranks of 2 GPUs" in at.success[0].value
+
+
+def test_engine_page_headline_describes_the_dp_ep_launch():
+    """Before: with -dp 8 --enable-expert-parallel the top planned one TP-1 replica ("vllm would refuse to start",
+    627.82 GiB of weights on one GPU) while the block below fitted. Now the verdict, the metrics, the printed lines
+    and the launch command are the launch's: one rank of it, as ``plan -dp 8`` prints it."""
+    at = _run(ENGINE_PAGE, {"model": V32, "gpu": H200, "data_parallel_size": "8", "enable_expert_parallel": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    gpu = get_gpu(H200)
+    plan = plan_scale(model_spec(V32), gpu.framework_memory_bytes, EngineRequest(max_model_len=8192, gpu_name=gpu.name),
+                      ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    assert not any("refuse" in w.value for w in at.warning)
+    assert "vllm starts" in at.success[0].value and f"{plan.max_concurrency_per_rank:.2f}x" in at.success[0].value
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "35.27x"  # README: DP + EP by hand
+    assert shown["KV cache size [tokens, as printed]"] == f"{plan.engine_kv_cache_tokens:,}"
+    assert shown["Users, all ranks"] == "280"  # whole requests: 35 per rank x 8 (vLLM prints 35.27x per rank)
+    assert any("8 data-parallel ranks × tensor parallel 1, experts over 8 GPUs = 8 GPUs" in c.value
+               for c in at.caption)
+    assert any("Model loading took 94.77" in c for c in _codes(at))
+    assert any("--data-parallel-size 8" in c and "--enable-expert-parallel" in c for c in _codes(at))
+
+
+def test_engine_page_bad_scale_flags_fall_back_to_one_replica_with_a_message():
+    at = _run(ENGINE_PAGE, {"model": "meta-llama/Llama-3.1-70B", "data_parallel_size": "2",
+                            "enable_expert_parallel": "true"})
+    assert not at.exception
+    assert any("Could not plan the data / expert / context parallel launch" in e.value for e in at.error)
+    assert any("tensor parallel 1 × pipeline 1 × 2 replicas" in c.value for c in at.caption)
+
+
+def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
+    """Qwen3-235B-A22B-FP8, H200, -dp 8 --enable-expert-parallel, no log pasted: the per-GPU table's "Measured" row is
+    "-" (the placement's weights are an estimate, not a log's figure) and the users are whole requests
+    (requests per rank x ranks; vLLM's fractional ratio is in the help)."""
+    model_id = "Qwen/Qwen3-235B-A22B-FP8"
+    at = _run(ENGINE_PAGE, {"model": model_id, "gpu": H200, "data_parallel_size": "8",
+                            "enable_expert_parallel": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    gpu = get_gpu(H200)
+    plan = plan_scale(model_spec(model_id), gpu.framework_memory_bytes,
+                      EngineRequest(max_model_len=8192, gpu_name=gpu.name),
+                      ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+    assert plan.engine.limiting_rank.overridden == ()
+    assert plan.requests_all_ranks == plan.requests_per_rank * 8 == plan.engine_kv_cache_tokens // 8192 * 8
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Users, all ranks"] == f"{plan.requests_all_ranks:,}" and "." not in shown["Users, all ranks"]
+    measured = [row for d in at.dataframe for row in d.value.to_dict("records") if row.get("Per GPU") == "Measured"]
+    assert measured and all(v == "-" for row in measured for k, v in row.items() if k != "Per GPU")

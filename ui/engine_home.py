@@ -1,0 +1,106 @@
+"""The Home page's engine view: the chosen engine's plan of Home's inputs, its refusal warning and its panel.
+
+The request is the Engine page's for the same link (:func:`home_request`): Home's inputs, the page's serving
+features, the engine's own defaults for what Home leaves untouched. So Home's warning, its panel and every
+fix it previews (:mod:`planner.fixes`) give the Engine page's figures.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.engines import plan_engine
+from planner.engines.expected_error import close_call
+from planner.engines.shared_gpu import reported_memory_bytes
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.model import ModelSpec
+from planner.serving import ServingFeatures
+from ui import feature_line, nav
+from ui.engine import kv_dtype_fix
+from ui.expected_error import available_kv_text
+from ui.format import format_command, format_int, format_tokens, md_message
+from ui.inputs import PlanInputs
+
+
+def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,
+                 features: ServingFeatures | None = None) -> EngineRequest:
+    """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
+
+    The home utilization and block size are passed only when the link sets them. ``features`` (the page's
+    serving features, :func:`ui.serving.serving_inputs`) are priced under the engine's rules, as the Engine
+    page's :func:`engine_request` does, so Home's engine view and every fix it previews give the Engine
+    page's figures for the same link.
+    """
+    explicit = st.query_params
+    return EngineRequest(
+        engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
+        tensor_parallel_size=form.num_gpus, max_model_len=form.context_len,
+        gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
+        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
+        gpu_memory_reported_bytes=reported_bytes, serving=features)  # nvidia-smi's total (SGLang's capacity)
+
+
+def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str,
+                     features: ServingFeatures | None = None) -> EnginePlan | str:
+    """The Home page's engine plan with the page's serving ``features`` (:func:`home_request`), or the sentence
+    saying why the engine cannot plan it (an engine/dtype mismatch is a message, not an error)."""
+    try:
+        request = home_request(form, engine, gpu.name, reported_memory_bytes(gpu), features)
+        return plan_engine(model, gpu.framework_memory_bytes, request)
+    except ValueError as exc:
+        return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
+
+
+def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
+    """Under the verdict: a plan that fits while the selected engine would refuse to start says so, with the
+    engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)
+    and, when the shortfall is inside the estimate's expected error, the Engine page's close-call caveat
+    (:func:`planner.engines.expected_error.close_call`)."""
+    if isinstance(plan, str) or plan.starts or not fits:
+        return
+    reason = (plan.reasons[0] if plan.reasons else "its own figures leave no room").rstrip().rstrip(".")
+    lines = [f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget "
+             "above prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom."]
+    if caveat := close_call(plan):
+        lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
+    st.warning("\n\n".join(lines), icon=":material/warning:")
+
+
+def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
+                     plan: EnginePlan | str | None = None, features: ServingFeatures | None = None) -> None:
+    """The Home page's engine panel (``plan``: :func:`home_engine_plan`'s answer when the page has it), priced
+    with the page's serving ``features``."""
+    if plan is None:
+        plan = home_engine_plan(model, gpu, form, engine, features)
+    if isinstance(plan, str):
+        if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
+            st.info(md_message(plan), icon=":material/info:")
+        return
+    home_panel(plan, feature_line.engine_line(plan, features, form.model_id))
+
+
+def home_panel(plan: EnginePlan, features_line: str = "") -> None:
+    """A compact engine view for the Home page (no metrics; text from planner fields); ``features_line``: the
+    serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures."""
+    with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
+        state = "starts" if plan.starts else "would refuse to start"
+        st.markdown(
+            f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
+            f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
+            f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
+            f"{format_int(plan.engine_max_model_len)}.")
+        if features_line:
+            st.caption(features_line)
+        for reason in plan.reasons:
+            st.markdown(f"- {md_message(reason)}")
+        if caveat := close_call(plan):
+            st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
+        st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
+                   "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
+                   "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
+                   "per request); the figures above cap each window at its size and use the newest vLLM's profile "
+                   "pass.")
+        st.code("\n".join(plan.engine_log_lines), language="text")
+        st.code(format_command(plan.launch_command), language="bash")
+        nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
+                 icon=":material/arrow_forward:")

@@ -1,0 +1,118 @@
+"""The Find page's setup kinds (issue "Serve at scale"): the kinds and link inputs, the chosen setup and what
+launches it (commands per node or role, llm-d values, the two pools of a disaggregated setup).
+
+The search itself is :func:`planner.traffic.reverse.find_setups` (its DP+EP, DCP and disaggregated rows:
+:mod:`planner.traffic.find_scale`); this module only reads widgets and renders what a
+:class:`~planner.traffic.find_types.Setup` carries.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.scale import DEFAULT_LINK, LINKS
+from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, setup_kind
+from ui import inputs
+from ui.find_table import gpu_cell
+from ui.format import count_noun, format_bytes, format_command, format_int, md_text
+
+LINK_IDS: tuple[str, ...] = tuple(x.id for x in LINKS)
+
+KIND_HELP = ("Kinds of setup searched (`--setup-kinds`; empty = every kind). Beside TP (tensor parallel x "
+             "replicas), MoE and MLA models get DP+EP (vLLM `-dp N --enable-expert-parallel`), DCP "
+             "(`--decode-context-parallel-size`) and disaggregated prefill / decode pools, under vLLM or SGLang.")
+
+
+def setup_kind_inputs() -> tuple[tuple[str, ...], str, list[str]]:
+    """The sidebar's "Setup kinds" multiselect (URL key ``setup_kinds``) and the link between disaggregated pools
+    (URL key ``link``, as ``find --link``); the kinds searched (every kind when none is picked), the link id and
+    the link problems."""
+    problems = inputs.check_link({"link": (LINK_IDS, None, "link", DEFAULT_LINK)},
+                                 {"setup_kinds": (SETUP_KINDS, setup_kind, "setup kind", len(SETUP_KINDS))}, ())
+    with st.sidebar.expander("Setup kinds (MoE / MLA models)"):
+        kinds = st.multiselect("Setup kinds", SETUP_KINDS, default=[], key="setup_kinds", bind="query-params",
+                               help=KIND_HELP)
+        link = st.selectbox("Link between prefill and decode pools", LINK_IDS, index=LINK_IDS.index(DEFAULT_LINK),
+                            key="link", bind="query-params",
+                            format_func=lambda i: next(x.name for x in LINKS if x.id == i),
+                            help="Disaggregated setups: each prefill GPU sends its KV shard to its decode peer over "
+                                 "this link (`--link`); its time is part of their time to first token.")
+    return tuple(kinds) or SETUP_KINDS, link, problems
+
+
+def listed_setups(result: FindResult) -> tuple[Setup, ...]:
+    """The setups the table lists: the fitting ones, else the closest."""
+    return result.options or ((result.closest,) if result.closest else ())
+
+
+def setup_label(index: int, s: Setup) -> str:
+    """``"1. DP+EP · 8 x H200 SXM · tp 1 x 8 · bf16 KV · $31.92/h"``: one option of the "Setup to launch" box."""
+    return (f"{index + 1}. {s.kind} · {s.num_gpus} x {gpu_cell(s.gpu_name)} · tp {s.tensor_parallel_size} x "
+            f"{s.data_parallel_size} · {s.kv_cache_dtype} KV · ${s.price_per_hour:,.2f}/h")
+
+
+def chosen_setup(result: FindResult) -> Setup | None:
+    """The "Setup to launch" select under the table (the first row unless the user picks another); None when
+    nothing is listed. Not bound to the URL: its options change with every search."""
+    setups = listed_setups(result)
+    if not setups:
+        return None
+    index = st.selectbox("Setup to launch", range(len(setups)), index=0, key="find_choice",
+                         format_func=lambda i: setup_label(i, setups[i]),
+                         help="Its launch command (and for a multi-node or disaggregated setup, every node's "
+                              "command and the llm-d values) are shown below.")
+    return setups[index if index is not None and index < len(setups) else 0]
+
+
+def chosen_text(s: Setup) -> str:
+    """One paragraph on the chosen setup: kind, layout, users per rank x ranks, margin."""
+    margin = "" if s.margin is None else f", {s.margin:.0%} of the KV pool to spare"
+    replicas, tp = count_noun(s.data_parallel_size, "replica"), s.tensor_parallel_size
+    layout = {"TP": f"{replicas} of tensor parallel {tp}",
+              "DP+EP": f"{count_noun(s.data_parallel_size, 'data-parallel rank')} of {count_noun(tp, 'GPU')}, "
+                       f"experts spread over {count_noun(s.expert_parallel_size, 'GPU')}",
+              "DCP": f"{replicas} of tensor parallel {tp} with decode context parallel "
+                     f"{s.decode_context_parallel_size}",
+              "disaggregated": f"decode ranks of {count_noun(tp, 'GPU')}, {format_int(s.data_parallel_size)} per "
+                               "replica, beside a prefill pool"}[s.kind]
+    nodes = f" on {format_int(s.nodes)} nodes" if s.nodes > 1 else ""
+    return (f"**{s.kind}**: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}{nodes}, {layout}. "
+            f"{format_int(s.users_per_replica)} users per rank (of {format_int(s.users)}); the setup holds "
+            f"{format_int(s.max_concurrent_sequences)}{margin}. Weights per GPU: "
+            f"{'n/a' if s.weights_bytes_per_gpu is None else format_bytes(s.weights_bytes_per_gpu)}.")
+
+
+POOL_ROWS = (("GPUs", "gpus"), ("Replicas", "replicas"), ("GPUs per replica", "gpus_per_replica"),
+             ("Tensor parallel", "tensor_parallel_size"), ("Data parallel ranks", "data_parallel_size"),
+             ("Expert parallel", "expert_parallel_size"), ("Requests per replica", "max_concurrency"))
+
+
+def pool_rows(s: Setup) -> list[dict]:
+    """The two pools of a disaggregated setup side by side (:meth:`planner.scale.disagg.Pool.to_dict`)."""
+    rows = [{"": label, "Prefill": format_int(s.prefill[key]), "Decode": format_int(s.decode[key])}
+            for label, key in POOL_ROWS]
+    rows.append({"": "Step [ms]", "Prefill": f"{s.prefill['prefill_ms_per_request']:,.2f} per prompt",
+                 "Decode": f"{s.decode['time_per_output_token_ms']:,.2f} per token at a full batch"})
+    rows.append({"": "KV pool per GPU", "Prefill": format_bytes(s.prefill["available_kv_cache_bytes"]),
+                 "Decode": format_bytes(s.decode["available_kv_cache_bytes"])})
+    return rows
+
+
+def show_launch(s: Setup) -> None:
+    """The chosen setup's launch: its command, every node's or role's command, the llm-d values and, for a
+    disaggregated setup, both pools."""
+    st.markdown(chosen_text(s))
+    st.markdown("Launch command" + (" (the decode role's first node)" if s.kind == "disaggregated" else "") + ":")
+    st.code(format_command(s.launch_command), language="bash")
+    if s.prefill is not None and s.decode is not None:
+        st.markdown("**The two pools** (roofline sizing)")
+        st.dataframe(pool_rows(s), hide_index=True, key="find_pools")
+    if s.deploy_commands:
+        st.markdown("**Every node's command**" if s.kind != "disaggregated" else "**Each role's commands**")
+        st.code("\n".join(format_command(c) if not c.startswith("#") else c for c in s.deploy_commands),
+                language="bash")
+    if s.llm_d_values:
+        with st.expander("llm-d model-service values (Helm, chart v0.4.12)"):
+            st.code(s.llm_d_values, language="yaml")
+            st.download_button("Download values.yaml", s.llm_d_values, file_name="values.yaml", mime="text/yaml",
+                               key="find_llm_d", icon=":material/download:", on_click="ignore")
