@@ -29,7 +29,7 @@ capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for
 
 log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
                   help="Keeps small models readable next to a very large one (DeepSeek-V3, Llama 3.1 405B).")
-st.plotly_chart(charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
+charts.show(st, charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
 note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
 if note:
     st.caption(note)

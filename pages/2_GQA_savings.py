@@ -36,13 +36,13 @@ if savings:
     st.markdown(f"**{md_message(savings)}**")
 views.variant_metrics(plans)
 left, right = st.columns(2)
-left.plotly_chart(charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",
+charts.show(left, charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",
                                       "KV per token", byte_axis=True), key="kv_chart")
 if nothing_fits:
     right.info("No users chart: not one sequence fits in any variant (see the warning above). The bytes per "
                "token on the left do not depend on the GPU.", icon=":material/info:")
 else:
-    right.plotly_chart(charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
+    charts.show(right, charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
                                            f"Max concurrent sequences {views.replica_label(form.num_gpus)}",
                                            "sequences"), key="users_chart")
 st.dataframe(rows, hide_index=True, key="variant_table",
@@ -53,7 +53,7 @@ st.caption("Only the attention's KV heads change between variants; layers, windo
            "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
 
 st.subheader("Across the catalog: KV cache per token vs parameters")
-st.plotly_chart(charts.kv_vs_params(data.catalog_kv_rows(form.weight_dtype, form.kv_cache_dtype),
+charts.show(st, charts.kv_vs_params(data.catalog_kv_rows(form.weight_dtype, form.kv_cache_dtype),
                                     highlight=model.model_id), key="catalog_chart")
 st.caption(f"KV dtype {form.kv_cache_dtype} (auto = each model's compute dtype with {form.weight_dtype} "
            "weights). Every KV-holding layer counted, windows not applied; the ringed point is the chosen model.")

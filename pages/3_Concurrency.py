@@ -35,7 +35,7 @@ st.subheader(md_text(
     f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache"))
 feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
 views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
-st.plotly_chart(charts.concurrency_lines(contexts, series), key="concurrency_chart")
+charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
 st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover or use "
            "the table. A line that levels off above its neighbours comes from sliding-window or recurrent layers "
            "that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")

@@ -14,21 +14,22 @@ query = st.text_input("Search models and GPUs (any part of the id, name, an alia
                       placeholder="e.g. llama 70b, qwen3.6, nvfp4, 2026, h100, mi300",
                       max_chars=MAX_ID_CHARS)
 
+words = data.search_words(query)
 st.subheader("Models")
-models = data.search(data.model_table(), query, columns=("id", "name", "aliases", "released"))
+models = data.catalog_search("models", words)  # an Arrow table, kept per search (ui/data.py)
 st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
-st.caption(f"{len(models)} models. Parameters count all experts; attention kind from num_key_value_heads "
+st.caption(f"{models.num_rows} models. Parameters count all experts; attention kind from num_key_value_heads "
            "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
            "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
 
 st.subheader("GPUs")
-gpus = data.search(data.gpu_table(), query, columns=("id", "name", "vendor"))
+gpus = data.catalog_search("gpus", words)
 st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
 st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the base of "
            "gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
 st.subheader("Verified against transformers")
 st.caption(data.verification_headline())
-verified = data.search(data.verification_frame(), query, columns=("id", "family", "released"))
+verified = data.catalog_search("verified", words)
 st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
 st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
            "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
@@ -36,5 +37,5 @@ st.caption("`python -m planner verify` builds each model from its config on the 
            "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
            "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
            "transformers can build that architecture, are of the mapped model.")
-if models.empty and gpus.empty:
+if not models.num_rows and not gpus.num_rows:
     st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")

@@ -63,7 +63,7 @@ if launch is not None:  # data / expert / context parallel: the layout, users pe
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))
 left, right = st.columns([3, 2])
-left.plotly_chart(charts.rank_bars(result), key="rank_chart")
+charts.show(left, charts.rank_bars(result), key="rank_chart")
 right.markdown("**The engine would print**")
 if result.engine_log_lines:
     right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)

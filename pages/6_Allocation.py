@@ -3,7 +3,7 @@ KV quantization and swap, for one model on one GPU type."""
 
 import streamlit as st
 
-from ui import catalog, feature_line, inputs, serving, traffic, views
+from ui import catalog, charts, feature_line, inputs, serving, traffic, views
 from ui.format import format_bytes, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
@@ -50,8 +50,8 @@ for note in c.notes:
     st.warning(md_message(note), icon=":material/warning:")
 traffic.metrics_row(traffic.allocation_metric_values(view))
 left, right = st.columns(2)
-left.plotly_chart(traffic.allocation_bars(c), key="allocation_bars")
-right.plotly_chart(traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
+charts.show(left, traffic.allocation_bars(c), key="allocation_bars")
+charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
 st.dataframe(traffic.allocation_rows(c), hide_index=True, key="allocation_table")
 sentence = traffic.slice_text(view)
 if sentence:
@@ -68,7 +68,7 @@ if view.simulation is None:
                icon=":material/warning:")
 else:
     traffic.metrics_row(traffic.simulation_metric_values(view))
-    st.plotly_chart(traffic.preemption_chart(view.simulation, load["users"]), key="preemption_chart")
+    charts.show(st, traffic.preemption_chart(view.simulation, load["users"]), key="preemption_chart")
     st.caption(f"Seeded Monte-Carlo ({view.simulation.num_trials} trials, seed {view.simulation.seed}): requests "
                "drawn from the distribution are admitted in order, each paged in whole blocks and sized for its "
                "last token, until the KV budget runs out. Past that point vLLM preempts a request.")
@@ -85,13 +85,13 @@ else:
 
 st.subheader(f"Parallel sampling / beam search: {view.sampling.num_samples} outputs per prompt")
 traffic.metrics_row(traffic.sampling_metric_values(view.sampling))
-st.plotly_chart(traffic.sampling_bars(view.sampling), key="sampling_chart")
+charts.show(st, traffic.sampling_bars(view.sampling), key="sampling_chart")
 st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
            f"{format_tokens(view.sampling.output_len)} output. Without paging each sample keeps a full cache; "
            "with paging the prompt's full blocks are shared copy-on-write (Kwon et al. 2023, section 4.4).")
 
 st.subheader(f"KV-cache quantization at {format_tokens(alloc['mean_len'])} per sequence")
-st.plotly_chart(traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
+charts.show(st, traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
 st.table(traffic.kv_dtype_rows(view.kv_dtypes), hide_index=True)  # static: its "Quality trade-off" notes wrap
 st.caption(md_text(traffic.kv_dtype_sources(view.kv_dtypes)))
 st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "

@@ -33,8 +33,10 @@ against ``streamlit run app.py`` on a free 127.0.0.1 port:
       its floor: the page's script up to its last ``inputs.show_problems`` (every sidebar widget,
       nothing loaded, planned or drawn), then ``st.stop()``. Target <= 1.5x.
 
-   With two ``--app-dir`` both ratios are measured for each checkout, page by page in turn (a server
-   per checkout and page), and every line names its checkout.
+   Each ratio is also given in the browser's main-thread CPU time (:mod:`perf_floor`), which a loaded
+   machine barely moves. With two ``--app-dir`` both ratios are measured for each checkout, page by page
+   in turn (a server per checkout and page), every line names its checkout, and a table at the end puts
+   each page's figures side by side.
 
 Targets (issue "Ten times faster than the closest peer"; before it "Production-ready": first page
 < 3 s, rerun p95 < 300 ms): first page in a fresh browser on a cold server < 2.5 s, rerun after a
@@ -128,6 +130,24 @@ def measure_sweep(repeats: int) -> dict:
     return result
 
 
+def side_by_side(rows: list[dict], checkouts: list[str]) -> str:
+    """A Markdown table, one line per page: each checkout's charts-drawn and rerun ratios, wall clock
+    then main-thread CPU (``1.40x / 1.31x``)."""
+    def cell(row: dict | None, wall: str, cpu: str) -> str:
+        if row is None or row[wall] is None:
+            return "-"
+        return f"{row[wall]:.2f}x / {row[cpu]:.2f}x"
+
+    head = " | ".join(f"{name}: charts drawn | {name}: rerun" for name in checkouts)
+    lines = [f"| page | {head} |", "|---|" + "---|" * 2 * len(checkouts)]
+    for page in dict.fromkeys(r["page"] for r in rows):
+        mine = {Path(r["app_dir"]).name: r for r in rows if r["page"] == page}
+        cells = " | ".join(f"{cell(mine.get(name), 'chart_ratio', 'chart_cpu_ratio')} | "
+                           f"{cell(mine.get(name), 'rerun_ratio', 'rerun_cpu_ratio')}" for name in checkouts)
+        lines.append(f"| {page} | {cells} |")
+    return "wall clock / main-thread CPU:\n" + "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", nargs="*", default=list(PAGES), choices=list(PAGES), metavar="PATH",
@@ -202,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         if ratios:
             print(f"ratio targets: charts drawn <= {CHART_RATIO_TARGET}x (over: {charts_over or 'none'}); "
                   f"rerun <= {RERUN_RATIO_TARGET}x (over: {reruns_over or 'none'})")
+            if len(app_dirs) > 1:
+                print(side_by_side(ratios, [d.name for d in app_dirs]))
     report["load_average_after"] = os.getloadavg()[0]
     print(f"load average {report['load_average_before']:.2f} before, {report['load_average_after']:.2f} after")
     if args.json:

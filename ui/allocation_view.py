@@ -31,7 +31,7 @@ from planner.traffic.prefix import PrefixSharing, SamplingMemory, parallel_sampl
 from planner.traffic.simulation import ConcurrencySimulation, simulate_concurrency
 from planner.traffic.throughput import active_parameters, prefill_seconds
 from planner.traffic.workload import Fixed, LogNormal, Workload
-from ui.charts import ALLOCATION_COLOURS, PALETTE, TOKEN_AXIS, reused
+from ui.charts import ALLOCATION_COLOURS, PALETTE, TOKEN_AXIS, chart
 from ui.format import (
     bytes_to_gib,
     count_noun,
@@ -273,7 +273,7 @@ def swap_metric_values(s: SwapPlan) -> dict[str, tuple[str, str]]:
 # --------------------------------------------------------------------------
 # Charts
 # --------------------------------------------------------------------------
-@reused
+@chart
 def allocation_bars(c: AllocationComparison) -> go.Figure:
     """Reserved vs in use vs wasted KV per scheme, for the same batch (GiB per GPU)."""
     names = [SCHEME_LABELS[u.scheme] for u in c.schemes]
@@ -292,7 +292,9 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
     fig.update_layout(barmode="group", height=400, yaxis_title="KV cache per GPU [GiB]",
                       title=f"{count_noun(c.naive.num_sequences, 'sequence')} of {format_tokens(c.mean_len)}<br>"
                             f"under a limit of {format_tokens(c.max_model_len)}", **CHART_LAYOUT)
-    fig.update_layout(margin=dict(l=10, r=10, t=115, b=10))  # the title on two lines (half a page wide at 1,280 px)
+    # the title on two lines (half a page wide at 1,280 px); left, right and bottom: what automargin grows to for
+    # the axis and the slanted names, so the chart is drawn once (ui.chart_look)
+    fig.update_layout(margin=dict(l=80, r=76, t=115, b=128))
     return fig
 
 
@@ -304,7 +306,7 @@ def _label_side(x: int, xs: Sequence[int]) -> str:
     return "right" if x > middle else "left"
 
 
-@reused
+@chart
 def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> go.Figure:
     """Sequences that fit against max_model_len, per scheme (log x axis)."""
     fig = go.Figure()
@@ -312,7 +314,7 @@ def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> g
               ("paged+prefix", "prefix_max_sequences"))
     for i, (scheme, attr) in enumerate(series):
         pts = [(p.max_model_len, getattr(p, attr)) for p in points if getattr(p, attr) > 0]
-        fig.add_scatter(x=[x for x, _ in pts], y=[y for _, y in pts], mode="lines+markers", name=SCHEME_LABELS[scheme],
+        fig.add_scatter(x=[x for x, _ in pts], y=[y for _, y in pts], mode="lines", name=SCHEME_LABELS[scheme],
                         line=dict(color=PALETTE[i], width=3, dash="dot" if scheme == "paged+prefix" else "solid"),
                         hovertext=[f"max_model_len {format_tokens(x)}: {count_noun(y, 'sequence')}" for x, y in pts],
                         hovertemplate="%{hovertext}<extra></extra>")
@@ -327,11 +329,11 @@ def allocation_curve_chart(points: Sequence[AllocationPoint], current: int) -> g
     fig.update_layout(height=420, xaxis=dict(TOKEN_AXIS, title="max_model_len [tokens; K = 1,024]"),
                       yaxis=dict(title="Sequences that fit per GPU budget", tickformat=",d", rangemode="tozero"),
                       **CHART_LAYOUT)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), margin=dict(l=86, r=24, t=36, b=140))
     return fig
 
 
-@reused
+@chart
 def preemption_chart(sim: ConcurrencySimulation, users: int) -> go.Figure:
     """Users against the probability of running out of KV cache (Monte-Carlo)."""
     curve = sim.curve()
@@ -349,11 +351,11 @@ def preemption_chart(sim: ConcurrencySimulation, users: int) -> go.Figure:
                      for i, (value, text) in enumerate(sorted(marks))])
     fig.update_layout(height=400, xaxis_title="Concurrent users", yaxis=dict(title="P(out of KV)", tickformat=".0%",
                                                                             range=[0, 1.02]), **CHART_LAYOUT)
-    fig.update_layout(showlegend=False, margin=dict(l=10, r=10, t=60, b=10))
+    fig.update_layout(showlegend=False, margin=dict(l=96, r=16, t=66, b=80))
     return fig
 
 
-@reused
+@chart
 def kv_dtype_bars(options: Sequence[KVQuantOption]) -> go.Figure:
     """Sequences that fit per KV dtype."""
     fig = go.Figure(go.Bar(
@@ -363,10 +365,11 @@ def kv_dtype_bars(options: Sequence[KVQuantOption]) -> go.Figure:
         hovertext=[f"{o.kv_cache_dtype}: {count_noun(o.max_concurrent_sequences, 'sequence')} "
                    f"({o.users_gained:+,})" for o in options], hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(height=340, yaxis_title="Sequences that fit per GPU", showlegend=False, **CHART_LAYOUT)
+    fig.update_layout(margin=dict(l=92, r=16, t=46, b=50))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
 
 
-@reused
+@chart
 def sampling_bars(s: SamplingMemory) -> go.Figure:
     """KV of one n-sample / beam request: no paging, paged unshared, paged shared."""
     labels = ("No paging (k full caches)", "Paged, no sharing", "Paged, prompt shared")
@@ -377,4 +380,5 @@ def sampling_bars(s: SamplingMemory) -> go.Figure:
                            hovertext=[format_bytes_exact(v) for v in values],
                            hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(height=340, yaxis_title="KV per request [GiB per GPU]", showlegend=False, **CHART_LAYOUT)
+    fig.update_layout(margin=dict(l=92, r=16, t=46, b=50))  # what automargin grows to: drawn once (ui.chart_look)
     return fig

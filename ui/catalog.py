@@ -3,7 +3,8 @@
 ``model_catalog`` reads and validates JSON files and transformers configs;
 these wrappers keep the results per server process (bounded by ``max_entries``) so a rerun
 costs no file reads. The per-model loaders use ``st.cache_resource``: their results are frozen
-(a frozen :class:`ModelSpec` dataclass, a ``frozen=True`` pydantic entry), so every session may share
+(a frozen :class:`ModelSpec` dataclass, a ``frozen=True`` pydantic entry, the GPU catalog behind a
+read-only view), so every session may share
 the one object, and a hit costs no unpickling (``st.cache_data`` returns a fresh copy per call,
 0.1-0.3 ms each here; the GQA page reads every catalog model per rerun).
 
@@ -14,7 +15,8 @@ unpickles each hit).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import streamlit as st
 
@@ -66,10 +68,14 @@ def model_entry(model_id: str):
     return model_catalog.get_model_entry(model_id)
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
-def gpus() -> dict:
-    """Every catalog GPU by id, in catalog order."""
-    return gpu_catalog.load_gpus()
+@st.cache_resource(max_entries=1, show_spinner=False)  # frozen GPU entries behind a read-only view: shared
+def gpus() -> Mapping[str, gpu_catalog.GPU]:
+    """Every catalog GPU by id, in catalog order (read-only: every session shares it).
+
+    ``st.cache_data`` unpickled the whole catalog on each call, and a page calls this for the GPU
+    picker, its labels and each chosen GPU (a few milliseconds per rerun of the Concurrency page).
+    """
+    return MappingProxyType(gpu_catalog.load_gpus())
 
 
 def gpu_ids() -> tuple[str, ...]:

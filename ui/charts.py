@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 # this module's import lock, makes every chart builder wait for a whole pandas.
 
 from ui import palette
+from ui.chart_look import finish, show  # noqa: F401 - show: the pages draw these charts with it
 from ui.format import (
     binary_unit,
     bytes_in,
@@ -120,6 +121,16 @@ def reused(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     return build
 
 
+def chart(builder: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """:func:`reused`, each figure finished in the app's look without a template (:func:`ui.chart_look.finish`):
+    Streamlit then draws it once, not three times. Draw it with :func:`ui.chart_look.show` (``theme=None``)."""
+    @functools.wraps(builder)
+    def build(*args, **kwargs):
+        return finish(builder(*args, **kwargs))
+
+    return reused(build)
+
+
 def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict:
     """A full-width (``axis="y"``) or full-height (``axis="x"``) reference line as a layout shape.
 
@@ -185,7 +196,7 @@ def class_note(curves: Sequence) -> str | None:
             f"profile-pass classes, so a model has a line per class: {'; '.join(parts)}.")
 
 
-@reused
+@chart
 def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch_size: int,
                   log_y: bool = False) -> go.Figure:
     """Per-GPU memory against context length, one colour and one legend entry per model, log x.
@@ -246,6 +257,7 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
     else:
         yaxis = dict(title="Memory per GPU [GiB]", range=[0, top_gib])
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
+    fig.update_layout(margin=dict(l=80, r=16, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
 
 
@@ -306,7 +318,7 @@ def _log_ticks(low: float, high: float) -> list[float]:
     return ticks
 
 
-@reused
+@chart
 def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: str, axis: str,
                  byte_axis: bool = False) -> go.Figure:
     """Bars per attention variant (MHA / GQA / MQA / MLA), the as-built one outlined.
@@ -326,11 +338,11 @@ def variant_bars(rows: Sequence[Mapping], value_key: str, text_key: str, title: 
                     line=dict(color=["#000000" if r["As built"] else "rgba(0,0,0,0)" for r in rows], width=3)),
         hovertext=[f"{r['Variant']}: {r[text_key]}" for r in rows], hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(title=title, height=340, yaxis_title=axis, showlegend=False, **_LAYOUT)
-    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(margin=dict(l=86, r=10, t=56, b=50))
     return fig
 
 
-@reused
+@chart
 def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Figure:
     """Catalog scatter: KV bytes per token against parameter count, log axes, by attention kind.
 
@@ -361,10 +373,11 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
         yaxis=dict(type="log", title="KV cache per token, all layers [KiB / MiB; 1 KiB = 2^10 bytes]", tickvals=list(_BYTE_TICKS),
                    ticktext=[format_bytes_short(b) for b in _BYTE_TICKS]),
         **_LAYOUT)
+    fig.update_layout(margin=dict(l=105, r=16, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
 
 
-@reused
+@chart
 def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
     """Max concurrent sequences against context length, one line per GPU, log axes.
 
@@ -374,17 +387,18 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
     for i, (label, users) in enumerate(series.items()):
         pts = [(c, u) for c, u in zip(contexts, users) if u > 0]
         fig.add_scatter(
-            x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines+markers", name=plotly_text(label),
-            line=dict(color=PALETTE[i % len(PALETTE)], width=3), marker=dict(size=5),
+            x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines", name=plotly_text(label),
+            line=dict(color=PALETTE[i % len(PALETTE)], width=3),
             hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {count_noun(u, 'sequence')}" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(height=500, xaxis=TOKEN_AXIS,
                       yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,
                                  tickformat=",d"), **_LAYOUT)
+    fig.update_layout(margin=dict(l=100, r=24, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
 
 
-@reused
+@chart
 def rank_bars(plan) -> go.Figure:
     """The engine's per-GPU budget: one stacked horizontal bar per pipeline stage.
 
@@ -421,6 +435,6 @@ def rank_bars(plan) -> go.Figure:
                       yaxis=dict(autorange="reversed"), **_LAYOUT)
     # the legend goes under the axis title: above the bars it wraps into a second row once the serving or
     # state-pool segments join, and ran into the "card" label
-    fig.update_layout(margin=dict(l=10, r=10, t=50, b=100),
+    fig.update_layout(margin=dict(l=130, r=16, t=56, b=145),
                       legend=dict(orientation="h", yanchor="bottom", y=0.0, yref="container", x=0, xanchor="left"))
     return fig

@@ -9,7 +9,7 @@ text cells through :mod:`ui.format`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, for
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
     import pandas as pd  # tables, such as Home, starts without it)
+    import pyarrow as pa
 
 CURVE_MIN_TOKENS = 128
 """Shortest context on the curves [tokens]."""
@@ -303,6 +304,7 @@ def verification_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@st.cache_data(max_entries=1, show_spinner=False)  # the committed table's alone: built once per server
 def verification_headline() -> str:
     """One sentence summarising the verification table."""
     from model_catalog import verification_summary
@@ -332,3 +334,39 @@ def search(table: pd.DataFrame, query: str, columns: Sequence[str] = ("id", "nam
     for word in words:
         mask &= text.str.contains(word, regex=False)
     return table[mask]
+
+
+CATALOG_TABLES: dict[str, tuple[Callable[[], pd.DataFrame], tuple[str, ...]]] = {
+    "models": (model_table, ("id", "name", "aliases", "released")),
+    "gpus": (gpu_table, ("id", "name", "vendor")),
+    "verified": (verification_frame, ("id", "family", "released")),
+}
+"""The Catalog page's tables: builder and the columns its search box looks in."""
+
+
+def search_words(query: str) -> tuple[str, ...]:
+    """The words :func:`search` looks for, lowercased (``" Llama  70B"`` -> ``("llama", "70b")``): the key of
+    :func:`catalog_search`, so a query typed in another case or spacing is the same search."""
+    return tuple(w for w in (query or "").lower().split() if w)
+
+
+@st.cache_resource(max_entries=96, ttl=3600, show_spinner=False)  # 3 tables x 32 recent searches
+def catalog_search(kind: str, words: tuple[str, ...]) -> pa.Table:
+    """The rows of catalog table ``kind`` (:data:`CATALOG_TABLES`) that hold every word, ready to draw.
+
+    Built once per search and server: a rerun of the Catalog page for another search term, or back to one
+    seen before, neither filters the table again nor converts it to Arrow (``st.dataframe`` converts a
+    pandas frame on every call; an Arrow table is only written out). The table is immutable, so every
+    session shares the one object (``st.cache_resource``; ``st.cache_data`` would copy it per call).
+
+    Args:
+        kind: ``"models"``, ``"gpus"`` or ``"verified"``.
+        words: :func:`search_words` of the query; empty = the whole table.
+
+    Returns:
+        A pyarrow table with the frame's columns, its index dropped (the page hides it).
+    """
+    import pyarrow as pa  # noqa: PLC0415 - lazily, with pandas
+
+    build, columns = CATALOG_TABLES[kind]
+    return pa.Table.from_pandas(search(build(), " ".join(words), columns), preserve_index=False)
