@@ -45,10 +45,7 @@ else:
     charts.show(right, charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
                                            f"Max concurrent sequences {views.replica_label(form.num_gpus)}",
                                            "sequences"), key="users_chart")
-st.dataframe(rows, hide_index=True, key="variant_table",
-             column_order=("Variant", "As built", "KV heads", "KV per token", "KV per sequence",
-                           "Max concurrent sequences", "Max context", "Design"),
-             column_config={"Design": st.column_config.TextColumn("Design", width="large")})
+st.table(data.variant_table(rows), hide_index=True)  # static: the Design notes wrap instead of being cut
 st.caption("Only the attention's KV heads change between variants; layers, windows, weights and overhead stay "
            "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
 
@@ -56,4 +53,5 @@ st.subheader("Across the catalog: KV cache per token vs parameters")
 charts.show(st, charts.kv_vs_params(data.catalog_kv_rows(form.weight_dtype, form.kv_cache_dtype),
                                     highlight=model.model_id), key="catalog_chart")
 st.caption(f"KV dtype {form.kv_cache_dtype} (auto = each model's compute dtype with {form.weight_dtype} "
-           "weights). Every KV-holding layer counted, windows not applied; the ringed point is the chosen model.")
+           "weights). Every KV-holding layer counted, windows not applied; the ringed point is the chosen model. "
+           "1 KiB = 2^10 bytes, 1 MiB = 2^20 bytes.")

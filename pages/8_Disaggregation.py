@@ -5,7 +5,7 @@ import streamlit as st
 
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
-from ui import catalog, inputs, scale_view, views
+from ui import catalog, feature_line, inputs, scale_view, views
 from ui.format import count_noun, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
@@ -15,6 +15,11 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=(), advan
 knobs, more = scale_view.disagg_inputs()
 problems.extend(more)
 inputs.show_problems(problems)
+feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
+    "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "
+    "Concurrency and Allocation apply them"))
+if carried := scale_view.load_defaults_from_link()[1]:
+    st.caption(carried)
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")

@@ -164,3 +164,34 @@ def test_an_unknown_model_in_the_link_is_named_and_dropped(bad):
     at = run("app.py", model=bad, gpu=L4)
     assert any(f"model={bad}" in e.value and "sidebar" in e.value for e in at.error)
     assert "model" not in at.query_params and url(at, "gpu") == [L4]
+
+
+@pytest.mark.parametrize(("page", "params", "key", "first"), [
+    ("pages/1_Memory_curves.py", {"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": L4}, "models",
+     "Qwen/Qwen3-VL-8B-Instruct"),
+    ("pages/1_Memory_curves.py", {"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": L4}, "gpus", L4),
+    ("pages/3_Concurrency.py", {"model": QWEN, "gpu": "h100"}, "gpus", H100),
+    ("pages/2_GQA_savings.py", {"models": "Qwen/Qwen3-VL-8B-Instruct", "gpus": L4}, "model",
+     "Qwen/Qwen3-VL-8B-Instruct"),
+    ("pages/2_GQA_savings.py", {"models": "Qwen/Qwen3-VL-8B-Instruct", "gpus": L4}, "gpu", L4),
+])
+def test_a_link_of_the_other_picker_form_leads_the_defaults(page, params, key, first):
+    """A link copied from a one-model page (``model=``) and opened on a many-model page (or back) starts
+    from its choice instead of the page's defaults; it showed the defaults only before."""
+    at = run(page, **params)
+    assert not at.exception
+    widget = next(w for w in (*at.multiselect, *at.selectbox) if w.key == key)
+    value = widget.value if isinstance(widget.value, list) else [widget.value]
+    assert value[0] == first, value
+
+
+def test_a_link_with_its_own_form_ignores_the_other():
+    """``models`` in the link wins over a stray ``model``."""
+    at = run("pages/1_Memory_curves.py", models=QWEN, model=LLAMA31)
+    assert next(w for w in at.multiselect if w.key == "models").value == [QWEN]
+
+
+def test_an_unknown_id_of_the_other_form_is_skipped():
+    at = run("pages/3_Concurrency.py", gpu="no-such-gpu-zz")
+    assert not at.exception
+    assert next(w for w in at.multiselect if w.key == "gpus").value

@@ -142,6 +142,20 @@ def test_nasty_serving_values_get_a_clear_answer(page, key):
             assert "sidebar" in error.value or "link" in error.value.lower(), error.value
 
 
+def test_disaggregation_names_the_features_it_leaves_out_and_sizes_the_link_s_length():
+    """The Disaggregation page showed users per pool for 4,096 + 512 tokens and said nothing of the link's
+    16,384-token context or its features (seen at 1,280 px). It now splits ``context_len`` as Find does
+    (prompt 15,884 + output 500) and names the features it leaves out."""
+    at = run("pages/8_Disaggregation.py")
+    captions = [c.value for c in at.caption]
+    left_out = [c for c in captions if c.startswith("Left out: the serving features")]
+    assert left_out and all(f"`{k}=" in left_out[0] for k in ("enable_lora", "speculative_method",
+                                                              "images_per_request")), captions
+    lengths = {w.key: w.value for w in at.number_input if w.key in ("prompt_len", "output_len")}
+    assert lengths == {"prompt_len": 16384 - 500, "output_len": 500}
+    assert "context_len 16,384 = prompt 15,884 + output 500 tokens" in " ".join(captions)
+
+
 def _memory_curves_line():
     from ui import feature_line
 

@@ -370,7 +370,7 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
         height=480,
         xaxis=dict(type="log", title="Parameters (all experts)", tickvals=list(_PARAM_TICKS),
                    ticktext=[format_params(p, 0) for p in _PARAM_TICKS]),
-        yaxis=dict(type="log", title="KV cache per token, all layers [KiB / MiB; 1 KiB = 2^10 bytes]", tickvals=list(_BYTE_TICKS),
+        yaxis=dict(type="log", title="KV per token, all layers [KiB / MiB]", tickvals=list(_BYTE_TICKS),
                    ticktext=[format_bytes_short(b) for b in _BYTE_TICKS]),
         **_LAYOUT)
     fig.update_layout(margin=dict(l=105, r=16, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)

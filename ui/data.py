@@ -146,6 +146,19 @@ def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
     ]
 
 
+VARIANT_COLUMNS = ("Variant", "As built", "KV heads", "KV per token", "KV per sequence", "Max concurrent sequences",
+                   "Max context", "Design")
+"""The GQA page's table columns, in order (:func:`variant_rows` also keeps the raw figures for the charts)."""
+
+
+def variant_table(rows: Sequence[Mapping]) -> pd.DataFrame:
+    """:func:`variant_rows` as the GQA page's table: the shown columns, "As built" as a check mark."""
+    import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
+
+    return pd.DataFrame([{**{k: r[k] for k in VARIANT_COLUMNS}, "As built": "✓" if r["As built"] else ""}
+                         for r in rows], columns=list(VARIANT_COLUMNS))
+
+
 def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
     """The attention designs' KV per token compared in words, against the largest one:
     ``"GQA (as built) stores 8x less KV per token than MHA; MQA stores 64x less."``."""

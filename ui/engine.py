@@ -417,8 +417,8 @@ def serving_section(plan: EnginePlan) -> None:
         return
     st.subheader("Serving features under this engine")
     items = list(serving_metric_values(plan).items())
-    for row in (items[i:i + 4] for i in range(0, len(items), 4)):
-        for col, (label, (value, help_text)) in zip(st.columns(len(row)), row):
+    for row in (items[i:i + 3] for i in range(0, len(items), 3)):  # 4 to a row cut "LoRA / encoder buffers"
+        for col, (label, (value, help_text)) in zip(st.columns(3), row):
             col.metric(label, value, help=help_text, border=True)
     if plan.serving["engine_launch_flags"]:
         st.caption(f"{plan.engine}'s own flags (in the launch command above): "

@@ -190,6 +190,11 @@ def engine_line(result, features: ServingFeatures | None, model_id: str | None =
     return line
 
 
+HEADLINE_PER_ROW = 3
+"""GPU tiles per row in the Concurrency headline: at 1,280 px a fifth of the page cut names such as
+"A100 SXM4 80GB" to "A100 SXM4 8..."; a third holds "RTX PRO 6000 Blackwell Server"."""
+
+
 def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest) -> None:
     """The Concurrency page's headline: users on each GPU at the plan's context (one :func:`planner.budget.plan`
     each, the serving features in ``request``), and one line per smaller card that holds more users than a larger
@@ -203,9 +208,9 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
     plans = [(g, plan(model, g.framework_memory_bytes, request, gpu_id=g.id)) for g in gpus]
     st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
                 "context length, in the sidebar)")
-    for start in range(0, len(plans), 5):
-        row = plans[start:start + 5]
-        for col, (g, p) in zip(st.columns(5), row):
+    for start in range(0, len(plans), HEADLINE_PER_ROW):
+        row = plans[start:start + HEADLINE_PER_ROW]
+        for col, (g, p) in zip(st.columns(HEADLINE_PER_ROW), row):
             col.metric(md_text(g.name), format_int(p.max_concurrent_sequences), border=True,  # a label is Markdown
                        help=f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
                             f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} "

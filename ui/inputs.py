@@ -465,6 +465,34 @@ def _model_labels(options: Sequence[str]) -> dict[str, str]:
     return labels | {option: catalog.alias_label(option) for option in options if option not in labels}
 
 
+_OTHER_FORM = {"model": "models", "models": "model", "gpu": "gpus", "gpus": "gpu"}
+"""A picker's key -> the key of the same choice on pages with the other kind of picker."""
+
+
+def _other_form(key: str) -> list[str]:
+    """The link's values under the other form of ``key`` (``model`` for ``models`` ...), when it has none of its
+    own: a link copied from a one-model page and opened on a many-model page (or back) keeps its choice."""
+    if key in st.query_params:
+        return []
+    return st.query_params.get_all(_OTHER_FORM[key])
+
+
+def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[str],
+                   resolve: Callable[[str], str]) -> list[str]:
+    """The page's defaults among ``options``, led by what the link carries under the other form of ``key``
+    (:func:`_other_form`; unknown ids dropped: the picker's own check reports a bad value of its own key)."""
+    chosen = list(defaults)
+    if key is not None:
+        carried = []
+        for raw in _other_form(key):
+            try:
+                carried.append(resolve(raw))
+            except (KeyError, ValueError):
+                continue
+        chosen = [*carried, *(d for d in chosen if d not in carried)]
+    return catalog.pick_existing(tuple(chosen), tuple(options))
+
+
 def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                    default_models: Sequence[str] = (), default_gpus: Sequence[str] = (),
                    numbers: Sequence[str] = ("num_gpus", "context_len", "batch_size", "gpu_memory_utilization"),
@@ -489,10 +517,11 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     m_ids = custom_panel.model_options(catalog.model_ids())
     model_key = {"one": "model", "many": "models"}.get(model or "")
     if model_key is not None:  # a link's alias is an option of its own, so the URL keeps it (_model_labels)
-        m_ids = catalog.alias_options(st.query_params.get_all(model_key), m_ids)
+        m_ids = catalog.alias_options(st.query_params.get_all(model_key) or _other_form(model_key), m_ids)
     g_ids = custom_panel.gpu_options(catalog.gpu_ids())
-    d_models = catalog.pick_existing(tuple(default_models), m_ids) or [catalog.default_model_id()]
-    d_gpus = catalog.pick_existing(tuple(default_gpus), g_ids) or [catalog.default_gpu_id()]
+    d_models = _carried_first(model_key, default_models, m_ids, catalog.hub_model_id) or [catalog.default_model_id()]
+    d_gpus = _carried_first({"one": "gpu", "many": "gpus"}.get(gpu or ""), default_gpus, g_ids,
+                            catalog.resolve_gpu_id) or [catalog.default_gpu_id()]
     single, multi = {}, {}
     if model == "one":
         single["model"] = (m_ids, catalog.hub_model_id, "model", d_models[0])

@@ -118,16 +118,29 @@ def check_numbers(keys) -> list[str]:
     return problems
 
 
-def _number(container, key: str):
+def _number(container, key: str, default=None):
     field = DISAGG_FIELDS[key]
+    default = field.default if default is None else default
     if field.is_float:
         return container.number_input(field.label, min_value=float(field.min_value), max_value=float(field.max_value),
-                                      value=None if field.default is None else float(field.default),
+                                      value=None if default is None else float(default),
                                       step=float(field.step), format="%.2f", key=key, help=field.help,
                                       bind="query-params")
     return container.number_input(field.label, min_value=int(field.min_value), max_value=int(field.max_value),
-                                  value=None if field.default is None else int(field.default), step=int(field.step),
+                                  value=None if default is None else int(default), step=int(field.step),
                                   key=key, help=field.help, bind="query-params")
+
+
+def load_defaults_from_link() -> tuple[dict[str, int], str | None]:
+    """The page's users and lengths from a plan link (``context_len``, ``batch_size``: the Find page's rule,
+    :func:`ui.traffic.find_defaults_from_link`), kept where they are in this page's ranges, and the sentence
+    that says so (None when the link sets none)."""
+    from ui.traffic import find_defaults_from_link  # noqa: PLC0415 - ui.traffic imports the page helpers
+
+    found, sentence = find_defaults_from_link()
+    kept = {k: v for k, v in found.items()
+            if DISAGG_FIELDS[k].min_value <= v <= DISAGG_FIELDS[k].max_value}
+    return kept, sentence if kept == found and kept else None
 
 
 def _other_family_problems(family: str) -> list[str]:
@@ -154,9 +167,10 @@ def disagg_inputs() -> tuple[DisaggInputs, list[str]]:
     family = ENGINE_PROFILES[engine].family
     problems += _other_family_problems(family)
     numbers: dict = {}
+    carried, _ = load_defaults_from_link()
     with bar.expander("Users and targets", expanded=True):
         for key in LOAD_KEYS:
-            numbers[key] = _number(st, key)
+            numbers[key] = _number(st, key, carried.get(key))
     switches: dict = {}
     with bar.expander("Parallel sizes", expanded=True):
         for key in FAMILY_NUMBERS[family]:
