@@ -44,7 +44,7 @@ engine_request = None if isinstance(engine_plan, str) else engine_home.home_requ
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
-views.verdict(result, gpu.name, fixes)
+views.verdict(result, gpu.name, fixes, refusing_engine=engine_home.refusing_engine(engine_plan))
 engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,

@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from planner.gpu_compare import profile_pass_tiers
+
 from ui import catalog, charts, data, feature_line, inputs, views
 
 views.setup_page("Memory vs context length", "📈",
@@ -37,10 +39,10 @@ st.caption("Each curve ends at its model's max_position_embeddings, the table's 
            "the top edge marks where a curve leaves the chart (hover for its size; the log axis shows all of it). "
            "KV cache is exact (no block rounding), "
            "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
-           "overhead of the GPUs it names (the newest vLLM's profile pass: 2,048 tokens on GPUs under 70 GiB and A100s, 16,384 "
-           "on the others), so it crosses a GPU's line at the context the table below gives for that GPU.")
+           f"overhead of the GPUs it names (the newest vLLM's profile pass: {profile_pass_tiers()}), so it crosses "
+           "a GPU's line at the context the table below gives for that GPU.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")
-st.dataframe(data.fit_table(grid, models, gpus), hide_index=True, key="fit_table")
+st.table(data.fit_table(grid, models, gpus), hide_index=True)  # static: "does not fit: ..." cells wrap, not cut
 st.caption("After weights, the activation/runtime overhead and the utilization cap; open a model on the Home "
            "page for the full breakdown.")

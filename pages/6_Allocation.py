@@ -24,6 +24,7 @@ problems.extend(more)
 upload = traffic.lengths_uploader()
 features, more = serving.serving_inputs(model_id=form.model_id)  # LoRA slots, speculative decoding, images
 problems.extend(more)
+problems.extend(traffic.carried_number_problems(("context_len",), "its own max_model_len"))
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))

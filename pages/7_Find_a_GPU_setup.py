@@ -50,6 +50,7 @@ setup_kinds, link, more = find_scale_view.setup_kind_inputs()  # TP, DP+EP, DCP,
 problems.extend(more)
 features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
 problems.extend(more)
+problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))

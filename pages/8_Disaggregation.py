@@ -5,7 +5,7 @@ import streamlit as st
 
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
-from ui import catalog, feature_line, inputs, scale_view, views
+from ui import catalog, feature_line, inputs, scale_view, traffic, views
 from ui.format import count_noun, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
@@ -14,6 +14,7 @@ views.setup_page("Disaggregation", "🔀",
 form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=(), advanced=())
 knobs, more = scale_view.disagg_inputs()
 problems.extend(more)
+problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
 inputs.show_problems(problems)
 feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "

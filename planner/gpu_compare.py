@@ -1,7 +1,8 @@
 """Why a card with less (or the same) memory can hold more users: vLLM sizes its profile pass by GPU class.
 
 vLLM profiles 2,048 tokens (256 sequences) on GPUs under 70 GiB and on A100s, and a larger pass (1,024
-sequences) on the others (:func:`planner.engines.profiles.vllm_scheduler_defaults`). The
+sequences) on the others, larger again from 160 GiB in the newest releases
+(:func:`planner.engines.profiles.vllm_scheduler_defaults`; in words, :func:`profile_pass_tiers`). The
 activation and sampler peak of that pass comes out of every GPU's KV budget, so an A100 80GB keeps more KV
 than an H100 80GB of the same memory (:func:`planner.overhead.estimate_overhead`).
 
@@ -80,3 +81,22 @@ def profile_inversions(entries: Sequence[tuple[str, int, Plan]], request: PlanRe
                 more_profile_tokens=tokens[more_id], fewer_profile_tokens=tokens[few_id],
                 more_overhead_bytes=more.overhead_bytes, fewer_overhead_bytes=few.overhead_bytes))
     return out
+
+
+def profile_pass_tiers(profile_id: str = "vllm", usage_context: str = "serve") -> str:
+    """The profile-pass sizes of :func:`vllm_scheduler_defaults` by GPU class, in words, for captions:
+    ``"2,048 tokens on GPUs under 70 GiB and A100s, 8,192 from 70 GiB, 16,384 from 160 GiB"`` for the newest
+    ``serve`` (each figure computed, so the sentence follows the rule).
+
+    Raises:
+        KeyError: an unknown profile id.
+    """
+    from planner.engines.profiles import ENGINE_PROFILES, vllm_scheduler_defaults  # noqa: PLC0415
+    from planner.units import GiB  # noqa: PLC0415
+
+    profile = ENGINE_PROFILES[profile_id]
+    small = vllm_scheduler_defaults(profile, 40 * GiB, "gpu", 8192, usage_context)[0]
+    large = vllm_scheduler_defaults(profile, 80 * GiB, "gpu", 8192, usage_context)[0]
+    largest = vllm_scheduler_defaults(profile, 180 * GiB, "gpu", 8192, usage_context)[0]
+    text = f"{small:,} tokens on GPUs under 70 GiB and A100s, {large:,} from 70 GiB"
+    return text + (f", {largest:,} from 160 GiB" if largest != large else "")

@@ -395,3 +395,29 @@ def test_engine_page_enforce_eager_with_a_graph_mode_warns_and_launches_eager():
     assert any("--enforce-eager overrides cudagraph_mode FULL" in w.value for w in at.warning)
     commands = [c.value for c in at.code if "vllm serve" in c.value]
     assert commands and all("--enforce-eager" in c and "cudagraph_mode" not in c for c in commands)
+
+
+def test_a_refused_rank_s_bar_ends_where_its_terms_end():
+    """Llama 4 Scout at 131,072 tokens on one MI300X under vLLM: the terms exceed the card, and the chart
+    stacked that excess as one more segment, so the bar ran about 16 GiB past the table's total (QA round of
+    issue 27). The excess is now a red mark over the stack's end, and the tile says "none", "35.50 GiB short" under it."""
+    from planner.engines.types import EngineRequest
+    from ui import charts
+    from ui.expected_error import available_kv_delta, available_kv_value
+    from ui.format import format_bytes
+
+    gpu = get_gpu("amd-mi300x")
+    plan = plan_engine(model_spec("meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpu.framework_memory_bytes,
+                       EngineRequest(engine="vllm", max_model_len=131072, gpu_name=gpu.name))
+    rank = plan.ranks[0]
+    segments = dict(rank.segments(gpu.framework_memory_bytes))
+    excess = segments.pop("Over the card")
+    assert not plan.starts and excess > 0
+    fig = charts.rank_bars(plan)
+    drawn = sum(bar.x[0] for bar in fig.data if bar.type == "bar")
+    assert abs(drawn - sum(segments.values()) / 2**30) < 1e-6  # the used terms only: card + excess
+    assert abs(sum(segments.values()) - gpu.framework_memory_bytes - excess) <= 1
+    red = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(red) == 1 and abs(red[0].x1 - red[0].x0 - excess / 2**30) < 1e-6
+    assert available_kv_value(plan) == "none"  # "none (35.50 GiB short)" was cut in the tile at 1,280 px
+    assert available_kv_delta(plan).startswith(f"{format_bytes(-plan.available_kv_cache_bytes)} short (± ")

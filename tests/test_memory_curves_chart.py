@@ -59,7 +59,7 @@ def test_one_colour_and_legend_entry_per_model_each_curve_to_its_limit():
     note = next(c.value for c in at.caption if "legend entry per model" in c.value)
     small, large = (get_gpu(g).name for g in GPUS)
     assert f"solid priced for {small}" in note and f"dashed priced for {large}" in note
-    table = at.dataframe[0].value
+    table = at.table[0].value  # static, so "does not fit: ..." cells wrap
     row = table[table["Model"] == model_spec(MISTRAL).display_name].iloc[0]
     assert row[get_gpu(GPUS[1]).name] == f"{format_tokens(32_768)} (model limit)"  # where its curve now ends
 

@@ -217,3 +217,19 @@ def test_home_budget_labels_are_distinct_and_a_shortfall_is_no_budget():
     assert shown["KV budget per GPU"] == "none"  # weights + overhead exceed the usable memory
     assert shown["KV budget, features off"] == "none"
     assert not any(v.startswith("-") for v in shown.values()), shown
+
+
+@pytest.mark.parametrize(("page", "key"), [("pages/6_Allocation.py", "context_len"),
+                                           ("pages/7_Find_a_GPU_setup.py", "context_len"),
+                                           ("pages/7_Find_a_GPU_setup.py", "batch_size"),
+                                           ("pages/8_Disaggregation.py", "context_len")])
+@pytest.mark.parametrize("value", ["-5", "abc", "0"])
+def test_a_bad_carried_length_is_named_not_dropped_in_silence(page, key, value):
+    """Allocation and Find dropped ``context_len=-5`` in silence and showed their defaults, while Home said
+    why (QA round of issue 27)."""
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    at.query_params["model"] = "openai/gpt-oss-120b"
+    at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any(f"`{key}={value}`" in e.value and "ignored" in e.value for e in at.error), [e.value for e in at.error]

@@ -26,7 +26,7 @@ from ui.format import (
     format_tokens_short,
     gib_to_bytes,
 )
-from ui.inputs import NUMBER_FIELDS, PlanInputs, _number_problem
+from ui.inputs import NUMBER_FIELDS, PlanInputs, number_problem
 
 
 @pytest.mark.parametrize(("num_bytes", "unit", "text"), [
@@ -126,8 +126,8 @@ def test_small_formatters():
     ("overhead_gib", "2.5", None),
     ("overhead_gib", "-1", "is too small"),
 ])
-def test_number_problem(key, raw, problem):
-    assert _number_problem(NUMBER_FIELDS[key], raw) == problem
+def testnumber_problem(key, raw, problem):
+    assert number_problem(NUMBER_FIELDS[key], raw) == problem
 
 
 def test_plan_number_fields_are_the_cli_flags():

@@ -292,9 +292,10 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
     fig.update_layout(barmode="group", height=400, yaxis_title="KV cache per GPU [GiB]",
                       title=dict(text=f"{count_noun(c.naive.num_sequences, 'sequence')} of {format_tokens(c.mean_len)}"
                                       f"<br>under a limit of {format_tokens(c.max_model_len)}",
-                                 yref="container", y=1, yanchor="top", pad=dict(t=8)), **CHART_LAYOUT)
+                                 yref="container", y=1, yanchor="top", pad=dict(t=28)), **CHART_LAYOUT)
     # the title at the top of the figure: placed by default in the middle of the top margin, it ran over the
-    # legend, which wraps to two rows above the plot at half a page wide
+    # legend, which wraps to two rows above the plot at half a page wide; plotly.js anchors a two-line title's
+    # top by its last line, so the padding holds the first line (8 px cut its top off)
     # the title on two lines (half a page wide at 1,280 px); left, right and bottom: what automargin grows to for
     # the axis and the slanted names, so the chart is drawn once (ui.chart_look)
     fig.update_layout(margin=dict(l=80, r=76, t=115, b=128))

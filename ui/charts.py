@@ -398,6 +398,29 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
     return fig
 
 
+OVER_THE_CARD = "Over the card"
+"""The segment of :meth:`planner.engines.types.RankBudget.segments` that is the terms' excess over the card."""
+
+
+def _over_the_card(fig: go.Figure, labels: Sequence[str], excess: Sequence[int], card_bytes: int) -> None:
+    """Mark each bar's part beyond the card in red, over the stack (the stacked terms already run past the
+    card line by that much; stacking the excess as one more segment drew the bar twice as far past it), with
+    a legend entry and a hover figure."""
+    over = [(label, size) for label, size in zip(labels, excess) if size > 0]
+    if not over:
+        return
+    card = bytes_to_gib(card_bytes)
+    for label, size in over:
+        index = list(labels).index(label)
+        fig.add_shape(type="rect", xref="x", yref="y", x0=card, x1=card + bytes_to_gib(size), y0=index - 0.4,
+                      y1=index + 0.4, fillcolor=RANK_COLOURS[OVER_THE_CARD], opacity=0.55, line=dict(width=0))
+    fig.add_scatter(x=[card + bytes_to_gib(s) / 2 for _, s in over], y=[label for label, _ in over], mode="markers",
+                    marker=dict(symbol="square", size=12, color=RANK_COLOURS[OVER_THE_CARD]),
+                    name=f"{OVER_THE_CARD} (past the solid line)",
+                    hovertext=[format_bytes_exact(s) for _, s in over],
+                    hovertemplate=f"{OVER_THE_CARD}: %{{hovertext}}<extra></extra>")
+
+
 @chart
 def rank_bars(plan) -> go.Figure:
     """The engine's per-GPU budget: one stacked horizontal bar per pipeline stage.
@@ -416,7 +439,7 @@ def rank_bars(plan) -> go.Figure:
     per_rank = [r.segments(plan.gpu_memory_bytes) for r in plan.ranks]
     for i, (name, _) in enumerate(per_rank[0]):
         sizes = [segments[i][1] for segments in per_rank]
-        if not any(sizes):
+        if not any(sizes) or name == OVER_THE_CARD:  # the excess is drawn over the stack's end, not added to it
             continue
         fig.add_bar(x=[bytes_to_gib(s) for s in sizes], y=labels, orientation="h", name=name,
                     marker_color=RANK_COLOURS[name], hovertext=[format_bytes_exact(s) for s in sizes],
@@ -431,6 +454,7 @@ def rank_bars(plan) -> go.Figure:
         annotations=[dict(x=bytes_to_gib(size), xref="x", y=1.0, yref="paper", yanchor="bottom", yshift=16 * i,
                           xanchor="right", text=text, showarrow=False, font=dict(size=11, color="#333333"))
                      for i, (size, _, text) in enumerate(lines)])
+    _over_the_card(fig, labels, [dict(segments)[OVER_THE_CARD] for segments in per_rank], plan.gpu_memory_bytes)
     fig.update_layout(barmode="stack", height=230 + 40 * len(labels), xaxis_title="GiB per GPU (2^30 bytes)",
                       yaxis=dict(autorange="reversed"), **_LAYOUT)
     # the legend goes under the axis title: above the bars it wraps into a second row once the serving or

@@ -82,8 +82,8 @@ class CurveGroup:
 
 def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
                         contexts: Sequence[int]) -> list[CurveGroup]:
-    """One curve per model and distinct per-GPU overhead (the newest vLLM profiles 2,048 tokens on GPUs
-    under 70 GiB and A100s, 16,384 on the others), so each GPU's line is crossed by the curve priced with
+    """One curve per model and distinct per-GPU overhead (the newest vLLM's profile pass is sized by GPU class,
+    :func:`planner.gpu_compare.profile_pass_tiers`), so each GPU's line is crossed by the curve priced with
     that GPU's own overhead, as the table and the CLI price it."""
     out: list[CurveGroup] = []
     for m in models:

@@ -36,7 +36,7 @@ from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help
+from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.expected_error import available_kv_text  # noqa: F401 - read from here by older callers
 from ui.format import (
     count_noun,
@@ -226,7 +226,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
                                            "prefill and decode)"),
         }
     return {
-        AVAILABLE_KV_LABEL: (format_bytes(plan.available_kv_cache_bytes), available_kv_help(plan, source)),
+        AVAILABLE_KV_LABEL: (available_kv_value(plan), available_kv_help(plan, source)),
         "GPU blocks": (format_int(plan.num_gpu_blocks),
                        f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
                        f"({count_noun(plan.num_kv_groups, 'group')} of {count_noun(plan.group_size, 'layer')})"),

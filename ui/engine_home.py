@@ -14,6 +14,7 @@ from planner.engines.expected_error import close_call
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
+from planner.model.kv import cache_dtypes
 from planner.serving import ServingFeatures
 from ui import feature_line, nav
 from ui.engine import kv_dtype_fix
@@ -51,6 +52,11 @@ def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str,
         return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
+def refusing_engine(plan: EnginePlan | str) -> str | None:
+    """The engine's name when its plan would refuse to start (the Home verdict is then not green), else None."""
+    return None if isinstance(plan, str) or plan.starts else plan.engine
+
+
 def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     """Under the verdict: a plan that fits while the selected engine would refuse to start says so, with the
     engine's reason (its view holds the weights as its kernels lay them out and deducts its own profile pass)
@@ -76,12 +82,15 @@ def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
-    home_panel(plan, feature_line.engine_line(plan, features, form.model_id))
+    budget_kv = cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name
+    home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv)
 
 
-def home_panel(plan: EnginePlan, features_line: str = "") -> None:
+def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None) -> None:
     """A compact engine view for the Home page (no metrics; text from planner fields); ``features_line``: the
-    serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures."""
+    serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures;
+    ``budget_kv_dtype``: the KV dtype the figures above price, named when the engine stores another (vLLM keeps
+    DeepSeek-V3.2 as ``fp8_ds_mla`` under ``auto``, the budget bf16)."""
     with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
         state = "starts" if plan.starts else "would refuse to start"
         st.markdown(
@@ -95,7 +104,10 @@ def home_panel(plan: EnginePlan, features_line: str = "") -> None:
             st.markdown(f"- {md_message(reason)}")
         if caveat := close_call(plan):
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
-        st.caption("Why these can differ from the figures above: the engine view uses this engine version's "
+        stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
+                  f"{budget_kv_dtype}, so its tokens per GiB differ; "
+                  if budget_kv_dtype and plan.kv_cache_dtype not in ("auto", budget_kv_dtype) else "")
+        st.caption(f"Why these can differ from the figures above: {stored}the engine view uses this engine version's "
                    "own profile pass, CUDA-graph memory and block rules, and its concurrency is the figure the "
                    "engine prints (vLLM counts a sliding-window layer's window plus one batch of prefill tokens "
                    "per request); the figures above cap each window at its size and use the newest vLLM's profile "

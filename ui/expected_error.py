@@ -22,11 +22,23 @@ def available_kv_text(plan: EnginePlan) -> str:
     return f"{text} ± {format_bytes(error).removesuffix(' GiB')}" if error else text
 
 
+def available_kv_value(plan: EnginePlan) -> str:
+    """The available-KV metric's value: the figure, or ``"none"`` when the engine's terms exceed its share of
+    the card (vLLM's arithmetic goes negative there and it refuses to start; a tile reading "-35.50 GiB" looked
+    like a figure). The shortfall goes on the line under it (:func:`available_kv_delta`)."""
+    if plan.available_kv_cache_bytes < 0:
+        return "none"
+    return format_bytes(plan.available_kv_cache_bytes)
+
+
 def available_kv_delta(plan: EnginePlan) -> str | None:
     """The expected error alone, ``"± 0.07 GiB expected error"``, for the grey line under the Engine page's
     available-KV metric (the tile is too narrow for the figure and its error on one line at 1,280 px);
-    None for a printed figure."""
+    ``"35.50 GiB short (± 0.42)"`` under a "none"; None for a printed figure that is not short."""
     error = expected_error_bytes(plan)
+    if plan.available_kv_cache_bytes < 0:  # "none" above: the shortfall here, the error beside it
+        short = f"{format_bytes(-plan.available_kv_cache_bytes)} short"
+        return f"{short} (± {format_bytes(error).removesuffix(' GiB')})" if error else short
     return f"± {format_bytes(error)} expected error" if error else None
 
 

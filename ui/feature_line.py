@@ -203,7 +203,7 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
     Raises:
         ValueError: as :func:`planner.budget.plan`.
     """
-    from planner.gpu_compare import profile_inversions  # noqa: PLC0415 - only this page needs it
+    from planner.gpu_compare import profile_inversions, profile_pass_tiers  # noqa: PLC0415 - only this page
 
     plans = [(g, plan(model, g.framework_memory_bytes, request, gpu_id=g.id)) for g in gpus]
     st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
@@ -221,6 +221,6 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
             f"{names[inv.more_gpu_id]} ({format_bytes(inv.more_memory_bytes)}) holds more users than "
             f"{names[inv.fewer_gpu_id]} ({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
             f"{format_int(inv.fewer_users)}, because vLLM's profile pass is sized by GPU class "
-            f"({format_int(inv.more_profile_tokens)} tokens on GPUs under 70 GiB and A100s, "
-            f"{format_int(inv.fewer_profile_tokens)} on the others): overhead {format_bytes(inv.more_overhead_bytes)} "
-            f"against {format_bytes(inv.fewer_overhead_bytes)}."))
+            f"({format_int(inv.more_profile_tokens)} tokens on {names[inv.more_gpu_id]}, "
+            f"{format_int(inv.fewer_profile_tokens)} on {names[inv.fewer_gpu_id]}; {profile_pass_tiers()}): overhead "
+            f"{format_bytes(inv.more_overhead_bytes)} against {format_bytes(inv.fewer_overhead_bytes)}."))

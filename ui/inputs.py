@@ -167,7 +167,7 @@ class PlanInputs:
 # --------------------------------------------------------------------------
 # Link validation (runs before the widgets exist)
 # --------------------------------------------------------------------------
-def _number_problem(field: NumberField, raw: str) -> str | None:
+def number_problem(field: NumberField, raw: str) -> str | None:
     """What is wrong with ``raw`` for ``field`` (``"is not a whole number"``), or None when it is valid."""
     if raw.strip() == "":
         return None if field.default is None else "is empty"
@@ -328,7 +328,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
         values = params.get_all(key)
         if not values:
             continue
-        problem = _number_problem(field, values[-1])
+        problem = number_problem(field, values[-1])
         if problem:
             problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {_number_fix(field)}")
             changes[key] = None

@@ -109,7 +109,7 @@ def check_numbers(keys) -> list[str]:
         field, values = DISAGG_FIELDS[key], st.query_params.get_all(key)
         if not values:
             continue
-        problem = inputs._number_problem(field, values[-1])  # noqa: SLF001 - the shared rules and wording
+        problem = inputs.number_problem(field, values[-1])  # the shared rules and wording
         if problem:
             fix = inputs._number_fix(field)  # noqa: SLF001
             problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {fix}")

@@ -70,6 +70,7 @@ from ui.find_view import (  # noqa: F401 - the Find page's names, re-exported fo
     throughput_rows,
     vendor_filter,
 )
+from ui.format import shorten
 from ui.inputs import NumberField
 
 # --------------------------------------------------------------------------
@@ -156,6 +157,27 @@ def length_from_link() -> dict[str, int]:
     if not raw.isdigit() or not 1 <= int(raw) <= TRAFFIC_FIELDS["max_model_len"].max_value:
         return {}
     return {"max_model_len": int(raw)}
+
+
+def carried_number_problems(keys: Sequence[str], uses: str) -> list[str]:
+    """One message per carried plan key in ``keys`` (``context_len``, ``batch_size``: read by this page only to
+    seed its own inputs) whose link value is not valid, saying the page ignored it; before, a bad value was
+    dropped in silence while Home, Engine and Concurrency said why.
+
+    Args:
+        keys: Keys of :data:`ui.inputs.NUMBER_FIELDS` the page reads from a link without a widget of its own.
+        uses: What the page uses instead (``"its own max_model_len"``).
+    """
+    out = []
+    for key in keys:
+        raw = st.query_params.get(key)
+        if raw is None:
+            continue
+        problem = inputs.number_problem(inputs.NUMBER_FIELDS[key], raw)
+        if problem:
+            out.append(f"Link parameter `{key}={shorten(raw)}` {problem}, so it was ignored: this page uses {uses}. "
+                       f"Fix it in the link, or on Home.")
+    return out
 
 
 def _link_whole_number(key: str, field: NumberField) -> int | None:

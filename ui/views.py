@@ -112,20 +112,26 @@ def context_problem(model: ModelSpec, context_len: int) -> str | None:
     return None
 
 
-def verdict(plan: Plan, gpu_label: str, fixes=None) -> None:
+def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None) -> None:
     """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
 
     ``fixes``: :func:`planner.fixes.checked_fixes` of ``plan`` (checked against the chosen engine and
-    ordered); None = the plan's own suggestions, unchecked.
+    ordered); None = the plan's own suggestions, unchecked. ``refusing_engine``: the chosen engine when its
+    view would refuse to start a plan that fits the budget: the verdict is then not green (a green "Fits"
+    beside "But vllm would refuse to start" read as a go), and the engine's reason follows it.
     """
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
     if plan.fits:
-        st.success(
-            f"**Fits.** {format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
-            f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
-            f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
-            f"KV budget per GPU in use; up to {count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} "
-            f"at this context.", icon=":material/check_circle:")
+        figures = (f"{format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
+                   f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
+                   f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
+                   f"KV budget per GPU in use; up to {count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} "
+                   "at this context.")
+        if refusing_engine:
+            st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).** {figures}",
+                       icon=":material/warning:")
+        else:
+            st.success(f"**Fits.** {figures}", icon=":material/check_circle:")
     else:
         lines = [f"**Does not fit** on {md_text(where)}:"]
         lines += [f"- {md_message(reason)}" for reason in plan.reasons]
