@@ -328,6 +328,10 @@ def generic_config(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, .
     for key in ("num_key_value_heads", "head_dim", "max_position_embeddings"):
         if source.get(key) is not None:
             config[key] = _require_positive_int(source, key, _EXAMPLES[key])
+    if "max_position_embeddings" not in config:  # transformers' LlamaConfig default then applies, silently
+        notes.append("no max_position_embeddings (or n_positions / seq_length) in the config: transformers' "
+                     "Llama default of 2,048 tokens is the context limit; add the model's own "
+                     f"max_position_embeddings ({_EXAMPLES['max_position_embeddings']}) to plan longer contexts")
     for key in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
         if key in source:
             if not isinstance(source[key], bool):

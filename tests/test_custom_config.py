@@ -176,6 +176,17 @@ def test_generic_reading_accepts_key_aliases_and_notes_them():
     assert any("read 'n_embd' as 'hidden_size'" in note for note in custom.notes)
 
 
+def test_a_missing_context_limit_is_named_not_invented():
+    """Without max_position_embeddings the generic reading took transformers' Llama default of 2,048 tokens in
+    silence, and a longer context was refused for a limit the user never gave (QA round of issue 27)."""
+    keys = {k: v for k, v in LLAMA3_KEYS.items() if k != "max_position_embeddings"}
+    custom = read_custom_config({"model_type": "acme_llm", **keys}, "acme/llm-8b")
+    assert custom.spec.max_position_embeddings == 2048
+    assert any(n.startswith("no max_position_embeddings") and "2,048 tokens" in n for n in custom.notes)
+    given = read_custom_config({"model_type": "acme_llm", **LLAMA3_KEYS}, "acme/llm-8b")
+    assert not any(n.startswith("no max_position_embeddings") for n in given.notes)
+
+
 def test_generic_moe_and_ignored_keys_are_noted():
     raw = {"model_type": "acme_moe", **LLAMA3_KEYS, "num_experts": 8, "num_experts_per_tok": 2,
            "moe_intermediate_size": 1024, "kv_lora_rank": 512}
