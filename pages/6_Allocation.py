@@ -53,7 +53,7 @@ traffic.metrics_row(traffic.allocation_metric_values(view))
 left, right = st.columns(2)
 charts.show(left, traffic.allocation_bars(c), key="allocation_bars")
 charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
-st.dataframe(traffic.allocation_rows(c), hide_index=True, key="allocation_table")
+st.table(traffic.allocation_rows(c), hide_index=True)  # static: no data-grid chunk to load (issue 27 speed)
 sentence = traffic.slice_text(view)
 if sentence:
     st.markdown(sentence)

@@ -121,7 +121,7 @@ def check_gqa(at: AppTest) -> None:
 def check_concurrency(at: AppTest) -> None:
     spec = model_spec(LLAMA3)
     request = PlanRequest(context_len=8192, num_gpus=2)
-    table = at.dataframe[0].value
+    table = at.table[0].value  # static (no data-grid chunk to load)
     contexts = data.table_contexts(spec)
     assert list(table["GPU"]) == [get_gpu(RTX3090).name, get_gpu(H100).name]  # names first; ids in the CSV
     assert list(table.columns[1:]) == [format_tokens_short(c) for c in contexts]

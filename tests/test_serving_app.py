@@ -79,7 +79,7 @@ def test_home_shows_mtp_and_offload():
 def concurrency_row(at: AppTest, gpu) -> list[int]:
     """The Concurrency table's cells for ``gpu``, in context order (the GPU column first, then one column per
     :func:`ui.data.table_contexts` context)."""
-    table = at.dataframe[0].value
+    table = at.table[0].value  # static (no data-grid chunk to load)
     name = "GPU" if "GPU" in table.columns else "gpu"
     row = table[table[name] == gpu.name].iloc[0]
     return [int(v) for v in row[[c for c in table.columns if c not in ("GPU", "gpu", "gpu_id")]]]
@@ -229,3 +229,13 @@ def test_nasty_serving_values_never_break_a_page(key):
         assert at.title, "the page still answers"
         for error in at.error:
             assert "sidebar" in error.value or "link" in error.value.lower(), error.value
+
+
+def test_concurrency_draws_no_empty_chart():
+    """Llama 4 Scout (109B, bf16) on the page's default GPUs holds no sequence anywhere: the chart was empty
+    (seen at 1,280 px in the QA round of issue 27); the page says why instead."""
+    at = run("pages/3_Concurrency.py", {"model": "meta-llama/Llama-4-Scout-17B-16E-Instruct"})
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    assert any(i.value.startswith("No chart: not one sequence fits") for i in at.info)
+    assert run("pages/3_Concurrency.py", {"model": LLAMA, "gpus": [L4]}).get("plotly_chart")

@@ -407,6 +407,12 @@ def no_fit_warnings(series, model_id: str) -> None:
                        "a higher gpu_memory_utilization.", icon=":material/warning:")
 
 
+def holds_nothing(series) -> bool:
+    """True when no GPU of ``series`` (label -> users per context) holds one sequence at any context: a chart of
+    it would be empty, so the page says so instead (:func:`no_fit_warnings` gives each GPU's reason)."""
+    return not any(any(users) for users in series.values())
+
+
 RELEASED_COLUMN = st.column_config.TextColumn(
     "released", width="small",
     help="First public release (Hugging Face repo or vendor announcement), YYYY-MM[-DD]; sorts by date. "
