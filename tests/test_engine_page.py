@@ -78,7 +78,7 @@ def test_parallel_deep_link_splits_gpus_into_stages():
     assert not at.exception and not at.error
     plan = expected("vllm", max_model_len=8192, tensor_parallel_size=2, pipeline_parallel_size=2, data_parallel_size=3)
     assert shown_metrics(at) == {k: v for k, (v, _) in engine_metric_values(plan).items()}
-    assert list(at.dataframe[0].value.columns)[1:] == ["Stage 0", "Stage 1"]  # one column per pipeline stage
+    assert list(at.table[0].value.columns)[1:] == ["Stage 0", "Stage 1"]  # one column per pipeline stage
 
 
 def test_refusal_is_a_warning_with_the_largest_length():
@@ -110,9 +110,9 @@ def test_pasted_log_is_compared_line_by_line():
                     "gpu_memory_utilization": "0.25", "context_len": "16384"})
     at.text_area(key="engine_log").input(V07_LOG).run()
     assert not at.exception and not at.error
-    table = at.dataframe[1].value
+    table = at.dataframe[0].value
     assert "Available KV cache memory" in list(table["Quantity"])
-    replan = at.dataframe[2].value
+    replan = at.dataframe[1].value
     pinned = replan[replan["Plan"] == "Engine's own available memory"].iloc[0]
     assert pinned["Available KV per GPU"] == "5.01 GiB"
 
@@ -281,7 +281,7 @@ def test_a_log_that_follows_from_its_own_memory_shows_no_disagreement():
     at.text_area(key="engine_log").input(V07_LOG).run()
     assert not at.exception
     assert not any("disagrees with itself" in w.value for w in at.warning)
-    assert not any("own available memory" in q for q in at.dataframe[1].value["Quantity"])
+    assert not any("own available memory" in q for q in at.dataframe[0].value["Quantity"])
 
 
 def test_a_log_from_another_model_is_flagged_with_a_row_and_a_note():
@@ -293,7 +293,7 @@ def test_a_log_from_another_model_is_flagged_with_a_row_and_a_note():
     assert not at.exception
     note = next(w.value for w in at.warning if "disagrees with itself" in w.value)
     assert "another" in note and "model" in note
-    table = at.dataframe[1].value
+    table = at.dataframe[0].value
     row = table[table["Quantity"].str.contains("own available memory")].iloc[0]
     estimate, printed = (float(row[c].replace(",", "")) for c in ("Estimate", "Engine log"))
     assert 0.35 < estimate / printed < 0.55

@@ -117,5 +117,6 @@ def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
     assert plan.requests_all_ranks == plan.requests_per_rank * 8 == plan.engine_kv_cache_tokens // 8192 * 8
     shown = {m.label: m.value for m in at.metric}
     assert shown["Users, all ranks"] == f"{plan.requests_all_ranks:,}" and "." not in shown["Users, all ranks"]
-    measured = [row for d in at.dataframe for row in d.value.to_dict("records") if row.get("Per GPU") == "Measured"]
+    measured = [row for d in (*at.dataframe, *at.table) for row in d.value.to_dict("records")
+                if row.get("Per GPU") == "Measured"]
     assert measured and all(v == "-" for row in measured for k, v in row.items() if k != "Per GPU")
