@@ -43,6 +43,6 @@ st.caption("Each curve ends at its model's max_position_embeddings, the table's 
            "a GPU's line at the context the table below gives for that GPU.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")
-st.table(data.fit_table(grid, models, gpus), hide_index=True)  # static: "does not fit: ..." cells wrap, not cut
+views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
 st.caption("After weights, the activation/runtime overhead and the utilization cap; open a model on the Home "
            "page for the full breakdown.")

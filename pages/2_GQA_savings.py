@@ -45,7 +45,7 @@ else:
     charts.show(right, charts.variant_bars(rows, "max_concurrent_sequences", "Max concurrent sequences",
                                            f"Max concurrent sequences {views.replica_label(form.num_gpus)}",
                                            "sequences"), key="users_chart")
-st.table(data.variant_table(rows), hide_index=True)  # static: the Design notes wrap instead of being cut
+views.static_table(data.variant_table(rows))  # static: the Design notes wrap instead of being cut
 st.caption("Only the attention's KV heads change between variants; layers, windows, weights and overhead stay "
            "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
 

@@ -49,7 +49,7 @@ st.subheader("Max concurrent sequences by context length")
 columns = data.table_contexts(model)
 table = data.concurrency_table(
     views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
-st.table(data.concurrency_display(table), hide_index=True)  # static: no data-grid chunk to load (issue 27 speed)
+views.static_table(data.concurrency_display(table))  # static: no data-grid chunk to load (issue 27 speed)
 st.download_button("Download CSV", downloads.csv_text(table), file_name="max_concurrent_sequences.csv",
                    mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
 st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "

@@ -71,7 +71,7 @@ if result.engine_log_lines:
         right.caption(note)
 else:
     right.caption(f"{result.engine} prints no memory lines at startup.")
-st.table(engine.rank_table(result), hide_index=True)  # static: no data-grid chunk to load (issue 27 speed)
+views.static_table(engine.rank_table(result))  # static: no data-grid chunk to load (issue 27 speed)
 st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured one (paste a log below, or set "
            "the engine's available KV memory in the sidebar). The engine keeps the fewest blocks over all GPUs. "
            "Sources: vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "

@@ -53,7 +53,7 @@ traffic.metrics_row(traffic.allocation_metric_values(view))
 left, right = st.columns(2)
 charts.show(left, traffic.allocation_bars(c), key="allocation_bars")
 charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
-st.table(traffic.allocation_rows(c), hide_index=True)  # static: no data-grid chunk to load (issue 27 speed)
+views.static_table(traffic.allocation_rows(c))  # static: no data-grid chunk to load (issue 27 speed)
 sentence = traffic.slice_text(view)
 if sentence:
     st.markdown(sentence)
@@ -93,7 +93,7 @@ st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
 
 st.subheader(f"KV-cache quantization at {format_tokens(alloc['mean_len'])} per sequence")
 charts.show(st, traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
-st.table(traffic.kv_dtype_rows(view.kv_dtypes), hide_index=True)  # static: its "Quality trade-off" notes wrap
+views.static_table(traffic.kv_dtype_rows(view.kv_dtypes))  # static: its "Quality trade-off" notes wrap
 st.caption(md_text(traffic.kv_dtype_sources(view.kv_dtypes)))
 st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "
            "vLLM docs, Quantized KV Cache; Liu et al. 2024 (KIVI); Hooper et al. 2024 (KVQuant).")

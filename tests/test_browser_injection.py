@@ -78,7 +78,7 @@ def _assert_inert(page, url: str, visible: str) -> None:
 def test_custom_model_name_is_text_on_every_page_that_echoes_it(streamlit_server, browser_page, payload):
     code = _custom_model_code(payload)
     page = browser_page()
-    for path in ("/", "/Engine", "/Find_a_GPU_setup"):
+    for path in ("/", "/Engine", "/Find_a_GPU_setup", "/Memory_curves"):  # Memory curves: its static table
         _assert_inert(page, streamlit_server.base_url + path + _q(model="custom", custom_model=code),
                       payload.split("(")[0][:12])
 

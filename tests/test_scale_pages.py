@@ -12,7 +12,7 @@ from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.engines.types import EngineRequest
 from planner.scale import ScaleRequest, plan_scale
-
+from ui.format import md_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND = str(ROOT / "pages" / "7_Find_a_GPU_setup.py")
@@ -119,4 +119,4 @@ def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
     assert shown["Users, all ranks"] == f"{plan.requests_all_ranks:,}" and "." not in shown["Users, all ranks"]
     measured = [row for d in (*at.dataframe, *at.table) for row in d.value.to_dict("records")
                 if row.get("Per GPU") == "Measured"]
-    assert measured and all(v == "-" for row in measured for k, v in row.items() if k != "Per GPU")
+    assert measured and all(v in ("-", md_cell("-")) for row in measured for k, v in row.items() if k != "Per GPU")

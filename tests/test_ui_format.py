@@ -25,6 +25,7 @@ from ui.format import (
     format_tokens,
     format_tokens_short,
     gib_to_bytes,
+    md_cell,
 )
 from ui.inputs import NUMBER_FIELDS, PlanInputs, number_problem
 
@@ -283,3 +284,17 @@ def test_byte_ticks_are_binary_units(size, expected):
     from ui.format import format_bytes_short
 
     assert format_bytes_short(size) == expected
+
+
+@pytest.mark.parametrize(("raw", "shown"), [("-", "\\-"), ("- x", "\\- x"), ("1. a", "1\\. a"), ("+", "\\+"),
+                                            ("-35.50 GiB", "-35.50 GiB"), ("8,192 tokens (model limit)",
+                                                                           "8,192 tokens (model limit)")])
+def test_md_cell_keeps_a_table_cell_from_becoming_a_list(raw, shown):
+    """``st.table`` renders string cells as Markdown: the Engine table's "-" (nothing measured) showed as a bullet."""
+    assert md_cell(raw) == shown
+
+
+def test_md_cell_makes_a_custom_name_inert():
+    cell = md_cell("![t](https://evil.example/pixel.png)")
+    assert not re.search(r"(?<!\\)[\[\]]", cell)  # every bracket escaped: no link or image can form
+    assert md_cell(7) == 7

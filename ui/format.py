@@ -256,6 +256,19 @@ def md_text(value: object) -> str:
     return _escaped(str(value), MARKDOWN_SPECIALS)
 
 
+_LIST_START = re.compile(r"^(\s*)([-+]|\d{1,9}[.)])(?=\s|$)")
+"""A list marker at the start of a text (CommonMark "List items"): a lone "-" renders as a bullet."""
+
+
+def md_cell(value: object) -> object:
+    """A table cell for ``st.table``, which renders each string cell as Markdown (Streamlit 1.67): strings
+    through :func:`md_text`, with a leading list marker (``-``, ``+``, ``1.``) escaped too; other values as they
+    are. A "-" cell showed as a bullet and a custom model name could load a remote image there."""
+    if not isinstance(value, str):
+        return value
+    return _LIST_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], md_text(value), count=1)
+
+
 def md_message(text: object) -> str:
     """A message of ours that quotes user input, made inert for Markdown but for its code spans.
 

@@ -486,7 +486,7 @@ def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[s
         carried = []
         for raw in _other_form(key):
             try:
-                carried.append(resolve(raw))
+                carried.append(raw if raw in options else resolve(raw))  # "custom": the sidebar's own entry
             except (KeyError, ValueError):
                 continue
         chosen = [*carried, *(d for d in chosen if d not in carried)]

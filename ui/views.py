@@ -407,6 +407,25 @@ def no_fit_warnings(series, model_id: str) -> None:
                        "a higher gpu_memory_utilization.", icon=":material/warning:")
 
 
+def static_table(frame, container=None) -> None:
+    """``st.table`` of ``frame`` (a DataFrame or a list of row dicts) with every string cell and header made
+    inert (:func:`ui.format.md_cell`): ``st.table`` renders them as Markdown, so a custom model or GPU name
+    could load a remote image and a "-" cell showed as a bullet. Static tables wrap long cells instead of
+    cutting them, and load no data-grid chunk (issue 27).
+
+    Args:
+        frame: The rows; a list of dicts becomes a DataFrame with those columns.
+        container: ``st`` (default) or a column / container.
+    """
+    import pandas as pd  # noqa: PLC0415 - only pages with a table load pandas
+
+    from ui.format import md_cell  # noqa: PLC0415
+
+    table = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(list(frame))
+    shown = table.rename(columns=lambda c: md_cell(str(c))).apply(lambda column: column.map(md_cell))  # pandas 2.0
+    (container or st).table(shown, hide_index=True)
+
+
 def holds_nothing(series) -> bool:
     """True when no GPU of ``series`` (label -> users per context) holds one sequence at any context: a chart of
     it would be empty, so the page says so instead (:func:`no_fit_warnings` gives each GPU's reason)."""
