@@ -25,7 +25,7 @@ request = serving.with_serving(form.request(), features)
 series_of = data.concurrency_series if features is None else serving.concurrency_series
 contexts = data.within_limit(data.curve_contexts([model]), model)
 series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
-views.no_fit_warnings(series, model.model_id)
+holds_nothing = views.no_fit_warnings(series, model.model_id)  # True: no chart to draw
 too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.warning(md_message(too_long), icon=":material/warning:")  # the curves stop at the limit; the headline not
@@ -35,7 +35,7 @@ st.subheader(md_text(
     f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache"))
 feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
 views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
-if views.holds_nothing(series):  # an empty chart would say nothing: the warnings above say why
+if holds_nothing:  # an empty chart would say nothing: the warnings above say why
     st.info("No chart: not one sequence fits on any of these GPUs at any context length (see the warnings "
             "above). More GPUs per replica, fp8 or int4 weights, or larger GPUs bring the lines back.",
             icon=":material/info:")

@@ -8,6 +8,7 @@ import streamlit as st
 from planner.diagnose import Fix
 from ui import (
     catalog,
+    charts,
     custom_panel,
     downloads,
     engine,
@@ -121,7 +122,7 @@ elif best is not None:
     st.subheader(f"Throughput and cost on {best.num_gpus} x {md_text(gpu.name)} (one replica, tensor parallel "
                  f"{best.tensor_parallel_size})")
     st.warning(f"**{estimate.label.capitalize()}.** {estimate.formula}.", icon=":material/speed:")
-    st.plotly_chart(traffic.throughput_chart(estimate), key="throughput_chart")
+    charts.show(st, traffic.throughput_chart(estimate), key="throughput_chart")
     st.dataframe(traffic.throughput_rows(estimate), hide_index=True, key="throughput_table")
     for note in estimate.notes:
         st.info(md_message(note), icon=":material/info:")

@@ -91,12 +91,17 @@ def profile_pass_tiers(profile_id: str = "vllm", usage_context: str = "serve") -
     Raises:
         KeyError: an unknown profile id.
     """
-    from planner.engines.profiles import ENGINE_PROFILES, vllm_scheduler_defaults  # noqa: PLC0415
+    from planner.engines.profiles import (  # noqa: PLC0415
+        ENGINE_PROFILES,
+        LARGE_GPU_BYTES,
+        LARGEST_TIER_BYTES,
+        vllm_scheduler_defaults,
+    )
     from planner.units import GiB  # noqa: PLC0415
 
     profile = ENGINE_PROFILES[profile_id]
-    small = vllm_scheduler_defaults(profile, 40 * GiB, "gpu", 8192, usage_context)[0]
-    large = vllm_scheduler_defaults(profile, 80 * GiB, "gpu", 8192, usage_context)[0]
-    largest = vllm_scheduler_defaults(profile, 180 * GiB, "gpu", 8192, usage_context)[0]
-    text = f"{small:,} tokens on GPUs under 70 GiB and A100s, {large:,} from 70 GiB"
-    return text + (f", {largest:,} from 160 GiB" if largest != large else "")
+    small, large, largest = (vllm_scheduler_defaults(profile, size, "gpu", 8192, usage_context)[0]
+                             for size in (LARGE_GPU_BYTES - 1, LARGE_GPU_BYTES, LARGEST_TIER_BYTES))
+    large_gib, largest_gib = LARGE_GPU_BYTES // GiB, LARGEST_TIER_BYTES // GiB
+    text = f"{small:,} tokens on GPUs under {large_gib} GiB and A100s, {large:,} from {large_gib} GiB"
+    return text + (f", {largest:,} from {largest_gib} GiB" if largest != large else "")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from perf_floor import charts_drawn_ms  # noqa: E402
-from tests.e2e_helpers import StreamlitServer  # noqa: E402
+from tests.e2e_helpers import StreamlitServer, launch_browser  # noqa: E402
 
 HEAD = '''import pandas as pd
 import plotly.graph_objects as go
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         root = build(Path(tmp) / "app")
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium")
+        browser = launch_browser(pw)  # Debian's chromium with the suite's flags
         with StreamlitServer(Path(tmp) / "server.log", app_dir=root) as server:
             wall: dict[str, list[float]] = {name: [] for name in VARIANTS}
             cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}

@@ -421,3 +421,16 @@ def test_a_refused_rank_s_bar_ends_where_its_terms_end():
     assert len(red) == 1 and abs(red[0].x1 - red[0].x0 - excess / 2**30) < 1e-6
     assert available_kv_value(plan) == "none"  # "none (35.50 GiB short)" was cut in the tile at 1,280 px
     assert available_kv_delta(plan).startswith(f"{format_bytes(-plan.available_kv_cache_bytes)} short (± ")
+
+
+def test_home_panel_text_of_a_refusal_is_a_shortfall_not_a_negative_figure():
+    """Home's engine panel used ``available_kv_text``, which printed "-35.50 GiB ± 0.42" for the refusal the
+    Engine tile already calls "none" (review of issue 27's change)."""
+    from ui.expected_error import available_kv_text
+    from ui.format import format_bytes
+
+    gpu = get_gpu("amd-mi300x")
+    plan = plan_engine(model_spec("meta-llama/Llama-4-Scout-17B-16E-Instruct"), gpu.framework_memory_bytes,
+                       EngineRequest(engine="vllm", max_model_len=131072, gpu_name=gpu.name))
+    text = available_kv_text(plan)
+    assert text.startswith(f"none ({format_bytes(-plan.available_kv_cache_bytes)} short") and "-" not in text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.engines.expected_error import expected_error_bytes, group_error
 from planner.engines.types import EnginePlan
-from ui.format import format_bytes, format_bytes_exact
+from ui.format import format_budget, format_bytes, format_bytes_exact
 
 AVAILABLE_KV_LABEL = "Available KV memory per GPU"
 """The Engine page's metric whose expected error (:func:`available_kv_delta`) goes on the line under its value."""
@@ -18,6 +18,9 @@ def available_kv_text(plan: EnginePlan) -> str:
     """The available-KV figure with its expected error beside it: ``"11.57 GiB ± 0.07"`` for a cold start
     (:func:`planner.engines.expected_error.expected_error_bytes`), the figure alone for a printed one."""
     error = expected_error_bytes(plan)
+    if plan.available_kv_cache_bytes < 0:  # a refusal: "none (35.50 GiB short ± 0.42)", never "-35.50 GiB"
+        short = f"{format_bytes(-plan.available_kv_cache_bytes)} short"
+        return f"none ({short} ± {format_bytes(error).removesuffix(' GiB')})" if error else f"none ({short})"
     text = format_bytes(plan.available_kv_cache_bytes)
     return f"{text} ± {format_bytes(error).removesuffix(' GiB')}" if error else text
 
@@ -26,9 +29,7 @@ def available_kv_value(plan: EnginePlan) -> str:
     """The available-KV metric's value: the figure, or ``"none"`` when the engine's terms exceed its share of
     the card (vLLM's arithmetic goes negative there and it refuses to start; a tile reading "-35.50 GiB" looked
     like a figure). The shortfall goes on the line under it (:func:`available_kv_delta`)."""
-    if plan.available_kv_cache_bytes < 0:
-        return "none"
-    return format_bytes(plan.available_kv_cache_bytes)
+    return format_budget(plan.available_kv_cache_bytes)
 
 
 def available_kv_delta(plan: EnginePlan) -> str | None:

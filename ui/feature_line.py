@@ -222,5 +222,5 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
             f"{names[inv.fewer_gpu_id]} ({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
             f"{format_int(inv.fewer_users)}, because vLLM's profile pass is sized by GPU class "
             f"({format_int(inv.more_profile_tokens)} tokens on {names[inv.more_gpu_id]}, "
-            f"{format_int(inv.fewer_profile_tokens)} on {names[inv.fewer_gpu_id]}; {profile_pass_tiers()}): overhead "
-            f"{format_bytes(inv.more_overhead_bytes)} against {format_bytes(inv.fewer_overhead_bytes)}."))
+            f"{format_int(inv.fewer_profile_tokens)} on {names[inv.fewer_gpu_id]}; the rule: {profile_pass_tiers()}): "
+            f"overhead {format_bytes(inv.more_overhead_bytes)} against {format_bytes(inv.fewer_overhead_bytes)}."))

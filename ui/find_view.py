@@ -16,7 +16,7 @@ from planner.traffic.throughput import ThroughputEstimate, estimate_throughput
 from planner.traffic.workload import Workload
 from ui import inputs
 from ui.allocation_view import CHART_LAYOUT, build_workload
-from ui.charts import PALETTE, reused
+from ui.charts import PALETTE, chart
 from ui.find_table import FIND_TOP
 from ui.format import count_noun, format_int, gib_to_bytes, md_message, md_text
 
@@ -160,7 +160,7 @@ def throughput_rows(est: ThroughputEstimate) -> list[dict]:
     } for p in est.points]
 
 
-@reused
+@chart  # drawn once, in the app's look, like every other chart (ui.chart_look)
 def throughput_chart(est: ThroughputEstimate) -> go.Figure:
     """Time per output token and cost per 1M output tokens against batch size (roofline)."""
     batches = [p.batch_size for p in est.points]

@@ -22,7 +22,7 @@ from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
 from ui.budget_bar import segments_bar_html
-from ui.charts import RANK_COLOURS
+from ui.charts import OVER_THE_CARD, RANK_COLOURS
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
 from ui.inputs import NumberField, PlanInputs
 
@@ -280,7 +280,7 @@ def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
     rank = plan.limiting_rank
     # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
     # the card line; an "Over the card" segment after them would count that excess twice
-    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != "Over the card"]
+    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != OVER_THE_CARD]
     usable = rank.requested_bytes if plan.gpu_memory_utilization is not None else None
     return segments_bar_html(segments, RANK_COLOURS, usable_bytes=usable, card_bytes=gpu_memory_bytes,
                              gpu_label=gpu_label)

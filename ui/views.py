@@ -397,14 +397,16 @@ def variant_metrics(plans) -> None:
             col.metric(label, value, help=help_text, border=True)
 
 
-def no_fit_warnings(series, model_id: str) -> None:
-    """``st.warning`` for each GPU where not even the shortest context fits."""
-    for label, users in series.items():
-        if not any(users):
-            st.warning(f"{md_text(model_id)} does not fit on {md_text(label)} at any context with these settings: "
-                       "weights and "
-                       "overhead exceed the usable memory. Try more GPUs (num_gpus), a smaller weight dtype or "
-                       "a higher gpu_memory_utilization.", icon=":material/warning:")
+def no_fit_warnings(series, model_id: str) -> bool:
+    """``st.warning`` for each GPU where not even the shortest context fits; True when that is every GPU (a
+    chart of ``series`` would be empty, so the page says so instead)."""
+    empty = [label for label, users in series.items() if not any(users)]
+    for label in empty:
+        st.warning(f"{md_text(model_id)} does not fit on {md_text(label)} at any context with these settings: "
+                   "weights and "
+                   "overhead exceed the usable memory. Try more GPUs (num_gpus), a smaller weight dtype or "
+                   "a higher gpu_memory_utilization.", icon=":material/warning:")
+    return len(empty) == len(series)
 
 
 def static_table(frame, container=None) -> None:
@@ -424,12 +426,6 @@ def static_table(frame, container=None) -> None:
     table = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(list(frame))
     shown = table.rename(columns=lambda c: md_cell(str(c))).apply(lambda column: column.map(md_cell))  # pandas 2.0
     (container or st).table(shown, hide_index=True)
-
-
-def holds_nothing(series) -> bool:
-    """True when no GPU of ``series`` (label -> users per context) holds one sequence at any context: a chart of
-    it would be empty, so the page says so instead (:func:`no_fit_warnings` gives each GPU's reason)."""
-    return not any(any(users) for users in series.values())
 
 
 RELEASED_COLUMN = st.column_config.TextColumn(

@@ -82,9 +82,10 @@ KNOWN_MISSES: dict[str, KnownMiss] = {
 """Per kind of launch: the uncounted miss the bench showed (design note 4); tests/test_expected_error.py
 recomputes each from the bench."""
 
-UNIFIED_MEMORY_GPU_NAMES = ("GB10", "DGX Spark")
-"""GPU name parts of the integrated (unified-memory) devices vLLM reads free memory from the OS for
-(``MemorySnapshot.measure``, vllm/utils/mem_utils.py; the device's ``is_integrated`` property)."""
+UNIFIED_MEMORY_CAPABILITY = (12, 1)
+"""Compute capability of GB10 (DGX Spark), the integrated (unified-memory) device vLLM reads free memory from
+the OS for (``MemorySnapshot.measure``, vllm/utils/mem_utils.py; the device's ``is_integrated`` property);
+named from the GPU's name by :func:`planner.engines.loaded.gpu_capability`, case-insensitively."""
 
 
 def known_misses(model, request, family: str) -> tuple[str, ...]:
@@ -95,6 +96,7 @@ def known_misses(model, request, family: str) -> tuple[str, ...]:
         request: Its :class:`planner.engines.EngineRequest` (``gpu_name``).
         family: The engine family (``vllm``, ``sglang``, ...); both misses were measured under vLLM.
     """
+    from planner.engines.loaded import gpu_capability
     from planner.model.sparse import CompressedAttention
 
     if family != "vllm":
@@ -102,7 +104,7 @@ def known_misses(model, request, family: str) -> tuple[str, ...]:
     found = []
     if any(isinstance(layer, CompressedAttention) for layer in model.layers):
         found.append("deepseek_v4_vllm")
-    if any(part in request.gpu_name for part in UNIFIED_MEMORY_GPU_NAMES):
+    if request.gpu_name and gpu_capability(request.gpu_name) == UNIFIED_MEMORY_CAPABILITY:
         found.append("unified_memory_vllm")
     return tuple(found)
 

@@ -350,13 +350,17 @@ def nearest_kv_cache_dtype(engine: str, kv_cache_dtype: str) -> str | None:
     return min(offered, key=lambda name: (abs(bits(name) - wanted), -bits(name), name == "auto"))
 
 
+LARGE_GPU_BYTES, LARGEST_TIER_BYTES = 70 * GiB, 160 * GiB
+"""vLLM's scheduler-default tiers by device memory (:func:`vllm_scheduler_defaults`)."""
+
+
 def is_large_datacenter_gpu(gpu_memory_bytes: int, gpu_name: str) -> bool:
     """vLLM's "large GPU" test for scheduler defaults: >= 70 GiB and not an A100.
 
     Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_args``
     (``device_memory >= 70 GiB and "a100" not in device_name``).
     """
-    return gpu_memory_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
+    return gpu_memory_bytes >= LARGE_GPU_BYTES and "a100" not in gpu_name.lower()
 
 
 USAGE_CONTEXTS: tuple[str, ...] = ("serve", "llm")
@@ -399,7 +403,7 @@ def vllm_scheduler_defaults(profile: EngineProfile, gpu_memory_bytes: int, gpu_n
         if max_model_len <= V0_CHUNKED_PREFILL_ABOVE:
             return max(max_model_len, 2048), 256
         return (8192 if offline else 2048), 256
-    if profile.id in LARGEST_TIER_PROFILES and gpu_memory_bytes >= 160 * GiB:
+    if profile.id in LARGEST_TIER_PROFILES and gpu_memory_bytes >= LARGEST_TIER_BYTES:
         return 16384, 1024
     if is_large_datacenter_gpu(gpu_memory_bytes, gpu_name):
         return (16384 if offline else 8192), 1024

@@ -319,7 +319,7 @@ def deepseek_v4_layout(model: ModelSpec, layers: range, block_size: int,
         groups.append(kept or group)  # note 6: an empty group keeps the whole model's spec
     tuple_bytes = sum({c.page_bytes for c in groups[0]})
     held = [g for g in groups if any(c.layer in mine for c in g)]
-    pool_tuples = max(max(Counter(c.page_bytes for c in g).values()) for g in held)
+    pool_tuples = max(_tuples(g) for g in held)
     return DeepseekV4Layout(
         groups=tuple(tuple(_page_spec(c) for c in g) for g in groups),
         bytes_per_block=tuple_bytes * pool_tuples, group_size=pool_tuples, uniform=False,
