@@ -88,3 +88,25 @@ def test_the_axis_fits_the_curves_when_none_climbs_far():
     top, clipped = charts.memory_axis_top(groups, capacities)
     highest = max(bytes_to_gib(p.total_bytes) for c in groups for p in c.points)
     assert not clipped and top == charts.AXIS_HEADROOM * max(highest, *(bytes_to_gib(u) for _, u in capacities))
+
+
+def test_hover_names_the_curve_once_per_trace_and_each_point_by_its_values():
+    """Each point's hover shows the curve, the context x batch and the four sizes of the table, but the
+    label and the words are the trace's ``hovertemplate`` (sent once) and only the values are per point
+    (``customdata``): the figure is sent again on every rerun, and 4 models x 2 classes sent ~84 KB of
+    repeated hover text. A label with Plotly's template syntax or HTML stays inert text."""
+    at, fig = _page(models=MODELS, gpus=GPUS, batch_size=3)
+    curves = [t for t in fig["data"] if "meta" in t]
+    model = model_spec(MODELS[0])
+    first = next(t for t in curves if t["legendgroup"] == MODELS[0])
+    assert "hovertext" not in first and model.display_name in first["hovertemplate"]
+    assert "x 3<br>" in first["hovertemplate"] and "%{customdata[0]}" in first["hovertemplate"]
+    point = first["customdata"][0]
+    assert point[0] == format_tokens(first["x"][0]) and all(" GiB" in v or " MiB" in v for v in point[1:])
+    hover = sum(len(json.dumps(t.get("customdata", ""))) + len(t.get("hovertemplate", "")) for t in fig["data"])
+    assert hover < 64_000, hover  # 84,090 characters of hover text before
+
+    (group, *_) = data.memory_curve_groups([model], [get_gpu(GPUS[0])], PlanRequest(context_len=1024), (1024, 2048))
+    curve = data.CurveGroup(label="x%{y}<b>bold</b>", model_id="m", gpu_names=("g",), group=0, points=group.points)
+    template = charts.memory_curves([curve], [("g", 10 << 30)], 1).data[0].hovertemplate
+    assert "%{y}" not in template and "<b>bold" not in template and "&lt;b&gt;bold" in template

@@ -222,18 +222,15 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
     for curve in curves:
         i, points = model_index[curve.model_id], curve.points
         colour = PALETTE[i % len(PALETTE)]
-        text = [
-            f"<b>{plotly_text(curve.label)}</b><br>{format_tokens(p.context_len)} x {batch_size}<br>"
-            f"total {format_bytes_exact(p.total_bytes)}<br>weights {format_bytes_exact(p.weights_bytes)}<br>"
-            f"KV cache {format_bytes_exact(p.kv_cache_bytes)}<br>overhead {format_bytes_exact(p.overhead_bytes)}"
-            for p in points
-        ]
+        values = [[format_tokens(p.context_len), *(format_bytes_exact(b) for b in
+                                                   (p.total_bytes, p.weights_bytes, p.kv_cache_bytes, p.overhead_bytes))]
+                  for p in points]
         fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
                         mode="lines+markers", name=plotly_text(names.get(curve.model_id, curve.label)),
                         meta=curve.label, legendgroup=curve.model_id, showlegend=curve.model_id not in shown,
                         line=dict(color=colour, width=3, dash=CLASS_DASHES[curve.group % len(CLASS_DASHES)]),
                         marker=dict(size=6, maxdisplayed=14),
-                        hovertext=text, hovertemplate="%{hovertext}<extra></extra>")
+                        customdata=values, hovertemplate=_curve_hover(curve.label, batch_size))
         shown.add(curve.model_id)
         if clipped:
             exits.append(_exit_marker(curve, top_gib, colour, batch_size))
@@ -259,6 +256,16 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     fig.update_layout(margin=dict(l=80, r=16, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
+
+
+def _curve_hover(label: str, batch_size: int) -> str:
+    """A memory curve's ``hovertemplate``: its label and the words once per trace, each point's values from
+    its ``customdata`` (context, total, weights, KV cache, overhead). The figure is sent on every rerun, and
+    the label repeated in every point's text made most of it. ``%`` of the label is an entity, so a custom
+    name holding ``%{y}`` is shown as typed, not filled in by Plotly."""
+    name = plotly_text(label).replace("%", "&#37;")
+    return (f"<b>{name}</b><br>%{{customdata[0]}} x {batch_size}<br>total %{{customdata[1]}}<br>"
+            "weights %{customdata[2]}<br>KV cache %{customdata[3]}<br>overhead %{customdata[4]}<extra></extra>")
 
 
 _LABEL_PLACES = tuple(dict(x=x, xanchor=anchor, yanchor=side) for side in ("bottom", "top")
