@@ -244,7 +244,10 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
 
     def keep(key: str, value, text: str, change: float, fixed: EnginePlan) -> None:
         fix = Fix(text, key, value)
-        found.append(CheckedFix(fix=fix, label=short_label(key, value), help=f"{text}. {_engine_outcome(engine, fixed)}",
+        # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
+        help_text = (f"{text}; {engine} starts with {fixed.engine_kv_cache_tokens:,} tokens of KV cache."
+                     if fixed.starts else f"{text}. {_engine_outcome(engine, fixed)}")
+        found.append(CheckedFix(fix=fix, label=short_label(key, value), help=help_text,
                                 change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed))
 
     util = refused.gpu_memory_utilization

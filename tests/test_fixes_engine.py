@@ -166,3 +166,32 @@ def test_home_page_every_fix_button_gives_fits_and_no_refusal(index):
     assert not at.exception
     assert at.success and "Fits." in at.success[0].value
     assert not any("would refuse to start" in w.value for w in at.warning), buttons[index].label
+
+
+def test_engine_fix_help_adds_the_kv_tokens_without_repeating_the_button_text():
+    """QA: the Engine page's fix help said "utilization 0.95: starts at 131,072, 1.64x. vllm starts: max_model_len
+    131,072, 214,607 tokens of KV cache, 1.64x concurrency.": the length and the concurrency twice. The help is
+    the fix's text plus what it does not say yet: the engine's KV tokens (gpt-oss-120b at 131,072 on one H100)."""
+    model, gpu = model_spec(OSS), get_gpu(H100)
+    request = EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=131_072)
+    refused = plan_engine(model, gpu.framework_memory_bytes, request)
+    fixes = [f for f in engine_fixes(model, gpu.framework_memory_bytes, request, refused) if f.starts]
+    assert fixes
+    for f in fixes:
+        text, plan_ = str(f.fix), f.engine_plan
+        assert f.help.startswith(text) and f.help.count(f"{plan_.max_concurrency:.2f}x") == 1, f.help
+        assert f"vllm starts with {plan_.engine_kv_cache_tokens:,} tokens of KV cache" in f.help
+
+
+def test_the_engine_s_refusal_is_shown_as_its_quoted_words():
+    """QA: "To serve at least one request with the model's max seq len (131072), (4.79 GiB KV cache is needed,
+    ..." read as our sentence with an unbalanced parenthesis. It is vLLM's own error text (the parenthesis is
+    vLLM's, vllm/v1/core/kv_cache_utils.py), kept verbatim for the log check and the CLI, so both pages show it
+    as a quote of what vLLM would print."""
+    link = {"model": OSS, "gpu": H100, "context_len": "131072", "engine": "vllm"}
+    for page, lead in (("pages/5_Engine.py", "**vllm would refuse to start.** It would print:"),
+                       ("app.py", "**But vllm would refuse to start** with these inputs. It would print:")):
+        at = run_page(page, link)
+        refusal = next(w.value for w in at.warning if "would refuse to start" in w.value)
+        assert lead in refusal, refusal
+        assert "\n> To serve at least one request with the model" in refusal, refusal

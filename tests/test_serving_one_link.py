@@ -194,7 +194,7 @@ def _concurrency_by_label(at: AppTest) -> dict[str, str]:
     out = {}
     for button in at.button:
         words = (button.help or "").split()
-        figures = [w.rstrip(".,") for w in words if w.rstrip(".,").endswith("x") and w[:1].isdigit()]
+        figures = [w.rstrip(".,;") for w in words if w.rstrip(".,;").endswith("x") and w[:1].isdigit()]
         if figures:
             out[button.label] = figures[-1]
     return out

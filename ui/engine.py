@@ -46,6 +46,7 @@ from ui.format import (
     format_tokens,
     gib_to_bytes,
     md_message,
+    quoted,
 )
 from ui.inputs import NumberField, PlanInputs
 
@@ -279,7 +280,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
     else:
-        lines = [f"**{plan.engine} would refuse to start:**", *[f"- {md_message(r)}" for r in plan.reasons]]
+        lines = [f"**{plan.engine} would refuse to start.** It would print:", *quoted(plan.reasons)]
         if plan.engine_max_model_len > 0:
             lines.append(f"\nThe launch command below uses max_model_len {format_int(plan.engine_max_model_len)}, "
                          "the largest it would accept here.")

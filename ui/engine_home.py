@@ -19,7 +19,7 @@ from planner.serving import ServingFeatures
 from ui import feature_line, nav
 from ui.engine import kv_dtype_fix
 from ui.expected_error import available_kv_text
-from ui.format import format_command, format_int, format_tokens, md_message
+from ui.format import format_command, format_int, format_tokens, md_message, quoted
 from ui.inputs import PlanInputs
 
 
@@ -64,9 +64,11 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     (:func:`planner.engines.expected_error.close_call`)."""
     if isinstance(plan, str) or plan.starts or not fits:
         return
-    reason = (plan.reasons[0] if plan.reasons else "its own figures leave no room").rstrip().rstrip(".")
-    lines = [f"**But {plan.engine} would refuse to start** with these inputs: {md_message(reason)}. The budget "
-             "above prices the checkpoint's bytes; see what the engine would allocate and print, at the bottom."]
+    said = ([f"**But {plan.engine} would refuse to start** with these inputs. It would print:", *quoted(plan.reasons[:1])]
+            if plan.reasons else [f"**But {plan.engine} would refuse to start** with these inputs: its own figures "
+                                  "leave no room."])
+    lines = ["\n".join(said), "The budget above prices the checkpoint's bytes; see what the engine would allocate "
+             "and print, at the bottom."]
     if caveat := close_call(plan):
         lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
     st.warning("\n\n".join(lines), icon=":material/warning:")
@@ -100,8 +102,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             f"{format_int(plan.engine_max_model_len)}.")
         if features_line:
             st.caption(features_line)
-        for reason in plan.reasons:
-            st.markdown(f"- {md_message(reason)}")
+        if plan.reasons:
+            st.markdown("\n".join(["It would print:", *quoted(plan.reasons)]))
         if caveat := close_call(plan):
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
         stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from planner.text import count_noun  # noqa: F401 - the pages' plural helper ("1 GPU", "2 GPUs")
@@ -267,6 +268,12 @@ def md_cell(value: object) -> object:
     if not isinstance(value, str):
         return value
     return _LIST_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], md_text(value), count=1)
+
+
+def quoted(lines: Sequence[str]) -> list[str]:
+    """An engine's own words (its refusal, as it prints it) as Markdown quote lines, each inert
+    (:func:`md_message`), so they read as quoted, not as our sentences."""
+    return [f"> {md_message(line)}" for line in lines]
 
 
 def md_message(text: object) -> str:
