@@ -7,12 +7,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from planner.budget import PlanRequest
 from planner.model import ModelSpec
 from planner.traffic.find_types import FindRequest, FindResult, Setup
 from planner.traffic.lengths_csv import LengthTable
 from planner.traffic.reverse import find_setups
-from planner.traffic.throughput import ThroughputEstimate, estimate_throughput
+from planner.traffic.throughput import ThroughputEstimate
+from planner.traffic.throughput import setup_throughput as planner_setup_throughput
 from planner.traffic.workload import Workload
 from ui import inputs
 from ui.allocation_view import CHART_LAYOUT, build_workload
@@ -70,22 +70,11 @@ def shown_setup(result: FindResult) -> Setup | None:
 
 def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
                      workload: Workload) -> ThroughputEstimate:
-    """Roofline estimate for one replica of ``setup`` at its load: the requests it holds and the KV per sequence its
-    time per output token reads are the setup's own (the table's "Max users" and TPOT), not re-derived."""
-    kv = "auto" if setup.kv_cache_dtype in ("bf16", "fp16", "fp8_ds_mla") else setup.kv_cache_dtype
-    plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
-                               num_gpus=setup.tensor_parallel_size,
-                               gpu_memory_utilization=request.gpu_memory_utilization,
-                               block_size=request.block_size, overhead_bytes=request.overhead_bytes)
-    prompt = max(1, round(workload.prompt.mean_tokens))
-    output = max(0, round(workload.output.mean_tokens))
-    return estimate_throughput(model, plan_request, gpu_memory_bytes=gpu.framework_memory_bytes,
-                               bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops,
-                               price_usd_per_gpu_hour=gpu.price_usd_per_hour, prompt_len=prompt, output_len=output,
-                               gpu_id=gpu.id, max_concurrent_sequences=setup.max_concurrent_sequences // max(
-                                   1, setup.data_parallel_size),
-                               kv_bytes_per_sequence_per_gpu=setup.kv_bytes_per_sequence_per_gpu,
-                               kv_cache_dtype_name=setup.kv_cache_dtype)
+    """:func:`planner.traffic.throughput.setup_throughput` on a catalog GPU (its memory, bandwidth, bf16 TFLOPS,
+    price)."""
+    return planner_setup_throughput(model, setup, request, workload, gpu_memory_bytes=gpu.framework_memory_bytes,
+                                    bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops,
+                                    price_usd_per_gpu_hour=gpu.price_usd_per_hour, gpu_id=gpu.id)
 
 
 def vendor_filter(gpus) -> tuple[list, list[str]]:

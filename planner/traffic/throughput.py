@@ -43,6 +43,8 @@ from planner.roofline import (  # noqa: F401 - the roofline's core, re-exported 
     prefill_seconds,
     time_per_output_token,
 )
+from planner.traffic.find_types import FindRequest, Setup
+from planner.traffic.workload import Workload
 
 FORMULA = (
     "time per output token = (weights per GPU + batch x KV per sequence per GPU) / memory bandwidth; "
@@ -213,3 +215,42 @@ def estimate_throughput(
         max_concurrent_sequences=held, prefill_seconds=prefill,
         points=tuple(points), notes=tuple(notes),
     )
+
+
+STORED_AS_AUTO = ("bf16", "fp16", "fp8_ds_mla")
+"""Stored KV formats a Find setup reaches with ``--kv-cache-dtype auto``: the model's own dtype, and vLLM's
+``fp8_ds_mla`` for DeepSeek-V3.2-style sparse MLA (:mod:`planner.engines.vllm`)."""
+
+
+def setup_throughput(model: ModelSpec, setup: Setup, request: FindRequest, workload: Workload, *,
+                     gpu_memory_bytes: int, bandwidth_gb_s: float, bf16_dense_tflops: float | None,
+                     price_usd_per_gpu_hour: float | None, gpu_id: str = "") -> ThroughputEstimate:
+    """:func:`estimate_throughput` for one replica of a Find ``setup`` at its load (the Find page's chart).
+
+    The requests one replica holds (``max_concurrent_sequences`` per data-parallel rank) and the KV per
+    sequence its time per output token reads are the setup's own (its "Max users" and TPOT), not re-derived; the
+    request's ``--kv-cache-dtype`` is ``auto`` for a format stored as the model's own (:data:`STORED_AS_AUTO`);
+    lengths are the workload's means (prompt at least 1 token, rounded).
+
+    Args:
+        model: The served model.
+        setup: A :class:`~planner.traffic.find_types.Setup` from :func:`planner.traffic.reverse.find_setups`.
+        request: The Find request (utilization, block size, overhead).
+        workload: Its lengths.
+        gpu_memory_bytes: Framework-visible memory of one GPU [bytes].
+        bandwidth_gb_s, bf16_dense_tflops, price_usd_per_gpu_hour, gpu_id: As for :func:`estimate_throughput`.
+
+    Raises:
+        ValueError: as :func:`estimate_throughput`.
+    """
+    kv = "auto" if setup.kv_cache_dtype in STORED_AS_AUTO else setup.kv_cache_dtype
+    plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
+                               num_gpus=setup.tensor_parallel_size,
+                               gpu_memory_utilization=request.gpu_memory_utilization,
+                               block_size=request.block_size, overhead_bytes=request.overhead_bytes)
+    return estimate_throughput(
+        model, plan_request, gpu_memory_bytes=gpu_memory_bytes, bandwidth_gb_s=bandwidth_gb_s,
+        bf16_dense_tflops=bf16_dense_tflops, price_usd_per_gpu_hour=price_usd_per_gpu_hour,
+        prompt_len=max(1, round(workload.prompt.mean_tokens)), output_len=max(0, round(workload.output.mean_tokens)),
+        gpu_id=gpu_id, max_concurrent_sequences=setup.max_concurrent_sequences // max(1, setup.data_parallel_size),
+        kv_bytes_per_sequence_per_gpu=setup.kv_bytes_per_sequence_per_gpu, kv_cache_dtype_name=setup.kv_cache_dtype)
