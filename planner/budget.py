@@ -337,6 +337,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "gpu_memory_bytes": gpu_memory_bytes, "usable_memory_bytes": usable,
         "overhead_bytes": overhead.total_bytes, "activation_bytes": overhead.activation_bytes,
         "logits_bytes": overhead.logits_bytes, "runtime_bytes": overhead.runtime_bytes,
+        "cudagraph_bytes": overhead.cudagraph_bytes, "runner_bytes": overhead.runner_bytes,
         "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
     }
@@ -400,6 +401,7 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
         overhead = OverheadEstimate(
             activation_bytes=overhead.activation_bytes + effects.extra_activation_bytes,
             logits_bytes=overhead.logits_bytes, runtime_bytes=overhead.runtime_bytes, overridden=False,
+            cudagraph_bytes=overhead.cudagraph_bytes, runner_bytes=overhead.runner_bytes,
             formula=f"{overhead.formula} + {effects.extra_activation_bytes / MiB:,.1f} MiB serving features "
                     "(profile pass)")
     extra = effects.extra_kv_model

@@ -49,6 +49,10 @@ class OverheadEstimate:
         runtime_bytes: Non-torch runtime memory [bytes].
         overridden: True when the user supplied the total.
         formula: The arithmetic as text, for the formula panel.
+        cudagraph_bytes: The CUDA-graph memory the profile's release estimates and takes from the KV cache
+            before sizing it (0 where graphs are captured after the KV cache) [bytes].
+        runner_bytes: What Model Runner V2 keeps through the profile pass beside the peak: its per-sequence
+            sampler state and a first launch's torch.compile [bytes].
     """
 
     activation_bytes: int
@@ -56,11 +60,14 @@ class OverheadEstimate:
     runtime_bytes: int
     overridden: bool
     formula: str
+    cudagraph_bytes: int = 0
+    runner_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
-        """Sum of the three terms [bytes]."""
-        return self.activation_bytes + self.logits_bytes + self.runtime_bytes
+        """Sum of the terms [bytes]."""
+        return (self.activation_bytes + self.logits_bytes + self.runtime_bytes + self.cudagraph_bytes
+                + self.runner_bytes)
 
 
 def estimate_overhead(
@@ -85,9 +92,12 @@ def estimate_overhead(
     16,384 tokens and 1,024 sequences on GPUs of 70 GiB or more that are not A100s.
     Llama-3.1-8B on an H100 (case V20): 1,024 x 128,256 x 38 + 16,384 x 4,096 x 2 B =
     4.77 GiB of sampler peak (vLLM 0.11, profiling 8,192 tokens, measured 4.76 GiB).
-    The CUDA-graph estimate that vLLM v0.29+ also subtracts (about 0.5 GiB) is left to the
-    Engine view (``--engine vllm``), which models each engine and version in full; users
-    can override the total.
+    The release's own charges beside the peak are the Engine view's (``--engine vllm``, the same functions),
+    so Home and the Engine page size the same KV cache for the same link: the CUDA-graph memory it
+    estimates before sizing the KV cache (:func:`planner.engines.vllm_cudagraph.request_cudagraphs`, where
+    :func:`planner.engines.vllm_runner.graphs_charged`), and on Model Runner V2 its sampler state
+    (:func:`planner.engines.vllm_runner.v2_state_bytes`) and a first launch's compile
+    (:func:`planner.engines.vllm_runner.first_compile_bytes`). Users can override the total.
 
     Args:
         model: The model.
@@ -132,6 +142,15 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
+    from planner.engines.types import EngineRequest  # noqa: PLC0415
+    from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
+    from planner.engines.vllm_runner import (  # noqa: PLC0415
+        first_compile_bytes,
+        graphs_charged,
+        model_runner,
+        sampler_bytes_per_logit,
+        v2_state_bytes,
+    )
 
     profile = engine_profile(profile_id)
     if profile.family != "vllm":
@@ -142,18 +161,28 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
         default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
     tokens = max_num_batched_tokens or default_tokens
     seqs = max_num_seqs or default_seqs
-    tp = tensor_parallel_size
+    tp, e = tensor_parallel_size, activation_bytes_per_element
+    engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp)
+    runner = model_runner(model, profile.id, engine_request)
     act = activation_estimate(
         model, num_tokens=tokens, num_seqs=seqs,
-        bytes_per_logit=profile.sampler_bytes_per_logit, activation_bytes=activation_bytes_per_element,
+        bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
         tensor_parallel_size=tp)
     runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
-    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch ({profile.version} profile run: "
-               f"{tokens:,} tokens, {seqs:,} sequences)")
+    runner_bytes = first_compile_bytes(engine_request, runner) + (
+        v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens) if runner == "v2" else 0)
+    charged = graphs_charged(profile, runner)
+    graphs = request_cudagraphs(model, engine_request, profile.id, num_layers=model.num_layers,
+                                max_num_batched_tokens=tokens, max_num_seqs=seqs, activation_bytes=e,
+                                estimated=charged).total_bytes if charged else 0
+    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch"
+               + (f" + {graphs / MiB:,.0f} MiB CUDA graphs" if graphs else "")
+               + (f" + {runner_bytes / MiB:,.0f} MiB model runner V2 state and first compile" if runner_bytes else "")
+               + f" ({profile.version} profile run: {tokens:,} tokens, {seqs:,} sequences)")
     return OverheadEstimate(
         activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
         logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,
-        runtime_bytes=runtime, overridden=False, formula=formula,
+        runtime_bytes=runtime, overridden=False, formula=formula, cudagraph_bytes=graphs, runner_bytes=runner_bytes,
     )
 
 

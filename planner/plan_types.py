@@ -130,6 +130,11 @@ class Plan:
     when int4 leaves embeddings in bf16), from
     :func:`planner.model.params.weight_bytes_by_format`.
 
+    ``overhead_bytes`` is the sum of ``activation_bytes`` / ``logits_bytes`` (the profile pass's peak, one of them
+    zero), ``runtime_bytes`` (non-torch), ``cudagraph_bytes`` (the CUDA graphs the newest vLLM estimates before
+    sizing the KV cache) and ``runner_bytes`` (Model Runner V2's sampler state and a first launch's compile):
+    the Engine view's terms for ``--engine vllm`` (:func:`planner.overhead.estimate_overhead`).
+
     ``serving`` (JSON key only when the request has serving features, :mod:`planner.serving`): the
     features' breakdown per GPU. With it on, ``weights_bytes_per_gpu`` includes the LoRA slots and
     draft weights (vLLM counts them in "Model loading took"), ``activation_bytes`` the profile-pass
@@ -160,6 +165,8 @@ class Plan:
     activation_bytes: int
     logits_bytes: int
     runtime_bytes: int
+    cudagraph_bytes: int = 0
+    runner_bytes: int = 0
     overhead_overridden: bool
     overhead_formula: str
     kv_cache_budget_bytes: int

@@ -219,9 +219,11 @@ def test_home_s_refusal_warning_carries_the_engine_page_s_close_call():
         shown[page] = [w.value for w in at.warning]
     engine_caveat = _close_call_lines(shown["pages/5_Engine.py"])
     assert len(engine_caveat) == 1, shown["pages/5_Engine.py"]  # the Engine page calls it a close call
-    refusal = [w for w in shown["app.py"] if "would refuse to start**" in w]
-    assert len(refusal) == 1, shown["app.py"]
-    assert _close_call_lines(refusal) == engine_caveat
+    # Since Home's budget takes the Engine view's overhead terms (CUDA graphs, runner state), its verdict is the
+    # engine's here too: "Does not fit" by 0.02 GiB (the engine's 0.05 GiB less the weights' allocator
+    # rounding), with the same close-call line under it.
+    assert any(w.startswith("**Does not fit**") for w in shown["app.py"]), shown["app.py"]
+    assert _close_call_lines(shown["app.py"]) == engine_caveat
     assert not any(".." in w.replace("...", "") for w in shown["app.py"]), shown["app.py"]
 
 

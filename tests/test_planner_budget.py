@@ -8,6 +8,7 @@ one bf16 token costs 4 x 2 x 8 x 128 x 2 = 16,384 B (16 KiB), and
 import pytest
 
 from planner.budget import PlanRequest, max_context_len, plan
+from planner.engines.profiles import engine_profile
 from planner.model.kv import attention_variants, cache_dtypes, kv_profile
 from planner.overhead import estimate_overhead
 from planner.sweep import catalog_sweep, concurrency_curve, context_points, memory_curve
@@ -167,15 +168,46 @@ def test_int4_weights_keep_embeddings_16_bit():
 
 
 def test_overhead_estimate_takes_the_larger_of_forward_and_sampler_peaks():
-    est = estimate_overhead(MODEL, 2, 1, max_num_batched_tokens=1024, max_num_seqs=256)
+    """On model runner V1 (vllm-v0.28 runs an MoE / hybrid model there; here a V1-only release) the sampler
+    peak per logit is the profile's constant; the larger peak is the activation term."""
+    profile = engine_profile("vllm-v0.11")
+    est = estimate_overhead(MODEL, 2, 1, max_num_batched_tokens=1024, max_num_seqs=256, profile_id=profile.id)
     # forward: 1024 tokens x 2 B x (3 x 1024 + max(attention 2 x 1024 + 2 x 1024, mlp 3 x 4096)) = 31,457,280 B
-    # sampler (2026 vLLM: logits + their fp32 copy, 6 B): min(256, 1024) x 32,768 vocab x 6 B + 1024 x 1024 x 2 B
-    # = 52,428,800 B (the larger)
-    assert est.activation_bytes == 0
-    assert est.logits_bytes == 256 * 32768 * 6 + 1024 * 1024 * 2 == 52_428_800
+    # sampler: min(256, 1024) x 32,768 vocab x the profile's bytes per logit + 1024 x 1024 x 2 B
+    sampler = 256 * 32768 * profile.sampler_bytes_per_logit + 1024 * 1024 * 2
+    assert sampler > 31_457_280
+    assert est.activation_bytes == 0 and est.logits_bytes == sampler
     assert est.runtime_bytes == 133 * MiB  # vLLM non-torch memory, one GPU
-    assert estimate_overhead(MODEL, 2, 2).runtime_bytes == (133 + 430) * MiB  # + NCCL buffers
+    assert estimate_overhead(MODEL, 2, 2, profile_id=profile.id).runtime_bytes == (133 + 430) * MiB  # + NCCL
+    assert est.cudagraph_bytes == est.runner_bytes == 0  # v0.11 captures its graphs after sizing the KV cache
     assert est.total_bytes == est.activation_bytes + est.logits_bytes + est.runtime_bytes
+
+
+def test_default_overhead_is_the_engine_view_s_so_home_and_engine_agree():
+    """QA round (issue 27, "one link, one answer"): Home said "KV budget 55.34 GiB, 55 users" for Llama 3 8B on
+    an H100 while the Engine page, both naming the newest vLLM, said 53.95 GiB and 53.95x: the budget left out
+    the CUDA graphs vLLM v0.29+ estimates before sizing the KV cache, model runner V2's sampler state and a
+    first launch's compile. The budget now takes those terms from the Engine view's own functions."""
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.engines import EngineRequest, plan_engine
+
+    model, gpu = model_spec("meta-llama/Meta-Llama-3-8B"), get_gpu("nvidia-h100-sxm-80gb")
+    budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192), gpu_id=gpu.id)
+    engine = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(engine="vllm", gpu_name=gpu.name,
+                                                                          max_model_len=8192))
+    (rank,) = engine.ranks
+    assert budget.cudagraph_bytes == rank.cudagraph_bytes > 0
+    assert budget.runner_bytes == rank.runner_state_bytes + rank.first_compile_bytes > 0
+    assert budget.activation_bytes + budget.logits_bytes == rank.activation_bytes - budget.runner_bytes
+    assert budget.runtime_bytes == rank.non_torch_bytes
+    # What is left is the weights: the budget prices the checkpoint's tensors, the engine adds the caching
+    # allocator's rounding of their blocks (planner.engines.weight_tensors), 2.2 MB here.
+    rounding = rank.weights_bytes - budget.weights_bytes_per_gpu
+    assert 0 <= rounding < 4 * MiB
+    assert budget.kv_cache_budget_bytes - rank.available_kv_cache_bytes == rounding
+    assert budget.overhead_bytes == (budget.activation_bytes + budget.logits_bytes + budget.runtime_bytes
+                                     + budget.cudagraph_bytes + budget.runner_bytes)
 
 
 def test_attention_variants_of_gqa_model():
@@ -219,7 +251,7 @@ def _catalog(model_id: str, gpu_id: str):
 
 
 def test_default_overhead_profiles_2048_tokens_on_small_gpus_and_a100s():
-    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults
+    from planner.engines.profiles import vllm_scheduler_defaults
 
     v011 = engine_profile("vllm-v0.11")
     model, rtx3090 = _catalog("meta-llama/Meta-Llama-3.1-8B", "nvidia-rtx-3090")

@@ -29,6 +29,8 @@ SEGMENT_COLOURS = {
     "Activation peak (forward)": palette.ACTIVATION,
     "Activation peak (sampler)": palette.SAMPLER,
     "Runtime": palette.RUNTIME,
+    "Runner state + compile": palette.RUNNER_STATE,
+    "CUDA graphs": palette.CUDA_GRAPHS,
     "Overhead (override)": palette.ACTIVATION,
     "Free KV budget": palette.KV_FREE,
     "KV over the budget": palette.OVER_BUDGET,
@@ -52,7 +54,8 @@ def budget_segments(plan: Plan) -> list[tuple[str, int]]:
     else:
         peaks = [(name, size) for name, size in (("Activation peak (forward)", plan.activation_bytes),
                                                  ("Activation peak (sampler)", plan.logits_bytes)) if size > 0]
-        overhead = [*(peaks or [("Activation peak (forward)", 0)]), ("Runtime", plan.runtime_bytes)]
+        overhead = [*(peaks or [("Activation peak (forward)", 0)]), ("Runner state + compile", plan.runner_bytes),
+                    ("Runtime", plan.runtime_bytes), ("CUDA graphs", plan.cudagraph_bytes)]
     segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
                 *overhead, ("Free KV budget", plan.free_bytes)]
     if plan.kv_cache_shortfall_bytes > 0:

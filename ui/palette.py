@@ -37,6 +37,9 @@ SAMPLER = "#FF9DA6"
 RUNTIME = "#9D755D"
 """Runtime / non-torch memory (CUDA context, NCCL buffers)."""
 
+RUNNER_STATE = "#C9B8D9"
+"""Model Runner V2's sampler state and a first launch's compile (lavender, the activation's family)."""
+
 CUDA_GRAPHS = "#72B7B2"
 """CUDA graph pools."""
 
