@@ -23,7 +23,7 @@ from planner.scale.deploy import node_commands
 from ui import inputs, views
 from ui.budget_bar import segments_bar_html
 from ui.charts import OVER_THE_CARD, RANK_COLOURS
-from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField, PlanInputs
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
@@ -104,18 +104,9 @@ class DisaggInputs:
 def check_numbers(keys) -> list[str]:
     """Validate the link's values of ``keys`` (:data:`DISAGG_FIELDS`) before the widgets exist; a bad one is
     dropped (the widget shows its default) and described, as :func:`ui.inputs.check_link` does."""
-    problems, changes = [], {}
-    for key in keys:
-        field, values = DISAGG_FIELDS[key], st.query_params.get_all(key)
-        if not values:
-            continue
-        problem = inputs.number_problem(field, values[-1])  # the shared rules and wording
-        if problem:
-            fix = inputs._number_fix(field)  # noqa: SLF001
-            problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {fix}")
-            changes[key] = None
-    inputs.rewrite_link(changes, ())
-    return problems
+    bad = inputs.link_number_problems(keys, DISAGG_FIELDS)  # the shared rules and wording
+    inputs.rewrite_link({key: None for key, _, _ in bad}, ())
+    return [f"{wrong}. {fix}" for _, wrong, fix in bad]
 
 
 def _number(container, key: str, default=None):
