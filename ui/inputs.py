@@ -372,16 +372,17 @@ def _model_labels(options: Sequence[str]) -> dict[str, str]:
     return labels | {option: catalog.alias_label(option) for option in options if option not in labels}
 
 
-_OTHER_FORM = {"model": "models", "models": "model", "gpu": "gpus", "gpus": "gpu"}
-"""A picker's key -> the key of the same choice on pages with the other kind of picker."""
-
-
 def _other_form(key: str) -> list[str]:
-    """The link's values under the other form of ``key`` (``model`` for ``models`` ...), when it has none of its
-    own: a link copied from a one-model page and opened on a many-model page (or back) keeps its choice."""
-    if key in st.query_params:
+    """The link's value under the other form of ``key`` (``model`` for ``models`` ...), when it has none of its
+    own: a link copied from a one-model page and opened on a many-model page (or back) keeps its choice. The
+    navigation's rule for a page without the picker (:func:`ui.nav.carried_params`): the other form's first value."""
+    from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
+
+    params = st.query_params
+    if key in params:
         return []
-    return st.query_params.get_all(_OTHER_FORM[key])
+    carried = nav.carried_params({k: params.get_all(k) for k in nav.PICKER_KEYS}, model=None, gpu=None)
+    return carried.get(key, [])
 
 
 def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[str],
