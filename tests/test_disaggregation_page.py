@@ -135,6 +135,25 @@ def test_a_model_over_one_gpu_shows_the_refusal_once_and_the_tensor_parallel_fix
     assert at.query_params["tensor_parallel_size"] == "4" and at.success and at.code
 
 
+def test_each_pool_of_its_own_gets_a_button_named_as_the_other_fixes_are():
+    """Pools that want different sizes (or a pool with its own input) get one button each, labelled by
+    planner.fixes.short_label like every other fix ("Prefill TP → 4"), the help the fix's text."""
+    from types import SimpleNamespace
+
+    from ui.scale_view import tensor_parallel_fixes
+
+    result = SimpleNamespace(tensor_parallel_fixes=(("prefill", 4), ("decode", 8)))
+    fixes = tensor_parallel_fixes(result, SimpleNamespace(numbers={}))
+    assert [(f.label, f.fix.key, f.fix.value, f.starts) for f in fixes] == [
+        ("Prefill TP → 4", "prefill_tensor_parallel_size", 4, True),
+        ("Decode TP → 8", "decode_tensor_parallel_size", 8, True)]
+    assert fixes[0].help == "prefill tensor parallel 4: the smallest size at which the prefill pool starts"
+    same = SimpleNamespace(tensor_parallel_fixes=(("prefill", 4), ("decode", 4)))
+    assert [f.label for f in tensor_parallel_fixes(same, SimpleNamespace(numbers={}))] == ["Tensor parallel → 4"]
+    own = SimpleNamespace(numbers={"decode_tensor_parallel_size": 2})
+    assert [f.label for f in tensor_parallel_fixes(same, own)] == ["Prefill TP → 4", "Decode TP → 4"]
+
+
 def test_no_tensor_parallel_size_launches_each_pool_at_the_smallest_that_starts():
     from planner.scale import plan_scale
 

@@ -17,7 +17,7 @@ from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.diagnose import Fix
 from planner.engines.types import EngineRequest
-from planner.fixes import CheckedFix
+from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
@@ -223,12 +223,12 @@ def tensor_parallel_fixes(result, knobs: DisaggInputs) -> list[CheckedFix]:
     if len(sizes) == 2 and len(set(sizes.values())) == 1 and not own:
         tp = sizes["prefill"]
         fix = Fix(f"tensor parallel {tp}: the smallest size at which both pools start", "tensor_parallel_size", tp)
-        return [CheckedFix(fix, f"Tensor parallel → {tp}", str(fix), 0.0, True)]
+        return [CheckedFix(fix, short_label(fix.key, tp), str(fix), 0.0, True)]
     out = []
     for role, tp in sizes.items():
         fix = Fix(f"{role} tensor parallel {tp}: the smallest size at which the {role} pool starts",
                   f"{role}_tensor_parallel_size", tp)
-        out.append(CheckedFix(fix, f"{role.capitalize()} TP → {tp}", str(fix), 0.0, True))
+        out.append(CheckedFix(fix, short_label(fix.key, tp), str(fix), 0.0, True))
     return out
 
 
