@@ -319,15 +319,6 @@ def transfer_text(result) -> str:
             f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
 
 
-_POOL_NOTE = ("prefill:", "decode:")
-"""How the notes that :func:`headline` shows begin (one pool's tensor-parallel size)."""
-
-
-def sizing_notes(result) -> list[str]:
-    """The plan's notes that :func:`headline` does not show (the roofline, the arrivals, what each pool holds)."""
-    return [note for note in result.notes if not note.startswith(_POOL_NOTE)]
-
-
 def headline(result, knobs: DisaggInputs) -> None:
     """The verdict: GPUs in all when it fits, else every reason once (a normal result, not an error); when a pool
     would not start, no sizes, and a button for the tensor-parallel size that starts it (when one does)."""
@@ -339,9 +330,8 @@ def headline(result, knobs: DisaggInputs) -> None:
         return
     sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "
              f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
-    for note in result.notes:
-        if note.startswith(_POOL_NOTE):  # the tensor-parallel size chosen when none was given
-            st.caption(md_message(note))
+    for note in result.pool_notes:  # the tensor-parallel size chosen when none was given
+        st.caption(md_message(note))
     if result.fits:
         st.success(sizes + ".", icon=":material/check_circle:")
     else:
