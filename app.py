@@ -38,9 +38,9 @@ st.caption(md_message(
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
-engine_plan = engine_home.home_engine_plan(model, gpu, form, engine_name, features)  # the Engine page's view of the link
-engine_request = None if isinstance(engine_plan, str) else engine_home.home_request(
-    form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features)
+asked = engine_home.home_request(form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features)
+engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link
+engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
@@ -59,4 +59,4 @@ views.guarded(serving.tower_panel, full_model, gpu, request, result, what="plann
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
-engine_home.home_engine_view(model, gpu, form, engine_name, engine_plan, features)
+engine_home.home_engine_view(model, form, engine_name, engine_plan, features)

@@ -49,7 +49,7 @@ st.subheader("KV transfer between the pools")
 st.markdown(scale_view.transfer_text(result))
 st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
              column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
-for note in scale_view.sizing_notes(result):
+for note in result.sizing_notes:
     st.caption(note)
 
 st.subheader("llm-d model-service values")

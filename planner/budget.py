@@ -423,3 +423,20 @@ def sequence_profiles(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequ
     """
     base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
     return base.exact_gpu, base.paged_gpu
+
+
+def serving_budget_cost_bytes(plain: Plan, served: Plan) -> int:
+    """KV-cache budget per GPU the serving features take [bytes]: ``plain``'s budget minus ``served``'s.
+
+    Args:
+        plain: :func:`plan` of a request without serving features (``serving=None``).
+        served: :func:`plan` of the same request with them, on the same GPU.
+
+    The budget is ``usable - weights_per_gpu - overhead_per_gpu`` (module docstring) and the features leave
+    ``usable`` alone, so the cost is what they add to the weights (LoRA adapter slots, a drafter's weights:
+    ``ServingEffects.extra_weights_bytes``) plus what they add to the profile pass (``extra_activation_bytes``,
+    none under an overhead override), :func:`_apply_serving`. Negative when the features free memory.
+    Worked example: Qwen3-8B on an H100 SXM at 8,192 tokens, one rank-16 bf16 LoRA slot: 87,293,952 B of adapter
+    weights + 1,572,864 B of profile pass = 88,866,816 B (59,005,118,562 - 58,916,251,746).
+    """
+    return plain.kv_cache_budget_bytes - served.kv_cache_budget_bytes

@@ -40,8 +40,11 @@ from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 
 SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
-               "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization"}
-"""Button names of the knobs a fix sets (the long wording stays in the help text)."""
+               "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization",
+               "tensor_parallel_size": "Tensor parallel", "prefill_tensor_parallel_size": "Prefill TP",
+               "decode_tensor_parallel_size": "Decode TP"}
+"""Button names of the knobs a fix sets (the long wording stays in the help text); the last three: the
+Disaggregation page's pools (:attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`)."""
 
 ENGINE_FIELDS = {"context_len": "max_model_len", "max_model_len": "max_model_len", "num_gpus": "tensor_parallel_size",
                  "kv_cache_dtype": "kv_cache_dtype", "weight_dtype": "weight_dtype",

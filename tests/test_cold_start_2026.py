@@ -21,7 +21,7 @@ from planner.engines.profiles import (
     vllm_batch_limits,
     vllm_scheduler_defaults,
 )
-from planner.engines.vllm_kv_formats import fp8_ds_mla_bytes
+from planner.engines.vllm_kv_formats import fp8_ds_mla_bytes, stored_kv_name
 from planner.units import GiB
 from tests.factories import dense_model
 
@@ -50,6 +50,18 @@ def test_deepseek_v32_auto_cache_is_fp8_ds_mla_plus_indexer(engine):
                                                              kv_cache_dtype="bf16"))
     assert bf16.limiting_rank.kv_cache_bytes_per_token == 61 * (1152 + 132)
     assert plan.num_gpu_blocks > 1.6 * bf16.num_gpu_blocks * 0.99  # about 1.63x the tokens
+
+
+@pytest.mark.parametrize("profile_id, kv, stored", [
+    ("vllm", "auto", "fp8_ds_mla"), ("vllm-v0.11", "fp8", "fp8_ds_mla"), ("vllm", "bf16", "bf16"),
+    ("vllm-v0.10", "auto", "bf16"), ("sglang", "auto", "bf16"), (None, "auto", "bf16")])
+def test_stored_kv_name_is_the_one_rule_of_what_the_engine_stores(profile_id, kv, stored):
+    """One rule (vllm_kv_formats design notes 1, 2) names the cache for the Engine plan's label and for Find's rows:
+    vLLM v0.11+ stores DeepSeek-V3.2's auto / fp8 as fp8_ds_mla; bf16, older vLLM, other engines and the budget
+    arithmetic without an engine (None) keep the dtype's own name (the checkpoint's bf16 for auto)."""
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
+    assert stored_kv_name(model, profile_id, kv, "bf16") == stored
+    assert stored_kv_name(dense_model(), "vllm", "auto", "bf16") == "bf16"  # no sparse-MLA layer
 
 
 def test_fp8_ds_mla_pages_give_the_tokens_vllm_would_size():

@@ -46,9 +46,9 @@ def test_format_decimal_writes_the_number_in_full(value, text):
 
 
 def test_a_bad_ttft_link_value_names_the_range_in_full():
-    from ui import inputs, scale_view
+    from ui import number_fields, scale_view
 
-    text = inputs._number_fix(scale_view.DISAGG_FIELDS["ttft_ms"])
+    text = number_fields._number_fix(scale_view.DISAGG_FIELDS["ttft_ms"])
     assert "from 0.01 to 1,000,000 ms" in text, text
 
 

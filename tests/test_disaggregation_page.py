@@ -135,6 +135,41 @@ def test_a_model_over_one_gpu_shows_the_refusal_once_and_the_tensor_parallel_fix
     assert at.query_params["tensor_parallel_size"] == "4" and at.success and at.code
 
 
+def test_each_pool_of_its_own_gets_a_button_named_as_the_other_fixes_are():
+    """Pools that want different sizes (or a pool with its own input) get one button each, labelled by
+    planner.fixes.short_label like every other fix ("Prefill TP → 4"), the help the fix's text."""
+    from types import SimpleNamespace
+
+    from ui.scale_view import tensor_parallel_fixes
+
+    result = SimpleNamespace(tensor_parallel_fixes=(("prefill", 4), ("decode", 8)))
+    fixes = tensor_parallel_fixes(result, SimpleNamespace(numbers={}))
+    assert [(f.label, f.fix.key, f.fix.value, f.starts) for f in fixes] == [
+        ("Prefill TP → 4", "prefill_tensor_parallel_size", 4, True),
+        ("Decode TP → 8", "decode_tensor_parallel_size", 8, True)]
+    assert fixes[0].help == "prefill tensor parallel 4: the smallest size at which the prefill pool starts"
+    same = SimpleNamespace(tensor_parallel_fixes=(("prefill", 4), ("decode", 4)))
+    assert [f.label for f in tensor_parallel_fixes(same, SimpleNamespace(numbers={}))] == ["Tensor parallel → 4"]
+    own = SimpleNamespace(numbers={"decode_tensor_parallel_size": 2})
+    assert [f.label for f in tensor_parallel_fixes(same, own)] == ["Prefill TP → 4", "Decode TP → 4"]
+
+
+def test_the_plan_tells_its_pool_notes_from_its_sizing_notes():
+    """planner.scale.plan_disagg names the pools' launch notes (pool_notes: the size chosen when none was given),
+    so the page's headline shows those and the transfer section the rest (sizing_notes), not by a text prefix;
+    notes (the JSON's key) keeps both, the pools' first."""
+    gpu = get_gpu(H200)
+    pool = PoolRequest(engine=EngineRequest(gpu_name=gpu.name), scale=ScaleRequest(), auto_tensor_parallel=True)
+    result = plan_disagg(model_spec(QWEN235), gpu_memory_bytes=gpu.framework_memory_bytes,
+                         bandwidth_gb_s=gpu.bandwidth_gb_s, bf16_dense_tflops=gpu.bf16_dense_tflops, prefill=pool,
+                         decode=pool, users=256, prompt_len=4096, output_len=512)
+    assert result.pool_notes == tuple(f"{role}: tensor parallel 4, the smallest size at which it starts (none was "
+                                      "given)" for role in ("prefill", "decode"))
+    assert result.notes == (*result.pool_notes, *result.sizing_notes)
+    assert result.sizing_notes[0].startswith("roofline:") and len(result.sizing_notes) == 3
+    assert result.to_dict()["notes"] == list(result.notes) and "pool_notes" not in result.to_dict()
+
+
 def test_no_tensor_parallel_size_launches_each_pool_at_the_smallest_that_starts():
     from planner.scale import plan_scale
 

@@ -133,7 +133,7 @@ def test_engine_page_shows_the_error_beside_the_figure_and_the_close_call():
 
     from model_catalog import model_spec
     from model_catalog.gpus import get_gpu
-    from ui.engine import available_kv_text
+    from ui.expected_error import available_kv_text
     from ui.format import format_bytes
 
     model_id, gpu = "meta-llama/Meta-Llama-3.1-8B", get_gpu("nvidia-l4")

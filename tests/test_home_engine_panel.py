@@ -43,3 +43,16 @@ def test_the_panel_names_the_kv_dtype_the_engine_stores():
 def test_the_same_dtype_is_not_named():
     line = _why_line({"model": "meta-llama/Meta-Llama-3-8B", "gpu": "nvidia-h100-sxm-80gb"})
     assert "stores the KV cache as" not in line
+
+
+def test_home_builds_its_engine_request_once_for_the_panel_and_the_fixes(monkeypatch):
+    """Home plans its engine view and checks its fixes on the same request: app.py builds it once and passes it
+    (engine_home.home_engine_plan built its own copy before, so each run built it twice)."""
+    from ui import engine_home
+
+    built = []
+    home_request = engine_home.home_request
+    monkeypatch.setattr(engine_home, "home_request", lambda *a, **k: built.append(1) or home_request(*a, **k))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not at.exception
+    assert len(built) == 1

@@ -185,6 +185,18 @@ def test_a_link_of_the_other_picker_form_leads_the_defaults(page, params, key, f
     assert value[0] == first, value
 
 
+def test_a_many_model_link_on_a_one_model_page_takes_what_the_navigation_carries():
+    """The other form is read by the navigation's rule (ui.nav.carried_params for a page without the picker):
+    ``models=A&models=B`` opened on a one-model page starts from A, the ``model`` a sidebar link would carry."""
+    from ui.nav import carried_params
+
+    models = ["Qwen/Qwen3-VL-8B-Instruct", QWEN]
+    at = run("pages/2_GQA_savings.py", models=models)
+    assert not at.exception
+    carried = carried_params({"models": models}, model=None, gpu=None)["model"]
+    assert [next(w for w in at.selectbox if w.key == "model").value] == carried == models[:1]
+
+
 def test_a_link_with_its_own_form_ignores_the_other():
     """``models`` in the link wins over a stray ``model``."""
     at = run("pages/1_Memory_curves.py", models=QWEN, model=LLAMA31)

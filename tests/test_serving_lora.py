@@ -190,3 +190,25 @@ def test_shifted_profile_rounds_extra_slots_into_blocks():
     assert profile.bytes_per_sequence(16) == 16
     assert shifted.bytes_per_sequence(16) == 32  # 18 slots -> 2 blocks of 16
     assert shifted.bytes_per_sequences([14, 16]) == [16, 32]
+
+
+def test_serving_budget_cost_is_the_adapter_weights_plus_the_profile_pass():
+    """planner.budget.serving_budget_cost_bytes (Home's "The features take ... per GPU"), the docstring's worked
+    example: Qwen3-8B on an H100 SXM, one rank-16 bf16 LoRA slot takes its adapter weights plus its profile pass
+    from the KV budget; usable memory is unchanged."""
+    from dataclasses import replace
+
+    catalog = pytest.importorskip("model_catalog")
+    from planner.budget import serving_budget_cost_bytes
+
+    model, gpu = catalog.model_spec("Qwen/Qwen3-8B"), catalog.get_gpu("nvidia-h100-sxm-80gb")
+    request = PlanRequest(context_len=8192, serving=ServingFeatures(lora=LoRAConfig()))
+    served = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    plain = plan(model, gpu.framework_memory_bytes, replace(request, serving=None), gpu_id=gpu.id)
+    lora = served.serving["lora"]
+    assert (lora["adapter_slot_bytes"], lora["profile_activation_bytes"]) == (87_293_952, 1_572_864)
+    cost = serving_budget_cost_bytes(plain, served)
+    assert cost == 87_293_952 + 1_572_864 == 88_866_816
+    assert cost == (served.weights_bytes_per_gpu - plain.weights_bytes_per_gpu
+                    + served.overhead_bytes - plain.overhead_bytes)
+    assert serving_budget_cost_bytes(plain, plain) == 0

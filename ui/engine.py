@@ -37,7 +37,6 @@ from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
-from ui.expected_error import available_kv_text  # noqa: F401 - read from here by older callers
 from ui.format import (
     count_noun,
     format_bytes,

@@ -11,7 +11,6 @@ import streamlit as st
 
 from planner.engines import plan_engine
 from planner.engines.expected_error import close_call
-from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
@@ -41,15 +40,14 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         gpu_memory_reported_bytes=reported_bytes, serving=features)  # nvidia-smi's total (SGLang's capacity)
 
 
-def home_engine_plan(model: ModelSpec, gpu, form: PlanInputs, engine: str,
-                     features: ServingFeatures | None = None) -> EnginePlan | str:
-    """The Home page's engine plan with the page's serving ``features`` (:func:`home_request`), or the sentence
-    saying why the engine cannot plan it (an engine/dtype mismatch is a message, not an error)."""
+def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:
+    """The Home page's engine plan of ``request`` (:func:`home_request`: the page's inputs and serving features)
+    on ``gpu``, or the sentence saying why the engine cannot plan it (an engine/dtype mismatch is a message, not
+    an error)."""
     try:
-        request = home_request(form, engine, gpu.name, reported_memory_bytes(gpu), features)
         return plan_engine(model, gpu.framework_memory_bytes, request)
     except ValueError as exc:
-        return f"{engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
+        return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
 def refusing_engine(plan: EnginePlan | str) -> str | None:
@@ -74,12 +72,10 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     st.warning("\n\n".join(lines), icon=":material/warning:")
 
 
-def home_engine_view(model: ModelSpec, gpu, form: PlanInputs, engine: str,
-                     plan: EnginePlan | str | None = None, features: ServingFeatures | None = None) -> None:
-    """The Home page's engine panel (``plan``: :func:`home_engine_plan`'s answer when the page has it), priced
-    with the page's serving ``features``."""
-    if plan is None:
-        plan = home_engine_plan(model, gpu, form, engine, features)
+def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: EnginePlan | str,
+                     features: ServingFeatures | None = None) -> None:
+    """The Home page's engine panel for ``plan`` (:func:`home_engine_plan`'s answer), priced with the page's
+    serving ``features``."""
     if isinstance(plan, str):
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")

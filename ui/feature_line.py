@@ -30,29 +30,24 @@ HOST_TIER_KEYS = ("kv_offloading_size", "swap_space_gib")
 """Link keys of the host tier (Home and Engine read them; it changes no user count on one GPU)."""
 
 
-def _count(n: int, word: str) -> str:
-    """``"1 image"``, ``"2 images"``: a count with its noun, never "1 images"."""
-    return count_noun(n, word)
-
-
 def feature_phrases(features: ServingFeatures | None, model_id: str | None = None) -> list[str]:
     """The switched-on features in the field's terms, one phrase each: ``["4 LoRA slots (rank 16)",
     "EAGLE-3 (1 draft token)", "2 images per request"]``; a text-only server (the sidebar switch, a model with a
     tower) adds ``"text only"``."""
     out: list[str] = []
     if features is not None and features.lora is not None:
-        out.append(f"{_count(features.lora.max_loras, 'LoRA slot')} (rank {features.lora.max_lora_rank})")
+        out.append(f"{count_noun(features.lora.max_loras, 'LoRA slot')} (rank {features.lora.max_lora_rank})")
     spec = features.speculative if features is not None else None
     if spec is not None:
         draft = f" {spec.draft_model_id}" if spec.draft_model_id else ""
         out.append(f"{METHOD_NAMES.get(spec.method, spec.method)}{draft} "
-                   f"({_count(spec.num_speculative_tokens, 'draft token')})")
+                   f"({count_noun(spec.num_speculative_tokens, 'draft token')})")
     mm = features.multimodal if features is not None else None
     if mm is not None and mm.images_per_request:
-        out.append(f"{_count(mm.images_per_request, 'image')} per request "
+        out.append(f"{count_noun(mm.images_per_request, 'image')} per request "
                    f"({format_int(mm.image_width)} x {format_int(mm.image_height)} px)")
     if mm is not None and mm.videos_per_request:
-        out.append(f"{_count(mm.videos_per_request, 'video')} per request ({format_int(mm.video_frames)} frames)")
+        out.append(f"{count_noun(mm.videos_per_request, 'video')} per request ({format_int(mm.video_frames)} frames)")
     off = features.offload if features is not None else None
     if off is not None and off.kv_offloading_size is not None:
         out.append(f"KV offload to host ({off.kv_offloading_size:g} GiB)")
@@ -70,9 +65,9 @@ def _extras_text(features: ServingFeatures | None) -> str:
     parts = []
     if extras.media_tokens:
         parts.append(f"{format_int(extras.media_tokens)} image/video tokens" if features.multimodal.videos_per_request
-                     else f"{_count(extras.media_tokens, 'image token')}")
+                     else f"{count_noun(extras.media_tokens, 'image token')}")
     if extras.lookahead_tokens:
-        parts.append(_count(extras.lookahead_tokens, "lookahead slot"))
+        parts.append(count_noun(extras.lookahead_tokens, "lookahead slot"))
     return " + ".join(["its text", *parts]) if parts else ""
 
 
@@ -179,10 +174,10 @@ def engine_line(result, features: ServingFeatures | None, model_id: str | None =
     inside = []
     if extras.media_tokens and serving.get("multimodal"):
         verb = "counts" if extras.media_tokens == 1 else "count"
-        inside.append(f"the {_count(extras.media_tokens, 'image token')} {verb} inside max_model_len")
+        inside.append(f"the {count_noun(extras.media_tokens, 'image token')} {verb} inside max_model_len")
     if extras.lookahead_tokens and serving.get("speculative"):
         verb = "is" if extras.lookahead_tokens == 1 else "are"
-        inside.append(f"the {_count(extras.lookahead_tokens, 'lookahead slot')} per sequence {verb} left out")
+        inside.append(f"the {count_noun(extras.lookahead_tokens, 'lookahead slot')} per sequence {verb} left out")
     if inside:
         line += (f" {result.max_concurrency:.2f}x is {name}'s count of {format_int(result.max_model_len)}-token "
                  f"requests: {', and '.join(inside)}. Home, Concurrency, GQA savings and Allocation count each user "

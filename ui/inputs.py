@@ -21,7 +21,6 @@ widget, and a change writes the ids into ``st.query_params`` in the same run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -29,67 +28,12 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT, PlanRequest
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
 from planner.text import quote
 from ui import catalog, picker_search
-from ui.format import format_decimal, format_int, gib_to_bytes, md_message, shorten
-
-
-@dataclass(frozen=True, kw_only=True)
-class NumberField:
-    """A numeric sidebar input.
-
-    Attributes:
-        key: Widget key, URL query key and CLI flag (with underscores).
-        label: Widget label.
-        min_value: Smallest accepted value.
-        max_value: Largest accepted value.
-        default: Value when the link does not set it (None: empty).
-        step: Step of the +/- buttons.
-        is_float: Float input (else whole numbers).
-        unit: Unit word for messages (``tokens``).
-        help: Tooltip.
-    """
-
-    key: str
-    label: str
-    min_value: int | float
-    max_value: int | float
-    default: int | float | None
-    step: int | float
-    is_float: bool = False
-    unit: str = ""
-    help: str = ""
-
-
-NUMBER_FIELDS: dict[str, NumberField] = {
-    f.key: f
-    for f in (
-        NumberField(key="num_gpus", label="GPUs per replica", min_value=1, max_value=64,
-                    default=1, step=1, unit="GPUs",
-                    help="Weights and KV heads are split over this many GPUs (`--num-gpus`): tensor parallel, "
-                         "times the pipeline stages where the page has them. Budgets are per GPU."),
-        NumberField(key="context_len", label="Context length [tokens]", min_value=1,
-                    max_value=MAX_CONTEXT_SEARCH_LIMIT, default=8192, step=1024, unit="tokens",
-                    help="Prompt + generated tokens per sequence, sized for the end of generation (`--context-len`)."),
-        NumberField(key="batch_size", label="Concurrent sequences (batch)", min_value=1, max_value=65536,
-                    default=1, step=1, unit="sequences",
-                    help="Sequences held in the KV cache at once (`--batch-size`)."),
-        NumberField(key="gpu_memory_utilization", label="GPU memory utilization", min_value=0.01, max_value=1.0,
-                    default=DEFAULT_GPU_MEMORY_UTILIZATION, step=0.01, is_float=True,
-                    help="Fraction of the framework-visible memory the engine may use (vLLM default 0.9; "
-                         "`--gpu-memory-utilization`)."),
-        NumberField(key="block_size", label="KV block size [tokens]", min_value=1, max_value=1024,
-                    default=DEFAULT_BLOCK_SIZE, step=1, unit="tokens",
-                    help="PagedAttention page size; each sequence is rounded up to whole blocks (`--block-size`)."),
-        NumberField(key="overhead_gib", label="Overhead override [GiB per GPU]", min_value=0.0, max_value=1024.0,
-                    default=None, step=0.25, is_float=True, unit="GiB",
-                    help="Activations + runtime memory per GPU. Leave empty to use the planner's estimate "
-                         "(`--overhead-gib`)."),
-    )
-}
-"""Numeric inputs by key; bounds are what the planner accepts."""
+from ui.format import gib_to_bytes, md_message, shorten
+from ui.number_fields import NUMBER_FIELDS, NumberField, link_number_problems, number_problem  # noqa: F401 - re-exported
 
 DTYPE_OPTIONS: dict[str, tuple[str, ...]] = {
     "weight_dtype": tuple(WEIGHT_DTYPES),
@@ -167,37 +111,6 @@ class PlanInputs:
 # --------------------------------------------------------------------------
 # Link validation (runs before the widgets exist)
 # --------------------------------------------------------------------------
-def number_problem(field: NumberField, raw: str) -> str | None:
-    """What is wrong with ``raw`` for ``field`` (``"is not a whole number"``), or None when it is valid."""
-    if raw.strip() == "":
-        return None if field.default is None else "is empty"
-    try:
-        value = float(raw) if field.is_float else int(raw)
-    except ValueError:
-        return "is not a number" if field.is_float else "is not a whole number"
-    if field.is_float and not math.isfinite(value):
-        return "is not a finite number"
-    if value < field.min_value:
-        return "is too small"
-    if value > field.max_value:
-        return "is too large"
-    return None
-
-
-def _show(field: NumberField, value: int | float) -> str:
-    """A bound or default as the user would type it: ``"0.01"``, ``"1,000,000"`` (never ``"1e+06"``)."""
-    return format_decimal(value) if field.is_float else format_int(int(value))
-
-
-def _number_fix(field: NumberField) -> str:
-    """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``"""
-    shown = "the planner's estimate" if field.default is None else f"the default {_show(field, field.default)}"
-    kind = "a number" if field.is_float else "a whole number"
-    unit = f" {field.unit}" if field.unit else ""
-    return (f"Showing {shown} instead; enter {kind} from {_show(field, field.min_value)} to "
-            f"{_show(field, field.max_value)}{unit} in \"{field.label}\" in the sidebar.")
-
-
 def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], str] | None,
                     what: str) -> tuple[str | None, str | None]:
     """(value kept or None, problem text or None) for one selection: the option itself, else what ``resolve``
@@ -323,15 +236,9 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
             kept = kept[:max_items]
         if kept != values:
             changes[key] = kept or None
-    for key in numbers:
-        field = NUMBER_FIELDS[key]
-        values = params.get_all(key)
-        if not values:
-            continue
-        problem = number_problem(field, values[-1])
-        if problem:
-            problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {_number_fix(field)}")
-            changes[key] = None
+    for key, wrong, fix in link_number_problems(numbers):
+        problems.append(f"{wrong}. {fix}")
+        changes[key] = None
     rewrite_link(changes, tuple(multi))
     return problems
 
@@ -465,16 +372,17 @@ def _model_labels(options: Sequence[str]) -> dict[str, str]:
     return labels | {option: catalog.alias_label(option) for option in options if option not in labels}
 
 
-_OTHER_FORM = {"model": "models", "models": "model", "gpu": "gpus", "gpus": "gpu"}
-"""A picker's key -> the key of the same choice on pages with the other kind of picker."""
-
-
 def _other_form(key: str) -> list[str]:
-    """The link's values under the other form of ``key`` (``model`` for ``models`` ...), when it has none of its
-    own: a link copied from a one-model page and opened on a many-model page (or back) keeps its choice."""
-    if key in st.query_params:
+    """The link's value under the other form of ``key`` (``model`` for ``models`` ...), when it has none of its
+    own: a link copied from a one-model page and opened on a many-model page (or back) keeps its choice. The
+    navigation's rule for a page without the picker (:func:`ui.nav.carried_params`): the other form's first value."""
+    from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
+
+    params = st.query_params
+    if key in params:
         return []
-    return st.query_params.get_all(_OTHER_FORM[key])
+    carried = nav.carried_params({k: params.get_all(k) for k in nav.PICKER_KEYS}, model=None, gpu=None)
+    return carried.get(key, [])
 
 
 def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[str],

@@ -17,13 +17,13 @@ from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.diagnose import Fix
 from planner.engines.types import EngineRequest
-from planner.fixes import CheckedFix
+from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
 from ui.budget_bar import segments_bar_html
 from ui.charts import OVER_THE_CARD, RANK_COLOURS
-from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField, PlanInputs
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
@@ -104,18 +104,9 @@ class DisaggInputs:
 def check_numbers(keys) -> list[str]:
     """Validate the link's values of ``keys`` (:data:`DISAGG_FIELDS`) before the widgets exist; a bad one is
     dropped (the widget shows its default) and described, as :func:`ui.inputs.check_link` does."""
-    problems, changes = [], {}
-    for key in keys:
-        field, values = DISAGG_FIELDS[key], st.query_params.get_all(key)
-        if not values:
-            continue
-        problem = inputs.number_problem(field, values[-1])  # the shared rules and wording
-        if problem:
-            fix = inputs._number_fix(field)  # noqa: SLF001
-            problems.append(f"Link parameter `{key}={shorten(values[-1])}` {problem}. {fix}")
-            changes[key] = None
-    inputs.rewrite_link(changes, ())
-    return problems
+    bad = inputs.link_number_problems(keys, DISAGG_FIELDS)  # the shared rules and wording
+    inputs.rewrite_link({key: None for key, _, _ in bad}, ())
+    return [f"{wrong}. {fix}" for _, wrong, fix in bad]
 
 
 def _number(container, key: str, default=None):
@@ -232,12 +223,12 @@ def tensor_parallel_fixes(result, knobs: DisaggInputs) -> list[CheckedFix]:
     if len(sizes) == 2 and len(set(sizes.values())) == 1 and not own:
         tp = sizes["prefill"]
         fix = Fix(f"tensor parallel {tp}: the smallest size at which both pools start", "tensor_parallel_size", tp)
-        return [CheckedFix(fix, f"Tensor parallel → {tp}", str(fix), 0.0, True)]
+        return [CheckedFix(fix, short_label(fix.key, tp), str(fix), 0.0, True)]
     out = []
     for role, tp in sizes.items():
         fix = Fix(f"{role} tensor parallel {tp}: the smallest size at which the {role} pool starts",
                   f"{role}_tensor_parallel_size", tp)
-        out.append(CheckedFix(fix, f"{role.capitalize()} TP → {tp}", str(fix), 0.0, True))
+        out.append(CheckedFix(fix, short_label(fix.key, tp), str(fix), 0.0, True))
     return out
 
 
@@ -328,15 +319,6 @@ def transfer_text(result) -> str:
             f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
 
 
-_POOL_NOTE = ("prefill:", "decode:")
-"""How the notes that :func:`headline` shows begin (one pool's tensor-parallel size)."""
-
-
-def sizing_notes(result) -> list[str]:
-    """The plan's notes that :func:`headline` does not show (the roofline, the arrivals, what each pool holds)."""
-    return [note for note in result.notes if not note.startswith(_POOL_NOTE)]
-
-
 def headline(result, knobs: DisaggInputs) -> None:
     """The verdict: GPUs in all when it fits, else every reason once (a normal result, not an error); when a pool
     would not start, no sizes, and a button for the tensor-parallel size that starts it (when one does)."""
@@ -348,9 +330,8 @@ def headline(result, knobs: DisaggInputs) -> None:
         return
     sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "
              f"{format_int(d['prefill']['gpus'])} + decode {format_int(d['decode']['gpus'])}")
-    for note in result.notes:
-        if note.startswith(_POOL_NOTE):  # the tensor-parallel size chosen when none was given
-            st.caption(md_message(note))
+    for note in result.pool_notes:  # the tensor-parallel size chosen when none was given
+        st.caption(md_message(note))
     if result.fits:
         st.success(sizes + ".", icon=":material/check_circle:")
     else:

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from planner.budget import Plan, PlanRequest, plan
+from planner.budget import Plan, PlanRequest, plan, serving_budget_cost_bytes
 from planner.model import ModelSpec
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.features import SERVING_ENGINES
@@ -377,7 +377,7 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             format_budget(plain.kv_cache_budget_bytes),
             f"KV budget per GPU without the serving features; with them (\"KV budget per GPU\" above): "
             f"{format_budget(result.kv_cache_budget_bytes)}. The features take "
-            f"{format_bytes(plain.kv_cache_budget_bytes - result.kv_cache_budget_bytes)} per GPU."),
+            f"{format_bytes(serving_budget_cost_bytes(plain, result))} per GPU."),
     }
     lora = serving.get("lora")
     if lora and lora["supported"]:

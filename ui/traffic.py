@@ -70,7 +70,6 @@ from ui.find_view import (  # noqa: F401 - the Find page's names, re-exported fo
     throughput_rows,
     vendor_filter,
 )
-from ui.format import shorten
 from ui.inputs import NumberField
 
 # --------------------------------------------------------------------------
@@ -168,16 +167,8 @@ def carried_number_problems(keys: Sequence[str], uses: str) -> list[str]:
         keys: Keys of :data:`ui.inputs.NUMBER_FIELDS` the page reads from a link without a widget of its own.
         uses: What the page uses instead (``"its own max_model_len"``).
     """
-    out = []
-    for key in keys:
-        raw = st.query_params.get(key)
-        if raw is None:
-            continue
-        problem = inputs.number_problem(inputs.NUMBER_FIELDS[key], raw)
-        if problem:
-            out.append(f"Link parameter `{key}={shorten(raw)}` {problem}, so it was ignored: this page uses {uses}. "
-                       f"Fix it in the link, or on Home.")
-    return out
+    return [f"{wrong}, so it was ignored: this page uses {uses}. Fix it in the link, or on Home."
+            for _, wrong, _ in inputs.link_number_problems(keys)]
 
 
 def _link_whole_number(key: str, field: NumberField) -> int | None:

@@ -298,7 +298,7 @@ def _disagg_table(result) -> str:
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                  f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]
-    lines += [f"  note: {n}" for n in result.notes if n.startswith(("prefill:", "decode:"))]  # the sizes chosen
+    lines += [f"  note: {n}" for n in result.pool_notes]  # the sizes chosen
     return "\n".join(lines)
 
 

@@ -66,7 +66,7 @@ from planner.engines.vllm_runner import (
     speculative_tokens,
     v2_state_bytes,
 )
-from planner.engines.vllm_kv_formats import FP8_DS_MLA, FP8_DS_MLA_NOTE, layer_bytes_per_token, uses_fp8_ds_mla
+from planner.engines.vllm_kv_formats import FP8_DS_MLA_NOTE, layer_bytes_per_token, stored_kv_name, uses_fp8_ds_mla
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -329,7 +329,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
         "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype,
-        "kv_cache_dtype": FP8_DS_MLA if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype) else dtypes.kv.name,
+        "kv_cache_dtype": stored_kv_name(model, profile.id, request.kv_cache_dtype, dtypes.kv.name),
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),

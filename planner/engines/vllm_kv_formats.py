@@ -110,6 +110,24 @@ def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> b
             and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
 
 
+def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str, dtype_name: str) -> str:
+    """The name of the KV cache an engine stores for ``--kv-cache-dtype kv_cache_dtype``: ``fp8_ds_mla``
+    (:data:`FP8_DS_MLA`) where :func:`uses_fp8_ds_mla` holds (vLLM v0.11+ on a sparse-MLA model with ``auto`` or
+    an ``fp8`` choice; design notes 1, 2), else ``dtype_name``, the resolved dtype's own name
+    (``planner.model.layers.cache_dtypes(...).kv.name``: ``auto`` -> ``bf16``).
+
+    Args:
+        model: The model.
+        profile_id: The engine profile's id; None for the budget arithmetic without an engine (then
+            ``dtype_name``). A profile that is not a vLLM one never matches.
+        kv_cache_dtype: The ``--kv-cache-dtype`` value as asked (``auto``, ``fp8``, ``bf16`` ...).
+        dtype_name: The name of the dtype ``kv_cache_dtype`` resolves to.
+    """
+    if profile_id is not None and uses_fp8_ds_mla(model, profile_id, kv_cache_dtype):
+        return FP8_DS_MLA
+    return dtype_name
+
+
 def stored_kv_bytes_per_token(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int) -> int:
     """KV bytes of one token over all layers on one GPU as vLLM stores a model whose sparse-MLA layers are in
     ``fp8_ds_mla`` (:func:`layer_bytes_per_token` with ``ds_mla``; design note 1: 61 x (656 + 132) = 48,068 B for

@@ -153,11 +153,19 @@ class DisaggPlan:
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
     tensor_parallel_fixes: tuple[tuple[str, int], ...] = ()
+    pool_notes: tuple[str, ...] = ()
+    """The notes of the pools' launches (``"prefill: tensor parallel 4, the smallest size at which it starts (none
+    was given)"``, or that no size up to a node starts a pool), each beginning with its role; they lead ``notes``."""
 
     @property
     def starts(self) -> bool:
         """Both pools' launches start (the engine would not refuse either)."""
         return self.prefill.plan.starts and self.decode.plan.starts
+
+    @property
+    def sizing_notes(self) -> tuple[str, ...]:
+        """``notes`` less :attr:`pool_notes`: the roofline, the arrivals, what each pool holds."""
+        return tuple(note for note in self.notes if note not in self.pool_notes)
 
     def to_dict(self) -> dict:
         """Plain dict for JSON (``tensor_parallel_fixes``: ``{role: the smallest tensor-parallel size that starts}``
@@ -268,7 +276,7 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
                         bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
                         prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                         link_id=link_id)
-    return replace(result, notes=(*notes, *result.notes), tensor_parallel_fixes=tuple(fixes),
+    return replace(result, notes=(*notes, *result.notes), pool_notes=tuple(notes), tensor_parallel_fixes=tuple(fixes),
                    reasons=(*result.reasons, *fix_sentences(fixes)))
 
 

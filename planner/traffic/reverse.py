@@ -54,7 +54,7 @@ from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, is_large_datacenter_gpu, resolve_engine_name
-from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, uses_fp8_ds_mla
+from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, stored_kv_name
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
@@ -148,6 +148,7 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
         classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
     costs = {}
     active = active_parameters(model)
+    profile_id = _profile_id(request)
     decode_ctx = min(workload.max_model_len,
                      int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
     for tp in tp_sizes:
@@ -160,8 +161,7 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
             dtypes = cache_dtypes(model, request.weight_dtype, kv)
-            stored = _engine_stored_kv(model, request, kv)
-            name = dtypes.kv.name if stored is None else stored
+            name = stored_kv_name(model, profile_id, kv, dtypes.kv.name)
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
@@ -169,7 +169,7 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                 weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
                                                                           weights, overheads, paged, exact)
             decode_seq = exact.bytes_per_sequence(decode_ctx)
-            if stored is not None:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
+            if name == FP8_DS_MLA:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
                 decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
             costs[(tp, name)] = _Costs(
                 weights=weights, overheads=overheads,
@@ -180,14 +180,10 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
     return costs
 
 
-def _engine_stored_kv(model: ModelSpec, request: FindRequest, kv_flag: str) -> str | None:
-    """The name of the cache format the chosen engine stores for ``--kv-cache-dtype kv_flag`` when it is its own, not
-    the dtype's: ``fp8_ds_mla`` for a sparse-MLA model (DeepSeek-V3.2, GLM-5) under vLLM v0.11+ with ``auto`` or
-    ``fp8`` (:func:`planner.engines.vllm_kv_formats.uses_fp8_ds_mla`, vLLM's ``DeepseekV32ForCausalLM.
-    verify_and_update_config``); None otherwise (the budget arithmetic, other engines, other models)."""
-    if request.engine is None:
-        return None
-    return FP8_DS_MLA if uses_fp8_ds_mla(model, engine_profile(request.engine).id, kv_flag) else None
+def _profile_id(request: FindRequest) -> str | None:
+    """The id of the engine profile ``request`` names (``find --engine``), None for the budget arithmetic: what
+    :func:`planner.engines.vllm_kv_formats.stored_kv_name` reads to name the cache the engine stores."""
+    return None if request.engine is None else engine_profile(request.engine).id
 
 
 def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
@@ -298,8 +294,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
             closest = near.finish(near.setup)
         suggestions = find_advice.suggestions(
             model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
-            stored_kv=lambda kv: _engine_stored_kv(model, request, kv) or cache_dtypes(model, request.weight_dtype,
-                                                                                       kv).kv.name,
+            stored_kv=lambda kv: stored_kv_name(model, _profile_id(request), kv,
+                                                cache_dtypes(model, request.weight_dtype, kv).kv.name),
             offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
             min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
     alternative = _weight_alternative(model, priced, request, options)

@@ -1,0 +1,128 @@
+"""The numeric sidebar inputs (:class:`NumberField`, :data:`NUMBER_FIELDS`) and the one check of a link's numbers.
+
+:func:`link_number_problems` is what every page runs on the numbers a link carries before its widgets exist
+(``ui.inputs.check_link``, ``ui.scale_view.check_numbers``, ``ui.traffic.carried_number_problems``): one rule
+(:func:`number_problem`) and one wording. :mod:`ui.inputs` re-exports these names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT
+from ui.format import format_decimal, format_int, shorten
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumberField:
+    """A numeric sidebar input.
+
+    Attributes:
+        key: Widget key, URL query key and CLI flag (with underscores).
+        label: Widget label.
+        min_value: Smallest accepted value.
+        max_value: Largest accepted value.
+        default: Value when the link does not set it (None: empty).
+        step: Step of the +/- buttons.
+        is_float: Float input (else whole numbers).
+        unit: Unit word for messages (``tokens``).
+        help: Tooltip.
+    """
+
+    key: str
+    label: str
+    min_value: int | float
+    max_value: int | float
+    default: int | float | None
+    step: int | float
+    is_float: bool = False
+    unit: str = ""
+    help: str = ""
+
+
+NUMBER_FIELDS: dict[str, NumberField] = {
+    f.key: f
+    for f in (
+        NumberField(key="num_gpus", label="GPUs per replica", min_value=1, max_value=64,
+                    default=1, step=1, unit="GPUs",
+                    help="Weights and KV heads are split over this many GPUs (`--num-gpus`): tensor parallel, "
+                         "times the pipeline stages where the page has them. Budgets are per GPU."),
+        NumberField(key="context_len", label="Context length [tokens]", min_value=1,
+                    max_value=MAX_CONTEXT_SEARCH_LIMIT, default=8192, step=1024, unit="tokens",
+                    help="Prompt + generated tokens per sequence, sized for the end of generation (`--context-len`)."),
+        NumberField(key="batch_size", label="Concurrent sequences (batch)", min_value=1, max_value=65536,
+                    default=1, step=1, unit="sequences",
+                    help="Sequences held in the KV cache at once (`--batch-size`)."),
+        NumberField(key="gpu_memory_utilization", label="GPU memory utilization", min_value=0.01, max_value=1.0,
+                    default=DEFAULT_GPU_MEMORY_UTILIZATION, step=0.01, is_float=True,
+                    help="Fraction of the framework-visible memory the engine may use (vLLM default 0.9; "
+                         "`--gpu-memory-utilization`)."),
+        NumberField(key="block_size", label="KV block size [tokens]", min_value=1, max_value=1024,
+                    default=DEFAULT_BLOCK_SIZE, step=1, unit="tokens",
+                    help="PagedAttention page size; each sequence is rounded up to whole blocks (`--block-size`)."),
+        NumberField(key="overhead_gib", label="Overhead override [GiB per GPU]", min_value=0.0, max_value=1024.0,
+                    default=None, step=0.25, is_float=True, unit="GiB",
+                    help="Activations + runtime memory per GPU. Leave empty to use the planner's estimate "
+                         "(`--overhead-gib`)."),
+    )
+}
+"""Numeric inputs by key; bounds are what the planner accepts."""
+
+
+def number_problem(field: NumberField, raw: str) -> str | None:
+    """What is wrong with ``raw`` for ``field`` (``"is not a whole number"``), or None when it is valid."""
+    if raw.strip() == "":
+        return None if field.default is None else "is empty"
+    try:
+        value = float(raw) if field.is_float else int(raw)
+    except ValueError:
+        return "is not a number" if field.is_float else "is not a whole number"
+    if field.is_float and not math.isfinite(value):
+        return "is not a finite number"
+    if value < field.min_value:
+        return "is too small"
+    if value > field.max_value:
+        return "is too large"
+    return None
+
+
+def _show(field: NumberField, value: int | float) -> str:
+    """A bound or default as the user would type it: ``"0.01"``, ``"1,000,000"`` (never ``"1e+06"``)."""
+    return format_decimal(value) if field.is_float else format_int(int(value))
+
+
+def _number_fix(field: NumberField) -> str:
+    """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``"""
+    shown = "the planner's estimate" if field.default is None else f"the default {_show(field, field.default)}"
+    kind = "a number" if field.is_float else "a whole number"
+    unit = f" {field.unit}" if field.unit else ""
+    return (f"Showing {shown} instead; enter {kind} from {_show(field, field.min_value)} to "
+            f"{_show(field, field.max_value)}{unit} in \"{field.label}\" in the sidebar.")
+
+
+def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] = NUMBER_FIELDS,
+                         ) -> list[tuple[str, str, str]]:
+    """The link's values of ``keys`` that are not valid numbers for their field, before the widgets exist.
+
+    Args:
+        keys: Keys of ``fields`` this page reads from the link.
+        fields: key -> :class:`NumberField` (:data:`NUMBER_FIELDS`, or a page's own table such as
+            ``ui.scale_view.DISAGG_FIELDS``).
+
+    Returns:
+        ``(key, what is wrong, how to fix it in the sidebar)`` per bad value (the last one, as Streamlit reads a
+        repeated key), e.g. ``("context_len", "Link parameter `context_len=0` is too small", "Showing the default
+        8,192 instead; enter a whole number from 1 to ... in the sidebar.")``; the caller joins them into its
+        message and drops the key where its widget would otherwise take the value.
+    """
+    out = []
+    for key in keys:
+        values = st.query_params.get_all(key)
+        problem = number_problem(fields[key], values[-1]) if values else None
+        if problem:
+            out.append((key, f"Link parameter `{key}={shorten(values[-1])}` {problem}", _number_fix(fields[key])))
+    return out
