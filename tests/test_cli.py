@@ -236,3 +236,11 @@ def test_pipeline_stages_do_not_get_a_num_gpus_suggestion_they_already_have(caps
     assert not any("use num_gpus" in s and int(s.split("use num_gpus ")[1].split()[0]) <= 16
                    for s in out["suggestions"])
     assert any("pipeline_parallel_size 16" in note for note in out["notes"])
+
+
+def test_verify_names_an_unknown_model_like_plan_does(capsys):
+    """QA: ``verify --model foo/bar`` ended in a Python traceback with a server path; it is a usage error
+    (exit 2, one line), found before torch is loaded."""
+    assert main(["verify", "--model", "foo/bar"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown model id 'foo/bar'") and "Traceback" not in err and "/" not in err.split("'")[-1]

@@ -210,3 +210,17 @@ def test_allocation_json_keeps_the_alias_with_its_catalog_id(capsys):
                             "--max-model-len", "8192", "--mean-len", "800"])
     assert (out["model_id"], out["catalog_id"]) == ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B")
     assert list(out)[:2] == ["model_id", "catalog_id"]
+
+
+def test_find_takes_a_lengths_csv_without_the_length_flags(capsys, tmp_path):
+    """QA: the help says --lengths-csv comes "instead of the length flags", but argparse still required
+    --prompt-len and --output-len (dummy values worked). Either the flags or the CSV; neither is a clear error."""
+    csv = tmp_path / "lengths.csv"
+    csv.write_text("prompt_len,output_len\n800,200\n1500,300\n")
+    alone = run_json(capsys, ["find", "--model", LLAMA3, "--users", "50", "--lengths-csv", str(csv),
+                              "--max-model-len", "4096", "--top", "1"])
+    dummies = run_json(capsys, ["find", "--model", LLAMA3, "--users", "50", "--prompt-len", "1", "--output-len", "0",
+                                "--lengths-csv", str(csv), "--max-model-len", "4096", "--top", "1"])
+    assert alone[0]["fits"] and alone[0]["max_concurrent_sequences"] == dummies[0]["max_concurrent_sequences"]
+    assert main(["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "100"]) == 2
+    assert "give --prompt-len and --output-len, or --lengths-csv" in capsys.readouterr().err

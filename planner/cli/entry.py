@@ -101,10 +101,16 @@ def _run_verify(args: argparse.Namespace) -> int:
     """``python -m planner verify``: lazily imports the torch-backed verifier."""
     from pathlib import Path
 
+    from model_catalog.model_registry import resolve_model_id
     from model_catalog.verify import DEFAULT_TABLE_PATH, run_verify
 
+    try:  # an unknown id is a usage error like plan's, named before torch is loaded
+        models = [resolve_model_id(m) for m in args.models] if args.models else args.models
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     output = Path(args.output) if args.output else (None if args.models and not args.check else DEFAULT_TABLE_PATH)
-    return run_verify(args.models, output=output, check=args.check, jobs=args.jobs)
+    return run_verify(models, output=output, check=args.check, jobs=args.jobs)
 
 
 def _models_rows() -> list[dict]:

@@ -156,10 +156,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("find", help="cheapest GPU setups that hold N concurrent users")
     p.add_argument("--model", required=True, help="Hugging Face repo id (see `models`)")
     p.add_argument("--users", type=positive_int, required=True, help="concurrent users (sequences)")
-    p.add_argument("--prompt-len", type=positive_int, required=True,
-                   help="prompt tokens (the mean when --prompt-p95 is given)")
-    p.add_argument("--output-len", type=non_negative_int, required=True,
-                   help="output tokens (the mean when --output-p95 is given)")
+    p.add_argument("--prompt-len", type=positive_int, default=None,
+                   help="prompt tokens (the mean when --prompt-p95 is given); required without --lengths-csv")
+    p.add_argument("--output-len", type=non_negative_int, default=None,
+                   help="output tokens (the mean when --output-p95 is given); required without --lengths-csv")
     p.add_argument("--prompt-p95", type=positive_int, default=None,
                    help="95th percentile of prompt tokens: log-normal prompts")
     p.add_argument("--output-p95", type=positive_int, default=None,
@@ -274,6 +274,8 @@ def find_workload(args: argparse.Namespace) -> Workload | None:
     Raises:
         ValueError: a distribution without ``--max-model-len``, or a bad CSV.
     """
+    if args.lengths_csv is None and (args.prompt_len is None or args.output_len is None):
+        raise ValueError("give --prompt-len and --output-len, or --lengths-csv with the lengths of real requests")
     if args.lengths_csv is None and args.prompt_p95 is None and args.output_p95 is None:
         if args.max_model_len is not None and args.max_model_len < args.prompt_len + args.output_len:
             raise ValueError(f"--max-model-len {args.max_model_len:,} is shorter than prompt + output "
@@ -319,13 +321,16 @@ def run_find(args: argparse.Namespace) -> FindResult:
 
     model = served_model(args, _catalog_model(args.model))  # --language-model-only: no tower, as `plan`
     workload = find_workload(args)
-    output_len = args.output_len
+    prompt_len, output_len = args.prompt_len, args.output_len
     if workload is None and args.max_model_len is not None:
         # A limit above prompt + output: keep fixed lengths, size for the limit in the launch command only.
-        workload = Workload(prompt=Fixed(tokens=args.prompt_len), output=Fixed(tokens=output_len),
+        workload = Workload(prompt=Fixed(tokens=prompt_len), output=Fixed(tokens=output_len),
                             max_model_len=args.max_model_len)
+    if prompt_len is None or output_len is None:  # --lengths-csv alone: its means stand for the length flags
+        prompt_len = prompt_len or max(1, round(workload.prompt.mean_tokens))
+        output_len = round(workload.output.mean_tokens) if output_len is None else output_len
     request = FindRequest(
-        users=args.users, prompt_len=args.prompt_len, output_len=output_len, workload=workload,
+        users=args.users, prompt_len=prompt_len, output_len=output_len, workload=workload,
         max_gpus=args.max_gpus, kv_cache_dtypes=args.kv_cache_dtypes, weight_dtype=args.weight_dtype,
         max_time_per_output_token_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1000,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
