@@ -100,3 +100,36 @@ def test_the_llm_d_header_and_commands_count_replicas_gpus_and_nodes():
             in header), header
     comments = [line for line in role_commands(roles) if line.startswith("# ")]
     assert comments[0].startswith(f"# prefill: {prefill_replicas:,} replicas of 1 GPU on 1 node;"), comments
+
+
+def test_qa_round_copy_one_token_one_rank_units_on_every_figure():
+    """QA round: "output fixed 1 tokens"; "1 users per rank (of 1)" and "200 users per rank (of 200)" on Find's
+    chosen setup; Home's "53.95 GiB ± 2.28 of KV" (no unit after ±); and the no-memory reason
+    "249.34 GiB requested - 1431.83 weights - 10.31 activation" (units on the first term only)."""
+
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.engines import EngineRequest, plan_engine
+    from planner.traffic.workload import Fixed
+    from ui.expected_error import available_kv_text
+    from ui.find_scale_view import _users_per_rank
+
+    assert Fixed(tokens=1).describe() == "fixed 1 token" and Fixed(tokens=2000).describe() == "fixed 2,000 tokens"
+
+    class _Setup:  # the two fields the sentence reads
+        def __init__(self, per, users):
+            self.users_per_replica, self.users = per, users
+
+    assert _users_per_rank(_Setup(1, 1)) == "1 user on its one rank"
+    assert _users_per_rank(_Setup(200, 200)) == "200 users on its one rank"
+    assert _users_per_rank(_Setup(50, 200)) == "50 users per rank (200 in all)"
+
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    plan = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,
+                       EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=8192))
+    assert re.fullmatch(r"[\d.,]+ GiB ± [\d.]+ GiB", available_kv_text(plan)), available_kv_text(plan)
+    huge = plan_engine(model_spec("moonshotai/Kimi-K2-Thinking"), gpu.framework_memory_bytes,
+                       EngineRequest(engine="vllm", gpu_name=gpu.name, max_model_len=8192))
+    reason = next(r for r in huge.reasons if r.startswith("No available memory"))
+    terms = re.search(r"\(stage 0: (.*) = ", reason).group(1).split(" - ")
+    assert all(re.fullmatch(r"[\d.,]+ GiB [a-zA-Z -]+", t) for t in terms), terms

@@ -15,14 +15,14 @@ AVAILABLE_KV_LABEL = "Available KV memory per GPU"
 
 
 def available_kv_text(plan: EnginePlan) -> str:
-    """The available-KV figure with its expected error beside it: ``"11.57 GiB ± 0.07"`` for a cold start
+    """The available-KV figure with its expected error beside it: ``"11.57 GiB ± 0.07 GiB"`` for a cold start
     (:func:`planner.engines.expected_error.expected_error_bytes`), the figure alone for a printed one."""
     error = expected_error_bytes(plan)
-    if plan.available_kv_cache_bytes < 0:  # a refusal: "none (35.50 GiB short ± 0.42)", never "-35.50 GiB"
+    if plan.available_kv_cache_bytes < 0:  # a refusal: "none (35.50 GiB short ± 0.42 GiB)", never "-35.50 GiB"
         short = f"{format_bytes(-plan.available_kv_cache_bytes)} short"
-        return f"none ({short} ± {format_bytes(error).removesuffix(' GiB')})" if error else f"none ({short})"
+        return f"none ({short} ± {format_bytes(error)})" if error else f"none ({short})"
     text = format_bytes(plan.available_kv_cache_bytes)
-    return f"{text} ± {format_bytes(error).removesuffix(' GiB')}" if error else text
+    return f"{text} ± {format_bytes(error)}" if error else text
 
 
 def available_kv_value(plan: EnginePlan) -> str:

@@ -77,9 +77,16 @@ def chosen_text(s: Setup) -> str:
                                "replica, beside a prefill pool"}[s.kind]
     nodes = f" on {format_int(s.nodes)} nodes" if s.nodes > 1 else ""
     return (f"**{s.kind}**: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}{nodes}, {layout}. "
-            f"{format_int(s.users_per_replica)} users per rank (of {format_int(s.users)}); the setup holds "
+            f"{_users_per_rank(s)}; the setup holds "
             f"{format_int(s.max_concurrent_sequences)}{margin}. Weights per GPU: "
             f"{'n/a' if s.weights_bytes_per_gpu is None else format_bytes(s.weights_bytes_per_gpu)}.")
+
+
+def _users_per_rank(s: Setup) -> str:
+    """``"200 users on its one rank"`` or ``"50 users per rank (200 in all)"``."""
+    if s.users_per_replica >= s.users:
+        return f"{count_noun(s.users, 'user')} on its one rank"
+    return f"{count_noun(s.users_per_replica, 'user')} per rank ({format_int(s.users)} in all)"
 
 
 POOL_ROWS = (("GPUs", "gpus"), ("Replicas", "replicas"), ("GPUs per replica", "gpus_per_replica"),

@@ -532,10 +532,10 @@ def _no_memory_reason(ranks: list[RankBudget]) -> str:
     # the profiles that deduct CUDA graphs (>= v0.21) show that term too, so the sentence adds up
     graphs = (worst.requested_bytes - worst.weights_bytes - worst.activation_bytes - worst.non_torch_bytes
               - worst.available_kv_cache_bytes)
-    graphs_term = f"{gib2(graphs)} CUDA graphs - " if graphs > 0 else ""
+    graphs_term = f"{gib2(graphs)} GiB CUDA graphs - " if graphs > 0 else ""
     return (f"No available memory for the cache blocks (stage {worst.stage}: {gib2(worst.requested_bytes)} GiB "
-            f"requested - {gib2(worst.weights_bytes)} weights - {gib2(worst.activation_bytes)} activation - "
-            f"{graphs_term}{gib2(worst.non_torch_bytes)} non-torch = {gib2(worst.available_kv_cache_bytes)} GiB). "
+            f"requested - {gib2(worst.weights_bytes)} GiB weights - {gib2(worst.activation_bytes)} GiB activation - "
+            f"{graphs_term}{gib2(worst.non_torch_bytes)} GiB non-torch = {gib2(worst.available_kv_cache_bytes)} GiB). "
             "Try increasing gpu_memory_utilization, more tensor/pipeline parallelism, or a smaller weight dtype")
 
 

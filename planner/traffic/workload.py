@@ -43,6 +43,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from planner.text import count_noun
+
 Z95 = 1.6448536269514722
 """Standard normal 95th percentile, Phi^-1(0.95)."""
 
@@ -105,7 +107,7 @@ class Fixed:
         return np.full(n, self.tokens, dtype=np.int64)
 
     def describe(self) -> str:
-        return f"fixed {self.tokens:,} tokens"
+        return f"fixed {count_noun(self.tokens, 'token')}"
 
 
 @dataclass(frozen=True, kw_only=True)
