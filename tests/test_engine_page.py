@@ -434,3 +434,25 @@ def test_home_panel_text_of_a_refusal_is_a_shortfall_not_a_negative_figure():
                        EngineRequest(engine="vllm", max_model_len=131072, gpu_name=gpu.name))
     text = available_kv_text(plan)
     assert text.startswith(f"none ({format_bytes(-plan.available_kv_cache_bytes)} short") and "-" not in text
+
+
+def test_serving_parts_are_rows_of_the_term_that_counts_them():
+    """QA round: with LoRA, EAGLE-3 and 2 images (Qwen3-VL-8B on an L40S) the per-GPU table listed "LoRA slots",
+    "Draft weights", "LoRA / encoder buffers" and "Draft KV cache" as rows beside "Weights", "Activation peak"
+    and "Available KV", which already count them: the rows added up to 42.9 GiB on a 40.04 GiB share. Each part
+    is now an "of which" row under its term, and the terms add up to the usable memory."""
+    link = {"context_len": "16384", "enable_lora": "true", "gpu": "nvidia-l40s", "images_per_request": "2",
+            "max_loras": "4", "model": "Qwen/Qwen3-VL-8B-Instruct", "speculative_method": "eagle3"}
+    at = run(PAGE, link)
+    assert not at.exception
+    table = next(t.value for t in at.table if "Per GPU" in t.value.columns)
+    terms = list(table["Per GPU"])
+    parts = [t for t in terms if t.startswith("· of which")]
+    assert parts == ["· of which LoRA slots", "· of which draft weights", "· of which LoRA / encoder buffers",
+                     "· of which draft KV cache"]
+    assert terms.index("· of which LoRA slots") == terms.index("Weights") + 1
+    assert terms.index("· of which LoRA / encoder buffers") == terms.index("Activation peak") + 1
+    assert terms.index("· of which draft KV cache") == terms.index("Available KV") + 1
+    gib = {t: float(v.split()[0]) for t, v in zip(terms, table["Stage 0"]) if str(v).endswith(" GiB")}
+    whole = sum(gib[t] for t in ("Weights", "Activation peak", "Non-torch", "CUDA graphs", "Available KV"))
+    assert abs(whole - gib["Usable"]) <= 0.03, (whole, gib["Usable"])

@@ -308,10 +308,37 @@ def rank_caption(plan: EnginePlan) -> str:
     return f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}. {alike}"
 
 
+PART_OF = {"weights": "Weights", "activation": "Activation peak", "kv": "Available KV"}
+"""The term a serving part is counted in (:attr:`planner.engines.types.RankBudget.serving_parts`), as its row."""
+
+
 def rank_rows(plan: EnginePlan) -> list[dict]:
     """One formatted row per kind of GPU: per pipeline stage, and V0's driver apart from its peers; with
-    serving features, one column per part they add (:attr:`planner.engines.types.RankBudget.serving_parts`)."""
-    return [_rank_row(r) | {label: format_bytes(size) for label, _, size in r.serving_parts} for r in plan.ranks]
+    serving features, one column per part they add (:attr:`planner.engines.types.RankBudget.serving_parts`),
+    right after the term that already counts it and named "of which ..." (the LoRA slots are in the weights,
+    the encoder buffers in the activation peak, the draft's KV in the available KV), so the terms still add
+    up to the usable memory; a part beside the engine's pool keeps its own name."""
+    return [_with_parts(_rank_row(r), r.serving_parts) for r in plan.ranks]
+
+
+def _with_parts(row: dict, parts) -> dict:
+    """``row`` with each ``(label, term, bytes)`` part after its term's key (:data:`PART_OF`), else at the end."""
+    out = dict(row)
+    for label, term, size in parts:
+        parent = PART_OF.get(term)
+        if parent not in out:
+            out[label] = format_bytes(size)
+            continue
+        keys = list(out)
+        at = keys.index(parent) + 1
+        while at < len(keys) and keys[at].startswith("· of which"):
+            at += 1
+        items = list(out.items())
+        first = label.split()[0]
+        named = label[0].lower() + label[1:] if first[1:].islower() else label  # "draft weights", "LoRA slots"
+        items.insert(at, (f"· of which {named}", format_bytes(size)))
+        out = dict(items)
+    return out
 
 
 def log_note(plan: EnginePlan) -> str | None:
