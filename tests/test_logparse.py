@@ -340,3 +340,41 @@ def test_engine_page_log_box_states_and_enforces_the_limit():
     box = at.text_area(key="engine_log")
     assert box.max_chars == MAX_LOG_CHARS
     assert f"At most {MAX_LOG_CHARS:,} characters" in box.help
+
+
+IMPOSSIBLE_LOG = """INFO [gpu_model_runner.py:1] Model loading took 130.2 GiB and 20.1 seconds
+INFO [gpu_worker.py:2] Available KV cache memory: 3.21 GiB
+INFO [kv_cache_utils.py:3] GPU KV cache size: 20,000 tokens
+INFO [kv_cache_utils.py:4] Maximum concurrency for 131,072 tokens per request: 0.15x
+"""
+
+
+def test_a_log_that_cannot_hold_for_this_gpu_and_model_is_named():
+    """QA round: a pasted log of 130.2 GiB of weights on an 80 GB card, at 131,072 tokens per request for
+    Llama-3-8B (8,192), was compared as if it were this plan's; the re-plan showed "-59.50 GiB" and the
+    token figure "20,000.0". Each impossible figure is now named with what to set, a shortfall reads "none"
+    and token counts are whole."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from planner.engines.reconcile import implausible_figures
+
+    said = implausible_figures(parse_engine_log(IMPOSSIBLE_LOG), gpu_memory_bytes=79 * GiB,
+                               max_position_embeddings=8192)
+    assert len(said) == 2 and said[0].startswith("The log's weights per GPU (130.20 GiB) are more than this GPU's")
+    assert "131,072 tokens per request are past this model's 8,192" in said[1]
+    assert implausible_figures(parse_engine_log(IMPOSSIBLE_LOG), gpu_memory_bytes=200 * GiB,
+                               max_position_embeddings=262_144) == ()
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages/5_Engine.py"), default_timeout=90)
+    at.query_params["model"] = "meta-llama/Meta-Llama-3-8B"
+    at.query_params["gpu"] = "nvidia-h100-sxm-80gb"
+    at.run()
+    at.text_area(key="engine_log").set_value(IMPOSSIBLE_LOG).run()
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("are more than this GPU's" in w for w in warnings) and any("past this model's 8,192" in w for w in warnings)
+    assert not any(".0 " in w and "tokens" in w for w in warnings), warnings
+    replans = next(d.value for d in at.dataframe if "Plan" in d.value.columns)
+    assert not any(str(v).startswith("-") for v in replans["Available KV per GPU"]), replans

@@ -25,6 +25,7 @@ from planner.engines.profiles import (
 )
 from planner.engines.reconcile import (
     ReconcileRow,
+    implausible_figures,
     knobs_from_log,
     log_consistency,
     reconcile,
@@ -39,6 +40,7 @@ from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shar
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.format import (
     count_noun,
+    format_budget,
     format_bytes,
     format_bytes_exact,
     format_int,
@@ -468,7 +470,7 @@ def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:
 def replan_rows(plans: dict[str, EnginePlan]) -> list[dict]:
     """Side-by-side figures of the estimate and the re-plans from the log."""
     return [{
-        "Plan": label, "Available KV per GPU": format_bytes(p.available_kv_cache_bytes),
+        "Plan": label, "Available KV per GPU": format_budget(p.available_kv_cache_bytes),
         "Tokens (as printed)": format_int(p.engine_kv_cache_tokens), "Max concurrency": f"{p.max_concurrency:.2f}x",
         "Largest max_model_len": format_int(p.engine_max_model_len), "Starts": "yes" if p.starts else "no",
     } for label, p in plans.items()]
@@ -484,6 +486,7 @@ class LogView:
     plans: dict
     adopted: tuple[str, ...] = ()
     inconsistent: ReconcileRow | None = None
+    implausible: tuple[str, ...] = ()
 
 
 def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
@@ -507,8 +510,11 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
              "Engine's own available memory": pinned}
     inconsistent = log_consistency(pinned, figures)
     rows = reconcile(estimate, figures) + ((inconsistent,) if inconsistent else ())
+    implausible = implausible_figures(figures, gpu_memory_bytes=gpu_memory_bytes,
+                                      tensor_parallel_size=request.tensor_parallel_size,
+                                      max_position_embeddings=model.max_position_embeddings)
     return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=rows, plans=plans,
-                   adopted=adopted, inconsistent=inconsistent)
+                   adopted=adopted, inconsistent=inconsistent, implausible=implausible)
 
 
 def log_message(view: LogView, engine: str) -> None:
@@ -517,10 +523,12 @@ def log_message(view: LogView, engine: str) -> None:
         st.warning(view.figures.message, icon=":material/help:")
         return
     (st.success if view.figures.complete else st.warning)(view.figures.message, icon=":material/receipt_long:")
+    for sentence in view.implausible:
+        st.warning(md_message(sentence), icon=":material/rule:")
     if view.inconsistent is not None:
         row = view.inconsistent
         st.warning(f"The log disagrees with itself for this model: at its own printed memory this model holds "
-                   f"{format_int(row.estimate)} tokens, but the log prints {format_int(row.actual)} "
+                   f"{format_int(round(row.estimate))} tokens, but the log prints {format_int(round(row.actual))} "
                    f"({row.difference / row.actual:+.1%}; the last row of the table). The log may come from another "
                    "model, KV-cache dtype, block size or flag set than the one planned here: check the sidebar "
                    "against the launch command of that log.", icon=":material/rule:")

@@ -159,6 +159,41 @@ def log_consistency(pinned: EnginePlan, figures: LogFigures) -> ReconcileRow | N
 # --- re-plan -------------------------------------------------------------------------
 
 
+def implausible_figures(figures: LogFigures, *, gpu_memory_bytes: int, tensor_parallel_size: int = 1,
+                        max_position_embeddings: int | None = None) -> tuple[str, ...]:
+    """What a pasted log says that cannot hold for the GPU and model planned here, one sentence each.
+
+    A vLLM worker's weights ("Model loading took") and its available KV memory are shares of one GPU, so
+    neither can exceed the GPU's framework-visible memory; the concurrency line's tokens per request are
+    ``max_model_len``, which vLLM refuses past the model's ``max_position_embeddings`` without a RoPE
+    override (vllm/config/model.py ``_get_and_verify_max_len``). Such a log comes from another GPU, another
+    tensor-parallel size or another model, and re-planning at its figures would only repeat that.
+
+    Args:
+        figures: :func:`planner.engines.logparse.parse_engine_log` of the paste.
+        gpu_memory_bytes: Framework-visible memory of the planned GPU [bytes].
+        tensor_parallel_size: GPUs per layer of the plan (named in the hint).
+        max_position_embeddings: The model's limit [tokens], or None.
+
+    Returns:
+        Sentences (empty when the log fits the GPU and the model).
+    """
+    out = []
+    card = f"this GPU's {gpu_memory_bytes / GiB:,.2f} GiB"
+    for name, what in (("weights_gib", "weights per GPU (%s) are"), ("available_kv_gib",
+                                                                     "available KV cache memory per GPU (%s) is")):
+        found = [f for f in figures.all(name) if f.bytes > gpu_memory_bytes]
+        if found:
+            out.append(f"The log's {what % f'{found[0].value:,.2f} GiB'} more than {card}: it comes from "
+                       f"another GPU or more GPUs per layer than tensor parallel {tensor_parallel_size}; set those "
+                       "in the sidebar.")
+    length = figures.value("concurrency_len")
+    if max_position_embeddings and length is not None and length > max_position_embeddings:
+        out.append(f"The log's {int(length):,} tokens per request are past this model's {max_position_embeddings:,} "
+                   "(max_position_embeddings): it may come from another model, or a launch with a RoPE override.")
+    return tuple(out)
+
+
 def measured_available_bytes(figures: LogFigures) -> int | None:
     """The engine's own KV memory per GPU from a log [bytes], or None.
 
