@@ -89,3 +89,24 @@ def test_log_y_maybe_is_reported():
     assert not at.exception
     assert any("log_y=maybe" in w.value for w in at.warning)
     assert at.toggle(key="log_y").value is False
+
+
+def test_a_key_written_as_its_cli_flag_is_read_under_the_page_s_name():
+    """QA round: ``/?context-len=4096`` (the CLI's spelling) showed the default 8,192 with no word. It is read as
+    ``context_len`` and said so; a tracker's key (``utm_source``) stays unread and unmentioned."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    result = guard({"context-len": ["4096"], "utm_source": ["chat"], "--Batch-Size": ["3"], "batch_size": ["2"]})
+    assert result.changes == {"context_len": ["4096"], "context-len": None, "--Batch-Size": None}
+    assert len(result.problems) == 2 and "read as `context_len`" in result.problems[0]
+    assert "`batch_size` was used" in result.problems[1]
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=90)
+    at.query_params["context-len"] = "4096"
+    at.run()
+    assert not at.exception
+    assert at.number_input(key="context_len").value == 4096
+    assert any("CLI spelling" in e.value for e in [*at.error, *at.warning, *at.info]), \
+        [e.value for e in [*at.error, *at.warning, *at.info]]

@@ -74,6 +74,14 @@ NUMBER_KEYS = frozenset({
 SELECT_KEYS = frozenset({"speculative_method", "speculative_model", "kv_offloading_backend"})
 """Keys of selectboxes outside the shared sidebar (serving features, ui/serving.py); ids and words."""
 
+PAGE_KEYS = frozenset({"model", "gpu", "weight_dtype", "kv_cache_dtype", "engine", "search", "link",
+                       "cudagraph_mode", "optimization_level", "enable_prefix_caching", "enforce_eager",
+                       "warm_compile_cache", "usage_context", "language_model_only"})
+"""Keys of the shared sidebar and the Engine page's selects and switches (besides the sets above)."""
+
+KNOWN_KEYS = NUMBER_KEYS | SELECT_KEYS | BOOLEAN_KEYS | MULTI_VALUE_KEYS | CODE_KEYS | PAGE_KEYS
+"""Every key a page reads that a CLI-style spelling (``context-len``, ``--context-len``) is mapped to."""
+
 ECHO_CHARS = 60
 """Most characters of a bad value quoted back in a message."""
 
@@ -125,6 +133,7 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
         A :class:`LinkGuard`; keys it does not mention are fine as they are.
     """
     result = LinkGuard()
+    params = _snake_cased(params, result)
     for key, raw in params.items():
         values = _bounded(key, list(raw), result.problems)
         if key in MULTI_VALUE_KEYS:
@@ -147,6 +156,29 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
         if values != list(raw):
             result.changes[key] = values or None
     return result
+
+
+def _snake_cased(params: Mapping[str, Sequence[str]], result: LinkGuard) -> dict[str, Sequence[str]]:
+    """``params`` with a key written as its CLI flag (``context-len``, ``--Context-Len``) read as the page's key
+    (``context_len``), when that key is one a page reads (:data:`KNOWN_KEYS`) and the link does not also set it;
+    each such key is reported and rewritten in the link. Other unknown keys (a tracker's ``utm_source``) stay
+    as they are, unread."""
+    out = dict(params)
+    for key in list(params):
+        name = key.strip().lstrip("-").replace("-", "_").lower()
+        if key in KNOWN_KEYS or name not in KNOWN_KEYS:
+            continue
+        if name in params:
+            result.problems.append(f"Link parameter `{shorten(key, ECHO_CHARS)}` is the CLI spelling of `{name}`, "
+                                   f"which the link also sets; `{name}` was used. Keep one of them.")
+        else:
+            result.problems.append(f"Link parameter `{shorten(key, ECHO_CHARS)}` is the CLI spelling; it was read as "
+                                   f"`{name}` (the URL keys use underscores).")
+            out[name] = list(params[key])
+            result.changes[name] = list(params[key])
+        result.changes[key] = None
+        del out[key]
+    return out
 
 
 def apply() -> list[str]:
