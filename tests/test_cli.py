@@ -244,3 +244,17 @@ def test_verify_names_an_unknown_model_like_plan_does(capsys):
     assert main(["verify", "--model", "foo/bar"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown model id 'foo/bar'") and "Traceback" not in err and "/" not in err.split("'")[-1]
+
+
+def test_an_unknown_flag_is_named_by_its_subcommand_with_the_closest_flag(capsys):
+    """QA round: ``plan ... --contxt-len 4096`` pointed to ``python -m planner --help`` with no hint."""
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "--model", LLAMA3, "--gpu", "nvidia-h100-sxm-80gb", "--contxt-len", "4096"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --contxt-len 4096; did you mean --context-len?" in err
+    assert "see `python -m planner plan --help`" in err
+    with pytest.raises(SystemExit):
+        main(["find", "--model", LLAMA3, "--users", "3", "--prompt-len", "5", "--output-len", "3", "--bogus"])
+    err = capsys.readouterr().err
+    assert "--bogus (see `python -m planner find --help`)" in err  # nothing close: no guess

@@ -13,6 +13,7 @@ command quietly with exit code 0: the rest of the output goes to ``os.devnull``
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -49,6 +50,19 @@ class _OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # noqa: D102 - argparse hook
         command = "" if self.prog == "planner" else f" {self.prog.split()[-1]}"
         self.exit(2, f"error: {message} (see `python -m planner{command} --help`)\n")
+
+    def parse_args(self, args=None, namespace=None):  # noqa: D102 - argparse hook
+        # argparse reports a subcommand's unknown flag from the top parser ("see `planner --help`"); the
+        # subcommand's own parser names it, with the closest flag it has.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+            parser = commands.get(getattr(parsed, "command", None), self)
+            flags = [o for action in parser._actions for o in action.option_strings]
+            close = difflib.get_close_matches(extras[0].split("=")[0], flags, n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:

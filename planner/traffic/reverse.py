@@ -262,8 +262,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     if request.engine is not None:  # the engine's view sizes every setup (planner.traffic.find_engine)
         engine_caps = {}
         engine = resolve_engine_name(request.engine)
-        notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (the Engine "
-                     f"page's figures), with {engine}'s defaults for what is not asked here")
+        notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (what "
+                     f"`plan --engine {engine}` prints), with {engine}'s defaults for what is not asked here")
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
