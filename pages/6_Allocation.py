@@ -51,7 +51,7 @@ for note in c.notes:
     st.warning(md_message(note), icon=":material/warning:")
 traffic.metrics_row(traffic.allocation_metric_values(view))
 left, right = st.columns(2)
-charts.show(left, traffic.allocation_bars(c), key="allocation_bars")
+charts.show(left, traffic.allocation_bars(c, view.extra_tokens), key="allocation_bars")
 charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
 views.static_table(traffic.allocation_rows(c))  # static: no data-grid chunk to load (issue 27 speed)
 sentence = traffic.slice_text(view)

@@ -85,6 +85,9 @@ class AllocationView:
     swap: SwapPlan
     workload: Workload
     users: int
+    extra_tokens: int = 0
+    """Tokens the serving features add to every sequence beside its text (images, draft slots), which the
+    schemes' figures count (:class:`planner.serving.features.ShiftedProfile`)."""
 
 
 def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: int, prefix_len: int,
@@ -104,8 +107,9 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
     curve = allocation_curve(exact, paged, budget, mean_len=mean_len,
                              max_model_lens=context_points(mean_len, max(top, mean_len + 1), 32),
                              prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction)
-    try:
-        slices = slice_waste(mean_len, request.context_len, 32)
+    extra_tokens = getattr(paged, "extra_tokens", 0)  # images / draft slots: the schemes' figures count them
+    try:  # the 32-slice picture of a text-only sequence (with extra tokens the table's figures speak)
+        slices = None if extra_tokens else slice_waste(mean_len, request.context_len, 32)
     except ValueError:
         slices = None
     simulation = preempt = None
@@ -127,7 +131,7 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
                      host_link_gb_s=host_link_gb_s, recompute_seconds=recompute, num_gpus=request.num_gpus)
     return AllocationView(comparison=comparison, curve=curve, slices=slices, simulation=simulation,
                           preemption_at_users=preempt, prefix=prefix, sampling=sampling, kv_dtypes=kv_dtypes,
-                          swap=swap, workload=workload, users=users)
+                          swap=swap, workload=workload, users=users, extra_tokens=extra_tokens)
 
 
 # --------------------------------------------------------------------------
@@ -187,8 +191,12 @@ def allocation_rows(c: AllocationComparison) -> list[dict]:
 
 
 def slice_text(view: AllocationView) -> str | None:
-    """The "N of 32 slices" sentence, when ``max_model_len`` divides into 32 slices."""
+    """The "N of 32 slices" sentence, when ``max_model_len`` divides into 32 slices; with serving features that
+    add tokens to each sequence, what they add (the table's figures count them)."""
     s = view.slices
+    if view.extra_tokens:
+        return (f"Each sequence also holds {format_tokens(view.extra_tokens)} the serving features add (image and "
+                "draft-token slots) beside its text; the table's reserved, used and wasted figures count them.")
     if s is None:
         return None
     return (f"Cut the naive {format_tokens(s.max_model_len)} reservation into {s.num_slices} slices of "
@@ -274,7 +282,7 @@ def swap_metric_values(s: SwapPlan) -> dict[str, tuple[str, str]]:
 # Charts
 # --------------------------------------------------------------------------
 @chart
-def allocation_bars(c: AllocationComparison) -> go.Figure:
+def allocation_bars(c: AllocationComparison, extra_tokens: int = 0) -> go.Figure:
     """Reserved vs in use vs wasted KV per scheme, for the same batch (GiB per GPU)."""
     names = [SCHEME_LABELS[u.scheme] for u in c.schemes]
     fig = go.Figure()
@@ -289,8 +297,10 @@ def allocation_bars(c: AllocationComparison) -> go.Figure:
                      line=dict(dash="dash", color="#333333"))],
         annotations=[dict(text=f"KV budget {format_bytes(c.kv_cache_budget_bytes)}", showarrow=False, xref="x domain",
                           x=0, xanchor="left", yref="y", y=budget, yanchor="bottom")])
+    length = (f"{format_int(c.mean_len)} + {format_tokens(extra_tokens)}" if extra_tokens  # text + image / draft
+              else format_tokens(c.mean_len))
     fig.update_layout(barmode="group", height=400, yaxis_title="KV cache per GPU [GiB]",
-                      title=dict(text=f"{count_noun(c.naive.num_sequences, 'sequence')} of {format_tokens(c.mean_len)}"
+                      title=dict(text=f"{count_noun(c.naive.num_sequences, 'sequence')} of {length}"
                                       f"<br>under a limit of {format_tokens(c.max_model_len)}",
                                  yref="container", y=1, yanchor="top", pad=dict(t=28)), **CHART_LAYOUT)
     # the title at the top of the figure: placed by default in the middle of the top margin, it ran over the

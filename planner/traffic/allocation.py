@@ -134,7 +134,7 @@ def _check(max_model_len: int, mean_len: int, prefix_len: int, hit_fraction: flo
         raise ValueError(f"mean_len must be >= 1 token, got {mean_len}")
     if mean_len > max_model_len:
         raise ValueError(
-            f"mean_len {mean_len:,} exceeds max_model_len {max_model_len:,}: no sequence can be longer "
+            f"mean_len (the average sequence length) {mean_len:,} exceeds max_model_len {max_model_len:,}: no sequence can be longer "
             f"than the limit; raise max_model_len to at least {mean_len:,}")
     if prefix_len < 0:
         raise ValueError(f"prefix_len must be >= 0 tokens, got {prefix_len}")
