@@ -193,3 +193,16 @@ def test_disagg_without_a_tensor_parallel_size_launches_the_smallest_that_starts
     assert out["prefill"]["starts"] and out["decode"]["starts"] and out["tensor_parallel_fixes"] == {}
     assert any(n.startswith("prefill: tensor parallel 4, the smallest") for n in out["notes"])
     assert "--tensor-parallel-size 4" in out["prefill"]["launch_command"]
+
+
+def test_the_kv_transfer_config_wraps_between_its_keys(capsys):
+    """QA round: in the Disaggregation page's half-width code blocks, the JSON of ``--kv-transfer-config`` was one
+    57-character word, broken mid-name at 1,280 px ("kv_r|ole"). With a space after each separator (the same JSON,
+    the same config for vLLM) the block wraps between its keys; no word of the commands is longer than 40."""
+    from planner.scale.deploy import NIXL_CONFIG
+
+    assert json.loads(NIXL_CONFIG) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert main(["disagg", *DISAGG]) == 0
+    out = json.loads(capsys.readouterr().out)
+    words = [w for pool in ("prefill", "decode") for w in out[pool]["launch_command"].split()]
+    assert max(len(w) for w in words) <= 40, max(words, key=len)

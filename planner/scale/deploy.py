@@ -36,7 +36,7 @@ CHART_VERSION = "v0.4.12"
 IMAGE = "ghcr.io/llm-d/llm-d-cuda:latest"
 """The vLLM image of the chart's CUDA examples (examples/values-pd.yaml)."""
 
-NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+NIXL_CONFIG = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
 """vLLM's ``--kv-transfer-config`` for a prefill / decode pair over NIXL."""
 
 NIXL_PORT = 5600
