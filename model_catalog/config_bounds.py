@@ -295,13 +295,21 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
     """
     prefix = where.removesuffix(".")
     stack: list[tuple[Any, str, str, int, bool]] = [(config, prefix, prefix.rpartition(".")[2], 0, module_lists)]
+    values: list[tuple[str, str]] = []  # (path, problem) of each bad value, reported together at the end
     while stack:
         node, path, key, depth, in_modules = stack.pop()
         if isinstance(node, bool) or node is None:
             continue
         if isinstance(node, (int, float)):
-            _check_number(node, key, path, label)
+            try:
+                _check_number(node, key, path, label)
+            except ValueError as exc:
+                values.append((path, str(exc)))
         elif isinstance(node, str):
+            if key in CONFIG_KEY_RANGES and not in_modules:
+                bound = CONFIG_KEY_RANGES[key]
+                values.append((path, f"{label} {quote(path)} is the text {quote(node[:40])}; expected {bound.what}, "
+                                     "a number: fix the value"))
             if key in LAYER_SEQUENCE_KEYS and len(node) > MAX_LAYER_SEQUENCE:
                 raise ValueError(f"{label} {quote(path)} is {len(node):,} characters long; at most "
                                  f"{MAX_LAYER_SEQUENCE:,} (one per layer) are accepted: paste the model's own "
@@ -327,3 +335,20 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
                 raise ValueError(f"{label} {quote(path)} lists {len(node):,} entries; at most {limit:,} are "
                                  "accepted (far above any published model): paste the model's own config.json")
             stack.extend((item, f"{path}[{index}]", key, depth + 1, in_modules) for index, item in enumerate(node))
+    if values:
+        _raise_all(sorted(values))
+
+
+MAX_PROBLEMS_SHOWN = 5
+"""Bad values one message names (the count of the rest follows)."""
+
+
+def _raise_all(problems: list[tuple[str, str]]) -> None:
+    """One ValueError naming every bad value (in key order, at most :data:`MAX_PROBLEMS_SHOWN`), so a paste with
+    several is fixed in one round instead of one message per try."""
+    texts = [text for _, text in problems]
+    if len(texts) == 1:
+        raise ValueError(texts[0])
+    shown = texts[:MAX_PROBLEMS_SHOWN]
+    more = f" ({len(texts) - len(shown)} more)" if len(texts) > len(shown) else ""
+    raise ValueError(f"{len(texts)} values to fix{more}: " + "; ".join(shown))

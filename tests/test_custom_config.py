@@ -211,7 +211,7 @@ def test_multimodal_wrapper_plans_its_text_model():
     ({"model_type": 7}, "config key 'model_type' is 7"),
     ({"model_type": "t5", "is_encoder_decoder": True}, "only decoder-only"),
     ({"model_type": "acme", **LLAMA3_KEYS, "num_hidden_layers": "32"},
-     "config key 'num_hidden_layers' is '32'; expected a positive integer (decoder layers, e.g. 32)"),
+     "config key 'num_hidden_layers' is the text '32'; expected a layer count such as 32, a number"),
     ({"model_type": "acme", **LLAMA3_KEYS, "vocab_size": 0}, "config key 'vocab_size' is 0"),
     ({"model_type": "acme", **{k: v for k, v in LLAMA3_KEYS.items() if k != "hidden_size"}},
      "config key 'hidden_size' is missing; expected a positive integer (the model width, e.g. 4096)"),
@@ -396,3 +396,15 @@ def test_a_quantization_config_the_planner_cannot_read_is_a_note(quantization):
     model = read_custom_config({**get_model_entry("Qwen/Qwen2.5-7B").config, "quantization_config": quantization},
                                "pasted/qwen")
     assert any("is not a scheme the planner reads" in note for note in model.notes)
+
+
+def test_every_bad_size_of_a_paste_is_named_in_one_message():
+    """QA round: a paste with ``hidden_size: "big"``, ``num_hidden_layers: -1`` and ``num_attention_heads: 0``
+    named only the last; fixing a config took one round per key. All three are named at once, in key order."""
+    raw = {"model_type": "llama", "hidden_size": "big", "num_hidden_layers": -1, "num_attention_heads": 0,
+           "vocab_size": 32000, "intermediate_size": 11008}
+    with pytest.raises(ValueError) as exc:
+        read_custom_config(raw)
+    text = str(exc.value)
+    assert text.startswith("3 values to fix: config key 'hidden_size' is the text 'big'")
+    assert text.index("'num_attention_heads' is 0") < text.index("'num_hidden_layers' is -1")
