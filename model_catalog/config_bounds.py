@@ -350,5 +350,6 @@ def _raise_all(problems: list[tuple[str, str]]) -> None:
     if len(texts) == 1:
         raise ValueError(texts[0])
     shown = texts[:MAX_PROBLEMS_SHOWN]
-    more = f" ({len(texts) - len(shown)} more)" if len(texts) > len(shown) else ""
-    raise ValueError(f"{len(texts)} values to fix{more}: " + "; ".join(shown))
+    rest = [path for path, _ in problems[len(shown):]]
+    more = f"; and {', '.join(quote(p) for p in rest)}" if rest else ""
+    raise ValueError(f"{len(texts)} values to fix: " + "; ".join(shown) + more)

@@ -46,7 +46,7 @@ from planner.model.params import (
     model_weight_bytes_by_format,
     weight_bytes_by_format,
 )
-from planner.overhead import OverheadEstimate, estimate_overhead
+from planner.overhead import OverheadEstimate, estimate_overhead, weights_loading_bytes
 from planner.serving.features import ServingEffects, ShiftedProfile, serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.units import MiB, largest_fitting
@@ -308,6 +308,10 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         overhead = estimate_overhead(
             model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
             gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
+        loading = weights_loading_bytes(model, request.weight_dtype, tp, gpu_id, weights_gpu)
+        if loading:  # the weights as the newest vLLM loads them, beyond the checkpoint's bytes
+            overhead = replace(overhead, loading_bytes=loading, formula=f"{overhead.formula} + {loading / MiB:,.0f} "
+                               "MiB of weights as vLLM loads them beyond the checkpoint (layouts, allocator rounding)")
     else:
         overhead = OverheadEstimate(
             activation_bytes=request.overhead_bytes, logits_bytes=0, runtime_bytes=0,
@@ -338,6 +342,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "overhead_bytes": overhead.total_bytes, "activation_bytes": overhead.activation_bytes,
         "logits_bytes": overhead.logits_bytes, "runtime_bytes": overhead.runtime_bytes,
         "cudagraph_bytes": overhead.cudagraph_bytes, "runner_bytes": overhead.runner_bytes,
+        "loading_bytes": overhead.loading_bytes,
         "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
     }
@@ -402,6 +407,7 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
             activation_bytes=overhead.activation_bytes + effects.extra_activation_bytes,
             logits_bytes=overhead.logits_bytes, runtime_bytes=overhead.runtime_bytes, overridden=False,
             cudagraph_bytes=overhead.cudagraph_bytes, runner_bytes=overhead.runner_bytes,
+            loading_bytes=overhead.loading_bytes,
             formula=f"{overhead.formula} + {effects.extra_activation_bytes / MiB:,.1f} MiB serving features "
                     "(profile pass)")
     extra = effects.extra_kv_model

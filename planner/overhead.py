@@ -53,6 +53,9 @@ class OverheadEstimate:
             before sizing it (0 where graphs are captured after the KV cache) [bytes].
         runner_bytes: What Model Runner V2 keeps through the profile pass beside the peak: its per-sequence
             sampler state and a first launch's torch.compile [bytes].
+        loading_bytes: What the weights take on the GPU beyond the checkpoint's bytes, as the newest vLLM loads
+            them (its kernels' layouts, such as MXFP4 experts padded for Marlin on Ampere, and the caching
+            allocator's rounding of each tensor) [bytes] (:func:`weights_loading_bytes`).
     """
 
     activation_bytes: int
@@ -62,12 +65,58 @@ class OverheadEstimate:
     formula: str
     cudagraph_bytes: int = 0
     runner_bytes: int = 0
+    loading_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
         """Sum of the terms [bytes]."""
         return (self.activation_bytes + self.logits_bytes + self.runtime_bytes + self.cudagraph_bytes
-                + self.runner_bytes)
+                + self.runner_bytes + self.loading_bytes)
+
+
+def weights_loading_bytes(model: ModelSpec, weight_dtype_name: str, tensor_parallel_size: int, gpu_name: str,
+                          checkpoint_bytes: int, profile_id: str = OVERHEAD_PROFILE) -> int:
+    """What one GPU's weights take beyond the checkpoint's bytes when ``profile_id``'s vLLM loads them [bytes].
+
+    ``loaded - checkpoint_bytes``, at least 0, with ``loaded`` what the Engine view counts as "Model loading
+    took" (:func:`planner.engines.loaded.loaded_weight_bytes` in the layout this release's kernels use on this
+    GPU, plus :func:`planner.engines.weight_tensors.vllm_allocator_rounding_bytes`). The plan keeps the
+    checkpoint's bytes as its weights (what transformers counts) and charges this difference as overhead, so its
+    KV budget is the Engine view's. Worked examples (newest vLLM): Llama-3-8B bf16 on an H100, 2.2 MB of
+    rounding; gpt-oss-120b on an A100 (Marlin's padded MXFP4 experts), about 5.2 GiB.
+
+    Args:
+        model: The model.
+        weight_dtype_name: Key of :data:`planner.model.dtypes.WEIGHT_DTYPES` (``auto``: the checkpoint's).
+        tensor_parallel_size: GPUs one layer is split over.
+        gpu_name: GPU name or catalog id (the kernel a release picks by compute capability).
+        checkpoint_bytes: The checkpoint's weight bytes on one GPU (the plan's ``weights_bytes_per_gpu``).
+        profile_id: The vLLM profile (default the newest).
+    """
+    memo = model_memo(model)
+    key = ("weights_loading_bytes", weight_dtype_name, tensor_parallel_size, gpu_name, checkpoint_bytes, profile_id)
+    found = memo.get(key)
+    if found is None:
+        found = remember(memo, key, _weights_loading_bytes(model, weight_dtype_name, tensor_parallel_size, gpu_name,
+                                                           checkpoint_bytes, profile_id))
+    return found
+
+
+def _weights_loading_bytes(model: ModelSpec, weight_dtype_name: str, tensor_parallel_size: int, gpu_name: str,
+                           checkpoint_bytes: int, profile_id: str) -> int:
+    """:func:`weights_loading_bytes` without the memo."""
+    from planner.engines.loaded import (  # noqa: PLC0415 - import cycle (planner.engines imports the budget)
+        loaded_weight_bytes,
+        nvfp4_swizzles,
+        vllm_mxfp4_layout,
+    )
+    from planner.engines.weight_tensors import vllm_allocator_rounding_bytes  # noqa: PLC0415
+    from planner.model.dtypes import weight_dtype  # noqa: PLC0415
+
+    fmt, layout = weight_dtype(weight_dtype_name), vllm_mxfp4_layout(profile_id, gpu_name)
+    loaded = (loaded_weight_bytes(model, fmt, tensor_parallel_size, mxfp4=layout, nvfp4_swizzle=nvfp4_swizzles(gpu_name))
+              + vllm_allocator_rounding_bytes(model, fmt, tensor_parallel_size, mxfp4=layout))
+    return max(0, loaded - checkpoint_bytes)
 
 
 def estimate_overhead(
@@ -140,7 +189,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
-    from planner.engines.overheads import activation_estimate  # noqa: PLC0415
+    from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
     from planner.engines.types import EngineRequest  # noqa: PLC0415
     from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
@@ -168,7 +217,11 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
         model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
         tensor_parallel_size=tp)
-    runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
+    if gpu_name:  # the Engine view's rule by topology (NVLink or PCIe, NVLS on NVSwitch boards), one node
+        runtime = vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp, pipeline_parallel_size=1,
+                                       num_nodes=1, gpu_name=gpu_name)
+    else:  # no GPU named: one NVLink node's process group
+        runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
     runner_bytes = first_compile_bytes(engine_request, runner) + (
         v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens) if runner == "v2" else 0)
     charged = graphs_charged(profile, runner)
@@ -197,11 +250,15 @@ def overhead_bytes(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: i
         tensor_parallel_size: GPUs one layer is split over; None = ``request.num_gpus``.
 
     Returns:
-        Overhead per GPU [bytes].
+        Overhead per GPU [bytes], with :func:`weights_loading_bytes` (as :func:`planner.budget.plan` charges it).
     """
     if request.overhead_bytes is not None:
         return request.overhead_bytes
+    from planner.model.params import model_weight_bytes  # noqa: PLC0415
+
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     tp = request.num_gpus if tensor_parallel_size is None else tensor_parallel_size
-    return estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
-                             gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name).total_bytes
+    estimate = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+                                 gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name)
+    checkpoint = model_weight_bytes(model, request.weight_dtype, tp)
+    return estimate.total_bytes + weights_loading_bytes(model, request.weight_dtype, tp, gpu_name, checkpoint)

@@ -132,8 +132,10 @@ class Plan:
 
     ``overhead_bytes`` is the sum of ``activation_bytes`` / ``logits_bytes`` (the profile pass's peak, one of them
     zero), ``runtime_bytes`` (non-torch), ``cudagraph_bytes`` (the CUDA graphs the newest vLLM estimates before
-    sizing the KV cache) and ``runner_bytes`` (Model Runner V2's sampler state and a first launch's compile):
-    the Engine view's terms for ``--engine vllm`` (:func:`planner.overhead.estimate_overhead`).
+    sizing the KV cache), ``runner_bytes`` (Model Runner V2's sampler state and a first launch's compile) and
+    ``loading_bytes`` (the weights as that vLLM loads them beyond the checkpoint's ``weights_bytes_per_gpu``):
+    the Engine view's terms for ``--engine vllm`` (:func:`planner.overhead.estimate_overhead`,
+    :func:`planner.overhead.weights_loading_bytes`).
 
     ``serving`` (JSON key only when the request has serving features, :mod:`planner.serving`): the
     features' breakdown per GPU. With it on, ``weights_bytes_per_gpu`` includes the LoRA slots and
@@ -167,6 +169,7 @@ class Plan:
     runtime_bytes: int
     cudagraph_bytes: int = 0
     runner_bytes: int = 0
+    loading_bytes: int = 0
     overhead_overridden: bool
     overhead_formula: str
     kv_cache_budget_bytes: int

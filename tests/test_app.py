@@ -126,7 +126,7 @@ def check_concurrency(at: AppTest) -> None:
     assert list(table["GPU"]) == [get_gpu(RTX3090).name, get_gpu(H100).name]  # names first; ids in the CSV
     assert list(table.columns[1:]) == [format_tokens_short(c) for c in contexts]
     for gpu_id in (RTX3090, H100):
-        users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts)
+        users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts, gpu_id)
         row = table[table["GPU"] == get_gpu(gpu_id).name].iloc[0]
         assert [int(row[format_tokens_short(c)]) for c in contexts] == list(users)
     assert at.get("download_button"), "CSV download offered"

@@ -116,13 +116,14 @@ def test_qa_round_copy_one_token_one_rank_units_on_every_figure():
 
     assert Fixed(tokens=1).describe() == "fixed 1 token" and Fixed(tokens=2000).describe() == "fixed 2,000 tokens"
 
-    class _Setup:  # the two fields the sentence reads
-        def __init__(self, per, users):
-            self.users_per_replica, self.users = per, users
+    class _Setup:  # the fields the sentence reads
+        def __init__(self, per, users, kind="TP"):
+            self.users_per_replica, self.users, self.kind = per, users, kind
 
-    assert _users_per_rank(_Setup(1, 1)) == "1 user on its one rank"
-    assert _users_per_rank(_Setup(200, 200)) == "200 users on its one rank"
-    assert _users_per_rank(_Setup(50, 200)) == "50 users per rank (200 in all)"
+    assert _users_per_rank(_Setup(1, 1)) == "1 user on its one replica"
+    assert _users_per_rank(_Setup(200, 200)) == "200 users on its one replica"
+    assert _users_per_rank(_Setup(134, 400)) == "134 users per replica (400 in all)"  # 3 replicas of TP 2
+    assert _users_per_rank(_Setup(50, 200, "DP+EP")) == "50 users per rank (200 in all)"
 
     gpu = get_gpu("nvidia-h100-sxm-80gb")
     plan = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,

@@ -44,22 +44,22 @@ def _engine_users(model, setup) -> int:
 
 
 def test_gpt_oss_on_one_a100_holds_what_vllm_holds():
-    """The review saw "1x A100, 189 users for 100 wanted" (the budget arithmetic); vLLM's view
-    of the same replica holds far fewer (27: its Marlin MXFP4 layout on Ampere, its own profile pass). Under
-    the engine view Find's users are vLLM's, so one A100 no longer "holds" the 100 users."""
+    """The review saw "1x A100, 189 users for 100 wanted" (the budget arithmetic of the checkpoint's bytes); vLLM,
+    with its Marlin MXFP4 layout on Ampere and its own profile pass, holds far fewer there. The plan now charges
+    the weights as the newest vLLM loads them, so neither view lists one A100; with one GPU allowed, the engine
+    view's row holds vLLM's users and says why it falls short."""
     model = served_model_spec(OSS)
     budget = find_setups(model, _gpus(), FindRequest(**OSS_CASE, gpu_ids=(A100,), tensor_parallel_sizes=(1,)))
     viewed = find_setups(model, _gpus(), FindRequest(**OSS_CASE, gpu_ids=(A100,), tensor_parallel_sizes=(1,),
                                                       engine="vllm"))
-    # The budget arithmetic (since it takes the Engine view's CUDA graphs and runner state, 97 users in bf16 KV):
-    # one A100 holds the 100 users with an fp8 KV cache. vLLM, with its Marlin MXFP4 layout, does not.
-    one = [s for s in budget.options if s.num_gpus == 1][0]
-    assert one.fits and one.max_concurrent_sequences >= 100 and one.kv_cache_dtype == "fp8"
-    assert not any(s.num_gpus == 1 for s in viewed.options)  # vLLM: no KV dtype makes one A100 hold them
+    assert budget.options and viewed.options
+    assert not any(s.num_gpus == 1 for s in budget.options) and not any(s.num_gpus == 1 for s in viewed.options)
     [seen] = [s for s in find_setups(model, _gpus(), FindRequest(
-        **OSS_CASE, gpu_ids=(A100,), tensor_parallel_sizes=(1,), max_gpus=1, kv_cache_dtypes=("fp8",),
+        **OSS_CASE, gpu_ids=(A100,), tensor_parallel_sizes=(1,), max_gpus=1, kv_cache_dtypes=("auto",),
         engine="vllm")).rows()]
-    users = _engine_users(model, replace(one, **{k: seen[k] for k in ("tensor_parallel_size", "max_model_len")}))
+    one = replace(viewed.options[0], tensor_parallel_size=seen["tensor_parallel_size"],
+                  max_model_len=seen["max_model_len"])
+    users = _engine_users(model, one)
     assert seen["max_concurrent_sequences"] == users < 100 and not seen["fits"]
     assert any("vllm holds" in r for r in seen["reasons"])
     assert viewed.engine == "vllm" and any("Sized as vllm sizes them" in n for n in viewed.notes)

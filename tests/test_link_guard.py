@@ -100,7 +100,7 @@ def test_a_key_written_as_its_cli_flag_is_read_under_the_page_s_name():
 
     result = guard({"context-len": ["4096"], "utm_source": ["chat"], "--Batch-Size": ["3"], "batch_size": ["2"]})
     assert result.changes == {"context_len": ["4096"], "context-len": None, "--Batch-Size": None}
-    assert len(result.problems) == 2 and "read as `context_len`" in result.problems[0]
+    assert len(result.problems) == 2 and "the link now says `context_len`" in result.problems[0]
     assert "`batch_size` was used" in result.problems[1]
 
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=90)

@@ -56,7 +56,7 @@ def test_home_shows_the_lora_slots():
     assert shown["Memory per adapter slot"] == format_bytes(lora["bytes_per_adapter_slot"], "auto")
     assert shown["Users at this context"] == (f"{format_int(result.max_concurrent_sequences)} "
                                               f"(was {format_int(plain.max_concurrent_sequences)})")
-    assert shown["Adapter slots that fit"] == format_int(lora["max_loras_that_fit"])
+    assert shown["Adapter slots, this batch"] == format_int(lora["max_loras_that_fit"])
     assert shown["KV budget per GPU"] == format_bytes(result.kv_cache_budget_bytes)
     flat = [" ".join(c.value.replace("\\\n", " ").split()) for c in at.code]  # one flag per line on screen
     assert any("--enable-lora --max-loras 8 --max-lora-rank 64" in f for f in flat)

@@ -15,6 +15,7 @@ from model_catalog import get_gpu, model_ids, model_spec
 from planner.budget import PlanRequest, plan
 from planner.cli import main
 from planner.serving import LoRAConfig, ServingFeatures
+from planner.units import MiB
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 
@@ -147,7 +148,7 @@ def test_find_sizes_setups_with_the_features(capsys):
 
 def test_find_language_model_only_sizes_the_text_model(capsys):
     """`find --language-model-only` plans without the vision tower, as `plan` and the Find page do: on the same
-    GPU setup the KV budget per GPU grows by exactly the tower's bytes per GPU (bf16, TP 1)."""
+    GPU setup the KV budget per GPU grows by the tower's bytes per GPU (bf16, TP 1) and their allocator rounding."""
     from planner.cli.entry import main as cli_main
     from planner.model.dtypes import weight_dtype
     from planner.serving.multimodal import tower_weight_bytes
@@ -161,4 +162,7 @@ def test_find_language_model_only_sizes_the_text_model(capsys):
     text = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
     key = ("nvidia-h100-sxm-80gb", "bf16")
     tower = tower_weight_bytes(model_spec("Qwen/Qwen3-VL-8B-Instruct"), weight_dtype("auto"))
-    assert text[key]["kv_cache_budget_bytes_per_gpu"] - full[key]["kv_cache_budget_bytes_per_gpu"] == tower
+    # the tower's bytes, and the caching allocator's rounding of its tensors (the plan charges the weights as vLLM
+    # loads them, planner.overhead.weights_loading_bytes): 51,744 B here
+    grown = text[key]["kv_cache_budget_bytes_per_gpu"] - full[key]["kv_cache_budget_bytes_per_gpu"]
+    assert tower <= grown < tower + MiB

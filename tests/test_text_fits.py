@@ -44,7 +44,7 @@ def test_home_serving_tiles_and_flags_fit():
     at = run("app.py", LINK)
     assert serving.PANEL_TILES_PER_ROW <= 3 and serving.TOWER_TILES_PER_ROW <= 2
     labels = [m.label for m in at.metric]
-    assert "Adapter slots that fit" in labels and "Draft slots per sequence" in labels  # the panel is drawn
+    assert "Adapter slots, this batch" in labels and "Draft slots per sequence" in labels  # the panel is drawn
     tiles = labels[labels.index("Weights, with the tower"):]  # the tower's and the serving panel's tiles
     too_long = [label for label in tiles if len(label) > LABEL_CHARS_AT_THREE]
     assert not too_long, too_long

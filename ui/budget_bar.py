@@ -30,6 +30,7 @@ SEGMENT_COLOURS = {
     "Activation peak (sampler)": palette.SAMPLER,
     "Runtime": palette.RUNTIME,
     "Runner state + compile": palette.RUNNER_STATE,
+    "Weights as loaded, beyond the checkpoint": palette.WEIGHTS_LOADED,
     "CUDA graphs": palette.CUDA_GRAPHS,
     "Overhead (override)": palette.ACTIVATION,
     "Free KV budget": palette.KV_FREE,
@@ -54,7 +55,8 @@ def budget_segments(plan: Plan) -> list[tuple[str, int]]:
     else:
         peaks = [(name, size) for name, size in (("Activation peak (forward)", plan.activation_bytes),
                                                  ("Activation peak (sampler)", plan.logits_bytes)) if size > 0]
-        overhead = [*(peaks or [("Activation peak (forward)", 0)]), ("Runner state + compile", plan.runner_bytes),
+        overhead = [("Weights as loaded, beyond the checkpoint", plan.loading_bytes),
+                    *(peaks or [("Activation peak (forward)", 0)]), ("Runner state + compile", plan.runner_bytes),
                     ("Runtime", plan.runtime_bytes), ("CUDA graphs", plan.cudagraph_bytes)]
     segments = [("Weights", plan.weights_bytes_per_gpu), ("KV cache in use", plan.kv_cache_bytes_in_use),
                 *overhead, ("Free KV budget", plan.free_bytes)]

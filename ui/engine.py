@@ -422,7 +422,7 @@ def serving_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
     if lora and lora["supported"]:
         out["Memory per adapter slot"] = (format_bytes(lora["bytes_per_adapter_slot"], "auto"),
                                           f"{format_bytes_exact(lora['bytes_per_adapter_slot'], 'B')} per GPU")
-        out["Adapter slots that fit"] = (format_int(lora["max_loras_that_fit"]),
+        out["Adapter slots beside one request"] = (format_int(lora["max_loras_that_fit"]),
                                          f"Slots the pool holds beside one {format_int(plan.max_model_len)}-token "
                                          "request")
     spec = serving.get("speculative")
@@ -461,8 +461,11 @@ def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:
     for r in rows:
         digits = 4 if r.unit in ("GiB", "MiB") else (2 if r.unit == "x" else 0)
         rel = "-" if r.relative_error is None else f"{r.relative_error:+.2%}"
+        difference = f"{r.difference:+,.{digits}f}"
+        if float(difference.replace(",", "")) == 0:  # "-0.0000" and "+0.00%" read as a difference
+            difference, rel = f"{0:.{digits}f}", "0" if r.relative_error is not None else rel
         out.append({"Quantity": r.quantity, "Unit": r.unit, "Estimate": f"{r.estimate:,.{digits}f}",
-                    "Engine log": f"{r.actual:,.{digits}f}", "Difference": f"{r.difference:+,.{digits}f}",
+                    "Engine log": f"{r.actual:,.{digits}f}", "Difference": difference,
                     "Relative": rel, "Log line": r.line})
     return out
 

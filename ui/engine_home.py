@@ -65,8 +65,8 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     said = ([f"**But {plan.engine} would refuse to start** with these inputs. It would print:", *quoted(plan.reasons[:1])]
             if plan.reasons else [f"**But {plan.engine} would refuse to start** with these inputs: its own figures "
                                   "leave no room."])
-    lines = ["\n".join(said), "The budget above prices the checkpoint's bytes; see what the engine would allocate "
-             "and print, at the bottom."]
+    lines = ["\n".join(said), "The budget above prices the newest vLLM; see what this engine version would "
+             "allocate and print, at the bottom."]
     if caveat := close_call(plan):
         lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
     st.warning("\n\n".join(lines), icon=":material/warning:")
@@ -105,12 +105,12 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
         stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
                   f"{budget_kv_dtype}, so its tokens per GiB differ; "
                   if budget_kv_dtype and plan.kv_cache_dtype not in ("auto", budget_kv_dtype) else "")
-        st.caption(f"Why these can differ from the figures above: {stored}the figures above price the checkpoint's "
-                   "weights with the newest vLLM's profile pass, CUDA graphs and runner state; the engine view "
-                   "loads the weights as this engine version's kernels lay them out, uses its own profile pass, "
-                   "CUDA-graph memory and block rules, and its concurrency is the figure the engine prints (vLLM "
-                   "counts a sliding-window layer's window plus one batch of prefill tokens per request, where the "
-                   "figures above cap each window at its size).")
+        st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
+                   "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
+                   "another engine or version loads the weights, profiles and captures graphs its own way. The "
+                   "concurrency here is the figure the engine prints (vLLM counts a sliding-window layer's window "
+                   "plus one batch of prefill tokens per request, where the figures above cap each window at its "
+                   "size).")
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

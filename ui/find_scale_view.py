@@ -83,10 +83,12 @@ def chosen_text(s: Setup) -> str:
 
 
 def _users_per_rank(s: Setup) -> str:
-    """``"200 users on its one rank"`` or ``"50 users per rank (200 in all)"``."""
+    """``"200 users on its one replica"``, ``"50 users per replica (200 in all)"``; "rank" for a DP+EP or
+    disaggregated setup, whose data-parallel ranks each hold their own users."""
+    unit = "rank" if s.kind in ("DP+EP", "disaggregated") else "replica"
     if s.users_per_replica >= s.users:
-        return f"{count_noun(s.users, 'user')} on its one rank"
-    return f"{count_noun(s.users_per_replica, 'user')} per rank ({format_int(s.users)} in all)"
+        return f"{count_noun(s.users, 'user')} on its one {unit}"
+    return f"{count_noun(s.users_per_replica, 'user')} per {unit} ({format_int(s.users)} in all)"
 
 
 POOL_ROWS = (("GPUs", "gpus"), ("Replicas", "replicas"), ("GPUs per replica", "gpus_per_replica"),

@@ -271,9 +271,9 @@ def md_cell(value: object) -> object:
 
 
 def quoted(lines: Sequence[str]) -> list[str]:
-    """An engine's own words (its refusal, as it prints it) as Markdown quote lines, each inert
-    (:func:`md_message`), so they read as quoted, not as our sentences."""
-    return [f"> {md_message(line)}" for line in lines]
+    """An engine's own words (its refusal, as it prints it) in quotation marks, each inert (:func:`md_message`),
+    so they read as quoted, not as our sentences (a Markdown block quote drew them pale on a warning's yellow)."""
+    return [f"“{md_message(line)}”" for line in lines]
 
 
 def md_message(text: object) -> str:

@@ -37,8 +37,11 @@ SAMPLER = "#FF9DA6"
 RUNTIME = "#9D755D"
 """Runtime / non-torch memory (CUDA context, NCCL buffers)."""
 
-RUNNER_STATE = "#C9B8D9"
-"""Model Runner V2's sampler state and a first launch's compile (lavender, the activation's family)."""
+RUNNER_STATE = "#B5BD68"
+"""Model Runner V2's sampler state and a first launch's compile (olive: apart from the activation's purple)."""
+
+WEIGHTS_LOADED = "#9EB9D4"
+"""What the engine's loaded weights take beyond the checkpoint's bytes (pale blue, the weights' family)."""
 
 CUDA_GRAPHS = "#72B7B2"
 """CUDA graph pools."""

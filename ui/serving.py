@@ -387,7 +387,7 @@ def panel_values(result: Plan, plain: Plan) -> dict[str, tuple[str, str]]:
             f"on every wrapped module, {lora['lora_dtype']}, per GPU")
         out[f"Adapter slots in all ({format_int(lora['max_loras'])})"] = (
             format_bytes(lora["adapter_slot_bytes"]), "What each GPU preallocates (counted with the weights)")
-        out["Adapter slots that fit"] = (
+        out["Adapter slots, this batch"] = (  # the Engine page's "that fit" counts beside one request
             format_int(lora["max_loras_that_fit"]),
             f"Adapter slots that fit beside the KV: slots the budget holds next to "
             f"{count_noun(result.batch_size, 'sequence')} of {format_int(result.context_len)} tokens")

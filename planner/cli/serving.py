@@ -41,7 +41,7 @@ from planner.serving.speculative import (
     infer_method,
     mtp_layers_from_config,
 )
-from planner.text import quote
+from planner.text import count_noun, quote
 
 LORA_DTYPE_NAMES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16"}
 """``--lora-dtype`` spellings: vLLM's (auto, bfloat16, float16) and the planner's short names."""
@@ -467,7 +467,7 @@ def serving_table_lines(serving: dict) -> list[str]:
                      f"{lora['max_loras_that_fit']:,} slots fit beside this batch's KV cache")
     spec = serving.get("speculative")
     if spec:
-        lines.append(f"speculative  {spec['method']}, {spec['num_speculative_tokens']} tokens: "
+        lines.append(f"speculative  {spec['method']}, {count_noun(spec['num_speculative_tokens'], 'draft token')}: "
                      f"+{g(spec['draft_weights_bytes_per_gpu'])} drafter weights, "
                      f"+{human_bytes(spec['draft_kv_cache_bytes_per_token_per_gpu'])} KV per token, "
                      f"+{spec['extra_tokens_per_sequence']} slots per sequence")
