@@ -14,7 +14,7 @@ from ui.format import format_bytes, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
                  "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
-                 "(v0.29+) overhead for that GPU: its profile pass, CUDA graphs and runner state.")
+                 "(v0.29+) overhead for that GPU: its weights as loaded, profile pass, CUDA graphs and runner state.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,

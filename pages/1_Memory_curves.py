@@ -39,10 +39,11 @@ st.caption("Each curve ends at its model's max_position_embeddings, the table's 
            "the top edge marks where a curve leaves the chart (hover for its size; the log axis shows all of it). "
            "KV cache is exact (no block rounding), "
            "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
-           f"overhead of the GPUs it names (the newest vLLM's profile pass: {profile_pass_tiers()}), so it crosses "
+           f"overhead of the GPUs it names (the newest vLLM's, as the Engine page prices it; its profile pass: "
+           f"{profile_pass_tiers()}), so it crosses "
            "a GPU's line at the context the table below gives for that GPU.")
 
 st.subheader(f"Longest context that fits, batch {form.batch_size}")
 views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
-st.caption("After weights, the activation/runtime overhead and the utilization cap; open a model on the Home "
-           "page for the full breakdown.")
+st.caption("After weights, the newest vLLM's overhead (profile pass, CUDA graphs, runner state, weights as it loads "
+           "them) and the utilization cap; open a model on the Home page for the full breakdown.")

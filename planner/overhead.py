@@ -114,7 +114,8 @@ def _weights_loading_bytes(model: ModelSpec, weight_dtype_name: str, tensor_para
     from planner.model.dtypes import weight_dtype  # noqa: PLC0415
 
     fmt, layout = weight_dtype(weight_dtype_name), vllm_mxfp4_layout(profile_id, gpu_name)
-    loaded = (loaded_weight_bytes(model, fmt, tensor_parallel_size, mxfp4=layout, nvfp4_swizzle=nvfp4_swizzles(gpu_name))
+    loaded = (loaded_weight_bytes(model, fmt, tensor_parallel_size, mxfp4=layout,
+                                  nvfp4_swizzle=nvfp4_swizzles(gpu_name))
               + vllm_allocator_rounding_bytes(model, fmt, tensor_parallel_size, mxfp4=layout))
     return max(0, loaded - checkpoint_bytes)
 

@@ -62,9 +62,9 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     (:func:`planner.engines.expected_error.close_call`)."""
     if isinstance(plan, str) or plan.starts or not fits:
         return
-    said = ([f"**But {plan.engine} would refuse to start** with these inputs. It would print:", *quoted(plan.reasons[:1])]
-            if plan.reasons else [f"**But {plan.engine} would refuse to start** with these inputs: its own figures "
-                                  "leave no room."])
+    lead = f"**But {plan.engine} would refuse to start** with these inputs"
+    said = ([f"{lead}. It would print:", *quoted(plan.reasons[:1])]
+            if plan.reasons else [f"{lead}: its own figures leave no room."])
     lines = ["\n".join(said), "The budget above prices the newest vLLM; see what this engine version would "
              "allocate and print, at the bottom."]
     if caveat := close_call(plan):

@@ -172,8 +172,8 @@ def _snake_cased(params: Mapping[str, Sequence[str]], result: LinkGuard) -> dict
             result.problems.append(f"Link parameter `{shorten(key, ECHO_CHARS)}` is the CLI spelling of `{name}`, "
                                    f"which the link also sets; `{name}` was used. Keep one of them.")
         else:
-            result.problems.append(f"Link parameter `{shorten(key, ECHO_CHARS)}` is the CLI spelling; the link now says "
-                                   f"`{name}` (the URL keys use underscores), which the pages that take it read.")
+            result.problems.append(f"Link parameter `{shorten(key, ECHO_CHARS)}` is the CLI spelling; the link now "
+                                   f"says `{name}` (the URL keys use underscores), which the pages that take it read.")
             out[name] = list(params[key])
             result.changes[name] = list(params[key])
         result.changes[key] = None
