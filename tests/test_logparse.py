@@ -376,5 +376,7 @@ def test_a_log_that_cannot_hold_for_this_gpu_and_model_is_named():
     warnings = [w.value for w in at.warning]
     assert any("are more than this GPU's" in w for w in warnings) and any("past this model's 8,192" in w for w in warnings)
     assert not any(".0 " in w and "tokens" in w for w in warnings), warnings
+    # compared at the sidebar's settings: the log's own max_model_len (past the model's limit) is not adopted
+    assert not any("taken from the log" in i.value for i in at.info), [i.value for i in at.info]
     replans = next(d.value for d in at.dataframe if "Plan" in d.value.columns)
     assert not any(str(v).startswith("-") for v in replans["Available KV per GPU"]), replans

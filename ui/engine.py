@@ -503,7 +503,12 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
     figures = parse_engine_log(text)
     if figures.engine is None:
         return LogView(figures=figures, suggested_engine=None, rows=(), plans={})
+    implausible = implausible_figures(figures, gpu_memory_bytes=gpu_memory_bytes,
+                                      tensor_parallel_size=request.tensor_parallel_size,
+                                      max_position_embeddings=model.max_position_embeddings)
     base, adopted = knobs_from_log(replace(request, available_kv_memory_bytes=None), figures)
+    if implausible:  # a log of another GPU or model: compare at the sidebar's settings, not at its own
+        base, adopted = replace(request, available_kv_memory_bytes=None), ()
     if adopted:
         estimate = plan_engine(model, gpu_memory_bytes, base)
     measured = plan_engine(model, gpu_memory_bytes,
@@ -513,9 +518,6 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
              "Engine's own available memory": pinned}
     inconsistent = log_consistency(pinned, figures)
     rows = reconcile(estimate, figures) + ((inconsistent,) if inconsistent else ())
-    implausible = implausible_figures(figures, gpu_memory_bytes=gpu_memory_bytes,
-                                      tensor_parallel_size=request.tensor_parallel_size,
-                                      max_position_embeddings=model.max_position_embeddings)
     return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=rows, plans=plans,
                    adopted=adopted, inconsistent=inconsistent, implausible=implausible)
 
