@@ -222,5 +222,8 @@ def test_find_takes_a_lengths_csv_without_the_length_flags(capsys, tmp_path):
     dummies = run_json(capsys, ["find", "--model", LLAMA3, "--users", "50", "--prompt-len", "1", "--output-len", "0",
                                 "--lengths-csv", str(csv), "--max-model-len", "4096", "--top", "1"])
     assert alone[0]["fits"] and alone[0]["max_concurrent_sequences"] == dummies[0]["max_concurrent_sequences"]
+    assert main(["find", "--model", LLAMA3, "--users", "50", "--prompt-len", "100", "--lengths-csv", str(csv),
+                 "--max-model-len", "4096", "--top", "1"]) == 0
+    assert "note: --prompt-len not used: --lengths-csv gives the lengths" in capsys.readouterr().out
     assert main(["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "100"]) == 2
     assert "give --prompt-len and --output-len, or --lengths-csv" in capsys.readouterr().err

@@ -340,6 +340,11 @@ def run_find(args: argparse.Namespace) -> FindResult:
         engine=None if args.engine == BUDGET_ONLY else args.engine,
         alternative_weight_dtype="fp8" if args.weight_hint else None, setup_kinds=args.setup_kinds, link=args.link)
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
+    ignored = [flag for flag, value in (("--prompt-len", args.prompt_len), ("--output-len", args.output_len),
+                                        ("--prompt-p95", args.prompt_p95), ("--output-p95", args.output_p95))
+               if value is not None]
+    if args.lengths_csv is not None and ignored:  # the CSV gives the lengths: say that the flags were not used
+        found = replace(found, notes=(*found.notes, f"{', '.join(ignored)} not used: --lengths-csv gives the lengths"))
     return found if custom is None else _with_custom_gpu_notes(found, custom, args.gpu_bandwidth_gb_s is not None)
 
 
