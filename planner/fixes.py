@@ -179,8 +179,13 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             outcome = _engine_outcome(resolve_engine_name(engine_request.engine), engine_plan, error)
         if engine_plan is not None and not engine_plan.starts:
             continue  # the budget fits, the engine would refuse: not a fix
+        if engine_plan is not None:  # it starts: the engine fixes' wording ("...: starts at L, Cx; ...")
+            outcome = (f"starts at {engine_plan.max_model_len:,}, {engine_plan.max_concurrency:.2f}x; "
+                       f"{resolve_engine_name(engine_request.engine)} starts with "
+                       f"{engine_plan.engine_kv_cache_tokens:,} tokens of KV cache.")
         found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value),
-                                help=f"{fix}. {outcome}".strip(), change=max(change, 0.0),
+                                help=f"{fix}: {outcome}" if engine_plan is not None else f"{fix}. {outcome}".strip(),
+                                change=max(change, 0.0),
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan))
     if engine_request is not None:
         refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})

@@ -446,7 +446,8 @@ def test_serving_parts_are_rows_of_the_term_that_counts_them():
     at = run(PAGE, link)
     assert not at.exception
     table = next(t.value for t in at.table if "Per GPU" in t.value.columns)
-    terms = list(table["Per GPU"])
+    terms = [t.lstrip("\u00a0") for t in table["Per GPU"]]  # indented by no-break spaces
+    assert all(t.startswith("\u00a0") for t in table["Per GPU"] if "of which" in t)
     parts = [t for t in terms if t.startswith("· of which")]
     assert parts == ["· of which LoRA slots", "· of which draft weights", "· of which LoRA / encoder buffers",
                      "· of which draft KV cache"]

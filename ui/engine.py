@@ -310,6 +310,9 @@ def rank_caption(plan: EnginePlan) -> str:
     return f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}. {alike}"
 
 
+OF_WHICH = "\u00a0\u00a0\u00a0· of which"
+"""A part's row name starts so: indented under its term (no-break spaces: Markdown drops leading plain ones)."""
+
 PART_OF = {"weights": "Weights", "activation": "Activation peak", "kv": "Available KV"}
 """The term a serving part is counted in (:attr:`planner.engines.types.RankBudget.serving_parts`), as its row."""
 
@@ -333,12 +336,12 @@ def _with_parts(row: dict, parts) -> dict:
             continue
         keys = list(out)
         at = keys.index(parent) + 1
-        while at < len(keys) and keys[at].startswith("· of which"):
+        while at < len(keys) and keys[at].startswith(OF_WHICH):
             at += 1
         items = list(out.items())
         first = label.split()[0]
         named = label[0].lower() + label[1:] if first[1:].islower() else label  # "draft weights", "LoRA slots"
-        items.insert(at, (f"· of which {named}", format_bytes(size)))
+        items.insert(at, (f"{OF_WHICH} {named}", format_bytes(size)))
         out = dict(items)
     return out
 
