@@ -298,3 +298,12 @@ def test_md_cell_makes_a_custom_name_inert():
     cell = md_cell("![t](https://evil.example/pixel.png)")
     assert not re.search(r"(?<!\\)[\[\]]", cell)  # every bracket escaped: no link or image can form
     assert md_cell(7) == 7
+
+
+def test_concurrency_lines_stay_apart_where_two_gpus_hold_the_same_users():
+    """QA round 2: on the default Concurrency page the A100's line (55 users) ran under the H100's (53) and only
+    one showed. Each GPU's line has its own dash and the later ones are thinner."""
+    fig = charts.concurrency_lines((1024, 2048), {"A100": (55, 27), "H100": (53, 26), "L40S": (20, 10)})
+    styles = [(t.line.dash, t.line.width) for t in fig.data]
+    assert len({dash for dash, _ in styles}) == 3 and styles[0][1] > styles[1][1] > styles[2][1]
+    assert styles[0][0] == "solid"

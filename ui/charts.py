@@ -384,18 +384,25 @@ def kv_vs_params(rows: Sequence[Mapping], highlight: str | None = None) -> go.Fi
     return fig
 
 
+SERIES_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+"""Line styles of the Concurrency chart's GPUs, in order."""
+
+
 @chart
 def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
     """Max concurrent sequences against context length, one line per GPU, log axes.
 
-    Points with zero sequences cannot sit on a log axis and are left out.
+    Points with zero sequences cannot sit on a log axis and are left out. Each line has its own dash
+    (:data:`SERIES_DASHES`) and the later ones are thinner, so a GPU whose line runs on top of another's (an A100
+    and an H100 with 55 and 53 users) still shows both.
     """
     fig = go.Figure()
     for i, (label, users) in enumerate(series.items()):
         pts = [(c, u) for c, u in zip(contexts, users) if u > 0]
         fig.add_scatter(
             x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines", name=plotly_text(label),
-            line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+            line=dict(color=PALETTE[i % len(PALETTE)], width=max(1.5, 3.5 - 0.5 * i),
+                      dash=SERIES_DASHES[i % len(SERIES_DASHES)]),
             hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {count_noun(u, 'sequence')}" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(height=500, xaxis=TOKEN_AXIS,
