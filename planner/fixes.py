@@ -108,6 +108,16 @@ def _relative(old: float, new: float) -> float:
     return abs(new - old) / old if old > 0 else 1.0
 
 
+def _starts_at(fixed: EnginePlan) -> str:
+    """``"starts at 131,072, 1.64x"``: the length and concurrency an engine starts with after a fix."""
+    return f"starts at {fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x"
+
+
+def _kv_tokens(engine: str, fixed: EnginePlan) -> str:
+    """``"vllm starts with 214,607 tokens of KV cache."``: what a fix's help adds to its text."""
+    return f"{engine} starts with {fixed.engine_kv_cache_tokens:,} tokens of KV cache."
+
+
 def _engine_outcome(engine: str, fixed: EnginePlan | None, error: str = "") -> str:
     """The help's second sentence: whether ``engine`` starts with the fix, with its figures."""
     if fixed is None:
@@ -169,22 +179,19 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             change = 1 - fixed.weights_bytes / base.weights_bytes
         else:
             change = _relative(getattr(request, fix.key), fix.value)
-        engine_plan, error, outcome = None, "", ""
+        engine_plan, error, outcome = None, "", "."
         if engine_request is not None:
             field = ENGINE_FIELDS.get(fix.key)
             if field:
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {field: fix.value})
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
-            outcome = _engine_outcome(resolve_engine_name(engine_request.engine), engine_plan, error)
+            engine = resolve_engine_name(engine_request.engine)
+            outcome = (f": {_starts_at(engine_plan)}; {_kv_tokens(engine, engine_plan)}" if engine_plan is not None
+                       else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
         if engine_plan is not None and not engine_plan.starts:
             continue  # the budget fits, the engine would refuse: not a fix
-        if engine_plan is not None:  # it starts: the engine fixes' wording ("...: starts at L, Cx; ...")
-            outcome = (f"starts at {engine_plan.max_model_len:,}, {engine_plan.max_concurrency:.2f}x; "
-                       f"{resolve_engine_name(engine_request.engine)} starts with "
-                       f"{engine_plan.engine_kv_cache_tokens:,} tokens of KV cache.")
-        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value),
-                                help=f"{fix}: {outcome}" if engine_plan is not None else f"{fix}. {outcome}".strip(),
+        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value), help=f"{fix}{outcome}".rstrip(),
                                 change=max(change, 0.0),
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan))
     if engine_request is not None:
@@ -253,8 +260,7 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     def keep(key: str, value, text: str, change: float, fixed: EnginePlan) -> None:
         fix = Fix(text, key, value)
         # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
-        help_text = (f"{text}; {engine} starts with {fixed.engine_kv_cache_tokens:,} tokens of KV cache."
-                     if fixed.starts else f"{text}. {_engine_outcome(engine, fixed)}")
+        help_text = f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts else f"{text}. {_engine_outcome(engine, fixed)}"
         found.append(CheckedFix(fix=fix, label=short_label(key, value), help=help_text,
                                 change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed))
 
@@ -262,15 +268,15 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     if util is not None and util < UTILIZATION_FIX:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"gpu_memory_utilization": UTILIZATION_FIX})
         if fixed is not None and (fixed.starts or fixed.engine_max_model_len > refused.engine_max_model_len):
-            text = (f"utilization {UTILIZATION_FIX:g}: starts at {fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x"
+            text = (f"utilization {UTILIZATION_FIX:g}: {_starts_at(fixed)}"
                     if fixed.starts else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
             keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
     tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
     for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
         if fixed is not None and fixed.starts:
-            keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}): starts at "
-                 f"{fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x", _relative(tp, size), fixed)
+            keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}): {_starts_at(fixed)}",
+                 _relative(tp, size), fixed)
             break
     shorter = refused.engine_max_model_len
     if 0 < shorter < refused.max_model_len:
