@@ -46,7 +46,11 @@ from planner.model.params import (
     model_weight_bytes_by_format,
     weight_bytes_by_format,
 )
-from planner.overhead import OverheadEstimate, estimate_overhead, weights_loading_bytes
+from planner.overhead import (  # noqa: F401 - estimate_overhead re-exported (planner.sweep's docstrings)
+    OverheadEstimate,
+    estimate_overhead,
+    plan_overhead,
+)
 from planner.serving.features import ServingEffects, ShiftedProfile, serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.units import MiB, largest_fitting
@@ -305,13 +309,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     paged_gpu = kv_profile(model, dtypes, tp, request.block_size)
 
     if request.overhead_bytes is None:
-        overhead = estimate_overhead(
-            model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
-            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id)
-        loading = weights_loading_bytes(model, request.weight_dtype, tp, gpu_id, weights_gpu)
-        if loading:  # the weights as the newest vLLM loads them, beyond the checkpoint's bytes
-            overhead = replace(overhead, loading_bytes=loading, formula=f"{overhead.formula} + {loading / MiB:,.0f} "
-                               "MiB of weights as vLLM loads them beyond the checkpoint (layouts, allocator rounding)")
+        overhead = plan_overhead(model, request, gpu_memory_bytes, gpu_id, tp, weights_gpu)
     else:
         overhead = OverheadEstimate(
             activation_bytes=request.overhead_bytes, logits_bytes=0, runtime_bytes=0,

@@ -260,7 +260,8 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     def keep(key: str, value, text: str, change: float, fixed: EnginePlan) -> None:
         fix = Fix(text, key, value)
         # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
-        help_text = f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts else f"{text}. {_engine_outcome(engine, fixed)}"
+        help_text = (f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts
+                     else f"{text}. {_engine_outcome(engine, fixed)}")
         found.append(CheckedFix(fix=fix, label=short_label(key, value), help=help_text,
                                 change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed))
 

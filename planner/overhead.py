@@ -14,7 +14,7 @@ Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.model import ModelSpec
@@ -257,9 +257,27 @@ def overhead_bytes(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: i
         return request.overhead_bytes
     from planner.model.params import model_weight_bytes  # noqa: PLC0415
 
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     tp = request.num_gpus if tensor_parallel_size is None else tensor_parallel_size
-    estimate = estimate_overhead(model, dtypes.state.bytes_for(1), tp, request.max_num_batched_tokens,
+    return plan_overhead(model, request, gpu_memory_bytes, gpu_name, tp,
+                         model_weight_bytes(model, request.weight_dtype, tp)).total_bytes
+
+
+def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: int | None, gpu_name: str,
+                  tensor_parallel_size: int, checkpoint_bytes: int) -> OverheadEstimate:
+    """The plan's overhead with its parts: :func:`estimate_overhead` plus :func:`weights_loading_bytes` (what
+    :func:`planner.budget.plan` and :func:`overhead_bytes` subtract; ``request.overhead_bytes`` is not read).
+
+    Args:
+        model, request: The model and the plan's knobs (dtypes, ``max_num_batched_tokens``).
+        gpu_memory_bytes, gpu_name: The GPU (None / "" = a large GPU on one NVLink node).
+        tensor_parallel_size: GPUs one layer is split over.
+        checkpoint_bytes: The checkpoint's weight bytes on one GPU [bytes].
+    """
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tensor_parallel_size, request.max_num_batched_tokens,
                                  gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name)
-    checkpoint = model_weight_bytes(model, request.weight_dtype, tp)
-    return estimate.total_bytes + weights_loading_bytes(model, request.weight_dtype, tp, gpu_name, checkpoint)
+    loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
+    if not loading:
+        return overhead
+    return replace(overhead, loading_bytes=loading, formula=f"{overhead.formula} + {loading / MiB:,.0f} MiB of weights "
+                   "as vLLM loads them beyond the checkpoint (layouts, allocator rounding)")
