@@ -50,56 +50,78 @@ if too_long:
 for note in c.notes:
     st.warning(md_message(note), icon=":material/warning:")
 traffic.metrics_row(traffic.allocation_metric_values(view))
-left, right = st.columns(2)
-charts.show(left, traffic.allocation_bars(c, view.extra_tokens), key="allocation_bars")
-charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
-views.static_table(traffic.allocation_rows(c))  # static: no data-grid chunk to load (issue 27 speed)
-sentence = traffic.slice_text(view)
-if sentence:
-    st.markdown(sentence)
-st.caption("Naive: each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len. "
-           "Paged: blocks of block_size tokens on demand, waste under one block per sequence. Prefix: requests "
-           "sharing a prefix store its full blocks once. Per GPU, KV budget from the plan. Sources: Kwon et al., "
-           "SOSP 2023 (PagedAttention); vLLM vllm/v1/core/kv_cache_manager.py.")
+st.caption(workload.describe())  # the traffic every tab samples (an uploaded CSV says so here)
 
-st.subheader("Your traffic: how many users fit, and how often they overflow")
-st.caption(workload.describe())
-if view.simulation is None:
-    st.warning("The KV budget holds not even one short request: fix the plan first (more GPUs, smaller weights).",
-               icon=":material/warning:")
-else:
+
+def naive_vs_paged() -> None:
+    """The three allocators side by side: bars, users against length, the table."""
+    left, right = st.columns(2)
+    charts.show(left, traffic.allocation_bars(c, view.extra_tokens), key="allocation_bars")
+    charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
+    views.static_table(traffic.allocation_rows(c))  # static: no data-grid chunk to load (issue 27 speed)
+    sentence = traffic.slice_text(view)
+    if sentence:
+        st.markdown(sentence)
+    st.caption("Naive: each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len. "
+               "Paged: blocks of block_size tokens on demand, waste under one block per sequence. Prefix: requests "
+               "sharing a prefix store its full blocks once. Per GPU, KV budget from the plan. Sources: Kwon et al., "
+               "SOSP 2023 (PagedAttention); vLLM vllm/v1/core/kv_cache_manager.py.")
+
+
+def your_traffic() -> None:
+    """How many users of the sampled traffic fit, and how often they overflow."""
+    if view.simulation is None:
+        st.warning("The KV budget holds not even one short request: fix the plan first (more GPUs, smaller "
+                   "weights).", icon=":material/warning:")
+        return
     traffic.metrics_row(traffic.simulation_metric_values(view))
     charts.show(st, traffic.preemption_chart(view.simulation, load["users"]), key="preemption_chart")
     st.caption(f"Seeded Monte-Carlo ({view.simulation.num_trials} trials, seed {view.simulation.seed}): requests "
                "drawn from the distribution are admitted in order, each paged in whole blocks and sized for its "
                "last token, until the KV budget runs out. Past that point vLLM preempts a request.")
 
-st.subheader("Prefix caching")
-if view.prefix is None:
-    st.info("Set a shared prefix (system prompt or document) in the sidebar to see what storing it once saves.",
-            icon=":material/info:")
-else:
+
+def prefix_caching() -> None:
+    """What storing a shared prefix once saves."""
+    if view.prefix is None:
+        st.info("Set a shared prefix (system prompt or document) in the sidebar to see what storing it once saves.",
+                icon=":material/info:")
+        return
     traffic.metrics_row(traffic.prefix_metric_values(view.prefix))
     st.caption("Saving = (requests hitting the prefix − 1) × ⌊prefix / block_size⌋ × block_size × KV per "
                "token. Sources: vLLM automatic prefix caching, full blocks only (vllm/v1/core/kv_cache_utils.py, "
                "hash_block_tokens).")
 
-st.subheader(f"Parallel sampling / beam search: {view.sampling.num_samples} outputs per prompt")
-traffic.metrics_row(traffic.sampling_metric_values(view.sampling))
-charts.show(st, traffic.sampling_bars(view.sampling), key="sampling_chart")
-st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
-           f"{format_tokens(view.sampling.output_len)} output. Without paging each sample keeps a full cache; "
-           "with paging the prompt's full blocks are shared copy-on-write (Kwon et al. 2023, section 4.4).")
 
-st.subheader(f"KV-cache quantization at {format_tokens(alloc['mean_len'])} per sequence")
-charts.show(st, traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
-views.static_table(traffic.kv_dtype_rows(view.kv_dtypes))  # static: its "Quality trade-off" notes wrap
-st.caption(md_text(traffic.kv_dtype_sources(view.kv_dtypes)))
-st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "
-           "vLLM docs, Quantized KV Cache; Liu et al. 2024 (KIVI); Hooper et al. 2024 (KVQuant).")
+def parallel_sampling() -> None:
+    """Several outputs per prompt, with and without copy-on-write blocks."""
+    st.markdown(f"**{view.sampling.num_samples} outputs per prompt** (parallel sampling / beam search)")
+    traffic.metrics_row(traffic.sampling_metric_values(view.sampling))
+    charts.show(st, traffic.sampling_bars(view.sampling), key="sampling_chart")
+    st.caption(f"One request of {format_tokens(view.sampling.prompt_len)} prompt + "
+               f"{format_tokens(view.sampling.output_len)} output. Without paging each sample keeps a full cache; "
+               "with paging the prompt's full blocks are shared copy-on-write (Kwon et al. 2023, section 4.4).")
 
-st.subheader("Swap / offload to CPU memory")
-traffic.metrics_row(traffic.swap_metric_values(view.swap))
-st.caption(f"Host memory per GPU {format_bytes(view.swap.cpu_swap_bytes)}. Swapping parks preempted sequences "
-           "without losing their KV; vLLM V1 recomputes by default and offers CPU offloading "
-           "(--kv-offloading-size). Sources: vLLM docs, Optimization and Tuning; Kwon et al. 2023, section 4.5.")
+
+def kv_quantization() -> None:
+    """Users per KV-cache dtype at the mean length, with each dtype's quality trade-off."""
+    st.markdown(f"**At {format_tokens(alloc['mean_len'])} per sequence**")
+    charts.show(st, traffic.kv_dtype_bars(view.kv_dtypes), key="kv_dtype_chart")
+    views.static_table(traffic.kv_dtype_rows(view.kv_dtypes))  # static: its "Quality trade-off" notes wrap
+    st.caption(md_text(traffic.kv_dtype_sources(view.kv_dtypes)))
+    st.caption("int4 uses the q4_0 layout: 32 values in 16 bytes plus one fp16 scale per group (4.5 bits). Sources: "
+               "vLLM docs, Quantized KV Cache; Liu et al. 2024 (KIVI); Hooper et al. 2024 (KVQuant).")
+
+
+def swap() -> None:
+    """Parking preempted sequences in host memory."""
+    traffic.metrics_row(traffic.swap_metric_values(view.swap))
+    st.caption(f"Host memory per GPU {format_bytes(view.swap.cpu_swap_bytes)}. Swapping parks preempted sequences "
+               "without losing their KV; vLLM V1 recomputes by default and offers CPU offloading "
+               "(--kv-offloading-size). Sources: vLLM docs, Optimization and Tuning; Kwon et al. 2023, section 4.5.")
+
+
+# Only the open tab runs and draws (a rerun draws one section's charts, not five: issue 27 speed).
+views.lazy_tabs({"Naive vs paged": naive_vs_paged, "Your traffic": your_traffic, "Prefix caching": prefix_caching,
+                 "Parallel sampling": parallel_sampling, "KV-cache quantization": kv_quantization,
+                 "Swap / offload": swap}, key="allocation_section")

@@ -37,6 +37,12 @@ def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Open the lazy tab ``label`` of the tab bar ``key`` (ui.views.lazy_tabs keeps the open label there) and rerun."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def check_allocation(at: AppTest) -> None:
     """Seeded link: 8K limit, 800-token mean, 500-token prefix on half the requests, 300 users, seed 1."""
     workload = traffic.build_workload(600, 1500, 200, 500, 8192)
@@ -44,16 +50,24 @@ def check_allocation(at: AppTest) -> None:
         model_spec(LLAMA3), get_gpu(H100), PlanRequest(context_len=8192), mean_len=800, prefix_len=500,
         prefix_hit_fraction=0.5, workload=workload, users=300, seed=1, num_samples=4, swap_space_gib=4.0,
         host_link_gb_s=31.5)
-    shown = metrics(at)
-    for values in (traffic.allocation_metric_values(view), traffic.simulation_metric_values(view),
-                   traffic.prefix_metric_values(view.prefix), traffic.sampling_metric_values(view.sampling),
-                   traffic.swap_metric_values(view.swap)):
-        for label, (value, _) in values.items():
-            assert shown[label] == value, label
+    def seen(label: str) -> tuple[dict[str, str], list[dict]]:
+        open_tab(at, "allocation_section", label)
+        assert not at.exception, [e.value for e in at.exception]
+        return metrics(at), [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+    # the lazy tabs: a rerun draws only the open tab's charts, and every tab's figures match the view
+    expected = {"Naive vs paged": ({}, 2), "Your traffic": (traffic.simulation_metric_values(view), 1),
+                "Prefix caching": (traffic.prefix_metric_values(view.prefix), 0),
+                "Parallel sampling": (traffic.sampling_metric_values(view.sampling), 1),
+                "KV-cache quantization": ({}, 1), "Swap / offload": (traffic.swap_metric_values(view.swap), 0)}
+    for label, (values, num_charts) in expected.items():
+        shown, figures = seen(label)
+        for name, (value, _) in {**traffic.allocation_metric_values(view), **values}.items():
+            assert shown[name] == value, (label, name)
+        assert len(figures) == num_charts and all(fig["data"] for fig in figures), label
+    shown, _ = seen("Naive vs paged")
     assert shown["Naive: unused"] == "90.2%"  # 1 - 800/8192
     assert shown["Naive: users"] == format_int(view.comparison.naive.max_sequences)
-    figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-    assert len(figures) == 5 and all(fig["data"] for fig in figures)
     assert any("31 of 32" in m.value or "of 32" in m.value for m in at.markdown)
 
 

@@ -21,8 +21,8 @@ from tests.e2e_helpers import collect, open_settled
 
 pytestmark = pytest.mark.browser
 
-CHART_PAGES = {"/Memory_curves": 1, "/GQA_savings": 3, "/Concurrency": 1, "/Engine": 1, "/Allocation": 5}
-"""Page -> charts it draws with its default inputs."""
+CHART_PAGES = {"/Memory_curves": 1, "/GQA_savings": 3, "/Concurrency": 1, "/Engine": 1, "/Allocation": 2}
+"""Page -> charts it draws with its default inputs (Allocation: its first tab; the others draw when opened)."""
 
 LINE_WRITES_JS = r"""
 (() => {
@@ -66,5 +66,32 @@ def test_each_chart_is_drawn_once(streamlit_server, chromium_browser, path):
         lines = sum(c["lines"] for c in charts)
         writes = page.evaluate("() => window.__lineWrites")
         assert writes <= 2 * lines, (f"{writes} writes of {lines} line paths: drawn more than once", charts)
+    finally:
+        context.close()
+
+
+ALLOCATION_TABS = {"Your traffic": 1, "Prefix caching": 0, "Parallel sampling": 1, "KV-cache quantization": 1,
+                   "Swap / offload": 0, "Naive vs paged": 2}
+"""Allocation's lazy tabs (ui.views.lazy_tabs) -> the charts each draws when opened, in the order clicked."""
+
+
+def test_allocation_tabs_draw_their_charts_when_opened(streamlit_server, chromium_browser):
+    """Only the open tab runs: each tab clicked draws its own charts (and no other tab's), without an error."""
+    from tests.e2e_helpers import OBSERVER_JS, page_now_ms, wait_settled
+
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(OBSERVER_JS)
+    try:
+        page = context.new_page()
+        open_settled(page, streamlit_server.base_url + "/Allocation")
+        for label, num_charts in ALLOCATION_TABS.items():
+            before = page_now_ms(page)
+            page.get_by_role("tab", name=label).click()
+            wait_settled(page, after_ms=before)
+            page.wait_for_function(ALL_DRAWN_JS, arg=num_charts, timeout=30_000)
+            visible = page.locator('[data-testid="stPlotlyChart"]:visible').count()
+            assert visible == num_charts, (label, visible)
+            assert not collect(page)["exceptions"], label
+            assert page.get_by_role("tab", name=label).get_attribute("aria-selected") == "true", label
     finally:
         context.close()

@@ -63,7 +63,7 @@ DEEP_LINKS: dict[str, tuple[dict, int]] = {
     "/GQA_savings": ({"model": MLA, "gpu": "nvidia-a100-sxm-80gb", "context_len": 16384}, 3),
     "/Catalog": ({"search": "qwen"}, 0),
     "/Engine": ({"model": QWEN, "gpu": "nvidia-l40s", "engine": "sglang", "context_len": 4096}, 0),
-    "/Allocation": ({"model": LLAMA2, "gpu": "nvidia-a10g", "max_model_len": 4096, "users": 50}, 4),
+    "/Allocation": ({"model": LLAMA2, "gpu": "nvidia-a10g", "max_model_len": 4096, "users": 50}, 2),
     "/Find_a_GPU_setup": ({"model": QWEN, "users": 20, "prompt_len": 1000, "output_len": 200}, 0),
     "/Disaggregation": ({"model": QWEN, "gpu": "nvidia-h100-sxm-80gb", "users": 64, "prompt_len": 2048}, 0),
 }

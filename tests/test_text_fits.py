@@ -65,11 +65,13 @@ def test_allocation_title_and_quality_column_fit():
     from ui import allocation_view
 
     at = run("pages/6_Allocation.py", LINK)
+    figure = next(reversed(allocation_view.allocation_bars.kept.values()))  # the one this run drew (first tab)
     # The KV-dtype table is static, so its notes wrap (and the allocation table beside the charts, so the page
-    # loads no data-grid chunk).
+    # loads no data-grid chunk). It is drawn when its tab is open (ui.views.lazy_tabs).
+    at.session_state["allocation_section"] = "KV-cache quantization"
+    at.run()
     (table,) = [t.value for t in at.table if "Quality trade-off" in t.value.columns]
     assert "Sources" not in table.columns
-    figure = next(reversed(allocation_view.allocation_bars.kept.values()))  # the one this run drew
     lines = figure.layout.title.text.split("<br>")
     assert len(lines) == 2 and all(len(line) <= 40 for line in lines), lines
 

@@ -428,6 +428,24 @@ def static_table(frame, container=None) -> None:
     (container or st).table(shown, hide_index=True)
 
 
+def lazy_tabs(sections: dict[str, Callable[[], None]], *, key: str) -> None:
+    """Tabs whose content runs only while open: ``st.tabs(..., on_change="rerun")`` and each tab's ``.open``.
+
+    A rerun then draws the open section's charts and tables only, not every section's (issue 27 speed: a page's
+    rerun against the same sidebar with no work). Which tab is open lives in ``st.session_state[key]`` (its
+    label), so it survives reruns; tests open one by setting that key.
+
+    Args:
+        sections: Tab label -> the function that draws that section (called inside its tab), in tab order.
+        key: The widget key of the tab bar.
+    """
+    tabs = st.tabs(list(sections), key=key, on_change="rerun")
+    for tab, draw in zip(tabs, sections.values(), strict=True):
+        if tab.open:
+            with tab:
+                draw()
+
+
 RELEASED_COLUMN = st.column_config.TextColumn(
     "released", width="small",
     help="First public release (Hugging Face repo or vendor announcement), YYYY-MM[-DD]; sorts by date. "
