@@ -15,27 +15,42 @@ query = st.text_input("Search models and GPUs (any part of the id, name, an alia
                       max_chars=MAX_ID_CHARS)
 
 words = data.search_words(query)
-st.subheader("Models")
-models = data.catalog_search("models", words)  # an Arrow table, kept per search (ui/data.py)
-st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
-st.caption(f"{models.num_rows} models. Parameters count all experts; attention kind from num_key_value_heads "
-           "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
-           "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
 
-st.subheader("GPUs")
+
+def model_table() -> None:
+    """The catalog's models that match the search."""
+    st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
+    st.caption(f"{models.num_rows} models. Parameters count all experts; attention kind from num_key_value_heads "
+               "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
+               "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
+
+
+def gpu_table() -> None:
+    """The catalog's GPUs that match the search."""
+    st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
+    st.caption(f"{gpus.num_rows} GPUs. Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the "
+               "base of gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
+
+
+def verified_table() -> None:
+    """Each model's parameter count and KV bytes checked against transformers."""
+    st.caption(data.verification_headline())
+    verified = data.catalog_search("verified", words)
+    st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
+    st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
+               "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
+               "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
+               "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
+               "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
+               "transformers can build that architecture, are of the mapped model.")
+
+
+models = data.catalog_search("models", words)  # Arrow tables, kept per search (ui/data.py)
 gpus = data.catalog_search("gpus", words)
-st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
-st.caption("Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the base of "
-           "gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
-st.subheader("Verified against transformers")
-st.caption(data.verification_headline())
-verified = data.catalog_search("verified", words)
-st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
-st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
-           "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
-           "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
-           "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
-           "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
-           "transformers can build that architecture, are of the mapped model.")
 if not models.num_rows and not gpus.num_rows:
     st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")
+else:
+    st.caption(f"{models.num_rows} models and {gpus.num_rows} GPUs match.")
+# Only the open tab runs and draws (issue 27 speed: a search redraws one table, not three).
+views.lazy_tabs({"Models": model_table, "GPUs": gpu_table, "Verified against transformers": verified_table},
+                key="catalog_section")

@@ -50,7 +50,7 @@ if too_long:
 for note in c.notes:
     st.warning(md_message(note), icon=":material/warning:")
 traffic.metrics_row(traffic.allocation_metric_values(view))
-st.caption(workload.describe())  # the traffic every tab samples (an uploaded CSV says so here)
+st.caption(f"Sampled traffic (the Your traffic and Parallel sampling tabs): {md_text(workload.describe())}")
 
 
 def naive_vs_paged() -> None:

@@ -45,22 +45,31 @@ scale_view.show_pool(right, result.decode, gpu.framework_memory_bytes, gpu.name)
 if not result.starts:  # no transfer, commands or values for pools that would not start
     st.stop()
 
-st.subheader("KV transfer between the pools")
-st.markdown(scale_view.transfer_text(result))
-st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
-             column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
-for note in result.sizing_notes:
-    st.caption(note)
 
-st.subheader("llm-d model-service values")
-try:
-    values = disagg_values_yaml(model, result, gpu_name=gpu.name)
-except ValueError as exc:  # SGLang, or a tensor-parallel group wider than a node: a normal answer
-    st.info(f"No llm-d values: {exc}.", icon=":material/info:")
-else:
+def kv_transfer() -> None:
+    """What each request moves from the prefill to the decode pool, per link."""
+    st.markdown(scale_view.transfer_text(result))
+    st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
+                 column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
+    for note in result.sizing_notes:
+        st.caption(note)
+
+
+def llm_d_values() -> None:
+    """The llm-d model-service values that launch both pools."""
+    try:
+        values = disagg_values_yaml(model, result, gpu_name=gpu.name)
+    except ValueError as exc:  # SGLang, or a tensor-parallel group wider than a node: a normal answer
+        st.info(f"No llm-d values: {exc}.", icon=":material/info:")
+        return
     st.code(values, language="yaml")
     st.download_button("Download values.yaml", values, file_name="values.yaml", mime="application/yaml",
                        key="download_values", icon=":material/download:", on_click="ignore")
+
+
+# Only the open tab runs and draws (issue 27 speed: a rerun renders the transfer table or the YAML, not both).
+views.lazy_tabs({"KV transfer between the pools": kv_transfer, "llm-d model-service values": llm_d_values},
+                key="disaggregation_section")
 st.caption("Sizing: decode batch per rank = the fewer of what its KV pool holds and what meets the TPOT target; "
            "prefill = 2 x active parameters FLOPs per prompt token; arrivals = users / (TTFT + output x TPOT). "
            "Same figures as `python -m planner disagg` and `deploy --target llm-d`. Sources: "

@@ -24,6 +24,7 @@ from model_catalog.gpus import get_gpu
 from planner.budget import PlanRequest, plan
 from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve, memory_curve
+from tests.lazy_tabs import open_tab
 from ui import data
 from ui.format import (bytes_to_gib, format_bytes, format_context, format_int, format_tokens, format_tokens_short,
                        gib_to_bytes)
@@ -133,10 +134,13 @@ def check_concurrency(at: AppTest) -> None:
 
 
 def check_catalog(at: AppTest) -> None:
-    models, gpus = at.dataframe[0].value, at.dataframe[1].value
+    (models,) = [d.value for d in at.dataframe]  # the Models tab, open first; the other tabs draw nothing
     assert len(models) and all("llama" in (i + n).lower() for i, n in zip(models["id"], models["name"]))
     assert len(models) < len(model_ids())
+    (gpus,) = [d.value for d in open_tab(at, "catalog_section", "GPUs").dataframe]
     assert gpus.empty  # no GPU is called "llama"
+    (verified,) = [d.value for d in open_tab(at, "catalog_section", "Verified against transformers").dataframe]
+    assert 0 < len(verified) < len(data.verification_frame())  # the same search narrows the proof table
 
 
 SEEDED = {

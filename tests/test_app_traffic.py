@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from model_catalog import model_spec, served_model_spec
 from model_catalog.gpus import get_gpu, load_gpus
 from planner.budget import PlanRequest
+from tests.lazy_tabs import open_tab
 from ui import traffic
 from ui.format import format_int
 
@@ -35,12 +36,6 @@ def run_page(page: str, params: dict) -> AppTest:
 
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def open_tab(at: AppTest, key: str, label: str) -> AppTest:
-    """Open the lazy tab ``label`` of the tab bar ``key`` (ui.views.lazy_tabs keeps the open label there) and rerun."""
-    at.session_state[key] = label
-    return at.run()
 
 
 def check_allocation(at: AppTest) -> None:

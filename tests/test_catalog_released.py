@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry, model_ids
 from model_catalog.model_registry import load_entry_file
+from tests.lazy_tabs import open_tab
 from ui import data, views
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +72,9 @@ def test_search_2026_finds_the_2026_models_and_only_those() -> None:
     at.query_params["search"] = "2026"
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    models, gpus, verified = (frame.value for frame in at.dataframe)
+    (models,) = (frame.value for frame in at.dataframe)  # the Models tab (ui.views.lazy_tabs: one tab at a time)
+    (gpus,) = (frame.value for frame in open_tab(at, "catalog_section", "GPUs").dataframe)
+    (verified,) = (frame.value for frame in open_tab(at, "catalog_section", "Verified against transformers").dataframe)
     assert set(models["id"]) == expected_2026
     assert all(released.startswith("2026") for released in models["released"])
     assert gpus.empty

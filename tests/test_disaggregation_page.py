@@ -14,6 +14,7 @@ from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.engines.types import EngineRequest
 from planner.scale import PoolRequest, ScaleRequest, plan_disagg
+from tests.lazy_tabs import open_tab
 from ui.format import format_bytes, format_int
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +47,9 @@ def test_default_view_shows_both_pools_side_by_side():
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     heads = [s.value for s in at.subheader]
-    assert "Prefill pool" in heads and "Decode pool" in heads and "KV transfer between the pools" in heads
+    assert "Prefill pool" in heads and "Decode pool" in heads
+    assert [t.label for t in at.tabs] == ["KV transfer between the pools", "llm-d model-service values"]
+    assert [d.value for d in at.dataframe], "the KV transfer tab is open first"
     labels = [label for label, _ in _metrics(at)]
     assert labels.count("GPUs") == 2 and labels.count("Concurrency per replica") == 2
     assert any("llm-d" in c.value or "vllm serve" in c.value for c in at.code)
@@ -74,6 +77,8 @@ def test_deepseek_v32_dp8_ep_matches_the_planner():
     assert [s.value for s in at.success] and f"{format_int(expected.to_dict()['gpus'])} GPUs" in at.success[0].value
     codes = [c.value for c in at.code]
     assert any("--enable-expert-parallel" in c and "--kv-transfer-config" in c for c in codes)
+    assert not any(c.startswith("# llm-d model-service values") for c in codes)  # its tab is not open yet
+    codes = [c.value for c in open_tab(at, "disaggregation_section", "llm-d model-service values").code]
     assert any(c.startswith("# llm-d model-service values") and "prefill:" in c for c in codes)
 
 
