@@ -106,21 +106,27 @@ st.caption(f"Each replica (or data-parallel rank) is sized as {md_text(result.en
            "ranks) per rank. Hover a column header for its full name. The CSV also has each row's margin, KV "
            "budget per GPU and launch command. Prices: model_catalog/gpus.json (each with its source).")
 best = find_scale_view.chosen_setup(result)
-if best is not None:
+
+
+def launch() -> None:
+    """The chosen setup's launch commands (and llm-d values)."""
     find_scale_view.show_launch(best)
     if serving.text_only_launch_note(form.model_id):
         st.caption(serving.text_only_launch_note(form.model_id))
 
-if best is not None and best.kind != "TP":
-    st.caption(f"No throughput chart for a {md_text(best.kind)} setup: the chart is drawn for plain tensor-parallel "
-               "rows (pick one under 'Setup to launch' to see it). This setup's TPOT, TTFT and $/1M columns in the "
-               "table are its own roofline figures.")
-elif best is not None:
+
+def throughput() -> None:
+    """Roofline throughput and cost of one replica of the chosen plain tensor-parallel setup."""
+    if best.kind != "TP":
+        st.caption(f"No throughput chart for a {md_text(best.kind)} setup: the chart is drawn for plain "
+                   "tensor-parallel rows (pick one under 'Setup to launch' to see it). This setup's TPOT, TTFT and "
+                   "$/1M columns in the table are its own roofline figures.")
+        return
     gpu = views.guarded(catalog.gpu, best.gpu_id, what=f"loading {best.gpu_id}")
     estimate = views.guarded(traffic.setup_throughput, model, gpu, best, request, workload,
                              what="estimating throughput")
-    st.subheader(f"Throughput and cost on {best.num_gpus} x {md_text(gpu.name)} (one replica, tensor parallel "
-                 f"{best.tensor_parallel_size})")
+    st.markdown(f"**{best.num_gpus} x {md_text(gpu.name)}** (one replica, tensor parallel "
+                f"{best.tensor_parallel_size})")
     st.warning(f"**{estimate.label.capitalize()}.** {estimate.formula}.", icon=":material/speed:")
     charts.show(st, traffic.throughput_chart(estimate), key="throughput_chart")
     st.dataframe(traffic.throughput_rows(estimate), hide_index=True, key="throughput_table")
@@ -129,3 +135,7 @@ elif best is not None:
     st.caption("Decode reads every weight once per step plus each running sequence's KV (at the mean decode "
                "context); prefill costs 2 x active parameters FLOPs per token. Sources: "
                "Pope et al., MLSys 2023; Williams et al., Roofline, CACM 2009.")
+
+
+if best is not None:  # only the open tab runs and draws (issue 27 speed: the throughput chart draws when asked)
+    views.lazy_tabs({"Launch": launch, "Throughput and cost": throughput}, key="find_section")

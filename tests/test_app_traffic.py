@@ -82,6 +82,9 @@ def check_find(at: AppTest) -> None:
     assert list(table["Max users"]) == [s.max_concurrent_sequences for s in shown]
     assert list(table["Launch command"]) == [s.launch_command for s in shown]
     assert at.success[0].value == traffic.best_text(expected)
+    assert not at.get("plotly_chart") and any(c.language == "bash" for c in at.code)  # the Launch tab, open first
+    open_tab(at, "find_section", "Throughput and cost")  # its chart draws when its tab opens (ui.views.lazy_tabs)
+    assert not at.exception, [e.value for e in at.exception]
     figures = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
     assert len(figures) == 1 and figures[0]["data"]
     assert "Upper-bound estimate" in at.warning[0].value
@@ -108,6 +111,9 @@ def test_traffic_page_with_defaults(page):
     at = run_page(page, {})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+    if page == FIND:  # its one chart sits in the Throughput and cost tab
+        open_tab(at, "find_section", "Throughput and cost")
+        assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
 
 

@@ -19,6 +19,7 @@ from planner.cli import main
 from planner.engines import EngineRequest, plan_engine
 from planner.traffic.find_types import FindRequest
 from planner.traffic.reverse import find_setups
+from tests.lazy_tabs import open_tab
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND = "pages/7_Find_a_GPU_setup.py"
@@ -184,6 +185,7 @@ def test_find_page_throughput_table_ends_at_the_setups_max_users():
     rows = at.dataframe[0].value
     first = rows.iloc[0]
     assert first["GPU"] == get_gpu(gpu_id).name and first["replicas"] == 1 and first["TP"] == 1
+    open_tab(at, "find_section", "Throughput and cost")  # a lazy tab (ui.views.lazy_tabs)
     throughput = next(d.value for d in at.dataframe if "Fits in KV" in d.value.columns)
     fitting = throughput[throughput["Fits in KV"]]
     assert int(fitting.iloc[-1]["Batch"].replace(",", "")) == first["Max users"]
