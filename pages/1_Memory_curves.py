@@ -31,19 +31,30 @@ capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for
 
 log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
                   help="Keeps small models readable next to a very large one (DeepSeek-V3, Llama 3.1 405B).")
-charts.show(st, charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
-note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
-if note:
-    st.caption(note)
-st.caption("Each curve ends at its model's max_position_embeddings, the table's \"(model limit)\". A triangle on "
-           "the top edge marks where a curve leaves the chart (hover for its size; the log axis shows all of it). "
-           "KV cache is exact (no block rounding), "
-           "sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve carries the "
-           f"overhead of the GPUs it names (the newest vLLM's, as the Engine page prices it; its profile pass: "
-           f"{profile_pass_tiers()}), so it crosses "
-           "a GPU's line at the context the table below gives for that GPU.")
 
-st.subheader(f"Longest context that fits, batch {form.batch_size}")
-views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
-st.caption("After weights, the newest vLLM's overhead (profile pass, CUDA graphs, runner state, weights as it loads "
-           "them) and the utilization cap; open a model on the Home page for the full breakdown.")
+
+def curve_chart() -> None:
+    """Memory per GPU against context length, with each GPU's usable line."""
+    charts.show(st, charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
+    note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
+    if note:
+        st.caption(note)
+    st.caption("Each curve ends at its model's max_position_embeddings, the \"(model limit)\" of the Longest "
+               "context tab. A triangle on the top edge marks where a curve leaves the chart (hover for its size; "
+               "the log axis shows all of it). KV cache is exact (no block rounding), sliding windows and recurrent "
+               "states applied. Hover for GiB and exact bytes. Each curve carries the overhead of the GPUs it names "
+               f"(the newest vLLM's, as the Engine page prices it; its profile pass: {profile_pass_tiers()}), so it "
+               "crosses a GPU's line at the context that tab gives for that GPU.")
+
+
+def fit_table() -> None:
+    """The longest context each model fits at this batch, per GPU."""
+    st.markdown(f"**At batch {form.batch_size}**")
+    views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
+    st.caption("After weights, the newest vLLM's overhead (profile pass, CUDA graphs, runner state, weights as it "
+               "loads them) and the utilization cap; open a model on the Home page for the full breakdown.")
+
+
+# Only the open tab runs and draws (issue 27 speed: a rerun draws the chart or the table, not both).
+views.lazy_tabs({"Curves": curve_chart, "Longest context that fits": fit_table},
+                key="memory_curves_section")

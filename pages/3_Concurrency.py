@@ -35,22 +35,32 @@ st.subheader(md_text(
     f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name} KV cache"))
 feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
 views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
-if holds_nothing:  # an empty chart would say nothing: the warnings above say why
-    st.info("No chart: not one sequence fits on any of these GPUs at any context length (see the warnings "
-            "above). More GPUs per replica, fp8 or int4 weights, or larger GPUs bring the lines back.",
-            icon=":material/info:")
-else:
-    charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
-st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover or use "
-           "the table. A line that levels off above its neighbours comes from sliding-window or recurrent layers "
-           "that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")
 
-st.subheader("Max concurrent sequences by context length")
-columns = data.table_contexts(model)
-table = data.concurrency_table(
-    views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
-views.static_table(data.concurrency_display(table))  # static: no data-grid chunk to load (issue 27 speed)
-st.download_button("Download CSV", downloads.csv_text(table), file_name="max_concurrent_sequences.csv",
-                   mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
-st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
-           "overhead. Columns stop at the model's max_position_embeddings.")
+
+def chart() -> None:
+    """Users against context length, a line per GPU."""
+    if holds_nothing:  # an empty chart would say nothing: the warnings above say why
+        st.info("No chart: not one sequence fits on any of these GPUs at any context length (see the warnings "
+                "above). More GPUs per replica, fp8 or int4 weights, or larger GPUs bring the lines back.",
+                icon=":material/info:")
+    else:
+        charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
+    st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover, or "
+               "open the table's tab. A line that levels off above its neighbours comes from sliding-window or "
+               "recurrent layers that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")
+
+
+def table() -> None:
+    """The same sweep at round context lengths, with its CSV."""
+    columns = data.table_contexts(model)
+    frame = data.concurrency_table(
+        views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
+    views.static_table(data.concurrency_display(frame))  # static: no data-grid chunk to load (issue 27 speed)
+    st.download_button("Download CSV", downloads.csv_text(frame), file_name="max_concurrent_sequences.csv",
+                       mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
+    st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
+               "overhead. Columns stop at the model's max_position_embeddings.")
+
+
+# Only the open tab runs and draws (issue 27 speed: a rerun draws the chart or the table, not both).
+views.lazy_tabs({"Chart": chart, "Table by context length": table}, key="concurrency_section")

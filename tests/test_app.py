@@ -100,6 +100,9 @@ def check_memory_curves(at: AppTest) -> None:
                               gpu.framework_memory_bytes, gpu.id)
         assert traces[group.label]["x"] == [pt.context_len for pt in points]
         assert traces[group.label]["y"] == [bytes_to_gib(pt.total_bytes) for pt in points]
+    assert not at.table  # the table's tab is not open (ui.views.lazy_tabs)
+    open_tab(at, "memory_curves_section", "Longest context that fits")
+    assert not at.exception and not plotly_specs(at)  # the chart's tab is closed now
     table = at.table[0].value  # a static table: its "does not fit: ..." cells wrap (they were cut at 1,280 px)
     p = _plan(LLAMA3, RTX3090, context_len=8192, batch_size=4)
     row = table[table["Model"] == model_spec(LLAMA3).display_name].iloc[0]  # names on screen, not ids
@@ -122,6 +125,9 @@ def check_gqa(at: AppTest) -> None:
 def check_concurrency(at: AppTest) -> None:
     spec = model_spec(LLAMA3)
     request = PlanRequest(context_len=8192, num_gpus=2)
+    assert len(plotly_specs(at)) == 1 and not at.table  # the Chart tab, open first (ui.views.lazy_tabs)
+    open_tab(at, "concurrency_section", "Table by context length")
+    assert not at.exception and not plotly_specs(at)
     table = at.table[0].value  # static (no data-grid chunk to load)
     contexts = data.table_contexts(spec)
     assert list(table["GPU"]) == [get_gpu(RTX3090).name, get_gpu(H100).name]  # names first; ids in the CSV

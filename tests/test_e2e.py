@@ -38,6 +38,7 @@ from tests.e2e_helpers import (
     choose,
     collect,
     open_settled,
+    page_now_ms,
     query,
     rerun_latency_ms,
     set_number,
@@ -243,6 +244,9 @@ def test_concurrency_csv_download_equals_the_planner(streamlit_server, browser_p
     page = browser_page()
     open_settled(page, streamlit_server.base_url + "/Concurrency" + query(model=QWEN, gpus=gpus, num_gpus=2,
                                                                           gpu_memory_utilization=0.8))
+    before = page_now_ms(page)
+    page.get_by_role("tab", name="Table by context length").click()  # the CSV sits with its table (a lazy tab)
+    wait_settled(page, after_ms=before)
     with page.expect_download(timeout=30_000) as info:
         page.locator(".st-key-download_csv button").click()
     download = info.value

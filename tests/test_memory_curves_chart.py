@@ -16,6 +16,7 @@ from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
 from planner.budget import PlanRequest
 from planner.sweep import contexts_up_to
+from tests.lazy_tabs import open_tab
 from ui import charts, data
 from ui.format import bytes_to_gib, format_tokens
 
@@ -59,7 +60,7 @@ def test_one_colour_and_legend_entry_per_model_each_curve_to_its_limit():
     note = next(c.value for c in at.caption if "legend entry per model" in c.value)
     small, large = (get_gpu(g).name for g in GPUS)
     assert f"solid priced for {small}" in note and f"dashed priced for {large}" in note
-    table = at.table[0].value  # static, so "does not fit: ..." cells wrap
+    table = open_tab(at, "memory_curves_section", "Longest context that fits").table[0].value  # static: cells wrap
     row = table[table["Model"] == model_spec(MISTRAL).display_name].iloc[0]
     assert row[get_gpu(GPUS[1]).name] == f"{format_tokens(32_768)} (model limit)"  # where its curve now ends
 

@@ -16,6 +16,7 @@ from planner.budget import PlanRequest, plan
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.offload import OffloadConfig
 from planner.serving.speculative import SpeculativeConfig
+from tests.lazy_tabs import open_tab
 from ui import data
 from ui.format import format_bytes, format_int
 
@@ -78,8 +79,8 @@ def test_home_shows_mtp_and_offload():
 
 def concurrency_row(at: AppTest, gpu) -> list[int]:
     """The Concurrency table's cells for ``gpu``, in context order (the GPU column first, then one column per
-    :func:`ui.data.table_contexts` context)."""
-    table = at.table[0].value  # static (no data-grid chunk to load)
+    :func:`ui.data.table_contexts` context), from its lazy tab (ui.views.lazy_tabs)."""
+    table = open_tab(at, "concurrency_section", "Table by context length").table[0].value  # static
     name = "GPU" if "GPU" in table.columns else "gpu"
     row = table[table[name] == gpu.name].iloc[0]
     return [int(v) for v in row[[c for c in table.columns if c not in ("GPU", "gpu", "gpu_id")]]]
