@@ -106,6 +106,18 @@ def test_traffic_page_from_deep_link(page):
     check(at)
 
 
+def test_a_link_opens_its_allocation_tab():
+    """The open tab is in the link (ui.views.lazy_tabs binds it): a copied link opens the same tab, and a label
+    that is no tab opens the first one."""
+    at = run_page(ALLOCATION, {"allocation_section": "KV-cache quantization"})
+    assert not at.exception and not at.error
+    assert any("Quality trade-off" in t.value.columns for t in at.table)
+    assert len(at.get("plotly_chart")) == 1  # the KV dtype bars alone
+    at = run_page(ALLOCATION, {"allocation_section": "no such tab"})
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 2 and "allocation_section" not in at.query_params
+
+
 @pytest.mark.parametrize("page", sorted(SEEDED))
 def test_traffic_page_with_defaults(page):
     at = run_page(page, {})

@@ -82,3 +82,25 @@ def test_back_returns_each_page_as_it_was_visited(streamlit_server, browser_page
     assert parse_qs(urlparse(page.url).query) == home_query, page.url
     _back(page, "/Catalog")
     assert parse_qs(urlparse(page.url).query) == catalog_query, page.url
+
+
+def test_a_tab_is_in_the_link_replaces_the_entry_and_stays_on_its_page(streamlit_server, browser_page):
+    """Allocation's lazy tabs (ui.views.lazy_tabs, bound to the URL): opening a tab writes its label into the
+    link without a history entry, the first tab leaves the key out, the navigation does not carry it to another
+    page, and Back returns to the tab that was open."""
+    page = browser_page()
+    page.goto(streamlit_server.base_url + "/Allocation", wait_until="commit")
+    wait_settled(page)
+    start = _history_length(page)
+    for label, value in (("KV-cache quantization", ["KV-cache quantization"]), ("Naive vs paged", None),
+                         ("Swap / offload", ["Swap / offload"])):
+        before = page.evaluate("performance.now()")
+        page.get_by_role("tab", name=label).click()
+        wait_settled(page, after_ms=before)
+        assert parse_qs(urlparse(page.url).query).get("allocation_section") == value, page.url
+    assert _history_length(page) == start, "a tab switch added a history entry"
+    _click_nav(page, "Engine")
+    assert "allocation_section" not in page.url, page.url
+    _back(page, "/Allocation")
+    assert parse_qs(urlparse(page.url).query).get("allocation_section") == ["Swap / offload"], page.url
+    assert page.get_by_role("tab", name="Swap / offload").get_attribute("aria-selected") == "true"

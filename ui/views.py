@@ -429,17 +429,20 @@ def static_table(frame, container=None) -> None:
 
 
 def lazy_tabs(sections: dict[str, Callable[[], None]], *, key: str) -> None:
-    """Tabs whose content runs only while open: ``st.tabs(..., on_change="rerun")`` and each tab's ``.open``.
+    """Tabs whose content runs only while open, and whose open tab is in the URL.
 
-    A rerun then draws the open section's charts and tables only, not every section's (issue 27 speed: a page's
-    rerun against the same sidebar with no work). Which tab is open lives in ``st.session_state[key]`` (its
-    label), so it survives reruns; tests open one by setting that key.
+    ``st.tabs(..., bind="query-params")`` reruns on a tab switch and sets each tab's ``.open``; only the open
+    tab's function runs, so a rerun draws that section's charts and tables, not every section's (issue 27
+    speed: a page's rerun against the same sidebar with no work). The open tab's label is the URL key ``key``
+    (absent for the first tab, and an unknown label is dropped), so a copied link opens the same tab; it is
+    also ``st.session_state[key]``, which is how tests open one.
 
     Args:
         sections: Tab label -> the function that draws that section (called inside its tab), in tab order.
-        key: The widget key of the tab bar.
+            Labels are the URL values: keep them stable (:data:`ui.link_guard.SECTION_KEYS` lists the keys).
+        key: The widget key and URL key of the tab bar.
     """
-    tabs = st.tabs(list(sections), key=key, on_change="rerun")
+    tabs = st.tabs(list(sections), key=key, on_change="rerun", bind="query-params")
     for tab, draw in zip(tabs, sections.values(), strict=True):
         if tab.open:
             with tab:
