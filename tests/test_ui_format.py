@@ -307,3 +307,14 @@ def test_concurrency_lines_stay_apart_where_two_gpus_hold_the_same_users():
     styles = [(t.line.dash, t.line.width) for t in fig.data]
     assert len({dash for dash, _ in styles}) == 3 and styles[0][1] > styles[1][1] > styles[2][1]
     assert styles[0][0] == "solid"
+
+
+def test_a_small_bar_segment_names_its_size_in_a_unit_that_shows_it():
+    """QA: Home's legend read "Weights as loaded, beyond the checkpoint 0.00 GiB" for 2.2 MB. A segment under
+    0.01 GiB is named in KiB / MiB (format_bytes auto); the others keep GiB, as the axis."""
+    html_text = budget_bar.segments_bar_html(
+        [("Weights", 15 * 2**30), ("Loading", 2_306_867), ("Free", 0)], {"Weights": "#111", "Loading": "#222",
+                                                                         "Free": "#333"},
+        usable_bytes=20 * 2**30, card_bytes=24 * 2**30, gpu_label="test GPU")
+    assert "Weights 15.00 GiB" in html_text and "Loading 2.20 MiB" in html_text and "Free 0.00 GiB" in html_text
+    assert "Loading: 2.20 MiB (2,306,867 B)" in html_text  # the hover title too

@@ -21,7 +21,7 @@ import math
 
 from planner.budget import Plan
 from ui import palette
-from ui.format import format_bytes, format_bytes_exact
+from ui.format import format_bytes
 
 SEGMENT_COLOURS = {
     "Weights": palette.WEIGHTS,
@@ -79,6 +79,15 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.3f}%"
 
 
+SMALL_SEGMENT_BYTES = 2**30 // 200
+"""Below this (0.005 GiB, which GiB with two decimals shows as 0.00), a segment's legend size is in KiB / MiB."""
+
+
+def _segment_size(size: int) -> str:
+    """A legend size: GiB as the axis, or KiB / MiB for a non-empty segment that would read "0.00 GiB"."""
+    return format_bytes(size, "auto" if 0 < size < SMALL_SEGMENT_BYTES else "GiB")
+
+
 def _tick_label(value: float) -> str:
     return f"{value:g}"
 
@@ -110,7 +119,7 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
     usable, card = usable_bytes, card_bytes
     bars = "".join(
         f'<div data-segment="{html.escape(name)}" data-bytes="{size}" '
-        f'title="{html.escape(name)}: {html.escape(format_bytes_exact(size))}" '
+        f'title="{html.escape(name)}: {html.escape(_segment_size(size))} ({size:,} B)" '
         f'style="width:{_pct(size, scale)};background:{colours[name]};height:100%"></div>'
         for name, size in segments if size)
     line = "position:absolute;top:-6px;bottom:-6px;width:0;border-left:2px {style} #333333"
@@ -132,9 +141,9 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
     legend = "".join(
         f'<span style="display:inline-flex;align-items:center;margin:0 14px 4px 0;white-space:nowrap">'
         f'<span style="width:12px;height:12px;background:{colours[name]};margin-right:5px;'
-        f'border:1px solid #bbbbbb"></span>{html.escape(name)} {html.escape(format_bytes(size))}</span>'
+        f'border:1px solid #bbbbbb"></span>{html.escape(name)} {html.escape(_segment_size(size))}</span>'
         for name, size in segments)
-    summary = "; ".join(f"{name} {format_bytes(size)}" for name, size in segments)
+    summary = "; ".join(f"{name} {_segment_size(size)}" for name, size in segments)
     return (
         f'<div role="img" aria-label="{html.escape(f"{gpu_label}: {summary}")}" '
         f'style="font-family:\'Source Sans Pro\',sans-serif;padding:4px 110px 0 0;margin-bottom:8px">'
