@@ -272,6 +272,21 @@ def test_a_launch_command_on_lines_is_the_same_command(command):
     assert max(len(line) for line in lines) <= 80
 
 
+def test_a_narrow_command_block_puts_the_model_on_its_own_line():
+    """QA: in Disaggregation's half-width pool columns "vllm serve meta-llama/Meta-Llama-3-8B \\" wrapped and left
+    its " \\" alone on the next line. With a width, a first line that would not fit splits before the model."""
+    import shlex
+
+    from ui.format import format_command
+
+    command = "vllm serve meta-llama/Meta-Llama-3-8B --tensor-parallel-size 1 --max-model-len 4608"
+    shown = format_command(command, width=36)
+    assert shown.split("\n")[:2] == ["vllm serve \\", "  meta-llama/Meta-Llama-3-8B \\"]
+    assert shlex.split(shown.replace(" \\\n", " ")) == shlex.split(command)  # still the same command
+    assert format_command(command, width=80) == format_command(command)  # it fits: unchanged
+    assert format_command("vllm serve m --tensor-parallel-size 1", width=8).startswith("vllm serve \\\n  m \\")
+
+
 @pytest.mark.parametrize(("count", "expected"), [(0, "0 sequences"), (1, "1 sequence"), (2048, "2,048 sequences")])
 def test_count_noun_agrees_in_number(count, expected):
     from ui.format import count_noun

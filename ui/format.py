@@ -170,7 +170,7 @@ def shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def format_command(command: str) -> str:
+def format_command(command: str, width: int | None = None) -> str:
     """A shell command one flag per line, continued with `` \\``, for a code block that is read and copied.
 
     Flags (tokens starting with ``-``) start a line with the values that follow them; what comes before
@@ -179,6 +179,12 @@ def format_command(command: str) -> str:
     (an unclosed quote) is returned as it is.
     Example: ``vllm serve m --tensor-parallel-size 2 --max-model-len 8192`` ->
     ``vllm serve m \\`` / ``  --tensor-parallel-size 2 \\`` / ``  --max-model-len 8192``.
+
+    Args:
+        command: The command as one line.
+        width: The characters a line of the code block shows (a narrow column), or None. When the first line
+            with its `` \\`` is wider, its last word (the model) gets a line of its own, so the block wraps
+            inside a name instead of leaving a lone `` \\`` on a line (the Disaggregation page's pool columns).
     """
     import shlex
 
@@ -192,6 +198,9 @@ def format_command(command: str) -> str:
         if token.startswith("-") and lines[-1] and not _is_number(token) and not module:
             lines.append([])
         lines[-1].append(token)
+    head = lines[0]
+    if width is not None and len(head) > 1 and not head[0].startswith("#") and len(shlex.join(head)) + 2 > width:
+        lines[0:1] = [head[:-1], head[-1:]]
     return " \\\n  ".join(shlex.join(line) for line in lines if line)
 
 

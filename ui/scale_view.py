@@ -277,6 +277,11 @@ def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
                              gpu_label=gpu_label)
 
 
+POOL_COMMAND_CHARS = 36
+"""Characters a line of a pool column's code block shows at 1,280 px (half the main area; "vllm serve
+meta-llama/Meta-Llama-3-8B \\", 40 characters, wrapped there)."""
+
+
 def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     """One pool's column: heading, verdict, metrics, budget bar and launch commands."""
     title = "Prefill pool" if pool.role == "prefill" else "Decode pool"
@@ -299,7 +304,7 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
     container.markdown("**Launch command** (one replica, one command per node)")
     commands = node_commands(pool.plan, pool.role, disaggregated=True)
-    container.code("\n\n".join(format_command(c) for c in commands), language="bash",
+    container.code("\n\n".join(format_command(c, width=POOL_COMMAND_CHARS) for c in commands), language="bash",
                    wrap_lines=True)  # one flag a line; only a long --kv-transfer-config JSON wraps
 
 
