@@ -43,8 +43,8 @@ def chart() -> None:
         st.info("No chart: not one sequence fits on any of these GPUs at any context length (see the warnings "
                 "above). More GPUs per replica, fp8 or int4 weights, or larger GPUs bring the lines back.",
                 icon=":material/info:")
-    else:
-        charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
+        return
+    charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
     st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover, or "
                "open the table's tab. A line that levels off above its neighbours comes from sliding-window or "
                "recurrent layers that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")

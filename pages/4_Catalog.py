@@ -51,6 +51,9 @@ if not models.num_rows and not gpus.num_rows:
     st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")
 else:
     st.caption(f"{models.num_rows} models and {gpus.num_rows} GPUs match.")
+verified_rows = data.catalog_search("verified", words).num_rows
+views.open_tab_with_rows("catalog_section", {"Models": models.num_rows, "GPUs": gpus.num_rows,
+                                             "Verified against transformers": verified_rows}, query)
 # Only the open tab runs and draws (issue 27 speed: a search redraws one table, not three).
 views.lazy_tabs({"Models": model_table, "GPUs": gpu_table, "Verified against transformers": verified_table},
                 key="catalog_section")

@@ -49,12 +49,13 @@ if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 for note in c.notes:
     st.warning(md_message(note), icon=":material/warning:")
-traffic.metrics_row(traffic.allocation_metric_values(view))
 st.caption(f"Sampled traffic (the Your traffic and Parallel sampling tabs): {md_text(workload.describe())}")
 
 
 def naive_vs_paged() -> None:
-    """The three allocators side by side: bars, users against length, the table."""
+    """The three allocators side by side at the sidebar's average length: users, bars, users against length, the
+    table (QA: these users sat above every tab, beside "Your traffic"'s own)."""
+    traffic.metrics_row(traffic.allocation_metric_values(view))
     left, right = st.columns(2)
     charts.show(left, traffic.allocation_bars(c, view.extra_tokens), key="allocation_bars")
     charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")

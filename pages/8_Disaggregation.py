@@ -51,8 +51,6 @@ def kv_transfer() -> None:
     st.markdown(scale_view.transfer_text(result))
     st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
                  column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
-    for note in result.sizing_notes:
-        st.caption(note)
 
 
 def llm_d_values() -> None:
@@ -70,6 +68,8 @@ def llm_d_values() -> None:
 # Only the open tab runs and draws (issue 27 speed: a rerun renders the transfer table or the YAML, not both).
 views.lazy_tabs({"KV transfer between the pools": kv_transfer, "llm-d model-service values": llm_d_values},
                 key="disaggregation_section")
+for note in result.sizing_notes:  # they size both pools, whichever tab is open
+    st.caption(note)
 st.caption("Sizing: decode batch per rank = the fewer of what its KV pool holds and what meets the TPOT target; "
            "prefill = 2 x active parameters FLOPs per prompt token; arrivals = users / (TTFT + output x TPOT). "
            "Same figures as `python -m planner disagg` and `deploy --target llm-d`. Sources: "

@@ -291,6 +291,19 @@ def test_bad_link_gives_clear_error_and_keeps_the_rest(page, params, phrases, ke
         assert _widget_value(at, key) == value
 
 
+def test_a_catalog_search_opens_the_tab_that_has_its_matches():
+    """QA: "h100" matches no model and some GPUs, and the Models tab showed an empty table. A new search opens
+    the first tab with rows; a tab opened by hand stays open until the search changes."""
+    at = run_page("pages/4_Catalog.py", {"search": "h100"})
+    assert not at.exception
+    assert at.session_state["catalog_section"] == "GPUs"
+    (gpus,) = [d.value for d in at.dataframe]
+    assert len(gpus) and all("h100" in (i + n).lower() for i, n in zip(gpus["id"], gpus["name"]))
+    assert not [d.value for d in open_tab(at, "catalog_section", "Models").dataframe][0].shape[0]  # by hand
+    at.text_input(key="search").set_value("llama").run()
+    assert at.session_state["catalog_section"] == "Models" and len(at.dataframe[0].value)
+
+
 def test_alias_in_link_is_read_as_the_catalog_id():
     """GPU aliases and a model id in other case are read as the catalog spells them; a model alias
     (another repo of the same architecture) stays in the link (test_model_alias_stays_in_the_link)."""

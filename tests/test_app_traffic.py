@@ -51,14 +51,16 @@ def check_allocation(at: AppTest) -> None:
         return metrics(at), [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
     # the lazy tabs: a rerun draws only the open tab's charts, and every tab's figures match the view
-    expected = {"Naive vs paged": ({}, 2), "Your traffic": (traffic.simulation_metric_values(view), 1),
+    expected = {"Naive vs paged": (traffic.allocation_metric_values(view), 2),
+                "Your traffic": (traffic.simulation_metric_values(view), 1),
                 "Prefix caching": (traffic.prefix_metric_values(view.prefix), 0),
                 "Parallel sampling": (traffic.sampling_metric_values(view.sampling), 1),
                 "KV-cache quantization": ({}, 1), "Swap / offload": (traffic.swap_metric_values(view.swap), 0)}
     for label, (values, num_charts) in expected.items():
         shown, figures = seen(label)
-        for name, (value, _) in {**traffic.allocation_metric_values(view), **values}.items():
+        for name, (value, _) in values.items():
             assert shown[name] == value, (label, name)
+        assert ("Naive: users" in shown) == (label == "Naive vs paged"), label  # each tab its own figures
         assert len(figures) == num_charts and all(fig["data"] for fig in figures), label
     shown, _ = seen("Naive vs paged")
     assert shown["Naive: unused"] == "90.2%"  # 1 - 800/8192

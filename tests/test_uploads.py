@@ -162,7 +162,7 @@ def test_allocation_upload_is_limited_and_parsed_once_across_reruns(parse_calls)
     upload_csv(at, "lengths.csv", b"prompt_len,output_len\n500,100\n900,300\n")
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert "CSV prompts" in " ".join(c.value for c in at.caption)
+    assert "prompt from the CSV: 2 values" in " ".join(c.value for c in at.caption)  # QA: not "prompt CSV prompts"
     at.number_input(key="users").set_value(30).run()  # a rerun: same upload
     at.run()
     assert not at.error and len(parse_calls) == 1
@@ -250,7 +250,8 @@ def formula_gpu_code() -> str:
 ])
 def test_a_custom_gpu_named_like_a_formula_is_neutralized_in_the_download(page, params, downloaded):
     at = AppTest.from_file(str(ROOT / page), default_timeout=90)
-    for key, value in {**params, "custom_gpu": formula_gpu_code()}.items():
+    tab = {CONCURRENCY: {"concurrency_section": "Table by context length"}}.get(page, {})  # the CSV's lazy tab
+    for key, value in {**params, **tab, "custom_gpu": formula_gpu_code()}.items():
         at.query_params[key] = value
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]

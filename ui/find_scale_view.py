@@ -53,15 +53,20 @@ def setup_label(index: int, s: Setup) -> str:
 
 def chosen_setup(result: FindResult) -> Setup | None:
     """The "Setup to launch" select under the table (the first row unless the user picks another); None when
-    nothing is listed. Not bound to the URL: its options change with every search."""
+    nothing is listed. Not bound to the URL: its options change with every search.
+
+    The options are the setups' labels, not their positions: a new search lists other setups under other labels,
+    so the choice falls back to the first row instead of showing a label the list no longer has (QA: after a
+    change of users the box still read the A100 row above the RTX 5090 setup it described).
+    """
     setups = listed_setups(result)
     if not setups:
         return None
-    index = st.selectbox("Setup to launch", range(len(setups)), index=0, key="find_choice",
-                         format_func=lambda i: setup_label(i, setups[i]),
-                         help="Its launch command (and for a multi-node or disaggregated setup, every node's "
-                              "command and the llm-d values) are shown below.")
-    return setups[index if index is not None and index < len(setups) else 0]
+    labels = [setup_label(i, s) for i, s in enumerate(setups)]
+    chosen = st.selectbox("Setup to launch", labels, index=0, key="find_choice",
+                          help="Its launch command (and for a multi-node or disaggregated setup, every node's "
+                               "command and the llm-d values) are shown below.")
+    return setups[labels.index(chosen)] if chosen in labels else setups[0]
 
 
 def chosen_text(s: Setup) -> str:

@@ -82,9 +82,10 @@ PAGE_KEYS = frozenset({"model", "gpu", "weight_dtype", "kv_cache_dtype", "engine
 SECTION_KEYS = frozenset({"memory_curves_section", "concurrency_section", "catalog_section", "allocation_section",
                           "find_section", "disaggregation_section"})
 """Keys of the pages' lazy tabs (:func:`ui.views.lazy_tabs`): the open tab's label, absent for the first tab. A
-view, not a plan: the navigation does not carry them to other pages."""
+view, not a plan: the navigation does not carry them to other pages, and they have no CLI spelling (so they are
+not in :data:`KNOWN_KEYS`)."""
 
-KNOWN_KEYS = NUMBER_KEYS | SELECT_KEYS | BOOLEAN_KEYS | MULTI_VALUE_KEYS | CODE_KEYS | PAGE_KEYS | SECTION_KEYS
+KNOWN_KEYS = NUMBER_KEYS | SELECT_KEYS | BOOLEAN_KEYS | MULTI_VALUE_KEYS | CODE_KEYS | PAGE_KEYS
 """Every key a page reads that a CLI-style spelling (``context-len``, ``--context-len``) is mapped to."""
 
 ECHO_CHARS = 60

@@ -449,6 +449,28 @@ def lazy_tabs(sections: dict[str, Callable[[], None]], *, key: str) -> None:
                 draw()
 
 
+def open_tab_with_rows(key: str, rows: dict[str, int], search: str) -> None:
+    """After a new ``search``, open the first tab that has rows when the open one has none.
+
+    The Catalog's search "h100" matches no model and three GPUs: its Models tab, open by default, showed an empty
+    table (QA). Only a changed search moves the tab, so a tab the user opens by hand stays open.
+
+    Args:
+        key: The tab bar's key (:func:`lazy_tabs`).
+        rows: Tab label -> rows it would show, in tab order.
+        search: The search text this run (the last one handled is kept in ``st.session_state``).
+    """
+    seen = f"{key}_search"
+    if st.session_state.get(seen) == search:
+        return
+    st.session_state[seen] = search
+    current = st.session_state.get(key) or next(iter(rows))
+    if rows.get(current, 0) == 0:
+        first = next((label for label, count in rows.items() if count), None)
+        if first is not None:
+            st.session_state[key] = first
+
+
 RELEASED_COLUMN = st.column_config.TextColumn(
     "released", width="small",
     help="First public release (Hugging Face repo or vendor announcement), YYYY-MM[-DD]; sorts by date. "

@@ -292,6 +292,6 @@ def workload_from_lengths(table: LengthTable, max_model_len: int, growth: Growth
         raise ValueError(
             f"the CSV has a {longest:,}-token request (prompt + output), longer than max_model_len "
             f"{max_model_len:,}; raise max_model_len or drop those rows")
-    return Workload(prompt=Empirical(values=table.prompt, label="CSV prompts"),
-                    output=Empirical(values=table.output, label="CSV outputs"),
+    return Workload(prompt=Empirical(values=table.prompt, label="from the CSV"),
+                    output=Empirical(values=table.output, label="from the CSV"),
                     max_model_len=max_model_len, growth=growth, paired=True)
