@@ -27,9 +27,11 @@ H20 = "H20 141GB (H20-3e)"  # the catalog name of nvidia-h20-141gb
 
 def _peak(profile: str = "vllm-v0.10", dp: int = 8, expert_tp: int = 1, **kw):
     model = catalog.model_spec(kw.pop("model", QWEN))
-    layout = DataParallelMoE(data_parallel_size=dp, expert_tp=expert_tp, nodes=kw.pop("nodes", 1))
+    layout = DataParallelMoE(data_parallel_size=dp, expert_tp=expert_tp, nodes=kw.pop("nodes", 1),
+                             local_experts=kw.pop("local_experts", None))
     return moe_dispatch_peak(model, layout, profile, num_tokens=kw.pop("num_tokens", 8192), activation_bytes=2,
-                             weight_dtype_name=kw.pop("weight_dtype", "fp8_block128"), gpu_name=kw.pop("gpu", H20))
+                             weight_dtype_name=kw.pop("weight_dtype", "fp8_block128"), gpu_name=kw.pop("gpu", H20),
+                             deep_gemm=kw.pop("deep_gemm", False))
 
 
 def test_n10_worked_example_term_by_term():
@@ -58,6 +60,52 @@ def test_n10_engine_plan_charges_the_peak_and_the_dp_group():
     assert after.limiting_rank.non_torch_bytes - before.limiting_rank.non_torch_bytes == 686 * MiB
     assert before.available_kv_cache_bytes - after.available_kv_cache_bytes == 5_173_673_984 + 686 * MiB
     assert f"{after.available_kv_cache_bytes / GiB:.2f}" == "50.72"  # printed 48.66
+
+
+def test_n10_with_deep_gemm_term_by_term():
+    """The module docstring's DeepGEMM figures (v0.10.1.1 ``deep_gemm_moe_fp8``): 20 local experts pad
+    M_sum = round_up(32,768 x 8 + 20 x 127, 128) = 264,704 rows; two workspaces as wide as the hidden size."""
+    peak = _peak(deep_gemm=True, local_experts=20)
+    m_sum = 264_704
+    assert peak.expert_kernel == "DeepGemmExperts" and peak.to_dict()["kernel"] == "DeepGemmExperts"
+    assert peak.workspace_bytes == 2 * m_sum * 6144 * 2 == 6_505_365_504
+    # gathered rows + logits + top-k, the whole batch's fp8 copy with its scales, and the G x K output
+    assert peak.gathered_bytes == 830_472_192 + 65_536 * (6144 + 48 * 4) + 65_536 * 6144 * 2 == 2_051_014_656
+    assert peak.copies_bytes == m_sum * 48 * 4 + m_sum * 4 + 32_768 * 8 * 4 + m_sum * 20 * 4 == 74_106_880
+    assert peak.peak_bytes == 8_932_476_928
+    assert peak.group_bytes == _peak().group_bytes
+
+
+def test_deep_gemm_only_where_that_release_runs_it():
+    triton = _peak(local_experts=20)
+    assert _peak(deep_gemm=True, local_experts=20, gpu="A100 SXM4 80GB") == _peak(local_experts=20,
+                                                                                 gpu="A100 SXM4 80GB")  # no SM90
+    assert _peak(deep_gemm=True, weight_dtype="bf16") == _peak(weight_dtype="bf16")  # not block-FP8 experts
+    assert _peak("vllm-v0.28", deep_gemm=True) == _peak("vllm-v0.28")  # the modular groups keep Triton's shapes
+    assert _peak(deep_gemm=True, expert_tp=8) == _peak(expert_tp=8)  # 2,560 / 8 = 320 wide: _valid_deep_gemm no
+    assert _peak(deep_gemm=True, local_experts=20).peak_bytes > triton.peak_bytes
+    with pytest.raises(ValueError, match="local_experts"):
+        DataParallelMoE(data_parallel_size=8, local_experts=0)
+
+
+def test_the_cli_flag_reaches_the_dp_plan():
+    """``plan -dp 8 --enable-expert-parallel --use-deep-gemm``: the rank's plan charges DeepGEMM's peak, 20 local
+    experts from the layout."""
+    import contextlib
+    import io
+    import json
+
+    from planner.cli import main
+
+    def available(*flags: str) -> int:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["plan", "--engine", "vllm-v0.10", "--model", QWEN, "--weight-dtype", "fp8_block128",
+                         "--gpu", "nvidia-h20-141gb", "--max-model-len", "262144", "-dp", "8",
+                         "--enable-expert-parallel", "--format", "json", *flags]) == 0
+        return json.loads(out.getvalue())["available_kv_cache_bytes"]
+
+    assert available() - available("--use-deep-gemm") == 8_932_476_928 - 7_287_603_200
 
 
 def test_version_groups_follow_their_release():
@@ -111,7 +159,8 @@ def test_layout_sizes_must_be_positive():
 
 
 def test_bench_counts_n10_and_its_refusal():
-    """scripts/bench_engine_cases.py runs N10's cold start through the DP + EP plan: counted, refusal predicted."""
+    """scripts/bench_engine_cases.py runs N10's cold start through the DP + EP plan with DeepGEMM (the recipe's
+    VLLM_USE_DEEP_GEMM=1, stated in the case's note): counted, refusal predicted; 49.18 GiB against 48.66."""
     path = Path(__file__).resolve().parents[1] / "scripts" / "bench_engine_cases.py"
     spec = importlib.util.spec_from_file_location("bench_engine_cases_n10", path)
     bench = importlib.util.module_from_spec(spec)
@@ -119,4 +168,4 @@ def test_bench_counts_n10_and_its_refusal():
     spec.loader.exec_module(bench)
     result = bench.cold_start("N10", bench.load_rows()["N10"], bench.CASES["N10"])
     assert result.counted and result.refused and result.starts is False
-    assert f"{result.predicted_bytes / GiB:.2f}" == "50.72"
+    assert f"{result.predicted_bytes / GiB:.2f}" == "49.18" and "inferred: VLLM_USE_DEEP_GEMM=1" in result.note

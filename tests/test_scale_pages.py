@@ -40,13 +40,13 @@ def test_find_page_shows_each_kind_and_the_chosen_setups_commands():
     table = at.dataframe[0].value
     assert {"TP", "DP+EP", "DCP", "P/D"} <= set(table["Kind"])
     assert set(table["Setup kind"]) == {"TP", "DP+EP", "DCP", "disaggregated"}  # the CSV spells it out
-    choice = at.selectbox(key="find_choice")
-    assert choice.value == 0 and len(choice.options) == len(table)
+    choice = at.selectbox(key="find_choice")  # its options are the setups' labels (ui/find_scale_view.py)
+    assert choice.value == choice.options[0] and len(choice.options) == len(table)
     first_command = table["Launch command"].iloc[0]
     assert any(code.replace(" \\\n  ", " ") == first_command for code in _codes(at))
 
     wide = next(i for i, (k, g) in enumerate(zip(table["Setup kind"], table["GPUs"])) if k == "DP+EP" and g == 16)
-    choice.set_value(wide).run()
+    choice.set_value(choice.options[wide]).run()
     assert not at.exception
     nodes = next(c for c in _codes(at) if c.startswith("# serve"))
     assert "--headless" in nodes and "--data-parallel-start-rank 8" in nodes
@@ -54,7 +54,7 @@ def test_find_page_shows_each_kind_and_the_chosen_setups_commands():
     assert any(m.value.startswith("**DP+EP**: 16 x") and "on 2 nodes" in m.value for m in at.markdown)
 
     split = next(i for i, k in enumerate(table["Setup kind"]) if k == "disaggregated")
-    at.selectbox(key="find_choice").set_value(split).run()
+    at.selectbox(key="find_choice").set_value(at.selectbox(key="find_choice").options[split]).run()
     assert not at.exception
     roles = next(c for c in _codes(at) if c.startswith("# prefill"))
     assert "# decode" in roles and "NixlConnector" in roles
@@ -120,3 +120,25 @@ def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
     measured = [row for d in (*at.dataframe, *at.table) for row in d.value.to_dict("records")
                 if row.get("Per GPU") == "Measured"]
     assert measured and all(v in ("-", md_cell("-")) for row in measured for k, v in row.items() if k != "Per GPU")
+
+
+def test_engine_page_deep_gemm_toggle_is_the_cli_flag():
+    """The Engine page's "DeepGEMM MoE kernels" toggle (URL key use_deep_gemm) plans what ``plan --use-deep-gemm``
+    plans: [N10]'s DP 8 x EP 8 launch under vLLM 0.10, where DeepGEMM's workspaces take 1.53 GiB more of each
+    rank's profile pass than Triton's (planner/engines/vllm_moe_dispatch.py)."""
+    h20, qwen = "nvidia-h20-141gb", "Qwen/Qwen3-Coder-480B-A35B-Instruct"
+    link = {"model": qwen, "gpu": h20, "engine": "vllm-v0.10", "weight_dtype": "fp8_block128",
+            "data_parallel_size": "8", "enable_expert_parallel": "true", "context_len": "262144"}
+    gpu = get_gpu(h20)
+    shown = {}
+    for deep_gemm in (False, True):
+        at = _run(ENGINE_PAGE, {**link, **({"use_deep_gemm": "true"} if deep_gemm else {})})
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        plan = plan_scale(model_spec(qwen), gpu.framework_memory_bytes,
+                          EngineRequest(engine="vllm-v0.10", weight_dtype="fp8_block128", max_model_len=262144,
+                                        gpu_name=gpu.name, use_deep_gemm=deep_gemm),
+                          ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
+        printed = f"Available KV cache memory: {plan.engine.available_kv_cache_bytes / 2**30:.2f} GiB"
+        assert any(printed in c for c in _codes(at)), printed
+        shown[deep_gemm] = plan.engine.available_kv_cache_bytes
+    assert shown[False] - shown[True] == 8_932_476_928 - 7_287_603_200

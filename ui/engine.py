@@ -110,6 +110,7 @@ class EngineInputs:
     num_nodes: int = 1
     enforce_eager: bool = False
     warm_compile_cache: bool = False
+    use_deep_gemm: bool = False
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -169,6 +170,11 @@ def engine_inputs() -> tuple[EngineInputs, list[str]]:
             help="vLLM `--warm-compile-cache` in the planner's CLI: the model was compiled on this machine before, "
                  "so the 0.41 GiB a first launch's torch.compile adds to vLLM's profile pass (Model Runner V2, "
                  "measured on a public vLLM 0.27.1 log) is not charged. Off: plan a first launch.")
+        values["use_deep_gemm"] = st.toggle(
+            "DeepGEMM MoE kernels", key="use_deep_gemm", bind="query-params",
+            help="vLLM runs FP8 MoE layers on DeepGEMM (`VLLM_USE_DEEP_GEMM=1` with the deep_gemm package, Hopper "
+                 "or Blackwell; v0.11's default where installed): its workspaces size a data-parallel MoE rank's "
+                 "profile pass under vllm-v0.10 / vllm-v0.11 (`--use-deep-gemm` in the CLI). Off: Triton's.")
         values["enable_prefix_caching"] = st.toggle(
             "Prefix caching", key="enable_prefix_caching", bind="query-params",
             help="vLLM `--enable-prefix-caching`: on an attention + Mamba hybrid each request keeps two state pages.")
@@ -202,7 +208,8 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
         max_num_batched_tokens=knobs.max_num_batched_tokens, max_num_seqs=knobs.max_num_seqs,
         available_kv_memory_bytes=available, gpu_name=gpu_name, num_nodes=knobs.num_nodes or 1,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
-        enforce_eager=bool(knobs.enforce_eager), warm_compile_cache=bool(knobs.warm_compile_cache), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
+        enforce_eager=bool(knobs.enforce_eager), warm_compile_cache=bool(knobs.warm_compile_cache),
+        use_deep_gemm=bool(knobs.use_deep_gemm), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
         memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0), gpu_memory_reported_bytes=reported_bytes)
 
 

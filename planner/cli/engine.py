@@ -34,7 +34,8 @@ from planner.units import GiB
 ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
                 "max_num_seqs", "max_model_len", "available_kv_memory_gib", "distributed_executor_backend",
                 "num_nodes", "enforce_eager", "usage_context", "enable_prefix_caching", "gpu_memory_in_use_gib",
-                "cudagraph_mode", "optimization_level", "max_cudagraph_capture_size", "warm_compile_cache")
+                "cudagraph_mode", "optimization_level", "max_cudagraph_capture_size", "warm_compile_cache",
+                "use_deep_gemm")
 """Argument names whose presence turns the engine plan on."""
 
 
@@ -100,6 +101,10 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="vLLM's torch.compile cache already holds this model (a relaunch on the same machine): "
                         "leave out the 0.41 GiB a first launch's compile adds to the profile pass (Model Runner V2, "
                         "measured on a public vLLM 0.27.1 log); default: plan a first launch")
+    p.add_argument("--use-deep-gemm", action="store_const", const=True, default=None,
+                   help="vLLM runs FP8 MoE layers on DeepGEMM (VLLM_USE_DEEP_GEMM=1 with the deep_gemm package "
+                        "installed, Hopper / datacenter Blackwell; v0.11's default when installed): its workspaces "
+                        "size a data-parallel MoE rank's profile pass on vllm-v0.10 / vllm-v0.11; default: Triton")
     p.add_argument("--gpu-memory-in-use-gib", type=gib_amount, default=None,
                    help="device memory other processes already hold on each GPU, GiB (a shared card): vLLM "
                         "refuses when its utilization x total is more than is free, SGLang sizes from what is free")
@@ -173,6 +178,7 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
         cudagraph_mode=getattr(args, "cudagraph_mode", None), optimization_level=getattr(args, "optimization_level", None),
         max_cudagraph_capture_size=getattr(args, "max_cudagraph_capture_size", None),
         warm_compile_cache=bool(getattr(args, "warm_compile_cache", None)),
+        use_deep_gemm=bool(getattr(args, "use_deep_gemm", None)),
         usage_context=args.usage_context or "serve",
         enable_prefix_caching=bool(getattr(args, "enable_prefix_caching", None)),
         memory_in_use_bytes=int((getattr(args, "gpu_memory_in_use_gib", None) or 0) * GiB),

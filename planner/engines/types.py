@@ -82,6 +82,10 @@ class EngineRequest:
         warm_compile_cache: vLLM's torch.compile cache already holds this model and shape (a relaunch on the
             same machine): the first-compile charge of :func:`planner.engines.vllm_runner.first_compile_bytes`
             is left out. False (the default) plans a first launch.
+        use_deep_gemm: vLLM runs its FP8 MoE layers on DeepGEMM: ``VLLM_USE_DEEP_GEMM=1`` (v0.10's default is 0,
+            v0.11's 1) with the ``deep_gemm`` package installed, on Hopper or datacenter Blackwell. It changes the
+            data-parallel MoE peak of v0.10 / v0.11 (:mod:`planner.engines.vllm_moe_dispatch`). False (the
+            default) prices the Triton kernel.
         distributed_executor_backend: ``mp`` (one node, multiprocessing) or ``ray``
             (``--distributed-executor-backend ray``, the way vLLM spans nodes).
         num_nodes: Nodes the ``tp x pp`` GPUs of one replica span (1 = one machine).
@@ -131,6 +135,7 @@ class EngineRequest:
     optimization_level: int | None = None
     max_cudagraph_capture_size: int | None = None
     warm_compile_cache: bool = False
+    use_deep_gemm: bool = False
     distributed_executor_backend: str = "mp"
     num_nodes: int = 1
     enable_prefix_caching: bool = False

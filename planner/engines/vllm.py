@@ -438,7 +438,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
                               bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), last_stage=last)
     moe = request.moe_data_parallel and moe_dispatch_peak(model, request.moe_data_parallel, profile.id, num_tokens=mnbt,
                                                           activation_bytes=e, weight_dtype_name=request.weight_dtype,
-                                                          gpu_name=request.gpu_name)
+                                                          gpu_name=request.gpu_name, deep_gemm=request.use_deep_gemm)
     if moe:  # the MoE layers run every DP rank's tokens (planner.engines.vllm_moe_dispatch)
         act = replace(act, forward_bytes=max(act.forward_bytes, moe.peak_bytes))
     state = v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=mnbt, last_stage=last,

@@ -41,6 +41,22 @@ Per version group (:data:`RULES`; each read in the release named):
   routing-sized kernels (DeepGEMM) measured no workspace; v0.34.0 routes them (``is_padding=not
   is_profile``, vllm/v1/worker/gpu/model_runner.py). Triton's shapes do not depend on routing.
 
+DeepGEMM (``VLLM_USE_DEEP_GEMM=1`` with the ``deep_gemm`` package installed, on Hopper or datacenter Blackwell:
+``EngineRequest.use_deep_gemm``; v0.10 defaults the variable to 0, v0.11 to 1, so there it is on wherever the
+package is): in the ``fused_experts_impl`` groups a block-FP8 expert layer whose width ``I`` is a multiple of 128
+above 512 (``_valid_deep_gemm``) runs ``deep_gemm_moe_fp8`` instead, a ``FusedMoEModularKernel`` of
+``MoEPrepareAndFinalizeNoEP`` and ``DeepGemmExperts`` (fused_moe/deep_gemm_moe.py, modular_kernel.py, read in
+v0.10.1.1 and v0.11.0). Its prepare step quantizes the whole gathered batch at once (``G K`` fp8 bytes + fp32
+scales); the experts then run in chunks of ``VLLM_FUSED_MOE_CHUNK_SIZE`` into a ``G x K`` output the kernel
+allocates when there is more than one chunk; a chunk of ``M`` rows takes two workspaces of ``M_sum`` rows,
+``max(N, K)`` and ``max(N / 2, K)`` wide, where ``M_sum = round_up(M k + E (128 - 1), 128)`` rows pad every
+local expert (``E`` on this GPU) to DeepGEMM's 128-row alignment (``compute_aligned_M``); beside them the
+permuted activation scales (``M_sum x K / 128`` fp32), the expert ids (``M_sum`` int32), the inverse permutation
+(``M k`` int32) and the second GEMM's activation scales (``M_sum x N / 256`` fp32). [N10] with it: ``M_sum`` =
+264,704; workspaces 2 x 264,704 x 6,144 x 2 = 6,505,365,504 B; held 830,472,192 + 415,236,096 (fp8 batch) +
+805,306,368 (output) B; copies 74,106,880 B; peak 8,932,476,928 B (8.32 GiB, 1.53 GiB above the Triton path):
+49.19 GiB against the printed 48.66.
+
 In every group the experts see ``G = dp x T`` rows: the default backends do not chunk the gathered batch.
 The rank's own residual, hidden and normed rows (``3 K T`` elements, the forward model's ``3 h`` term)
 stay alive beside it. The DP group's NCCL buffers follow the per-group rule of
@@ -65,7 +81,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.engines.loaded import _group_format
+from planner.engines.loaded import _group_format, gpu_capability
 from planner.engines.overheads import vllm_dp_group_bytes
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
@@ -122,6 +138,8 @@ class DataParallelMoE:
         data_parallel_size: Attention data-parallel ranks whose tokens each MoE layer gathers [ranks].
         expert_tp: GPUs each routed expert is tensor-split over (1 under expert parallel) [GPUs].
         nodes: Nodes the data-parallel group spans.
+        local_experts: Routed experts of each MoE layer on this GPU (``global // ep``), or None (all of them):
+            DeepGEMM pads each to 128 rows.
 
     Raises:
         ValueError: a size below 1.
@@ -130,8 +148,12 @@ class DataParallelMoE:
     data_parallel_size: int
     expert_tp: int = 1
     nodes: int = 1
+    local_experts: int | None = None
 
     def __post_init__(self) -> None:
+        if self.local_experts is not None and self.local_experts < 1:
+            raise ValueError(f"local_experts of the data-parallel MoE layout must be at least 1, got "
+                             f"{self.local_experts}")
         for name in ("data_parallel_size", "expert_tp", "nodes"):
             value = getattr(self, name)
             if value < 1:
@@ -151,6 +173,7 @@ class MoeDispatchPeak:
         workspace_bytes: The expert kernel's intermediate caches.
         copies_bytes: The quantized copies the kernel makes (0 for 16-bit experts).
         group_bytes: The DP group's NCCL buffers (non-torch memory).
+        expert_kernel: The kernel whose shapes were priced: the rule's, or ``DeepGemmExperts``.
     """
 
     rule: MoeDispatchRule
@@ -161,6 +184,7 @@ class MoeDispatchPeak:
     workspace_bytes: int
     copies_bytes: int
     group_bytes: int
+    expert_kernel: str = ""
 
     @property
     def peak_bytes(self) -> int:
@@ -169,19 +193,19 @@ class MoeDispatchPeak:
 
     def to_dict(self) -> dict:
         """Plain dict for JSON (the rule's fields flattened, the peak included)."""
-        out = {k: v for k, v in self.__dict__.items() if k != "rule"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("rule", "expert_kernel")}
         return {"release": self.rule.release, "all2all_backend": self.rule.all2all_backend,
-                "kernel": self.rule.kernel, **out, "peak_bytes": self.peak_bytes}
+                "kernel": self.expert_kernel or self.rule.kernel, **out, "peak_bytes": self.peak_bytes}
 
     def note(self) -> str:
         """One line for the plan's notes."""
         gib = 1 << 30
-        triton = self.rule.kernel == "TritonExperts"
-        stand_in = "; Triton's shapes: other expert kernels keep their own" if triton else ""
+        kernel = self.expert_kernel or self.rule.kernel
+        stand_in = "; Triton's shapes: other expert kernels keep their own" if kernel == "TritonExperts" else ""
         return (f"data-parallel MoE ({self.rule.all2all_backend} dispatch, vLLM {self.rule.release}): each MoE "
                 f"layer runs {self.gathered_tokens:,} gathered tokens ({self.chunk_tokens:,} per workspace chunk); "
                 f"profile peak {self.peak_bytes / gib:.2f} GiB (gathered {self.gathered_bytes / gib:.2f}, "
-                f"{self.rule.kernel} workspace {self.workspace_bytes / gib:.2f}{stand_in}, copies "
+                f"{kernel} workspace {self.workspace_bytes / gib:.2f}{stand_in}, copies "
                 f"{self.copies_bytes / gib:.2f}) + {self.group_bytes / gib:.2f} GiB of DP-group NCCL buffers")
 
 
@@ -210,13 +234,29 @@ def _activation_quant(model: ModelSpec, weight_dtype_name: str) -> tuple[bool, b
     return False, False
 
 
+DEEP_GEMM_ALIGN = 128
+"""Rows DeepGEMM's contiguous grouped GEMM pads each expert's block to (``get_m_alignment_for_contiguous_layout``;
+vLLM ``deep_gemm_block_shape()[0]``)."""
+
+
+def _runs_deep_gemm(rule: MoeDispatchRule, model: ModelSpec, width: int, block: bool, gpu_name: str,
+                    rows: int) -> bool:
+    """Whether this release routes the expert layer to DeepGEMM when it is enabled: the chunked Triton groups
+    only (the modular ones are priced with Triton's shapes), block-FP8 experts, Hopper or datacenter Blackwell,
+    and ``_valid_deep_gemm``'s shape rule (``I`` and ``K`` multiples of 128, ``I`` above 512, at least 128 rows)."""
+    return (rule.kernel == "fused_experts_impl" and block and gpu_capability(gpu_name) in ((9, 0), (10, 0))
+            and width % DEEP_GEMM_ALIGN == 0 and width > 512 and model.hidden_size % DEEP_GEMM_ALIGN == 0
+            and rows >= DEEP_GEMM_ALIGN)
+
+
 def _fp8_bytes(rows: int, width: int, block: bool) -> int:
     """An fp8 copy of ``rows x width`` values with its fp32 group scales [bytes]."""
     return rows * width + (rows * ceil_div(width, FP8_GROUP) * 4 if block else 0)
 
 
 def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str, *, num_tokens: int,
-                      activation_bytes: int, weight_dtype_name: str, gpu_name: str) -> MoeDispatchPeak | None:
+                      activation_bytes: int, weight_dtype_name: str, gpu_name: str,
+                      deep_gemm: bool = False) -> MoeDispatchPeak | None:
     """The data-parallel MoE layer's profile-pass peak on one GPU (module docstring and worked example).
 
     Args:
@@ -226,7 +266,9 @@ def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str
         num_tokens: ``max_num_batched_tokens`` of each rank's profile pass [tokens].
         activation_bytes: Bytes per activation element (2 for bf16).
         weight_dtype_name: The request's weight dtype (the experts' format decides the fp8 copies).
-        gpu_name: GPU display name (NVLink / NVLS for the DP group's buffers).
+        gpu_name: GPU display name (NVLink / NVLS for the DP group's buffers; DeepGEMM's GPUs).
+        deep_gemm: ``VLLM_USE_DEEP_GEMM=1`` with the ``deep_gemm`` package installed (module docstring); it
+            changes the shapes only where that release would run DeepGEMM (:func:`_runs_deep_gemm`).
 
     Returns:
         The peak, or None for a dense model, one DP rank, or a profile without a rule.
@@ -242,6 +284,20 @@ def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str
     gathered = dp * num_tokens
     m = min(gathered, rule.chunk_tokens or gathered)
     cache2 = _fp8_bytes(m, k * width, block) if quantized else 0
+    if deep_gemm and _runs_deep_gemm(rule, model, width, block, gpu_name, m):
+        local = layout.local_experts or experts
+        m_sum = ceil_div(m * k + local * (DEEP_GEMM_ALIGN - 1), DEEP_GEMM_ALIGN) * DEEP_GEMM_ALIGN
+        output = gathered * hidden * e if gathered > m else 0  # one chunk writes into its workspace instead
+        held = gathered * (hidden + experts) * e + gathered * k * 8 + _fp8_bytes(gathered, hidden, block) + output
+        workspace = m_sum * (max(n, hidden) + max(n // 2, hidden)) * e
+        copies = (m_sum * ceil_div(hidden, FP8_GROUP) * 4 + m_sum * 4 + m * k * 4
+                  + m_sum * ceil_div(n // 2, FP8_GROUP) * 4)
+        group = vllm_dp_group_bytes(dp, ring_communicators=rule.dp_ring_communicators,
+                                    nvls_communicators=rule.dp_nvls_communicators, nodes=layout.nodes,
+                                    gpu_name=gpu_name)
+        return MoeDispatchPeak(rule=rule, gathered_tokens=gathered, chunk_tokens=m,
+                               own_bytes=3 * hidden * num_tokens * e, gathered_bytes=held, workspace_bytes=workspace,
+                               copies_bytes=copies, group_bytes=group, expert_kernel="DeepGemmExperts")
     if rule.kernel == "fused_experts_impl":
         held = gathered * (hidden + experts) * e + gathered * k * 8
         workspace = m * k * max(n, hidden) * e + m * k * width * e

@@ -149,7 +149,8 @@ def _moe_data_parallel(model: ModelSpec, layout: RankLayout) -> DataParallelMoE 
     SGLang)."""
     if layout.family != "vllm" or layout.attention_dp < 2 or not model.num_experts:
         return None
-    return DataParallelMoE(data_parallel_size=layout.attention_dp, expert_tp=layout.expert_tp, nodes=layout.nodes)
+    return DataParallelMoE(data_parallel_size=layout.attention_dp, expert_tp=layout.expert_tp, nodes=layout.nodes,
+                           local_experts=layout.local_experts)
 
 
 def _dispatch(model: ModelSpec, rank_request: EngineRequest, engine: EnginePlan) -> MoeDispatchPeak | None:
@@ -159,7 +160,8 @@ def _dispatch(model: ModelSpec, rank_request: EngineRequest, engine: EnginePlan)
     e = cache_dtypes(model, rank_request.weight_dtype, rank_request.kv_cache_dtype).state.bytes_for(1)
     return moe_dispatch_peak(model, rank_request.moe_data_parallel, engine.engine,
                              num_tokens=engine.max_num_batched_tokens, activation_bytes=e,
-                             weight_dtype_name=rank_request.weight_dtype, gpu_name=rank_request.gpu_name)
+                             weight_dtype_name=rank_request.weight_dtype, gpu_name=rank_request.gpu_name,
+                             deep_gemm=rank_request.use_deep_gemm)
 
 
 def scale_launch_flags(request: ScaleRequest, layout: RankLayout) -> list[str]:
