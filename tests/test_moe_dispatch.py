@@ -106,6 +106,11 @@ def test_the_cli_flag_reaches_the_dp_plan():
         return json.loads(out.getvalue())["available_kv_cache_bytes"]
 
     assert available() - available("--use-deep-gemm") == 8_932_476_928 - 7_287_603_200
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["plan", "--engine", "vllm-v0.10", "--model", QWEN, "--gpu", "nvidia-h20-141gb", "--use-deep-gemm",
+              "--format", "json"])
+    assert json.loads(out.getvalue())["launch_command"].startswith("VLLM_USE_DEEP_GEMM=1 vllm serve ")
 
 
 def test_version_groups_follow_their_release():

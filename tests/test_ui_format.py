@@ -287,6 +287,23 @@ def test_a_narrow_command_block_puts_the_model_on_its_own_line():
     assert format_command("vllm serve m --tensor-parallel-size 1", width=8).startswith("vllm serve \\\n  m \\")
 
 
+def test_a_trailing_comment_stays_a_comment_on_its_own_line():
+    """Seen on the Engine page: the launch command's "  # fp8_block128 weights: serve ... (weight_block_size ..."
+    comment was split like arguments and quoted ('#' ... '(weight_block_size'), so a pasted command passed them
+    to vllm. The comment now keeps its words and takes the last line."""
+    import shlex
+
+    from ui.format import format_command
+
+    command = ("vllm serve m --tensor-parallel-size 1 --enable-expert-parallel  # fp8_block128 weights: serve a "
+               "block-scaled FP8 checkpoint (weight_block_size [128, 128], e.g. the ...-FP8 repos)")
+    shown = format_command(command)
+    *code, comment = shown.split("\n")
+    assert comment == command[command.index("# "):]
+    assert shlex.split(" ".join(code).replace(" \\", "")) == shlex.split(command, comments=True)
+    assert format_command("vllm serve m --override-generation-config '{\"a\": \"# x\"}'").count("\n") == 1  # quoted
+
+
 @pytest.mark.parametrize(("count", "expected"), [(0, "0 sequences"), (1, "1 sequence"), (2048, "2,048 sequences")])
 def test_count_noun_agrees_in_number(count, expected):
     from ui.format import count_noun

@@ -188,10 +188,11 @@ def format_command(command: str, width: int | None = None) -> str:
     """
     import shlex
 
+    command, comment = _split_comment(command)
     try:
         tokens = shlex.split(command)
     except ValueError:
-        return command
+        return command + (f"  {comment}" if comment else "")
     lines: list[list[str]] = [[]]
     for i, token in enumerate(tokens):
         module = i > 0 and token == "-m" and tokens[i - 1].startswith("python")  # python -m pkg.module
@@ -201,7 +202,23 @@ def format_command(command: str, width: int | None = None) -> str:
     head = lines[0]
     if width is not None and len(head) > 1 and not head[0].startswith("#") and len(shlex.join(head)) + 2 > width:
         lines[0:1] = [head[:-1], head[-1:]]
-    return " \\\n  ".join(shlex.join(line) for line in lines if line)
+    text = " \\\n  ".join(shlex.join(line) for line in lines if line)
+    return f"{text}\n{comment}" if comment else text
+
+
+def _split_comment(command: str) -> tuple[str, str]:
+    """``(command, comment)``: a trailing shell comment (a ``#`` that starts a word outside quotes, as bash reads
+    it) split off, so its words are not re-quoted as arguments; ``""`` when there is none."""
+    import shlex
+
+    for i, char in enumerate(command):
+        if char == "#" and i and command[i - 1].isspace():
+            try:
+                shlex.split(command[:i])
+            except ValueError:  # inside a quote
+                continue
+            return command[:i].rstrip(), command[i:]
+    return command, ""
 
 
 def _is_number(token: str) -> bool:

@@ -49,6 +49,7 @@ class LaunchSpec:
         distributed_executor_backend: vLLM ``--distributed-executor-backend``, written when not ``mp``.
         enforce_eager: vLLM ``--enforce-eager``.
         enable_prefix_caching: vLLM ``--enable-prefix-caching``, written when set.
+        use_deep_gemm: vLLM's DeepGEMM MoE kernels: ``VLLM_USE_DEEP_GEMM=1`` before the command when set.
         cudagraph_mode, optimization_level, max_cudagraph_capture_size: vLLM's CUDA-graph knobs, written
             when set (:func:`vllm_cudagraph_flags`).
     """
@@ -74,6 +75,7 @@ class LaunchSpec:
     distributed_executor_backend: str = "mp"
     enforce_eager: bool = False
     enable_prefix_caching: bool = False
+    use_deep_gemm: bool = False
     cudagraph_mode: str | None = None
     optimization_level: int | None = None
     max_cudagraph_capture_size: int | None = None
@@ -161,6 +163,8 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
     head = _join(before) + " "
     if spec.attention_backend:
         head = f"VLLM_ATTENTION_BACKEND={spec.attention_backend.upper()} {head}"
+    if spec.use_deep_gemm:
+        head = f"VLLM_USE_DEEP_GEMM=1 {head}"
     if spec.engine == "vllm-v0":
         head = f"VLLM_USE_V1=0 {head}"
     return head, " " + _join(after + flags) + comment

@@ -321,7 +321,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
         enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
-        cudagraph_mode=request.cudagraph_mode, optimization_level=request.optimization_level,
+        use_deep_gemm=request.use_deep_gemm, cudagraph_mode=request.cudagraph_mode,
+        optimization_level=request.optimization_level,
         max_cudagraph_capture_size=request.max_cudagraph_capture_size))
     plan_fields = {
         "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
