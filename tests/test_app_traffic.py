@@ -115,9 +115,14 @@ def test_a_link_opens_its_allocation_tab():
     assert not at.exception and not at.error
     assert any("Quality trade-off" in t.value.columns for t in at.table)
     assert len(at.get("plotly_chart")) == 1  # the KV dtype bars alone
-    at = run_page(ALLOCATION, {"allocation_section": "no such tab"})
+    at = run_page(ALLOCATION, {"allocation_section": "prefix caching"})  # QA: the wrong case was dropped silently
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) == 2 and "allocation_section" not in at.query_params
+    (warning,) = [w.value for w in at.warning if "allocation_section" in w.value]
+    assert "names no tab of this page (“prefix caching”)" in warning and "“Prefix caching”" in warning
+    at = run_page(ALLOCATION, {"allocation_section": "[log in](https://evil.example)"})  # echoed inert
+    (warning,) = [w.value for w in at.warning if "allocation_section" in w.value]
+    assert "](https://evil" not in warning and "\\[log in\\]" in warning
 
 
 @pytest.mark.parametrize("page", sorted(SEEDED))

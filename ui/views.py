@@ -45,6 +45,7 @@ from ui.format import (
     format_tokens,
     md_message,
     md_text,
+    shorten,
 )
 from ui.inputs import SIDEBAR_WIDTH_PX, PlanInputs
 
@@ -434,14 +435,20 @@ def lazy_tabs(sections: dict[str, Callable[[], None]], *, key: str) -> None:
     ``st.tabs(..., bind="query-params")`` reruns on a tab switch and sets each tab's ``.open``; only the open
     tab's function runs, so a rerun draws that section's charts and tables, not every section's (issue 27
     speed: a page's rerun against the same sidebar with no work). The open tab's label is the URL key ``key``
-    (absent for the first tab, and an unknown label is dropped), so a copied link opens the same tab; it is
-    also ``st.session_state[key]``, which is how tests open one.
+    (absent for the first tab), so a copied link opens the same tab; it is also ``st.session_state[key]``, which
+    is how tests open one. A link whose value names no tab gets a warning that lists the tabs (Streamlit drops the
+    value and opens the first tab).
 
     Args:
         sections: Tab label -> the function that draws that section (called inside its tab), in tab order.
             Labels are the URL values: keep them stable (:data:`ui.link_guard.SECTION_KEYS` lists the keys).
         key: The widget key and URL key of the tab bar.
     """
+    asked = st.query_params.get(key)
+    if asked is not None and asked not in sections:
+        tabs_named = ", ".join(f"“{label}”" for label in sections)
+        st.warning(f"Link parameter `{key}` names no tab of this page (“{md_text(shorten(asked))}”); its tabs are "
+                   f"{tabs_named}, so the first one is open.", icon=":material/link_off:")
     tabs = st.tabs(list(sections), key=key, on_change="rerun", bind="query-params")
     for tab, draw in zip(tabs, sections.values(), strict=True):
         if tab.open:
