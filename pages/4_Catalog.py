@@ -34,8 +34,9 @@ def gpu_table() -> None:
 
 def verified_table() -> None:
     """Each model's parameter count and KV bytes checked against transformers."""
-    st.caption(data.verification_headline())
     verified = data.catalog_search("verified", words)
+    scope = f"The search shows {verified.num_rows} of these rows. Whole catalog: " if words else ""
+    st.caption(f"{scope}{data.verification_headline()}")  # QA: its counts read as the search's
     st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
     st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
                "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "

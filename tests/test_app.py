@@ -147,6 +147,9 @@ def check_catalog(at: AppTest) -> None:
     assert gpus.empty  # no GPU is called "llama"
     (verified,) = [d.value for d in open_tab(at, "catalog_section", "Verified against transformers").dataframe]
     assert 0 < len(verified) < len(data.verification_frame())  # the same search narrows the proof table
+    # the headline counts the whole catalog, and says so beside the search's own count (QA)
+    assert any(c.value.startswith(f"The search shows {len(verified)} of these rows. Whole catalog: ")
+               for c in at.caption)
 
 
 SEEDED = {
