@@ -34,7 +34,6 @@ def gpu_table() -> None:
 
 def verified_table() -> None:
     """Each model's parameter count and KV bytes checked against transformers."""
-    verified = data.catalog_search("verified", words)
     scope = f"The search shows {verified.num_rows} of these rows. Whole catalog: " if words else ""
     st.caption(f"{scope}{data.verification_headline()}")  # QA: its counts read as the search's
     st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
@@ -48,13 +47,13 @@ def verified_table() -> None:
 
 models = data.catalog_search("models", words)  # Arrow tables, kept per search (ui/data.py)
 gpus = data.catalog_search("gpus", words)
+verified = data.catalog_search("verified", words)
 if not models.num_rows and not gpus.num_rows:
     st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")
 else:
     st.caption(f"{models.num_rows} models and {gpus.num_rows} GPUs match.")
-verified_rows = data.catalog_search("verified", words).num_rows
 views.open_tab_with_rows("catalog_section", {"Models": models.num_rows, "GPUs": gpus.num_rows,
-                                             "Verified against transformers": verified_rows}, query)
+                                             "Verified against transformers": verified.num_rows}, query)
 # Only the open tab runs and draws (issue 27 speed: a search redraws one table, not three).
 views.lazy_tabs({"Models": model_table, "GPUs": gpu_table, "Verified against transformers": verified_table},
                 key="catalog_section")

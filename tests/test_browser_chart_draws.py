@@ -75,23 +75,18 @@ ALLOCATION_TABS = {"Your traffic": 1, "Prefix caching": 0, "Parallel sampling": 
 """Allocation's lazy tabs (ui.views.lazy_tabs) -> the charts each draws when opened, in the order clicked."""
 
 
-def test_allocation_tabs_draw_their_charts_when_opened(streamlit_server, chromium_browser):
+def test_allocation_tabs_draw_their_charts_when_opened(streamlit_server, browser_page):
     """Only the open tab runs: each tab clicked draws its own charts (and no other tab's), without an error."""
-    from tests.e2e_helpers import OBSERVER_JS, page_now_ms, wait_settled
+    from tests.e2e_helpers import page_now_ms, wait_settled
 
-    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script(OBSERVER_JS)
-    try:
-        page = context.new_page()
-        open_settled(page, streamlit_server.base_url + "/Allocation")
-        for label, num_charts in ALLOCATION_TABS.items():
-            before = page_now_ms(page)
-            page.get_by_role("tab", name=label).click()
-            wait_settled(page, after_ms=before)
-            page.wait_for_function(ALL_DRAWN_JS, arg=num_charts, timeout=30_000)
-            visible = page.locator('[data-testid="stPlotlyChart"]:visible').count()
-            assert visible == num_charts, (label, visible)
-            assert not collect(page)["exceptions"], label
-            assert page.get_by_role("tab", name=label).get_attribute("aria-selected") == "true", label
-    finally:
-        context.close()
+    page = browser_page()
+    open_settled(page, streamlit_server.base_url + "/Allocation")
+    for label, num_charts in ALLOCATION_TABS.items():
+        before = page_now_ms(page)
+        page.get_by_role("tab", name=label).click()
+        wait_settled(page, after_ms=before)
+        page.wait_for_function(ALL_DRAWN_JS, arg=num_charts, timeout=30_000)
+        visible = page.locator('[data-testid="stPlotlyChart"]:visible').count()
+        assert visible == num_charts, (label, visible)
+        assert not collect(page)["exceptions"], label
+        assert page.get_by_role("tab", name=label).get_attribute("aria-selected") == "true", label

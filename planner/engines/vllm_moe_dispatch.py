@@ -55,7 +55,7 @@ permuted activation scales (``M_sum x K / 128`` fp32), the expert ids (``M_sum``
 (``M k`` int32) and the second GEMM's activation scales (``M_sum x N / 256`` fp32). [N10] with it: ``M_sum`` =
 264,704; workspaces 2 x 264,704 x 6,144 x 2 = 6,505,365,504 B; held 830,472,192 + 415,236,096 (fp8 batch) +
 805,306,368 (output) B; copies 74,106,880 B; peak 8,932,476,928 B (8.32 GiB, 1.53 GiB above the Triton path):
-49.19 GiB against the printed 48.66.
+49.18 GiB against the printed 48.66.
 
 In every group the experts see ``G = dp x T`` rows: the default backends do not chunk the gathered batch.
 The rank's own residual, hidden and normed rows (``3 K T`` elements, the forward model's ``3 h`` term)
@@ -184,7 +184,7 @@ class MoeDispatchPeak:
     workspace_bytes: int
     copies_bytes: int
     group_bytes: int
-    expert_kernel: str = ""
+    expert_kernel: str
 
     @property
     def peak_bytes(self) -> int:
@@ -195,12 +195,12 @@ class MoeDispatchPeak:
         """Plain dict for JSON (the rule's fields flattened, the peak included)."""
         out = {k: v for k, v in self.__dict__.items() if k not in ("rule", "expert_kernel")}
         return {"release": self.rule.release, "all2all_backend": self.rule.all2all_backend,
-                "kernel": self.expert_kernel or self.rule.kernel, **out, "peak_bytes": self.peak_bytes}
+                "kernel": self.expert_kernel, **out, "peak_bytes": self.peak_bytes}
 
     def note(self) -> str:
         """One line for the plan's notes."""
         gib = 1 << 30
-        kernel = self.expert_kernel or self.rule.kernel
+        kernel = self.expert_kernel
         stand_in = "; Triton's shapes: other expert kernels keep their own" if kernel == "TritonExperts" else ""
         return (f"data-parallel MoE ({self.rule.all2all_backend} dispatch, vLLM {self.rule.release}): each MoE "
                 f"layer runs {self.gathered_tokens:,} gathered tokens ({self.chunk_tokens:,} per workspace chunk); "
@@ -284,7 +284,9 @@ def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str
     gathered = dp * num_tokens
     m = min(gathered, rule.chunk_tokens or gathered)
     cache2 = _fp8_bytes(m, k * width, block) if quantized else 0
+    kernel = rule.kernel
     if deep_gemm and _runs_deep_gemm(rule, model, width, block, gpu_name, m):
+        kernel = "DeepGemmExperts"
         local = layout.local_experts or experts
         m_sum = ceil_div(m * k + local * (DEEP_GEMM_ALIGN - 1), DEEP_GEMM_ALIGN) * DEEP_GEMM_ALIGN
         output = gathered * hidden * e if gathered > m else 0  # one chunk writes into its workspace instead
@@ -292,13 +294,7 @@ def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str
         workspace = m_sum * (max(n, hidden) + max(n // 2, hidden)) * e
         copies = (m_sum * ceil_div(hidden, FP8_GROUP) * 4 + m_sum * 4 + m * k * 4
                   + m_sum * ceil_div(n // 2, FP8_GROUP) * 4)
-        group = vllm_dp_group_bytes(dp, ring_communicators=rule.dp_ring_communicators,
-                                    nvls_communicators=rule.dp_nvls_communicators, nodes=layout.nodes,
-                                    gpu_name=gpu_name)
-        return MoeDispatchPeak(rule=rule, gathered_tokens=gathered, chunk_tokens=m,
-                               own_bytes=3 * hidden * num_tokens * e, gathered_bytes=held, workspace_bytes=workspace,
-                               copies_bytes=copies, group_bytes=group, expert_kernel="DeepGemmExperts")
-    if rule.kernel == "fused_experts_impl":
+    elif rule.kernel == "fused_experts_impl":
         held = gathered * (hidden + experts) * e + gathered * k * 8
         workspace = m * k * max(n, hidden) * e + m * k * width * e
         second = min(m, gathered - m)  # the next chunk's copies are made while this one's are referenced
@@ -311,4 +307,5 @@ def moe_dispatch_peak(model: ModelSpec, layout: DataParallelMoE, profile_id: str
     group = vllm_dp_group_bytes(dp, ring_communicators=rule.dp_ring_communicators,
                                 nvls_communicators=rule.dp_nvls_communicators, nodes=layout.nodes, gpu_name=gpu_name)
     return MoeDispatchPeak(rule=rule, gathered_tokens=gathered, chunk_tokens=m, own_bytes=3 * hidden * num_tokens * e,
-                           gathered_bytes=held, workspace_bytes=workspace, copies_bytes=copies, group_bytes=group)
+                           gathered_bytes=held, workspace_bytes=workspace, copies_bytes=copies, group_bytes=group,
+                           expert_kernel=kernel)
