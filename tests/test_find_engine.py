@@ -35,13 +35,16 @@ def _gpus():
 
 
 def _engine_users(model, setup) -> int:
-    """Requests of max_model_len one replica holds under vLLM, as the Engine page plans that replica."""
+    """Requests of max_model_len one replica holds under vLLM, as the Engine page plans that replica: the whole
+    requests that decode at once (gpt-oss's sliding layers keep 128 tokens each once a request decodes), which
+    the printed concurrency undercounts (its divisor holds every request at its prefill peak)."""
     gpu = get_gpu(setup.gpu_id)
     p = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
         engine="vllm", tensor_parallel_size=setup.tensor_parallel_size, max_model_len=setup.max_model_len,
         kv_cache_dtype="auto" if setup.kv_cache_dtype in ("bf16", "fp16") else setup.kv_cache_dtype,
         gpu_name=gpu.name))
-    return p.engine_kv_cache_tokens // p.max_model_len
+    assert p.max_concurrency_decoding > 1.5 * p.max_concurrency
+    return int(p.max_concurrency_decoding)
 
 
 def test_gpt_oss_on_one_a100_holds_what_vllm_holds():
@@ -141,7 +144,8 @@ def _run(page: str, params: dict) -> AppTest:
 
 def test_find_page_top_pick_agrees_with_the_engine_page():
     """The Find page's first row for gpt-oss-120b (100 users of 2,000 + 500 tokens) holds the users the Engine
-    page shows for the same model, GPU, tensor-parallel size and max_model_len (floor of its concurrency)."""
+    page shows for the same model, GPU, tensor-parallel size and max_model_len (the floor of its requests decoding
+    at once, beside its printed concurrency)."""
     at = _run(FIND, {"model": OSS, **{k: str(v) for k, v in OSS_CASE.items()}})
     assert not at.exception and not at.error
     [box] = [s for s in at.selectbox if s.key == "engine"]
@@ -151,8 +155,10 @@ def test_find_page_top_pick_agrees_with_the_engine_page():
     engine = _run(ENGINE_PAGE, {"model": OSS, "gpu": gpu.id, "num_gpus": str(row["TP"]), "context_len": "2500",
                                 "kv_cache_dtype": "auto" if row["KV dtype"] in ("bf16", "fp16") else row["KV dtype"]})
     assert not engine.exception
-    concurrency = float(next(m.value for m in engine.metric if m.label == "Max concurrency").rstrip("x"))
-    assert row["Max users"] == int(concurrency) * row["replicas"]
+    shown = {m.label: float(m.value.rstrip("x")) for m in engine.metric if "oncurrency" in m.label or "decoding"
+             in m.label}
+    assert shown["Requests decoding at once"] > shown["Max concurrency"]
+    assert row["Max users"] == int(shown["Requests decoding at once"]) * row["replicas"]
 
 
 def test_find_page_engine_from_the_link_writes_its_command():

@@ -244,6 +244,8 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
                             f"requests of {format_tokens(plan.max_model_len)}; "
                             f"{plan.max_concurrency_all_replicas:.2f}x over "
                             f"{count_noun(plan.data_parallel_size, 'replica')}"),
+        **({"Requests decoding at once": (f"{plan.max_concurrency_decoding:,.2f}x", md_message(plan.decoding_note))}
+           if plan.decoding_note else {}),
         "Longest max_model_len": (
             format_int(plan.engine_max_model_len),
             f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "

@@ -94,8 +94,9 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
         st.markdown(
             f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
             f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
-            f"at {format_tokens(plan.max_model_len)}; largest max_model_len accepted: "
-            f"{format_int(plan.engine_max_model_len)}.")
+            f"at {format_tokens(plan.max_model_len)} as printed"
+            f"{f' ({plan.max_concurrency_decoding:,.2f} once decoding)' if plan.decoding_note else ''}; "
+            f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
         if features_line:
             st.caption(features_line)
         if plan.reasons:
@@ -107,10 +108,10 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                   if budget_kv_dtype and plan.kv_cache_dtype not in ("auto", budget_kv_dtype) else "")
         st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
                    "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
-                   "another engine or version loads the weights, profiles and captures graphs its own way. The "
-                   "concurrency here is the figure the engine prints (vLLM counts a sliding-window layer's window "
-                   "plus one batch of prefill tokens per request, where the figures above cap each window at its "
-                   "size).")
+                   "another engine or version loads the weights, profiles and captures graphs its own way. "
+                   + (f"Concurrency: {md_message(plan.decoding_note)}; the figures above cap each window at its "
+                      "size and reserve no prefill chunk." if plan.decoding_note else
+                      "The concurrency here is the figure the engine prints."))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

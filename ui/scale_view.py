@@ -383,13 +383,20 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
     return (None if request.is_plain or (family == "vllm" and plain_dp) else request), problems
 
 
+def _decoding_aside(plan) -> str:
+    """``", 60.12 once decoding"`` when a rank holds more decoding requests than vLLM prints (sliding-window
+    layers free their passed blocks: :attr:`planner.scale.ScalePlan.requests_held_per_rank`), else ""."""
+    return f", {plan.requests_held_per_rank:,.2f} once decoding" if plan.decodes_more_than_printed else ""
+
+
 def scale_users_line(plan) -> str:
     """``"**35** users per rank (vLLM prints 35.27x) x **8** ranks = **280** requests of 8,192 tokens"`` of a
     :class:`planner.scale.ScalePlan`: whole requests (a rank's scheduler admits whole ones), beside the ratio vLLM
     prints per rank."""
     d, ranks = plan.to_dict(), plan.layout.attention_dp
     return (f"**{format_int(d['requests_per_rank'])}** users per rank (vLLM prints "
-            f"{d['max_concurrency_per_rank']:,.2f}x) x **{format_int(ranks)}** {'rank' if ranks == 1 else 'ranks'} = "
+            f"{d['max_concurrency_per_rank']:,.2f}x{_decoding_aside(plan)}) x **{format_int(ranks)}** "
+            f"{'rank' if ranks == 1 else 'ranks'} = "
             f"**{format_int(d['requests_all_ranks'])}** requests of {format_int(d['max_model_len'])} tokens")
 
 
@@ -402,7 +409,8 @@ def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
                              f"rank has its own KV pool and scheduler (vLLM's ratio, all ranks: "
                              f"{d['max_concurrency']:,.2f})"),
         "Users per rank": (format_int(d["requests_per_rank"]),
-                           f"Whole requests one rank's KV pool holds (vLLM prints {d['max_concurrency_per_rank']:,.2f}x)"),
+                           f"Whole requests one rank's KV pool holds (vLLM prints {d['max_concurrency_per_rank']:,.2f}x"
+                           f"{_decoding_aside(plan)})"),
         "Ranks x GPUs each": (f"{layout.attention_dp} x {layout.attention_tp}",
                               f"{count_noun(layout.num_gpus, 'GPU')} on {count_noun(layout.nodes, 'node')}"),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), "The fullest GPU: "

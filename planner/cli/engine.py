@@ -225,6 +225,8 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
         f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
         f"starts       {'yes' if result.starts else 'no'}",
     ]
+    if result.decoding_note:
+        lines.insert(-2, f"decoding     {result.decoding_note}")
     if caveat := close_call(result):
         lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]

@@ -192,7 +192,8 @@ def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: E
     return EnginePlan._from_parts(vars(result), {  # dataclasses.replace, without the frozen __init__
         "starts": False, "stopped_at_config_check": True, "reasons": (reason, *result.reasons),
         "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0, "max_concurrency": 0.0,
-        "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0, "engine_log_lines": ()})
+        "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0, "engine_log_lines": (),
+        "max_concurrency_decoding": None if result.max_concurrency_decoding is None else 0.0})
 
 
 def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,

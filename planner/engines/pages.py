@@ -35,6 +35,17 @@ Design notes (assumptions, with worked examples):
        16,384 B), the way ``MambaSpec`` pages are padded. Any other page that does not
        divide the largest one raises, as vLLM's ``unify_kv_cache_spec_page_size`` does.
 
+    6. *Printed concurrency against a decoding pool.* vLLM's "Maximum concurrency" divides the pool by
+       the blocks of design notes 2-3, each request at its prefill peak (a sliding layer's window plus a
+       whole ``max_num_batched_tokens`` chunk). Before every step its scheduler frees the blocks a
+       sliding window or local chunk has left behind (``remove_skipped_blocks``, replaced by the null
+       block), and a decode step adds one token, so a decoding request holds the same blocks with one
+       batched token: :meth:`KVLayout.held_blocks_per_request`. Gemma 3 27B at 32,768 tokens, block 16,
+       8,192 batched tokens (1 full + 6 sliding groups, window 1,024): printed divisor 2,048 + 6 x 577 =
+       5,510 blocks, decoding 2,048 + 6 x 65 = 2,438 blocks. With one prefill chunk's extra blocks
+       beside the decoding requests (:func:`decoding_concurrency`), 58,214 blocks hold 22.62 requests
+       where vLLM prints 10.57.
+
 Sources: vllm/v1/kv_cache_interface.py (``FullAttentionSpec``,
 ``SlidingWindowSpec``, ``ChunkedLocalAttentionSpec``, ``MLAAttentionSpec``,
 ``MambaSpec``: ``page_size_bytes`` and ``max_memory_usage_bytes``);
@@ -42,6 +53,9 @@ vllm/v1/core/kv_cache_utils.py (``get_kv_cache_groups``,
 ``unify_kv_cache_spec_page_size``, ``_get_kv_cache_groups_uniform_page_size``,
 ``get_num_blocks``, ``get_max_concurrency_for_kv_cache_config``,
 ``_estimate_max_model_len_from_groups``, ``_report_kv_cache_config``);
+vllm/v1/core/single_type_kv_cache_manager.py (``SlidingWindowManager.remove_skipped_blocks``,
+``ChunkedLocalAttentionManager.remove_skipped_blocks``) and vllm/v1/core/kv_cache_manager.py
+(``allocate_slots`` frees those blocks before it allocates);
 vllm/model_executor/models/config.py (``HybridAttentionMambaModelConfig``).
 """
 
@@ -316,6 +330,14 @@ class KVLayout:
             total += count * spec.blocks_per_request(max_model_len, max_num_batched_tokens)
         return total
 
+    def held_blocks_per_request(self, max_model_len: int, batched_tokens: int = 1) -> int:
+        """Pool blocks a request of ``max_model_len`` tokens holds with ``batched_tokens`` in its step
+        (design note 6): :meth:`blocks_per_request`, whose groups each take whole pool blocks. One
+        batched token (a decode step): a sliding-window group keeps ``ceil(min(w, L) / B) + 1`` blocks,
+        a chunked-local group ``ceil(min(chunk + 1, L) / B)``, a full-attention group ``ceil(L / B)``.
+        """
+        return self.blocks_per_request(max_model_len, batched_tokens)
+
     @cached_property
     def group_spec_counts(self) -> tuple[tuple[PageSpec, int], ...]:
         """``(first spec of a group, number of groups it starts)``, in order of first appearance."""
@@ -430,6 +452,28 @@ def max_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, max_n
     V1 ``_report_kv_cache_config``.
     """
     return Fraction(*concurrency_ratio(layout, num_blocks, max_model_len, max_num_batched_tokens, style))
+
+
+def decoding_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, max_num_batched_tokens: int) -> float:
+    """Requests of ``max_model_len`` tokens the pool holds while they decode, one prefill chunk beside them
+    (design note 6).
+
+    ``(num_blocks - (prefill - decode)) / decode``, where ``decode`` and ``prefill`` are
+    :meth:`KVLayout.held_blocks_per_request` with one and with ``max_num_batched_tokens`` batched tokens:
+    every request holds its decoding blocks, and the step's prefill chunk (at most
+    ``max_num_batched_tokens`` over all requests) needs its window's extra blocks once. 0 when that chunk
+    does not fit; 2 decimals, as the printed concurrency; equal to it without sliding or local layers.
+    Worked example (design note 6, Gemma 3 27B, 58,214 blocks): (58,214 - 5,510 + 2,438) / 2,438 = 22.62,
+    where vLLM prints 58,214 / 5,510 = 10.57.
+
+    Raises:
+        ValueError: ``max_model_len < 1``.
+    """
+    if max_model_len < 1:
+        raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
+    decode = layout.held_blocks_per_request(max_model_len, 1)
+    spare = num_blocks - layout.held_blocks_per_request(max_model_len, max_num_batched_tokens) + decode
+    return round(spare / decode, 2) if spare > 0 else 0.0
 
 
 def concurrency_ratio(layout: KVLayout, num_blocks: int, max_model_len: int, max_num_batched_tokens: int,

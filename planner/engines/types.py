@@ -344,6 +344,10 @@ class EnginePlan:
         engine_kv_cache_tokens: Token capacity as the engine prints it.
         max_concurrency: Requests of ``max_model_len`` per replica, 2 decimals as vLLM prints.
         max_concurrency_all_replicas: Times ``data_parallel_size``.
+        max_concurrency_decoding: Requests of ``max_model_len`` per replica the pool holds once each is
+            decoding (vLLM V1's allocator frees what a sliding window has left behind:
+            :func:`planner.engines.pages.decoding_concurrency`), 2 decimals; None for the engines and
+            releases whose print counts no prefill peak (then not in the JSON).
         engine_max_model_len: Largest ``max_model_len`` the engine accepts here [tokens].
         kv_cache_bytes_needed_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
         starts: False when the engine would refuse to start.
@@ -399,6 +403,20 @@ class EnginePlan:
     stopped_at_config_check: bool = False
     serving: dict | None = None
     known_misses: tuple[str, ...] = ()
+    max_concurrency_decoding: float | None = None
+
+    @property
+    def decoding_note(self) -> str:
+        """The sentence that sets :attr:`max_concurrency_decoding` beside the printed concurrency, or "" when
+        they agree (full attention alone, or no decoding figure). Source: design note 6 of
+        :mod:`planner.engines.pages`."""
+        held = self.max_concurrency_decoding
+        if held is None or held == self.max_concurrency:
+            return ""
+        return (f"{held:,.2f} requests of {self.max_model_len:,} tokens decode at once beside one prefill chunk; "
+                f"the printed {self.max_concurrency:,.2f}x counts each request at its prefill peak (its window plus "
+                f"{self.max_num_batched_tokens:,} batched tokens in every sliding-window cache), and the scheduler "
+                "frees the blocks a window has left behind before each step")
 
     @property
     def limiting_rank(self) -> RankBudget:
@@ -415,6 +433,8 @@ class EnginePlan:
             for key in ("state_pool_bytes", "runner_state_bytes", "cudagraph_charged", "first_compile_bytes"):
                 if not rank[key]:  # only the plans that have the term add the key
                     del rank[key]
+        if self.max_concurrency_decoding is None:  # only the vLLM V1 plans that print a prefill peak
+            del out["max_concurrency_decoding"]
         if not self.known_misses:  # only plans of a kind the bench could not count add the key
             del out["known_misses"]
         else:
@@ -483,6 +503,6 @@ class EnginePlan:
 
 _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
 
-_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()))
-"""Fields no engine planner fills (the serving block and the bench's known misses come after it,
-:func:`planner.engines.dispatch.plan_engine`), with their defaults."""
+_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()), ("max_concurrency_decoding", None))
+"""Fields an engine planner may leave out (the serving block and the bench's known misses come after it,
+:func:`planner.engines.dispatch.plan_engine`; only vLLM V1 fills the decoding concurrency), with their defaults."""

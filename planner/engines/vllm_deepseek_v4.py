@@ -280,6 +280,13 @@ class DeepseekV4Layout(KVLayout):
         weighted = sum(b * p for b, p in zip(blocks, self.group_page_bytes))
         return ceil_div(weighted, self.group_page_bytes[0])
 
+    def held_blocks_per_request(self, max_model_len: int, batched_tokens: int = 1) -> int:
+        """Pool blocks a request holds with ``batched_tokens`` in its step: every group's blocks, each a
+        whole pool block (note 4; :meth:`planner.engines.pages.KVLayout.held_blocks_per_request`), where
+        the printed divisor weighs the states by their own pages (note 5). N11 decoding: 118 + 3 + 3 + 3
+        + 17 = 144; at 16,384 batched tokens the 6,800 of note 4."""
+        return sum(self._group_blocks(max_model_len, batched_tokens))
+
     def needed_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
         """What vLLM's memory check charges one request of ``max_model_len`` tokens (note 4) [bytes]."""
         return self.need_block_bytes * sum(self._group_blocks(max_model_len, max_num_batched_tokens))

@@ -120,7 +120,9 @@ class Pool:
             "expert_parallel_size": layout.expert_parallel_size,
             "decode_context_parallel_size": layout.decode_context_parallel_size,
             "max_concurrency": self.max_concurrency,
-            "max_concurrency_by_memory": self.plan.max_concurrency,
+            # prefill holds prompts at their peak (the printed ratio); decode holds decoding requests
+            "max_concurrency_by_memory": self.plan.max_concurrency if self.role == "prefill" else round(
+                self.plan.requests_held_per_rank * layout.attention_dp, 2),
             "max_model_len": self.plan.engine.max_model_len,
             "weights_bytes_per_gpu": rank.weights_bytes,
             "available_kv_cache_bytes": self.plan.engine.available_kv_cache_bytes,
@@ -229,7 +231,7 @@ def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tok
     """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
     kv_seq = decode_kv_per_sequence(plan, model, request, tokens)
     weights = plan.engine.limiting_rank.weights_bytes
-    batch = max(0, math.floor(plan.max_concurrency_per_rank))
+    batch = plan.requests_per_rank  # decoding requests (a sliding window's passed blocks are freed)
     if tpot_ms is not None and kv_seq > 0:
         room = tpot_ms / 1e3 * bandwidth_gb_s * 1e9 - weights
         batch = min(batch, max(0, math.floor(room / kv_seq)))

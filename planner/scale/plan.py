@@ -80,11 +80,26 @@ class ScalePlan:
     moe_dispatch: MoeDispatchPeak | None = None
 
     @property
-    def requests_per_rank(self) -> int:
-        """Whole requests of ``max_model_len`` one rank's pool holds at once: the printed tokens // that length,
-        as :func:`planner.traffic.find_engine.engine_capacity` counts a replica (0 when it would not start)."""
+    def requests_held_per_rank(self) -> float:
+        """Requests of ``max_model_len`` one rank's pool holds while they run, as
+        :func:`planner.traffic.find_engine.requests_held` counts a replica: vLLM V1's decoding concurrency,
+        or, under ``-dcp``, the printed tokens over that length."""
+        if self.context is None and self.engine.max_concurrency_decoding is not None:
+            return self.engine.max_concurrency_decoding
         length = self.engine.max_model_len
-        return self.engine_kv_cache_tokens // length if self.starts and length else 0
+        return self.engine_kv_cache_tokens / length if length else 0.0
+
+    @property
+    def decodes_more_than_printed(self) -> bool:
+        """True when :attr:`requests_held_per_rank` is vLLM's decoding concurrency and exceeds its printed one
+        (sliding-window layers: :attr:`planner.engines.types.EnginePlan.decoding_note`)."""
+        return self.context is None and bool(self.engine.decoding_note)
+
+    @property
+    def requests_per_rank(self) -> int:
+        """Whole requests of ``max_model_len`` one rank's pool holds at once: ``floor(requests_held_per_rank)``
+        (0 when it would not start)."""
+        return int(self.requests_held_per_rank) if self.starts else 0
 
     @property
     def requests_all_ranks(self) -> int:
@@ -117,6 +132,7 @@ class ScalePlan:
             "engine_kv_cache_tokens": self.engine_kv_cache_tokens,
             "max_concurrency_per_rank": self.max_concurrency_per_rank,
             "max_concurrency": self.max_concurrency,
+            "requests_held_per_rank": round(self.requests_held_per_rank, 2),
             "requests_per_rank": self.requests_per_rank,
             "requests_all_ranks": self.requests_all_ranks,
             "engine_max_model_len": self.engine_max_model_len,

@@ -11,11 +11,14 @@ KV dtype) is planned once with :func:`planner.engines.plan_engine` (one replica;
 the search reads its figures instead:
 
     budget per GPU   = the engine's available KV memory (its "Available KV cache memory"), min over GPUs
-    users / replica  = engine tokens // max_model_len      (vLLM: num_gpu_blocks // blocks per request,
-                                                            the floor of the concurrency the Engine page shows;
-                                                            llama.cpp: the longest n_ctx it accepts // length)
+    held / replica   = vLLM V1: the requests its pool holds while they decode, beside one prefill chunk
+                       (the Engine page's "Requests decoding at once"; its printed concurrency where no
+                       sliding-window layer frees blocks: planner.engines.pages design note 6);
+                       other engines: engine tokens // max_model_len (llama.cpp: the longest n_ctx it
+                       accepts // length)
+    users / replica  = floor(held / replica)
     demand per GPU   = users per replica x the KV one max_model_len request needs there   (fixed lengths)
-    margin           = 1 - users per replica x max_model_len / engine tokens
+    margin           = 1 - users per replica / held per replica
     fits             = the engine starts and users per replica <= that floor
 
 Design notes (assumptions):
@@ -60,8 +63,8 @@ class EngineCapacity:
         available_kv_bytes: The engine's KV memory per GPU, min over the replica's GPUs [bytes].
         kv_cache_tokens: Tokens the pool holds: the capacity as the engine prints it (llama.cpp: the longest
             n_ctx it accepts, which its slots share) [tokens].
-        users_per_replica: Requests of ``max_model_len`` the pool holds at once, ``kv_cache_tokens //
-            max_model_len`` (0 when it refuses) [sequences].
+        users_per_replica: Whole requests of ``max_model_len`` the pool holds at once: ``floor(requests_held)``
+            (0 when it refuses) [sequences].
         needed_bytes_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
         max_model_len: The length planned [tokens].
         gpu_memory_utilization: The memory fraction the engine resolved (None when it has none).
@@ -79,12 +82,13 @@ class EngineCapacity:
     max_model_len: int
     gpu_memory_utilization: float | None
     weights_bytes: int = 0
+    requests_held: float = 0.0
 
     def margin(self, users_per_replica: int) -> float | None:
-        """``1 - users x max_model_len / tokens``: the share of the pool left at that load (None: no pool)."""
-        if self.kv_cache_tokens <= 0:
+        """``1 - users / requests_held``: the share of the pool left at that load (None: no pool)."""
+        if self.requests_held <= 0:
             return None
-        return 1 - users_per_replica * self.max_model_len / self.kv_cache_tokens
+        return 1 - users_per_replica / self.requests_held
 
 
 def offers_kv_dtype(engine: str, kv_cache_dtype: str) -> bool:
@@ -146,13 +150,23 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
     # llama.cpp's max_model_len is n_ctx, shared by every slot (-np, -kvu): the longest n_ctx it accepts
     # holds that many requests of this length
     held = p.engine_max_model_len if p.family == "llama.cpp" else p.engine_kv_cache_tokens
-    users = held // p.max_model_len if p.starts and p.max_model_len else 0
+    requests = requests_held(p, held)
+    users = int(requests) if p.starts else 0
     return EngineCapacity(
         engine=p.engine, family=p.family, starts=p.starts, reason=reason,
         available_kv_bytes=p.available_kv_cache_bytes, kv_cache_tokens=held,
         users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
         max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
-        weights_bytes=p.limiting_rank.weights_bytes)
+        weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests)
+
+
+def requests_held(plan, held_tokens: int) -> float:
+    """Requests of ``plan.max_model_len`` a replica's pool holds while they run: vLLM V1's decoding concurrency
+    (its scheduler frees what a sliding window has left behind: :func:`planner.engines.pages.decoding_concurrency`),
+    else ``held_tokens / max_model_len`` (the printed capacity, which every other engine also admits by)."""
+    if plan.max_concurrency_decoding is not None:
+        return plan.max_concurrency_decoding
+    return held_tokens / plan.max_model_len if plan.max_model_len else 0.0
 
 
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,

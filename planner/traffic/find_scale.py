@@ -23,7 +23,8 @@ memo (:mod:`planner.model.memo`): only the arithmetic below depends on the user 
 no plan. A setup then reads as a TP row of :mod:`planner.traffic.find_engine` does, per rank:
 
     users per rank     = ceil(N / (ranks x replicas))
-    rank holds         = printed tokens // max_model_len       (ScalePlan.requests_per_rank)
+    rank holds         = whole requests its pool holds while they run (ScalePlan.requests_per_rank: vLLM V1's
+                         decoding concurrency; under -dcp the printed tokens // max_model_len)
     fits               = the launch starts and users per rank <= what a rank holds
     max users          = what a rank holds x ranks x replicas
     time per token     = (the fullest GPU's weights + users per rank x KV per sequence / dcp) / bandwidth
@@ -189,7 +190,7 @@ def rank_capacity(plan: ScalePlan | EngineCapacity | str, family: str) -> Engine
         available_kv_bytes=engine.available_kv_cache_bytes, kv_cache_tokens=plan.engine_kv_cache_tokens,
         users_per_replica=plan.requests_per_rank, needed_bytes_per_request=needed,
         max_model_len=engine.max_model_len, gpu_memory_utilization=engine.gpu_memory_utilization,
-        weights_bytes=engine.limiting_rank.weights_bytes)
+        weights_bytes=engine.limiting_rank.weights_bytes, requests_held=plan.requests_held_per_rank)
 
 
 def _launch_command(model: ModelSpec, request: FindRequest, plan: ScalePlan, shape: Shape, replicas: int,
@@ -346,7 +347,6 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     tpot = decode_step_seconds(plan, model, decode_engine, prompt_len=result.prompt_len, output_len=result.output_len,
                                batch=per_rank, bandwidth_gb_s=gpu.bandwidth_gb_s)
     kv_seq = decode_kv_per_sequence(plan, model, decode_engine, result.prompt_len + result.output_len // 2)
-    tokens = plan.engine_kv_cache_tokens
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=gpus, tensor_parallel_size=layout.attention_tp,
         data_parallel_size=layout.attention_dp, kv_cache_dtype=kv_name, weight_dtype=request.weight_dtype,
@@ -354,7 +354,7 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         users_per_replica=per_rank, max_concurrent_sequences=decode.replicas * decode.max_concurrency,
         kv_cache_budget_bytes_per_gpu=plan.engine.available_kv_cache_bytes,
         kv_demand_bytes_per_gpu=per_rank * plan.engine.kv_cache_bytes_needed_per_request,
-        margin=1 - per_rank * plan.engine.max_model_len / tokens if tokens > 0 else None,
+        margin=1 - per_rank / plan.requests_held_per_rank if plan.requests_held_per_rank > 0 else None,
         time_per_output_token_s=tpot, time_to_first_token_s=result.ttft_ms / 1000,
         output_tokens_per_s=request.users / tpot if tpot > 0 else None,
         usd_per_million_output_tokens=cost_per_million_tokens(price, 1, request.users / tpot) if tpot > 0 else None,

@@ -1,0 +1,119 @@
+"""Requests that decode at once under vLLM V1, beside the printed "Maximum concurrency".
+
+vLLM prints the pool's blocks over the blocks one request needs at its prefill peak (every sliding-window
+cache holds its window plus ``max_num_batched_tokens``). Its scheduler frees what a window has left behind
+before each step (vllm/v1/core/single_type_kv_cache_manager.py, ``SlidingWindowManager.remove_skipped_blocks``,
+called from ``KVCacheManager.allocate_slots``), so decoding requests hold far fewer blocks. Expected values
+are worked by hand from the layouts (design note 6 of planner/engines/pages.py), and a small replay of that
+scheduler rule checks the formula.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from planner.engines import EngineRequest, plan_engine
+from planner.engines.pages import SlidingWindowPages, decoding_concurrency, kv_layout
+from planner.units import GiB, ceil_div
+
+catalog = pytest.importorskip("model_catalog")
+H200 = pytest.importorskip("model_catalog.gpus").get_gpu("nvidia-h200-sxm")
+
+
+def _plan(model_id: str, length: int, **kw):
+    request = EngineRequest(engine=kw.pop("engine", "vllm"), max_model_len=length, gpu_name=H200.name, **kw)
+    return plan_engine(catalog.model_spec(model_id), H200.framework_memory_bytes, request)
+
+
+def test_gemma3_sliding_layers_decode_twice_the_printed_concurrency():
+    """Gemma 3 27B (62 layers: 10 full, 52 sliding with window 1,024), block 16, 8,192 batched tokens on an
+    H200: 1 full + 6 sliding groups. Printed divisor 2,048 + 6 x (ceil(9,215 / 16) + 1) = 5,510 blocks;
+    decoding 2,048 + 6 x (ceil(1,024 / 16) + 1) = 2,438."""
+    plan = _plan("google/gemma-3-27b-it", 32768)
+    assert (plan.num_kv_groups, plan.block_size, plan.max_num_batched_tokens) == (7, 16, 8192)
+    assert plan.blocks_per_request == 2048 + 6 * (ceil_div(1023 + 8192, 16) + 1) == 5510
+    assert plan.max_concurrency == round(plan.num_gpu_blocks / 5510, 2)
+    assert plan.max_concurrency_decoding == round((plan.num_gpu_blocks - 5510 + 2438) / 2438, 2)
+    assert plan.max_concurrency_decoding > 2 * plan.max_concurrency
+    assert "22.62 requests of 32,768 tokens decode at once" in plan.decoding_note
+    assert "10.57x counts each request at its prefill peak" in plan.decoding_note
+
+
+def test_full_attention_decodes_what_vllm_prints():
+    plan = _plan("meta-llama/Llama-3.1-8B-Instruct", 32768)
+    assert plan.max_concurrency_decoding == plan.max_concurrency > 0
+    assert plan.decoding_note == ""
+    assert plan.to_dict()["max_concurrency_decoding"] == plan.max_concurrency
+
+
+def test_deepseek_v4_states_take_whole_pool_blocks():
+    """N11's launch (V4-Flash, TP 2, 30,000 tokens, block 256, 16,384 batched tokens): a decoding request holds
+    118 compressed + 3 + 3 sliding + 3 CSA-state + 17 HCA-state = 144 pool blocks, where the prefill peak
+    holds the 6,800 of vllm_deepseek_v4's note 4. At N11's 5.44 GiB (5,553 blocks) the prefill chunk does not
+    fit: vLLM refused that launch."""
+    request = EngineRequest(engine="vllm-v0.28", tensor_parallel_size=2, max_model_len=30000, block_size=256,
+                            kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
+                            enable_prefix_caching=True)
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V4-Flash")
+    n11 = plan_engine(model, 96 * GiB, replace(request, available_kv_memory_bytes=int(5.44 * GiB)))
+    assert n11.num_gpu_blocks == 5553 and not n11.starts
+    assert n11.max_concurrency_decoding == 0.0
+    roomy = plan_engine(model, 96 * GiB, replace(request, available_kv_memory_bytes=40 * GiB))
+    assert roomy.max_concurrency_decoding == round((roomy.num_gpu_blocks - 6800 + 144) / 144, 2)
+    assert roomy.max_concurrency_decoding > 10 * roomy.max_concurrency
+
+
+def test_other_engines_and_early_prints_carry_no_decoding_figure():
+    sglang = _plan("google/gemma-3-27b-it", 32768, engine="sglang")
+    assert sglang.max_concurrency_decoding is None and sglang.decoding_note == ""
+    assert "max_concurrency_decoding" not in sglang.to_dict()
+    early = _plan("google/gemma-3-27b-it", 32768, engine="vllm-v1-jan2025")  # tokens x B / len, no peak
+    assert early.max_concurrency_decoding is None
+
+
+def test_a_launch_stopped_at_the_config_check_decodes_nothing():
+    plan = _plan("meta-llama/Llama-3.1-8B-Instruct", 8192, tensor_parallel_size=3)
+    assert not plan.starts and plan.max_concurrency_decoding == 0.0
+
+
+def test_cli_json_and_table_carry_the_decoding_figure(capsys):
+    from planner.cli.entry import main
+
+    args = ["plan", "--model", "google/gemma-3-27b-it", "--gpu", "nvidia-h200-sxm", "--context-len", "32768",
+            "--engine", "vllm"]
+    main([*args, "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine_plan"]["max_concurrency_decoding"] == 22.62
+    main(args)
+    assert "decoding     22.62 requests of 32,768 tokens decode at once" in capsys.readouterr().out
+
+
+def _replay(window: int, block: int, length: int, batched: int, num_blocks: int) -> int:
+    """Requests of ``length`` that a pool of ``num_blocks`` sliding-window blocks holds once decoding, with
+    one more request prefilling ``batched`` tokens in the step: before a step, the blocks that end before
+    ``computed - window + 1`` are freed (remove_skipped_blocks), then the step's slots are allocated. Each
+    request at its worst block alignment (prompts differ in length), as vLLM's formula assumes."""
+    def held(computed: int, new: int) -> int:
+        first = max(0, computed - window + 1) // block
+        return ceil_div(min(computed + new, length), block) - first
+
+    starts = range(window, window + block)  # every alignment of a position past the first window
+    decoding = max(held(c, 1) for c in starts)
+    prefill_peak = max(held(c, batched) for c in starts)
+    return (num_blocks - prefill_peak) // decoding + 1
+
+
+@pytest.mark.parametrize(("window", "block", "length", "batched"),
+                         [(1024, 16, 32768, 8192), (128, 16, 32768, 2048), (4096, 32, 100000, 16384)])
+def test_formula_matches_a_replay_of_the_scheduler_rule(window, block, length, batched):
+    """One sliding-window layer: the formula's whole requests equal the replay's, for a pool of 1,000 requests
+    at the printed peak."""
+    spec = SlidingWindowPages(block_size=block, bytes_per_token=1, sliding_window=window)
+    layout = kv_layout([spec])
+    num_blocks = 1000 * spec.blocks_per_request(length, batched)
+    assert math.floor(decoding_concurrency(layout, num_blocks, length, batched)) == \
+        _replay(window, block, length, batched, num_blocks)
