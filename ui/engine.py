@@ -286,7 +286,9 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
     if plan.starts:
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
-                   f"{plan.max_concurrency:.2f}x concurrency per replica.", icon=":material/check_circle:")
+                   f"{plan.max_concurrency:.2f}x concurrency per replica as printed"
+                   f"{f', {plan.max_concurrency_decoding:,.2f} requests decoding at once' if plan.decoding_note else ''}.",
+                   icon=":material/check_circle:")
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
     else:
