@@ -5,6 +5,7 @@ naive 8,192-token reservation is exactly 1 GiB and 800 tokens use 100 MiB.
 """
 
 import json
+import re
 
 import pytest
 
@@ -227,3 +228,12 @@ def test_find_takes_a_lengths_csv_without_the_length_flags(capsys, tmp_path):
     assert "note: --prompt-len not used: --lengths-csv gives the lengths" in capsys.readouterr().out
     assert main(["find", "--model", LLAMA3, "--users", "5", "--prompt-len", "100"]) == 2
     assert "give --prompt-len and --output-len, or --lengths-csv" in capsys.readouterr().err
+
+
+def test_find_table_keeps_a_long_gpu_id_apart_from_its_kind(capsys):
+    """gpt-oss-120b's cheapest GPU is ``nvidia-rtx-pro-6000-server`` (29 characters with its count), which used
+    to run into the kind column ("1 x nvidia-rtx-pro-6000-serverTP"); every row keeps two spaces before its kind."""
+    assert main(["find", "--model", "openai/gpt-oss-120b", "--users", "100", "--prompt-len", "2000",
+                 "--output-len", "500", "--top", "3", "--gpu-types", "nvidia-rtx-pro-6000-server"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if " x nvidia-rtx-pro-6000-server" in line]
+    assert rows and all(re.search(r"nvidia-rtx-pro-6000-server {2,}(TP|DP\+EP|DCP|disaggregated) ", r) for r in rows)

@@ -400,11 +400,12 @@ def _find_table(found: FindResult) -> str:
         lines += [f"  try: {s}" for s in found.suggestions]
     else:
         kv = max([5, *(len(s.kv_cache_dtype) + 1 for s in found.options)])  # fp8_ds_mla is wider than bf16
-        lines.append(f"{'$/h':>8}  {'GPUs':<30}{'kind':<14}{'tp':>3}{'dp':>3}  {'KV':<{kv}}{'max users':>10}"
+        gpus = max([30, *(len(f"{s.num_gpus} x {s.gpu_id}") + 2 for s in found.options)])  # long GPU ids
+        lines.append(f"{'$/h':>8}  {'GPUs':<{gpus}}{'kind':<14}{'tp':>3}{'dp':>3}  {'KV':<{kv}}{'max users':>10}"
                      f"{'margin':>8}{'TPOT ms':>9}")
         for s in found.options:
             tpot = f"{s.time_per_output_token_s * 1000:.1f}" if s.time_per_output_token_s else "-"
-            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<30}{s.kind:<14}"
+            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<{gpus}}{s.kind:<14}"
                          f"{s.tensor_parallel_size:>3}{s.data_parallel_size:>3}  {s.kv_cache_dtype:<{kv}}"
                          f"{s.max_concurrent_sequences:>10,}{s.margin:>8.0%}{tpot:>9}")
             lines.append(f"          {s.launch_command}")
