@@ -245,7 +245,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
                             f"{plan.max_concurrency_all_replicas:.2f}x over "
                             f"{count_noun(plan.data_parallel_size, 'replica')}"),
         **({"Requests decoding at once": (f"{plan.max_concurrency_decoding:,.2f}x", md_message(plan.decoding_note))}
-           if plan.decoding_note else {}),
+           if plan.decodes_more_than_printed else {}),
         "Longest max_model_len": (
             format_int(plan.engine_max_model_len),
             f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
@@ -287,7 +287,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
                    f"{plan.max_concurrency:.2f}x concurrency per replica as printed"
-                   f"{f', {plan.max_concurrency_decoding:,.2f} requests decoding at once' if plan.decoding_note else ''}.",
+                   f"{f', {plan.max_concurrency_decoding:,.2f} requests decoding at once' if plan.decodes_more_than_printed else ''}.",
                    icon=":material/check_circle:")
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")

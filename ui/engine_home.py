@@ -95,7 +95,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
             f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
             f"at {format_tokens(plan.max_model_len)} as printed"
-            f"{f' ({plan.max_concurrency_decoding:,.2f} once decoding)' if plan.decoding_note else ''}; "
+            f"{f' ({plan.max_concurrency_decoding:,.2f} once decoding)' if plan.decodes_more_than_printed else ''}; "
             f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
         if features_line:
             st.caption(features_line)
@@ -110,7 +110,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                    "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
                    "another engine or version loads the weights, profiles and captures graphs its own way. "
                    + (f"Concurrency: {md_message(plan.decoding_note)}; the figures above cap each window at its "
-                      "size and reserve no prefill chunk." if plan.decoding_note else
+                      "size and reserve no prefill chunk." if plan.decodes_more_than_printed else
                       "The concurrency here is the figure the engine prints."))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")

@@ -406,17 +406,33 @@ class EnginePlan:
     max_concurrency_decoding: float | None = None
 
     @property
+    def decodes_more_than_printed(self) -> bool:
+        """True when :attr:`max_concurrency_decoding` is set and differs from the printed concurrency (sliding-
+        window or local-attention layers; design note 6 of :mod:`planner.engines.pages`)."""
+        held = self.max_concurrency_decoding
+        return held is not None and held != self.max_concurrency
+
+    @property
+    def requests_held(self) -> float:
+        """Requests of ``max_model_len`` one replica's pool holds while they run: :attr:`max_concurrency_decoding`
+        where vLLM V1 sets it, else the printed capacity over the length (llama.cpp: the longest n_ctx it
+        accepts, which its slots share), which every other engine admits by."""
+        if self.max_concurrency_decoding is not None:
+            return self.max_concurrency_decoding
+        held = self.engine_max_model_len if self.family == "llama.cpp" else self.engine_kv_cache_tokens
+        return held / self.max_model_len if self.max_model_len else 0.0
+
+    @property
     def decoding_note(self) -> str:
         """The sentence that sets :attr:`max_concurrency_decoding` beside the printed concurrency, or "" when
-        they agree (full attention alone, or no decoding figure). Source: design note 6 of
-        :mod:`planner.engines.pages`."""
-        held = self.max_concurrency_decoding
-        if held is None or held == self.max_concurrency:
+        they agree (:attr:`decodes_more_than_printed`)."""
+        if not self.decodes_more_than_printed:
             return ""
-        return (f"{held:,.2f} requests of {self.max_model_len:,} tokens decode at once beside one prefill chunk; "
-                f"the printed {self.max_concurrency:,.2f}x counts each request at its prefill peak (its window plus "
-                f"{self.max_num_batched_tokens:,} batched tokens in every sliding-window cache), and the scheduler "
-                "frees the blocks a window has left behind before each step")
+        return (f"{self.max_concurrency_decoding:,.2f} requests of {self.max_model_len:,} tokens decode at once "
+                f"beside one prefill chunk; the printed {self.max_concurrency:,.2f}x counts each request at its "
+                f"prefill peak (its window plus {self.max_num_batched_tokens:,} batched tokens in every sliding-window "
+                "or local-attention cache), and the scheduler frees the blocks a window has left behind before each "
+                "step")
 
     @property
     def limiting_rank(self) -> RankBudget:

@@ -81,11 +81,11 @@ class ScalePlan:
 
     @property
     def requests_held_per_rank(self) -> float:
-        """Requests of ``max_model_len`` one rank's pool holds while they run, as
-        :func:`planner.traffic.find_engine.requests_held` counts a replica: vLLM V1's decoding concurrency,
-        or, under ``-dcp``, the printed tokens over that length."""
-        if self.context is None and self.engine.max_concurrency_decoding is not None:
-            return self.engine.max_concurrency_decoding
+        """Requests of ``max_model_len`` one rank's pool holds while they run: the engine plan's
+        :attr:`~planner.engines.types.EnginePlan.requests_held`, or, under ``-dcp``, the printed tokens over that
+        length."""
+        if self.context is None:
+            return self.engine.requests_held
         length = self.engine.max_model_len
         return self.engine_kv_cache_tokens / length if length else 0.0
 
@@ -93,7 +93,7 @@ class ScalePlan:
     def decodes_more_than_printed(self) -> bool:
         """True when :attr:`requests_held_per_rank` is vLLM's decoding concurrency and exceeds its printed one
         (sliding-window layers: :attr:`planner.engines.types.EnginePlan.decoding_note`)."""
-        return self.context is None and bool(self.engine.decoding_note)
+        return self.context is None and self.engine.decodes_more_than_printed
 
     @property
     def requests_per_rank(self) -> int:

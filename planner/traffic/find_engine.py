@@ -150,7 +150,7 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
     # llama.cpp's max_model_len is n_ctx, shared by every slot (-np, -kvu): the longest n_ctx it accepts
     # holds that many requests of this length
     held = p.engine_max_model_len if p.family == "llama.cpp" else p.engine_kv_cache_tokens
-    requests = requests_held(p, held)
+    requests = p.requests_held
     users = int(requests) if p.starts else 0
     return EngineCapacity(
         engine=p.engine, family=p.family, starts=p.starts, reason=reason,
@@ -158,15 +158,6 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
         users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
         max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
         weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests)
-
-
-def requests_held(plan, held_tokens: int) -> float:
-    """Requests of ``plan.max_model_len`` a replica's pool holds while they run: vLLM V1's decoding concurrency
-    (its scheduler frees what a sliding window has left behind: :func:`planner.engines.pages.decoding_concurrency`),
-    else ``held_tokens / max_model_len`` (the printed capacity, which every other engine also admits by)."""
-    if plan.max_concurrency_decoding is not None:
-        return plan.max_concurrency_decoding
-    return held_tokens / plan.max_model_len if plan.max_model_len else 0.0
 
 
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,

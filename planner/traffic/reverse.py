@@ -262,12 +262,13 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     if request.engine is not None:  # the engine's view sizes every setup (planner.traffic.find_engine)
         engine_caps = {}
         engine = resolve_engine_name(request.engine)
+        peak = engine_profile(engine)  # a vLLM print that counts each request at its prefill peak
         notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (what "
                      f"`plan --engine {engine}` prints), with {engine}'s defaults for what is not asked here"
                      + ("; users are the requests its pool holds while they decode, beside one prefill chunk "
                         "(for sliding-window models more than its printed concurrency, which counts each request "
-                        "at its prefill peak)" if engine_profile(engine).concurrency_print == "blocks_per_request"
-                        and engine_profile(engine).family == "vllm" else ""))
+                        "at its prefill peak)" if (peak.family, peak.concurrency_print) == ("vllm", "blocks_per_request")
+                        else ""))
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
