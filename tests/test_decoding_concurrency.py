@@ -117,3 +117,55 @@ def test_formula_matches_a_replay_of_the_scheduler_rule(window, block, length, b
     num_blocks = 1000 * spec.blocks_per_request(length, batched)
     assert math.floor(decoding_concurrency(layout, num_blocks, length, batched)) == \
         _replay(window, block, length, batched, num_blocks)
+
+
+# --- the scheduler's sequence limit: a pool can hold more requests than the engine runs at once ---------------
+def test_a_pool_holding_more_than_max_num_seqs_says_the_scheduler_caps_it():
+    """gpt-oss-20b at 2,048 tokens on an H200 under vLLM: the pool holds about 2,185 decoding requests, but the
+    scheduler runs at most ``max_num_seqs`` sequences a step (1,024, vLLM's default for ``serve`` on a GPU of
+    70 GiB or more: vllm/engine/arg_utils.py); the note says so and names the flag that raises it."""
+    plan = _plan("openai/gpt-oss-20b", 2048)
+    assert plan.max_num_seqs == 1024 and plan.requests_held > 2000
+    note = plan.scheduler_cap_note
+    assert note.startswith("vllm runs at most 1,024 sequences at once (--max-num-seqs)")
+    assert f"{plan.requests_held:,.2f} requests of 2,048 tokens" in note
+    raised = _plan("openai/gpt-oss-20b", 2048, max_num_seqs=4096)
+    assert raised.requests_held < 4096 and raised.scheduler_cap_note == ""
+
+
+def test_no_cap_note_when_the_pool_holds_fewer_than_the_limit():
+    plan = _plan("google/gemma-3-27b-it", 32768)
+    assert plan.requests_held < plan.max_num_seqs and plan.scheduler_cap_note == ""
+
+
+def test_sglang_names_its_own_flag_and_the_cli_prints_the_cap(capsys):
+    """SGLang runs at most ``max_running_requests`` requests (python/sglang/srt/managers/scheduler.py); its
+    launch flag is ``--max-running-requests``. The CLI table prints the note on a ``running`` line."""
+    plan = _plan("Qwen/Qwen3-0.6B", 1024, engine="sglang", max_num_seqs=64)
+    assert plan.requests_held > 64
+    assert plan.scheduler_cap_note.startswith("sglang runs at most 64 sequences at once (--max-running-requests)")
+    from planner.cli.entry import main
+
+    main(["plan", "--engine", "vllm", "--model", "openai/gpt-oss-20b", "--gpu", "nvidia-h200-sxm",
+          "--context-len", "2048"])
+    running = [line for line in capsys.readouterr().out.splitlines() if line.startswith("running")]
+    assert len(running) == 1 and "at most 1,024 sequences at once (--max-num-seqs)" in running[0]
+
+
+def test_engine_page_and_home_panel_say_the_scheduler_caps_the_pool():
+    """The Engine page's verdict and Home's engine panel carry the same sentence as the CLI's ``running`` line
+    (gpt-oss-20b, 2,048 tokens, one H200: the pool holds more than vLLM's 1,024 sequences)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+    note = _plan("openai/gpt-oss-20b", 2048).scheduler_cap_note
+    for page in ("pages/5_Engine.py", "app.py"):
+        at = AppTest.from_file(str(root / page), default_timeout=120)
+        for key, value in {"model": "openai/gpt-oss-20b", "gpu": "nvidia-h200-sxm", "context_len": "2048"}.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception
+        texts = [e.value for e in (*at.info, *at.caption)]
+        assert any(note in text for text in texts), page

@@ -291,6 +291,8 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
                    icon=":material/check_circle:")
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
+        if plan.scheduler_cap_note:  # the pool holds more requests than one step runs
+            st.info(f"{md_message(plan.scheduler_cap_note)}.", icon=":material/info:")
     else:
         lines = [f"**{plan.engine} would refuse to start.** It would print:", *quoted(plan.reasons)]
         if plan.engine_max_model_len > 0:

@@ -111,7 +111,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                    "another engine or version loads the weights, profiles and captures graphs its own way. "
                    + (f"Concurrency: {md_message(plan.decoding_note)}; the figures above cap each window at its "
                       "size and reserve no prefill chunk." if plan.decodes_more_than_printed else
-                      "The concurrency here is the figure the engine prints."))
+                      "The concurrency here is the figure the engine prints.")
+                   + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else ""))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

@@ -227,6 +227,8 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
     ]
     if result.decoding_note:
         lines.insert(-2, f"decoding     {result.decoding_note}")
+    if result.scheduler_cap_note:
+        lines.insert(-2, f"running      {result.scheduler_cap_note}")
     if caveat := close_call(result):
         lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]

@@ -423,6 +423,19 @@ class EnginePlan:
         return held / self.max_model_len if self.max_model_len else 0.0
 
     @property
+    def scheduler_cap_note(self) -> str:
+        """The sentence saying the scheduler runs fewer requests at once than the pool holds, or "" when it
+        does not: a step schedules at most ``max_num_seqs`` sequences (vLLM: vllm/v1/core/sched/scheduler.py,
+        ``len(self.running) == self.max_num_running_reqs``; SGLang: ``max_running_requests``, python/sglang/srt/
+        managers/scheduler.py; TensorRT-LLM ``max_batch_size``; TGI ``max_concurrent_requests``; llama.cpp
+        ``-np`` slots). transformers' count is its batch, so it has none."""
+        flag = _SEQUENCE_LIMIT_FLAGS.get(self.family)
+        if flag is None or not self.starts or self.requests_held <= self.max_num_seqs:
+            return ""
+        return (f"{self.engine} runs at most {self.max_num_seqs:,} sequences at once ({flag}); the pool holds "
+                f"{self.requests_held:,.2f} requests of {self.max_model_len:,} tokens: raise {flag} to serve them all")
+
+    @property
     def decoding_note(self) -> str:
         """The sentence that sets :attr:`max_concurrency_decoding` beside the printed concurrency, or "" when
         they agree (:attr:`decodes_more_than_printed`)."""
@@ -430,9 +443,9 @@ class EnginePlan:
             return ""
         return (f"{self.max_concurrency_decoding:,.2f} requests of {self.max_model_len:,} tokens decode at once "
                 f"beside one prefill chunk; the printed {self.max_concurrency:,.2f}x counts each request at its "
-                f"prefill peak (its window plus {self.max_num_batched_tokens:,} batched tokens in every sliding-window "
-                "or local-attention cache), and the scheduler frees the blocks a window has left behind before each "
-                "step")
+                f"prefill peak (its window plus {self.max_num_batched_tokens:,} batched tokens, at most the whole "
+                "length, in every sliding-window or local-attention cache), and the scheduler frees the blocks a "
+                "window has left behind before each step")
 
     @property
     def limiting_rank(self) -> RankBudget:
@@ -518,6 +531,10 @@ class EnginePlan:
 
 
 _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
+
+_SEQUENCE_LIMIT_FLAGS = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "--max_batch_size",
+                         "tgi": "--max-concurrent-requests", "llama.cpp": "-np"}
+"""The launch flag of each engine family's limit on the sequences one step runs (:mod:`planner.engines.launch`)."""
 
 _PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()), ("max_concurrency_decoding", None))
 """Fields an engine planner may leave out (the serving block and the bench's known misses come after it,
