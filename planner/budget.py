@@ -332,7 +332,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     plan_fields = {
         "model_id": model.model_id, "gpu_id": gpu_id, "num_gpus": tp,
         "weight_dtype": request.weight_dtype, "weight_dtype_resolved": describe_weight_formats(by_format),
-        "kv_cache_dtype": dtypes.kv.name, "gpu_memory_utilization": request.gpu_memory_utilization,
+        "kv_cache_dtype": dtypes.kv_name, "gpu_memory_utilization": request.gpu_memory_utilization,
         "block_size": request.block_size, "params": model.num_parameters,
         "weights_bytes": model_weight_bytes(model, request.weight_dtype), "weights_bytes_per_gpu": weights_gpu,
         "kv_cache_bytes_per_token": exact_1.bytes_per_token, "kv_cache_bytes_per_token_per_gpu": per_token_gpu,

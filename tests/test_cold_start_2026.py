@@ -22,6 +22,7 @@ from planner.engines.profiles import (
     vllm_scheduler_defaults,
 )
 from planner.engines.vllm_kv_formats import fp8_ds_mla_bytes, stored_kv_name
+from planner.model.sparse import IndexedMLAAttention
 from planner.units import GiB
 from tests.factories import dense_model
 
@@ -54,11 +55,12 @@ def test_deepseek_v32_auto_cache_is_fp8_ds_mla_plus_indexer(engine):
 
 @pytest.mark.parametrize("profile_id, kv, stored", [
     ("vllm", "auto", "fp8_ds_mla"), ("vllm-v0.11", "fp8", "fp8_ds_mla"), ("vllm", "bf16", "bf16"),
-    ("vllm-v0.10", "auto", "bf16"), ("sglang", "auto", "bf16"), (None, "auto", "bf16")])
+    ("vllm-v0.10", "auto", "bf16"), ("sglang", "auto", "bf16"), (None, "auto", "fp8_ds_mla"), (None, "bf16", "bf16")])
 def test_stored_kv_name_is_the_one_rule_of_what_the_engine_stores(profile_id, kv, stored):
     """One rule (vllm_kv_formats design notes 1, 2) names the cache for the Engine plan's label and for Find's rows:
-    vLLM v0.11+ stores DeepSeek-V3.2's auto / fp8 as fp8_ds_mla; bf16, older vLLM, other engines and the budget
-    arithmetic without an engine (None) keep the dtype's own name (the checkpoint's bf16 for auto)."""
+    vLLM v0.11+ stores DeepSeek-V3.2's auto / fp8 as fp8_ds_mla; bf16, older vLLM and other engines keep the
+    dtype's own name (the checkpoint's bf16 for auto). The budget arithmetic without an engine (None) prices the
+    newest vLLM, so its auto is fp8_ds_mla too."""
     model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
     assert stored_kv_name(model, profile_id, kv, "bf16") == stored
     assert stored_kv_name(dense_model(), "vllm", "auto", "bf16") == "bf16"  # no sparse-MLA layer
@@ -238,3 +240,28 @@ def test_cli_takes_the_memory_in_use(capsys):
                  "--max-model-len", "8192", "--gpu-memory-in-use-gib", "8", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert not out["engine_plan"]["starts"] and "in use by other processes" in out["engine_plan"]["reasons"][0]
+
+
+@pytest.mark.parametrize("model_id", ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5-FP8"])
+def test_the_budget_prices_the_sparse_mla_cache_vllm_stores(model_id):
+    """Issue 25, class 3, on the budget pages (Home's headline, Concurrency, Memory curves, Allocation): under
+    ``--kv-cache-dtype auto`` the budget prices vLLM's fp8_ds_mla (656 + 132 B a layer and token), so on 8 H200 at
+    32,768 tokens its token capacity is the one vLLM prints and its users the whole part of vLLM's concurrency
+    (DeepSeek-V3.2: 944,896 tokens, 28 users; bf16 priced 579,888 tokens, 17 users). ``bf16`` keeps a bf16 cache
+    in both views."""
+    from planner import PlanRequest, plan
+    from planner.model.kv import cache_dtypes, kv_cache_bytes_per_token
+
+    model = catalog.model_spec(model_id)
+    gpu = catalog.get_gpu("nvidia-h200-sxm")
+    layers = sum(isinstance(layer, IndexedMLAAttention) for layer in model.layers)
+    assert layers == len(model.layers)
+    for kv, per_layer in (("auto", 656 + 132), ("fp8", 656 + 132), ("bf16", 1152 + 132)):
+        assert kv_cache_bytes_per_token(model, cache_dtypes(model, "auto", kv)) == layers * per_layer
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=32768, num_gpus=8,
+                                                                     kv_cache_dtype=kv), gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+            engine="vllm", tensor_parallel_size=8, max_model_len=32768, kv_cache_dtype=kv, gpu_name=gpu.name))
+        assert budget.kv_cache_dtype == engine.kv_cache_dtype == ("bf16" if kv == "bf16" else "fp8_ds_mla")
+        assert budget.kv_cache_bytes_per_token_per_gpu == engine.limiting_rank.kv_cache_bytes_per_token
+        assert budget.max_concurrent_sequences == int(engine.max_concurrency)

@@ -80,7 +80,7 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
-    budget_kv = cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv.name
+    budget_kv = cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv_name
     home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv)
 
 

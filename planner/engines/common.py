@@ -63,7 +63,8 @@ def resolve_knobs(model: ModelSpec, request: EngineRequest, kv_name: str | None 
     Raises:
         ValueError: an unknown dtype name (from :func:`planner.model.kv.cache_dtypes`).
     """
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype if kv_name is None else kv_name)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype if kv_name is None else kv_name,
+                          vllm_storage=False)
     return Knobs(tp=request.tensor_parallel_size, pp=request.pipeline_parallel_size,
                  max_model_len=resolve_max_model_len(model, request), dtypes=dtypes,
                  limit=model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT)

@@ -217,7 +217,7 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
     kv_name = "fp16" if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
     v_name = kv_name if request.kv_cache_dtype_v in (None, "auto") else request.kv_cache_dtype_v
     c = resolve_knobs(model, request, kv_name)
-    v_dtypes = cache_dtypes(model, request.weight_dtype, v_name)
+    v_dtypes = cache_dtypes(model, request.weight_dtype, v_name, vllm_storage=False)
     n_seq = request.max_num_seqs or 1
     unified = request.kv_unified if request.kv_unified is not None else n_seq == 1
     windows = [layer.sliding_window for layer in model.layers if isinstance(layer, SlidingWindowAttention)]

@@ -100,7 +100,7 @@ def _llamacpp_terms(model: ModelSpec, features: ServingFeatures, request: Engine
     context of its own size, so the draft caches ``-c`` cells in all).
     """
     dtypes = cache_dtypes(model, request.weight_dtype, "fp16" if request.kv_cache_dtype == "auto"
-                          else request.kv_cache_dtype)
+                          else request.kv_cache_dtype, vllm_storage=False)
     notes: list[str] = []
     lora = draft = kv_per_token = 0
     layers: tuple = ()
@@ -155,7 +155,7 @@ def serving_terms(model: ModelSpec, request: EngineRequest, profile: EngineProfi
         return remember(memo, key, _llamacpp_terms(model, features, request))
     if profile.family not in ("vllm", "sglang"):
         return remember(memo, key, EngineServingTerms(effects=None, notes=_not_modelled(features, profile.id)))
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
     effects = serving_effects(model, features, tensor_parallel_size=request.tensor_parallel_size, dtypes=dtypes,
                               weight_dtype_name=request.weight_dtype, num_batched_tokens=num_batched_tokens,
                               pipeline_parallel_size=request.pipeline_parallel_size,

@@ -267,7 +267,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     block, block_notes = vllm_block_size(model, request, profile)
     util = request.gpu_memory_utilization or profile.default_memory_fraction
     requested = int(gpu_memory_bytes * util)
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
 
     ranks, layouts = [], []
     for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, pp)):
@@ -419,7 +419,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     ``cudagraph_mode`` NONE); V0's non-driver ranks profile no sampler (:func:`_stage_roles`).
     """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)
     e, last = dtypes.state.bytes_for(1), stage == pp - 1 and role != "others"
     runner = model_runner(model, profile.id, request)
@@ -473,7 +473,7 @@ def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, r
              seqs: int) -> str:
     """The overhead model's arithmetic as one line of text (``rank``: the first GPU's budget)."""
     graphs = " - cudagraph" if rank.cudagraph_charged else ""
-    e = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype).state.bytes_for(1)
+    e = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False).state.bytes_for(1)
     logit = sampler_bytes_per_logit(profile, model_runner(model, profile.id, request), e)
     state = f" + model runner V2 state {rank.runner_state_bytes:,} B" if rank.runner_state_bytes else ""
     if rank.first_compile_bytes:

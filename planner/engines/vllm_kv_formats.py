@@ -53,7 +53,12 @@ from dataclasses import replace
 from planner.engines.pages import FullAttentionPages, MambaPages, PageSpec, layer_page_specs
 from planner.model import ModelSpec
 from planner.model.layers import CacheDtypes, LayerSpec
-from planner.model.sparse import IndexedMLAAttention
+from planner.model.sparse import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_ds_mla_bytes re-exported
+    FP8_DS_MLA_CACHE_DTYPES,
+    FP8_DS_MLA_SCALE_BLOCK,
+    IndexedMLAAttention,
+    fp8_ds_mla_bytes,
+)
 
 FP8_DS_MLA = "fp8_ds_mla"
 """The name vLLM gives that cache format (``--kv-cache-dtype fp8_ds_mla``; what the plans label the cache)."""
@@ -61,16 +66,12 @@ FP8_DS_MLA = "fp8_ds_mla"
 FP8_DS_MLA_PROFILES = frozenset({"vllm-v0.11", "vllm-v0.28", "vllm"})
 """vLLM profiles that store sparse-MLA layers as ``fp8_ds_mla`` by default (design note 2)."""
 
-FP8_DS_MLA_CACHE_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})
-"""``--kv-cache-dtype`` values vLLM turns into ``fp8_ds_mla`` for these layers (design note 1)."""
 
 FP8_DS_MLA_NOTE = ("vLLM stores the sparse-attention (DSA) layers in its fp8_ds_mla format for --kv-cache-dtype "
                    "{kv_cache_dtype}: 656 B per layer per token (FP8 latent, fp32 scales, bf16 rope key) plus the FP8 "
                    "indexer key; --kv-cache-dtype bf16 keeps a bf16 cache")
 """The plan's note when :func:`uses_fp8_ds_mla` (``{kv_cache_dtype}``: the request's value)."""
 
-FP8_DS_MLA_SCALE_BLOCK = 128
-"""Latent values per fp32 scale in ``fp8_ds_mla``."""
 
 
 ALIGN_MODE_PROFILES = frozenset({"vllm-v0.28", "vllm"})
@@ -95,15 +96,6 @@ def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool, num_sp
     return base + (num_speculative_tokens if profile_id in SPECULATIVE_STATE_PROFILES else 0)
 
 
-def fp8_ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
-    """Bytes of one token of one layer in vLLM's ``fp8_ds_mla`` format (design note 1).
-
-    ``kv_lora_rank`` FP8 bytes + 4 B per 128 latent values + 2 B per rope value;
-    512 / 64 -> 512 + 16 + 128 = 656 B.
-    """
-    return kv_lora_rank + kv_lora_rank // FP8_DS_MLA_SCALE_BLOCK * 4 + 2 * qk_rope_head_dim
-
-
 def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> bool:
     """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
     return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
@@ -118,12 +110,12 @@ def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str
 
     Args:
         model: The model.
-        profile_id: The engine profile's id; None for the budget arithmetic without an engine (then
-            ``dtype_name``). A profile that is not a vLLM one never matches.
+        profile_id: The engine profile's id; None for the budget arithmetic without an engine, which prices
+            the newest vLLM (``planner.model.kv.cache_dtypes``). A profile that is not a vLLM one never matches.
         kv_cache_dtype: The ``--kv-cache-dtype`` value as asked (``auto``, ``fp8``, ``bf16`` ...).
         dtype_name: The name of the dtype ``kv_cache_dtype`` resolves to.
     """
-    if profile_id is not None and uses_fp8_ds_mla(model, profile_id, kv_cache_dtype):
+    if uses_fp8_ds_mla(model, "vllm" if profile_id is None else profile_id, kv_cache_dtype):
         return FP8_DS_MLA
     return dtype_name
 

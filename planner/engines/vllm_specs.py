@@ -41,7 +41,7 @@ def stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile
     Raises:
         ValueError: a Mamba hybrid under a profile without vLLM's hybrid allocator.
     """
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
     ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3

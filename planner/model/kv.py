@@ -15,32 +15,43 @@ from dataclasses import dataclass, replace
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
 from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
 from planner.model.memo import model_memo, remember
+from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, IndexedMLAAttention
 from planner.model.spec import ModelSpec
 from planner.units import ceil_div
 
 
-def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: str) -> CacheDtypes:
+def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: str, *,
+                 vllm_storage: bool = True) -> CacheDtypes:
     """Resolve the KV and recurrent-state formats for a plan.
 
     Args:
         model: The model (its ``torch_dtype`` resolves ``auto``).
         weight_dtype_name: A key of :data:`planner.model.dtypes.WEIGHT_DTYPES`.
         kv_cache_dtype_name: ``auto`` or a key of :data:`planner.model.dtypes.KV_CACHE_DTYPES`.
+        vllm_storage: Store sparse-MLA layers the way the newest vLLM does, which the budget arithmetic
+            prices: ``fp8_ds_mla`` (:attr:`CacheDtypes.fp8_ds_mla`) for ``auto`` and the fp8 names on a model
+            with such layers (DeepSeek-V3.2, GLM-5). The engine views pass False and apply their own
+            engine's and release's rule (:mod:`planner.engines.vllm_kv_formats`).
 
     Raises:
         ValueError: an unknown dtype name (the message lists the valid ones).
 
     Sources: vLLM ``CacheConfig.cache_dtype`` (auto = model dtype); Mamba state
-    stays in the activation dtype (vLLM ``MambaSpec``; transformers Jamba cache).
+    stays in the activation dtype (vLLM ``MambaSpec``; transformers Jamba cache); sparse MLA:
+    vllm/model_executor/models/config.py (``DeepseekV32ForCausalLM.verify_and_update_config``) and the
+    vllm-project/recipes DeepSeek-V3.2 guide (a custom fp8 cache by default, ``bfloat16`` for bf16).
 
-    Memoized per model object and pair of names (:mod:`planner.model.memo`): the
+    Memoized per model object and names (:mod:`planner.model.memo`): the
     same :class:`CacheDtypes` object comes back, so caches keyed by its formats hit.
     """
     memo = model_memo(model)
-    key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name)
+    ds_mla = vllm_storage and kv_cache_dtype_name in FP8_DS_MLA_CACHE_DTYPES and any(
+        isinstance(layer, IndexedMLAAttention) for layer in model.layers)
+    key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name, ds_mla)
     dtypes = memo.get(key)
     if dtypes is None:
-        dtypes = remember(memo, key, _cache_dtypes(model.torch_dtype, weight_dtype_name, kv_cache_dtype_name))
+        dtypes = _cache_dtypes(model.torch_dtype, weight_dtype_name, kv_cache_dtype_name)
+        dtypes = remember(memo, key, replace(dtypes, fp8_ds_mla=True) if ds_mla else dtypes)
     return dtypes
 
 
@@ -165,7 +176,7 @@ def kv_profile(
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1 token, got {block_size}")
     memo = model_memo(model)
-    key = ("kv_profile", id(dtypes.kv), id(dtypes.state), tensor_parallel_size, block_size)
+    key = ("kv_profile", id(dtypes.kv), id(dtypes.state), dtypes.fp8_ds_mla, tensor_parallel_size, block_size)
     entry = memo.get(key)
     if entry is None:
         profile = _build_kv_profile(model, dtypes, tensor_parallel_size, block_size)

@@ -43,10 +43,20 @@ class CacheDtypes:
         kv: Format of attention K/V (and MLA latent) elements.
         state: Format of recurrent (Mamba) state elements; engines keep these in
             the activation dtype even when the KV cache is quantized.
+        fp8_ds_mla: True when sparse-MLA layers (DeepSeek-V3.2, GLM-5 DSA) are stored in
+            vLLM's ``fp8_ds_mla`` format (FP8 latent, fp32 scales, bf16 rope key:
+            :func:`planner.model.sparse.fp8_ds_mla_bytes`) whatever ``kv`` says; every
+            other layer keeps ``kv``. Set by :func:`planner.model.kv.cache_dtypes`.
     """
 
     kv: StorageFormat
     state: StorageFormat
+    fp8_ds_mla: bool = False
+
+    @property
+    def kv_name(self) -> str:
+        """The name of the KV cache as stored: ``fp8_ds_mla`` when :attr:`fp8_ds_mla`, else ``kv.name``."""
+        return "fp8_ds_mla" if self.fp8_ds_mla else self.kv.name
 
 
 def _check_tokens(num_tokens: int) -> None:

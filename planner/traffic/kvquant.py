@@ -111,7 +111,7 @@ def compare_kv_dtypes(
     rows = []
     for name in kv_cache_dtypes:
         result = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
-        resolved = cache_dtypes(model, request.weight_dtype, name).kv.name
+        resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
         rows.append((resolved, result))
     base = rows[0][1]
     out = []

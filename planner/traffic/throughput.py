@@ -207,7 +207,7 @@ def estimate_throughput(
         notes.append("MoE: every expert's weights are counted as read each step; prefill uses active parameters")
     return ThroughputEstimate(
         model_id=model.model_id, gpu_id=gpu_id, num_gpus=request.num_gpus,
-        kv_cache_dtype=kv_cache_dtype_name or dtypes.kv.name,
+        kv_cache_dtype=kv_cache_dtype_name or dtypes.kv_name,
         prompt_len=prompt_len, output_len=output_len, decode_context_len=decode_ctx,
         weights_bytes_per_gpu=result.weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu=kv_seq,
         bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops,
