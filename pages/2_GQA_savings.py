@@ -27,7 +27,7 @@ rows = data.variant_rows(plans)
 
 st.subheader(md_text(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence"))
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
-                      f"{plans[0][1].weights_label}, {plans[0][1].kv_cache_dtype} KV cache, "
+                      f"{plans[0][1].weights_label}, {data.kv_dtypes_text(plans)}, "
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users", left_out=feature_line.link_left_out())
 nothing_fits = views.variant_fit_warning(plans)

@@ -211,6 +211,22 @@ def test_kv_quantization_users_gained():
     assert "KIVI" in rows["int4"].sources and "vLLM" in rows["fp8"].sources
 
 
+def test_kv_quantization_of_a_sparse_mla_model_starts_at_vllms_format():
+    """DeepSeek-V3.2: ``auto`` and ``fp8`` are both vLLM's fp8_ds_mla (one row, 656 B for the 576 latent and
+    rope values: 9.11 bits), then int8 and int4 priced on the plain latent (576 and 324 B + the 132 B indexer
+    key a layer)."""
+    catalog = pytest.importorskip("model_catalog")
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
+    request = PlanRequest(context_len=32768, num_gpus=8)
+    rows = {r.kv_cache_dtype: r for r in compare_kv_dtypes(model, 150_217_949_184, request)}
+    assert list(rows) == ["fp8_ds_mla", "int8", "int4"]
+    assert round(rows["fp8_ds_mla"].bits_per_element, 2) == 9.11
+    assert rows["fp8_ds_mla"].kv_cache_bytes_per_token_per_gpu == 61 * (656 + 132)
+    assert rows["int8"].kv_cache_bytes_per_token_per_gpu == 61 * (576 + 132)
+    assert rows["int4"].kv_cache_bytes_per_token_per_gpu == 61 * (324 + 132)
+    assert "fp8_ds_mla" not in rows["int8"].sources and "flashmla_sparse" in rows["fp8_ds_mla"].sources
+
+
 # --- swap / offload -------------------------------------------------------------------
 
 

@@ -251,7 +251,7 @@ def sampling_metric_values(s: SamplingMemory) -> dict[str, tuple[str, str]]:
 def kv_dtype_rows(options: Sequence[KVQuantOption]) -> list[dict]:
     """One row per KV dtype, formatted."""
     return [{
-        "KV dtype": o.kv_cache_dtype, "Bits per value": f"{o.bits_per_element:g}",
+        "KV dtype": o.kv_cache_dtype, "Bits per value": f"{o.bits_per_element:.3g}",
         "KV per token per GPU": format_bytes(o.kv_cache_bytes_per_token_per_gpu, "auto"),
         "Sequences that fit": format_int(o.max_concurrent_sequences),
         "Users gained": f"{o.users_gained:+,}", "Quality trade-off": o.quality_note,

@@ -167,13 +167,29 @@ def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
     for variant, p in plans:
         if variant is base_variant or p.kv_cache_bytes_per_token <= 0:
             continue
-        tag = f"{variant.name} (as built)" if variant.as_built else variant.name
         factor = base.kv_cache_bytes_per_token / p.kv_cache_bytes_per_token
-        parts.append(f"{tag} stores {factor:,.3g}x less")
+        parts.append(f"{variant_tag(variant)} stores {factor:,.3g}x less")
     if not parts:
         return ""
     first, *rest = parts
-    return f"{first} KV per token than {base_variant.name}" + "".join(f"; {r}" for r in rest) + "."
+    stored = "".join(f" {variant_tag(v)} is stored in {p.kv_cache_dtype}, vLLM's format for sparse-MLA layers, "
+                     f"and {base_variant.name} in {base.kv_cache_dtype}."
+                     for v, p in plans if p.kv_cache_dtype != base.kv_cache_dtype)
+    return f"{first} KV per token than {base_variant.name}" + "".join(f"; {r}" for r in rest) + "." + stored
+
+
+def variant_tag(variant: AttentionVariant) -> str:
+    """``"MLA (as built)"`` for the model as built, else the variant's name."""
+    return f"{variant.name} (as built)" if variant.as_built else variant.name
+
+
+def kv_dtypes_text(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
+    """The KV caches the variants are priced in: ``"bf16 KV cache"``, or ``"bf16 KV cache, fp8_ds_mla for MLA as
+    built"`` when a variant is stored in another format (vLLM's sparse-MLA format under ``auto``)."""
+    first = plans[0][1].kv_cache_dtype
+    others = [f"{p.kv_cache_dtype} for {v.name}{' as built' if v.as_built else ''}"
+              for v, p in plans if p.kv_cache_dtype != first]
+    return ", ".join([f"{first} KV cache", *others])
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)  # keyed by the two dtypes (a few dozen pairs)

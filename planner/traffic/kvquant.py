@@ -24,11 +24,13 @@ Hooper et al. 2024, "KVQuant" (NeurIPS 2024).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from planner.budget import PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPES
 from planner.model.kv import cache_dtypes
+from planner.model.sparse import IndexedMLAAttention, fp8_ds_mla_bytes
 
 DEFAULT_KV_DTYPES = ("auto", "fp8", "int8", "int4")
 """Baseline (model dtype) first, then the quantized formats compared."""
@@ -54,6 +56,12 @@ QUALITY_NOTES: dict[str, tuple[str, str]] = {
         "accuracy; KIVI keeps quality at 2 bits by quantizing keys per channel and values per token; "
         "llama.cpp offers q4_0 (-ctk q4_0 -ctv q4_0); vLLM's --kv-cache-dtype has no int4",
         "Liu et al. 2024 (KIVI, ICML 2024); Hooper et al. 2024 (KVQuant); llama.cpp ggml type traits",
+    ),
+    "fp8_ds_mla": (
+        "vLLM's own fp8 format for sparse-MLA layers (DeepSeek-V3.2, GLM-5): the latent in fp8 with one fp32 "
+        "scale per 128 values, the rope key kept in bf16; vLLM's default for these models (--kv-cache-dtype "
+        "bfloat16 keeps a bf16 cache)",
+        "vllm-project/recipes DeepSeek-V3.2 guide; vllm/v1/attention/backends/mla/flashmla_sparse.py",
     ),
     "q8_0": ("as int8 (llama.cpp block format, 34 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
     "q4_0": ("as int4 (llama.cpp block format, 18 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
@@ -108,18 +116,18 @@ def compare_kv_dtypes(
     """
     if not kv_cache_dtypes:
         raise ValueError("give at least one KV dtype to compare")
-    rows = []
+    rows = {}
     for name in kv_cache_dtypes:
-        result = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
         resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
-        rows.append((resolved, result))
-    base = rows[0][1]
+        if resolved not in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
+            rows[resolved] = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
+    base = next(iter(rows.values()))
     out = []
-    for resolved, result in rows:
+    for resolved, result in rows.items():
         note, sources = QUALITY_NOTES.get(resolved, ("", ""))
         out.append(KVQuantOption(
             kv_cache_dtype=resolved,
-            bits_per_element=float(KV_CACHE_DTYPES[resolved].bits_per_element),
+            bits_per_element=float(_bits_per_element(model, resolved)),
             kv_cache_bytes_per_token_per_gpu=result.kv_cache_bytes_per_token_per_gpu,
             kv_cache_capacity_tokens=result.kv_cache_capacity_tokens,
             max_concurrent_sequences=result.max_concurrent_sequences,
@@ -129,3 +137,14 @@ def compare_kv_dtypes(
             quality_note=note, sources=sources,
         ))
     return tuple(out)
+
+
+def _bits_per_element(model: ModelSpec, name: str) -> Fraction:
+    """Bits per stored value of the KV cache ``name``, scales included; ``fp8_ds_mla``: the stored bytes of one
+    sparse-MLA latent (:func:`planner.model.sparse.fp8_ds_mla_bytes`) over its ``kv_lora_rank + qk_rope_head_dim``
+    values (656 B for 576 values: 9.11 bits)."""
+    if name == "fp8_ds_mla":
+        layer = next(layer for layer in model.layers if isinstance(layer, IndexedMLAAttention))
+        values = layer.kv_lora_rank + layer.qk_rope_head_dim
+        return Fraction(8 * fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim), values)
+    return KV_CACHE_DTYPES[name].bits_per_element

@@ -1,0 +1,62 @@
+"""One link, one user count for a sparse-MLA model (issue 25, class 3, on the budget pages).
+
+vLLM stores DeepSeek-V3.2's and GLM-5's sparse-MLA cache in its own ``fp8_ds_mla`` format under
+``--kv-cache-dtype auto`` (planner/engines/vllm_kv_formats.py, design note 1). The budget pages priced a bf16
+cache, so Home said 17 users for DeepSeek-V3.2 on 8 H200 at 32,768 tokens where vLLM prints 28.84x. Every page
+that counts users now prices the format vLLM stores, names it, and agrees with the Engine page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.lazy_tabs import open_tab
+
+ROOT = Path(__file__).resolve().parents[1]
+LINK = {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "num_gpus": "8", "context_len": "32768"}
+
+
+def _page(script: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / script), default_timeout=180)
+    for key, value in LINK.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    return at
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+@pytest.fixture(scope="module")
+def engine_users() -> int:
+    """Whole requests of 32,768 tokens vLLM's printed concurrency holds on the Engine page (28.84x -> 28)."""
+    at = _page("pages/5_Engine.py")
+    return int(float(_metric(at, "Max concurrency").rstrip("x")))
+
+
+def test_home_gqa_and_concurrency_count_the_users_vllm_holds(engine_users):
+    assert engine_users == 28
+    assert _metric(_page("app.py"), "Max concurrent sequences") == str(engine_users)
+    assert _metric(_page("pages/2_GQA_savings.py"), "Max sequences, MLA (as built)") == str(engine_users)
+    concurrency = _page("pages/3_Concurrency.py")
+    assert _metric(concurrency, "H200 SXM 141GB") == str(engine_users)
+    assert "fp8\\_ds\\_mla KV cache" in concurrency.subheader[0].value
+
+
+def test_gqa_page_names_the_format_beside_the_bf16_variants():
+    at = _page("pages/2_GQA_savings.py")
+    assert any("bf16 KV cache, fp8_ds_mla for MLA as built" in c.value for c in at.caption)
+    savings = at.markdown[0].value
+    assert "MLA (as built) is stored in fp8_ds_mla, vLLM's format for sparse-MLA layers, and MHA in bf16" in savings
+
+
+def test_allocation_kv_quantization_tab_starts_at_vllms_format():
+    at = open_tab(_page("pages/6_Allocation.py"), "allocation_section", "KV-cache quantization")
+    assert not at.exception and not at.error
+    shown = " ".join(str(t.value) for t in (*at.markdown, *at.caption))
+    assert "fp8_ds_mla" in shown.replace("\\_", "_")
