@@ -53,6 +53,7 @@ def test_gqa_page_names_the_format_beside_the_bf16_variants():
     assert any("bf16 KV cache, fp8_ds_mla for MLA as built" in c.value for c in at.caption)
     savings = at.markdown[0].value
     assert "MLA (as built) is stored in fp8_ds_mla, vLLM's format for sparse-MLA layers, and MHA in bf16" in savings
+    assert any("the sparse-MLA models (DeepSeek-V3.2, GLM-5) in vLLM's fp8_ds_mla" in c.value for c in at.caption)
 
 
 def test_allocation_kv_quantization_tab_starts_at_vllms_format():

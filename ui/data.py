@@ -18,6 +18,7 @@ import streamlit as st
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
+from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
 from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, per_gpu_costs
 from ui import catalog
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
@@ -181,6 +182,14 @@ def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
 def variant_tag(variant: AttentionVariant) -> str:
     """``"MLA (as built)"`` for the model as built, else the variant's name."""
     return f"{variant.name} (as built)" if variant.as_built else variant.name
+
+
+def sparse_mla_clause(kv_cache_dtype: str) -> str:
+    """``"; sparse-MLA models ... fp8_ds_mla"`` when ``kv_cache_dtype`` is one vLLM stores sparse-MLA layers as
+    ``fp8_ds_mla`` for (``auto``, the fp8 names: :data:`planner.model.sparse.FP8_DS_MLA_CACHE_DTYPES`), else ""."""
+    if kv_cache_dtype not in FP8_DS_MLA_CACHE_DTYPES:
+        return ""
+    return "; the sparse-MLA models (DeepSeek-V3.2, GLM-5) in vLLM's fp8_ds_mla, as vLLM stores them"
 
 
 def kv_dtypes_text(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
