@@ -265,3 +265,23 @@ def test_the_budget_prices_the_sparse_mla_cache_vllm_stores(model_id):
         assert budget.kv_cache_dtype == engine.kv_cache_dtype == ("bf16" if kv == "bf16" else "fp8_ds_mla")
         assert budget.kv_cache_bytes_per_token_per_gpu == engine.limiting_rank.kv_cache_bytes_per_token
         assert budget.max_concurrent_sequences == int(engine.max_concurrency)
+
+
+def test_glm52_layers_that_reuse_indices_are_stored_in_fp8_ds_mla_too():
+    """GLM-5.2: 21 layers with an indexer, 57 that reuse an earlier layer's indices. vLLM runs every layer of a
+    model with ``index_topk`` on the sparse MLA backend (``DeepseekV2MLAAttention`` passes ``is_sparse`` for each,
+    vllm/model_executor/models/deepseek_v2.py), so all 78 latents are fp8_ds_mla and 21 add the indexer key:
+    78 x 656 + 21 x 132 = 53,940 B a token (the shared layers in bf16 gave 57 x 1,152 + 21 x 788 = 82,212 B).
+    The budget and the Engine view agree; bf16 keeps 57 x 1,152 + 21 x 1,284."""
+    from planner import PlanRequest, plan
+
+    model = catalog.model_spec("zai-org/GLM-5.2-FP8")
+    gpu = catalog.get_gpu("nvidia-h200-sxm")
+    assert sum(isinstance(layer, IndexedMLAAttention) for layer in model.layers) == 21 and len(model.layers) == 78
+    for kv, per_token in (("auto", 78 * 656 + 21 * 132), ("bf16", 57 * 1152 + 21 * (1152 + 132))):
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=32768, num_gpus=8,
+                                                                     kv_cache_dtype=kv), gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+            engine="vllm", tensor_parallel_size=8, max_model_len=32768, kv_cache_dtype=kv, gpu_name=gpu.name))
+        assert budget.kv_cache_bytes_per_token_per_gpu == engine.limiting_rank.kv_cache_bytes_per_token == per_token
+        assert budget.max_concurrent_sequences == int(engine.max_concurrency)

@@ -52,7 +52,7 @@ from dataclasses import replace
 
 from planner.engines.pages import FullAttentionPages, MambaPages, PageSpec, layer_page_specs
 from planner.model import ModelSpec
-from planner.model.layers import CacheDtypes, LayerSpec
+from planner.model.layers import CacheDtypes, LayerSpec, MLAAttention
 from planner.model.sparse import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_ds_mla_bytes re-exported
     FP8_DS_MLA_CACHE_DTYPES,
     FP8_DS_MLA_SCALE_BLOCK,
@@ -128,10 +128,14 @@ def stored_kv_bytes_per_token(model: ModelSpec, dtypes: CacheDtypes, tensor_para
 
 
 def layer_bytes_per_token(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel_size: int, ds_mla: bool) -> int:
-    """KV bytes of one token of ``layer`` on one GPU as vLLM stores it [bytes]: the ``fp8_ds_mla`` latent
-    plus the indexer key for a sparse-MLA layer when ``ds_mla``, else the layer's own figure."""
-    if ds_mla and isinstance(layer, IndexedMLAAttention):
-        return fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim) + layer.indexer_bytes_per_token()
+    """KV bytes of one token of ``layer`` on one GPU as vLLM stores it [bytes]: when ``ds_mla``, the
+    ``fp8_ds_mla`` latent of every MLA layer (a sparse model runs all of them on the sparse backend, those
+    that reuse an earlier layer's indices too: ``DeepseekV2MLAAttention`` passes ``is_sparse`` for every layer
+    of a model with ``index_topk``, vllm/model_executor/models/deepseek_v2.py) plus the indexer key where the
+    layer has one; else the layer's own figure."""
+    if ds_mla and isinstance(layer, MLAAttention):
+        indexer = layer.indexer_bytes_per_token() if isinstance(layer, IndexedMLAAttention) else 0
+        return fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim) + indexer
     return layer.bytes_per_token(dtypes, tensor_parallel_size)
 
 
@@ -141,7 +145,7 @@ def vllm_layer_page_specs(layer: LayerSpec, dtypes: CacheDtypes, tensor_parallel
     ``ds_mla`` (one MLA page spec of :func:`layer_bytes_per_token` per token: vLLM's latent and indexer
     specs are both ``MLAAttentionSpec`` of one block size, one group, so their pages add) and a Mamba
     layer holding ``mamba_pages`` state pages per request (:func:`mamba_pages_per_request`)."""
-    if ds_mla and isinstance(layer, IndexedMLAAttention):
+    if ds_mla and isinstance(layer, MLAAttention):
         per_token = layer_bytes_per_token(layer, dtypes, tensor_parallel_size, ds_mla)
         return (FullAttentionPages(block_size=block_size, bytes_per_token=per_token, mla=True),)
     specs = layer_page_specs(layer, dtypes, tensor_parallel_size, block_size, hybrid_allocator=hybrid_allocator)

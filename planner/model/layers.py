@@ -59,6 +59,23 @@ class CacheDtypes:
         return "fp8_ds_mla" if self.fp8_ds_mla else self.kv.name
 
 
+FP8_DS_MLA_SCALE_BLOCK = 128
+"""Latent values per fp32 scale in vLLM's ``fp8_ds_mla`` format."""
+
+
+def fp8_ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """Bytes of one token of one MLA layer in vLLM's ``fp8_ds_mla`` format.
+
+    ``kv_lora_rank`` FP8 bytes + 4 B (fp32) per 128 latent values + 2 B (bf16) per rope value;
+    512 / 64 -> 512 + 16 + 128 = 656 B.
+
+    Sources: vllm/v1/attention/backends/mla/flashmla_sparse.py (``get_kv_cache_shape``: 656 bytes per token);
+    design note 1 of :mod:`planner.engines.vllm_kv_formats`. Every MLA layer of a sparse-attention model
+    is stored so, with or without an indexer of its own (GLM-5.2's layers that reuse an earlier layer's indices).
+    """
+    return kv_lora_rank + kv_lora_rank // FP8_DS_MLA_SCALE_BLOCK * 4 + 2 * qk_rope_head_dim
+
+
 def _check_tokens(num_tokens: int) -> None:
     if num_tokens < 0:
         raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
@@ -248,6 +265,8 @@ class MLAAttention:
 
     def bytes_per_token(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
         _check_tp(tensor_parallel_size)
+        if dtypes.fp8_ds_mla:  # vLLM's sparse-MLA format: FP8 latent, fp32 scales, bf16 rope key
+            return fp8_ds_mla_bytes(self.kv_lora_rank, self.qk_rope_head_dim)
         return dtypes.kv.bytes_for(self.kv_lora_rank) + dtypes.kv.bytes_for(self.qk_rope_head_dim)
 
     def tokens_held(self, num_tokens: int) -> int:

@@ -76,7 +76,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.model.dtypes import FP32, StorageFormat
-from planner.model.layers import CacheDtypes, FullAttention, MLAAttention, SlidingWindowAttention, _check_tp
+from planner.model.layers import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_ds_mla_bytes re-exported
+    FP8_DS_MLA_SCALE_BLOCK,
+    CacheDtypes,
+    FullAttention,
+    MLAAttention,
+    SlidingWindowAttention,
+    _check_tp,
+    fp8_ds_mla_bytes,
+)
 from planner.units import ceil_div
 
 INDEXER_QUANT_BLOCK = 128
@@ -88,22 +96,6 @@ INDEXER_SCALE_BYTES = 4
 FP8_DS_MLA_CACHE_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2"})
 """``--kv-cache-dtype`` values vLLM (v0.11 and later) stores sparse-MLA layers as ``fp8_ds_mla`` for; only
 ``bfloat16`` keeps a bf16 cache (design note 1 of :mod:`planner.engines.vllm_kv_formats`)."""
-
-FP8_DS_MLA_SCALE_BLOCK = 128
-"""Latent values per fp32 scale in vLLM's ``fp8_ds_mla`` format."""
-
-
-def fp8_ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
-    """Bytes of one token of one MLA layer in vLLM's ``fp8_ds_mla`` format.
-
-    ``kv_lora_rank`` FP8 bytes + 4 B (fp32) per 128 latent values + 2 B (bf16) per rope value;
-    512 / 64 -> 512 + 16 + 128 = 656 B.
-
-    Sources: vllm/v1/attention/backends/mla/flashmla_sparse.py (``get_kv_cache_shape``: 656 bytes per token);
-    design note 1 of :mod:`planner.engines.vllm_kv_formats`.
-    """
-    return kv_lora_rank + kv_lora_rank // FP8_DS_MLA_SCALE_BLOCK * 4 + 2 * qk_rope_head_dim
-
 
 def engine_indexer_bytes(index_head_dim: int) -> int:
     """Bytes one indexer key costs in a serving engine: FP8 values + one fp32 scale per 128.
@@ -142,8 +134,6 @@ class IndexedMLAAttention(MLAAttention):
         return engine_indexer_bytes(self.index_head_dim)
 
     def bytes_per_token(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
-        if dtypes.fp8_ds_mla:  # vLLM's own format: FP8 latent, fp32 scales, bf16 rope key
-            return fp8_ds_mla_bytes(self.kv_lora_rank, self.qk_rope_head_dim) + self.indexer_bytes_per_token()
         return super().bytes_per_token(dtypes, tensor_parallel_size) + self.indexer_bytes_per_token()
 
     def transformers_bytes_per_token(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
