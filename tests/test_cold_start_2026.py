@@ -278,6 +278,12 @@ def test_glm52_layers_that_reuse_indices_are_stored_in_fp8_ds_mla_too():
     model = catalog.model_spec("zai-org/GLM-5.2-FP8")
     gpu = catalog.get_gpu("nvidia-h200-sxm")
     assert sum(isinstance(layer, IndexedMLAAttention) for layer in model.layers) == 21 and len(model.layers) == 78
+    # vLLM builds an indexer where max(layer - index_skip_topk_offset + 1, 0) % index_topk_freq == 0 (deepseek_v2.py,
+    # the IndexCache config): with the config's 4 and 3, the same 21 layers as its indexer_types.
+    config = catalog.get_model_entry("zai-org/GLM-5.2-FP8").config
+    freq, offset = config["index_topk_freq"], config["index_skip_topk_offset"]
+    assert [isinstance(layer, IndexedMLAAttention) for layer in model.layers] == [
+        max(i - offset + 1, 0) % freq == 0 for i in range(78)]
     for kv, per_token in (("auto", 78 * 656 + 21 * 132), ("bf16", 57 * 1152 + 21 * (1152 + 132))):
         budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=32768, num_gpus=8,
                                                                      kv_cache_dtype=kv), gpu_id=gpu.id)
