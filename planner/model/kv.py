@@ -45,12 +45,12 @@ def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: 
     same :class:`CacheDtypes` object comes back, so caches keyed by its formats hit.
     """
     memo = model_memo(model)
-    ds_mla = vllm_storage and kv_cache_dtype_name in FP8_DS_MLA_CACHE_DTYPES and any(
-        isinstance(layer, IndexedMLAAttention) for layer in model.layers)
-    key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name, ds_mla)
+    key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name, vllm_storage)
     dtypes = memo.get(key)
-    if dtypes is None:
+    if dtypes is None:  # the layer walk runs once per model and names, not per call (plan() is microseconds)
         dtypes = _cache_dtypes(model.torch_dtype, weight_dtype_name, kv_cache_dtype_name)
+        ds_mla = vllm_storage and kv_cache_dtype_name in FP8_DS_MLA_CACHE_DTYPES and any(
+            isinstance(layer, IndexedMLAAttention) for layer in model.layers)
         dtypes = remember(memo, key, replace(dtypes, fp8_ds_mla=True) if ds_mla else dtypes)
     return dtypes
 

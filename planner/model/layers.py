@@ -45,8 +45,8 @@ class CacheDtypes:
             the activation dtype even when the KV cache is quantized.
         fp8_ds_mla: True when sparse-MLA layers (DeepSeek-V3.2, GLM-5 DSA) are stored in
             vLLM's ``fp8_ds_mla`` format (FP8 latent, fp32 scales, bf16 rope key:
-            :func:`planner.model.sparse.fp8_ds_mla_bytes`) whatever ``kv`` says; every
-            other layer keeps ``kv``. Set by :func:`planner.model.kv.cache_dtypes`.
+            :func:`fp8_ds_mla_bytes`) whatever ``kv`` says; every other layer keeps
+            ``kv``. Set by :func:`planner.model.kv.cache_dtypes`.
     """
 
     kv: StorageFormat
