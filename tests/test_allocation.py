@@ -213,13 +213,16 @@ def test_kv_quantization_users_gained():
 
 def test_kv_quantization_of_a_sparse_mla_model_starts_at_vllms_format():
     """DeepSeek-V3.2: ``auto`` and ``fp8`` are both vLLM's fp8_ds_mla (one row, 656 B for the 576 latent and
-    rope values: 9.11 bits), then int8 and int4 priced on the plain latent (576 and 324 B + the 132 B indexer
-    key a layer)."""
+    rope values: 9.11 bits), against the bf16 cache vLLM keeps for ``--kv-cache-dtype bfloat16`` (the baseline,
+    1,152 B), then int8 and int4 priced on the plain latent (576 and 324 B); every row adds the 132 B indexer
+    key a layer."""
     catalog = pytest.importorskip("model_catalog")
     model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
     request = PlanRequest(context_len=32768, num_gpus=8)
     rows = {r.kv_cache_dtype: r for r in compare_kv_dtypes(model, 150_217_949_184, request)}
-    assert list(rows) == ["fp8_ds_mla", "int8", "int4"]
+    assert list(rows) == ["bf16", "fp8_ds_mla", "int8", "int4"]
+    assert rows["bf16"].kv_cache_bytes_per_token_per_gpu == 61 * (1152 + 132) and rows["bf16"].users_gained == 0
+    assert rows["fp8_ds_mla"].users_gained > 0
     assert round(rows["fp8_ds_mla"].bits_per_element, 2) == 9.11
     assert rows["fp8_ds_mla"].kv_cache_bytes_per_token_per_gpu == 61 * (656 + 132)
     assert rows["int8"].kv_cache_bytes_per_token_per_gpu == 61 * (576 + 132)

@@ -61,3 +61,13 @@ def test_allocation_kv_quantization_tab_starts_at_vllms_format():
     assert not at.exception and not at.error
     shown = " ".join(str(t.value) for t in (*at.markdown, *at.caption))
     assert "fp8_ds_mla" in shown.replace("\\_", "_")
+
+
+def test_home_formula_shows_the_fp8_ds_mla_layout():
+    """The "How these numbers are computed" table prices each layer as stored: 512 FP8 latent bytes, 4 fp32
+    scales and 64 bf16 rope values = 656 B, + the 132 B indexer key = 788 B (bf16 read (512 + 64) x 2 B before,
+    beside a 788 B result)."""
+    rows = [line for md in _page("app.py").markdown for line in md.value.splitlines() if "MLA latent" in line]
+    assert rows == ["| 61 layers, MLA latent + indexer key | fp8_ds_mla: 512 kv_lora_rank × FP8 (1 B) + 4 fp32 scales "
+                    "(4 B) + 64 qk_rope_head_dim × bf16 (2 B) + 128-value FP8 indexer key with its scale (132 B) | "
+                    "788 B per layer |"]

@@ -18,6 +18,7 @@ from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes, kv_cache_bytes_per_sequence
 from planner.model.layers import (
+    FP8_DS_MLA_SCALE_BLOCK,
     ChunkedLocalAttention,
     FullAttention,
     MLAAttention,
@@ -268,8 +269,7 @@ def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
         return (f"| {rows}, {kind} | {shape} × {dtypes.kv.label}"
                 f"{cap} | {per_layer} per layer |")
     if isinstance(layer, MLAAttention):
-        return (f"| {rows}, MLA latent | ({layer.kv_lora_rank} kv_lora_rank + {layer.qk_rope_head_dim} "
-                f"qk_rope_head_dim) × {dtypes.kv.label}, no factor 2 | {per_layer} per layer |")
+        return f"| {rows}, MLA latent | {_latent_text(layer, dtypes)}, no factor 2 | {per_layer} per layer |"
     if isinstance(layer, RecurrentState):
         state = format_bytes(layer.bytes_per_sequence(0, dtypes, tp), "B")
         return (f"| {rows}, recurrent state | constant {state} per sequence ({dtypes.state.label}) "
@@ -277,13 +277,25 @@ def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
     return f"| {rows}, shared / no cache | reuse another layer's cache | 0 B per token |"
 
 
+def _latent_text(layer: MLAAttention, dtypes) -> str:
+    """How one token's MLA latent is stored: ``(512 kv_lora_rank + 64 qk_rope_head_dim) × bf16 (2 B)``, or
+    vLLM's ``fp8_ds_mla`` layout (FP8 latent, an fp32 scale per 128 values, bf16 rope key) where the budget
+    prices it (:attr:`planner.model.layers.CacheDtypes.fp8_ds_mla`)."""
+    if dtypes.fp8_ds_mla:
+        scales = layer.kv_lora_rank // FP8_DS_MLA_SCALE_BLOCK
+        return (f"fp8_ds_mla: {layer.kv_lora_rank} kv_lora_rank × FP8 (1 B) + {scales} fp32 scales (4 B) + "
+                f"{layer.qk_rope_head_dim} qk_rope_head_dim × bf16 (2 B)")
+    return (f"({layer.kv_lora_rank} kv_lora_rank + {layer.qk_rope_head_dim} qk_rope_head_dim) × "
+            f"{dtypes.kv.label}")
+
+
 def _new_kind_line(layer, count: int, dtypes, tp: int, per_layer: str) -> str | None:
     """The formula row of a 2025-26 layer kind (:mod:`planner.model.sparse`), or None for the others."""
     rows = count_noun(count, "layer")
     if isinstance(layer, IndexedMLAAttention):
-        return (f"| {rows}, MLA latent + indexer key | ({layer.kv_lora_rank} + {layer.qk_rope_head_dim}) × "
-                f"{dtypes.kv.label} + {layer.index_head_dim}-value FP8 indexer key with its scale "
-                f"({format_bytes(engine_indexer_bytes(layer.index_head_dim), 'B')}) | {per_layer} per layer |")
+        return (f"| {rows}, MLA latent + indexer key | {_latent_text(layer, dtypes)} + {layer.index_head_dim}-value "
+                f"FP8 indexer key with its scale ({format_bytes(engine_indexer_bytes(layer.index_head_dim), 'B')}) "
+                f"| {per_layer} per layer |")
     if isinstance(layer, IndexedAttention):
         return (f"| {rows}, attention + indexer key | 2 (K, V) × {layer.kv_heads_per_gpu(tp)} KV heads × "
                 f"{layer.head_dim} × {dtypes.kv.label} + FP8 indexer key "

@@ -107,7 +107,9 @@ def compare_kv_dtypes(
 
     Each dtype is a full :func:`planner.budget.plan` with only
     ``kv_cache_dtype`` changed, so budgets are identical and the gain is
-    ``budget // bytes_per_sequence(dtype) - budget // bytes_per_sequence(baseline)``.
+    ``budget // bytes_per_sequence(dtype) - budget // bytes_per_sequence(baseline)``. Names that store the same
+    cache make one row; where the first is vLLM's ``fp8_ds_mla`` (a sparse-MLA model under ``auto``), the
+    model's 16-bit cache (vLLM's ``--kv-cache-dtype bfloat16``) comes first as the baseline.
 
     Raises:
         ValueError: an unknown dtype or invalid request fields.
@@ -117,6 +119,11 @@ def compare_kv_dtypes(
     if not kv_cache_dtypes:
         raise ValueError("give at least one KV dtype to compare")
     rows = {}
+    if cache_dtypes(model, request.weight_dtype, kv_cache_dtypes[0]).fp8_ds_mla:
+        # vLLM's auto is already fp8 (fp8_ds_mla) for sparse MLA: the 16-bit cache it keeps for --kv-cache-dtype
+        # bfloat16 is the baseline, so the gain of its own format shows
+        kv_cache_dtypes = (cache_dtypes(model, request.weight_dtype, "auto", vllm_storage=False).kv.name,
+                           *kv_cache_dtypes)
     for name in kv_cache_dtypes:
         resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
         if resolved not in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
