@@ -169,3 +169,24 @@ def test_engine_page_and_home_panel_say_the_scheduler_caps_the_pool():
         assert not at.exception
         texts = [e.value for e in (*at.info, *at.caption)]
         assert any(note in text for text in texts), page
+
+
+def test_whole_requests_are_floored_from_the_exact_ratio_not_the_print(capsys):
+    """DeepSeek-V3.2 on 8 B200 at 32,768 tokens (128-token blocks): 13,055 blocks / 256 a request = 50.996, which
+    vLLM prints as 51.00x. Only 50 whole requests fit: Find and the decode pool count 50 (they counted 51)."""
+    from model_catalog.gpus import get_gpu
+    from planner.cli.entry import main
+
+    b200 = get_gpu("nvidia-b200")
+    plan = plan_engine(catalog.model_spec("deepseek-ai/DeepSeek-V3.2"), b200.framework_memory_bytes, EngineRequest(
+        engine="vllm", tensor_parallel_size=8, max_model_len=32768, gpu_name=b200.name))
+    assert (plan.num_gpu_blocks, plan.blocks_per_request, plan.max_concurrency) == (13055, 256, 51.0)
+    assert plan.requests_held_ratio == (13055, 256) and int(plan.requests_held) == 50
+    assert plan.requests_at_prefill_peak == 50 and "requests_held_ratio" not in plan.to_dict()
+    main(["find", "--model", "deepseek-ai/DeepSeek-V3.2", "--users", "50", "--prompt-len", "32268", "--output-len",
+          "500", "--gpu-types", "nvidia-b200", "--setup-kinds", "tp", "--format", "json"])
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["max_concurrent_sequences"] == row["users_per_replica"] == 50
+    main(["disagg", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-b200", "--users", "256", "--prompt-len",
+          "32268", "--output-len", "500"])
+    assert json.loads(capsys.readouterr().out)["decode"]["max_concurrency"] == 50

@@ -469,11 +469,23 @@ def decoding_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, 
     Raises:
         ValueError: ``max_model_len < 1``.
     """
+    spare, decode = decoding_ratio(layout, num_blocks, max_model_len, max_num_batched_tokens)
+    return round(spare / decode, 2)
+
+
+def decoding_ratio(layout: KVLayout, num_blocks: int, max_model_len: int,
+                   max_num_batched_tokens: int) -> tuple[int, int]:
+    """:func:`decoding_concurrency` as ``(blocks for decoding requests, blocks one of them holds)``, integers
+    (the first 0 when the prefill chunk does not fit), so whole requests are ``first // second``.
+
+    Raises:
+        ValueError: ``max_model_len < 1``.
+    """
     if max_model_len < 1:
         raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
     decode = layout.held_blocks_per_request(max_model_len, 1)
     spare = num_blocks - layout.held_blocks_per_request(max_model_len, max_num_batched_tokens) + decode
-    return round(spare / decode, 2) if spare > 0 else 0.0
+    return max(spare, 0), decode
 
 
 def concurrency_ratio(layout: KVLayout, num_blocks: int, max_model_len: int, max_num_batched_tokens: int,

@@ -348,6 +348,9 @@ class EnginePlan:
             decoding (vLLM V1's allocator frees what a sliding window has left behind:
             :func:`planner.engines.pages.decoding_concurrency`), 2 decimals; None for the engines and
             releases whose print counts no prefill peak (then not in the JSON).
+        requests_held_ratio: ``(blocks, blocks per request)`` behind :attr:`requests_held` where vLLM V1 sets
+            :attr:`max_concurrency_decoding`, so whole requests are floored from the exact ratio, not from the
+            2-decimal print (13,055 / 256 = 50.996 holds 50, printed 51.00); None elsewhere; not in the JSON.
         engine_max_model_len: Largest ``max_model_len`` the engine accepts here [tokens].
         kv_cache_bytes_needed_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
         starts: False when the engine would refuse to start.
@@ -404,6 +407,7 @@ class EnginePlan:
     serving: dict | None = None
     known_misses: tuple[str, ...] = ()
     max_concurrency_decoding: float | None = None
+    requests_held_ratio: tuple[int, int] | None = None
 
     @property
     def decodes_more_than_printed(self) -> bool:
@@ -417,6 +421,9 @@ class EnginePlan:
         """Requests of ``max_model_len`` one replica's pool holds while they run: :attr:`max_concurrency_decoding`
         where vLLM V1 sets it, else the printed capacity over the length (llama.cpp: the longest n_ctx it
         accepts, which its slots share), which every other engine admits by."""
+        if self.requests_held_ratio is not None:  # exact: the 2-decimal print can round 50.996 up to 51
+            blocks, per_request = self.requests_held_ratio
+            return blocks / per_request
         if self.max_concurrency_decoding is not None:
             return self.max_concurrency_decoding
         held = self.engine_max_model_len if self.family == "llama.cpp" else self.engine_kv_cache_tokens
@@ -434,6 +441,15 @@ class EnginePlan:
             return ""
         return (f"{self.engine} runs at most {self.max_num_seqs:,} sequences at once ({flag}); the pool holds "
                 f"{self.requests_held:,.2f} requests of {self.max_model_len:,} tokens: raise {flag} to serve them all")
+
+    @property
+    def requests_at_prefill_peak(self) -> int:
+        """Whole requests of ``max_model_len`` the pool holds with each at its prefill peak (what vLLM's printed
+        concurrency counts), floored from the exact ratio where :attr:`requests_held_ratio` is set (the print
+        style ``blocks_per_request``: blocks over blocks per request), else from the printed figure."""
+        if self.requests_held_ratio is not None and self.blocks_per_request > 0:
+            return self.num_gpu_blocks // self.blocks_per_request
+        return int(self.max_concurrency)
 
     @property
     def decoding_note(self) -> str:
@@ -464,6 +480,7 @@ class EnginePlan:
                     del rank[key]
         if self.max_concurrency_decoding is None:  # only the vLLM V1 plans that print a prefill peak
             del out["max_concurrency_decoding"]
+        del out["requests_held_ratio"]  # the exact form of requests_held; the JSON keeps the printed figures
         if not self.known_misses:  # only plans of a kind the bench could not count add the key
             del out["known_misses"]
         else:
@@ -536,6 +553,7 @@ _SEQUENCE_LIMIT_FLAGS = {"vllm": "--max-num-seqs", "sglang": "--max-running-requ
                          "tgi": "--max-concurrent-requests", "llama.cpp": "-np"}
 """The launch flag of each engine family's limit on the sequences one step runs (:mod:`planner.engines.launch`)."""
 
-_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()), ("max_concurrency_decoding", None))
+_PLANNER_DEFAULTS = (("serving", None), ("known_misses", ()), ("max_concurrency_decoding", None),
+                     ("requests_held_ratio", None))
 """Fields an engine planner may leave out (the serving block and the bench's known misses come after it,
 :func:`planner.engines.dispatch.plan_engine`; only vLLM V1 fills the decoding concurrency), with their defaults."""

@@ -35,7 +35,7 @@ from operator import itemgetter
 from planner.engines.launch import LaunchSpec, vllm_command_around_length
 from planner.engines.loaded import loaded_weight_bytes, nvfp4_swizzles, pipeline_layer_ranges, vllm_mxfp4_layout
 from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes
-from planner.engines.pages import (FullAttentionPages, KVLayout, concurrency_ratio, decoding_concurrency,
+from planner.engines.pages import (FullAttentionPages, KVLayout, concurrency_ratio, decoding_ratio,
                                    max_model_len_that_fits, printed_tokens_for_ratio)
 from planner.engines.profiles import EngineProfile, batch_limits_clamp_below, vllm_batch_limits
 from planner.engines.serving import vllm_rank_budget
@@ -157,8 +157,10 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     values["max_concurrency"] = rounded
     values["max_concurrency_all_replicas"] = rounded if dp == 1 else round(conc * dp, 2)
     if profile.concurrency_print == "blocks_per_request":  # a print that counts each request's prefill peak
-        values["max_concurrency_decoding"] = rounded if st.full_attention is not None else decoding_concurrency(
-            layout, num_blocks, max_model_len, mnbt)
+        held = ((num_blocks, blocks_per_request) if st.full_attention is not None
+                else decoding_ratio(layout, num_blocks, max_model_len, mnbt))
+        values["max_concurrency_decoding"] = rounded if st.full_attention is not None else round(held[0] / held[1], 2)
+        values["requests_held_ratio"] = held
     values["kv_cache_bytes_needed_per_request"] = needs[0] if len(needs) == 1 else max(needs)
     values["starts"] = not reasons
     values["reasons"] = tuple(reasons)

@@ -396,7 +396,9 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     ttft_s = t_prefill + transfer_ms(shard, link) / 1e3
     arrivals = users / (ttft_s + output_len * step_s)
     prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
-    held = max(0, math.floor(prompt_plan.max_concurrency_per_rank)) if prefill_plan.starts else 0
+    prompts = (prompt_plan.engine.requests_at_prefill_peak if prompt_plan.context is None  # not the 2-decimal print
+               else math.floor(prompt_plan.max_concurrency_per_rank))
+    held = max(0, prompts) if prefill_plan.starts else 0
     if held < 1 and prefill_plan.starts:
         reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
