@@ -37,14 +37,13 @@ from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
+from ui.engine_metrics import engine_metric_values, engine_metrics  # noqa: F401 - the page and tests read them here
 from ui.format import (
     count_noun,
     format_budget,
     format_bytes,
     format_bytes_exact,
     format_int,
-    format_tokens,
     gib_to_bytes,
     md_message,
     quoted,
@@ -216,54 +215,6 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
 # --------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------
-def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
-    """Metric label -> (value, help), all from ``plan`` fields."""
-    rank = plan.limiting_rank
-    source = "the engine's own figure" if plan.available_kv_from_log else "overhead model estimate"
-    if plan.family == "transformers":  # no blocks, no pool, no startup print: one growing cache per sequence
-        return {
-            "Memory free for caches per GPU": (format_bytes(plan.available_kv_cache_bytes),
-                                               f"{format_bytes_exact(plan.available_kv_cache_bytes)}; device "
-                                               f"minus weights, the prompt's forward pass and non-torch memory"),
-            "Sequences that fit": (format_int(plan.num_gpu_blocks),
-                                   f"each sequence's cache at its peak: {format_bytes(rank.bytes_per_block)} "
-                                   f"at {format_tokens(plan.max_model_len)}"),
-            "Tokens of cache": (format_int(plan.engine_kv_cache_tokens),
-                                "sequences that fit x max_model_len (nothing is printed by transformers)"),
-            "Longest sequence that fits": (format_int(plan.engine_max_model_len),
-                                           "one sequence, its prompt as long as the sequence (the peak of "
-                                           "prefill and decode)"),
-        }
-    return {
-        AVAILABLE_KV_LABEL: (available_kv_value(plan), available_kv_help(plan, source)),
-        "GPU blocks": (format_int(plan.num_gpu_blocks),
-                       f"{plan.block_size}-token blocks of {format_bytes(rank.bytes_per_block, 'auto')} "
-                       f"({count_noun(plan.num_kv_groups, 'group')} of {count_noun(plan.group_size, 'layer')})"),
-        "KV cache size [tokens, as printed]": (format_int(plan.engine_kv_cache_tokens), plan.engine_label),
-        "Max concurrency": (f"{plan.max_concurrency:.2f}x",
-                            f"requests of {format_tokens(plan.max_model_len)}; "
-                            f"{plan.max_concurrency_all_replicas:.2f}x over "
-                            f"{count_noun(plan.data_parallel_size, 'replica')}"),
-        **({"Requests decoding at once": (f"{plan.max_concurrency_decoding:,.2f}x", md_message(plan.decoding_note))}
-           if plan.decodes_more_than_printed else {}),
-        "Longest max_model_len": (
-            format_int(plan.engine_max_model_len),
-            f"The largest --max-model-len this engine accepts with this memory (the plan above launches with "
-            f"{format_tokens(plan.max_model_len)}); one request of {format_tokens(plan.max_model_len)} needs "
-            f"{format_bytes(plan.kv_cache_bytes_needed_per_request)} of KV cache"),
-    }
-
-
-def engine_metrics(plan: EnginePlan) -> None:
-    """Bordered metrics, three per row."""
-    items = list(engine_metric_values(plan).items())
-    for start in range(0, len(items), 3):  # rows of three keep labels and values readable
-        row = items[start:start + 3]
-        for col, (label, (value, help_text)) in zip(st.columns(3), row):
-            delta = available_kv_delta(plan) if label == AVAILABLE_KV_LABEL else None  # its own grey line
-            col.metric(label, value, delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
-
-
 def engine_verdict(plan: EnginePlan, fixes=()) -> None:
     """Starts (``st.success``) or refuses (``st.warning`` with the engine's words, and ``fixes``,
     :func:`planner.fixes.engine_fixes`, as one-click buttons); warnings and notes."""
