@@ -53,6 +53,10 @@ def test_gqa_page_names_the_format_beside_the_bf16_variants():
     assert any("bf16 KV cache, fp8_ds_mla for MLA as built" in c.value for c in at.caption)
     savings = at.markdown[0].value
     assert "MLA (as built) is stored in fp8_ds_mla, vLLM's format for sparse-MLA layers, and MHA in bf16" in savings
+    # the design's own saving, like for like: the MHA rebuild's 128 heads x (192 K + 128 V) x 2 B against the
+    # latent's 1,152 B + 132 B indexer key, both in bf16
+    mha = 128 * (192 + 128) * 2
+    assert f"in bf16 too, MLA (as built) would store {mha / (1152 + 132):,.3g}x less" in savings
     assert any("the sparse-MLA models (DeepSeek-V3.2, GLM-5) in vLLM's fp8_ds_mla" in c.value for c in at.caption)
 
 
