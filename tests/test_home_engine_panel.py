@@ -72,3 +72,19 @@ def test_home_builds_its_engine_request_once_for_the_panel_and_the_fixes(monkeyp
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     assert not at.exception
     assert len(built) == 1
+
+
+def test_cli_plan_names_the_cache_another_engine_stores(capsys):
+    """``plan --engine sglang`` prints the budget in the newest vLLM's fp8_ds_mla and SGLang's own figures in
+    bf16: a note says so (QA). bf16 against fp16 (llama.cpp's cache for a bf16 model) is the same size: no note."""
+    from planner.cli.entry import main
+    from planner.engines.types import stores_another_cache
+
+    base = ["plan", "--model", V32["model"], "--gpu", V32["gpu"], "--num-gpus", "8", "--context-len", "8192"]
+    main([*base, "--engine", "sglang"])
+    assert ("note: sglang stores the KV cache as bf16 where the budget above prices fp8_ds_mla"
+            in capsys.readouterr().out)
+    main([*base, "--engine", "vllm"])
+    assert "stores the KV cache as" not in capsys.readouterr().out
+    assert stores_another_cache("bf16", "fp8_ds_mla") and not stores_another_cache("fp16", "bf16")
+    assert not stores_another_cache("bf16", None) and not stores_another_cache("auto", "bf16")

@@ -11,7 +11,7 @@ import streamlit as st
 
 from planner.engines import plan_engine
 from planner.engines.expected_error import close_call
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.serving import ServingFeatures
@@ -105,7 +105,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
         stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
                   f"{budget_kv_dtype}, so its tokens per GiB differ; "
-                  if budget_kv_dtype and plan.kv_cache_dtype not in ("auto", budget_kv_dtype) else "")
+                  if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
         st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
                    "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
                    "another engine or version loads the weights, profiles and captures graphs its own way. "

@@ -27,7 +27,7 @@ from planner.engines import plan_engine
 from planner.engines.expected_error import close_call, expected_error_bytes
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
-from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest
+from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from planner.units import GiB
 
@@ -208,8 +208,10 @@ def _expected_error_text(result: EnginePlan) -> str:
     return f" (±{error / GiB:,.2f} GiB expected error)" if error else ""
 
 
-def engine_table_lines(result: EnginePlan) -> list[str]:
-    """Lines appended to the ``plan`` table."""
+def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = None) -> list[str]:
+    """Lines appended to the ``plan`` table; ``budget_kv_cache_dtype``: the cache the budget lines above price
+    (the newest vLLM's: ``fp8_ds_mla`` for a sparse-MLA model under ``auto``), named in a note when this engine
+    stores another."""
     rank = result.limiting_rank
     lines = [
         f"engine       {result.engine}: {result.engine_label} (models {result.engine_version})",
@@ -229,6 +231,9 @@ def engine_table_lines(result: EnginePlan) -> list[str]:
         lines.insert(-2, f"decoding     {result.decoding_note}")
     if result.scheduler_cap_note:
         lines.insert(-2, f"running      {result.scheduler_cap_note}")
+    if stores_another_cache(result.kv_cache_dtype, budget_kv_cache_dtype):
+        lines.insert(-2, f"  note: {result.engine} stores the KV cache as {result.kv_cache_dtype} where the budget "
+                         f"above prices {budget_kv_cache_dtype} (what the newest vLLM stores), so its tokens differ")
     if caveat := close_call(result):
         lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]

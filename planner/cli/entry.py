@@ -298,7 +298,7 @@ def _output(args: argparse.Namespace) -> str:
         out = with_catalog_id(result.to_dict(), catalog_id(args))
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
                           | cli_scale.scale_json(args), indent=2)
-    extra_lines = cli_engine.engine_table_lines(engine) if engine else []
+    extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype) if engine else []
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
     extra_lines += cli_serving.model_table_lines(args.model_keys)

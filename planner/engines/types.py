@@ -549,6 +549,14 @@ class EnginePlan:
 
 _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
 
+def stores_another_cache(engine_kv_cache_dtype: str, budget_kv_cache_dtype: str | None) -> bool:
+    """True when an engine stores its KV cache in another format than the budget prices (vLLM's ``fp8_ds_mla``
+    against another engine's bf16, say): both resolved names, ``auto`` never; bf16 and fp16 are the same size."""
+    pair = {engine_kv_cache_dtype, budget_kv_cache_dtype}
+    return budget_kv_cache_dtype not in (None, "auto") and engine_kv_cache_dtype != "auto" and len(pair) == 2 \
+        and not pair <= {"bf16", "fp16"}
+
+
 _SEQUENCE_LIMIT_FLAGS = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "--max_batch_size",
                          "tgi": "--max-concurrent-requests", "llama.cpp": "-np"}
 """The launch flag of each engine family's limit on the sequences one step runs (:mod:`planner.engines.launch`)."""
