@@ -99,7 +99,7 @@ def engine_plan(model: ModelSpec, request: EngineRequest, profile: EngineProfile
         model_id=model.model_id,
         gpu_memory_bytes=gpu_memory_bytes, tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
         data_parallel_size=request.data_parallel_size, num_gpus=request.num_gpus,
-        weight_dtype=request.weight_dtype, kv_cache_dtype=c.dtypes.kv.name, gpu_memory_utilization=fraction,
+        weight_dtype=request.weight_dtype, kv_cache_dtype=c.dtypes.kv_name, gpu_memory_utilization=fraction,
         block_size=block_size, max_model_len=c.max_model_len, max_num_batched_tokens=mnbt, max_num_seqs=seqs,
         ranks=tuple(ranks), available_kv_cache_bytes=min(r.available_kv_cache_bytes for r in ranks),
         available_kv_from_log=request.available_kv_memory_bytes is not None, num_gpu_blocks=num_blocks,

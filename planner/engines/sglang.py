@@ -14,6 +14,10 @@ Qwen3-Next, Nemotron-H, Jamba, Kimi Linear) keep their states in a separate Mamb
 that is carved out of ``rest`` first (:func:`mamba_pool`): the cell then counts only the
 attention layers, and ``max_running_requests`` is capped by the pool's slots.
 
+DeepSeek-V3.2 / GLM-5.x sparse attention (DSA) sits on SGLang's NSA pool: 64-token pages, ``auto`` stored
+as bf16 on Hopper and fp8 on Blackwell, and every layer's cell adds the FP8 indexer key
+(:func:`sglang_kv_row_bytes`).
+
 What SGLang reads (every release): ``get_available_gpu_memory`` (python/sglang/srt/utils.py) calls
 ``torch.cuda.empty_cache()`` and returns ``torch.cuda.mem_get_info``'s free memory, once after
 ``init_torch_distributed`` (``free_before``) and once after loading. So the weights count as the caching
@@ -45,6 +49,7 @@ from planner.engines.common import (
     resolve_knobs,
 )
 from planner.engines.launch import LaunchSpec
+from planner.engines.loaded import gpu_capability
 from planner.engines.overheads import (
     non_torch_bytes_by_topology,
     pipeline_layer_ranges,
@@ -66,8 +71,10 @@ from planner.model.layers import (
     MLAAttention,
     RecurrentState,
     SlidingWindowAttention,
+    fp8_ds_mla_bytes,
 )
 from planner.model.dtypes import BF16, FP32
+from planner.model.sparse import IndexedMLAAttention, engine_indexer_bytes
 from planner.serving.speculative import SGLANG_SPEC_RESERVE_MIB, sglang_draft_pool_bytes
 from planner.units import GiB
 
@@ -122,6 +129,58 @@ def hybrid_swa_tokens(profile_tokens: int, full_bytes_per_token: int, swa_bytes_
         full_bytes_per_token * den + swa_bytes_per_token * num)
     swa = full * num // den
     return full // page_size * page_size, swa // page_size * page_size
+
+
+DSA_PAGE_SIZE = 64
+"""Page size SGLang forces for DeepSeek-V3.2 / GLM-5.x sparse attention on CUDA (server_args.py, the DeepSeek
+NSA / DSA model-specific adjustment)."""
+
+
+def sglang_dsa_indexer(model: ModelSpec) -> IndexedMLAAttention | None:
+    """The first layer with a lightning indexer when ``model`` is one SGLang serves on its NSA / DSA pool
+    (DeepSeek-V3.2, GLM-5.x: ``index_topk`` in the config), else None."""
+    return next((layer for layer in model.layers if isinstance(layer, IndexedMLAAttention)), None)
+
+
+def sglang_dsa_kv_name(request: EngineRequest) -> str:
+    """The KV dtype SGLang stores a DSA model in: ``--kv-cache-dtype auto`` becomes ``bfloat16`` below compute
+    capability 10 (Hopper) and ``fp8_e4m3`` from 10 (Blackwell); any other choice stays.
+
+    Sources: SGLang python/sglang/srt/server_args.py (the DeepSeek NSA adjustment of
+    ``_handle_model_specific_adjustments``, later ``_set_default_nsa_kv_cache_dtype`` and the DSA post-process
+    pass): the device's major capability picks the default.
+    """
+    if request.kv_cache_dtype != "auto":
+        return request.kv_cache_dtype
+    return "fp8" if gpu_capability(request.gpu_name)[0] >= 10 else "bf16"
+
+
+def sglang_kv_row_bytes(layer, dtypes, tp: int, indexer: IndexedMLAAttention | None) -> tuple[int, int]:
+    """(K, V) bytes of one token in one layer as SGLang's cell counts it [bytes].
+
+    Without ``indexer`` (no DSA model): :func:`planner.engines.common.kv_row_bytes`. On a DSA model every MLA
+    layer of the stage costs its latent row plus one indexer key (:func:`planner.model.sparse.engine_indexer_bytes`,
+    132 B for 128 values), whether or not the layer runs an indexer of its own (GLM-5.2's layers that reuse
+    indices keep the buffer too): the pool builds the indexer buffer for each of its ``layer_num`` layers and the
+    cell multiplies both terms by the stage's layers. The latent row is ``kv_lora_rank + qk_rope_head_dim``
+    values in the cache dtype, except fp8, where it is the FlashMLA layout of
+    :func:`planner.model.layers.fp8_ds_mla_bytes` (512 FP8 + 4 fp32 scales + 64 bf16 rope = 656 B).
+    Worked example, DeepSeek-V3.2 (61 layers): bf16 61 x (1,152 + 132) = 78,324 B; fp8 61 x (656 + 132) = 48,068 B.
+
+    Sources: SGLang python/sglang/srt/mem_cache/memory_pool.py (``NSATokenToKVPool`` / ``DSATokenToKVPool``:
+    ``index_k_with_scale_buffer`` per layer, ``override_kv_cache_dim``); model_executor/model_runner_kv_cache_mixin.py
+    (``calculate_mla_kv_cache_dim``, ``get_cell_size_per_token``) and, in 2026 builds,
+    model_executor/pool_configurator.py (``DefaultPoolConfigurator._compute_cell_size``). Builds before that
+    configurator priced the fp8 row as 576 B in the cell while allocating 656 B rows (sgl-project/sglang pull
+    27354); the allocation is what is priced here.
+    """
+    if indexer is None or not isinstance(layer, MLAAttention):
+        return kv_row_bytes(layer, dtypes, tp)
+    if dtypes.fp8_ds_mla:
+        latent = fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim)
+    else:
+        latent = dtypes.kv.bytes_for(layer.kv_lora_rank + layer.qk_rope_head_dim)
+    return latent + engine_indexer_bytes(indexer.index_head_dim), 0
 
 
 def mamba_pool(rest_bytes: int, state_bytes_per_request: int) -> tuple[int, int]:
@@ -221,7 +280,10 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     Sources: model_runner_kv_cache_mixin.py ``profile_max_num_token``,
     ``_resolve_max_num_reqs``; memory_pool.py ``MHATokenToKVPool``; ENGINES.md 2.
     """
-    c = resolve_knobs(model, request)
+    indexer = sglang_dsa_indexer(model)
+    c = resolve_knobs(model, request, None if indexer is None else sglang_dsa_kv_name(request))
+    if indexer is not None and c.dtypes.kv.name == "fp8":  # the FlashMLA 656-B row (sglang_kv_row_bytes)
+        c = replace(c, dtypes=replace(c.dtypes, fp8_ds_mla=True))
     spec = None if request.serving is None else request.serving.speculative
     reserve = SGLANG_SPEC_RESERVE_MIB[spec.method] if spec is not None else 0
     capacity = request.gpu_memory_reported_bytes or gpu_memory_bytes  # nvidia-smi's total (module docstring)
@@ -230,12 +292,13 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     else:
         chunk, graph_bs, default_fraction = sglang_memory_defaults(capacity, c.tp, c.pp, reserve)
     fraction = request.gpu_memory_utilization or default_fraction
-    page = request.block_size or default_block_size(profile, is_mla=False)
+    default_page = DSA_PAGE_SIZE if indexer is not None else default_block_size(profile, is_mla=False)
+    page = request.block_size or default_page
     mnbt = request.max_num_batched_tokens or chunk
     terms = None if request.serving is None else serving_terms(model, request, profile, num_batched_tokens=mnbt)
     ranks, k_cells, v_cells, mamba_slots, mamba_states = [], [], [], [], []
     for stage, layers in enumerate(pipeline_layer_ranges(model.num_layers, c.pp)):
-        rows = [kv_row_bytes(model.layers[i], c.dtypes, c.tp) for i in layers]
+        rows = [sglang_kv_row_bytes(model.layers[i], c.dtypes, c.tp, indexer) for i in layers]
         k_cell, v_cell = sum(r[0] for r in rows), sum(r[1] for r in rows)
         cell = k_cell + v_cell
         weights = sglang_weight_bytes(model, request, c, stage)
