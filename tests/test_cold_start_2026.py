@@ -291,3 +291,18 @@ def test_glm52_layers_that_reuse_indices_are_stored_in_fp8_ds_mla_too():
             engine="vllm", tensor_parallel_size=8, max_model_len=32768, kv_cache_dtype=kv, gpu_name=gpu.name))
         assert budget.kv_cache_bytes_per_token_per_gpu == engine.limiting_rank.kv_cache_bytes_per_token == per_token
         assert budget.max_concurrent_sequences == int(engine.max_concurrency)
+
+
+@pytest.mark.parametrize("engine", ["vllm-v0.10", "vllm-v0", "vllm-v1-2025"])
+def test_releases_before_sparse_attention_warn_they_cannot_load_the_model(engine):
+    """vLLM first served DeepSeek-V3.2 in v0.11.0 (vllm_kv_formats design note 2): an older profile's plan prices
+    a plain MLA cache for a launch that would not run, and says so; v0.11+ and dense MLA models say nothing."""
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
+    request = EngineRequest(engine=engine, tensor_parallel_size=8, max_model_len=8192)
+    plan = plan_engine(model, 150_217_949_184, request)
+    assert any("predates vLLM's sparse-attention support" in w and "cannot load this model" in w
+               for w in plan.warnings)
+    for quiet_model, quiet_engine in (("deepseek-ai/DeepSeek-V3.2", "vllm-v0.11"), ("deepseek-ai/DeepSeek-V3", engine)):
+        quiet = plan_engine(catalog.model_spec(quiet_model), 150_217_949_184,
+                            EngineRequest(engine=quiet_engine, tensor_parallel_size=8, max_model_len=8192))
+        assert not any("predates" in w for w in quiet.warnings)

@@ -52,7 +52,8 @@ from planner.engines.vllm_runner import (
     speculative_tokens,
     v2_state_bytes,
 )
-from planner.engines.vllm_kv_formats import FP8_DS_MLA_NOTE, layer_bytes_per_token, stored_kv_name, uses_fp8_ds_mla
+from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, stored_kv_name,
+                                             too_old_for_sparse_mla, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -544,7 +545,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
-    warnings += [w for w in (eager_conflict(request), *v4_warnings) if w]
+    warnings += [w for w in (eager_conflict(request), *v4_warnings, too_old_for_sparse_mla(model, profile.id)) if w]
     notes += v4_notes
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))

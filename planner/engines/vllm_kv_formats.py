@@ -102,6 +102,16 @@ def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> b
             and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
 
 
+def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:
+    """The warning of a vLLM profile older than v0.11 on a sparse-MLA model (design note 2: those releases could
+    not load DeepSeek-V3.2 / GLM-5, so their plan prices a plain MLA cache for a launch that would not run), else
+    "". Only vLLM profiles are asked (the caller is the vLLM planner)."""
+    if profile_id in FP8_DS_MLA_PROFILES or not any(isinstance(layer, IndexedMLAAttention) for layer in model.layers):
+        return ""
+    return (f"{profile_id} predates vLLM's sparse-attention support (DeepSeek-V3.2 was first served in v0.11.0): "
+            "that release cannot load this model; the figures price a plain MLA cache. Use --engine vllm")
+
+
 def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str, dtype_name: str) -> str:
     """The name of the KV cache an engine stores for ``--kv-cache-dtype kv_cache_dtype``: ``fp8_ds_mla``
     (:data:`FP8_DS_MLA`) where :func:`uses_fp8_ds_mla` holds (vLLM v0.11+ on a sparse-MLA model with ``auto`` or
