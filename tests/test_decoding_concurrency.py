@@ -171,7 +171,7 @@ def test_engine_page_and_home_panel_say_the_scheduler_caps_the_pool():
         assert any(note in text for text in texts), page
         if page == "pages/5_Engine.py":  # the count itself, without vLLM's "x", and the cap under it
             [tile] = [m for m in at.metric if m.label == "Requests decoding at once"]
-            assert tile.value == "2,184.65" and tile.delta == "runs at most 1,024 (max_num_seqs)"
+            assert tile.value == "2,184.65" and tile.delta == "runs 1,024 (max_num_seqs)"
 
 
 def test_whole_requests_are_floored_from_the_exact_ratio_not_the_print(capsys):

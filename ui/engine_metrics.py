@@ -61,9 +61,10 @@ def _capped_label(plan: EnginePlan) -> str:
 
 
 def cap_delta(plan: EnginePlan) -> str | None:
-    """``"runs at most 1,024 (max_num_seqs)"`` under the concurrency metric when the pool holds more requests
-    than the engine runs at once (:attr:`planner.engines.types.EnginePlan.scheduler_cap_note`), else None."""
-    return f"runs at most {plan.max_num_seqs:,} (max_num_seqs)" if plan.scheduler_cap_note else None
+    """``"runs 1,024 (max_num_seqs)"`` under the concurrency metric when the pool holds more requests than the
+    engine runs at once (:attr:`planner.engines.types.EnginePlan.scheduler_cap_note`, said in full above the
+    tiles; short here, as the tile is narrow at 1,280 px), else None."""
+    return f"runs {plan.max_num_seqs:,} (max_num_seqs)" if plan.scheduler_cap_note else None
 
 
 def engine_metrics(plan: EnginePlan) -> None:
