@@ -306,3 +306,13 @@ def test_releases_before_sparse_attention_warn_they_cannot_load_the_model(engine
         quiet = plan_engine(catalog.model_spec(quiet_model), 150_217_949_184,
                             EngineRequest(engine=quiet_engine, tensor_parallel_size=8, max_model_len=8192))
         assert not any("predates" in w for w in quiet.warnings)
+
+
+def test_transformers_rank_prices_the_cache_transformers_keeps():
+    """The transformers view sizes DeepSeek-V3.2 with its own cache (latent + rope + the indexer key in bf16:
+    61 x (1,152 + 256) = 85,888 B a token); the per-rank figure in its JSON said the engines' 78,324 (QA)."""
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V3.2")
+    plan = plan_engine(model, 150_217_949_184, EngineRequest(engine="transformers", tensor_parallel_size=8,
+                                                              max_model_len=32768))
+    assert plan.ranks[0].kv_cache_bytes_per_token == 61 * (1152 + 256) == 85_888
+    assert plan.kv_cache_bytes_needed_per_request == 85_888 * 32768

@@ -396,7 +396,7 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
         ranks.append(rank_budget(stage, layers, base=gpu_memory_bytes, requested=gpu_memory_bytes, weights=weights,
                            activation=activation, forward=act.forward_bytes, sampler=act.sampler_bytes,
                            non_torch=non_torch, cudagraph=0, available=budget,
-                           per_token=sum(model.layers[i].bytes_per_token(c.dtypes, c.tp) for i in layers),
+                           per_token=sum(transformers_bytes_per_token(model.layers[i], c.dtypes, c.tp) for i in layers),
                            bytes_per_block=per_seq, num_blocks=fit, request=request))
     fit = min(r.num_blocks for r in ranks)
 
