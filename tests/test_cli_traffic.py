@@ -237,3 +237,17 @@ def test_find_table_keeps_a_long_gpu_id_apart_from_its_kind(capsys):
                  "--output-len", "500", "--top", "3", "--gpu-types", "nvidia-rtx-pro-6000-server"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if " x nvidia-rtx-pro-6000-server" in line]
     assert rows and all(re.search(r"nvidia-rtx-pro-6000-server {2,}(TP|DP\+EP|DCP|disaggregated) ", r) for r in rows)
+
+
+def test_allocation_names_the_cache_it_prices(capsys):
+    """``allocation`` prices DeepSeek-V3.2's cache as vLLM stores it (fp8_ds_mla under auto) and says so, in
+    the JSON and the table, as ``plan`` does; a dense model keeps its bf16 (QA: the KV format was not named)."""
+    import json
+
+    from planner.cli.entry import main
+
+    base = ["allocation", "--gpu", "nvidia-h200-sxm", "--num-gpus", "8", "--mean-len", "800"]
+    main([*base, "--model", "deepseek-ai/DeepSeek-V3.2", "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["kv_cache_dtype"] == "fp8_ds_mla"
+    main([*base, "--model", "meta-llama/Meta-Llama-3-8B"])
+    assert "per GPU (bf16); 16.00 KiB per token" in capsys.readouterr().out  # 128 KiB over 8 GPUs

@@ -56,6 +56,7 @@ from planner.cli.engine import engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.model.kv import cache_dtypes
 from planner.traffic.allocation import allocation_for_model
 from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import (
@@ -265,7 +266,8 @@ def run_allocation(args: argparse.Namespace) -> dict:
     result = allocation_for_model(
         model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
         prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id)
-    return result.to_dict()
+    # the cache priced, as the plan command names it (fp8_ds_mla for a sparse-MLA model under auto)
+    return result.to_dict() | {"kv_cache_dtype": cache_dtypes(model, args.weight_dtype, args.kv_cache_dtype).kv_name}
 
 
 def find_workload(args: argparse.Namespace) -> Workload | None:
@@ -371,7 +373,7 @@ def _allocation_table(d: dict) -> str:
 
     lines = [
         f"model        {d['model_id']} on {d['gpu_id']}",
-        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU; "
+        (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU ({d['kv_cache_dtype']}); "
          f"{human_bytes(d['kv_cache_bytes_per_token_per_gpu'])} per token"
          if d["kv_cache_budget_bytes"] > 0 else
          f"KV budget    none: weights + overhead exceed the usable memory by {g(-d['kv_cache_budget_bytes'])} per GPU"),
