@@ -11,13 +11,12 @@ scheduler rule checks the formula.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 
 import pytest
 
 from planner.engines import EngineRequest, plan_engine
-from planner.engines.pages import SlidingWindowPages, decoding_concurrency, kv_layout
+from planner.engines.pages import SlidingWindowPages, decoding_ratio, kv_layout
 from planner.units import GiB, ceil_div
 
 catalog = pytest.importorskip("model_catalog")
@@ -115,8 +114,8 @@ def test_formula_matches_a_replay_of_the_scheduler_rule(window, block, length, b
     spec = SlidingWindowPages(block_size=block, bytes_per_token=1, sliding_window=window)
     layout = kv_layout([spec])
     num_blocks = 1000 * spec.blocks_per_request(length, batched)
-    assert math.floor(decoding_concurrency(layout, num_blocks, length, batched)) == \
-        _replay(window, block, length, batched, num_blocks)
+    spare, decode = decoding_ratio(layout, num_blocks, length, batched)
+    assert spare // decode == _replay(window, block, length, batched, num_blocks)
 
 
 # --- the scheduler's sequence limit: a pool can hold more requests than the engine runs at once ---------------

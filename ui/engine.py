@@ -235,10 +235,11 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
         return
     caveat = close_call(plan)  # the margin is inside the estimate's expected error
     if plan.starts:
+        decoding = (f", {plan.max_concurrency_decoding:,.2f} requests decoding at once"
+                    if plan.decodes_more_than_printed else "")
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
-                   f"{plan.max_concurrency:.2f}x concurrency per replica as printed"
-                   f"{f', {plan.max_concurrency_decoding:,.2f} requests decoding at once' if plan.decodes_more_than_printed else ''}.",
+                   f"{plan.max_concurrency:.2f}x concurrency per replica as printed{decoding}.",
                    icon=":material/check_circle:")
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")

@@ -193,7 +193,8 @@ def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: E
         "starts": False, "stopped_at_config_check": True, "reasons": (reason, *result.reasons),
         "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0, "max_concurrency": 0.0,
         "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0, "engine_log_lines": (),
-        "max_concurrency_decoding": None if result.max_concurrency_decoding is None else 0.0})
+        "max_concurrency_decoding": None if result.max_concurrency_decoding is None else 0.0,
+        "requests_held_ratio": None if result.requests_held_ratio is None else (0, 1)})
 
 
 def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,

@@ -43,7 +43,7 @@ Design notes (assumptions, with worked examples):
        batched token: :meth:`KVLayout.held_blocks_per_request`. Gemma 3 27B at 32,768 tokens, block 16,
        8,192 batched tokens (1 full + 6 sliding groups, window 1,024): printed divisor 2,048 + 6 x 577 =
        5,510 blocks, decoding 2,048 + 6 x 65 = 2,438 blocks. With one prefill chunk's extra blocks
-       beside the decoding requests (:func:`decoding_concurrency`), 58,214 blocks hold 22.62 requests
+       beside the decoding requests (:func:`decoding_ratio`), 58,214 blocks hold 22.62 requests
        where vLLM prints 10.57.
 
 Sources: vllm/v1/kv_cache_interface.py (``FullAttentionSpec``,
@@ -454,29 +454,19 @@ def max_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, max_n
     return Fraction(*concurrency_ratio(layout, num_blocks, max_model_len, max_num_batched_tokens, style))
 
 
-def decoding_concurrency(layout: KVLayout, num_blocks: int, max_model_len: int, max_num_batched_tokens: int) -> float:
-    """Requests of ``max_model_len`` tokens the pool holds while they decode, one prefill chunk beside them
-    (design note 6).
-
-    ``(num_blocks - (prefill - decode)) / decode``, where ``decode`` and ``prefill`` are
-    :meth:`KVLayout.held_blocks_per_request` with one and with ``max_num_batched_tokens`` batched tokens:
-    every request holds its decoding blocks, and the step's prefill chunk (at most
-    ``max_num_batched_tokens`` over all requests) needs its window's extra blocks once. 0 when that chunk
-    does not fit; 2 decimals, as the printed concurrency; equal to it without sliding or local layers.
-    Worked example (design note 6, Gemma 3 27B, 58,214 blocks): (58,214 - 5,510 + 2,438) / 2,438 = 22.62,
-    where vLLM prints 58,214 / 5,510 = 10.57.
-
-    Raises:
-        ValueError: ``max_model_len < 1``.
-    """
-    spare, decode = decoding_ratio(layout, num_blocks, max_model_len, max_num_batched_tokens)
-    return round(spare / decode, 2)
-
-
 def decoding_ratio(layout: KVLayout, num_blocks: int, max_model_len: int,
                    max_num_batched_tokens: int) -> tuple[int, int]:
-    """:func:`decoding_concurrency` as ``(blocks for decoding requests, blocks one of them holds)``, integers
-    (the first 0 when the prefill chunk does not fit), so whole requests are ``first // second``.
+    """Requests of ``max_model_len`` tokens the pool holds while they decode, one prefill chunk beside them
+    (design note 6), as ``(blocks for decoding requests, blocks one of them holds)``: integers, so whole
+    requests are ``first // second`` and the figure ``first / second``.
+
+    ``(num_blocks - (prefill - decode), decode)``, where ``decode`` and ``prefill`` are
+    :meth:`KVLayout.held_blocks_per_request` with one and with ``max_num_batched_tokens`` batched tokens:
+    every request holds its decoding blocks, and the step's prefill chunk (at most
+    ``max_num_batched_tokens`` over all requests) needs its window's extra blocks once. The first is 0 when
+    that chunk does not fit; the ratio equals the printed concurrency without sliding or local layers.
+    Worked example (design note 6, Gemma 3 27B, 58,214 blocks): (58,214 - 5,510 + 2,438) / 2,438 = 22.62,
+    where vLLM prints 58,214 / 5,510 = 10.57.
 
     Raises:
         ValueError: ``max_model_len < 1``.

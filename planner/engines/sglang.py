@@ -74,7 +74,7 @@ from planner.model.layers import (
     fp8_ds_mla_bytes,
 )
 from planner.model.dtypes import BF16, FP32
-from planner.model.sparse import IndexedMLAAttention, engine_indexer_bytes
+from planner.model.sparse import IndexedMLAAttention, engine_indexer_bytes, indexed_mla_layer
 from planner.serving.speculative import SGLANG_SPEC_RESERVE_MIB, sglang_draft_pool_bytes
 from planner.units import GiB
 
@@ -134,12 +134,6 @@ def hybrid_swa_tokens(profile_tokens: int, full_bytes_per_token: int, swa_bytes_
 DSA_PAGE_SIZE = 64
 """Page size SGLang forces for DeepSeek-V3.2 / GLM-5.x sparse attention on CUDA (server_args.py, the DeepSeek
 NSA / DSA model-specific adjustment)."""
-
-
-def sglang_dsa_indexer(model: ModelSpec) -> IndexedMLAAttention | None:
-    """The first layer with a lightning indexer when ``model`` is one SGLang serves on its NSA / DSA pool
-    (DeepSeek-V3.2, GLM-5.x: ``index_topk`` in the config), else None."""
-    return next((layer for layer in model.layers if isinstance(layer, IndexedMLAAttention)), None)
 
 
 def sglang_dsa_kv_name(request: EngineRequest) -> str:
@@ -280,7 +274,7 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     Sources: model_runner_kv_cache_mixin.py ``profile_max_num_token``,
     ``_resolve_max_num_reqs``; memory_pool.py ``MHATokenToKVPool``; ENGINES.md 2.
     """
-    indexer = sglang_dsa_indexer(model)
+    indexer = indexed_mla_layer(model)  # a DeepSeek-V3.2 / GLM-5.x model (index_topk): SGLang's NSA pool
     c = resolve_knobs(model, request, None if indexer is None else sglang_dsa_kv_name(request))
     if indexer is not None and c.dtypes.kv.name == "fp8":  # the FlashMLA 656-B row (sglang_kv_row_bytes)
         c = replace(c, dtypes=replace(c.dtypes, fp8_ds_mla=True))

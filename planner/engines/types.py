@@ -346,7 +346,7 @@ class EnginePlan:
         max_concurrency_all_replicas: Times ``data_parallel_size``.
         max_concurrency_decoding: Requests of ``max_model_len`` per replica the pool holds once each is
             decoding (vLLM V1's allocator frees what a sliding window has left behind:
-            :func:`planner.engines.pages.decoding_concurrency`), 2 decimals; None for the engines and
+            :func:`planner.engines.pages.decoding_ratio`), 2 decimals; None for the engines and
             releases whose print counts no prefill peak (then not in the JSON).
         requests_held_ratio: ``(blocks, blocks per request)`` behind :attr:`requests_held` where vLLM V1 sets
             :attr:`max_concurrency_decoding`, so whole requests are floored from the exact ratio, not from the
@@ -418,14 +418,13 @@ class EnginePlan:
 
     @property
     def requests_held(self) -> float:
-        """Requests of ``max_model_len`` one replica's pool holds while they run: :attr:`max_concurrency_decoding`
-        where vLLM V1 sets it, else the printed capacity over the length (llama.cpp: the longest n_ctx it
-        accepts, which its slots share), which every other engine admits by."""
-        if self.requests_held_ratio is not None:  # exact: the 2-decimal print can round 50.996 up to 51
+        """Requests of ``max_model_len`` one replica's pool holds while they run: vLLM V1's decoding
+        concurrency from its exact :attr:`requests_held_ratio` (the 2-decimal print can round 50.996 up to 51),
+        else the printed capacity over the length (llama.cpp: the longest n_ctx it accepts, which its slots
+        share), which every other engine admits by."""
+        if self.requests_held_ratio is not None:
             blocks, per_request = self.requests_held_ratio
             return blocks / per_request
-        if self.max_concurrency_decoding is not None:
-            return self.max_concurrency_decoding
         held = self.engine_max_model_len if self.family == "llama.cpp" else self.engine_kv_cache_tokens
         return held / self.max_model_len if self.max_model_len else 0.0
 
@@ -552,9 +551,9 @@ _ENGINE_PLAN_FIELD_COUNT = len(fields(EnginePlan))
 def stores_another_cache(engine_kv_cache_dtype: str, budget_kv_cache_dtype: str | None) -> bool:
     """True when an engine stores its KV cache in another format than the budget prices (vLLM's ``fp8_ds_mla``
     against another engine's bf16, say): both resolved names, ``auto`` never; bf16 and fp16 are the same size."""
-    pair = {engine_kv_cache_dtype, budget_kv_cache_dtype}
-    return budget_kv_cache_dtype not in (None, "auto") and engine_kv_cache_dtype != "auto" and len(pair) == 2 \
-        and not pair <= {"bf16", "fp16"}
+    if budget_kv_cache_dtype in (None, "auto", engine_kv_cache_dtype) or engine_kv_cache_dtype == "auto":
+        return False
+    return {engine_kv_cache_dtype, budget_kv_cache_dtype} != {"bf16", "fp16"}
 
 
 _SEQUENCE_LIMIT_FLAGS = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "trtllm": "--max_batch_size",

@@ -160,7 +160,7 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     if profile.concurrency_print == "blocks_per_request":  # a print that counts each request's prefill peak
         held = ((num_blocks, blocks_per_request) if st.full_attention is not None
                 else decoding_ratio(layout, num_blocks, max_model_len, mnbt))
-        values["max_concurrency_decoding"] = rounded if st.full_attention is not None else round(held[0] / held[1], 2)
+        values["max_concurrency_decoding"] = round(held[0] / held[1], 2)
         values["requests_held_ratio"] = held
     values["kv_cache_bytes_needed_per_request"] = needs[0] if len(needs) == 1 else max(needs)
     values["starts"] = not reasons

@@ -58,6 +58,7 @@ from planner.model.sparse import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_d
     FP8_DS_MLA_SCALE_BLOCK,
     IndexedMLAAttention,
     fp8_ds_mla_bytes,
+    indexed_mla_layer,
 )
 
 FP8_DS_MLA = "fp8_ds_mla"
@@ -99,14 +100,14 @@ def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool, num_sp
 def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> bool:
     """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
     return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
-            and any(isinstance(layer, IndexedMLAAttention) for layer in model.layers))
+            and indexed_mla_layer(model) is not None)
 
 
 def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:
     """The warning of a vLLM profile older than v0.11 on a sparse-MLA model (design note 2: those releases could
     not load DeepSeek-V3.2 / GLM-5, so their plan prices a plain MLA cache for a launch that would not run), else
     "". Only vLLM profiles are asked (the caller is the vLLM planner)."""
-    if profile_id in FP8_DS_MLA_PROFILES or not any(isinstance(layer, IndexedMLAAttention) for layer in model.layers):
+    if profile_id in FP8_DS_MLA_PROFILES or indexed_mla_layer(model) is None:
         return ""
     return (f"{profile_id} predates vLLM's sparse-attention support (DeepSeek-V3.2 was first served in v0.11.0): "
             "that release cannot load this model; the figures price a plain MLA cache. Use --engine vllm")

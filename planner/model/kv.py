@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
 from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
 from planner.model.memo import model_memo, remember
-from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, IndexedMLAAttention
+from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, indexed_mla_layer
 from planner.model.spec import ModelSpec
 from planner.units import ceil_div
 
@@ -49,8 +49,8 @@ def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: 
     dtypes = memo.get(key)
     if dtypes is None:  # the layer walk runs once per model and names, not per call (plan() is microseconds)
         dtypes = _cache_dtypes(model.torch_dtype, weight_dtype_name, kv_cache_dtype_name)
-        ds_mla = vllm_storage and kv_cache_dtype_name in FP8_DS_MLA_CACHE_DTYPES and any(
-            isinstance(layer, IndexedMLAAttention) for layer in model.layers)
+        ds_mla = (vllm_storage and kv_cache_dtype_name in FP8_DS_MLA_CACHE_DTYPES
+                  and indexed_mla_layer(model) is not None)
         dtypes = remember(memo, key, replace(dtypes, fp8_ds_mla=True) if ds_mla else dtypes)
     return dtypes
 

@@ -85,6 +85,7 @@ from planner.model.layers import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_d
     _check_tp,
     fp8_ds_mla_bytes,
 )
+from planner.model.memo import model_memo, remember
 from planner.units import ceil_div
 
 INDEXER_QUANT_BLOCK = 128
@@ -139,6 +140,18 @@ class IndexedMLAAttention(MLAAttention):
     def transformers_bytes_per_token(self, dtypes: CacheDtypes, tensor_parallel_size: int = 1) -> int:
         """Latent + rope key + indexer key, all in the model dtype (transformers' cache) [bytes]."""
         return super().bytes_per_token(dtypes, tensor_parallel_size) + dtypes.kv.bytes_for(self.index_head_dim)
+
+
+def indexed_mla_layer(model) -> IndexedMLAAttention | None:
+    """The first :class:`IndexedMLAAttention` layer of ``model`` (a ``ModelSpec``), or None: whether the model
+    is a sparse-MLA one (DeepSeek-V3.2, GLM-5.x), which every engine view and the budget ask. Kept per model
+    (:mod:`planner.model.memo`): the plans ask on every call."""
+    memo = model_memo(model)
+    found = memo.get("indexed_mla_layer", memo)  # the memo itself marks "not asked yet" (None is an answer)
+    if found is memo:
+        found = remember(memo, "indexed_mla_layer",
+                         next((layer for layer in model.layers if isinstance(layer, IndexedMLAAttention)), None))
+    return found
 
 
 @dataclass(frozen=True, kw_only=True)

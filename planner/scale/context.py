@@ -60,7 +60,7 @@ from planner.engines.types import EnginePlan, EngineRequest
 from planner.engines.vllm_kv_formats import uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention
-from planner.model.sparse import IndexedMLAAttention
+from planner.model.sparse import indexed_mla_layer
 from planner.units import GiB
 
 DCP_PROFILES = ("vllm", "vllm-v0.28", "vllm-v0.11")
@@ -142,7 +142,7 @@ def dcp_backend_refusal(model: ModelSpec, profile_id: str, gpu_name: str, kv_cac
         gpu_name: The GPU's display name or catalog id (AMD GPUs run vLLM's ROCm backends).
         kv_cache_dtype: ``--kv-cache-dtype`` (a sparse-MLA model's cache format picks its backend).
     """
-    sparse = any(isinstance(layer, IndexedMLAAttention) for layer in model.layers)
+    sparse = indexed_mla_layer(model) is not None
     rocm = is_rocm_gpu(gpu_name)
     where = "vllm/v1/worker/cp_utils.py check_attention_cp_compatibility stops the launch"
     if sparse and rocm:

@@ -5,8 +5,8 @@
 weights as its kernels lay them out and deducts its own profile pass, CUDA graphs and non-torch memory
 (:mod:`planner.engines`), so the two can differ by a factor: gpt-oss-120b (MXFP4 experts) on one A100 SXM
 80GB, 2,000 + 500 tokens, holds 111 users by the budget arithmetic but 38 under vLLM (38.73 requests decoding
-at once on the Engine page, 22.30x printed), whose Marlin MXFP4 layout on Ampere pads the experts (the review saw 189 against about 88 with the
-engine model of then). With ``FindRequest.engine`` set, each (GPU type, tensor-parallel size,
+at once on the Engine page, 22.30x printed), whose Marlin MXFP4 layout on Ampere pads the experts (the review
+saw 189 against about 88 with the engine model of then). With ``FindRequest.engine`` set, each (GPU type, tensor-parallel size,
 KV dtype) is planned once with :func:`planner.engines.plan_engine` (one replica; the replicas are copies) and
 the search reads its figures instead:
 

@@ -30,7 +30,7 @@ from planner.budget import PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPES
 from planner.model.kv import cache_dtypes
-from planner.model.sparse import IndexedMLAAttention, fp8_ds_mla_bytes
+from planner.model.sparse import fp8_ds_mla_bytes, indexed_mla_layer
 
 DEFAULT_KV_DTYPES = ("auto", "fp8", "int8", "int4")
 """Baseline (model dtype) first, then the quantized formats compared."""
@@ -151,7 +151,7 @@ def _bits_per_element(model: ModelSpec, name: str) -> Fraction:
     sparse-MLA latent (:func:`planner.model.sparse.fp8_ds_mla_bytes`) over its ``kv_lora_rank + qk_rope_head_dim``
     values (656 B for 576 values: 9.11 bits)."""
     if name == "fp8_ds_mla":
-        layer = next(layer for layer in model.layers if isinstance(layer, IndexedMLAAttention))
+        layer = indexed_mla_layer(model)
         values = layer.kv_lora_rank + layer.qk_rope_head_dim
         return Fraction(8 * fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim), values)
     return KV_CACHE_DTYPES[name].bits_per_element

@@ -263,12 +263,12 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         engine_caps = {}
         engine = resolve_engine_name(request.engine)
         peak = engine_profile(engine)  # a vLLM print that counts each request at its prefill peak
+        decoding = (peak.family, peak.concurrency_print) == ("vllm", "blocks_per_request")
         notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (what "
                      f"`plan --engine {engine}` prints), with {engine}'s defaults for what is not asked here"
                      + ("; users are the requests its pool holds while they decode, beside one prefill chunk "
                         "(for sliding-window models more than its printed concurrency, which counts each request "
-                        "at its prefill peak)" if (peak.family, peak.concurrency_print) == ("vllm", "blocks_per_request")
-                        else ""))
+                        "at its prefill peak)" if decoding else ""))
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")
