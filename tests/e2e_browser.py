@@ -244,8 +244,8 @@ COLLECT_JS = r"""() => {
   }
   return {
     exceptions: all(document, '[data-testid="stException"]').map(text),
-    metrics: Object.fromEntries(all(document, '[data-testid="stMetric"]').map((m) => [
-      text(m.querySelector('[data-testid="stMetricLabel"]')), text(m.querySelector('[data-testid="stMetricValue"]'))])),
+    metrics: Object.fromEntries(all(document, '[data-tile]').map((m) => [
+      m.getAttribute('data-label'), m.getAttribute('data-value')])),
     alerts: all(document, '[data-testid="stAlert"]').map((a) => {
       const kind = a.querySelector('[data-testid^="stAlertContent"]');
       return {kind: kind ? kind.getAttribute('data-testid').slice(14).toLowerCase() : '', text: text(a)};

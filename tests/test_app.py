@@ -25,6 +25,7 @@ from planner.budget import PlanRequest, plan
 from planner.model.kv import attention_variants
 from planner.sweep import concurrency_curve, memory_curve
 from tests.lazy_tabs import open_tab
+from tests.tiles import metric_tiles
 from ui import data
 from ui.format import (bytes_to_gib, format_bytes, format_context, format_int, format_tokens, format_tokens_short,
                        gib_to_bytes)
@@ -49,7 +50,7 @@ def run_page(page: str, params: dict) -> AppTest:
 
 def metrics(at: AppTest) -> dict[str, str]:
     """Displayed metrics by label."""
-    return {m.label: m.value for m in at.metric}
+    return {m.label: m.value for m in metric_tiles(at)}
 
 
 def plotly_specs(at: AppTest) -> list[dict]:
@@ -196,7 +197,7 @@ def test_context_beyond_the_model_limit_is_said_under_the_number():
     at = run_page("app.py", {"model": LLAMA2, "gpu": H100, "weight_dtype": "fp16", "context_len": "4096"})
     p = _plan(LLAMA2, H100, context_len=4096, weight_dtype="fp16")
     assert p.max_context_len_before_overheads > p.max_position_embeddings == 4096
-    card = next(m for m in at.metric if m.label == "Max context before overheads [tokens]")
+    card = next(m for m in metric_tiles(at) if m.label == "Max context before overheads [tokens]")
     assert card.value == format_int(p.max_context_len_before_overheads)
     assert card.delta == "beyond the model's 4,096"
     assert format_context(p.max_context_len_before_overheads, 4096) == f"{card.value} ({card.delta})"
@@ -211,7 +212,7 @@ def test_context_at_the_search_cap_is_shown_as_a_lower_bound():
     at = run_page("app.py", params)
     p = _plan("deepseek-ai/DeepSeek-V4-Flash", "nvidia-h200-sxm", context_len=65536, num_gpus=4)
     assert p.max_context_len_before_overheads == MAX_CONTEXT_SEARCH_LIMIT
-    card = next(m for m in at.metric if m.label == "Max context before overheads [tokens]")
+    card = next(m for m in metric_tiles(at) if m.label == "Max context before overheads [tokens]")
     assert card.value == f"≥ {MAX_CONTEXT_SEARCH_LIMIT:,}"
 
 

@@ -18,6 +18,7 @@ from planner.budget import PlanRequest
 from tests.lazy_tabs import open_tab
 from ui import traffic
 from ui.format import format_int
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOCATION = "pages/6_Allocation.py"
@@ -35,7 +36,7 @@ def run_page(page: str, params: dict) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {m.label: m.value for m in metric_tiles(at)}
 
 
 def check_allocation(at: AppTest) -> None:

@@ -162,7 +162,7 @@ COLLECT_JS = """() => {
   const all = (sel) => Array.from(document.querySelectorAll(sel));
   return {
     exceptions: all('[data-testid="stException"]').map(e => e.innerText),
-    metrics: all('[data-testid="stMetric"]').map(e => e.innerText),
+    metrics: all('[data-tile]').map(e => e.innerText),
     alerts: all('[data-testid="stAlert"]').map(e => e.innerText),
     text: document.body.innerText + ' | ' + all('input').map(i => i.value).join(' | '),
     charts: all('[data-testid="stPlotlyChart"]').map(el => {

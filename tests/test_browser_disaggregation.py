@@ -43,9 +43,9 @@ def test_both_pools_and_their_bars_are_drawn_without_overlaps(streamlit_server, 
         assert not [a for a in shown["alerts"] if a["kind"] == "error"], shown["alerts"]
         for heading in ("Prefill pool", "Decode pool"):
             assert page.get_by_role("heading", name=heading).first.is_visible(), heading
-        metrics = page.locator('[data-testid="stMetric"]')
+        metrics = page.locator("[data-tile]")
         assert metrics.count() == 16
-        values = [v.strip() for v in page.locator('[data-testid="stMetricValue"]').all_inner_texts()]
+        values = [v.strip() for v in page.locator('[data-tile] [data-part="value"]').all_inner_texts()]
         assert values[3] == values[11] == "1 / 8 / 8" and all(values), values  # tp / dp / ep of both pools
         bars = page.evaluate(BOXES_JS)
         assert len(bars) == 2, bars

@@ -12,6 +12,7 @@ from model_catalog import get_model_entry
 from model_catalog.custom import custom_gpu, read_custom_config
 from ui import custom_panel
 from model_catalog.share_codec import encode_gpu, encode_model
+from tests.tiles import metric_tiles
 
 PAGE = Path(__file__).resolve().parent / "fixtures" / "custom_panel_page.py"
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
@@ -228,7 +229,7 @@ def test_home_page_numbers_are_the_custom_plan():
     assert not at.exception and not at.error
     spec, gpu = decode_model(CUSTOM_LINK["custom_model"]).spec, decode_gpu(CUSTOM_LINK["custom_gpu"])
     expected = plan(spec, gpu.framework_memory_bytes, PlanRequest(context_len=4096), gpu_id=gpu.id)
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Weights"] == format_bytes(expected.weights_bytes_per_gpu)
     assert shown["Max concurrent sequences"] == format_int(expected.max_concurrent_sequences)
 
@@ -239,7 +240,7 @@ def test_tampered_link_on_a_page_is_a_top_message_and_the_catalog_still_works():
     messages = [e.value for e in at.error]
     assert len(messages) == 1 and "Link parameter custom_model is not a valid share code" in messages[0]
     assert at.selectbox(key="model").value == "meta-llama/Meta-Llama-3-8B"
-    assert at.metric  # the catalog plan is still shown
+    assert metric_tiles(at)  # the catalog plan is still shown
 
 
 def test_broken_custom_link_says_the_custom_model_could_not_be_read_not_unknown_id():

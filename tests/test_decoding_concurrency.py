@@ -18,6 +18,7 @@ import pytest
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.pages import SlidingWindowPages, decoding_ratio, kv_layout
 from planner.units import GiB, ceil_div
+from tests.tiles import metric_tiles
 
 catalog = pytest.importorskip("model_catalog")
 H200 = pytest.importorskip("model_catalog.gpus").get_gpu("nvidia-h200-sxm")
@@ -169,7 +170,7 @@ def test_engine_page_and_home_panel_say_the_scheduler_caps_the_pool():
         texts = [e.value for e in (*at.info, *at.caption)]
         assert any(note in text for text in texts), page
         if page == "pages/5_Engine.py":  # the count itself, without vLLM's "x", and the cap under it
-            [tile] = [m for m in at.metric if m.label == "Requests decoding at once"]
+            [tile] = [m for m in metric_tiles(at) if m.label == "Requests decoding at once"]
             assert tile.value == "2,184.65" and tile.delta == "runs 1,024 (max_num_seqs)"
 
 

@@ -16,6 +16,7 @@ from planner.engines.types import EngineRequest
 from planner.scale import PoolRequest, ScaleRequest, plan_disagg
 from tests.lazy_tabs import open_tab
 from ui.format import format_bytes, format_int
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "8_Disaggregation.py")
@@ -30,7 +31,7 @@ def _run(params: dict) -> AppTest:
 
 
 def _metrics(at: AppTest) -> list[tuple[str, str]]:
-    return [(m.label, m.value) for m in at.metric]
+    return [(m.label, m.value) for m in metric_tiles(at)]
 
 
 def _expected(model_id: str, gpu_id: str, *, users: int, scale: ScaleRequest):

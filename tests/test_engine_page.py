@@ -19,6 +19,7 @@ from planner.engines import EngineRequest, plan_engine
 from planner.units import GiB
 from ui.engine import engine_metric_values
 from ui.format import format_command
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "pages/5_Engine.py"
@@ -43,7 +44,7 @@ def run(page: str, params: dict) -> AppTest:
 
 
 def shown_metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {m.label: m.value for m in metric_tiles(at)}
 
 
 def expected(engine: str, **kw):
@@ -243,7 +244,7 @@ def test_engine_without_the_kv_dtype_offers_the_nearest_in_one_click():
     at = run(PAGE, {"model": LLAMA3, "gpu": H100, "engine": "llama.cpp", "kv_cache_dtype": "fp8"})
     assert not at.exception
     assert any("does not offer KV-cache dtype `fp8`" in e.value and "`q8_0`" in e.value for e in at.error)
-    assert not at.metric  # stopped: no figures for a combination the engine refuses
+    assert not metric_tiles(at)  # stopped: no figures for a combination the engine refuses
     at.button(key="kv_dtype_fix").click().run()
     assert not at.exception and not at.error
     assert at.selectbox(key="kv_cache_dtype").value == "q8_0"
@@ -253,7 +254,7 @@ def test_engine_without_the_kv_dtype_offers_the_nearest_in_one_click():
 def test_home_engine_panel_offers_the_same_fix_without_stopping_the_page():
     at = run("app.py", {"model": LLAMA3, "gpu": H100, "engine": "llama.cpp", "kv_cache_dtype": "fp8"})
     assert not at.exception
-    assert at.metric  # Home's own plan still shows
+    assert metric_tiles(at)  # Home's own plan still shows
     assert any("does not offer KV-cache dtype `fp8`" in i.value for i in at.info)
     at.button(key="kv_dtype_fix").click().run()
     assert at.selectbox(key="kv_cache_dtype").value == "q8_0" and not at.exception
@@ -350,7 +351,7 @@ def test_engine_page_passes_nvidia_smi_memory_as_the_cli_does():
         at.query_params[key] = value
     at.run()
     assert not at.exception
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Available KV memory per GPU"] == format_bytes(expected)
 
 

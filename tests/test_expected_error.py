@@ -26,6 +26,7 @@ from planner.engines.expected_error import (
 )
 from planner.units import GiB
 from tests.factories import dense_model
+from tests.tiles import metric_tiles
 
 BENCH = Path(__file__).resolve().parents[1] / "scripts" / "bench_engine_cases.py"
 
@@ -153,7 +154,7 @@ def test_engine_page_shows_the_error_beside_the_figure_and_the_close_call():
         at.query_params[key] = value
     at.run()
     assert not at.exception
-    shown = {m.label: (m.value, m.delta) for m in at.metric}
+    shown = {m.label: (m.value, m.delta) for m in metric_tiles(at)}
     value, delta = shown["Available KV memory per GPU"]  # the figure, its expected error on the line under it
     assert value == format_bytes(close.available_kv_cache_bytes) and " ± " in available_kv_text(close)
     assert delta == f"± {format_bytes(expected_error_bytes(close))} expected error"

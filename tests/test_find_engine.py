@@ -20,6 +20,7 @@ from planner.engines import EngineRequest, plan_engine
 from planner.traffic.find_types import FindRequest
 from planner.traffic.reverse import find_setups
 from tests.lazy_tabs import open_tab
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND = "pages/7_Find_a_GPU_setup.py"
@@ -155,7 +156,7 @@ def test_find_page_top_pick_agrees_with_the_engine_page():
     engine = _run(ENGINE_PAGE, {"model": OSS, "gpu": gpu.id, "num_gpus": str(row["TP"]), "context_len": "2500",
                                 "kv_cache_dtype": "auto" if row["KV dtype"] in ("bf16", "fp16") else row["KV dtype"]})
     assert not engine.exception
-    shown = {m.label: float(m.value.rstrip("x")) for m in engine.metric if "oncurrency" in m.label or "decoding"
+    shown = {m.label: float(m.value.rstrip("x")) for m in metric_tiles(engine) if "oncurrency" in m.label or "decoding"
              in m.label}
     assert shown["Requests decoding at once"] > shown["Max concurrency"]
     assert row["Max users"] == int(shown["Requests decoding at once"]) * row["replicas"]

@@ -13,6 +13,7 @@ from model_catalog.gpus import get_gpu
 from planner.engines.types import EngineRequest
 from planner.scale import ScaleRequest, plan_scale
 from ui.format import md_cell
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND = str(ROOT / "pages" / "7_Find_a_GPU_setup.py")
@@ -83,7 +84,7 @@ def test_engine_page_headline_describes_the_dp_ep_launch():
                       ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
     assert not any("refuse" in w.value for w in at.warning)
     assert "vllm starts" in at.success[0].value and f"{plan.max_concurrency_per_rank:.2f}x" in at.success[0].value
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Max concurrency"] == f"{plan.max_concurrency_per_rank:.2f}x" == "35.27x"  # README: DP + EP by hand
     assert shown["KV cache size [tokens, as printed]"] == f"{plan.engine_kv_cache_tokens:,}"
     assert shown["Users, all ranks"] == "280"  # whole requests: 35 per rank x 8 (vLLM prints 35.27x per rank)
@@ -115,7 +116,7 @@ def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():
                       ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
     assert plan.engine.limiting_rank.overridden == ()
     assert plan.requests_all_ranks == plan.requests_per_rank * 8 == plan.engine_kv_cache_tokens // 8192 * 8
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Users, all ranks"] == f"{plan.requests_all_ranks:,}" and "." not in shown["Users, all ranks"]
     measured = [row for d in (*at.dataframe, *at.table) for row in d.value.to_dict("records")
                 if row.get("Per GPU") == "Measured"]

@@ -19,6 +19,7 @@ from planner.serving.speculative import SpeculativeConfig
 from tests.lazy_tabs import open_tab
 from ui import data
 from ui.format import format_bytes, format_int
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -34,7 +35,7 @@ def run(page: str, params: dict) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {m.label: m.value for m in metric_tiles(at)}
 
 
 def test_home_without_serving_keys_has_no_serving_panel():

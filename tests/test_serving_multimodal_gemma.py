@@ -32,6 +32,7 @@ from planner.serving.multimodal import (
     vision_from_config,
     vision_tower_groups,
 )
+from tests.tiles import metric_tiles
 
 GEMMA3 = "google/gemma-3-27b-it"
 GEMMA4 = "google/gemma-4-26B-A4B"
@@ -183,6 +184,6 @@ def test_home_link_with_gemma3_images_shows_the_cli_figures():
         at.query_params[key] = value
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Image tokens per request"] == format_int(520)
     assert "video_frames" not in {n.key for n in at.number_input}  # Gemma 3 takes no video

@@ -21,6 +21,7 @@ from planner.serving import LoRAConfig, MultimodalConfig, ServingFeatures, Specu
 from planner.serving.summary import sequence_extras
 from ui import feature_line, nav
 from ui.format import format_int
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "Qwen/Qwen3-VL-8B-Instruct"
@@ -60,7 +61,7 @@ def run(page: str, **extra: str) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    return {m.label: m.value for m in metric_tiles(at)}
 
 
 def one_line(at: AppTest) -> str:
@@ -211,7 +212,7 @@ def test_home_fix_previews_give_the_engine_page_s_figures():
 
 def test_home_budget_labels_are_distinct_and_a_shortfall_is_no_budget():
     at = _opened("app.py", GEMMA_LINK)
-    labels = [m.label for m in at.metric]
+    labels = [m.label for m in metric_tiles(at)]
     assert len(labels) == len(set(labels)), labels
     shown = metrics(at)
     assert shown["KV budget per GPU"] == "none"  # weights + overhead exceed the usable memory

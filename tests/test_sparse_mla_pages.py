@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.lazy_tabs import open_tab
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "num_gpus": "8", "context_len": "32768"}
@@ -29,7 +30,7 @@ def _page(script: str) -> AppTest:
 
 
 def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return next(m.value for m in metric_tiles(at) if m.label == label)
 
 
 @pytest.fixture(scope="module")

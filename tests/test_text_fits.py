@@ -14,6 +14,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from ui import serving, views
+from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = {"context_len": "16384", "enable_lora": "true", "gpu": "nvidia-l40s", "images_per_request": "2",
@@ -43,7 +44,7 @@ def run(script: str, params: dict) -> AppTest:
 def test_home_serving_tiles_and_flags_fit():
     at = run("app.py", LINK)
     assert serving.PANEL_TILES_PER_ROW <= 3 and serving.TOWER_TILES_PER_ROW <= 2
-    labels = [m.label for m in at.metric]
+    labels = [m.label for m in metric_tiles(at)]
     assert "Adapter slots, this batch" in labels and "Draft slots per sequence" in labels  # the panel is drawn
     tiles = labels[labels.index("Weights, with the tower"):]  # the tower's and the serving panel's tiles
     too_long = [label for label in tiles if len(label) > LABEL_CHARS_AT_THREE]

@@ -41,6 +41,7 @@ from ui.format import (
     format_tokens,
     gib_to_bytes,
 )
+from ui.tiles import show_tiles, tiles_from_values
 
 CHART_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
                     hoverlabel=dict(namelength=-1))
@@ -173,11 +174,7 @@ METRICS_PER_ROW = 3
 
 def metrics_row(values: dict[str, tuple[str, str]]) -> None:
     """One row of bordered metrics."""
-    items = list(values.items())
-    for start in range(0, len(items), METRICS_PER_ROW):  # rows of three keep every label whole at 1,400 px
-        row = items[start:start + METRICS_PER_ROW]
-        for col, (label, (value, help_text)) in zip(st.columns(METRICS_PER_ROW), row):
-            col.metric(label, value, help=help_text, border=True)
+    show_tiles(tiles_from_values(values), METRICS_PER_ROW)
 
 
 def allocation_rows(c: AllocationComparison) -> list[dict]:

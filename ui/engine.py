@@ -49,6 +49,7 @@ from ui.format import (
     quoted,
 )
 from ui.inputs import NumberField, PlanInputs
+from ui.tiles import show_tiles, tiles_from_values
 
 ENGINE_FIELDS: dict[str, NumberField] = {
     f.key: f
@@ -413,10 +414,7 @@ def serving_section(plan: EnginePlan) -> None:
     if plan.serving is None:
         return
     st.subheader("Serving features under this engine")
-    items = list(serving_metric_values(plan).items())
-    for row in (items[i:i + 3] for i in range(0, len(items), 3)):  # 4 to a row cut "LoRA / encoder buffers"
-        for col, (label, (value, help_text)) in zip(st.columns(3), row):
-            col.metric(label, value, help=help_text, border=True)
+    show_tiles(tiles_from_values(serving_metric_values(plan)), 3)
     if plan.serving["engine_launch_flags"]:
         st.caption(f"{plan.engine}'s own flags (in the launch command above): "
                    f"`{plan.serving['engine_launch_flags']}`")

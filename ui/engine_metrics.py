@@ -10,6 +10,7 @@ import streamlit as st
 from planner.engines.types import EnginePlan
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_int, format_tokens, md_message
+from ui.tiles import Tile, show_tiles
 
 
 def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
@@ -68,11 +69,7 @@ def cap_delta(plan: EnginePlan) -> str | None:
 
 
 def engine_metrics(plan: EnginePlan) -> None:
-    """Bordered metrics, three per row."""
-    items = list(engine_metric_values(plan).items())
-    for start in range(0, len(items), 3):  # rows of three keep labels and values readable
-        row = items[start:start + 3]
-        for col, (label, (value, help_text)) in zip(st.columns(3), row):
-            delta = (available_kv_delta(plan) if label == AVAILABLE_KV_LABEL  # its own grey line
-                     else cap_delta(plan) if label == _capped_label(plan) else None)
-            col.metric(label, value, delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
+    """Bordered tiles, three per row (:mod:`ui.tiles`)."""
+    notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan), _capped_label(plan): cap_delta(plan)}  # grey lines
+    show_tiles([Tile(label, value, help_text, notes.get(label))
+                for label, (value, help_text) in engine_metric_values(plan).items()], 3)

@@ -20,6 +20,7 @@ from planner.serving import ServingFeatures
 from planner.serving.summary import sequence_extras
 from ui.format import count_noun, format_bytes, format_int, md_message, md_text
 from ui.serving import OFF, SWITCHES, TEXT_ONLY_KEY, _has_tower, _is_on
+from ui.tiles import Tile, show_tiles
 
 
 METHOD_NAMES = {"draft_model": "a draft model", "eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP",
@@ -203,13 +204,10 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest)
     plans = [(g, plan(model, g.framework_memory_bytes, request, gpu_id=g.id)) for g in gpus]
     st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
                 "context length, in the sidebar)")
-    for start in range(0, len(plans), HEADLINE_PER_ROW):
-        row = plans[start:start + HEADLINE_PER_ROW]
-        for col, (g, p) in zip(st.columns(HEADLINE_PER_ROW), row):
-            col.metric(md_text(g.name), format_int(p.max_concurrent_sequences), border=True,  # a label is Markdown
-                       help=f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
-                            f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} "
-                            "of overhead")
+    show_tiles([Tile(g.name, format_int(p.max_concurrent_sequences),
+                     f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
+                     f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} of overhead")
+                for g, p in plans], HEADLINE_PER_ROW)
     names = {g.id: g.name for g in gpus}
     for inv in profile_inversions([(g.id, g.framework_memory_bytes, p) for g, p in plans], request):
         st.caption(md_message(

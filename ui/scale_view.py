@@ -25,6 +25,7 @@ from ui.budget_bar import segments_bar_html
 from ui.charts import OVER_THE_CARD, RANK_COLOURS
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField, PlanInputs
+from ui.tiles import show_tiles, tiles_from_values
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
 """Engines whose data / expert parallel flags the planner models (vLLM and SGLang profiles)."""
@@ -297,9 +298,7 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     if not pool.meets_target:
         container.warning(f"Misses the {target} target.", icon=":material/timer_off:")
     values = pool_metric_values(pool)
-    for row in (list(values.items())[i:i + 2] for i in range(0, len(values), 2)):
-        for col, (label, (value, help_text)) in zip(container.columns(2), row):
-            col.metric(label, value, help=help_text)
+    show_tiles(tiles_from_values(values), 2, container=container, border=False)
     container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
     container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
     container.markdown("**Launch command** (one replica, one command per node)")
@@ -460,10 +459,7 @@ def engine_scale_section(plan, gpu) -> None:
     if not plan.starts:
         st.warning(md_message("The engine would not start: " + "; ".join(plan.reasons)), icon=":material/warning:")
     st.markdown(scale_users_line(plan))
-    values = list(scale_metric_values(plan).items())
-    for row in (values[i:i + 3] for i in range(0, len(values), 3)):
-        for col, (label, (value, help_text)) in zip(st.columns(3), row):
-            col.metric(label, value, help=help_text)
+    show_tiles(tiles_from_values(scale_metric_values(plan)), 3, border=False)
     st.markdown("**Budget per GPU** (the fullest GPU of one rank)")
     st.html(rank_bar_html(plan.engine, gpu.framework_memory_bytes, gpu.name))
     for note in plan.notes:

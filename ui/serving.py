@@ -49,6 +49,7 @@ from ui.format import (
     md_message,
 )
 from ui.inputs import NumberField
+from ui.tiles import show_tiles, tiles_from_values
 
 SERVING_FIELDS: dict[str, NumberField] = {
     f.key: f
@@ -472,12 +473,7 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
     if serving["engine_family"] not in SERVING_ENGINES:
         st.info(f"{serving['engine']}: the serving features are modelled for {', '.join(SERVING_ENGINES)} "
                 "only; this engine gets notes below, not numbers.", icon=":material/info:")
-    items = list(panel_values(result, plain).items())
-    per_row = PANEL_TILES_PER_ROW
-    for row in (items[i:i + per_row] for i in range(0, len(items), per_row)):
-        if row:
-            for col, (label, (value, help_text)) in zip(st.columns(per_row), row):  # one tile width
-                col.metric(label, value, help=help_text, border=True)
+    show_tiles(tiles_from_values(panel_values(result, plain)), PANEL_TILES_PER_ROW)
     for note in [*serving["notes"], *(serving.get("offload") or {}).get("notes", [])]:
         st.info(md_message(note), icon=":material/info:")
     st.caption("The engine panel below and the Engine page price these features under the chosen engine's "
@@ -573,10 +569,7 @@ def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> No
     if not cards:
         return
     st.markdown(line)
-    items = list(cards.items())
-    for row in (items[i:i + TOWER_TILES_PER_ROW] for i in range(0, len(items), TOWER_TILES_PER_ROW)):
-        for col, (label, (value, help_text)) in zip(st.columns(TOWER_TILES_PER_ROW), row):
-            col.metric(label, value, help=help_text, border=True)
+    show_tiles(tiles_from_values(cards), TOWER_TILES_PER_ROW)
 
 
 # --- the one line a page that counts users shows (issue 27: one link, one user count) ------------------

@@ -49,6 +49,7 @@ from ui.format import (
     shorten,
 )
 from ui.inputs import SIDEBAR_WIDTH_PX, PlanInputs
+from ui.tiles import show_tiles, tiles_from_values
 
 T = TypeVar("T")
 
@@ -238,11 +239,9 @@ def _at_least(num_tokens: int) -> str:
 
 def plan_metrics(plan: Plan) -> None:
     """The Home metrics in three rows (sizes, capacity, context), so values and labels stay whole at 1,280 px."""
-    items = list(plan_metric_values(plan).items())
-    for row, widths in ((items[:3], (1, 1, 1)), (items[3:5], (1, 1)), (items[5:], (1, 1))):
-        for col, (label, (value, help_text, *note)) in zip(st.columns(widths), row):
-            delta = note[0] if note else None
-            col.metric(label, value, delta=delta, delta_color="off", delta_arrow="off", help=help_text, border=True)
+    tiles = tiles_from_values(plan_metric_values(plan))
+    show_tiles(tiles[:3], 3)
+    show_tiles(tiles[3:], 2)
 
 
 def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs) -> str:
@@ -404,10 +403,9 @@ def variant_fit_warning(plans) -> bool:
 
 def variant_metrics(plans) -> None:
     """One column per attention variant, two metrics each."""
-    items = list(variant_metric_values(plans).items())
-    for col, pair in zip(st.columns(len(plans)), (items[i:i + 2] for i in range(0, len(items), 2))):
-        for label, (value, help_text) in pair:
-            col.metric(label, value, help=help_text, border=True)
+    tiles = tiles_from_values(variant_metric_values(plans))
+    for col, pair in zip(st.columns(len(plans)), (tiles[i:i + 2] for i in range(0, len(tiles), 2))):
+        show_tiles(pair, 1, container=col)
 
 
 def no_fit_warnings(series, model_id: str) -> bool:
