@@ -39,6 +39,9 @@ MEASURED_TORCH_GIB = {
     "nvidia-b200": 178.35,
     "nvidia-t4": 14.75,
     "nvidia-rtx-5090": 31.37,
+    # PyTorch OOM messages "GPU 0 has a total capacity of 15.47 GiB" on an RTX 5080 (public GitHub repos, code-index
+    # search; the catalog entry's source says which), added after the reference table
+    "nvidia-rtx-5080": 15.47,
     "amd-mi300x": 191.98,
     "amd-mi325x": 255.98,
     "amd-mi355x": 287.98,
@@ -55,6 +58,7 @@ NVIDIA_SMI_MIB = {
     "nvidia-b200": 183359,
     "nvidia-t4": 15360,
     "nvidia-rtx-5090": 32607,
+    "nvidia-rtx-5080": 16303,
 }
 
 # Metal recommendedMaxWorkingSetSize [GiB] and RAM label [GB], gpus.md section 5.
@@ -127,6 +131,8 @@ ADDED_AFTER_REFERENCE = {
     "nvidia-l20": (46068, 864.0, "https://technical.city/pl/video/L20"),
     "nvidia-dgx-spark": (None, 273.0, "https://www.nvidia.com/en-us/products/workstations/dgx-spark/"),
 }
+RTX_5080_SIBLINGS = ("nvidia-rtx-5070-ti",)
+"""Same nvidia-smi total (16,303 MiB) as the measured RTX 5080: rule 1 gives them its figure."""
 
 # Unified-memory parts that are not Apple: NVIDIA GB10 shares its LPDDR5x with the Grace CPU.
 UNIFIED_NON_APPLE = {"nvidia-dgx-spark"}
@@ -356,7 +362,12 @@ def test_added_gpus_have_figures_and_sources(gpus, gpu_id):
     assert gpu.bandwidth_gb_s == bandwidth
     assert url in gpu.source
     assert gpu.price_usd_per_hour is None and gpu.price_source is None  # blank until a price is sourced
-    if reported_mib is not None:  # rule 2 of the module docstring
+    if gpu_id in MEASURED_TORCH_GIB:  # a printed total (checked against the print above)
+        assert gpu.framework_memory_basis == "measured"
+    elif gpu_id in RTX_5080_SIBLINGS:  # rule 1: the measured RTX 5080's figure, same nvidia-smi total
+        assert gpu.framework_memory_basis == "estimated"
+        assert gpu.framework_memory_bytes == gpus["nvidia-rtx-5080"].framework_memory_bytes
+    elif reported_mib is not None:  # rule 2 of the module docstring
         assert gpu.framework_memory_basis == "estimated"
         assert gpu.framework_memory_bytes == reported_mib * MiB - 512 * MiB
 

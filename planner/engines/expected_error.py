@@ -114,7 +114,7 @@ COLD_START_ERROR: dict[str, GroupError] = {
     "vllm-v0.10": GroupError(mean=0.0054, max=0.0108, cases=("V07", "V15", "N10")),
     "vllm-v0.11": GroupError(mean=0.007, max=0.0188, cases=("V20", "V21", "N01")),
     "vllm-v0.28": GroupError(mean=0.0045, max=0.0091, cases=("N09", "N12", "N13", "N14")),
-    "sglang-v0.4": GroupError(mean=0.0103, max=0.0182, cases=("S01", "N22")),
+    "sglang-v0.4": GroupError(mean=0.0085, max=0.0146, cases=("S01", "N22")),
     "llama.cpp": GroupError(mean=0.0, max=0.0, cases=("L01", "L06")),
 }
 """Per engine profile: the cold-start error measured by ``scripts/bench_engine_cases.py`` on the
