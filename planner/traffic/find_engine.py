@@ -69,6 +69,7 @@ class EngineCapacity:
         max_model_len: The length planned [tokens].
         gpu_memory_utilization: The memory fraction the engine resolved (None when it has none).
         weights_bytes: Weights on the replica's fullest GPU, as the engine loads them [bytes].
+        kv_cache_dtype: The KV cache the engine stores (:attr:`planner.engines.types.EnginePlan.kv_cache_dtype`).
     """
 
     engine: str
@@ -83,6 +84,7 @@ class EngineCapacity:
     gpu_memory_utilization: float | None
     weights_bytes: int = 0
     requests_held: float = 0.0
+    kv_cache_dtype: str = ""
 
     def margin(self, users_per_replica: int) -> float | None:
         """``1 - users / requests_held``: the share of the pool left at that load (None: no pool)."""
@@ -157,7 +159,7 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
         available_kv_bytes=p.available_kv_cache_bytes, kv_cache_tokens=held,
         users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
         max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
-        weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests)
+        weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests, kv_cache_dtype=p.kv_cache_dtype)
 
 
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,

@@ -190,7 +190,8 @@ def rank_capacity(plan: ScalePlan | EngineCapacity | str, family: str) -> Engine
         available_kv_bytes=engine.available_kv_cache_bytes, kv_cache_tokens=plan.engine_kv_cache_tokens,
         users_per_replica=plan.requests_per_rank, needed_bytes_per_request=needed,
         max_model_len=engine.max_model_len, gpu_memory_utilization=engine.gpu_memory_utilization,
-        weights_bytes=engine.limiting_rank.weights_bytes, requests_held=plan.requests_held_per_rank)
+        weights_bytes=engine.limiting_rank.weights_bytes, requests_held=plan.requests_held_per_rank,
+        kv_cache_dtype=engine.kv_cache_dtype)
 
 
 def _launch_command(model: ModelSpec, request: FindRequest, plan: ScalePlan, shape: Shape, replicas: int,

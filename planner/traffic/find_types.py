@@ -194,7 +194,9 @@ class Setup:
         num_gpus: GPUs in the setup, ``tensor_parallel_size x data_parallel_size``.
         tensor_parallel_size: GPUs per replica.
         data_parallel_size: Replicas sharing the users.
-        kv_cache_dtype: Resolved KV dtype (``auto`` shows as ``bf16``/``fp16``).
+        kv_cache_dtype: The KV cache the setup stores: the engine plan's name for it where the chosen engine sizes
+            the setup (SGLang keeps DeepSeek-V3.2 under ``auto`` in bf16 on Hopper, in fp8 on Blackwell), else the
+            budget's (``auto`` shows as ``bf16``/``fp16``; vLLM's sparse MLA as ``fp8_ds_mla``).
         weight_dtype: Weight format.
         price_per_hour: Catalog price x ``num_gpus`` [USD/h].
         price_per_gpu_hour: Catalog price of one GPU [USD/h].
@@ -236,6 +238,8 @@ class Setup:
             role's) launch command, each with a ``# role`` comment line before it (:mod:`planner.scale.deploy`).
         llm_d_values: For those setups under vLLM: the llm-d model-service Helm values (YAML text); else None.
         prefill, decode: A disaggregated setup's pools (:meth:`planner.scale.disagg.Pool.to_dict`), else None.
+        kv_cache_dtype_flag: The ``--kv-cache-dtype`` value its launch command passes (``auto``, ``fp8`` ...); ""
+            where the setup was not built from one.
 
     ``to_dict`` keys are a CLI contract (``python -m planner find``): later fields are added, none renamed.
     """
@@ -274,6 +278,7 @@ class Setup:
     llm_d_values: str | None = None
     prefill: dict | None = field(default=None, hash=False, compare=False)
     decode: dict | None = field(default=None, hash=False, compare=False)
+    kv_cache_dtype_flag: str = ""
 
     @property
     def headroom_users(self) -> int:

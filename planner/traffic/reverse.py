@@ -510,7 +510,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
-        kv_cache_dtype=c.kv_name, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
+        kv_cache_dtype=engine.kv_cache_dtype if by_engine and engine.kv_cache_dtype else c.kv_name,
+        kv_cache_dtype_flag=c.kv_flag, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
         price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
         max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
         kv_demand_bytes_per_gpu=demand,

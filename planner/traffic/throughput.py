@@ -229,7 +229,8 @@ def setup_throughput(model: ModelSpec, setup: Setup, request: FindRequest, workl
 
     The requests one replica holds (``max_concurrent_sequences`` per data-parallel rank) and the KV per
     sequence its time per output token reads are the setup's own (its "Max users" and TPOT), not re-derived; the
-    request's ``--kv-cache-dtype`` is ``auto`` for a format stored as the model's own (:data:`STORED_AS_AUTO`);
+    request's ``--kv-cache-dtype`` is the setup's own flag, else ``auto`` for a format stored as the model's own
+    (:data:`STORED_AS_AUTO`);
     lengths are the workload's means (prompt at least 1 token, rounded).
 
     Args:
@@ -243,7 +244,7 @@ def setup_throughput(model: ModelSpec, setup: Setup, request: FindRequest, workl
     Raises:
         ValueError: as :func:`estimate_throughput`.
     """
-    kv = "auto" if setup.kv_cache_dtype in STORED_AS_AUTO else setup.kv_cache_dtype
+    kv = setup.kv_cache_dtype_flag or ("auto" if setup.kv_cache_dtype in STORED_AS_AUTO else setup.kv_cache_dtype)
     plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
                                num_gpus=setup.tensor_parallel_size,
                                gpu_memory_utilization=request.gpu_memory_utilization,
