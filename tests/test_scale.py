@@ -264,3 +264,18 @@ def test_cli_bad_scale_flags_are_one_line(capsys, flags, match):
     assert main(["plan", "--model", N10["model"], "--gpu", N10["gpu"], *flags]) == 2
     err = capsys.readouterr().err
     assert match in err and err.count("\n") == 1
+
+
+def test_dcp_decoding_count_is_the_shards_not_the_whole_lengths():
+    """With -dcp 8 each GPU keeps 1/8 of every request, so the requests that decode at once are the shard's: for an
+    MLA model (no sliding window) the same as the printed concurrency, not that figure / 8 (QA: 2.94 beside 23.49x
+    for Kimi-K2.5 on 8 x H200 at 262,144 tokens)."""
+    model = model_spec("moonshotai/Kimi-K2.5")
+    gpu = get_gpu("nvidia-h200-sxm")
+    request = EngineRequest(engine="vllm", gpu_name=gpu.name, tensor_parallel_size=8, max_model_len=262144)
+    dcp = plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest(decode_context_parallel_size=8))
+    view = dcp.engine_view()
+    assert dcp.max_concurrency_per_rank > 20
+    assert not view.decodes_more_than_printed
+    assert view.max_concurrency_decoding is None or \
+        view.max_concurrency_decoding == pytest.approx(dcp.max_concurrency_per_rank, abs=0.01)

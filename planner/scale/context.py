@@ -84,6 +84,9 @@ class ContextParallelResult:
         starts: False when vLLM would refuse the length.
         reasons: Why not, with the needed and available memory.
         engine_log_lines: The KV lines vLLM would print.
+        max_concurrency_decoding: Requests of ``max_model_len`` one rank's pool holds while they decode, each
+            keeping ``tokens_per_gpu_per_request`` on a GPU: the shard's
+            :attr:`~planner.engines.types.EnginePlan.max_concurrency_decoding` (None where the engine has none).
     """
 
     decode_context_parallel_size: int
@@ -95,6 +98,7 @@ class ContextParallelResult:
     starts: bool
     reasons: tuple[str, ...]
     engine_log_lines: tuple[str, ...]
+    max_concurrency_decoding: float | None = None
 
     def to_dict(self) -> dict:
         """Plain dict for JSON (tuples become lists)."""
@@ -215,4 +219,4 @@ def apply_dcp(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
         decode_context_parallel_size=dcp, tokens_per_gpu_per_request=local,
         kv_cache_bytes_needed_per_request=shard.kv_cache_bytes_needed_per_request, engine_kv_cache_tokens=tokens,
         max_concurrency=concurrency, engine_max_model_len=accepted, starts=not reasons, reasons=tuple(reasons),
-        engine_log_lines=tuple(lines))
+        engine_log_lines=tuple(lines), max_concurrency_decoding=shard.max_concurrency_decoding)

@@ -109,12 +109,15 @@ class ScalePlan:
 
     def engine_view(self) -> EnginePlan:
         """:attr:`engine` with the launch's own figures: the printed tokens and concurrency of one rank under
-        ``-dcp``, all ranks' concurrency, the start verdict and the launch command (what ``plan`` prints)."""
-        lines = self.engine.engine_log_lines
+        ``-dcp`` (and the requests that decode at once, each keeping its shard), all ranks' concurrency, the start
+        verdict and the launch command (what ``plan`` prints)."""
+        lines, engine = self.engine.engine_log_lines, self.engine
         if self.context is not None:
             lines = tuple(x for x in lines if not x.startswith(("GPU KV cache size", "Maximum concurrency")))
             lines += self.context.engine_log_lines
-        return replace(self.engine, engine_kv_cache_tokens=self.engine_kv_cache_tokens,
+            engine = replace(engine, max_concurrency_decoding=self.context.max_concurrency_decoding,
+                             requests_held_ratio=None)  # requests_held_per_rank reads the printed tokens
+        return replace(engine, engine_kv_cache_tokens=self.engine_kv_cache_tokens,
                        max_concurrency=self.max_concurrency_per_rank, max_concurrency_all_replicas=self.max_concurrency,
                        engine_max_model_len=self.engine_max_model_len, starts=self.starts, reasons=self.reasons,
                        engine_log_lines=lines, launch_command=self.launch_command)
