@@ -27,7 +27,7 @@ gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 if missing := scale_view.roofline_gap(gpu):  # a custom GPU: no TFLOPS figure to time the prefill with
     st.warning(md_text(missing), icon=":material/speed:")
     st.stop()
-prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu.name, what="reading the inputs")
+prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu, what="reading the inputs")
 n = knobs.numbers
 result = views.guarded(
     plan_disagg, model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,

@@ -253,3 +253,21 @@ def test_the_page_s_llm_d_values_are_what_the_cli_prints(capsys):
     expected = _expected(V32, H200, users=512, scale=ScaleRequest(data_parallel_size=8, enable_expert_parallel=True))
     assert capsys.readouterr().out.strip() == disagg_values_yaml(model_spec(V32), expected,
                                                                  gpu_name=get_gpu(H200).name).strip()
+
+
+def test_sglang_pools_use_the_memory_nvidia_smi_reports_as_the_cli_does(capsys):
+    """SGLang's default mem_fraction_static reads nvidia-smi's total (planner.engines.shared_gpu.reported_memory_bytes);
+    the page built its requests without it and showed 7.64 GiB / 0.834 where `disagg` and the Engine page say
+    7.72 GiB / 0.835 (QA: Qwen3.5-27B on an H100 at 32,768 tokens)."""
+    import json  # noqa: PLC0415
+
+    from planner.cli import main  # noqa: PLC0415
+
+    assert main(["disagg", "--model", "Qwen/Qwen3.5-27B", "--gpu", "nvidia-h100-sxm-80gb", "--engine", "sglang",
+                 "--users", "256", "--prompt-len", "4096", "--output-len", "512", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    at = _run({"model": "Qwen/Qwen3.5-27B", "gpu": "nvidia-h100-sxm-80gb", "engine": "sglang"})
+    assert not at.exception
+    shown = [value for label, value in _metrics(at) if label == "KV pool per GPU"]
+    pools = [cli["prefill"]["available_kv_cache_bytes"], cli["decode"]["available_kv_cache_bytes"]]
+    assert shown == [format_bytes(b) for b in pools]

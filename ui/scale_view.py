@@ -16,6 +16,7 @@ import streamlit as st
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.diagnose import Fix
+from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.types import EngineRequest
 from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
@@ -187,12 +188,14 @@ def roofline_gap(gpu) -> str | None:
             "catalog GPU in the sidebar (each states its TFLOPS), or use the Engine page for this card's budget.")
 
 
-def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu_name: str) -> tuple[PoolRequest, PoolRequest]:
-    """``(prefill, decode)`` requests: the shared flags, each pool's own sizes where given, DCP on decode only
-    (as ``python -m planner disagg`` builds them)."""
+def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu) -> tuple[PoolRequest, PoolRequest]:
+    """``(prefill, decode)`` requests on ``gpu`` (a catalog GPU): the shared flags, each pool's own sizes where
+    given, DCP on decode only, and the memory nvidia-smi reports (SGLang's default fraction reads it), as
+    ``python -m planner disagg`` builds them."""
     n = knobs.numbers
     engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
-                           tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu_name)
+                           tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu.name,
+                           gpu_memory_reported_bytes=reported_memory_bytes(gpu))
     shared_auto = n["tensor_parallel_size"] is None  # empty: the smallest size that starts (planner.scale.disagg)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,
