@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
+from planner.cli import main
 from planner.engines import EngineRequest, plan_engine
 from planner.units import GiB
 from ui.engine import engine_metric_values
@@ -458,3 +460,25 @@ def test_serving_parts_are_rows_of_the_term_that_counts_them():
     gib = {t: float(v.split()[0]) for t, v in zip(terms, table["Stage 0"]) if str(v).endswith(" GiB")}
     whole = sum(gib[t] for t in ("Weights", "Activation peak", "Non-torch", "CUDA graphs", "Available KV"))
     assert abs(whole - gib["Usable"]) <= 0.03, (whole, gib["Usable"])
+
+
+def test_usage_context_from_the_link_is_the_cli_s_usage_context(capsys):
+    """`usage_context=llm` in a link (case [N11]'s offline LLM class) sizes the launch as `plan --usage-context llm`:
+    the page ignored the key and said "starts" where the CLI and vLLM refused (QA)."""
+    link = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-gh200-96gb", "num_gpus": "2",
+            "context_len": "30000", "kv_cache_dtype": "fp8", "block_size": "256", "gpu_memory_utilization": "0.95",
+            "usage_context": "llm", "available_kv_memory_gib": "5.44"}
+    assert main(["plan", "--engine", "vllm", "--model", link["model"], "--gpu", link["gpu"], "--num-gpus", "2",
+                 "--max-model-len", "30000", "--kv-cache-dtype", "fp8", "--block-size", "256",
+                 "--gpu-memory-utilization", "0.95", "--usage-context", "llm", "--available-kv-memory-gib", "5.44",
+                 "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["engine_plan"]
+    assert not cli["starts"]
+    at = run(PAGE, link)
+    assert not at.exception
+    assert at.session_state["usage_context"] == "llm"
+    assert any("would refuse" in e.value or "refuse" in e.value for e in (*at.error, *at.warning)), \
+        [e.value for e in (*at.error, *at.warning, *at.success)]
+    bad = run(PAGE, {"usage_context": "batch"})
+    assert any("`usage_context=batch`: unknown start mode" in e.value for e in bad.error)
+    assert bad.session_state["usage_context"] == "serve"

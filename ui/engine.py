@@ -20,6 +20,7 @@ from planner.engines.profiles import (
     DEFAULT_ENGINE,
     ENGINE_CHOICES,
     ENGINE_PROFILES,
+    USAGE_CONTEXTS,
     nearest_kv_cache_dtype,
     resolve_engine_name,
 )
@@ -119,6 +120,7 @@ class EngineInputs:
     available_kv_memory_gib: float | None = None
     gpu_memory_in_use_gib: float | None = None
     enable_prefix_caching: bool = False
+    usage_context: str = "serve"
 
 
 def engine_label(engine: str) -> str:
@@ -155,9 +157,15 @@ def _number(container, key: str, default):
 def engine_inputs() -> tuple[EngineInputs, list[str]]:
     """Engine selector plus the engine knobs (empty = the engine's default), URL-bound."""
     engine, problems = engine_selector()
-    problems += inputs.check_link({}, {}, ENGINE_NUMBERS)
+    problems += inputs.check_link({"usage_context": (USAGE_CONTEXTS, None, "start mode", "serve")}, {},
+                                  ENGINE_NUMBERS)
     values = {}
     with st.sidebar.expander("Engine knobs", expanded=True):
+        values["usage_context"] = st.selectbox(
+            "Start mode (usage context)", USAGE_CONTEXTS, key="usage_context", bind="query-params",
+            help="vLLM `--usage-context` in the planner's CLI: `serve` (`vllm serve`, the default) or `llm` (the "
+                 "offline `LLM(...)` class). Their default max_num_batched_tokens and max_num_seqs differ, and so "
+                 "does the profile pass sized from them.")
         for key in ENGINE_NUMBERS:
             field = ENGINE_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
             default = OPTIONAL_DEFAULTS.get(key, field.default)
@@ -210,7 +218,8 @@ def engine_request(form: PlanInputs, knobs: EngineInputs, gpu_name: str,
         distributed_executor_backend="ray" if (knobs.num_nodes or 1) > 1 else "mp",
         enforce_eager=bool(knobs.enforce_eager), warm_compile_cache=bool(knobs.warm_compile_cache),
         use_deep_gemm=bool(knobs.use_deep_gemm), serving=features, enable_prefix_caching=bool(knobs.enable_prefix_caching),
-        memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0), gpu_memory_reported_bytes=reported_bytes)
+        memory_in_use_bytes=gib_to_bytes(knobs.gpu_memory_in_use_gib or 0), gpu_memory_reported_bytes=reported_bytes,
+        usage_context=knobs.usage_context)
 
 
 # --------------------------------------------------------------------------
