@@ -137,3 +137,16 @@ def test_the_compressor_states_grow_with_the_batched_tokens_not_the_length():
     llm = _pinned(model, _request(), int(5.44 * GiB))
     assert serve.starts and not llm.starts
     assert f"{serve.kv_cache_bytes_needed_per_request / GiB:.2f}" == "3.40"
+
+
+def test_auto_launches_with_the_fp8_cache_vllm_accepts_and_names_it():
+    """v0.22 asserts an fp8 cache for DeepSeek-V4 (messages()): with --kv-cache-dtype auto the plan prices fp8, so its
+    launch command passes fp8 (a copied `--kv-cache-dtype auto` would not start) and names the cache fp8_ds_mla, as
+    an explicit fp8 does (QA: the JSON said bf16 and the command kept auto)."""
+    model = _model()
+    auto = plan_engine(model, 141 * GiB, _request(kv_cache_dtype="auto"))
+    fp8 = plan_engine(model, 141 * GiB, _request(kv_cache_dtype="fp8"))
+    assert "--kv-cache-dtype fp8" in auto.launch_command and "--kv-cache-dtype auto" not in auto.launch_command
+    assert auto.kv_cache_dtype == fp8.kv_cache_dtype == "fp8_ds_mla"
+    assert auto.available_kv_cache_bytes == fp8.available_kv_cache_bytes and auto.num_gpu_blocks == fp8.num_gpu_blocks
+    assert any("the launch command passes --kv-cache-dtype fp8" in w for w in auto.warnings)

@@ -233,7 +233,7 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         lines.insert(-2, f"running      {result.scheduler_cap_note}")
     if stores_another_cache(result.kv_cache_dtype, budget_kv_cache_dtype):
         lines.insert(-2, f"  note: {result.engine} stores the KV cache as {result.kv_cache_dtype} where the budget "
-                         f"above prices {budget_kv_cache_dtype} (what the newest vLLM stores), so its tokens differ")
+                         f"above prices {budget_kv_cache_dtype}, so its tokens differ")
     if caveat := close_call(result):
         lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]

@@ -309,7 +309,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         weight_dtype=request.weight_dtype, tensor_parallel_size=request.tensor_parallel_size,
         pipeline_parallel_size=pp, data_parallel_size=request.data_parallel_size,
         max_model_len=0,  # not read: plan_vllm puts the length between the two parts
-        gpu_memory_utilization=util, kv_cache_dtype=request.kv_cache_dtype, max_num_seqs=seqs,
+        gpu_memory_utilization=util, max_num_seqs=seqs,
+        kv_cache_dtype=deepseek_v4.launch_kv_cache_dtype(model, profile.id, request.kv_cache_dtype),
         max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
         enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
@@ -322,7 +323,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
         "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype,
-        "kv_cache_dtype": stored_kv_name(model, profile.id, request.kv_cache_dtype, dtypes.kv.name),
+        "kv_cache_dtype": deepseek_v4.stored_name(
+            model, profile.id, stored_kv_name(model, profile.id, request.kv_cache_dtype, dtypes.kv.name)),
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),

@@ -125,8 +125,23 @@ def messages(model: ModelSpec, profile_id: str, kv_cache_dtype: str,
     if kv_cache_dtype not in FP8_CACHE_DTYPES:
         warnings.append(f"vLLM v0.22 accepts only an fp8 KV cache for DeepSeek-V4 (DeepseekV4MLAAttention asserts "
                         f"it; later releases add other pages, not modelled): --kv-cache-dtype {kv_cache_dtype} is "
-                        "priced as fp8 (fp8_ds_mla); pass --kv-cache-dtype fp8")
+                        "priced as fp8 (fp8_ds_mla), and the launch command passes --kv-cache-dtype fp8")
     return warnings, [NOTE]
+
+
+def launch_kv_cache_dtype(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> str:
+    """The ``--kv-cache-dtype`` a launch of ``model`` passes: ``fp8`` where this allocator applies and the asked
+    value is one v0.22 refuses for DeepSeek-V4 (:data:`FP8_CACHE_DTYPES`; ``DeepseekV4MLAAttention`` asserts an
+    fp8 cache, so ``auto`` would not start), else the asked value."""
+    if applies(model, profile_id) and kv_cache_dtype not in FP8_CACHE_DTYPES:
+        return "fp8"
+    return kv_cache_dtype
+
+
+def stored_name(model: ModelSpec, profile_id: str, name: str) -> str:
+    """The name of the cache vLLM keeps: ``fp8_ds_mla`` for DeepSeek-V4 under this allocator (every accepted
+    dtype becomes it, note 2), else ``name``."""
+    return "fp8_ds_mla" if applies(model, profile_id) else name
 
 
 def applies(model: ModelSpec, profile_id: str) -> bool:
