@@ -81,3 +81,26 @@ def test_disaggregation_links_carry_its_inputs():
     assert carried["users"] == ["512"] and carried["data_parallel_size"] == ["8"]
     assert carried["enable_expert_parallel"] == ["true"] and carried["link"] == ["nvlink4"]
     assert "ttft_ms" not in carried and "prompt_len" not in carried  # untouched defaults stay on the page
+
+
+def test_memory_in_use_travels_and_home_s_engine_panel_applies_it():
+    """The Engine page's `gpu_memory_in_use_gib` (a GPU shared with other processes) was lost on the first page
+    switch, and Home's engine panel said nothing where the Engine page refused (QA: Qwen3-8B on an L40S with 10 GiB
+    in use: vLLM's 0.9 x total is more than is free)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    query = {"model": "Qwen/Qwen3-8B", "gpu": "nvidia-l40s", "gpu_memory_in_use_gib": "10", "engine": "vllm"}
+    assert _carried(query)["gpu_memory_in_use_gib"] == ["10"]
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert any("would refuse to start" in w.value and "in use" in w.value for w in at.warning), \
+        [w.value for w in at.warning]
+    bad = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    bad.query_params["gpu_memory_in_use_gib"] = "lots"
+    bad.run()
+    assert not bad.exception
+    assert any("gpu_memory_in_use_gib=lots" in e.value for e in (*bad.error, *bad.warning))

@@ -15,21 +15,36 @@ from planner.engines.types import EnginePlan, EngineRequest, stores_another_cach
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.serving import ServingFeatures
-from ui import feature_line, nav
+from ui import feature_line, inputs, nav
 from ui.engine import kv_dtype_fix
 from ui.expected_error import available_kv_text
-from ui.format import format_command, format_int, format_tokens, md_message, quoted
+from ui.format import format_command, format_int, format_tokens, gib_to_bytes, md_message, quoted
 from ui.inputs import PlanInputs
 
 
+IN_USE_KEY = "gpu_memory_in_use_gib"
+"""The Engine page's "Memory other processes hold" (``--gpu-memory-in-use-gib``), carried by the navigation."""
+
+
+def link_memory_in_use() -> tuple[int, list[str]]:
+    """Memory other processes hold on each GPU [bytes], from the link (0 without it), and one message per bad
+    value: Home has no input of its own for it, so a bad value is named and left out of the engine panel."""
+    wrong = inputs.link_number_problems((IN_USE_KEY,))
+    raw = st.query_params.get(IN_USE_KEY)
+    if wrong or raw is None:
+        return 0, [f"{what}, so the engine panel leaves it out: set it on the Engine page (its sidebar's "
+                   "\"Memory other processes hold\")." for _, what, _ in wrong]
+    return gib_to_bytes(float(raw)), []
+
+
 def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,
-                 features: ServingFeatures | None = None) -> EngineRequest:
+                 features: ServingFeatures | None = None, memory_in_use_bytes: int = 0) -> EngineRequest:
     """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
 
     The home utilization and block size are passed only when the link sets them. ``features`` (the page's
     serving features, :func:`ui.serving.serving_inputs`) are priced under the engine's rules, as the Engine
     page's :func:`engine_request` does, so Home's engine view and every fix it previews give the Engine
-    page's figures for the same link.
+    page's figures for the same link. ``memory_in_use_bytes``: :func:`link_memory_in_use`.
     """
     explicit = st.query_params
     return EngineRequest(
@@ -37,7 +52,8 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         tensor_parallel_size=form.num_gpus, max_model_len=form.context_len,
         gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
         block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
-        gpu_memory_reported_bytes=reported_bytes, serving=features)  # nvidia-smi's total (SGLang's capacity)
+        gpu_memory_reported_bytes=reported_bytes, serving=features,  # nvidia-smi's total (SGLang's capacity)
+        memory_in_use_bytes=memory_in_use_bytes)
 
 
 def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:

@@ -62,6 +62,7 @@ NUMBER_KEYS = frozenset({
     "max_num_batched_tokens", "max_num_seqs", "available_kv_memory_gib", "users", "prompt_len", "output_len",
     "max_gpus", "max_tpot_ms", "mean_len", "num_samples", "preemption_probability", "prefix_hit_fraction",
     "prefix_len", "seed", "swap_space_gib", "host_link_gb_s",
+    "gpu_memory_in_use_gib",  # the Engine page's shared GPU; Home's engine panel applies it too
     "max_loras", "max_lora_rank", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_size",  # ui/serving.py
     "images_per_request", "image_width", "image_height", "limit_mm_per_prompt",
     "videos_per_request", "video_frames", "video_seconds", "video_width", "video_height",
