@@ -241,3 +241,23 @@ def test_concurrency_draws_no_empty_chart():
     assert not at.get("plotly_chart")
     assert any(i.value.startswith("No chart: not one sequence fits") for i in at.info)
     assert run("pages/3_Concurrency.py", {"model": LLAMA, "gpus": [L4]}).get("plotly_chart")
+
+
+@pytest.mark.parametrize("limit", ["2", '{"image": 2}'])
+def test_an_image_limit_alone_charges_the_encoder_profile_as_the_cli_does(capsys, limit):
+    """`limit_mm_per_prompt` without images per request: vLLM still profiles the encoder with that many images, as
+    `plan --limit-mm-per-prompt '{"image": 2}'` prices it; the page dropped the key unless images were set, and
+    refused the CLI's JSON spelling (QA: Qwen3-VL-8B on an L40S, 22.28 GiB on the page, 21.02 in the CLI)."""
+    import json  # noqa: PLC0415
+
+    from planner.cli import main  # noqa: PLC0415
+
+    assert main(["plan", "--engine", "vllm", "--model", "Qwen/Qwen3-VL-8B-Instruct", "--gpu", "nvidia-l40s",
+                 "--limit-mm-per-prompt", '{"image": 2}', "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["engine_plan"]
+    at = run("pages/5_Engine.py", {"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": "nvidia-l40s",
+                                   "limit_mm_per_prompt": limit})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.query_params["limit_mm_per_prompt"] in ("2", ["2"])
+    assert metrics(at)["Available KV memory per GPU"] == format_bytes(cli["available_kv_cache_bytes"])
+    assert any("--limit-mm-per-prompt" in c.value for c in at.code)

@@ -155,6 +155,8 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
                 f"Link parameter `{key}` appears {len(values)} times ({shown}); using the last one, "
                 f"`{shorten(values[-1], ECHO_CHARS)}`. Keep one `{key}=` in the link.")
             values = values[-1:]
+        if key == MM_LIMIT_KEY and values and values[0].lstrip().startswith("{"):
+            values = _image_limit(values[0], result.problems)
         if key in BOOLEAN_KEYS and values and values[0].strip().lower() not in ("true", "false"):
             result.problems.append(
                 f"Link parameter `{key}={shorten(values[0], ECHO_CHARS)}` is not `true` or `false`, so it was ignored and "
@@ -163,6 +165,31 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
         if values != list(raw):
             result.changes[key] = values or None
     return result
+
+
+MM_LIMIT_KEY = "limit_mm_per_prompt"
+"""The image limit's key: a count in the page's input, JSON (``{"image": 2}``) in the CLI's flag."""
+
+
+def _image_limit(text: str, problems: list[str]) -> list[str]:
+    """The image count of a ``limit_mm_per_prompt`` value written as the CLI's JSON (read as
+    :func:`planner.cli.serving.mm_limits` reads ``--limit-mm-per-prompt``), as the page's input holds it; [] with
+    a message when the JSON is bad or names no image limit (the page's input is the image limit)."""
+    from argparse import Namespace  # noqa: PLC0415 - only for a JSON value
+
+    from planner.cli.serving import mm_limits  # noqa: PLC0415
+
+    shown = f"Link parameter `{MM_LIMIT_KEY}={shorten(text, ECHO_CHARS)}`"
+    try:
+        images, _ = mm_limits(Namespace(limit_mm_per_prompt=text))
+    except ValueError as exc:
+        problems.append(f"{shown}: {exc}; it was ignored. Set the image limit in the sidebar.")
+        return []
+    if images is None:
+        problems.append(f"{shown} sets no image limit, the one this page's input holds, so it was ignored. Set the "
+                        "image limit in the sidebar.")
+        return []
+    return [str(images)]
 
 
 def _snake_cased(params: Mapping[str, Sequence[str]], result: LinkGuard) -> dict[str, Sequence[str]]:

@@ -186,9 +186,11 @@ def text_only_launch_note(model_id: str | None) -> str:
 
 
 def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> MultimodalConfig | None:
-    """The images and videos the inputs ask for (None when neither count is set), read as the CLI reads its
-    flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images."""
-    if not (images.get("images_per_request") or videos.get("videos_per_request")):
+    """The images and videos the inputs ask for (None when neither count nor the image limit is set), read as
+    the CLI reads its flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images, but
+    an image limit alone still sizes vLLM's encoder profile (``--limit-mm-per-prompt`` without images)."""
+    if not (images.get("images_per_request") or videos.get("videos_per_request")
+            or images.get("limit_mm_per_prompt") is not None):
         return None
     frames, seconds = videos.get("video_frames"), videos.get("video_seconds")
     if frames is not None and seconds is not None and videos["videos_per_request"]:
