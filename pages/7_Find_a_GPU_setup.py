@@ -73,7 +73,8 @@ result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"sea
 
 st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
 st.caption(workload.describe())
-feature_line.show_users_line(features, form.model_id, what="Every setup's users", left_out=feature_line.link_left_out())
+feature_line.show_users_line(features, form.model_id, what="Every setup's users",
+                             left_out=feature_line.link_left_out(engine=engine_name))
 if result.fits:
     st.success(traffic.best_text(result), icon=":material/check_circle:")
 else:

@@ -234,3 +234,26 @@ def test_a_bad_carried_length_is_named_not_dropped_in_silence(page, key, value):
     at.run()
     assert not at.exception
     assert any(f"`{key}={value}`" in e.value and "ignored" in e.value for e in at.error), [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", ["pages/2_GQA_savings.py", "pages/3_Concurrency.py", "pages/6_Allocation.py"])
+def test_a_budget_page_names_the_link_s_engine_it_does_not_apply(page):
+    """A link with engine=sglang: the budget pages count users with the newest vLLM's budget, and say so on their
+    users line, where they used to count 7 users beside the Engine page's 3.86x in silence (QA: Qwen3.5-27B on an
+    H100 at 32,768 tokens)."""
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    for key, value in {"model": "Qwen/Qwen3.5-27B", "gpu": "nvidia-h100-sxm-80gb", "context_len": "32768",
+                       "engine": "sglang"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any("the link's engine (sglang)" in c.value and "Engine page" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
+
+
+def test_find_applies_the_link_s_engine_so_does_not_name_it():
+    at = AppTest.from_file(str(ROOT / "pages/7_Find_a_GPU_setup.py"), default_timeout=120)
+    at.query_params["engine"] = "sglang"
+    at.run()
+    assert not at.exception
+    assert not any("the link's engine" in c.value for c in at.caption)

@@ -78,7 +78,8 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[t
     Args:
         read_keys: The host-tier keys (:data:`HOST_TIER_KEYS`) this page reads itself (Allocation: its own
             swap space); the others, when set, are named.
-        engine: The engine whose rules the page prices the features under; a link's other ``engine`` is named.
+        engine: The engine whose rules the page counts users and prices the features under (the newest vLLM's
+            budget; Find: the link's engine); a link's other ``engine`` is named, with or without features.
     """
     out: list[tuple[str, str]] = []
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
@@ -86,9 +87,12 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[t
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
                     "the GPU keeps its whole KV pool, so no user count changes; Home shows its host memory"))
     chosen = st.query_params.get("engine", "")
-    if chosen and chosen != engine and any(_is_on(k) for k in (*SWITCHES, "speculative_method")):
+    if chosen and chosen != engine:
+        priced = ("prices the features" if any(_is_on(k) for k in (*SWITCHES, "speculative_method"))
+                  else "counts the users")
         out.append((f"the link's engine ({md_text(chosen)})",
-                    f"this page prices the features under {engine}'s rules; the Engine page under the link's"))
+                    f"this page {priced} under {'the newest vLLM' if engine == 'vllm' else engine}'s rules; the "
+                    f"Engine page and Home's engine panel under {md_text(chosen)}'s"))
     return out
 
 
