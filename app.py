@@ -54,7 +54,7 @@ start_fixes = [] if engine_request is None or not result.fits else views.guarded
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
-views.seed_answer(result, model, gpu.name)
+views.seed_answer(result, model, gpu.name, engine_plan)
 views.plan_metrics(result)
 feature_line.show_users_line(features, form.model_id, same_as="")
 views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")

@@ -88,3 +88,24 @@ def test_cli_plan_names_the_cache_another_engine_stores(capsys):
     assert "stores the KV cache as" not in capsys.readouterr().out
     assert stores_another_cache("bf16", "fp8_ds_mla") and not stores_another_cache("fp16", "bf16")
     assert not stores_another_cache("bf16", None) and not stores_another_cache("auto", "bf16")
+
+
+def test_home_s_usable_context_names_the_engine_s_lower_limit(capsys):
+    """gpt-oss-120b on one H100 at 131,072: the budget's "Usable here" (112,800) is a length vLLM refuses; Home
+    now gives the engine's longest accepted max_model_len beside it, the figure its fix button uses (QA)."""
+    import json  # noqa: PLC0415
+
+    from planner.cli import main  # noqa: PLC0415
+
+    assert main(["plan", "--engine", "vllm", "--model", "openai/gpt-oss-120b", "--gpu", "nvidia-h100-sxm-80gb",
+                 "--context-len", "131072", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    accepted, usable = out["engine_plan"]["engine_max_model_len"], out["max_context_len"]
+    assert accepted < usable
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in {"model": "openai/gpt-oss-120b", "gpu": "nvidia-h100-sxm-80gb", "context_len": "131072",
+                       "engine": "vllm"}.items():
+        at.query_params[key] = value
+    at.run()
+    [seed] = [m.value for m in at.markdown if m.value.startswith("**Longest context")]
+    assert f"vllm's startup check accepts at most **{accepted:,} tokens**" in seed, seed

@@ -169,8 +169,11 @@ def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:
                    icon=":material/build:", help=item.help)
 
 
-def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
-    """The longest context that fits at this batch: capped by the model, by memory alone, and before overheads."""
+def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str, engine_plan=None) -> None:
+    """The longest context that fits at this batch: capped by the model, by memory alone, and before overheads;
+    with ``engine_plan`` (Home's :func:`ui.engine_home.home_engine_plan`, or its message), also the engine's longest
+    accepted ``max_model_len`` where it is shorter (its startup check counts one request's KV at its prefill peak,
+    from its own memory figures), so "usable" is never a length the engine refuses."""
     batch = f"**Longest context at batch {format_int(plan.batch_size)}:**"
     if not plan.max_context_len_before_overheads:
         st.markdown(f"{batch} none. {md_text(model.display_name)} with {plan.weights_label} weights does not fit on "
@@ -192,7 +195,18 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str) -> None:
         f"{'; the search stops there' if plan.max_context_len_before_overheads >= MAX_CONTEXT_SEARCH_LIMIT else ''})"
         f"{beyond}. "
         f"Usable here: **{format_tokens(plan.max_context_len)}** "
-        f"({format_limited_by(plan.max_context_len_limited_by)}).")
+        f"({format_limited_by(plan.max_context_len_limited_by)})." + _engine_limit(plan, engine_plan))
+
+
+def _engine_limit(plan: Plan, engine_plan) -> str:
+    """`` But vllm's startup check accepts at most N tokens ...`` when the engine's longest ``max_model_len`` is
+    below the budget's usable context, else ""."""
+    accepted = getattr(engine_plan, "engine_max_model_len", None)
+    if not accepted or accepted >= plan.max_context_len:
+        return ""
+    return (f" But {md_text(engine_plan.engine)}'s startup check accepts at most **{format_tokens(accepted)}** as "
+            "`--max-model-len` (one request's KV at its prefill peak, from its own memory figures: see what it "
+            "would allocate, at the bottom).")
 
 
 def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
