@@ -388,3 +388,13 @@ def test_every_profile_plans_the_factory_model():
         assert set(plan.cli_keys()) == {"engine", "available_kv_cache_bytes", "num_gpu_blocks",
                                         "engine_kv_cache_tokens", "max_concurrency", "engine_max_model_len",
                                         "launch_command"}
+
+
+def test_trtllm_says_it_leaves_a_hybrid_s_recurrent_states_out():
+    """TensorRT-LLM keeps Mamba / linear-attention states in its hybrid cache manager, beside the paged KV pool
+    (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py); the view prices the attention layers' KV only, and
+    now says so where it used to be silent (QA: Qwen3.5-27B 11.63x against vLLM's 7.78x)."""
+    hybrid = plan_engine(model_spec("Qwen/Qwen3.5-27B"), 80 * GiB, EngineRequest(engine="trtllm", max_model_len=32768))
+    assert any("mamba_cache_manager.py" in n and "not priced" in n for n in hybrid.notes), hybrid.notes
+    dense = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), 80 * GiB, EngineRequest(engine="trtllm"))
+    assert not any("mamba_cache_manager.py" in n for n in dense.notes)

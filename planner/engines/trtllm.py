@@ -31,8 +31,14 @@ from planner.model.layers import (
     CacheDtypes,
     FullAttention,
     MLAAttention,
+    RecurrentState,
 )
 from planner.units import GiB
+
+RECURRENT_NOTE = ("the Mamba / linear-attention layers' states are not priced: TensorRT-LLM keeps them in its hybrid "
+                  "cache manager beside the paged KV pool (tensorrt_llm/_torch/pyexecutor/mamba_cache_manager.py, conv "
+                  "and SSM states per request slot), so these tokens and this concurrency are high by that memory")
+"""The note of a plan whose model has recurrent layers (only the attention layers' KV is priced here)."""
 
 
 def trtllm_bytes_per_token(model: ModelSpec, layers: range, dtypes: CacheDtypes, tp: int) -> int:
@@ -95,6 +101,8 @@ def plan_trtllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     if c.tp > model.num_key_value_heads and model.attention_kind != "MLA":
         notes.append("TensorRT-LLM's estimate divides kv_heads x head_dim by TP (fractional heads) when TP exceeds "
                      "the KV-head count")
+    if any(isinstance(layer, RecurrentState) for layer in model.layers):
+        notes.append(RECURRENT_NOTE)
     log = [f"[MemUsageChange] Allocated {tokens * ranks[0].kv_cache_bytes_per_token / GiB:.2f} GiB for max tokens "
            f"in paged KV cache ({tokens}).", f"Number of blocks in KV cache primary pool: {blocks}"]
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
