@@ -6,7 +6,7 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, charts, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
+from ui import catalog, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
 from ui.format import count_noun, format_command, md_text
 
 views.setup_page("Engine", "⚙️",
@@ -63,7 +63,7 @@ if launch is not None:  # data / expert / context parallel: the layout, users pe
 st.subheader("Per-GPU budget, by pipeline stage")
 st.caption(engine.rank_caption(result))
 left, right = st.columns([3, 2])
-charts.show(left, charts.rank_bars(result), key="rank_chart")
+left.html(engine.stage_bars_html(result, gpu.name))  # HTML: no Plotly chart to load or redraw
 right.markdown("**The engine would print**")
 if result.engine_log_lines:
     right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)

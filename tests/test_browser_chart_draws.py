@@ -21,7 +21,7 @@ from tests.e2e_helpers import collect, open_settled
 
 pytestmark = pytest.mark.browser
 
-CHART_PAGES = {"/Memory_curves": 1, "/GQA_savings": 3, "/Concurrency": 1, "/Engine": 1, "/Allocation": 2}
+CHART_PAGES = {"/Memory_curves": 1, "/GQA_savings": 3, "/Concurrency": 1, "/Allocation": 2}
 """Page -> charts it draws with its default inputs (Allocation: its first tab; the others draw when opened)."""
 
 LINE_WRITES_JS = r"""

@@ -403,9 +403,12 @@ def test_engine_page_enforce_eager_with_a_graph_mode_warns_and_launches_eager():
 def test_a_refused_rank_s_bar_ends_where_its_terms_end():
     """Llama 4 Scout at 131,072 tokens on one MI300X under vLLM: the terms exceed the card, and the chart
     stacked that excess as one more segment, so the bar ran about 16 GiB past the table's total (QA round of
-    issue 27). The excess is now a red mark over the stack's end, and the tile says "none", "35.50 GiB short" under it."""
+    issue 27). The bar is now Home's HTML bar: the terms stack past the card line, the excess counted once; the tile
+    says "none", "35.50 GiB short" under it."""
     from planner.engines.types import EngineRequest
-    from ui import charts
+    import re
+
+    from ui.engine import stage_bars_html
     from ui.expected_error import available_kv_delta, available_kv_value
     from ui.format import format_bytes
 
@@ -416,12 +419,11 @@ def test_a_refused_rank_s_bar_ends_where_its_terms_end():
     segments = dict(rank.segments(gpu.framework_memory_bytes))
     excess = segments.pop("Over the card")
     assert not plan.starts and excess > 0
-    fig = charts.rank_bars(plan)
-    drawn = sum(bar.x[0] for bar in fig.data if bar.type == "bar")
-    assert abs(drawn - sum(segments.values()) / 2**30) < 1e-6  # the used terms only: card + excess
+    bar = stage_bars_html(plan, gpu.name)
+    drawn = sum(int(n) for n in re.findall(r'data-bytes="(\d+)"', bar))
+    assert drawn == sum(v for v in segments.values() if v > 0)  # the used terms only: card + excess, past its line
     assert abs(sum(segments.values()) - gpu.framework_memory_bytes - excess) <= 1
-    red = [s for s in fig.layout.shapes if s.type == "rect"]
-    assert len(red) == 1 and abs(red[0].x1 - red[0].x0 - excess / 2**30) < 1e-6
+    assert 'data-segment="Over the card"' not in bar  # Home's rule: the excess is not counted a second time
     assert available_kv_value(plan) == "none"  # "none (35.50 GiB short)" was cut in the tile at 1,280 px
     assert available_kv_delta(plan).startswith(f"{format_bytes(-plan.available_kv_cache_bytes)} short (± ")
 
@@ -482,3 +484,14 @@ def test_usage_context_from_the_link_is_the_cli_s_usage_context(capsys):
     bad = run(PAGE, {"usage_context": "batch"})
     assert any("`usage_context=batch`: unknown start mode" in e.value for e in bad.error)
     assert bad.session_state["usage_context"] == "serve"
+
+
+def test_the_per_gpu_budget_is_home_s_html_bar_one_per_stage():
+    """The Engine page draws each pipeline stage's budget as Home's HTML bar (ui/budget_bar.py segments and palette),
+    not a Plotly chart: its rerun redrew a chart the bar shows as well (issue 27 speed)."""
+    at = run(PAGE, {"model": LLAMA3, "gpu": H100, "pipeline_parallel_size": "2"})
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    bars = [h.proto.body for h in at.get("html") if 'data-segment="Weights"' in h.proto.body]
+    assert len(bars) == 1 and bars[0].count("stage 0: layers 0-15") and bars[0].count("stage 1: layers 16-31")
+    assert bars[0].count('data-segment="Weights"') == 2

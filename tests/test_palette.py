@@ -1,5 +1,5 @@
 """One palette and one vocabulary (issue 27, polish): weights, KV in use, free KV and the overheads keep
-one colour each on Home (ui/budget_bar.py), Engine (ui/charts.py ``rank_bars``) and Allocation
+one colour each on Home (ui/budget_bar.py), Engine (ui/engine.py ``stage_bars_html``) and Allocation
 (ui/allocation_view.py ``allocation_bars``), all from ui/palette.py; green means free KV and nothing else (it
 meant "wasted" on Allocation); and the engine's part of the card is "usable" everywhere."""
 
@@ -53,6 +53,5 @@ def test_usable_is_the_one_word_for_the_engines_part_of_the_card():
     assert not [p.name for p in copy if "engine's share" in p.read_text(encoding="utf-8").lower()]
     at = AppTest.from_file(str(ROOT / "pages/5_Engine.py"), default_timeout=60).run()
     assert not at.exception
-    (spec,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    texts = [a["text"] for a in spec["layout"]["annotations"]]
-    assert any(t.startswith("usable ") for t in texts) and any(t.startswith("card ") for t in texts)
+    (bar,) = [h.proto.body for h in at.get("html") if 'data-segment="Weights"' in h.proto.body]
+    assert ">usable " in bar and 'data-label="usable"' in bar and ">card " in bar

@@ -8,6 +8,7 @@ size on screen goes through :mod:`ui.format`.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 
 import streamlit as st
@@ -50,6 +51,7 @@ from ui.format import (
     quoted,
 )
 from ui.inputs import NumberField, PlanInputs
+from ui.scale_view import rank_bar_html
 from ui.tiles import show_tiles, tiles_from_values
 
 ENGINE_FIELDS: dict[str, NumberField] = {
@@ -415,6 +417,20 @@ def serving_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
             out["Per token moved (estimate)"] = (f"{off['seconds_per_token_moved'] * 1e6:,.2f} µs",
                                                  f"over {off['host_link']} ({off['host_link_gb_s']:g} GB/s)")
     return out
+
+
+def stage_bars_html(plan: EnginePlan, gpu_label: str) -> str:
+    """The per-GPU budget of each pipeline stage as Home's HTML bar (:func:`ui.scale_view.rank_bar_html`: the same
+    segments and :mod:`ui.palette` colours as Home and Disaggregation), a line naming the stage above each bar when
+    there are several; no Plotly chart to load or redraw on a rerun (issue 27 speed)."""
+    parts = []
+    for r in plan.ranks:
+        stage = (f"stage {r.stage}: layers {r.first_layer}-{r.first_layer + r.num_layers - 1}"
+                 + ("" if r.role == "all" else f" ({r.role})"))  # vLLM V0: the driver vs its peers
+        if len(plan.ranks) > 1:
+            parts.append(f'<div style="font-size:0.875rem;margin:0.5rem 0 0.25rem">{html.escape(stage)}</div>')
+        parts.append(rank_bar_html(plan, plan.gpu_memory_bytes, f"{stage}, {gpu_label}", rank=r))
+    return "".join(parts)
 
 
 def serving_section(plan: EnginePlan) -> None:

@@ -267,12 +267,12 @@ def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
     return rank_bar_html(pool.plan.engine, gpu_memory_bytes, f"{pool.role} GPU, {gpu_label}")
 
 
-def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str) -> str:
-    """The fullest GPU of an :class:`planner.engines.types.EnginePlan` as a budget bar (segments of
-    :meth:`planner.engines.types.RankBudget.segments`, zero-byte ones and "Over the card" left out: terms that exceed
-    the card run past its line, as Home's bar draws them; the dashed line at the engine's usable share when it has
-    a memory fraction)."""
-    rank = plan.limiting_rank
+def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str, rank=None) -> str:
+    """One GPU of an :class:`planner.engines.types.EnginePlan` (``rank``, a :class:`~planner.engines.types.RankBudget`
+    of it; default the fullest) as a budget bar (segments of :meth:`planner.engines.types.RankBudget.segments`,
+    zero-byte ones and "Over the card" left out: terms that exceed the card run past its line, as Home's bar draws
+    them; the dashed line at the engine's usable share when it has a memory fraction)."""
+    rank = rank or plan.limiting_rank
     # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
     # the card line; an "Over the card" segment after them would count that excess twice
     segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != OVER_THE_CARD]
