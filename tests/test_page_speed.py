@@ -101,8 +101,8 @@ def test_datarevision_follows_the_data():
     assert bars([1, 2]) == bars([1, 2]) != bars([1, 3])
 
 
-CHART_PAGES = ("pages/1_Memory_curves.py", "pages/2_GQA_savings.py", "pages/3_Concurrency.py", "pages/5_Engine.py",
-               "pages/6_Allocation.py")
+CHART_PAGES = ("pages/1_Memory_curves.py", "pages/2_GQA_savings.py", "pages/3_Concurrency.py", "pages/6_Allocation.py")
+"""The pages that draw Plotly charts (the Engine page's budget is Home's HTML bar)."""
 
 
 @pytest.mark.parametrize("page", CHART_PAGES)
