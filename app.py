@@ -57,7 +57,8 @@ if start_fixes:  # under that warning: each one starts the engine and keeps the 
 views.seed_answer(result, model, gpu.name, engine_plan)
 views.plan_metrics(result)
 feature_line.show_users_line(features, form.model_id, same_as="")
-views.guarded(serving.tower_panel, full_model, gpu, request, result, what="planning the text-only variant")
+views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
+              what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)

@@ -6,6 +6,7 @@ from dataclasses import replace
 import streamlit as st
 
 from planner.diagnose import Fix
+from planner.serving.features import for_engine
 from ui import (
     catalog,
     charts,
@@ -73,7 +74,7 @@ result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"sea
 
 st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
 st.caption(workload.describe())
-feature_line.show_users_line(features, form.model_id, what="Every setup's users",
+feature_line.show_users_line(for_engine(features, engine_name), form.model_id, what="Every setup's users",
                              left_out=feature_line.link_left_out(engine=engine_name))
 if result.fits:
     st.success(traffic.best_text(result), icon=":material/check_circle:")

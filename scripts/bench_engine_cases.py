@@ -82,7 +82,8 @@ class Case:
             ``catalog``: the catalog model's own layers, for the ``[N..]`` rows whose notes give none).
         arithmetic: "" when the KV-arithmetic pass can express the launch, else why not (its figures
             are then shown in parentheses and left out of the rounding count).
-        image_limit: ``--limit-mm-per-prompt``'s image count the row states (None = not stated): the cold
+        image_limit: ``--limit-mm-per-prompt``'s image count the row states (None = not stated: vLLM's default
+            encoder profile for a vision model, as ``plan`` charges it): the cold
             start then plans the vision tower's encoder profile as ``plan --limit-mm-per-prompt`` does
             (one 1,024 x 1,024 image per request, the CLI's default size).
         scale: The data / expert parallel flags the row states, as :class:`planner.scale.ScaleRequest`
@@ -391,14 +392,22 @@ class ColdStart:
 
 
 def _images(case: Case) -> dict:
-    """``serving=`` for a row that states an image limit (:attr:`Case.image_limit`), else nothing."""
-    if case.image_limit is None:
-        return {}
+    """``serving=`` for a row that states an image limit (:attr:`Case.image_limit`); for a vision model without
+    one, vLLM's default encoder profile, as ``plan`` charges it (:func:`planner.serving.features.with_engine_defaults`);
+    else nothing."""
     import model_catalog
     from planner.serving import ServingFeatures
+    from planner.serving.features import with_engine_defaults
     from planner.serving.multimodal import MultimodalConfig, vision_from_config
 
-    vision = vision_from_config(model_catalog.get_model_entry(case.model_id).config)
+    try:
+        config = model_catalog.get_model_entry(case.model_id).config if case.model_id else {}
+    except (KeyError, ValueError):
+        config = {}  # a stand-in model outside the catalog
+    if case.image_limit is None:
+        default = with_engine_defaults(None, engine=case.engine, raw_config=config)
+        return {} if default is None else {"serving": default}
+    vision = vision_from_config(config)
     return {"serving": ServingFeatures(multimodal=MultimodalConfig(vision=vision, limit_mm_per_prompt=case.image_limit))}
 
 

@@ -148,7 +148,9 @@ def test_find_sizes_setups_with_the_features(capsys):
 
 def test_find_language_model_only_sizes_the_text_model(capsys):
     """`find --language-model-only` plans without the vision tower, as `plan` and the Find page do: on the same
-    GPU setup the KV budget per GPU grows by the tower's bytes per GPU (bf16, TP 1) and their allocator rounding."""
+    GPU setup the KV budget per GPU grows by the tower's bytes per GPU (bf16, TP 1) and their allocator rounding, and
+    by vLLM's default encoder profile, which a server with the tower runs without media flags (as
+    `--limit-mm-per-prompt '{"image": 2}'` does)."""
     from planner.cli.entry import main as cli_main
     from planner.model.dtypes import weight_dtype
     from planner.serving.multimodal import tower_weight_bytes
@@ -160,9 +162,15 @@ def test_find_language_model_only_sizes_the_text_model(capsys):
     full = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
     assert cli_main([*common, "--language-model-only"]) == 0
     text = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
+    assert cli_main([*common, "--limit-mm-per-prompt", '{"image": 2}']) == 0
+    limited = {(r["gpu_id"], r["kv_cache_dtype"]): r for r in json.loads(capsys.readouterr().out)}
     key = ("nvidia-h100-sxm-80gb", "bf16")
+    assert full[key]["kv_cache_budget_bytes_per_gpu"] == limited[key]["kv_cache_budget_bytes_per_gpu"]
     tower = tower_weight_bytes(model_spec("Qwen/Qwen3-VL-8B-Instruct"), weight_dtype("auto"))
+    # the encoder profile's outputs (planner.serving.multimodal): one dummy 16,384-token image held as 16,384 x
+    # 4,096 x (1 + 3 deepstack levels) x 2 B; its vision forward stays under the language model's peak here
+    cache = 16_384 * 4_096 * 4 * 2
     # the tower's bytes, and the caching allocator's rounding of its tensors (the plan charges the weights as vLLM
     # loads them, planner.overhead.weights_loading_bytes): 51,744 B here
     grown = text[key]["kv_cache_budget_bytes_per_gpu"] - full[key]["kv_cache_budget_bytes_per_gpu"]
-    assert tower <= grown < tower + MiB
+    assert tower + cache <= grown < tower + cache + MiB

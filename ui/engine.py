@@ -438,7 +438,9 @@ def serving_section(plan: EnginePlan) -> None:
     are among ``plan.notes``, shown with the verdict)."""
     if plan.serving is None:
         return
-    st.subheader("Serving features under this engine")
+    mm, asked = plan.serving.get("multimodal") or {}, ("lora", "speculative", "offload")
+    alone = mm.get("encoder_profile_default") and not any(plan.serving.get(k) for k in asked)
+    st.subheader("vLLM's default encoder profile" if alone else "Serving features under this engine")
     show_tiles(tiles_from_values(serving_metric_values(plan)), 3)
     if plan.serving["engine_launch_flags"]:
         st.caption(f"{plan.engine}'s own flags (in the launch command above): "

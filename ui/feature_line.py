@@ -34,7 +34,7 @@ HOST_TIER_KEYS = ("kv_offloading_size", "swap_space_gib")
 def feature_phrases(features: ServingFeatures | None, model_id: str | None = None) -> list[str]:
     """The switched-on features in the field's terms, one phrase each: ``["4 LoRA slots (rank 16)",
     "EAGLE-3 (1 draft token)", "2 images per request"]``; a text-only server (the sidebar switch, a model with a
-    tower) adds ``"text only"``."""
+    tower) adds ``"text only"``, a vision model under vLLM without media inputs vLLM's default encoder profile."""
     out: list[str] = []
     if features is not None and features.lora is not None:
         out.append(f"{count_noun(features.lora.max_loras, 'LoRA slot')} (rank {features.lora.max_lora_rank})")
@@ -44,6 +44,8 @@ def feature_phrases(features: ServingFeatures | None, model_id: str | None = Non
         out.append(f"{METHOD_NAMES.get(spec.method, spec.method)}{draft} "
                    f"({count_noun(spec.num_speculative_tokens, 'draft token')})")
     mm = features.multimodal if features is not None else None
+    if mm is not None and mm.engine_default:  # planner.serving.features.with_engine_defaults
+        out.append("vLLM's default encoder profile (no image per request)")
     if mm is not None and mm.images_per_request:
         out.append(f"{count_noun(mm.images_per_request, 'image')} per request "
                    f"({format_int(mm.image_width)} x {format_int(mm.image_height)} px)")

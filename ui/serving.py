@@ -7,8 +7,9 @@ underscores (``enable_lora``, ``max_loras``, ``max_lora_rank``, ``max_cpu_loras`
 ``kv_offloading_backend``, ``swap_space_gib``, ``host_link_gb_s``, ``images_per_request``,
 ``image_width``, ``image_height``, ``limit_mm_per_prompt`` (the image limit, a number),
 ``videos_per_request``, ``video_frames``, ``video_seconds``, ``video_width``, ``video_height``), so a
-copied link carries them. With every switch off the pages compute exactly what they did before: the
-request's ``serving`` stays None.
+copied link carries them. With every switch off the request's ``serving`` stays None, except for a vision model
+under vLLM: it carries vLLM's default encoder profile, as ``python -m planner plan`` charges it
+(:func:`planner.serving.features.with_engine_defaults`).
 
 For a model with a vision / audio tower the sidebar shows the text-only switch (``language_model_only``,
 the CLI's ``--language-model-only``) above the expander; :func:`served_model` gives the spec the pages
@@ -27,7 +28,7 @@ import streamlit as st
 from planner.budget import Plan, PlanRequest, plan, serving_budget_cost_bytes
 from planner.model import ModelSpec
 from planner.serving import LoRAConfig, ServingFeatures
-from planner.serving.features import SERVING_ENGINES
+from planner.serving.features import SERVING_ENGINES, with_engine_defaults
 from planner.serving.multimodal import (
     MultimodalConfig,
     is_multimodal,
@@ -236,7 +237,7 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
             when the host-link input is empty; None = unknown link.
 
     Returns:
-        The features switched on (None when every switch is off), and the problems to show.
+        The features switched on (None when none is and the engine profiles no encoder unasked), and the problems.
     """
     model_options = catalog.model_ids()
     problems = inputs.check_link(
@@ -306,16 +307,15 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
                             "text-only plan. Switch text only off, or clear the counts in the sidebar.")
     elif vision is not None:
         multimodal = _media_config(vision, images, videos, problems)
-    if lora is None and speculative is None and host_tier is None and multimodal is None:
-        return None, problems
     features = ServingFeatures(engine=engine, lora=lora, speculative=speculative, offload=host_tier,
                                multimodal=multimodal)
     try:
         features.validate()
     except ValueError as exc:
         problems.append(f"Serving features: {exc}. Showing the plan without them; change them in the sidebar.")
-        return None, problems
-    return features, problems
+        features = ServingFeatures(engine=engine)
+    return with_engine_defaults(  # vLLM's default encoder profile for a vision model, as the CLI charges it
+        features if features.enabled else None, engine=engine, raw_config=raw, text_only=text_only_on), problems
 
 
 def page_gpu(gpu_id: str | None):
@@ -356,7 +356,7 @@ def cli_flags(features: ServingFeatures) -> str:
         if off.host_link_gb_s is not None:
             parts.append(f"--host-link-gb-s {off.host_link_gb_s:g}")
     mm = features.multimodal
-    if mm is not None:
+    if mm is not None and not mm.engine_default:  # vLLM's default profile: the CLI's default too
         parts.append(f"--images-per-request {mm.images_per_request} --image-width {mm.image_width} "
                      f"--image-height {mm.image_height}")
         if mm.videos_per_request:
@@ -467,10 +467,12 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
         model, gpu, request, result: The page's plan (``result``) and what it was planned from.
         cli_command: The page's ``python -m planner plan`` line; the features' flags are appended.
     """
-    if result.serving is None:
-        return
+    if result.serving is None or request.serving is None or not request.serving.asked:
+        return  # vLLM's default encoder profile alone: the tower line says it (tower_figures)
     serving = result.serving
-    plain = plan(model, gpu.framework_memory_bytes, replace(request, serving=None), gpu_id=gpu.id)
+    mm = request.serving.multimodal  # "features off" keeps vLLM's default encoder profile: nobody asked for it
+    unasked = ServingFeatures(engine=request.serving.engine, multimodal=mm) if mm and mm.engine_default else None
+    plain = plan(model, gpu.framework_memory_bytes, replace(request, serving=unasked), gpu_id=gpu.id)
     st.subheader("Serving features")
     if serving["engine_family"] not in SERVING_ENGINES:
         st.info(f"{serving['engine']}: the serving features are modelled for {', '.join(SERVING_ENGINES)} "
@@ -520,7 +522,8 @@ def weights_source_note(model: ModelSpec) -> str:
     return f"Weights: {source}."
 
 
-def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> tuple[str, dict[str, tuple[str, str]]]:
+def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan,
+                  engine: str = "vllm") -> tuple[str, dict[str, tuple[str, str]]]:
     """The Home page's tower line and cards for a multimodal ``model`` (``("", {})`` for a text model): the tower
     named with its size and the text model's weights (``"vision tower 1.07 GiB; text only: 15.26 GiB"``), then
     the weights and the users with the tower and text only, each from :func:`planner.budget.plan` (the page's
@@ -532,6 +535,9 @@ def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> 
         model: The catalog spec with its towers (not :func:`served_model`'s).
         gpu, request: What ``result`` was planned on and from.
         result: The page's plan of :func:`served_model`.
+        engine: The page's engine (profile id): under vLLM the variant with the tower carries vLLM's default
+            encoder profile when no image is asked for (:func:`with_engine_defaults`); the text-only one carries
+            no media.
 
     Raises:
         ValueError: as :func:`planner.budget.plan`, for the other variant.
@@ -541,14 +547,18 @@ def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> 
     if not is_multimodal(model):
         return "", {}
     on = _is_on(TEXT_ONLY_KEY)
-    other = plan(model if on else text_only(model), gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    serving = (with_engine_defaults(request.serving, engine=engine, raw_config=_raw_config(model.model_id)) if on
+               else None if request.serving is None else replace(request.serving, multimodal=None))  # text only: none
+    serving = serving if serving is not None and serving.enabled else None
+    other = plan(model if on else text_only(model), gpu.framework_memory_bytes, replace(request, serving=serving),
+                 gpu_id=gpu.id)
     full, text = (other, result) if on else (result, other)
     per_gpu = " per GPU" if result.num_gpus > 1 else ""
     line = (f"**{tower_summary(model, weight_dtype(request.weight_dtype))}; text only: "
             f"{format_bytes(text.weights_bytes)}** (whole model). "
             + ("Not loaded: the sidebar's text-only switch is on, so the cards above plan the text model."
                if on else "Loaded, as vLLM does by default; the sidebar's text-only switch "
-                          "(`--language-model-only`) drops it."))
+                          "(`--language-model-only`) drops it.") + _default_profile_text(full))
     users = f"max concurrent sequences at {format_int(result.context_len)} tokens each"
     cards = {
         f"Weights{per_gpu}, with the tower": (format_bytes(full.weights_bytes_per_gpu),
@@ -561,13 +571,24 @@ def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> 
     return line, cards
 
 
+def _default_profile_text(full: Plan) -> str:
+    """`` vLLM also profiles ...`` when ``full`` carries vLLM's default encoder profile, else empty."""
+    mm = (full.serving or {}).get("multimodal") or {}
+    if not mm.get("encoder_profile_default"):
+        return ""
+    dummy = "dummy " + (mm.get("encoder_profile_modality") or "item")
+    return (f" With the tower, vLLM profiles its encoder by default ({count_noun(mm['encoder_profile_items'], dummy)}"
+            f", {format_bytes(mm['encoder_cache_bytes'])} of outputs held through the profile pass), so the users "
+            "with the tower carry it although no request sends an image.")
+
+
 TOWER_TILES_PER_ROW = 2
 """Tower tiles per row: two, so "Weights per GPU, with the tower" stays whole at 1,280 px."""
 
 
-def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan) -> None:
+def tower_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, engine: str = "vllm") -> None:
     """The Home page's row of tower cards (:func:`tower_figures`); nothing for a text model."""
-    line, cards = tower_figures(model, gpu, request, result)
+    line, cards = tower_figures(model, gpu, request, result, engine)
     if not cards:
         return
     st.markdown(line)

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 
 from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
+from planner.serving.features import with_engine_defaults
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import (
@@ -400,7 +401,9 @@ def catalog_host_link(args: argparse.Namespace) -> tuple[float | None, str, str]
 
 def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
                       raw_config: Mapping | None = None) -> ServingFeatures | None:
-    """The :class:`ServingFeatures` the flags ask for, or None when no serving flag is given.
+    """The :class:`ServingFeatures` the flags ask for, with vLLM's default encoder profile for a vision model
+    planned without media flags (:func:`planner.serving.features.with_engine_defaults`, as the pages); None when
+    no serving flag is given and the engine does nothing unasked.
 
     Args:
         args: Parsed ``plan`` / ``find`` arguments.
@@ -426,7 +429,7 @@ def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
     wants_images = any(getattr(args, name, None) is not None for name in (
         "images_per_request", "image_width", "image_height", "limit_mm_per_prompt", "language_model_only",
         *VIDEO_FLAGS))
-    if raw_config is None and (wants_spec or wants_images):
+    if raw_config is None:  # also for vLLM's default encoder profile (with_engine_defaults)
         raw_config = raw_model_config(args)
     speculative = _speculative_from_args(args, raw_config) if wants_spec else None
     multimodal = _multimodal_from_args(args, raw_config or {}) if wants_images else None
@@ -442,11 +445,13 @@ def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
                 flag = "--" + name.replace("_", "-")
                 raise ValueError(f"{flag} describes KV offload: add --kv-offloading-size GiB (or --swap-space for "
                                  f"vLLM V0), or drop {flag}")
-    if lora is None and speculative is None and offload is None and multimodal is None:
-        return None
-    features = ServingFeatures(engine=engine or getattr(args, "engine", None) or "vllm", lora=lora,
-                               speculative=speculative, offload=offload, multimodal=multimodal)
-    features.validate()
+    engine = engine or getattr(args, "engine", None) or "vllm"
+    features = ServingFeatures(engine=engine, lora=lora, speculative=speculative, offload=offload,
+                               multimodal=multimodal)
+    features = with_engine_defaults(features if features.enabled else None, engine=engine, raw_config=raw_config,
+                                    text_only=text_only_requested(args, raw_config))
+    if features is not None:
+        features.validate()
     return features
 
 
@@ -476,7 +481,11 @@ def serving_table_lines(serving: dict) -> list[str]:
         lines.append(f"videos       {mm['videos_per_request']} x {mm['video_frames']} frames of "
                      f"{mm['resized_video_width']} x {mm['resized_video_height']} px: {mm['tokens_per_video']:,} "
                      "tokens each")
-    if mm:
+    if mm and mm.get("encoder_profile_default"):
+        lines.append(f"images       none per request; vLLM's default encoder profile: vision tower "
+                     f"{g(mm['vision_weights_bytes_per_gpu'])}, encoder cache {g(mm['encoder_cache_bytes'])} "
+                     f"({mm['encoder_budget_tokens']:,} tokens)")
+    elif mm:
         lines.append(f"images       {mm['images_per_request']} x {mm['resized_width']} x {mm['resized_height']} px: "
                      f"{mm['tokens_per_image']:,} tokens each, {mm['tokens_per_request']:,} per request; vision tower "
                      f"{g(mm['vision_weights_bytes_per_gpu'])}, encoder cache {g(mm['encoder_cache_bytes'])} "

@@ -483,6 +483,9 @@ def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, r
     state = f" + model runner V2 state {rank.runner_state_bytes:,} B" if rank.runner_state_bytes else ""
     if rank.first_compile_bytes:
         state += f" + first torch.compile {rank.first_compile_bytes:,} B"
+    mm = request.serving.multimodal if request.serving is not None else None
+    if mm is not None and mm.encoder_profiled:  # planner.serving.multimodal: held through the profile pass
+        state += " + encoder profile" + (" (vLLM's default: no --limit-mm-per-prompt)" if mm.engine_default else "")
     return (f"available = floor(total x gpu_memory_utilization) - weights - activation - non_torch{graphs}; "
             f"activation = max(forward pass of {mnbt:,} tokens, sampler of min({seqs}, {mnbt:,}) x "
             f"{model.vocab_size:,} logits x {logit} B + hidden states){state}")

@@ -19,6 +19,7 @@ modules name the rest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from planner.model import ModelSpec
@@ -26,7 +27,13 @@ from planner.model.kv import KVProfile, kv_profile
 from planner.model.layers import CacheDtypes
 from planner.serving.lora import LoRAConfig, LoRASlots, lora_slots
 from planner.serving.lora import launch_flags as lora_flags
-from planner.serving.multimodal import MultimodalConfig, MultimodalCost, multimodal_cost
+from planner.serving.multimodal import (
+    MultimodalConfig,
+    MultimodalCost,
+    engine_default_media,
+    multimodal_cost,
+    vision_from_config,
+)
 from planner.serving.multimodal import launch_flags as multimodal_flags
 from planner.serving.offload import OffloadConfig, OffloadPlan, offload_plan
 from planner.serving.offload import launch_flags as offload_flags
@@ -87,6 +94,52 @@ class ServingFeatures:
     def enabled(self) -> bool:
         """True when some feature is switched on."""
         return any(f is not None for f in (self.lora, self.speculative, self.offload, self.multimodal))
+
+    @property
+    def asked(self) -> bool:
+        """True when some feature was asked for: not only vLLM's default encoder profile
+        (:func:`with_engine_defaults`)."""
+        mm = self.multimodal
+        return (any(f is not None for f in (self.lora, self.speculative, self.offload))
+                or (mm is not None and not mm.engine_default))
+
+
+def with_engine_defaults(features: ServingFeatures | None, *, engine: str, raw_config: Mapping,
+                         text_only: bool = False) -> ServingFeatures | None:
+    """``features`` with what the engine does unasked: vLLM's default encoder profile for a model whose
+    config.json has a vision config the planner reads (:func:`planner.serving.multimodal.engine_default_media`),
+    when no image / video was asked for and the server is not text only. The CLI
+    (planner/cli/serving.py ``serving_from_args``) and the pages (ui/serving.py ``serving_inputs``) both call it,
+    so they charge the same profile. Other engine families do not profile an encoder: ``features`` unchanged.
+
+    Args:
+        features: The features the flags or the page's inputs ask for (None = none).
+        engine: Engine profile id of the plan (``vllm``, ``vllm-v0.11``, ``sglang``, ...).
+        raw_config: The model's config.json (empty for a GGUF or an unknown id: unchanged).
+        text_only: The server loads no tower (``--language-model-only``, every modality limited to 0).
+
+    Raises:
+        ValueError: a vision config field out of bounds (:func:`planner.serving.multimodal.vision_from_config`).
+    """
+    if text_only or engine_family(engine) != "vllm" or (features is not None and features.multimodal is not None):
+        return features
+    vision = vision_from_config(raw_config)
+    if vision is None:
+        return features
+    if features is None:
+        return ServingFeatures(engine=engine, multimodal=engine_default_media(vision))
+    return replace(features, multimodal=engine_default_media(vision))
+
+
+def for_engine(features: ServingFeatures | None, engine: str) -> ServingFeatures | None:
+    """``features`` priced under ``engine``: its id swapped in, and vLLM's default encoder profile
+    (:func:`with_engine_defaults`) left out for another family, which profiles none (None when nothing is left)."""
+    if features is None:
+        return None
+    mm = features.multimodal
+    if mm is not None and mm.engine_default and engine_family(engine) != "vllm":
+        features = replace(features, multimodal=None)
+    return replace(features, engine=engine) if features.enabled else None
 
 
 @dataclass(frozen=True, kw_only=True)

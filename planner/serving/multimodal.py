@@ -24,6 +24,10 @@ outputs while it profiles the language model. So the KV budget loses
     + max(0, vision forward peak - language-model activation peak)
     vision forward peak ~ items x patches x activation bytes x (3 x hidden + intermediate)   (an estimate)
 
+vLLM runs this profile by default: a launch without ``--limit-mm-per-prompt`` allows 999 items of every modality,
+and ``skip_mm_profiling`` is off, so a model with a vision tower is charged it with no image per request
+(:func:`engine_default_media`; ``{"image": 0, "video": 0}`` or ``--language-model-only`` switches it off).
+
 Worked example: Qwen3-VL at 8,192 batched tokens: its largest image is 16,384 tokens, so the budget is 16,384
 and one item; Gemma 3 27B: 256-token images, so 8,192 // 256 = 32 images of 4,096 patches, holding 32 x 256 x
 5,376 x 2 B = 88,080,384 B of outputs.
@@ -101,10 +105,10 @@ __all__ = [
     "MAX_TOKENS_PER_IMAGE", "MAX_TOWER_FFN", "MAX_TOWER_HEADS", "MAX_TOWER_LAYERS", "MAX_TOWER_WIDTH",
     "MAX_VISION_POSITIONS", "PROCESSOR_DEFAULTS", "QWEN2_VL_TYPES", "QWEN3_VL_TYPES", "TOWER_PREFIXES",
     "VIDEO_DEFAULTS", "VIDEO_FPS", "VIDEO_MAX_FRAMES", "VIDEO_MIN_FRAMES", "VISION_FIELD_LIMITS", "MultimodalConfig",
-    "MultimodalCost", "VisionConfig", "encoder_chunk_budget", "is_multimodal", "is_tower_group", "launch_flags",
-    "multimodal_cost", "resized", "resized_video", "text_only", "tokens_per_image", "tokens_per_video",
-    "tower_groups_of", "tower_linear", "tower_norm", "tower_parameters", "tower_summary", "tower_weight_bytes",
-    "video_frames", "vision_from_config", "vision_tower_groups",
+    "MultimodalCost", "VisionConfig", "encoder_chunk_budget", "engine_default_media", "is_multimodal",
+    "is_tower_group", "launch_flags", "multimodal_cost", "resized", "resized_video", "text_only", "text_only_flags",
+    "tokens_per_image", "tokens_per_video", "tower_groups_of", "tower_linear", "tower_norm", "tower_parameters",
+    "tower_summary", "tower_weight_bytes", "video_frames", "vision_from_config", "vision_tower_groups",
 ]
 
 ONE_HOT_BYTES = 8
@@ -163,6 +167,14 @@ class MultimodalConfig:
         return self.vision.takes_video and self.limit_videos_per_prompt != 0
 
     @property
+    def engine_default(self) -> bool:
+        """True for vLLM's default launch: no image or video per request and no ``--limit-mm-per-prompt`` (999 per
+        modality, vllm/config/multimodal.py ``MultiModalConfig.get_limit_per_prompt``), whose encoder vLLM still
+        profiles (:func:`engine_default_media`)."""
+        return (not self.images_per_request and not self.videos_per_request and self.limit_mm_per_prompt is None
+                and self.limit_videos_per_prompt is None)
+
+    @property
     def encoder_profiled(self) -> bool:
         """False when vLLM skips the encoder: every modality the model takes limited to 0 (module docstring)."""
         return self.limit_mm_per_prompt != 0 or self.videos_allowed
@@ -185,6 +197,8 @@ class MultimodalCost:
         resized_video_width, resized_video_height: The video processor's frame size [pixels].
         encoder_profile_modality: The modality vLLM profiles (``image`` / ``video``; empty when off).
         encoder_profile_items: Dummy items it encodes in one batch.
+        encoder_profile_default: The profile is vLLM's default (no media flag given:
+            :attr:`MultimodalConfig.engine_default`), not one the request asked for.
         notes: Assumptions.
     """
 
@@ -205,6 +219,7 @@ class MultimodalCost:
     resized_video_height: int = 0
     encoder_profile_modality: str = ""
     encoder_profile_items: int = 0
+    encoder_profile_default: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict:
@@ -215,7 +230,8 @@ class MultimodalCost:
                "encoder_cache_bytes": self.encoder_cache_bytes, "vision_forward_bytes": self.vision_forward_bytes,
                "vision_params": self.vision_params, "vision_weights_bytes_per_gpu": self.vision_weights_bytes,
                "encoder_profile_modality": self.encoder_profile_modality,
-               "encoder_profile_items": self.encoder_profile_items}
+               "encoder_profile_items": self.encoder_profile_items,
+               "encoder_profile_default": self.encoder_profile_default}
         if self.videos_per_request:
             out |= {"videos_per_request": self.videos_per_request, "video_frames": self.video_frames,
                     "tokens_per_video": self.tokens_per_video, "resized_video_width": self.resized_video_width,
@@ -302,6 +318,10 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
                      f"{items * item.embeddings:,} output tokens held through the profile pass; the vision forward "
                      "peak is an estimate")
         notes += [chunk_note] if chunk_note else []
+        if config.engine_default:
+            notes.append(f"vLLM's default (no --limit-mm-per-prompt: 999 {item.modality}s per prompt) profiles the "
+                         f"encoder although no request here carries one; {text_only_flags(vision)} or "
+                         "--language-model-only switches it off (and leaves the tower unloaded)")
     elif engine == "vllm":
         notes.append("--limit-mm-per-prompt 0 for every modality: vLLM skips the encoder profile")
     else:
@@ -315,15 +335,40 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
         vision_weights_bytes=weight_bytes(groups, activation, None, tensor_parallel_size),
         videos_per_request=config.videos_per_request, video_frames=config.video_frames if per_video else 0,
         tokens_per_video=per_video, resized_video_width=video_w, resized_video_height=video_h,
-        encoder_profile_modality=modality, encoder_profile_items=items, notes=tuple(notes))
+        encoder_profile_modality=modality, encoder_profile_items=items,
+        encoder_profile_default=bool(items) and config.engine_default, notes=tuple(notes))
+
+
+def engine_default_media(vision: VisionConfig) -> MultimodalConfig:
+    """What a vLLM launch without media flags profiles for a model with ``vision``: no image or video per request
+    (none in the KV), every limit unstated (999 per modality), so the encoder profile of the module docstring
+    runs as for any image limit above 0 (the items are bounded by the encoder budget, not the limit).
+
+    Sources: vllm/v1/worker/gpu_model_runner.py ``GPUModelRunner.profile_run`` and model runner V2's
+    (vllm/v1/worker/gpu/model_runner.py): a model that takes multimodal inputs encodes its dummy batch unless
+    ``skip_mm_profiling`` (default False) or every modality's limit is 0 (``--language-model-only``);
+    vllm/config/multimodal.py: an unstated modality's limit is 999 (``get_limit_per_prompt``; v0.11.0 documents 999
+    for the V1 engine and 1 for V0, whose profile also encodes dummy images). The item count here is V1's.
+    """
+    return MultimodalConfig(vision=vision, images_per_request=0)
+
+
+def text_only_flags(vision: VisionConfig) -> str:
+    """vLLM's ``--limit-mm-per-prompt`` that limits every modality ``vision`` takes to 0 (no ``video`` key for a
+    model that takes none, as :func:`launch_flags`)."""
+    limits = '"image": 0, "video": 0' if vision.takes_video else '"image": 0'
+    return f"--limit-mm-per-prompt '{{{limits}}}'"
 
 
 def launch_flags(config: MultimodalConfig, engine: str) -> str:
     """The engine's flag bounding images and videos per prompt (vLLM ``--limit-mm-per-prompt``,
     vllm/config/multimodal.py ``limit_per_prompt``; no ``video`` key for a model without that modality).
 
-    SGLang and llama.cpp take no such bound (llama.cpp needs the tower's ``--mmproj`` file).
+    SGLang and llama.cpp take no such bound (llama.cpp needs the tower's ``--mmproj`` file); vLLM's default
+    (:func:`engine_default_media`) needs none.
     """
+    if engine == "vllm" and config.engine_default:
+        return ""  # vLLM's own default: no flag
     if engine == "vllm":
         limit = config.limit_mm_per_prompt if config.limit_mm_per_prompt is not None else config.images_per_request
         if not config.vision.takes_video or (not config.videos_per_request

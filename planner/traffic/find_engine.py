@@ -42,13 +42,14 @@ each engine from :mod:`planner.engines.launch`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.engines import ENGINE_PROFILES, EngineRequest, plan_engine, resolve_engine_name
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
+from planner.serving.features import for_engine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +111,7 @@ def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: 
         max_model_len: ``--max-model-len`` [tokens].
     """
     overhead = request.overhead_bytes
-    serving = None if request.serving is None else replace(request.serving, engine=request.engine)
+    serving = for_engine(request.serving, request.engine)  # vLLM's default encoder profile: vLLM only
     return EngineRequest(
         engine=request.engine, weight_dtype=request.weight_dtype, kv_cache_dtype=kv_cache_dtype,
         tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
