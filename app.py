@@ -20,7 +20,8 @@ engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
                                                     gpu=serving.page_gpu(form.gpu_id))
 in_use_bytes, in_use_problems = engine_home.link_memory_in_use()  # the Engine page's shared GPU, if carried
-inputs.show_problems([*problems, *engine_problems, *serving_problems, *in_use_problems])
+usage_context, usage_problems = engine_home.link_usage_context()  # and its start mode
+inputs.show_problems([*problems, *engine_problems, *serving_problems, *in_use_problems, *usage_problems])
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
@@ -40,7 +41,7 @@ st.caption(md_message(
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 asked = engine_home.home_request(form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features,
-                                 in_use_bytes)
+                                 in_use_bytes, usage_context)
 engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first

@@ -271,3 +271,19 @@ def test_sglang_pools_use_the_memory_nvidia_smi_reports_as_the_cli_does(capsys):
     shown = [value for label, value in _metrics(at) if label == "KV pool per GPU"]
     pools = [cli["prefill"]["available_kv_cache_bytes"], cli["decode"]["available_kv_cache_bytes"]]
     assert shown == [format_bytes(b) for b in pools]
+
+
+def test_a_vision_model_s_pools_carry_vllm_s_default_encoder_profile_as_disagg_does(capsys):
+    """vLLM profiles a vision model's encoder unasked (planner.serving.features.with_engine_defaults); `disagg`
+    charges it and the page did not (QA: Qwen3-VL-8B on an L40S, 22.28 GiB on the page, 21.02 in the CLI)."""
+    import json  # noqa: PLC0415
+
+    from planner.cli import main  # noqa: PLC0415
+
+    assert main(["disagg", "--model", "Qwen/Qwen3-VL-8B-Instruct", "--gpu", "nvidia-l40s", "--engine", "vllm",
+                 "--users", "256", "--prompt-len", "4096", "--output-len", "512", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    at = _run({"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": "nvidia-l40s"})
+    assert not at.exception
+    shown = [value for label, value in _metrics(at) if label == "KV pool per GPU"]
+    assert shown == [format_bytes(cli[p]["available_kv_cache_bytes"]) for p in ("prefill", "decode")]

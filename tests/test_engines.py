@@ -398,3 +398,16 @@ def test_trtllm_says_it_leaves_a_hybrid_s_recurrent_states_out():
     assert any("mamba_cache_manager.py" in n and "not priced" in n for n in hybrid.notes), hybrid.notes
     dense = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), 80 * GiB, EngineRequest(engine="trtllm"))
     assert not any("mamba_cache_manager.py" in n for n in dense.notes)
+
+
+def test_an_llm_class_plan_s_command_carries_its_token_budget():
+    """`--usage-context llm` plans the offline LLM class's max_num_batched_tokens; the `vllm serve` command it
+    prints must say it, or serve's smaller default gives another pool (QA: Qwen3-8B on an L40S, 8,192 planned, the
+    command got 2,048)."""
+    model = model_spec("Qwen/Qwen3-8B")
+    llm = plan_engine(model, 44 * GiB, EngineRequest(engine="vllm", max_model_len=32768, usage_context="llm",
+                                                       gpu_name="L40S"))
+    served = plan_engine(model, 44 * GiB, EngineRequest(engine="vllm", max_model_len=32768, gpu_name="L40S"))
+    assert f"--max-num-batched-tokens {llm.max_num_batched_tokens}" in llm.launch_command
+    assert llm.max_num_batched_tokens != served.max_num_batched_tokens
+    assert "--max-num-batched-tokens" not in served.launch_command

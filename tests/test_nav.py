@@ -104,3 +104,24 @@ def test_memory_in_use_travels_and_home_s_engine_panel_applies_it():
     bad.run()
     assert not bad.exception
     assert any("gpu_memory_in_use_gib=lots" in e.value for e in (*bad.error, *bad.warning))
+
+
+def test_the_start_mode_travels_and_home_s_engine_panel_applies_it():
+    """`usage_context=llm` (case N11's offline LLM class) was dropped on the way to Home, whose panel then planned
+    `vllm serve` (QA)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    query = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-gh200-96gb", "num_gpus": "2",
+             "context_len": "30000", "kv_cache_dtype": "fp8", "block_size": "256", "gpu_memory_utilization": "0.95",
+             "usage_context": "llm"}
+    assert _carried(query)["usage_context"] == ["llm"]
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    # the LLM class's 16,384 batched tokens: 8.83 GiB available and a close call (2.17 GiB margin); `serve` plans
+    # 9.72 GiB and no close call (`plan --usage-context llm` / `serve`, same flags)
+    assert any("margin (2.17 GiB)" in w.value for w in at.warning), [w.value for w in at.warning]

@@ -11,6 +11,7 @@ import streamlit as st
 
 from planner.engines import plan_engine
 from planner.engines.expected_error import close_call
+from planner.engines.profiles import USAGE_CONTEXTS
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
@@ -18,12 +19,22 @@ from planner.serving import ServingFeatures
 from ui import feature_line, inputs, nav
 from ui.engine import kv_dtype_fix
 from ui.expected_error import available_kv_text
-from ui.format import format_command, format_int, format_tokens, gib_to_bytes, md_message, quoted
+from ui.format import format_command, format_int, format_tokens, gib_to_bytes, md_message, md_text, quoted
 from ui.inputs import PlanInputs
 
 
 IN_USE_KEY = "gpu_memory_in_use_gib"
 """The Engine page's "Memory other processes hold" (``--gpu-memory-in-use-gib``), carried by the navigation."""
+
+
+def link_usage_context() -> tuple[str, list[str]]:
+    """The Engine page's start mode (``usage_context``: ``serve`` or ``llm``) from the link, carried by the
+    navigation, and a message for a value that is neither (then ``serve``, vLLM's default)."""
+    raw = st.query_params.get("usage_context")
+    if raw is None or raw in USAGE_CONTEXTS:
+        return raw or "serve", []
+    return "serve", [f"Link parameter `usage_context={md_text(raw[:60])}` is not one of {', '.join(USAGE_CONTEXTS)}, "
+                     "so the engine panel plans `serve`: set the start mode on the Engine page."]
 
 
 def link_memory_in_use() -> tuple[int, list[str]]:
@@ -38,13 +49,15 @@ def link_memory_in_use() -> tuple[int, list[str]]:
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,
-                 features: ServingFeatures | None = None, memory_in_use_bytes: int = 0) -> EngineRequest:
+                 features: ServingFeatures | None = None, memory_in_use_bytes: int = 0,
+                 usage_context: str = "serve") -> EngineRequest:
     """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
 
     The home utilization and block size are passed only when the link sets them. ``features`` (the page's
     serving features, :func:`ui.serving.serving_inputs`) are priced under the engine's rules, as the Engine
     page's :func:`engine_request` does, so Home's engine view and every fix it previews give the Engine
-    page's figures for the same link. ``memory_in_use_bytes``: :func:`link_memory_in_use`.
+    page's figures for the same link. ``memory_in_use_bytes``: :func:`link_memory_in_use`; ``usage_context``:
+    :func:`link_usage_context`.
     """
     explicit = st.query_params
     return EngineRequest(
@@ -53,7 +66,7 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
         block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
         gpu_memory_reported_bytes=reported_bytes, serving=features,  # nvidia-smi's total (SGLang's capacity)
-        memory_in_use_bytes=memory_in_use_bytes)
+        memory_in_use_bytes=memory_in_use_bytes, usage_context=usage_context)
 
 
 def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:

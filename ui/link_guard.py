@@ -72,12 +72,13 @@ NUMBER_KEYS = frozenset({
 })
 """Keys of numeric inputs (every page's number fields)."""
 
-SELECT_KEYS = frozenset({"speculative_method", "speculative_model", "kv_offloading_backend"})
+SELECT_KEYS = frozenset({"speculative_method", "speculative_model", "kv_offloading_backend",
+                         "usage_context"})  # the last: the Engine page's start mode, which Home's panel applies
 """Keys of selectboxes outside the shared sidebar (serving features, ui/serving.py); ids and words."""
 
 PAGE_KEYS = frozenset({"model", "gpu", "weight_dtype", "kv_cache_dtype", "engine", "search", "link",
                        "cudagraph_mode", "optimization_level", "enable_prefix_caching", "enforce_eager",
-                       "warm_compile_cache", "use_deep_gemm", "usage_context", "language_model_only"})
+                       "warm_compile_cache", "use_deep_gemm", "language_model_only"})
 """Keys of the shared sidebar and the Engine page's selects and switches (besides the sets above)."""
 
 SECTION_KEYS = frozenset({"memory_curves_section", "concurrency_section", "catalog_section", "allocation_section",

@@ -17,6 +17,7 @@ from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.diagnose import Fix
 from planner.engines.shared_gpu import reported_memory_bytes
+from planner.serving.features import with_engine_defaults
 from planner.engines.types import EngineRequest
 from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
@@ -26,6 +27,7 @@ from ui.budget_bar import segments_bar_html
 from ui.charts import OVER_THE_CARD, RANK_COLOURS
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField, PlanInputs
+from ui.serving import raw_config
 from ui.tiles import show_tiles, tiles_from_values
 
 SCALE_ENGINES: tuple[str, ...] = tuple(e for e in ENGINE_CHOICES if ENGINE_PROFILES[e].family in ("vllm", "sglang"))
@@ -190,12 +192,15 @@ def roofline_gap(gpu) -> str | None:
 
 def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu) -> tuple[PoolRequest, PoolRequest]:
     """``(prefill, decode)`` requests on ``gpu`` (a catalog GPU): the shared flags, each pool's own sizes where
-    given, DCP on decode only, and the memory nvidia-smi reports (SGLang's default fraction reads it), as
-    ``python -m planner disagg`` builds them."""
+    given, DCP on decode only, the memory nvidia-smi reports (SGLang's default fraction reads it) and what the
+    engine does unasked (vLLM's default encoder profile for a vision model,
+    :func:`planner.serving.features.with_engine_defaults`), as ``python -m planner disagg`` builds them."""
     n = knobs.numbers
     engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
                            tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu.name,
-                           gpu_memory_reported_bytes=reported_memory_bytes(gpu))
+                           gpu_memory_reported_bytes=reported_memory_bytes(gpu),
+                           serving=with_engine_defaults(None, engine=knobs.engine,  # vLLM's default encoder profile
+                                                        raw_config=raw_config(form.model_id)))
     shared_auto = n["tensor_parallel_size"] is None  # empty: the smallest size that starts (planner.scale.disagg)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,

@@ -207,7 +207,7 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
                             video_height=videos.get("video_height") or MultimodalConfig.video_height)
 
 
-def _raw_config(model_id: str | None) -> dict:
+def raw_config(model_id: str | None) -> dict:
     """The catalog model's config.json (keys the spec does not carry); empty for custom or unknown models."""
     if not model_id or model_id == catalog.CUSTOM_ID:
         return {}
@@ -245,7 +245,7 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
          "speculative_model": (model_options, catalog.resolve_model_id, "draft model", model_options[0]),
          **({"kv_offloading_backend": (OFFLOAD_BACKENDS, None, "offload backend", "native")} if offload else {})},
         {}, tuple(k for k in SERVING_FIELDS if offload or k not in OFFLOAD_KEYS))
-    raw = _raw_config(model_id)
+    raw = raw_config(model_id)
     vision = vision_from_config(raw)
     text_only_on = text_only_switch(model_id)
     expanded = any(_is_on(k) for k in (*SWITCHES, "speculative_method")) or (
@@ -547,7 +547,7 @@ def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan,
     if not is_multimodal(model):
         return "", {}
     on = _is_on(TEXT_ONLY_KEY)
-    serving = (with_engine_defaults(request.serving, engine=engine, raw_config=_raw_config(model.model_id)) if on
+    serving = (with_engine_defaults(request.serving, engine=engine, raw_config=raw_config(model.model_id)) if on
                else None if request.serving is None else replace(request.serving, multimodal=None))  # text only: none
     serving = serving if serving is not None and serving.enabled else None
     other = plan(model if on else text_only(model), gpu.framework_memory_bytes, replace(request, serving=serving),

@@ -54,11 +54,13 @@ def _plain(text: str) -> str:
     return text.replace("**", "").replace("`", "")
 
 
-def _tile_html(tile: Tile, border: bool) -> str:
-    """One tile's markup; every field escaped."""
+def _tile_html(tile: Tile, border: bool, reserve_note: bool = False) -> str:
+    """One tile's markup; every field escaped. The label takes the tile's spare height, so in a row whose labels
+    wrap to different line counts the values still line up; ``reserve_note``: an empty line where a tile of a
+    grid with notes has none, for the same reason."""
     label, value = html.escape(_plain(tile.label)), html.escape(_plain(tile.value))
     attrs = f'data-tile="" data-label="{label}" data-value="{value}"'
-    box = "padding:calc(1rem - 1px);border-radius:0.5rem;min-width:0;"
+    box = "padding:calc(1rem - 1px);border-radius:0.5rem;min-width:0;display:flex;flex-direction:column;"
     box += f"border:1px solid {_BORDER};" if border else "padding-left:0;"
     help_mark = ""
     if tile.help:
@@ -68,13 +70,15 @@ def _tile_html(tile: Tile, border: bool) -> str:
                      f"margin-left:0.35em;width:1.05em;height:1.05em;line-height:0.95em;text-align:center;"
                      f'font-size:0.75rem;border:1px solid {_MUTED};border-radius:50%;color:{_MUTED};cursor:help">?'
                      "</span>")
-    note = ""
+    note = (f'<div style="font-size:0.875rem;margin-top:0.15rem;visibility:hidden">&nbsp;</div>'
+            if reserve_note else "")
     if tile.note:
         attrs += f' data-note="{html.escape(_plain(tile.note))}"'
         note = (f'<div data-part="note" style="font-size:0.875rem;color:{_MUTED};overflow-wrap:anywhere;margin-top:0.15rem">'
                 f"{html.escape(_plain(tile.note))}</div>")
     return (f'<div {attrs} style="{box}">'
-            f'<div data-part="label" style="font-size:0.875rem;color:{_TEXT};overflow-wrap:anywhere;line-height:1.4">{label}{help_mark}'
+            f'<div data-part="label" style="font-size:0.875rem;color:{_TEXT};overflow-wrap:anywhere;line-height:1.4;'
+            f'flex:1 0 auto">{label}{help_mark}'
             f"</div>"
             f'<div data-part="value" style="font-size:2.25rem;color:{_TEXT};line-height:1.25;overflow-wrap:anywhere">{value}</div>'
             f"{note}</div>")
@@ -96,7 +100,8 @@ def tiles_html(tiles: Sequence[Tile], per_row: int, *, border: bool = True) -> s
     width = f"calc((100% - {per_row - 1} * {_GAP}) / {per_row})"
     grid = (f"display:grid;grid-template-columns:repeat(auto-fill,minmax(max({_MIN_TILE},{width}),1fr));"
             f"gap:{_GAP};font-family:inherit")
-    return f'<div data-tiles="" style="{grid}">' + "".join(_tile_html(t, border) for t in tiles) + "</div>"
+    notes = any(t.note for t in tiles)
+    return f'<div data-tiles="" style="{grid}">' + "".join(_tile_html(t, border, notes) for t in tiles) + "</div>"
 
 
 def show_tiles(tiles: Iterable[Tile], per_row: int, *, container=None, border: bool = True) -> None:

@@ -311,7 +311,9 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         max_model_len=0,  # not read: plan_vllm puts the length between the two parts
         gpu_memory_utilization=util, max_num_seqs=seqs,
         kv_cache_dtype=deepseek_v4.launch_kv_cache_dtype(model, profile.id, request.kv_cache_dtype),
-        max_num_batched_tokens=request.max_num_batched_tokens, block_size=request.block_size,
+        # the LLM class's token budget, written out: `vllm serve` would take serve's smaller default
+        max_num_batched_tokens=request.max_num_batched_tokens or (mnbt if request.usage_context == "llm" else None),
+        block_size=request.block_size,
         attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
         enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
         use_deep_gemm=request.use_deep_gemm, cudagraph_mode=request.cudagraph_mode,
