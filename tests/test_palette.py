@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from ui import palette
 from ui.budget_bar import SEGMENT_COLOURS
-from ui.charts import ALLOCATION_COLOURS, RANK_COLOURS
+from ui.budget_bar import RANK_COLOURS
+from ui.charts import ALLOCATION_COLOURS
 
 ROOT = Path(__file__).resolve().parents[1]
 

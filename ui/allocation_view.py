@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
-import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest, sequence_profiles
 from planner.model import ModelSpec

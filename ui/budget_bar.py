@@ -23,6 +23,20 @@ from planner.budget import Plan
 from ui import palette
 from ui.format import format_bytes
 
+RANK_COLOURS = {
+    "Weights": palette.WEIGHTS, "Activation peak": palette.ACTIVATION, "Non-torch": palette.RUNTIME,
+    "CUDA graphs": palette.CUDA_GRAPHS, "KV cache": palette.KV_IN_USE, "Not allocated": palette.NOT_ALLOCATED,
+    "Over the card": palette.OVER_BUDGET,
+    # serving features (planner.engines.serving.SEGMENT_LABELS)
+    "LoRA slots": palette.LORA, "Draft weights": palette.DRAFT_WEIGHTS, "LoRA / encoder buffers": palette.PROFILE_EXTRAS,
+    "Draft KV cache": palette.DRAFT_KV, "Mamba state pool": palette.STATE_POOL,
+}
+"""Segments of :meth:`planner.engines.types.RankBudget.segments`, in :mod:`ui.palette`'s colours (Home's)."""
+
+OVER_THE_CARD = "Over the card"
+"""The segment of :meth:`planner.engines.types.RankBudget.segments` that is the terms' excess over the card."""
+
+
 SEGMENT_COLOURS = {
     "Weights": palette.WEIGHTS,
     "KV cache in use": palette.KV_IN_USE,

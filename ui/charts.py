@@ -42,16 +42,6 @@ PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#F
 """Colour per series (Tableau 10 order), colour-blind friendly."""
 
 
-RANK_COLOURS = {
-    "Weights": palette.WEIGHTS, "Activation peak": palette.ACTIVATION, "Non-torch": palette.RUNTIME,
-    "CUDA graphs": palette.CUDA_GRAPHS, "KV cache": palette.KV_IN_USE, "Not allocated": palette.NOT_ALLOCATED,
-    "Over the card": palette.OVER_BUDGET,
-    # serving features (planner.engines.serving.SEGMENT_LABELS)
-    "LoRA slots": palette.LORA, "Draft weights": palette.DRAFT_WEIGHTS, "LoRA / encoder buffers": palette.PROFILE_EXTRAS,
-    "Draft KV cache": palette.DRAFT_KV, "Mamba state pool": palette.STATE_POOL,
-}
-"""Segments of :meth:`planner.engines.types.RankBudget.segments`, in :mod:`ui.palette`'s colours (Home's)."""
-
 ALLOCATION_COLOURS = {"Reserved": palette.KV_RESERVED, "In use": palette.KV_IN_USE, "Wasted": palette.KV_WASTED}
 """The Allocation page's KV bars (``ui.allocation_view.allocation_bars``): in use orange as on Home, wasted grey
 (green is free KV everywhere)."""
@@ -410,7 +400,3 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
                                  tickformat=",d"), **_LAYOUT)
     fig.update_layout(margin=dict(l=100, r=24, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
-
-
-OVER_THE_CARD = "Over the card"
-"""The segment of :meth:`planner.engines.types.RankBudget.segments` that is the terms' excess over the card."""

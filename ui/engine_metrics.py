@@ -5,7 +5,6 @@ All values come from :class:`planner.engines.types.EnginePlan` fields; nothing i
 
 from __future__ import annotations
 
-import streamlit as st
 
 from planner.engines.types import EnginePlan
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value

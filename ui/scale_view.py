@@ -23,8 +23,7 @@ from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
-from ui.budget_bar import segments_bar_html
-from ui.charts import OVER_THE_CARD, RANK_COLOURS
+from ui.budget_bar import OVER_THE_CARD, RANK_COLOURS, segments_bar_html
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
 from ui.inputs import NumberField, PlanInputs
 from ui.serving import raw_config
