@@ -78,8 +78,6 @@ st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
 st.code(format_command(result.launch_command), language="bash")
-if serving.text_only_launch_note(form.model_id):
-    st.caption(serving.text_only_launch_note(form.model_id))
 engine.serving_section(result)
 
 st.subheader("Check against your engine's startup log")

@@ -113,8 +113,6 @@ best = find_scale_view.chosen_setup(result)
 def launch() -> None:
     """The chosen setup's launch commands (and llm-d values)."""
     find_scale_view.show_launch(best)
-    if serving.text_only_launch_note(form.model_id):
-        st.caption(serving.text_only_launch_note(form.model_id))
 
 
 def throughput() -> None:

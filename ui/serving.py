@@ -177,15 +177,6 @@ def served_model(model: ModelSpec) -> ModelSpec:
     return text_only(model) if _is_on(TEXT_ONLY_KEY) else model
 
 
-def text_only_launch_note(model_id: str | None) -> str:
-    """The flag a text-only server needs in its vLLM launch command (the commands on the page price the text
-    model but are written without it); empty when the switch is off or the model has no tower."""
-    if not (_is_on(TEXT_ONLY_KEY) and _has_tower(model_id)):
-        return ""
-    return ("Text only: add `--language-model-only` (or `--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'`) "
-            "to the vLLM launch command, so the server skips the tower these figures leave out.")
-
-
 def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> MultimodalConfig | None:
     """The images and videos the inputs ask for (None when neither count nor the image limit is set), read as
     the CLI reads its flags (planner/cli/serving.py): frames or seconds, not both; no image count = no images, but

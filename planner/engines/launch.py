@@ -52,6 +52,8 @@ class LaunchSpec:
         use_deep_gemm: vLLM's DeepGEMM MoE kernels: ``VLLM_USE_DEEP_GEMM=1`` before the command when set.
         cudagraph_mode, optimization_level, max_cudagraph_capture_size: vLLM's CUDA-graph knobs, written
             when set (:func:`vllm_cudagraph_flags`).
+        language_model_only: The plan leaves the vision / audio towers unloaded (text only): vLLM's flag for
+            it is written (:func:`vllm_text_only_flags`).
     """
 
     engine: str
@@ -78,6 +80,7 @@ class LaunchSpec:
     use_deep_gemm: bool = False
     cudagraph_mode: str | None = None
     optimization_level: int | None = None
+    language_model_only: bool = False
     max_cudagraph_capture_size: int | None = None
 
 
@@ -159,6 +162,7 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
     if spec.enable_prefix_caching:
         after.append("--enable-prefix-caching")
     after += vllm_cudagraph_flags(spec)
+    after += vllm_text_only_flags(spec)
     flags, comment = weight_flags(spec.weight_dtype)
     head = _join(before) + " "
     if spec.attention_backend:
@@ -168,6 +172,25 @@ def vllm_command_around_length(spec: LaunchSpec) -> tuple[str, str]:
     if spec.engine == "vllm-v0":
         head = f"VLLM_USE_V1=0 {head}"
     return head, " " + _join(after + flags) + comment
+
+
+LANGUAGE_MODEL_ONLY_PROFILES = frozenset({"vllm", "vllm-v0.28"})
+"""vLLM profiles whose ``vllm serve`` takes ``--language-model-only`` (the vLLM docs' multimodal page, 2026:
+"a text-only mode can be enabled by setting all multimodal modalities to 0 using --language-model-only"; the
+flag follows vLLM PR 22299 of 2025-08, which made every modality limited to 0 mean the same)."""
+
+
+def vllm_text_only_flags(spec: LaunchSpec) -> list[str]:
+    """The flag of a text-only vLLM launch (``spec.language_model_only``): ``--language-model-only`` for the
+    2026 profiles (:data:`LANGUAGE_MODEL_ONLY_PROFILES`), else the form every V1 release since v0.10.1 reads
+    the same way, ``--limit-mm-per-prompt '{"image": 0, "video": 0}'`` (vLLM PR 22299: every modality
+    limited to 0 loads no tower and profiles no encoder). Without it a copied command loads the tower the plan
+    left out and profiles its encoder, so the KV budget comes out smaller than planned."""
+    if not spec.language_model_only:
+        return []
+    if spec.engine in LANGUAGE_MODEL_ONLY_PROFILES:
+        return ["--language-model-only"]
+    return ["--limit-mm-per-prompt", '{"image": 0, "video": 0}']
 
 
 def vllm_cudagraph_flags(spec: LaunchSpec) -> list[str]:

@@ -318,7 +318,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
         use_deep_gemm=request.use_deep_gemm, cudagraph_mode=request.cudagraph_mode,
         optimization_level=request.optimization_level,
-        max_cudagraph_capture_size=request.max_cudagraph_capture_size))
+        max_cudagraph_capture_size=request.max_cudagraph_capture_size, language_model_only=model.language_model_only))
     plan_fields = {
         "engine": profile.id, "engine_label": profile.label, "engine_version": profile.version,
         "family": profile.family, "model_id": model.model_id,

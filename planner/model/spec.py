@@ -50,6 +50,9 @@ class ModelSpec:
         checkpoint_quantization: How the published checkpoint stores its weights
             (from ``quantization_config``: e.g. ``mxfp4: 2 groups``), empty when it
             ships unquantized; weight dtype ``auto`` follows it.
+        language_model_only: The server leaves the model's vision / audio towers unloaded (vLLM
+            ``--language-model-only``; set by :func:`planner.serving.vision_towers.text_only`), so launch
+            commands must say so.
     """
 
     model_id: str
@@ -68,6 +71,7 @@ class ModelSpec:
     intermediate_size: int = 0
     display_name: str = ""
     checkpoint_quantization: str = ""
+    language_model_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.layers:

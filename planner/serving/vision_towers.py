@@ -85,11 +85,12 @@ def is_multimodal(model: ModelSpec) -> bool:
 def text_only(model: ModelSpec) -> ModelSpec:
     """The spec a text-only server holds: ``model`` without its towers and projectors (``model`` itself for a
     text model). vLLM builds no tower when every modality it serves is limited to 0 (module docstring).
-    Memoized per object, so repeated plans of the same text-only model share one spec."""
+    Memoized per object, so repeated plans of the same text-only model share one spec. The spec is marked
+    ``language_model_only``, so its vLLM launch commands carry the flag that leaves the towers unloaded."""
     if not is_multimodal(model):
         return model
     return memoized(model, ("text_only",), lambda: replace(
-        model, params=tuple(g for g in model.params if not is_tower_group(g))))
+        model, params=tuple(g for g in model.params if not is_tower_group(g)), language_model_only=True))
 
 
 def tower_parameters(model: ModelSpec) -> int:

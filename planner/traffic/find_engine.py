@@ -165,15 +165,18 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
 
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,
                           kv_cache_dtype: str, weight_dtype: str, max_num_seqs: int, block_size: int | None,
-                          extra: str = "") -> str:
+                          extra: str = "", language_model_only: bool = False) -> str:
     """The launch command of a setup under a non-vLLM engine (:func:`planner.engines.launch.launch_command`),
-    its capacity flags written out (the resolved memory fraction included); ``extra``: serving-feature flags."""
+    its capacity flags written out (the resolved memory fraction included); ``extra``: serving-feature flags;
+    ``language_model_only``: a text-only plan (vLLM writes its flag:
+    :func:`planner.engines.launch.vllm_text_only_flags`)."""
     shared = cap.family == "llama.cpp"  # -c is n_ctx for all -np slots, in one unified cache (-kvu)
     spec = LaunchSpec(engine=cap.engine, family=cap.family, model_id=model_id,
                       tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size,
                       max_model_len=cap.max_model_len * (max_num_seqs if shared else 1),
                       gpu_memory_utilization=cap.gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
                       weight_dtype=weight_dtype, max_num_seqs=max_num_seqs, kv_unified=shared,
-                      block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size)
+                      block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size,
+                      language_model_only=language_model_only)
     command = launch_command(spec)
     return f"{command} {extra}" if extra else command

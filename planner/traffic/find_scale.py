@@ -204,7 +204,8 @@ def _launch_command(model: ModelSpec, request: FindRequest, plan: ScalePlan, sha
     command = engine_launch_command(
         cap, model.model_id, tensor_parallel_size=plan.layout.tensor_parallel_size,
         data_parallel_size=shape.ranks * replicas, kv_cache_dtype=kv_flag, weight_dtype=request.weight_dtype,
-        max_num_seqs=per_rank * (shape.ranks if sglang else 1), block_size=request.block_size)
+        max_num_seqs=per_rank * (shape.ranks if sglang else 1), block_size=request.block_size,
+        language_model_only=model.language_model_only)
     command = append_flags(command, scale_launch_flags(plan.request, plan.layout))
     return append_flags(command, [extra]) if extra else command
 

@@ -97,15 +97,16 @@ def vllm_serve_command(
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     block_size: int = DEFAULT_BLOCK_SIZE,
+    language_model_only: bool = False,
 ) -> str:
     """A ``vllm serve`` command line for a setup, via :func:`planner.engines.launch.launch_command`.
 
-    Capacity flags are always written (see :mod:`planner.engines.launch`); ``--block-size``
-    only when it differs from vLLM's 16; the weight dtype as :func:`planner.engines.launch.weight_flags`
-    writes it (``--quantization fp8`` for online fp8; a comment for int4/int8/MXFP4,
-    which need a pre-quantized checkpoint the command cannot name).
-    Example: ``vllm serve meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4
-    --max-model-len 2500 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8 --max-num-seqs 200``.
+    Capacity flags are always written (see :mod:`planner.engines.launch`); ``--block-size`` only when it differs
+    from vLLM's 16; the weight dtype as :func:`planner.engines.launch.weight_flags` writes it (``--quantization
+    fp8`` for online fp8; a comment for int4/int8/MXFP4, which need a pre-quantized checkpoint the command cannot
+    name); ``--language-model-only`` for a text-only model (``ModelSpec.language_model_only``). Example: ``vllm serve
+    meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4 --max-model-len 2500 --gpu-memory-utilization 0.9
+    --kv-cache-dtype fp8 --max-num-seqs 200``.
 
     Sources: vLLM engine arguments (vllm/engine/arg_utils.py); planner.engines.launch.
     """
@@ -113,7 +114,8 @@ def vllm_serve_command(
         engine="vllm", family="vllm", model_id=model_id, tensor_parallel_size=tensor_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
-        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype)
+        block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype,
+        language_model_only=language_model_only)
     return launch_command(spec)
 
 
@@ -537,15 +539,14 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
                                         kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
                                         max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
     else:
-        # vLLM's -dp couples an MoE model's ranks into one launch (the experts split over dp x tp GPUs, each MoE
-        # layer running every rank's tokens: planner/engines/vllm_moe_dispatch.py), which is the DP+EP kind,
-        # not independent replicas: an MoE TP row is one server per replica behind a load balancer
+        # vLLM's -dp couples an MoE model's ranks into one launch (planner/engines/vllm_moe_dispatch.py), the
+        # DP+EP kind, not independent replicas: an MoE TP row is one server per replica behind a load balancer
         coupled = model.is_moe and dp > 1
         command = vllm_serve_command(
             model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp, kv_cache_dtype=c.kv_flag,
             weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
             max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
-            block_size=request.block_size)
+            block_size=request.block_size, language_model_only=model.language_model_only)
         if c.launch_extra:  # serving features: their vllm serve flags
             command = f"{command} {c.launch_extra}"
         if coupled:
