@@ -178,7 +178,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     values["notes"] = notes
     values["serving"] = None if base.serving is None else base.serving.plan_dict(
         budget_bytes=budget, kv_needed_bytes=needed, features=request.serving,
-        kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=request.block_size,
+        kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=base.paged_gpu.block_size,
         kv_bytes_per_sequence_per_gpu=per_seq_gpu_paged, capacity_tokens=capacity_tokens)
     return Plan._from_dict(values)
 
@@ -306,7 +306,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
     weights_gpu = sum(by_format.values())
-    paged_gpu = kv_profile(model, dtypes, tp, request.block_size)
+    paged_gpu = _paged_profile(model, dtypes, tp, request)  # a hybrid: vLLM's block size and padded pages
 
     if request.overhead_bytes is None:
         overhead = plan_overhead(model, request, gpu_memory_bytes, gpu_id, tp, weights_gpu)
@@ -325,15 +325,15 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     budget = usable - weights_gpu - overhead.total_bytes
     per_token_gpu = paged_gpu.bytes_per_token
     if budget > 0 and per_token_gpu:
-        blocks = budget // (request.block_size * per_token_gpu)
-        capacity_tokens = blocks * request.block_size
+        blocks = budget // (paged_gpu.block_size * per_token_gpu)
+        capacity_tokens = blocks * paged_gpu.block_size
     else:
         capacity_tokens = 0
     plan_fields = {
         "model_id": model.model_id, "gpu_id": gpu_id, "num_gpus": tp,
         "weight_dtype": request.weight_dtype, "weight_dtype_resolved": describe_weight_formats(by_format),
         "kv_cache_dtype": dtypes.kv_name, "gpu_memory_utilization": request.gpu_memory_utilization,
-        "block_size": request.block_size, "params": model.num_parameters,
+        "block_size": paged_gpu.block_size, "params": model.num_parameters,  # a hybrid's: vLLM's raised size
         "weights_bytes": model_weight_bytes(model, request.weight_dtype), "weights_bytes_per_gpu": weights_gpu,
         "kv_cache_bytes_per_token": exact_1.bytes_per_token, "kv_cache_bytes_per_token_per_gpu": per_token_gpu,
         "gpu_memory_bytes": gpu_memory_bytes, "usable_memory_bytes": usable,
@@ -375,6 +375,15 @@ def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int,
     return profile.block_size, uncapped, fixed, capped
 
 
+def _paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest) -> KVProfile:
+    """The paged profile of one GPU (:func:`planner.engines.vllm_hybrid_profile.paged_kv_profile`: an attention +
+    Mamba hybrid at vLLM's raised block size with its states padded to the page; other models at ``block_size``)."""
+    from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415 - import cycle
+
+    return paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
+                            kv_cache_dtype=request.kv_cache_dtype)
+
+
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
 def profile_pass_tokens(request: PlanRequest, gpu_memory_bytes: int, gpu_id: str) -> int:
     """Tokens of the profile pass the overhead estimate assumes: ``max_num_batched_tokens``, else what
@@ -409,7 +418,7 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
             formula=f"{overhead.formula} + {effects.extra_activation_bytes / MiB:,.1f} MiB serving features "
                     "(profile pass)")
     extra = effects.extra_kv_model
-    sizes = ((1, 1), (tp, 1), (tp, request.block_size))
+    sizes = ((1, 1), (tp, 1), (tp, profiles[2].block_size))  # the drafter's layers paged as the model's
     shifted = tuple(effects.kv_profile(p, None if extra is None else kv_profile(extra, dtypes, t, b))
                     for p, (t, b) in zip(profiles, sizes))
     return effects, weights_gpu + effects.extra_weights_bytes, overhead, shifted

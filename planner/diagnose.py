@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from planner.model import ModelSpec
-from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
 from planner.model.params import model_weight_bytes
 from planner.overhead import overhead_bytes
@@ -243,6 +243,8 @@ def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
     key = ("budgets_above", gpu_memory_bytes, gpu_name, knobs)
     found = memo.get(key)
     if found is None:
+        from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415 - import cycle
+
         dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
         usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
         rows = []
@@ -251,7 +253,9 @@ def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
                 continue
             overhead = overhead_bytes(model, request, gpu_memory_bytes, gpu_name, tensor_parallel_size=n)
             budget = usable - model_weight_bytes(model, request.weight_dtype, n) - overhead
-            rows.append((n, budget, kv_profile(model, dtypes, n, request.block_size)))
+            rows.append((n, budget, paged_kv_profile(model, dtypes, n, request.block_size,
+                                                     weight_dtype=request.weight_dtype,
+                                                     kv_cache_dtype=request.kv_cache_dtype)))
         found = remember(memo, key, tuple(rows))
     return found
 

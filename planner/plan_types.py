@@ -124,6 +124,10 @@ class Plan:
     (the overflow a "does not fit" plan shows). Example (the design-review case): Llama-3.1-70B,
     4 x H100, 200 x 2,500 tokens need 38.33 GiB against a 33.09 GiB budget: 5.24 GiB short.
 
+    ``block_size`` is the page size the plan used: the request's, except for an attention + Mamba hybrid, which
+    vLLM pages in larger blocks that hold one Mamba state each (784 tokens for Qwen3.5-27B;
+    :mod:`planner.engines.vllm_hybrid_profile`).
+
     ``weight_dtype`` echoes the request (``auto`` included);
     ``weight_dtype_resolved`` names the formats the weights end up in, largest
     share first (``"mxfp4 + bf16"`` for gpt-oss at ``auto``, ``"int4 + bf16"``

@@ -16,6 +16,7 @@ from operator import floordiv
 
 from planner.budget import PlanRequest
 from planner.engines.profiles import is_large_datacenter_gpu
+from planner.engines.vllm_hybrid_profile import paged_kv_profile
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
@@ -85,7 +86,8 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     return PerGPUCosts(
         weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
         profile_exact=kv_profile(model, dtypes, tp, 1),
-        profile_paged=kv_profile(model, dtypes, tp, request.block_size),
+        profile_paged=paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
+                                       kv_cache_dtype=request.kv_cache_dtype),  # a hybrid: as vLLM pages it
     )
 
 

@@ -16,7 +16,7 @@ from planner.diagnose import Fix
 from planner.fixes import CheckedFix, short_label
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
-from planner.model.kv import cache_dtypes, kv_cache_bytes_per_sequence
+from planner.model.kv import cache_dtypes
 from planner.model.layers import (
     FP8_DS_MLA_SCALE_BLOCK,
     ChunkedLocalAttention,
@@ -331,7 +331,7 @@ def _new_kind_line(layer, count: int, dtypes, tp: int, per_layer: str) -> str | 
 def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
     """An expander that shows the arithmetic with the user's numbers (values from the planner)."""
     dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
-    per_seq_paged = kv_cache_bytes_per_sequence(model, plan.context_len, dtypes, plan.num_gpus, plan.block_size)
+    per_seq_paged = plan.kv_cache_bytes_needed // plan.batch_size  # the plan's paged sequence (a hybrid's padded)
     tp = plan.num_gpus
     split = f" ÷ {tp} GPUs (tensor parallel)" if tp > 1 else ""
     with st.expander("How these numbers are computed (formulas with your inputs)", icon=":material/function:"):

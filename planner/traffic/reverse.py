@@ -213,7 +213,7 @@ def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanReq
     if effects is None:  # no priced GPU: nothing is evaluated
         return weights, overheads, paged, exact, ""
     extra = effects.extra_kv_model
-    paged = effects.kv_profile(paged, None if extra is None else kv_profile(extra, dtypes, tp, plan_request.block_size))
+    paged = effects.kv_profile(paged, None if extra is None else kv_profile(extra, dtypes, tp, paged.block_size))
     exact = effects.kv_profile(exact, None if extra is None else kv_profile(extra, dtypes, tp, 1))
     return (weights + effects.extra_weights_bytes, new_overheads, paged, exact,
             serving_launch_flags(features).get("vllm", ""))

@@ -1,0 +1,121 @@
+"""The budget pages attention + Mamba hybrids as vLLM does (QA leftover of stop 37).
+
+vLLM raises a hybrid's attention block size until one page holds a Mamba state and pads each state to that page
+(vllm/model_executor/models/config.py ``HybridAttentionMambaModelConfig``; vllm/v1/core/kv_cache_utils.py). The
+budget paged every model by 16-token blocks, so Home, Concurrency and Allocation counted 55 users for
+Qwen3.5-27B on an H100 at 2,500 tokens where vLLM holds 49.57 requests. Expected figures here are the Engine
+view's own (:func:`planner.engines.plan_engine`), never numbers typed in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from model_catalog import get_gpu, model_ids, model_spec
+from planner.budget import PlanRequest, plan, sequence_profiles
+from planner.engines import EngineRequest, plan_engine
+from planner.engines.pages import kv_layout
+from planner.engines.profiles import engine_profile
+from planner.engines.vllm_hybrid_profile import paged_kv_profile
+from planner.engines.vllm_specs import stage_specs, vllm_block_size
+from planner.model.kv import cache_dtypes, kv_profile
+from planner.sweep import concurrency_curve
+
+CASES = [("Qwen/Qwen3.5-27B", "nvidia-h100-80gb", 1), ("Qwen/Qwen3.5-35B-A3B", "nvidia-h100-80gb", 1),
+         ("Qwen/Qwen3-Next-80B-A3B-Instruct", "nvidia-h200", 2), ("ai21labs/Jamba-v0.1", "nvidia-h200", 2),
+         ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia-h100-80gb", 1),
+         ("nvidia/Nemotron-H-56B-Base-8K", "nvidia-h200", 2)]
+CONTEXTS = (1000, 2500, 8192)
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES)
+def test_budget_users_are_the_engine_views(model_id, gpu_id, tp):
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    for context in CONTEXTS:
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, num_gpus=tp), gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes,
+                             EngineRequest(tensor_parallel_size=tp, max_model_len=context, gpu_name=gpu.id))
+        assert budget.kv_cache_budget_bytes == engine.available_kv_cache_bytes  # the same memory to share
+        assert budget.max_concurrent_sequences == math.floor(engine.max_concurrency), (model_id, context)
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES[:2])
+def test_paged_sequence_is_vllms_blocks_per_request(model_id, gpu_id, tp):
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    request = EngineRequest(tensor_parallel_size=tp, block_size=16)
+    profile = engine_profile("vllm")
+    block, _ = vllm_block_size(model, request, profile)
+    layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile, block))
+    _, paged = sequence_profiles(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=tp), gpu.id)
+    assert paged.block_size == block > 16
+    for context in CONTEXTS:
+        assert paged.bytes_per_sequence(context) == layout.blocks_per_request(context, 0) * layout.bytes_per_block
+
+
+def test_qwen35_27b_worked_example():
+    """The module docstring's figures: 784-token blocks, 343 MiB a 2,500-token sequence (304 MiB by 16-token
+    blocks), 49 users as vLLM's 49.57x."""
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    dtypes = cache_dtypes(model, "auto", "auto")
+    paged = paged_kv_profile(model, dtypes, 1, 16, weight_dtype="auto", kv_cache_dtype="auto")
+    assert paged.block_size == 784
+    assert paged.bytes_per_sequence(2500) == 343 * 2**20
+    assert kv_profile(model, dtypes, 1, 16).bytes_per_sequence(2500) == 304 * 2**20 + 768 * 2**10
+
+
+def test_models_without_state_keep_the_plain_profile():
+    for model_id in ("meta-llama/Meta-Llama-3.1-8B", "google/gemma-3-27b-it", "deepseek-ai/DeepSeek-V3"):
+        model = model_spec(model_id)
+        dtypes = cache_dtypes(model, "auto", "auto")
+        assert paged_kv_profile(model, dtypes, 1, 16, weight_dtype="auto", kv_cache_dtype="auto") is kv_profile(
+            model, dtypes, 1, 16)
+
+
+def test_every_catalog_hybrid_gets_a_raised_block():
+    """Each catalog model with both recurrent state and attention is paged at vLLM's raised block size, and its
+    exact profile (block 1, transformers' figure) is untouched."""
+    raised = 0
+    for model_id in model_ids():
+        model = model_spec(model_id)
+        dtypes = cache_dtypes(model, "auto", "auto")
+        plain = kv_profile(model, dtypes, 1, 16)
+        paged = paged_kv_profile(model, dtypes, 1, 16, weight_dtype="auto", kv_cache_dtype="auto")
+        has_state = any(g.bytes_per_sequence_fixed and not g.bytes_per_token for g in plain.groups)
+        if has_state and any(g.bytes_per_token for g in plain.groups):
+            assert paged.block_size > 16, model_id
+            assert paged.bytes_per_sequence(2500) >= plain.bytes_per_sequence(2500)
+            raised += 1
+        else:
+            assert paged is plain
+        assert paged_kv_profile(model, dtypes, 1, 1, weight_dtype="auto", kv_cache_dtype="auto") is kv_profile(
+            model, dtypes, 1, 1)
+    assert raised >= 10  # Qwen3.5 / 3.6, Qwen3-Next, Nemotron-H / 3, Jamba, Kimi-K3
+
+
+def test_sweep_counts_the_same_users_as_the_plan():
+    """Concurrency and Memory curves read the sweep: its users at a context are the plan's."""
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    users = concurrency_curve(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192), CONTEXTS,
+                              gpu_name=gpu.id)
+    for context, counted in zip(CONTEXTS, users, strict=True):
+        one = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context), gpu_id=gpu.id)
+        assert counted == one.max_concurrent_sequences
+
+
+
+def test_home_counts_the_engine_views_users_and_names_the_block():
+    """Home's headline users are the Engine page's whole requests, and its tile names vLLM's block size."""
+    from tests.test_serving_app import run
+    from tests.tiles import metric_tiles
+
+    at = run("app.py", {"model": "Qwen/Qwen3.5-27B", "gpu": "nvidia-h100-80gb", "context_len": "2500"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    tile = next(t for t in metric_tiles(at) if t.label == "Max concurrent sequences")
+    engine = run("pages/5_Engine.py", {"model": "Qwen/Qwen3.5-27B", "gpu": "nvidia-h100-80gb",
+                                       "context_len": "2500"})
+    assert not engine.exception and not engine.error, [e.value for e in engine.error]
+    shown = next(t for t in metric_tiles(engine) if "concurrency" in t.label.lower())
+    assert int(tile.value) == math.floor(float(shown.value.rstrip("x").replace(",", "")))
+    assert "784-token blocks" in tile.help
