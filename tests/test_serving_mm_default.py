@@ -154,3 +154,29 @@ def test_home_serving_panel_keeps_the_default_profile_when_features_are_off():
         multimodal=media)), gpu_id=gpu.id)
     assert metrics(at)["Users at this context"] == (f"{format_int(on.max_concurrent_sequences)} "
                                                     f"(was {format_int(off.max_concurrent_sequences)})")
+
+
+def test_home_features_off_keeps_the_default_profile_when_images_are_asked():
+    """With 2 images per request asked, "features off" is a server without the media flags: no image in any
+    sequence, but vLLM's default encoder profile still charged (it was dropped, so "was N" came out too high)."""
+    from model_catalog import get_gpu, get_model_entry, model_spec
+    from planner.budget import PlanRequest, plan
+    from planner.serving.features import features_off
+    from planner.serving.multimodal import MultimodalConfig, engine_default_media
+    from tests.test_serving_app import metrics, run
+    from ui.format import format_int
+
+    at = run("app.py", {"model": VL, "gpu": L40S, "context_len": "4096", "images_per_request": "2"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    gpu, model = get_gpu(L40S), model_spec(VL)
+    vision = vision_from_config(get_model_entry(VL).config)
+    asked = ServingFeatures(multimodal=MultimodalConfig(vision=vision, images_per_request=2))
+    assert features_off(asked) == ServingFeatures(multimodal=engine_default_media(vision))
+    on = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=4096, serving=asked), gpu_id=gpu.id)
+    off = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=4096, serving=features_off(asked)),
+               gpu_id=gpu.id)
+    bare = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=4096), gpu_id=gpu.id)
+    assert off.kv_cache_budget_bytes < bare.kv_cache_budget_bytes  # the default profile is a real cost
+    assert metrics(at)["Users at this context"] == (f"{format_int(on.max_concurrent_sequences)} "
+                                                    f"(was {format_int(off.max_concurrent_sequences)})")
+    assert features_off(ServingFeatures(engine="sglang", multimodal=asked.multimodal)) is None

@@ -28,7 +28,7 @@ import streamlit as st
 from planner.budget import Plan, PlanRequest, plan, serving_budget_cost_bytes
 from planner.model import ModelSpec
 from planner.serving import LoRAConfig, ServingFeatures
-from planner.serving.features import SERVING_ENGINES, with_engine_defaults
+from planner.serving.features import SERVING_ENGINES, features_off, with_engine_defaults
 from planner.serving.multimodal import (
     MultimodalConfig,
     is_multimodal,
@@ -461,8 +461,7 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
     if result.serving is None or request.serving is None or not request.serving.asked:
         return  # vLLM's default encoder profile alone: the tower line says it (tower_figures)
     serving = result.serving
-    mm = request.serving.multimodal  # "features off" keeps vLLM's default encoder profile: nobody asked for it
-    unasked = ServingFeatures(engine=request.serving.engine, multimodal=mm) if mm and mm.engine_default else None
+    unasked = features_off(request.serving)  # vLLM's default encoder profile stays: nobody asked for it
     plain = plan(model, gpu.framework_memory_bytes, replace(request, serving=unasked), gpu_id=gpu.id)
     st.subheader("Serving features")
     if serving["engine_family"] not in SERVING_ENGINES:

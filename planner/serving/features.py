@@ -142,6 +142,22 @@ def for_engine(features: ServingFeatures | None, engine: str) -> ServingFeatures
     return replace(features, engine=engine) if features.enabled else None
 
 
+def features_off(features: ServingFeatures | None) -> ServingFeatures | None:
+    """What a server started without the asked features' flags still runs (the "features off" plan of Home's
+    serving panel): vLLM's default encoder profile (:func:`planner.serving.multimodal.engine_default_media`) for a
+    vision model under a vLLM-family engine, whether the features asked for images or left the default; None
+    otherwise (other families profile no encoder; a text-only server has no multimodal feature).
+
+    Worked example: Qwen3-VL-8B with 2 images per request and LoRA on: features off = no image per request and
+    no adapter slots, but the encoder profile vLLM runs unasked is still charged.
+    """
+    mm = None if features is None else features.multimodal
+    if mm is None or engine_family(features.engine) != "vllm":
+        return None
+    default = mm if mm.engine_default else engine_default_media(mm.vision)
+    return ServingFeatures(engine=features.engine, multimodal=default)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServingEffects:
     """What the features change on one GPU (bytes unless named).
