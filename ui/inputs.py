@@ -239,8 +239,40 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
     for key, wrong, fix in link_number_problems(numbers):
         problems.append(f"{wrong}. {fix}")
         changes[key] = None
+    if "num_gpus" in numbers and "tensor_parallel_size" not in numbers:
+        _gpus_from_tensor_parallel(params, changes, problems)
     rewrite_link(changes, tuple(multi))
     return problems
+
+
+def _gpus_from_tensor_parallel(params, changes: dict, problems: list[str]) -> None:
+    """A link's ``tensor_parallel_size`` on a page whose layout knob is ``num_gpus``: the CLI's rule, GPUs per
+    replica = tensor parallel x pipeline stages (``--num-gpus`` defaults to tp x pp, planner/cli), so a link
+    written from ``plan --tensor-parallel-size 4`` plans 4 GPUs here too instead of dropping the key unsaid (QA).
+    A ``num_gpus`` that disagrees is kept, and the message says which one the page used. The key leaves the URL
+    once read, so a later change of 'GPUs per replica' is not contradicted by it."""
+    tp_text = (params.get_all("tensor_parallel_size") or [""])[-1]
+    pp_text = (params.get_all("pipeline_parallel_size") or ["1"])[-1]
+    if not tp_text:
+        return
+    changes["tensor_parallel_size"] = None  # read once into num_gpus: the widget holds the layout from here on
+    limit = NUMBER_FIELDS["num_gpus"].max_value
+    try:
+        gpus = int(tp_text) * int(pp_text)
+    except ValueError:
+        gpus = 0
+    if not 1 <= gpus <= limit:
+        problems.append(f"Link parameter `tensor_parallel_size={shorten(tp_text)}` (with `pipeline_parallel_size="
+                        f"{shorten(pp_text)}`) is not a GPU count from 1 to {limit}, so it was ignored. Set "
+                        "'GPUs per replica' in the sidebar.")
+        return
+    asked = "" if "num_gpus" in changes else (params.get_all("num_gpus") or [""])[-1]  # a dropped one: unasked
+    if not asked:
+        changes["num_gpus"] = [str(gpus)]
+    elif asked != str(gpus):
+        problems.append(f"Link parameters `num_gpus={shorten(asked)}` and `tensor_parallel_size={tp_text}` disagree "
+                        f"(GPUs per replica = tensor parallel x pipeline stages = {gpus}); this page uses "
+                        f"`num_gpus`. Set 'GPUs per replica' in the sidebar.")
 
 
 # --------------------------------------------------------------------------
