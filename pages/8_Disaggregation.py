@@ -5,7 +5,7 @@ import streamlit as st
 
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
-from ui import catalog, feature_line, inputs, scale_view, traffic, views
+from ui import catalog, feature_line, inputs, scale_view, serving, traffic, views
 from ui.format import count_noun, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
@@ -22,12 +22,13 @@ feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
 if carried := scale_view.load_defaults_from_link()[1]:
     st.caption(carried)
 
-model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
+model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 if missing := scale_view.roofline_gap(gpu):  # a custom GPU: no TFLOPS figure to time the prefill with
     st.warning(md_text(missing), icon=":material/speed:")
     st.stop()
-prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu, what="reading the inputs")
+prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu, text_only=model.language_model_only,
+                                what="reading the inputs")
 n = knobs.numbers
 result = views.guarded(
     plan_disagg, model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,

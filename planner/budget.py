@@ -306,7 +306,8 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
     weights_gpu = sum(by_format.values())
-    paged_gpu = _paged_profile(model, dtypes, tp, request)  # a hybrid: vLLM's block size and padded pages
+    paged_gpu = (hybrid_paged_profile(model, dtypes, tp, request, gpu_id)  # vLLM's block size, padded pages
+                 or kv_profile(model, dtypes, tp, request.block_size))
 
     if request.overhead_bytes is None:
         overhead = plan_overhead(model, request, gpu_memory_bytes, gpu_id, tp, weights_gpu)
@@ -375,13 +376,15 @@ def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int,
     return profile.block_size, uncapped, fixed, capped
 
 
-def _paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest) -> KVProfile:
-    """The paged profile of one GPU (:func:`planner.engines.vllm_hybrid_profile.paged_kv_profile`: an attention +
-    Mamba hybrid at vLLM's raised block size with its states padded to the page; other models at ``block_size``)."""
-    from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415 - import cycle
+def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str = "") -> KVProfile | None:
+    """An attention + Mamba hybrid's paged profile on one GPU of ``gpu_id``
+    (:func:`planner.engines.vllm_hybrid_profile.hybrid_kv_profile`: vLLM's raised block size, its states padded to
+    the page, the drafter's layers and draft-token state pages of speculative decoding); None for other models."""
+    from planner.engines.vllm_hybrid_profile import hybrid_kv_profile  # noqa: PLC0415 - import cycle
 
-    return paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
-                            kv_cache_dtype=request.kv_cache_dtype)
+    speculative = None if request.serving is None else request.serving.speculative
+    return hybrid_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
+                             kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_id, speculative=speculative)
 
 
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
@@ -418,10 +421,23 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
             formula=f"{overhead.formula} + {effects.extra_activation_bytes / MiB:,.1f} MiB serving features "
                     "(profile pass)")
     extra = effects.extra_kv_model
-    sizes = ((1, 1), (tp, 1), (tp, profiles[2].block_size))  # the drafter's layers paged as the model's
-    shifted = tuple(effects.kv_profile(p, None if extra is None else kv_profile(extra, dtypes, t, b))
-                    for p, (t, b) in zip(profiles, sizes))
-    return effects, weights_gpu + effects.extra_weights_bytes, overhead, shifted
+    exact = tuple(effects.kv_profile(p, None if extra is None else kv_profile(extra, dtypes, t, 1))
+                  for p, t in zip(profiles[:2], (1, tp)))
+    paged = paged_with_serving(model, dtypes, request, effects, profiles[2], gpu_id)
+    return effects, weights_gpu + effects.extra_weights_bytes, overhead, (*exact, paged)
+
+
+def paged_with_serving(model: ModelSpec, dtypes, request: PlanRequest, effects, paged: KVProfile,
+                       gpu_id: str = "") -> KVProfile | ShiftedProfile:
+    """The paged profile of one GPU with the serving features' ``effects``
+    (:class:`planner.serving.features.ServingEffects`): an attention + Mamba hybrid's from vLLM's layout, which holds
+    the drafter's layers and draft-token state pages (:func:`hybrid_paged_profile`), else ``paged`` with the
+    drafter's layers paged as the model's; either with the extra token slots each sequence holds (lookahead,
+    image tokens)."""
+    tp, extra = request.num_gpus, effects.extra_kv_model
+    hybrid = hybrid_paged_profile(model, dtypes, tp, request, gpu_id)
+    added = None if hybrid is not None or extra is None else kv_profile(extra, dtypes, tp, paged.block_size)
+    return effects.kv_profile(hybrid or paged, added)
 
 
 def sequence_profiles(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,

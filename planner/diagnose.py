@@ -255,7 +255,7 @@ def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
             budget = usable - model_weight_bytes(model, request.weight_dtype, n) - overhead
             rows.append((n, budget, paged_kv_profile(model, dtypes, n, request.block_size,
                                                      weight_dtype=request.weight_dtype,
-                                                     kv_cache_dtype=request.kv_cache_dtype)))
+                                                     kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name)))
         found = remember(memo, key, tuple(rows))
     return found
 

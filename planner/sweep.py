@@ -74,7 +74,8 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
         gpu_memory_bytes: The GPU's framework-visible memory [bytes]; picks vLLM's
             scheduler defaults for the overhead estimate (:func:`planner.budget.estimate_overhead`).
             None = the defaults of a large datacenter GPU.
-        gpu_name: GPU name or catalog id (the A100 exception of those defaults).
+        gpu_name: GPU name or catalog id (the A100 exception of those defaults; a hybrid's kernel alignment on
+            datacenter Blackwell).
 
     Raises:
         ValueError: invalid request fields.
@@ -87,7 +88,7 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
         weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
         profile_exact=kv_profile(model, dtypes, tp, 1),
         profile_paged=paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
-                                       kv_cache_dtype=request.kv_cache_dtype),  # a hybrid: as vLLM pages it
+                                       kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name),  # hybrid: as vLLM
     )
 
 

@@ -287,3 +287,26 @@ def test_a_vision_model_s_pools_carry_vllm_s_default_encoder_profile_as_disagg_d
     assert not at.exception
     shown = [value for label, value in _metrics(at) if label == "KV pool per GPU"]
     assert shown == [format_bytes(cli[p]["available_kv_cache_bytes"]) for p in ("prefill", "decode")]
+
+
+def test_a_text_only_link_sizes_text_pools_and_writes_the_flag_as_disagg_does(capsys):
+    """`language_model_only=true` (the CLI's --language-model-only): `disagg` sizes the pools without the tower and
+    writes the flag into both launch commands; the page ignored the key and sized and launched the tower (QA:
+    Qwen3-VL-8B on an L40S, 21.02 GiB of KV per GPU on the page where the CLI says 23.36, and no flag)."""
+    import json  # noqa: PLC0415
+
+    from planner.cli import main  # noqa: PLC0415
+
+    assert main(["disagg", "--model", "Qwen/Qwen3-VL-8B-Instruct", "--gpu", "nvidia-l40s", "--engine", "vllm",
+                 "--users", "256", "--prompt-len", "4096", "--output-len", "512", "--language-model-only",
+                 "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    at = _run({"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": "nvidia-l40s", "language_model_only": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = [value for label, value in _metrics(at) if label == "KV pool per GPU"]
+    assert shown == [format_bytes(cli[p]["available_kv_cache_bytes"]) for p in ("prefill", "decode")]
+    commands = [" ".join(c.value.replace("\\\n", " ").split()) for c in at.code if "vllm serve" in c.value]
+    assert commands and all(c.count("--language-model-only") == 1 for c in commands)
+    values = open_tab(at, "disaggregation_section", "llm-d model-service values").code
+    yaml = next(c.value for c in values if c.language == "yaml")
+    assert yaml.count("--language-model-only") == 2  # one per pool

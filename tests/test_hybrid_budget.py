@@ -119,3 +119,43 @@ def test_home_counts_the_engine_views_users_and_names_the_block():
     shown = next(t for t in metric_tiles(engine) if "concurrency" in t.label.lower())
     assert int(tile.value) == math.floor(float(shown.value.rstrip("x").replace(",", "")))
     assert "784-token blocks" in tile.help
+
+
+@pytest.mark.parametrize(("model_id", "tp"), [("Qwen/Qwen3.5-27B", 1), ("Qwen/Qwen3.5-35B-A3B", 2)])
+def test_datacenter_blackwell_pages_as_the_engine_view(model_id, tp):
+    """On a B200 vLLM aligns a hybrid's block to 32 tokens (FlashInfer, head size 256): 800-token blocks for
+    Qwen3.5-27B, not 784. The budget, the sweep and Find's budget arithmetic read the GPU as the Engine view."""
+    model, gpu = model_spec(model_id), get_gpu("nvidia-b200")
+    users = concurrency_curve(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=tp),
+                              CONTEXTS, gpu_name=gpu.id)
+    for context, swept in zip(CONTEXTS, users, strict=True):
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, num_gpus=tp), gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes,
+                             EngineRequest(tensor_parallel_size=tp, max_model_len=context, gpu_name=gpu.id))
+        assert budget.block_size == engine.block_size
+        assert budget.max_concurrent_sequences == math.floor(engine.max_concurrency) == swept, (model_id, context)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_speculative_decoding_keeps_a_state_page_per_draft_token(k):
+    """With MTP, vLLM adds the drafter's attention layer to the pool and keeps 1 + k state pages in every Gated
+    DeltaNet layer (planner/engines/vllm_kv_formats.py design note 4): Qwen3.5-27B on an H100 at 2,500 tokens holds
+    31 requests at k = 1 in the Engine view, where the budget counted 45. Home and Find's budget arithmetic count
+    the Engine view's whole requests."""
+    from planner.serving import ServingFeatures
+    from planner.serving.speculative import SpeculativeConfig
+    from planner.traffic.find_types import FindRequest
+    from planner.traffic.reverse import find_setups
+
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    features = ServingFeatures(speculative=SpeculativeConfig(method="mtp", num_speculative_tokens=k, num_mtp_layers=1))
+    for context in CONTEXTS:
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, serving=features),
+                      gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes,
+                             EngineRequest(max_model_len=context, gpu_name=gpu.id, serving=features))
+        assert budget.max_concurrent_sequences == math.floor(engine.max_concurrency), context
+    found = find_setups(model, [gpu], FindRequest(users=1, prompt_len=2000, output_len=500, max_gpus=1,
+                                                  kv_cache_dtypes=("auto",), serving=features))  # budget arithmetic
+    one = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500, serving=features), gpu_id=gpu.id)
+    assert found.options[0].max_concurrent_sequences == one.max_concurrent_sequences

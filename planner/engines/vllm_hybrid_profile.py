@@ -19,9 +19,14 @@ block bytes. Qwen3.5-27B on an H100 at 2,500 tokens: 304 MiB a sequence at 16-to
 allocates it, 55 users against vLLM's printed-style 49.57x (the Engine page's figure). Every other model gets
 :func:`planner.model.kv.kv_profile` unchanged.
 
-Limits: the kernel alignment is vLLM's on a GPU the budget does not name (16 tokens; 64 for MLA hybrids): the
-Engine page, which knows the GPU, refines it on datacenter Blackwell (32 for head size 256, FlashInfer).
-Prefix caching's extra state pages ("align" mode) are the Engine page's too; the budget prices vLLM's default
+3. Speculative decoding (``PlanRequest.serving``'s ``speculative``): the drafter's attention layers join the
+   layout (:func:`planner.engines.serving.vllm_drafter_layers`) and every Mamba layer keeps one more state page per
+   draft token (:func:`planner.engines.vllm_kv_formats.mamba_pages_per_request`). Qwen3.5-27B with MTP, 1 draft
+   token, on an H100 at 2,500 tokens: 10 blocks a request instead of 7, 31.00x in the Engine view.
+
+The GPU (``gpu_name``) picks the kernel alignment as on the Engine page: 16 tokens (64 for MLA hybrids), 32 for
+head size 256 on datacenter Blackwell (FlashInfer); 800-token blocks for Qwen3.5-27B on a B200.
+Prefix caching's extra state pages ("align" mode) are the Engine page's; the budget prices vLLM's default
 (prefix caching off for hybrids).
 """
 
@@ -35,14 +40,18 @@ from planner.model import ModelSpec
 from planner.model.kv import KVGroup, KVProfile, kv_profile
 from planner.model.layers import CacheDtypes
 from planner.model.memo import model_memo, remember
+from planner.serving.features import ServingFeatures
+from planner.serving.speculative import SpeculativeConfig
 
 BUDGET_ENGINE = "vllm"
 """Engine profile whose hybrid paging the budget follows (the newest vLLM, as its overheads)."""
 
 
 def paged_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
-                     weight_dtype: str, kv_cache_dtype: str) -> KVProfile:
-    """The KV profile one of ``tensor_parallel_size`` GPUs pages sequences with (module docstring).
+                     weight_dtype: str, kv_cache_dtype: str, gpu_name: str = "",
+                     speculative: SpeculativeConfig | None = None) -> KVProfile:
+    """The KV profile one of ``tensor_parallel_size`` GPUs pages sequences with (module docstring): the hybrid's
+    (:func:`hybrid_kv_profile`), else :func:`planner.model.kv.kv_profile` at ``block_size``.
 
     Args:
         model: The model.
@@ -51,23 +60,40 @@ def paged_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size
         block_size: The block size asked [tokens]; a hybrid's may come out larger, as in vLLM (the returned
             profile's ``block_size`` is the one used).
         weight_dtype, kv_cache_dtype: The planner dtype names the plan was asked with.
+        gpu_name: GPU catalog id or name (the kernel alignment of datacenter Blackwell); "" = none named.
+        speculative: Speculative decoding (module docstring, step 3); only a hybrid's profile holds the drafter.
 
     Raises:
         ValueError: ``block_size < 1`` or ``tensor_parallel_size < 1`` (:func:`planner.model.kv.kv_profile`).
+    """
+    plain = kv_profile(model, dtypes, tensor_parallel_size, block_size)
+    return hybrid_kv_profile(model, dtypes, tensor_parallel_size, block_size, weight_dtype=weight_dtype,
+                             kv_cache_dtype=kv_cache_dtype, gpu_name=gpu_name, speculative=speculative) or plain
+
+
+def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
+                      weight_dtype: str, kv_cache_dtype: str, gpu_name: str = "",
+                      speculative: SpeculativeConfig | None = None) -> KVProfile | None:
+    """An attention + Mamba hybrid's paged profile as vLLM lays it out (arguments as :func:`paged_kv_profile`);
+    None for any other model, for ``block_size`` 1 (the exact profile) and for a layout with other page kinds.
+    With ``speculative``, the profile already holds the drafter's layers (the caller adds no drafter groups).
 
     Memoized per model object, keyed by the arguments.
     """
-    plain = kv_profile(model, dtypes, tensor_parallel_size, block_size)
-    if block_size == 1 or not _has_state_and_attention(plain):
-        return plain
+    if block_size == 1 or not _has_state_and_attention(kv_profile(model, dtypes, tensor_parallel_size, block_size)):
+        return None
     memo = model_memo(model)
-    key = ("paged_kv_profile", id(dtypes.kv), id(dtypes.state), tensor_parallel_size, block_size, weight_dtype,
-           kv_cache_dtype)
+    draft = None if speculative is None else speculative.draft
+    key = ("hybrid_kv_profile", id(dtypes.kv), id(dtypes.state), tensor_parallel_size, block_size, weight_dtype,
+           kv_cache_dtype, gpu_name, speculative, id(draft))
     entry = memo.get(key)
     if entry is None:
-        entry = remember(memo, key, (dtypes.kv, dtypes.state, _hybrid_profile(
-            model, tensor_parallel_size, block_size, weight_dtype, kv_cache_dtype) or plain))
-    return entry[2]
+        features = None if speculative is None else ServingFeatures(engine=BUDGET_ENGINE, speculative=speculative)
+        request = EngineRequest(engine=BUDGET_ENGINE, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
+                                tensor_parallel_size=tensor_parallel_size, block_size=block_size, gpu_name=gpu_name,
+                                serving=features)
+        entry = remember(memo, key, (dtypes.kv, dtypes.state, draft, _hybrid_profile(model, request)))
+    return entry[3]
 
 
 def _has_state_and_attention(profile: KVProfile) -> bool:
@@ -76,13 +102,10 @@ def _has_state_and_attention(profile: KVProfile) -> bool:
             and any(g.bytes_per_token for g in profile.groups))
 
 
-def _hybrid_profile(model: ModelSpec, tp: int, block_size: int, weight_dtype: str,
-                    kv_cache_dtype: str) -> KVProfile | None:
-    """The hybrid's profile from vLLM's layout; None when the layout has other page kinds (sliding windows,
-    compressed pages) or cannot be built (pages that do not unify): the caller keeps the plain profile."""
+def _hybrid_profile(model: ModelSpec, request: EngineRequest) -> KVProfile | None:
+    """The hybrid's profile from vLLM's layout for ``request``; None when the layout has other page kinds (sliding
+    windows, compressed pages) or cannot be built (pages that do not unify): the caller keeps the plain profile."""
     profile = engine_profile(BUDGET_ENGINE)
-    request = EngineRequest(engine=BUDGET_ENGINE, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
-                            tensor_parallel_size=tp, block_size=block_size)
     try:
         block, _ = vllm_block_size(model, request, profile)
         layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile, block))

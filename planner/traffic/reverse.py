@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
+from planner.budget import paged_with_serving
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
@@ -59,8 +60,7 @@ from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
-from planner.serving.features import launch_flags as serving_launch_flags
-from planner.serving.features import serving_effects
+from planner.serving.features import launch_flags as serving_launch_flags, serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
 from planner.text import count_noun
@@ -213,7 +213,7 @@ def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanReq
     if effects is None:  # no priced GPU: nothing is evaluated
         return weights, overheads, paged, exact, ""
     extra = effects.extra_kv_model
-    paged = effects.kv_profile(paged, None if extra is None else kv_profile(extra, dtypes, tp, paged.block_size))
+    paged = paged_with_serving(model, dtypes, replace(plan_request, serving=features), effects, paged)
     exact = effects.kv_profile(exact, None if extra is None else kv_profile(extra, dtypes, tp, 1))
     return (weights + effects.extra_weights_bytes, new_overheads, paged, exact,
             serving_launch_flags(features).get("vllm", ""))
