@@ -18,7 +18,7 @@ problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "
 inputs.show_problems(problems)
 feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "
-    "Concurrency and Allocation apply them"))
+    "Concurrency and Allocation apply them", applied=("language_model_only",)))  # the pools serve text only
 if carried := scale_view.load_defaults_from_link()[1]:
     st.caption(carried)
 

@@ -59,3 +59,15 @@ def test_the_key_is_read_once_so_the_widget_can_change_the_layout():
     at.number_input(key="num_gpus").set_value(2).run()
     assert not at.error, [e.value for e in at.error]
     assert _tiles(at) == _tiles(run("app.py", {"model": LLAMA_70B, "gpu": H100, "num_gpus": "2"}))
+
+
+def test_memory_curves_names_the_text_only_switch_it_leaves_out():
+    """Memory curves plans the bare models (towers included): a link's text-only switch is named on its line
+    (QA: it was dropped unsaid); Disaggregation applies it, so its line does not name it."""
+    vl = "Qwen/Qwen3-VL-8B-Instruct"
+    curves = run("pages/1_Memory_curves.py", {"models": [vl], "gpus": ["nvidia-l40s"], "language_model_only": "true"})
+    assert not curves.exception and not curves.error
+    assert any("`language_model_only=true`" in c.value for c in curves.caption), [c.value for c in curves.caption]
+    pools = run("pages/8_Disaggregation.py", {"model": vl, "gpu": "nvidia-l40s", "language_model_only": "true"})
+    assert not pools.exception
+    assert not any("`language_model_only=true`" in c.value for c in pools.caption)

@@ -99,19 +99,20 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[t
 
 
 FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request", "videos_per_request",
-                       *HOST_TIER_KEYS)
+                       "language_model_only", *HOST_TIER_KEYS)
 """Link keys that switch a serving feature on (:func:`link_features_left_out`)."""
 
 
-def link_features_left_out(why: str) -> list[tuple[str, str]]:
+def link_features_left_out(why: str, applied: Sequence[str] = ()) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
     Args:
         why: Why the page leaves them out (``"these curves are the bare models' memory"``).
+        applied: Keys of :data:`FEATURE_SWITCH_KEYS` the page does apply (Disaggregation: the text-only switch).
     """
     carried = []
-    for key in FEATURE_SWITCH_KEYS:
+    for key in (k for k in FEATURE_SWITCH_KEYS if k not in applied):
         value = st.query_params.get(key, "")
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
