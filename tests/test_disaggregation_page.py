@@ -310,3 +310,17 @@ def test_a_text_only_link_sizes_text_pools_and_writes_the_flag_as_disagg_does(ca
     values = open_tab(at, "disaggregation_section", "llm-d model-service values").code
     yaml = next(c.value for c in values if c.language == "yaml")
     assert yaml.count("--language-model-only") == 2  # one per pool
+
+
+def test_each_pool_s_concurrency_help_speaks_of_what_the_tile_counts():
+    """The prefill tile counts prompts held at their peak (each only its prompt's tokens); its help gave vLLM's
+    ratio for whole requests as if it were the same figure ("57" beside "memory alone holds 49.57 requests")."""
+    from ui.scale_view import pool_metric_values
+
+    result = _expected("Qwen/Qwen3-8B", "nvidia-h100-80gb", users=64, scale=ScaleRequest())
+    prefill, decode = pool_metric_values(result.prefill), pool_metric_values(result.decode)
+    shown, said = prefill["Concurrency per replica"]
+    assert shown == format_int(result.prefill.max_concurrency)
+    ratio = result.prefill.to_dict()["max_concurrency_by_memory"]
+    assert said.startswith("Prompts one replica prefills at once") and f"{ratio:,.2f}x" in said
+    assert decode["Concurrency per replica"][1].startswith("Memory alone holds")

@@ -256,9 +256,11 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
         "GPUs per replica": (format_int(d["gpus_per_replica"]), "data parallel x tensor parallel"),
         "tp / dp / ep": (f"{d['tensor_parallel_size']} / {d['data_parallel_size']} / {d['expert_parallel_size']}",
                          "Attention tensor parallel / attention data-parallel ranks / expert parallel GPUs"),
-        "Concurrency per replica": (format_int(d["max_concurrency"]),
-                                        f"Memory alone holds {d['max_concurrency_by_memory']:,.2f} requests of "
-                                        f"{format_int(d['max_model_len'])} tokens per replica"),
+        "Concurrency per replica": (format_int(d["max_concurrency"]), (
+            f"Prompts one replica prefills at once, each holding only its prompt's tokens; vLLM prints "
+            f"{d['max_concurrency_by_memory']:,.2f}x for requests of {format_int(d['max_model_len'])} tokens"
+            if pool.role == "prefill" else f"Memory alone holds {d['max_concurrency_by_memory']:,.2f} requests of "
+                                            f"{format_int(d['max_model_len'])} tokens per replica")),
         step_label: (f"{d[step_key]:,.2f} ms", "Roofline upper bound: peak bandwidth and FLOPS"),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
                             format_bytes_exact(d["available_kv_cache_bytes"])),
