@@ -44,3 +44,16 @@ def test_auto_and_fp8_are_one_setup_on_blackwell(found):
     assert len(rows) == len(set(rows))  # listed once
     h200 = {s.kv_cache_dtype_flag: s.kv_cache_dtype for s in result.options if s.gpu_id == "nvidia-h200-sxm"}
     assert h200.get("fp8") == "fp8_ds_mla" and h200.get("auto", "bf16") == "bf16"  # auto is bf16 on Hopper
+
+
+def test_disaggregated_rows_name_the_decode_pool_s_stored_cache():
+    """The P/D rows named the asked dtype ("fp8") where the TP and DP+EP rows of the same cache say
+    ``fp8_ds_mla`` (QA): they now take the decode pool's engine plan's name, and keep the flag beside it."""
+    model = served_model_spec(DSV32)
+    request = FindRequest(users=100, prompt_len=8000, output_len=1000, engine="sglang", top=40,
+                          kv_cache_dtypes=("fp8",), gpu_ids=("nvidia-h200-sxm",), setup_kinds=("disaggregated",),
+                          max_gpus=32)
+    rows = [s for s in find_setups(model, list(load_gpus().values()), request).options if s.kind == "disaggregated"]
+    assert rows
+    for s in rows:
+        assert s.kv_cache_dtype == "fp8_ds_mla" and s.kv_cache_dtype_flag == "fp8"

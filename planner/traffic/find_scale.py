@@ -351,7 +351,8 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     kv_seq = decode_kv_per_sequence(plan, model, decode_engine, result.prompt_len + result.output_len // 2)
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=gpus, tensor_parallel_size=layout.attention_tp,
-        data_parallel_size=layout.attention_dp, kv_cache_dtype=kv_name, weight_dtype=request.weight_dtype,
+        data_parallel_size=layout.attention_dp, kv_cache_dtype=plan.engine.kv_cache_dtype or kv_name,
+        kv_cache_dtype_flag=kv_name, weight_dtype=request.weight_dtype,  # the stored cache, as the TP rows name it
         price_per_hour=round(price, 6), price_per_gpu_hour=float(gpu.price_usd_per_hour), users=request.users,
         users_per_replica=per_rank, max_concurrent_sequences=decode.replicas * decode.max_concurrency,
         kv_cache_budget_bytes_per_gpu=plan.engine.available_kv_cache_bytes,
