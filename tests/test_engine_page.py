@@ -495,3 +495,15 @@ def test_the_per_gpu_budget_is_home_s_html_bar_one_per_stage():
     bars = [h.proto.body for h in at.get("html") if 'data-segment="Weights"' in h.proto.body]
     assert len(bars) == 1 and bars[0].count("stage 0: layers 0-15") and bars[0].count("stage 1: layers 16-31")
     assert bars[0].count('data-segment="Weights"') == 2
+
+
+def test_vllm_v0_rank_table_heads_have_no_nested_parentheses():
+    """The V0 engine's driver and its peers get a column each, named "Stage 0, TP rank 0 (driver, samples)"
+    (QA: "Stage 0 (TP rank 0 (driver, samples))")."""
+    from tests.test_serving_app import run
+
+    at = run("pages/5_Engine.py", {"model": "meta-llama/Meta-Llama-3.1-70B", "gpu": "nvidia-h100-80gb",
+                                   "num_gpus": "4", "engine": "vllm-v0"})
+    assert not at.exception and not at.error
+    heads = [c for t in at.table for c in t.value.columns if c.startswith("Stage")]
+    assert heads == ["Stage 0, TP rank 0 (driver, samples)", "Stage 0, TP ranks 1+ (no sampler)"]

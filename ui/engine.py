@@ -333,7 +333,7 @@ def log_note(plan: EnginePlan) -> str | None:
 
 def rank_table(plan: EnginePlan) -> list[dict]:
     """:func:`rank_rows` turned on its side: one row per term, one column per kind of GPU (``Stage 0``, or
-    ``Stage 0 (driver)``, ...), so the dozen-odd terms read down the page at 1,400 px instead of scrolling
+    ``Stage 0, TP rank 0 (driver, samples)``, ...), so the dozen-odd terms read down the page at 1,400 px instead of scrolling
     out of view to the right. Neighbouring stages whose figures are all the same share one column
     (``Stages 1-14``, their layers as ``3-58, 4 per stage``), so 16 pipeline stages still fit."""
     rows = rank_rows(plan)
@@ -355,7 +355,7 @@ def _same_but_layers(a: dict, b: dict) -> bool:
 def _stage_head(group: list[tuple[RankBudget, dict]]) -> str:
     first, last = group[0][0], group[-1][0]
     head = f"Stage {first.stage}" if first is last else f"Stages {first.stage}-{last.stage}"
-    return head if first.role == "all" else f"{head} ({ROLE_LABELS.get(first.role, first.role)})"
+    return head if first.role == "all" else f"{head}, {ROLE_LABELS.get(first.role, first.role)}"  # no (( ))
 
 
 def _merged(group: list[tuple[RankBudget, dict]]) -> dict:
