@@ -130,6 +130,7 @@ def estimate_overhead(
     gpu_memory_bytes: int | None = None,
     gpu_name: str = "",
     profile_id: str = OVERHEAD_PROFILE,
+    speculative_method: str | None = None,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -162,6 +163,9 @@ def estimate_overhead(
         gpu_name: GPU name or catalog id (the A100 exception of the defaults).
         profile_id: The vLLM profile whose scheduler defaults and sampler apply (default the
             newest; ``vllm-v0.11`` etc. for an older release).
+        speculative_method: The serving features' speculative decoding method, if any: it picks the model runner
+            as the Engine view does (:func:`planner.engines.vllm_runner.model_runner`: n-gram drafting keeps the
+            V1 runner, whose sampler, CUDA graphs and state differ from V2's).
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -177,23 +181,26 @@ def estimate_overhead(
     """
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
-           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id)
+           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
-            gpu_memory_bytes, gpu_name, profile_id))
+            gpu_memory_bytes, gpu_name, profile_id, speculative_method))
     return estimate
 
 
 def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tensor_parallel_size: int,
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
-                       gpu_name: str, profile_id: str = OVERHEAD_PROFILE) -> OverheadEstimate:
+                       gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
+                       speculative_method: str | None = None) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
     from planner.engines.types import EngineRequest  # noqa: PLC0415
     from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
+    from planner.serving.features import ServingFeatures  # noqa: PLC0415
+    from planner.serving.speculative import SpeculativeConfig  # noqa: PLC0415
     from planner.engines.vllm_runner import (  # noqa: PLC0415
         first_compile_bytes,
         graphs_charged,
@@ -213,7 +220,9 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     seqs = max_num_seqs or default_seqs
     tp, e = tensor_parallel_size, activation_bytes_per_element
     engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp)
-    runner = model_runner(model, profile.id, engine_request)
+    runner = model_runner(model, profile.id, engine_request if speculative_method is None else replace(
+        engine_request, serving=ServingFeatures(engine=profile.id, speculative=SpeculativeConfig(
+            method=speculative_method))))  # the method alone picks the runner; the drafter's costs are the features'
     act = activation_estimate(
         model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
@@ -274,8 +283,10 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
         checkpoint_bytes: The checkpoint's weight bytes on one GPU [bytes].
     """
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    speculative = None if request.serving is None else request.serving.speculative
     overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tensor_parallel_size, request.max_num_batched_tokens,
-                                 gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name)
+                                 gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name,
+                                 speculative_method=None if speculative is None else speculative.method)
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead
