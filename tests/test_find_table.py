@@ -2,15 +2,17 @@
 throughput columns keep one number of decimals each with thousands separators.
 
 Widths are checked against the table's font: Source Sans at 14 px averages 6.2 px a character for GPU names
-(measured on a 1,280 px headless-Chromium screenshot: "RTX PRO 6000 Blackwell Server", 29 characters, takes
-180 px of its 214 px column); the check allows 6.6, and 8 px of cell padding on each side.
+(measured on a 1,280 px headless-Chromium screenshot: "RTX PRO 6000 Blackwell Server", 29 characters, took
+180 px; canvas measureText in the page's font: 180.6 px, and "fp8_ds_mla" 68.7 px); the check allows 6.6,
+and 8 px of cell padding on each side.
 ``tests/test_browser.py`` checks that the table does not scroll sideways.
 """
 
 from __future__ import annotations
 
 from model_catalog.gpus import load_gpus
-from planner.traffic.find_types import FindResult, Setup
+from planner.engines.vllm_kv_formats import FP8_DS_MLA
+from planner.traffic.find_types import FIND_KV_DTYPE_CHOICES, FindResult, Setup
 from planner.traffic.throughput import ThroughputPoint
 from ui import find_table, traffic
 
@@ -26,8 +28,19 @@ def test_gpu_cells_fit_their_column():
         assert len(cell) * PX_PER_CHAR + CELL_PADDING_PX <= column, (gpu.name, cell)
         assert gpu.name.startswith(cell.removesuffix("…").split(" ")[0])
     assert find_table.gpu_cell("GB300 (per Blackwell Ultra GPU, NVL72)") == "GB300"
-    assert find_table.gpu_cell("RTX PRO 6000 Blackwell Server Edition") == "RTX PRO 6000 Blackwell Server"
-    assert find_table.gpu_cell("x" * 100) == "x" * 29 + "…"
+    # NVIDIA's RTX PRO line is Blackwell only: the cell drops the word, so the KV column gets its width
+    assert find_table.gpu_cell("RTX PRO 6000 Blackwell Server Edition") == "RTX PRO 6000 Server"
+    assert find_table.gpu_cell("RTX PRO 6000 Blackwell Workstation Edition") == "RTX PRO 6000 Workstation"
+    assert find_table.gpu_cell("x" * 100) == "x" * (find_table.GPU_CELL_CHARS - 1) + "…"
+    assert sum(c.width for c in find_table.FIND_COLUMNS.values()) <= TABLE_WIDTH_PX
+
+
+def test_kv_cells_fit_their_column():
+    # QA (stop 38): DeepSeek-V3.2's rows read "fp8_ds_" at 1,280 and 1,400 px, the 40 px column cut vLLM's
+    # fp8_ds_mla (planner.engines.vllm_kv_formats.stored_kv_name), the only cache those rows list
+    column = find_table.FIND_COLUMNS["KV dtype"].width
+    for name in (*FIND_KV_DTYPE_CHOICES, FP8_DS_MLA):
+        assert len(name) * PX_PER_CHAR + CELL_PADDING_PX <= column, (name, column)
     assert sum(c.width for c in find_table.FIND_COLUMNS.values()) <= TABLE_WIDTH_PX
 
 

@@ -81,3 +81,19 @@ def test_engine_page_command_carries_the_flag():
     assert not any("Text only: add" in c.value for c in at.caption)  # the command says it; no note to follow
     full = run("pages/5_Engine.py", {"model": VL, "gpu": L40S})
     assert not any("--language-model-only" in c.value for c in full.code if "vllm serve" in c.value)
+
+
+def test_text_only_switch_names_the_flag_the_commands_write():
+    # QA (stop 38): the switch said "vLLM --limit-mm-per-prompt image 0, video 0" beside an Engine command that
+    # writes --language-model-only, so a design review copied two spellings of one setting
+    from tests.test_serving_app import run
+    from ui.serving import TEXT_ONLY_LABEL
+
+    at = run("pages/5_Engine.py", {"model": VL, "gpu": L40S, "language_model_only": "true"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    switch = [t for t in at.toggle if t.label == TEXT_ONLY_LABEL]
+    assert len(switch) == 1 and switch[0].value is True
+    command = next(c.value for c in at.code if "vllm serve" in c.value)
+    assert "--language-model-only" in command and "--language-model-only" in TEXT_ONLY_LABEL
+    assert "--limit-mm-per-prompt" not in command and "--limit-mm-per-prompt" not in TEXT_ONLY_LABEL
+    assert ZERO_LIMITS.split(" ", 1)[1] in switch[0].help  # older builds' spelling, in the help

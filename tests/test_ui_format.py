@@ -230,6 +230,15 @@ def test_concurrency_lines_drop_zero_points_for_the_log_axis():
     assert list(fig.data[0].y) == [4, 2]
 
 
+def test_concurrency_lines_name_a_lone_line():
+    """QA (stop 38): DeepSeek-V3.2 on the default Concurrency GPUs drew one line (the H200's; the other four
+    hold no sequence) with no legend, as Plotly hides a legend of one drawn trace: nothing named the line. The
+    legend is always on, and a GPU that holds no sequence at any context (its tile says 0) draws no empty entry."""
+    fig = charts.concurrency_lines((1024, 2048), {"H200": (40, 20), "RTX 4090": (0, 0)})
+    assert fig.layout.showlegend is True
+    assert [t.name for t in fig.data] == ["H200"]
+
+
 def test_format_context_says_when_memory_allows_more_than_the_model():
     """Issue: "max context before overheads 526,192" for a model limited to 8K, without a word."""
     from ui.format import format_context

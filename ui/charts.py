@@ -382,20 +382,23 @@ SERIES_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int]]) -> go.Figure:
     """Max concurrent sequences against context length, one line per GPU, log axes.
 
-    Points with zero sequences cannot sit on a log axis and are left out. Each line has its own dash
-    (:data:`SERIES_DASHES`) and the later ones are thinner, so a GPU whose line runs on top of another's (an A100
-    and an H100 with 55 and 53 users) still shows both.
+    Points with zero sequences cannot sit on a log axis and are left out, and so is a GPU with none (the page's
+    tile and warning say 0). Each line has its own dash (:data:`SERIES_DASHES`) and the later ones are thinner,
+    so a GPU whose line runs on top of another's (an A100 and an H100 with 55 and 53 users) still shows both. The
+    legend stays on when one line is left, which Plotly would leave unnamed.
     """
     fig = go.Figure()
     for i, (label, users) in enumerate(series.items()):
         pts = [(c, u) for c, u in zip(contexts, users) if u > 0]
+        if not pts:
+            continue
         fig.add_scatter(
             x=[c for c, _ in pts], y=[u for _, u in pts], mode="lines", name=plotly_text(label),
             line=dict(color=PALETTE[i % len(PALETTE)], width=max(1.5, 3.5 - 0.5 * i),
                       dash=SERIES_DASHES[i % len(SERIES_DASHES)]),
             hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {count_noun(u, 'sequence')}" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
-    fig.update_layout(height=500, xaxis=TOKEN_AXIS,
+    fig.update_layout(height=500, xaxis=TOKEN_AXIS, showlegend=True,
                       yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,
                                  tickformat=",d"), **_LAYOUT)
     fig.update_layout(margin=dict(l=100, r=24, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)

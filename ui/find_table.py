@@ -27,9 +27,14 @@ FIND_PAGE_ROWS = 20
 FIND_TOP = 200
 """Setups the Find page asks the search for (the CLI's ``--top`` default stays 10)."""
 
-GPU_CELL_CHARS = 30
+GPU_CELL_CHARS = 24
 """Longest GPU cell [characters]: what the GPU column's width shows in the table's font; a longer short
-name (a custom GPU's) ends in "…" there and stays whole in the CSV."""
+name (a custom GPU's) ends in "…" there and stays whole in the CSV. The catalog's longest cells,
+"GeForce RTX 4060 Ti 16GB" and "RTX PRO 6000 Workstation", are 24."""
+
+_RTX_PRO_ARCH = re.compile(r"^(RTX PRO \d+) Blackwell\b")
+"""NVIDIA's RTX PRO line is Blackwell only (RTX PRO 6000 / 5000 / 4500 / 4000 Blackwell): the cell drops the
+architecture word and keeps the edition (Server, Workstation, Max-Q), which tells the catalog's entries apart."""
 
 
 EMPTY_TEXT = ("No setup of the kinds asked starts on these GPUs within the limit, so none is listed, not even a closest "
@@ -44,8 +49,9 @@ def _ms(seconds: float | None) -> float | None:
 def gpu_cell(name: str) -> str:
     """The GPU column's text: the catalog name without a parenthesis and without "Edition", at most
     :data:`GPU_CELL_CHARS` characters. ``"GB300 (per Blackwell Ultra GPU, NVL72)"`` -> ``"GB300"``;
-    ``"RTX PRO 6000 Blackwell Server Edition"`` -> ``"RTX PRO 6000 Blackwell Server"``."""
+    ``"RTX PRO 6000 Blackwell Server Edition"`` -> ``"RTX PRO 6000 Server"``."""
     short = re.sub(r"\s*\([^)]*\)", "", name).replace(" Edition", "").strip() or name
+    short = _RTX_PRO_ARCH.sub(r"\1", short)
     return short if len(short) <= GPU_CELL_CHARS else short[:GPU_CELL_CHARS - 1].rstrip() + "…"
 
 
@@ -96,8 +102,8 @@ KIND_CELLS = {"TP": "TP", "DP+EP": "DP+EP", "DCP": "DCP", "disaggregated": "P/D"
 decode pools, the CSV's ``Setup kind`` spells it out)."""
 
 FIND_COLUMNS: dict[str, FindColumn] = {
-    "GPU type": FindColumn("GPU", 214, "Catalog GPU name (without its parenthesis or 'Edition'; the CSV has it "
-                                       "in full)"),
+    "GPU type": FindColumn("GPU", 175, "Catalog GPU name (without its parenthesis, 'Edition', or 'Blackwell' in "
+                                       "an RTX PRO name; the CSV has it in full)"),
     "Kind": FindColumn("Kind", 50, "Setup kind: TP = tensor parallel x replicas; DP+EP = data parallel ranks with "
                                    "expert parallel (vLLM -dp N --enable-expert-parallel); DCP = decode context "
                                    "parallel (-dcp); P/D = disaggregated prefill and decode pools. The kinds "
@@ -117,14 +123,15 @@ FIND_COLUMNS: dict[str, FindColumn] = {
         "TTFT ms", 60, "Time to first token [ms]: the prompt's prefill on the replica's GPUs plus one decode "
                        "step (roofline); n/a where the catalog states no dense bf16 TFLOPS for the GPU (e.g. "
                        "RTX PRO 6000 Blackwell: NVIDIA's figure has no sparsity footnote, see the Catalog)", "%.1f"),
-    "KV dtype": FindColumn("KV", 40, "KV-cache dtype of the setup"),
+    "KV dtype": FindColumn("KV", 84, "KV-cache dtype the engine stores (fp8_ds_mla: vLLM's fp8 layout for "
+                                     "sparse-MLA layers, DeepSeek-V3.2 / GLM-5)"),
     "Max users": FindColumn("Max users", 70, "Most concurrent sequences the setup holds, as the chosen engine "
                                              "sizes it", "localized"),
     "Note": FindColumn("Notes", 48, "Numbers of the notes listed in full under the table"),
 }
 """The Find table's shown columns, in order: 1,280 px minus the 340 px sidebar and the page padding
-leaves about 780 px, and these widths add up to 772, so the table never scrolls sideways (checked at
-1,280 px in headless Chromium). The full GPU name, the margin (also under the table for the chosen setup),
+leaves about 780 px (the grid's client width: 778), and these widths add up to 777, so the table never scrolls
+sideways (checked at 1,280 px in headless Chromium). The full GPU name, the margin (also under the table for the chosen setup),
 the KV budget, the fit flag, the notes and each launch command stay in the CSV download."""
 
 

@@ -118,7 +118,9 @@ SWITCHES = {"enable_lora": "LoRA adapters (`--enable-lora`)"}
 TEXT_ONLY_KEY = "language_model_only"
 """URL key of the text-only switch (the CLI's ``--language-model-only``)."""
 
-TEXT_ONLY_LABEL = "Serve text only (skip the vision tower: vLLM --limit-mm-per-prompt image 0, video 0)"
+TEXT_ONLY_LABEL = "Serve text only (skip the vision tower: vLLM --language-model-only)"
+"""The switch names the flag the pages' ``vllm serve`` commands write for the newest vLLM
+(:func:`planner.engines.launch.vllm_text_only_flags`); its help gives older builds' spelling."""
 
 OFF = "off"
 METHOD_OPTIONS = (OFF, *SPECULATIVE_METHODS)
@@ -166,8 +168,10 @@ def text_only_switch(model_id: str | None) -> bool:
     return st.sidebar.toggle(
         TEXT_ONLY_LABEL, key=TEXT_ONLY_KEY, bind="query-params",
         help="vLLM builds no vision / audio tower when every modality is limited to 0 per prompt "
-             "(`--language-model-only`): the weights shrink by the tower and the KV budget grows by as much; "
-             "the server then takes text only.")
+             "(`--language-model-only`; for the older vLLM engines the launch commands write "
+             "`--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'`, read the same way "
+             "since v0.10.1): the weights shrink by the tower and the KV budget grows by as much; the server then "
+             "takes text only.")
 
 
 def served_model(model: ModelSpec) -> ModelSpec:
