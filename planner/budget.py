@@ -307,7 +307,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
     weights_gpu = sum(by_format.values())
     paged_gpu = (hybrid_paged_profile(model, dtypes, tp, request, gpu_id)  # vLLM's block size, padded pages
-                 or kv_profile(model, dtypes, tp, request.block_size))
+                 or kv_profile(model, dtypes, tp, _mla_block_size(model, request.block_size, gpu_id)))
 
     if request.overhead_bytes is None:
         overhead = plan_overhead(model, request, gpu_memory_bytes, gpu_id, tp, weights_gpu)
@@ -374,6 +374,13 @@ def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int,
     capped = tuple((g.max_tokens, g.num_layers * g.bytes_per_token) for g in profile.groups
                    if g.max_tokens is not None)
     return profile.block_size, uncapped, fixed, capped
+
+
+def _mla_block_size(model: ModelSpec, block_size: int, gpu_id: str) -> int:
+    """The block an MLA model is paged in (:func:`planner.engines.vllm_hybrid_profile.mla_block_size`)."""
+    from planner.engines.vllm_hybrid_profile import mla_block_size  # noqa: PLC0415 - import cycle
+
+    return mla_block_size(model, block_size, gpu_id)
 
 
 def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str = "") -> KVProfile | None:

@@ -159,3 +159,22 @@ def test_speculative_decoding_keeps_a_state_page_per_draft_token(k):
                                                   kv_cache_dtypes=("auto",), serving=features))  # budget arithmetic
     one = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500, serving=features), gpu_id=gpu.id)
     assert found.options[0].max_concurrent_sequences == one.max_concurrent_sequences
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp", "block"), [
+    ("deepseek-ai/DeepSeek-V3.2", "nvidia-h200", 8, 64), ("deepseek-ai/DeepSeek-V3", "nvidia-h200", 8, 64),
+    ("moonshotai/Kimi-K2.5", "nvidia-b200", 8, 128), ("deepseek-ai/DeepSeek-V2-Lite", "nvidia-h100-80gb", 1, 64),
+    ("deepseek-ai/DeepSeek-V2-Lite", "nvidia-a100-80gb", 1, 16)])
+def test_mla_models_are_paged_in_the_block_their_backend_forces(model_id, gpu_id, tp, block):
+    """vLLM forces an MLA model's block size for its default backend (vllm/platforms/cuda.py: FlashMLA 64 on
+    Hopper, CUTLASS MLA 128 on datacenter Blackwell; Triton MLA on an A100 keeps 16). The budget paged every MLA
+    model in 16-token blocks: DeepSeek-V3.2 on 8 x H200 at 800 tokens counted 1,181 users where vLLM holds
+    1,135.69 (QA). Expected block and users: the Engine view's."""
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    for context in (800, 32768):
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, num_gpus=tp), gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes,
+                             EngineRequest(tensor_parallel_size=tp, max_model_len=context, gpu_name=gpu.id))
+        assert budget.block_size == engine.block_size == block
+        assert budget.kv_cache_budget_bytes == engine.available_kv_cache_bytes
+        assert budget.max_concurrent_sequences == math.floor(engine.max_concurrency), (model_id, context)
