@@ -178,3 +178,18 @@ def test_mla_models_are_paged_in_the_block_their_backend_forces(model_id, gpu_id
         assert budget.block_size == engine.block_size == block
         assert budget.kv_cache_budget_bytes == engine.available_kv_cache_bytes
         assert budget.max_concurrent_sequences == math.floor(engine.max_concurrency), (model_id, context)
+
+
+def test_home_kv_per_sequence_tile_gives_the_paged_figure_users_are_counted_with():
+    """The tile's exact figure (0.30 GiB for Qwen3.5-27B at 2,500 tokens) divides the budget into 55, not the 49
+    shown; its help now gives the paged sequence beside it (QA)."""
+    from tests.test_serving_app import run
+    from tests.tiles import metric_tiles
+    from ui.format import format_bytes
+
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    at = run("app.py", {"model": model.model_id, "gpu": gpu.id, "context_len": "2500"})
+    assert not at.exception and not at.error
+    tile = next(t for t in metric_tiles(at) if t.label.startswith("KV per sequence"))
+    paged = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500), gpu_id=gpu.id).kv_cache_bytes_needed
+    assert f"in whole 784-token blocks, as users are counted: {format_bytes(paged)} per GPU" in tile.help

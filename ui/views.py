@@ -221,7 +221,9 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
                                f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'auto')}"),
         "KV per sequence" + per_gpu: (format_bytes(plan.kv_cache_bytes_per_sequence_per_gpu),
                                       f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
-                                      f"{format_tokens(plan.context_len)}, windows applied"),
+                                      f"{format_tokens(plan.context_len)}, windows applied; in whole "
+                                      f"{plan.block_size}-token blocks, as users are counted: "
+                                      f"{format_bytes(plan.kv_cache_bytes_needed // plan.batch_size)} per GPU"),
         "KV budget per GPU": (
             format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
