@@ -1,4 +1,5 @@
-"""A link's ``tensor_parallel_size`` sets the GPUs on pages whose layout knob is ``num_gpus`` (QA, issue 27).
+"""A link's GPU layout: ``tensor_parallel_size`` sets the GPUs on pages whose layout knob is ``num_gpus``, and
+Home names the GPU count where it names the GPU (QA, issue 27).
 
 URL keys are the CLI's flag names, and ``plan --tensor-parallel-size 4`` plans 4 GPUs (``--num-gpus`` defaults
 to tensor parallel x pipeline stages, planner/cli). The Engine page dropped the key without a word and showed
@@ -61,13 +62,12 @@ def test_the_key_is_read_once_so_the_widget_can_change_the_layout():
     assert _tiles(at) == _tiles(run("app.py", {"model": LLAMA_70B, "gpu": H100, "num_gpus": "2"}))
 
 
-def test_memory_curves_names_the_text_only_switch_it_leaves_out():
-    """Memory curves plans the bare models (towers included): a link's text-only switch is named on its line
-    (QA: it was dropped unsaid); Disaggregation applies it, so its line does not name it."""
-    vl = "Qwen/Qwen3-VL-8B-Instruct"
-    curves = run("pages/1_Memory_curves.py", {"models": [vl], "gpus": ["nvidia-l40s"], "language_model_only": "true"})
-    assert not curves.exception and not curves.error
-    assert any("`language_model_only=true`" in c.value for c in curves.caption), [c.value for c in curves.caption]
-    pools = run("pages/8_Disaggregation.py", {"model": vl, "gpu": "nvidia-l40s", "language_model_only": "true"})
-    assert not pools.exception
-    assert not any("`language_model_only=true`" in c.value for c in pools.caption)
+def test_home_heading_and_longest_context_name_the_gpu_count():
+    """With 8 GPUs per replica, Home's heading and its "Longest context" sentence said "H200 SXM 141GB" alone,
+    while the banner said "x 8" (QA)."""
+    at = run("app.py", {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200", "num_gpus": "8"})
+    assert not at.exception and not at.error
+    assert at.subheader[0].value.endswith("on 8 x NVIDIA H200 SXM 141GB")
+    assert any("on 8 x H200 SXM 141GB:" in m.value for m in at.markdown if "Longest context" in m.value)
+    one = run("app.py", {"model": LLAMA_70B, "gpu": H100, "num_gpus": "1"})
+    assert " x " not in one.subheader[0].value

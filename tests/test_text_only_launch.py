@@ -97,3 +97,18 @@ def test_text_only_switch_names_the_flag_the_commands_write():
     assert "--language-model-only" in command and "--language-model-only" in TEXT_ONLY_LABEL
     assert "--limit-mm-per-prompt" not in command and "--limit-mm-per-prompt" not in TEXT_ONLY_LABEL
     assert ZERO_LIMITS.split(" ", 1)[1] in switch[0].help  # older builds' spelling, in the help
+
+
+def test_memory_curves_names_the_text_only_switch_it_leaves_out():
+    """Memory curves plans the bare models (towers included): a link's text-only switch is named on its line
+    (QA: it was dropped unsaid); Disaggregation applies it, so its line does not name it."""
+    from tests.test_serving_app import run
+
+    vl = VL
+    curves = run("pages/1_Memory_curves.py", {"models": [vl], "gpus": ["nvidia-l40s"], "language_model_only": "true"})
+    assert not curves.exception and not curves.error
+    assert any("`language_model_only=true`" in c.value for c in curves.caption), [c.value for c in curves.caption]
+    pools = run("pages/8_Disaggregation.py", {"model": vl, "gpu": "nvidia-l40s", "language_model_only": "true"})
+    assert not pools.exception
+    assert not any("`language_model_only=true`" in c.value for c in pools.caption)
+
