@@ -193,3 +193,20 @@ def test_home_kv_per_sequence_tile_gives_the_paged_figure_users_are_counted_with
     tile = next(t for t in metric_tiles(at) if t.label.startswith("KV per sequence"))
     paged = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500), gpu_id=gpu.id).kv_cache_bytes_needed
     assert f"in whole 784-token blocks, as users are counted: {format_bytes(paged)} per GPU" in tile.help
+
+
+def test_allocation_says_why_paged_holds_fewer_than_naive_for_a_hybrid():
+    """At mean length = max_model_len, naive reservation of exact bytes holds 55 Qwen3.5-27B users on an H100,
+    paging in 784-token blocks with padded states 49 (Home's figure): the comparison says why (QA)."""
+    from planner.traffic.allocation import allocation_for_model
+
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    c = allocation_for_model(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500), mean_len=2500,
+                                 gpu_id=gpu.id)
+    home = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500), gpu_id=gpu.id)
+    assert c.paged.max_sequences == home.max_concurrent_sequences < c.naive.max_sequences
+    assert any("whole 784-token blocks" in n and "pads each recurrent state" in n for n in c.notes)
+    llama = model_spec("meta-llama/Meta-Llama-3.1-8B")
+    plain = allocation_for_model(llama, gpu.framework_memory_bytes, PlanRequest(context_len=2500), mean_len=2000,
+                                     gpu_id=gpu.id)
+    assert not any("paged holds fewer" in n for n in plain.notes)

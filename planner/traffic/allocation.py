@@ -224,6 +224,11 @@ def compare_allocation(
         notes.append(f"naive allocation cannot hold one {max_model_len:,}-token reservation in this budget")
     if n > naive_max:
         notes.append(f"the batch of {n:,} exceeds what naive allocation admits ({naive_max:,})")
+    if paged_max < naive_max:  # large blocks and padded states (an attention + Mamba hybrid under vLLM)
+        notes.append(f"paged holds fewer sequences than naive reservation here ({paged_max:,} vs {naive_max:,}): a "
+                     f"{mean_len:,}-token sequence takes whole {paged.block_size:,}-token blocks, "
+                     f"{paged_per_seq / 2**20:,.1f} MiB against {naive_per_seq / 2**20:,.1f} MiB reserved for "
+                     f"{max_model_len:,} tokens (vLLM pads each recurrent state to a whole page)")
     return AllocationComparison(
         model_id=model_id, gpu_id=gpu_id, max_model_len=max_model_len, mean_len=mean_len,
         block_size=paged.block_size, kv_cache_budget_bytes=budget_bytes,
