@@ -131,6 +131,7 @@ def estimate_overhead(
     gpu_name: str = "",
     profile_id: str = OVERHEAD_PROFILE,
     speculative_method: str | None = None,
+    num_speculative_tokens: int = 0,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -166,6 +167,8 @@ def estimate_overhead(
         speculative_method: The serving features' speculative decoding method, if any: it picks the model runner
             as the Engine view does (:func:`planner.engines.vllm_runner.model_runner`: n-gram drafting keeps the
             V1 runner, whose sampler, CUDA graphs and state differ from V2's).
+        num_speculative_tokens: Its draft tokens per step k: V2's structured-output state holds 1 + k rows per
+            sequence slot (:func:`planner.engines.vllm_runner.v2_state_bytes`).
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -181,19 +184,19 @@ def estimate_overhead(
     """
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
-           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method)
+           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
-            gpu_memory_bytes, gpu_name, profile_id, speculative_method))
+            gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens))
     return estimate
 
 
 def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tensor_parallel_size: int,
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
-                       speculative_method: str | None = None) -> OverheadEstimate:
+                       speculative_method: str | None = None, num_speculative_tokens: int = 0) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
@@ -233,7 +236,8 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     else:  # no GPU named: one NVLink node's process group
         runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
     runner_bytes = first_compile_bytes(engine_request, runner) + (
-        v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens) if runner == "v2" else 0)
+        v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens,
+                       num_speculative_tokens=num_speculative_tokens) if runner == "v2" else 0)
     charged = graphs_charged(profile, runner)
     graphs = request_cudagraphs(model, engine_request, profile.id, num_layers=model.num_layers,
                                 max_num_batched_tokens=tokens, max_num_seqs=seqs, activation_bytes=e,
@@ -283,10 +287,11 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
         checkpoint_bytes: The checkpoint's weight bytes on one GPU [bytes].
     """
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    speculative = None if request.serving is None else request.serving.speculative
+    spec = None if request.serving is None else request.serving.speculative
     overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tensor_parallel_size, request.max_num_batched_tokens,
                                  gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name,
-                                 speculative_method=None if speculative is None else speculative.method)
+                                 speculative_method=None if spec is None else spec.method,
+                                 num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens)
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead

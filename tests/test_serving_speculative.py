@@ -184,3 +184,22 @@ def test_ngram_budget_follows_the_runner_the_engine_view_picks():
                              EngineRequest(max_model_len=context, gpu_name=gpu.id, serving=features))
         assert abs(budget.kv_cache_budget_bytes - engine.available_kv_cache_bytes) < 2**20, model_id
         assert budget.max_concurrent_sequences == int(engine.max_concurrency), model_id
+
+
+def test_budget_charges_v2_s_draft_token_rows_as_the_engine_view_does():
+    """Model runner V2's structured-output state holds 1 + k rows per sequence slot
+    (planner/engines/vllm_runner.v2_state_bytes): about 31 MB per draft token for Qwen3.5's 248K vocabulary at
+    1,024 slots. The budget charged one row, so it was up to 95 MB richer than the Engine view (QA)."""
+    from model_catalog import get_gpu, get_model_entry, model_spec
+    from planner.engines import EngineRequest, plan_engine
+
+    model, gpu = model_spec("Qwen/Qwen3.5-27B"), get_gpu("nvidia-h100-80gb")
+    layers = mtp_layers_from_config(get_model_entry(model.model_id).config)
+    for k in (1, 3):
+        features = ServingFeatures(speculative=SpeculativeConfig(method="mtp", num_speculative_tokens=k,
+                                                                 num_mtp_layers=layers))
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=2500, serving=features),
+                      gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes,
+                             EngineRequest(max_model_len=2500, gpu_name=gpu.id, serving=features))
+        assert abs(budget.kv_cache_budget_bytes - engine.available_kv_cache_bytes) < 2**20, k
