@@ -36,3 +36,14 @@ def test_allocation_table_shows_kv_per_token_in_binary_units(capsys):
     assert main(["allocation", *LLAMA3, "--max-model-len", "8192", "--mean-len", "800"]) == 0
     budget = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("KV budget"))
     assert budget.endswith("; 128.00 KiB per token") and " B/token" not in budget
+
+
+def test_plan_table_gives_the_paged_sequence_users_are_counted_with(capsys):
+    """A hybrid's exact sequence (304 MiB for Qwen3.5-27B at 2,500 tokens) divides the 16.62 GiB budget into 55,
+    not the 49 users printed below it: the line adds the sequence in vLLM's 784-token blocks (QA)."""
+    args = ["plan", "--model", "Qwen/Qwen3.5-27B", "--gpu", "nvidia-h100-80gb", "--context-len", "2500"]
+    assert main(args) == 0
+    lines = {line[:12].strip(): line[13:] for line in capsys.readouterr().out.splitlines() if line[:2] != "  "}
+    assert lines["KV/sequence"] == ("304.00 MiB at 2,500 tokens (343.00 MiB per GPU in 784-token blocks, as users "
+                                    "are counted)")
+    assert lines["max users"] == "49 at 2,500 tokens"

@@ -252,7 +252,8 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"KV budget    none: weights + overhead exceed the usable {g(result.usable_memory_bytes)} by "
         f"{g(-result.kv_cache_budget_bytes)} per GPU",
         f"KV/token     {human_bytes(result.kv_cache_bytes_per_token)}",
-        f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)} at {result.context_len:,} tokens",
+        f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)} at {result.context_len:,} tokens"
+        + _paged_sequence(result),
         f"capacity     {result.kv_cache_capacity_tokens:,} tokens",
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
@@ -262,6 +263,15 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
     lines += [f"  try: {s}" for s in result.suggestions]
     lines += [f"  note: {n}" for n in result.notes]
     return "\n".join(lines)
+
+
+def _paged_sequence(result) -> str:
+    """`` (343.00 MiB per GPU in 784-token blocks, as users are counted)`` when whole blocks (a hybrid's raised
+    block and padded states) make one GPU's sequence differ from its exact figure; else empty."""
+    paged = result.kv_cache_bytes_needed // result.batch_size
+    if paged == result.kv_cache_bytes_per_sequence_per_gpu:
+        return ""
+    return f" ({human_bytes(paged)} per GPU in {result.block_size:,}-token blocks, as users are counted)"
 
 
 def _table(rows: list[dict]) -> str:
