@@ -306,8 +306,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
     weights_gpu = sum(by_format.values())
-    paged_gpu = (hybrid_paged_profile(model, dtypes, tp, request, gpu_id)  # vLLM's block size, padded pages
-                 or kv_profile(model, dtypes, tp, _mla_block_size(model, request.block_size, gpu_id)))
+    paged_gpu = _paged_profile(model, dtypes, tp, request, gpu_id)  # vLLM's block size (a hybrid's padded pages)
 
     if request.overhead_bytes is None:
         overhead = plan_overhead(model, request, gpu_memory_bytes, gpu_id, tp, weights_gpu)
@@ -376,11 +375,19 @@ def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int,
     return profile.block_size, uncapped, fixed, capped
 
 
-def _mla_block_size(model: ModelSpec, block_size: int, gpu_id: str) -> int:
-    """The block an MLA model is paged in (:func:`planner.engines.vllm_hybrid_profile.mla_block_size`)."""
-    from planner.engines.vllm_hybrid_profile import mla_block_size  # noqa: PLC0415 - import cycle
+def _paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str) -> KVProfile:
+    """The paged profile of one GPU at the block vLLM runs
+    (:func:`planner.engines.vllm_hybrid_profile.paged_kv_profile`: a hybrid's raised block and padded states, an
+    MLA backend's forced block, else ``block_size``)."""
+    from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415 - import cycle
 
-    return mla_block_size(model, block_size, gpu_id)
+    return paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
+                            kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_id, speculative=_speculative(request))
+
+
+def _speculative(request: PlanRequest):
+    """The request's speculative decoding config, or None."""
+    return None if request.serving is None else request.serving.speculative
 
 
 def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str = "") -> KVProfile | None:
@@ -389,9 +396,8 @@ def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest
     the page, the drafter's layers and draft-token state pages of speculative decoding); None for other models."""
     from planner.engines.vllm_hybrid_profile import hybrid_kv_profile  # noqa: PLC0415 - import cycle
 
-    speculative = None if request.serving is None else request.serving.speculative
     return hybrid_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
-                             kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_id, speculative=speculative)
+                             kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_id, speculative=_speculative(request))
 
 
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------

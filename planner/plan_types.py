@@ -195,6 +195,12 @@ class Plan:
     serving: dict | None = None
 
     @property
+    def kv_cache_bytes_per_sequence_paged_per_gpu(self) -> int:
+        """One sequence of ``context_len`` on one GPU in whole blocks, as ``max_concurrent_sequences`` counts it
+        (a hybrid's raised block and padded states included): ``kv_cache_bytes_needed / batch_size`` [bytes]."""
+        return self.kv_cache_bytes_needed // self.batch_size
+
+    @property
     def weights_label(self) -> str:
         """The weight dtype as asked and as resolved, for messages.
 

@@ -223,7 +223,7 @@ def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
                                       f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
                                       f"{format_tokens(plan.context_len)}, windows applied; in whole "
                                       f"{plan.block_size}-token blocks, as users are counted: "
-                                      f"{format_bytes(plan.kv_cache_bytes_needed // plan.batch_size)} per GPU"),
+                                      f"{format_bytes(plan.kv_cache_bytes_per_sequence_paged_per_gpu)} per GPU"),
         "KV budget per GPU": (
             format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
@@ -333,7 +333,7 @@ def _new_kind_line(layer, count: int, dtypes, tp: int, per_layer: str) -> str | 
 def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
     """An expander that shows the arithmetic with the user's numbers (values from the planner)."""
     dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
-    per_seq_paged = plan.kv_cache_bytes_needed // plan.batch_size  # the plan's paged sequence (a hybrid's padded)
+    per_seq_paged = plan.kv_cache_bytes_per_sequence_paged_per_gpu
     tp = plan.num_gpus
     split = f" ÷ {tp} GPUs (tensor parallel)" if tp > 1 else ""
     with st.expander("How these numbers are computed (formulas with your inputs)", icon=":material/function:"):

@@ -268,7 +268,7 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
 def _paged_sequence(result) -> str:
     """`` (343.00 MiB per GPU in 784-token blocks, as users are counted)`` when whole blocks (a hybrid's raised
     block and padded states) make one GPU's sequence differ from its exact figure; else empty."""
-    paged = result.kv_cache_bytes_needed // result.batch_size
+    paged = result.kv_cache_bytes_per_sequence_paged_per_gpu
     if paged == result.kv_cache_bytes_per_sequence_per_gpu:
         return ""
     return f" ({human_bytes(paged)} per GPU in {result.block_size:,}-token blocks, as users are counted)"

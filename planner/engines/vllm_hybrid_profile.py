@@ -43,11 +43,9 @@ from planner.model import ModelSpec
 from planner.model.kv import KVGroup, KVProfile, kv_profile
 from planner.model.layers import CacheDtypes
 from planner.model.memo import model_memo, remember
+from planner.overhead import OVERHEAD_PROFILE as BUDGET_ENGINE  # the newest vLLM, whose overheads the budget uses
 from planner.serving.features import ServingFeatures
 from planner.serving.speculative import SpeculativeConfig
-
-BUDGET_ENGINE = "vllm"
-"""Engine profile whose hybrid paging the budget follows (the newest vLLM, as its overheads)."""
 
 
 def paged_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
@@ -99,7 +97,7 @@ def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
 
     Memoized per model object, keyed by the arguments.
     """
-    if block_size == 1 or not _has_state_and_attention(kv_profile(model, dtypes, tensor_parallel_size, block_size)):
+    if block_size == 1 or not (model.has_recurrent_state and model.has_attention):
         return None
     memo = model_memo(model)
     draft = None if speculative is None else speculative.draft
@@ -113,12 +111,6 @@ def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
                                 serving=features)
         entry = remember(memo, key, (dtypes.kv, dtypes.state, draft, _hybrid_profile(model, request)))
     return entry[3]
-
-
-def _has_state_and_attention(profile: KVProfile) -> bool:
-    """True when some layers hold only a fixed state and others a per-token cache."""
-    return (any(g.bytes_per_sequence_fixed and not g.bytes_per_token for g in profile.groups)
-            and any(g.bytes_per_token for g in profile.groups))
 
 
 def _hybrid_profile(model: ModelSpec, request: EngineRequest) -> KVProfile | None:

@@ -37,7 +37,7 @@ from planner.budget import PlanRequest, plan, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.kv import KVProfile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
-from planner.units import ceil_div
+from planner.units import MiB, ceil_div
 
 SCHEMES = ("naive", "paged", "paged+prefix")
 """Allocation schemes, in display order."""
@@ -227,7 +227,7 @@ def compare_allocation(
     if paged_max < naive_max:  # large blocks and padded states (an attention + Mamba hybrid under vLLM)
         notes.append(f"paged holds fewer sequences than naive reservation here ({paged_max:,} vs {naive_max:,}): a "
                      f"{mean_len:,}-token sequence takes whole {paged.block_size:,}-token blocks, "
-                     f"{paged_per_seq / 2**20:,.1f} MiB against {naive_per_seq / 2**20:,.1f} MiB reserved for "
+                     f"{paged_per_seq / MiB:,.1f} MiB against {naive_per_seq / MiB:,.1f} MiB reserved for "
                      f"{max_model_len:,} tokens (vLLM pads each recurrent state to a whole page)")
     return AllocationComparison(
         model_id=model_id, gpu_id=gpu_id, max_model_len=max_model_len, mean_len=mean_len,
