@@ -56,7 +56,7 @@ def table() -> None:
     frame = data.concurrency_table(
         views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
     views.static_table(data.concurrency_display(frame))  # static: no data-grid chunk to load (issue 27 speed)
-    st.download_button("Download CSV", downloads.csv_text(frame), file_name="max_concurrent_sequences.csv",
+    st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
     st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
                "overhead. Columns stop at the model's max_position_embeddings.")

@@ -99,9 +99,9 @@ if not table.empty:
                  placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
 for number, note in find_table.page_notes(result, page):
     st.caption(f"Note {number}: {md_message(note)}")
-st.download_button("Download CSV", downloads.csv_text(find_table.csv_rows(table)), file_name="gpu_setups.csv",
-                   mime="text/csv",
-                   key="download_setups", icon=":material/download:", on_click="ignore")
+st.download_button("Download CSV", downloads.deferred_csv(find_table.csv_rows(table)),
+                   file_name="gpu_setups.csv", mime="text/csv", key="download_setups", icon=":material/download:",
+                   on_click="ignore")
 st.caption(f"Each replica (or data-parallel rank) is sized as {md_text(result.engine or engine_name)} sizes it (the "
            "Engine page's figures: the weights as its kernels load them, its own profile pass and block rules); a "
            "replica holds ceil(users / replicas) sequences of prompt + output tokens, a DP+EP launch ceil(users / "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from model_catalog.gpus import GPU
 from planner.model import ModelSpec
 from planner.traffic.find_types import FindRequest, FindResult, Setup
 from planner.traffic.lengths_csv import LengthTable
@@ -57,8 +58,16 @@ def run_find(model: ModelSpec, gpus, request: FindRequest) -> FindResult:
 FIND_CACHE_ENTRIES = 32
 """Distinct (model, GPUs, request) searches :func:`run_find` keeps; each result is about 60 KB pickled."""
 
+KEYED_BY_REPR = {ModelSpec: repr, FindRequest: repr, GPU: repr}
+"""How :func:`run_find`'s cache hashes its arguments: by their ``repr``, which names every field (no field of
+these types, or of the dataclasses inside them, is left out of it: ``tests/test_find_cache_key.py``). Streamlit's
+default hashes a dataclass through ``dataclasses.asdict``, a deep copy (streamlit/runtime/caching/hashing.py,
+``_CacheFuncHasher._to_bytes``): 6 ms of each Find rerun went to hashing a cached search's key, 0.3 ms by repr
+(issue 27 speed)."""
 
-@st.cache_data(max_entries=32, show_spinner=False)  # = FIND_CACHE_ENTRIES (a literal: tests/test_cache_bounds.py)
+
+@st.cache_data(max_entries=32, show_spinner=False,  # = FIND_CACHE_ENTRIES (a literal: tests/test_cache_bounds.py)
+               hash_funcs=KEYED_BY_REPR)
 def _cached_find(model: ModelSpec, gpus: tuple, request: FindRequest) -> FindResult:
     return find_setups(model, list(gpus), request)
 
