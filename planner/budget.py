@@ -116,7 +116,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 
     Sources: see the module docstring.
     """
-    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)  # validates the request (or knew it valid)
+    base = plan_base(model, gpu_memory_bytes, request, gpu_id)  # validates the request (or knew it valid)
     tp, context, batch = request.num_gpus, request.context_len, request.batch_size
     budget = base.budget
     per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
@@ -187,7 +187,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
 class _PlanBase:
     """The part of a plan that ``context_len`` and ``batch_size`` do not change, per GPU [bytes].
 
-    Built once per model object and set of the other knobs by :func:`_plan_base`;
+    Built once per model object and set of the other knobs by :func:`plan_base`;
     each value is one step of the module docstring's chain.
 
     Attributes:
@@ -274,7 +274,7 @@ _KNOBS_BUT_CONTEXT_AND_BATCH = itemgetter(*(f.name for f in fields(PlanRequest)
 as one tuple (part of the base's key; by name from the dict: cheaper than ``attrgetter``)."""
 
 
-def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
+def plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
     """The :class:`_PlanBase` of ``plan(model, gpu_memory_bytes, request, gpu_id)``, memoized per model
     object and every knob but ``context_len`` and ``batch_size`` (:mod:`planner.model.memo`).
 
@@ -301,7 +301,7 @@ def _plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gp
 
 
 def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
-    """:func:`_plan_base` without the memo (module docstring, first three steps of the chain)."""
+    """:func:`plan_base` without the memo (module docstring, first three steps of the chain)."""
     tp = request.num_gpus
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
@@ -463,7 +463,7 @@ def sequence_profiles(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequ
     Raises:
         ValueError: as :func:`plan`.
     """
-    base = _plan_base(model, gpu_memory_bytes, request, gpu_id)
+    base = plan_base(model, gpu_memory_bytes, request, gpu_id)
     return base.exact_gpu, base.paged_gpu
 
 

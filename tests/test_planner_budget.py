@@ -360,6 +360,34 @@ def test_too_large_a_batch_suggests_the_smallest_gpu_count_that_holds_it():
     assert smaller and not any(run(k).fits for k in smaller)
 
 
+@pytest.mark.parametrize("model_id, method, context_len, batch_size", [
+    ("Qwen/Qwen3.5-27B", "mtp", 4_096, 400),  # a hybrid: MTP keeps 1 + k state pages per sequence
+    ("Qwen/Qwen3.5-27B", "eagle3", 8_192, 64),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "mtp", 4_096, 400),
+    ("meta-llama/Meta-Llama-3.1-8B", "eagle3", 32_768, 64),
+])
+def test_the_gpu_count_advice_holds_the_batch_with_its_serving_features(model_id, method, context_len, batch_size):
+    """The "use num_gpus N (the smallest count that holds this batch)" fix is planned with the request's serving
+    features, as plan() plans N: Qwen3.5-27B + MTP k=3 at 400 x 4,096 on an H100 was told 4 GPUs, where 4 hold
+    54 GiB of the 92 GiB its sequences need (the advice priced neither the drafter nor MTP's state pages)."""
+    from dataclasses import replace
+
+    from planner.serving import ServingFeatures, SpeculativeConfig
+
+    model, h100 = _catalog(model_id, "nvidia-h100-sxm-80gb")
+    extra = {"num_mtp_layers": 1} if method == "mtp" else {}
+    features = ServingFeatures(speculative=SpeculativeConfig(method=method, num_speculative_tokens=3, **extra))
+    request = PlanRequest(context_len=context_len, batch_size=batch_size, serving=features)
+    one = plan(model, h100.framework_memory_bytes, request, gpu_id=h100.id)
+    assert not one.fits
+    advice = next(s for s in one.suggestions if str(s).startswith("use num_gpus"))
+    n = int(str(advice).split()[2])
+    assert plan(model, h100.framework_memory_bytes, replace(request, num_gpus=n), gpu_id=h100.id).fits
+    smaller = [k for k in range(2, n) if plan(model, h100.framework_memory_bytes, replace(request, num_gpus=k),
+                                              gpu_id=h100.id).fits]
+    assert not smaller, f"{smaller} GPUs already hold the batch"
+
+
 def test_checked_fixes_fit_start_or_say_so_least_change_first():
     """Issue "One link, one answer" item 5 (gpt-oss-120b, 131,072 tokens, batch 3, one A100 SXM 80GB, vLLM):
     every offered fix, applied, fits and starts vLLM ("Batch → 2" fits the budget while vLLM still refuses:

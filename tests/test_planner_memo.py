@@ -30,7 +30,7 @@ import pytest
 
 from model_catalog import model_spec
 from model_catalog.gpus import get_gpu
-from planner.budget import Plan, PlanRequest, _plan_base, plan
+from planner.budget import Plan, PlanRequest, plan_base, plan
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.pages import concurrency_ratio, max_concurrency, printed_tokens, printed_tokens_for_ratio
 from planner.engines.profiles import ENGINE_PROFILES, engine_profile
@@ -278,7 +278,7 @@ def test_plan_base_sums_equal_the_profiles(model_id):
     model = model_spec(model_id)
     for tp in (1, 2, 8):
         for block in (1, 16, 64):
-            base = _plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=1, num_gpus=tp,
+            base = plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=1, num_gpus=tp,
                                                                                block_size=block), H100.id)
             for n in (0, 1, 15, 16, 17, 4095, 4096, 4097, 131072, 1 << 20):
                 assert list(base.bytes_per_sequence(n)) == [base.paged_gpu.bytes_per_sequence(n),
@@ -289,7 +289,7 @@ def test_plan_base_sums_equal_the_profiles(model_id):
 def test_fitting_messages_are_what_diagnose_says_of_a_fitting_request():
     model = model_spec("meta-llama/Meta-Llama-3-8B")  # 32 heads, 8 KV heads
     for tp in (1, 3, 16):  # splits; cannot split the heads; more GPUs than KV heads (a note)
-        base = _plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=4096, num_gpus=tp), H100.id)
+        base = plan_base(model, H100.framework_memory_bytes, PlanRequest(context_len=4096, num_gpus=tp), H100.id)
         result = plan(model, H100.framework_memory_bytes, PlanRequest(context_len=4096, num_gpus=tp), H100.id)
         assert (result.reasons, result.suggestions, result.notes) == base.fitting_messages
     assert base.fitting_messages[2] and "KV heads are replicated" in base.fitting_messages[2][0]
