@@ -165,8 +165,12 @@ CASES: dict[str, Case] = {
                 geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
                              enable_prefix_caching=True),
-                outside_mean="--enable-expert-parallel not expressed (whole experts per rank in the profile pass); "
-                             "v0.22 runs DeepSeek-V4 on the V1 model runner, the profile's rule (v0.28) on V2"),
+                outside_mean="v0.22 runs DeepSeek-V4 on the V1 model runner, the profile's rule (v0.28) on V2; its "
+                             "profile-pass forward (hyper-connection stream, heads padded to 64, sparse indexer "
+                             "logits: vllm/model_executor/models/deepseek_v4/) and its FULL_AND_PIECEWISE graph "
+                             "capture are not modelled. --enable-expert-parallel is not expressed, but it changes "
+                             "neither the weights per rank nor the Marlin MoE workspace (K = 4,096 dominates; "
+                             "fused_moe/experts/marlin_moe.py)"),
     "N12": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(gpu_memory_utilization=0.9)),
     "N13": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
