@@ -322,6 +322,9 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
             notes.append(f"vLLM's default (no --limit-mm-per-prompt: 999 {item.modality}s per prompt) profiles the "
                          f"encoder although no request here carries one; {text_only_flags(vision)} or "
                          "--language-model-only switches it off (and leaves the tower unloaded)")
+        elif not config.images_per_request and not config.videos_per_request:
+            notes.append("--limit-mm-per-prompt only bounds the images and videos a prompt may carry: none is priced "
+                         "per request here (set images or videos per request to count their tokens)")
     elif engine == "vllm":
         notes.append("--limit-mm-per-prompt 0 for every modality: vLLM skips the encoder profile")
     else:
