@@ -126,7 +126,9 @@ def check_gqa(at: AppTest) -> None:
 def check_concurrency(at: AppTest) -> None:
     spec = model_spec(LLAMA3)
     request = PlanRequest(context_len=8192, num_gpus=2)
-    assert len(plotly_specs(at)) == 1 and not at.table  # the Chart tab, open first (ui.views.lazy_tabs)
+    (figure,) = plotly_specs(at)  # the Chart tab, open first (ui.views.lazy_tabs)
+    assert not at.table
+    charted = {trace["name"]: dict(zip(trace["x"], trace["y"], strict=True)) for trace in figure["data"]}
     open_tab(at, "concurrency_section", "Table by context length")
     assert not at.exception and not plotly_specs(at)
     table = at.table[0].value  # static (no data-grid chunk to load)
@@ -137,6 +139,10 @@ def check_concurrency(at: AppTest) -> None:
         users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts, gpu_id)
         row = table[table["GPU"] == get_gpu(gpu_id).name].iloc[0]
         assert [int(row[format_tokens_short(c)]) for c in contexts] == list(users)
+        # the table covers the chart, and the chart passes through every cell (a 0 is left off the log axis)
+        name = get_gpu(gpu_id).name
+        assert min(charted[name]) == contexts[0] == data.CURVE_MIN_TOKENS and max(charted[name]) == contexts[-1]
+        assert [charted[name].get(c, 0) for c in contexts] == list(users)
     assert at.get("download_button"), "CSV download offered"
 
 
