@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import data, views
+from ui import catalog_table, data, views
 from ui.format import md_text, shorten
 from ui.link_guard import MAX_ID_CHARS
 
@@ -18,11 +18,16 @@ words = data.search_words(query)
 
 
 def model_table() -> None:
-    """The catalog's models that match the search."""
-    st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
+    """The catalog's models that match the search; a selected row's every field below (ui/catalog_table.py)."""
+    picked = st.dataframe(models, hide_index=True, key="models_table", column_config=catalog_table.MODEL_COLUMNS,
+                          column_order=catalog_table.MODEL_SHOWN, on_select="rerun", selection_mode="single-row")
     st.caption(f"{models.num_rows} models. Parameters count all experts; attention kind from num_key_value_heads "
                "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
-               "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
+               "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date. Select "
+               "a row for all of its fields: name, aliases, attention, layers, KV heads, windows, experts, sources.")
+    rows = [r for r in picked.selection.rows if r < models.num_rows]  # a search may have shortened the table
+    if rows:
+        views.static_table(catalog_table.model_details(models, rows[0]))
 
 
 def gpu_table() -> None:
