@@ -301,6 +301,17 @@ def test_bad_link_gives_clear_error_and_keeps_the_rest(page, params, phrases, ke
         assert _widget_value(at, key) == value
 
 
+def test_catalog_counts_read_in_the_right_number():
+    """QA: a search with one match said "1 models and 0 GPUs match." and "1 models."."""
+    at = run_page("pages/4_Catalog.py", {"search": "lightning"})
+    assert not at.exception
+    (models,) = [d.value for d in at.dataframe]
+    assert len(models) == 1
+    captions = [c.value for c in at.caption]
+    assert "1 model and 0 GPUs match." in captions
+    assert any(c.startswith("1 model. Parameters") for c in captions), captions
+
+
 def test_a_catalog_search_opens_the_tab_that_has_its_matches():
     """QA: "h100" matches no model and some GPUs, and the Models tab showed an empty table. A new search opens
     the first tab with rows; a tab opened by hand stays open until the search changes."""
