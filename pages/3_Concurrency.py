@@ -23,7 +23,7 @@ model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, wh
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = serving.with_serving(form.request(), features)
 series_of = data.concurrency_series if features is None else serving.concurrency_series
-contexts = data.within_limit(data.curve_contexts([model]), model)
+contexts = data.concurrency_contexts(model)
 series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
 holds_nothing = views.no_fit_warnings(series, model.model_id)  # True: no chart to draw
 too_long = views.context_problem(model, form.context_len)
@@ -59,7 +59,8 @@ def table() -> None:
     st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
     st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
-               "overhead. Columns stop at the model's max_position_embeddings.")
+               "overhead. Columns double from 128 tokens, where the chart starts, and stop at the model's "
+               "max_position_embeddings; the chart passes through every cell.")
 
 
 # Only the open tab runs and draws (issue 27 speed: a rerun draws the chart or the table, not both).

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from ui import data, views
-from ui.format import md_text, shorten
+from ui import catalog_table, data, views
+from ui.format import count_noun, md_text, shorten
 from ui.link_guard import MAX_ID_CHARS
 
 views.setup_page("Catalog", "📚",
@@ -18,18 +18,25 @@ words = data.search_words(query)
 
 
 def model_table() -> None:
-    """The catalog's models that match the search."""
-    st.dataframe(models, hide_index=True, key="models_table", column_config=views.MODEL_COLUMNS)
-    st.caption(f"{models.num_rows} models. Parameters count all experts; attention kind from num_key_value_heads "
-               "(MLA when the model caches a latent). Aliases are the variants with the same architecture "
-               "(Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release date.")
+    """The catalog's models that match the search; a selected row's every field below (ui/catalog_table.py)."""
+    picked = st.dataframe(models, hide_index=True, key="models_table", column_config=catalog_table.MODEL_COLUMNS,
+                          column_order=catalog_table.MODEL_SHOWN, on_select="rerun", selection_mode="single-row")
+    st.caption(f"{count_noun(models.num_rows, 'model')}. Parameters count all experts; attention kind from "
+               "num_key_value_heads (MLA when the model caches a latent). Aliases are the variants with the same "
+               "architecture (Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release "
+               "date. Select a row for all of its fields: name, aliases, attention, layers, KV heads, windows, "
+               "experts, sources.")
+    rows = [r for r in picked.selection.rows if r < models.num_rows]  # a search may have shortened the table
+    if rows:
+        views.static_table(catalog_table.model_details(models, rows[0]))
 
 
 def gpu_table() -> None:
     """The catalog's GPUs that match the search."""
     st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
-    st.caption(f"{gpus.num_rows} GPUs. Framework memory is what PyTorch reports (torch.cuda.mem_get_info total), the "
-               "base of gpu_memory_utilization: measured in a public log, or estimated by the catalog's rule.")
+    st.caption(f"{count_noun(gpus.num_rows, 'GPU')}. Framework memory is what PyTorch reports "
+               "(torch.cuda.mem_get_info total), the base of gpu_memory_utilization: measured in a public log, or "
+               "estimated by the catalog's rule.")
 
 
 def verified_table() -> None:
@@ -51,7 +58,7 @@ verified = data.catalog_search("verified", words)
 if not models.num_rows and not gpus.num_rows:
     st.warning(f"Nothing matches “{md_text(shorten(query))}”. Clear the search box to see every entry.")
 else:
-    st.caption(f"{models.num_rows} models and {gpus.num_rows} GPUs match.")
+    st.caption(f"{count_noun(models.num_rows, 'model')} and {count_noun(gpus.num_rows, 'GPU')} match.")
 views.open_tab_with_rows("catalog_section", {"Models": models.num_rows, "GPUs": gpus.num_rows,
                                              "Verified against transformers": verified.num_rows}, query)
 # Only the open tab runs and draws (issue 27 speed: a search redraws one table, not three).

@@ -126,7 +126,9 @@ def check_gqa(at: AppTest) -> None:
 def check_concurrency(at: AppTest) -> None:
     spec = model_spec(LLAMA3)
     request = PlanRequest(context_len=8192, num_gpus=2)
-    assert len(plotly_specs(at)) == 1 and not at.table  # the Chart tab, open first (ui.views.lazy_tabs)
+    (figure,) = plotly_specs(at)  # the Chart tab, open first (ui.views.lazy_tabs)
+    assert not at.table
+    charted = {trace["name"]: dict(zip(trace["x"], trace["y"], strict=True)) for trace in figure["data"]}
     open_tab(at, "concurrency_section", "Table by context length")
     assert not at.exception and not plotly_specs(at)
     table = at.table[0].value  # static (no data-grid chunk to load)
@@ -137,6 +139,10 @@ def check_concurrency(at: AppTest) -> None:
         users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts, gpu_id)
         row = table[table["GPU"] == get_gpu(gpu_id).name].iloc[0]
         assert [int(row[format_tokens_short(c)]) for c in contexts] == list(users)
+        # the table covers the chart, and the chart passes through every cell (a 0 is left off the log axis)
+        name = get_gpu(gpu_id).name
+        assert min(charted[name]) == contexts[0] == data.CURVE_MIN_TOKENS and max(charted[name]) == contexts[-1]
+        assert [charted[name].get(c, 0) for c in contexts] == list(users)
     assert at.get("download_button"), "CSV download offered"
 
 
@@ -293,6 +299,17 @@ def test_bad_link_gives_clear_error_and_keeps_the_rest(page, params, phrases, ke
     assert "sidebar" in errors, "says where to fix it"
     for key, value in kept.items():
         assert _widget_value(at, key) == value
+
+
+def test_catalog_counts_read_in_the_right_number():
+    """QA: a search with one match said "1 models and 0 GPUs match." and "1 models."."""
+    at = run_page("pages/4_Catalog.py", {"search": "lightning"})
+    assert not at.exception
+    (models,) = [d.value for d in at.dataframe]
+    assert len(models) == 1
+    captions = [c.value for c in at.caption]
+    assert "1 model and 0 GPUs match." in captions
+    assert any(c.startswith("1 model. Parameters") for c in captions), captions
 
 
 def test_a_catalog_search_opens_the_tab_that_has_its_matches():

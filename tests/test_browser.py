@@ -304,6 +304,25 @@ def test_typing_part_of_a_name_picks_it_and_writes_the_id(server, page, request)
         assert _url_params(page)["model"] == [LLAMA31]
 
 
+@pytest.mark.parametrize("width", [1400, 1280])
+def test_catalog_models_table_does_not_scroll_sideways(server, browser, request, width):
+    """The models grid draws the columns of ui.catalog_table.MODEL_SHOWN within the main column (it was 2,975 px
+    of 18 columns in a 778 px column at 1,280 px); the longest id (50 characters) shows whole."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    try:
+        with shot_on_failure(pg, request):
+            found = open_settled(pg, server + "/Catalog")
+            assert not found["exceptions"], found["exceptions"]
+            pg.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller', state="attached", timeout=15000)
+            (grid,) = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+                .map(d => { const s = d.querySelector('.dvn-scroller');
+                            return {scroll: s.scrollWidth, client: s.clientWidth}; })""")
+            assert grid["scroll"] <= grid["client"], grid
+    finally:
+        context.close()
+
+
 FIND_LINKS = {"dense": {"model": "meta-llama/Meta-Llama-3-8B", "users": 50},
               "every kind": {"model": "deepseek-ai/DeepSeek-V3.2", "users": 500, "gpu_types": "nvidia-h200-sxm",
                              "max_gpus": 16}}  # TP, DP+EP, DCP and P/D rows (issue "Serve at scale")

@@ -208,6 +208,28 @@ def test_video_link_prices_the_video_tokens():
     assert shown["Users at this context"].startswith(format_int(cli["max_concurrent_sequences"]) + " ")
 
 
+@pytest.mark.parametrize("page", ["app.py", "pages/5_Engine.py"])
+def test_an_image_limit_alone_prices_no_image_per_request_on_pages_and_cli(page):
+    """A bare image limit bounds what a prompt may carry (vllm/config/multimodal.py ``limit_per_prompt``); vLLM
+    puts no image into a request, so neither the pages nor the CLI price one (QA, stop 38: Home said 37 users
+    for Qwen3-VL-8B on an L40S at 4,096 tokens, `plan --limit-mm-per-prompt '{"image": 2}'` said 29: one image
+    of 1,026 tokens in each request)."""
+    cli = _cli_plan("--engine", "vllm", "--limit-mm-per-prompt", '{"image": 2}')
+    assert cli["serving"]["multimodal"]["images_per_request"] == cli["serving"]["extra_tokens_per_sequence"] == 0
+    assert any("only bounds" in n for n in cli["serving"]["notes"])
+    default = _cli_plan("--engine", "vllm")  # vLLM's default launch profiles the same encoder, no image either
+    assert cli["max_concurrent_sequences"] == default["max_concurrent_sequences"]
+    at = run(page, {"model": QWEN3_VL, "gpu": L40S, "context_len": "4096", "limit_mm_per_prompt": "2"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = metrics(at)
+    if page == "app.py":
+        assert shown["Image tokens per request"] == "0"
+        assert shown["Max concurrent sequences"] == format_int(cli["max_concurrent_sequences"])
+    else:
+        assert shown["Available KV memory per GPU"] == format_bytes(cli["engine_plan"]["available_kv_cache_bytes"])
+        assert shown["Max concurrency"] == f"{cli['engine_plan']['max_concurrency']:,.2f}x"
+
+
 def test_text_only_with_images_says_what_to_change():
     at = run("app.py", {"model": QWEN3_VL, "gpu": L40S, "language_model_only": "true", "images_per_request": "2"})
     assert not at.exception

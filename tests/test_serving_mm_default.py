@@ -39,8 +39,10 @@ def test_cli_default_is_charged_the_encoder_profile_of_an_explicit_limit(capsys)
     mm = default["serving"]["multimodal"]
     assert (mm["images_per_request"], mm["tokens_per_request"], mm["encoder_profile_default"]) == (0, 0, True)
     assert mm["encoder_cache_bytes"] == limited["serving"]["multimodal"]["encoder_cache_bytes"] > 0
-    # no image in the KV: a sequence holds only its text, so the default holds more users than one image each
-    assert default["kv_cache_bytes_per_sequence"] < limited["kv_cache_bytes_per_sequence"]
+    # no image in the KV either way: a limit only bounds what a prompt may carry (vllm/config/multimodal.py
+    # limit_per_prompt), so the sequence holds only its text, as vLLM's default's does
+    assert default["kv_cache_bytes_per_sequence"] == limited["kv_cache_bytes_per_sequence"]
+    assert limited["serving"]["multimodal"]["tokens_per_request"] == 0
     # vLLM's default needs no flag; the note says what switches it off
     assert "--limit-mm-per-prompt" not in default["launch_command"] and default["serving"]["launch_flags"] == {}
     assert any("vLLM's default" in n and "--language-model-only" in n for n in default["engine_plan"]["notes"])

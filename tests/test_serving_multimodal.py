@@ -206,9 +206,32 @@ def test_video_limit_and_launch_flags():
     with pytest.raises(ValueError, match="video limit 1"):
         MultimodalConfig(vision=v, images_per_request=0, videos_per_request=2, limit_videos_per_prompt=1).validate()
     config = MultimodalConfig(vision=v, images_per_request=0, videos_per_request=1)
-    assert launch_flags(config, "vllm") == '--limit-mm-per-prompt \'{"image": 0, "video": 1}\''
+    # no limit stated: the flag bounds the videos a request carries and leaves images at vLLM's 999 (an
+    # "image": 0 here would refuse every image, which nobody asked)
+    assert launch_flags(config, "vllm") == '--limit-mm-per-prompt \'{"video": 1}\''
     cost = multimodal_cost(config, activation=BF16, num_batched_tokens=8192)
     assert cost.tokens_per_request == cost.tokens_per_video == 304
+
+
+@pytest.mark.parametrize(("limits", "flag"), [
+    (dict(limit_videos_per_prompt=0), '{"video": 0}'),
+    (dict(limit_mm_per_prompt=3), '{"image": 3}'),
+    (dict(limit_mm_per_prompt=3, videos_per_request=1), '{"image": 3}'),
+    (dict(limit_mm_per_prompt=2, limit_videos_per_prompt=1, videos_per_request=1), '{"image": 2, "video": 1}'),
+])
+def test_a_stated_limit_is_carried_as_stated(limits, flag):
+    """vLLM gives every modality its ``--limit-mm-per-prompt`` leaves out 999 items (vllm/config/multimodal.py
+    ``MultiModalConfig.get_limit_per_prompt``): the command carries the limits the user stated and no other
+    (QA, stop 38: ``{"video": 0}`` was written ``{"image": 1, "video": 0}``)."""
+    config = MultimodalConfig(vision=vision_from_config(QWEN3_VL_8B), **{"images_per_request": 0, **limits})
+    assert launch_flags(config, "vllm") == f"--limit-mm-per-prompt '{flag}'"
+
+
+def test_cli_video_limit_alone_writes_no_image_limit(capsys):
+    out = _plan_json(capsys, "--engine", "vllm", "--model", "Qwen/Qwen3-VL-8B-Instruct", "--limit-mm-per-prompt",
+                     '{"video": 0}')
+    assert out["launch_command"].endswith("--limit-mm-per-prompt '{\"video\": 0}'")
+    assert out["serving"]["launch_flags"]["vllm"] == "--limit-mm-per-prompt '{\"video\": 0}'"
 
 
 def _plan_json(capsys, *argv):

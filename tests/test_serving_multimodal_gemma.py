@@ -127,9 +127,10 @@ def test_gemma_towers_built_from_the_vision_fields_match_the_catalog_spec():
 
 
 def test_launch_flags_name_only_the_modalities_the_model_takes():
-    assert launch_flags(MultimodalConfig(vision=vision(GEMMA3), images_per_request=2, limit_videos_per_prompt=0),
-                        "vllm") == '--limit-mm-per-prompt \'{"image": 2}\''
-    assert launch_flags(MultimodalConfig(vision=vision(GEMMA4), images_per_request=2, limit_videos_per_prompt=0),
+    limits = dict(images_per_request=2, limit_mm_per_prompt=2, limit_videos_per_prompt=0)
+    assert launch_flags(MultimodalConfig(vision=vision(GEMMA3), **limits), "vllm") == ('--limit-mm-per-prompt '
+                                                                                      '\'{"image": 2}\'')
+    assert launch_flags(MultimodalConfig(vision=vision(GEMMA4), **limits),
                         "vllm") == '--limit-mm-per-prompt \'{"image": 2, "video": 0}\''
 
 

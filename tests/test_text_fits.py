@@ -87,3 +87,32 @@ def test_catalog_text_columns_hold_their_cells():
             longest = frame[name].astype(str).str.len().quantile(0.9)
             assert isinstance(width, int) and width >= PX_PER_CHAR * longest, (name, width, longest)
     assert views.ID_COLUMN["pinned"]
+
+
+def test_catalog_models_grid_fits_the_main_column_and_a_selected_row_lists_every_field():
+    """The models grid draws :data:`ui.catalog_table.MODEL_SHOWN` in widths that hold their longest cells and sum
+    to at most the main column at 1,280 px (778 px in Chromium, the grid's 36 px selection column included;
+    tests/test_browser.py measures the grid itself); selecting a row lists that model's every non-empty field
+    under it, so nothing the 18-column grid showed is lost."""
+    from ui import catalog_table, data
+    from ui.format import format_int, md_cell
+
+    models = data.model_table()
+    columns = catalog_table.MODEL_COLUMNS
+    for name in ("id", "checkpoint"):
+        assert columns[name]["width"] >= PX_PER_CHAR * models[name].astype(str).str.len().max(), name
+    small_px = 75  # Streamlit's "small" column (the release date)
+    widths = [small_px if columns[name]["width"] == "small" else columns[name]["width"]
+              for name in catalog_table.MODEL_SHOWN]
+    assert 36 + sum(widths) <= 778, widths
+    at = run("pages/4_Catalog.py", {"search": "lightning"})
+    (grid,) = at.dataframe
+    assert list(grid.proto.column_order) == list(catalog_table.MODEL_SHOWN) and not at.table
+    at.session_state["models_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    (details,) = [t.value for t in at.table]
+    row = models[models["id"] == grid.value["id"][0]].iloc[0]
+    filled = [name for name in models.columns if str(row[name]) not in ("", "nan")]
+    assert list(details.iloc[:, 0]) == [md_cell(name) for name in filled]
+    shown = dict(zip(details.iloc[:, 0], details.iloc[:, 1], strict=True))
+    assert shown["params"] == format_int(int(row["params"])) and shown["id"] == md_cell(row["id"])

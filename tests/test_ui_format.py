@@ -158,7 +158,7 @@ def test_search_matches_every_word_case_insensitively():
 
 
 def test_table_contexts_stop_at_the_model_limit():
-    assert data.table_contexts(dense_model(max_position_embeddings=4096)) == (1024, 2048, 4096)
+    assert data.table_contexts(dense_model(max_position_embeddings=4096)) == (128, 256, 512, 1024, 2048, 4096)
     assert data.table_contexts(dense_model(max_position_embeddings=40960))[-1] == 40960
 
 

@@ -39,8 +39,9 @@ CURVE_DEFAULT_MAX_TOKENS = 131072
 CURVE_POINTS = 64
 """Points per curve."""
 
-TABLE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
-"""Context lengths of the concurrency table [tokens]."""
+TABLE_CONTEXTS = tuple(CURVE_MIN_TOKENS << i for i in range((CURVE_MAX_TOKENS // CURVE_MIN_TOKENS).bit_length()))
+"""Context lengths of the concurrency table [tokens]: the powers of two over the curves' range, 128 to
+1,048,576, so the table covers what the chart draws (:func:`concurrency_contexts`)."""
 
 _URL = re.compile(r"https?://[^\s,;)'\"]+")
 
@@ -54,6 +55,13 @@ def curve_contexts(models: Iterable[ModelSpec]) -> tuple[int, ...]:
     """Log-spaced contexts up to the longest limit among ``models`` (capped at :data:`CURVE_MAX_TOKENS`)."""
     top = min(max(model_limit(m) for m in models), CURVE_MAX_TOKENS)
     return context_points(CURVE_MIN_TOKENS, max(top, CURVE_MIN_TOKENS * 2), CURVE_POINTS)
+
+
+def concurrency_contexts(model: ModelSpec) -> tuple[int, ...]:
+    """The Concurrency chart's contexts: the log-spaced curve (:func:`curve_contexts`) with every column of the
+    table (:func:`table_contexts`) added, up to the model's limit, so the chart passes through each table cell
+    and hovering at 1K shows the table's 1K figure."""
+    return within_limit(tuple(sorted({*curve_contexts([model]), *table_contexts(model)})), model)
 
 
 def within_limit(contexts: Sequence[int], model: ModelSpec) -> tuple[int, ...]:

@@ -88,7 +88,8 @@ def add_serving_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--image-width", type=positive_int, default=None, metavar="PX", help="image width (default 1024)")
     g.add_argument("--image-height", type=positive_int, default=None, metavar="PX", help="image height (default 1024)")
     g.add_argument("--limit-mm-per-prompt", default=None, metavar="JSON",
-                   help='vLLM\'s per-prompt limit, e.g. \'{"image": 2, "video": 1}\'; \'{"image": 0, "video": 0}\' '
+                   help='vLLM\'s per-prompt limit, e.g. \'{"image": 2, "video": 1}\' (it bounds; the items a request '
+                        "carries are --images-per-request / --videos-per-request); '{\"image\": 0, \"video\": 0}' "
                         "serves text only (no vision tower, no encoder profile)")
     add_multimodal_arguments(g)
 
@@ -321,8 +322,12 @@ def _draft_config(model_id: str) -> Mapping | None:
 
 
 def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> MultimodalConfig | None:
-    """The images and videos the flags describe, or None when no image / video count or size is given
-    (a bare ``--limit-mm-per-prompt`` only bounds, or with 0 / 0 switches the towers off).
+    """The images and videos the flags describe, or None when no media flag is given (vLLM's default, priced by
+    :func:`planner.serving.features.with_engine_defaults`) or the towers are off.
+
+    A bare ``--limit-mm-per-prompt`` only bounds: vLLM puts no item into a request, so no image or video is priced
+    per request (as on the pages, ui/serving.py), while the limit still sizes the encoder profile; an image size
+    (``--image-width`` / ``--image-height``) or a video flag asks for one item of that modality.
 
     Raises:
         ValueError: image or video flags for a model without a vision config the planner reads, flags beside a
@@ -352,9 +357,9 @@ def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> Mult
         videos = 1 if any(getattr(args, n, None) is not None for n in VIDEO_FLAGS) else 0
     frames = args.video_frames or (video_frames(args.video_seconds) if args.video_seconds else 16)
     images = args.images_per_request
-    if images is None:
-        images = 0 if image_limit == 0 or (videos and not any(getattr(args, n, None) is not None
-                                                              for n in image_names)) else 1
+    if images is None:  # an image size asks for one image; a limit only bounds (vLLM puts no item in a request)
+        sized = any(getattr(args, n, None) is not None for n in image_names)
+        images = 1 if sized and image_limit != 0 else 0
     return MultimodalConfig(vision=vision, images_per_request=images, image_width=args.image_width or 1024,
                             image_height=args.image_height or 1024, limit_mm_per_prompt=image_limit,
                             videos_per_request=videos, video_frames=frames, video_width=args.video_width or 448,

@@ -322,6 +322,9 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
             notes.append(f"vLLM's default (no --limit-mm-per-prompt: 999 {item.modality}s per prompt) profiles the "
                          f"encoder although no request here carries one; {text_only_flags(vision)} or "
                          "--language-model-only switches it off (and leaves the tower unloaded)")
+        elif not config.images_per_request and not config.videos_per_request:
+            notes.append("--limit-mm-per-prompt only bounds the images and videos a prompt may carry: none is priced "
+                         "per request here (set images or videos per request to count their tokens)")
     elif engine == "vllm":
         notes.append("--limit-mm-per-prompt 0 for every modality: vLLM skips the encoder profile")
     else:
@@ -361,8 +364,14 @@ def text_only_flags(vision: VisionConfig) -> str:
 
 
 def launch_flags(config: MultimodalConfig, engine: str) -> str:
-    """The engine's flag bounding images and videos per prompt (vLLM ``--limit-mm-per-prompt``,
-    vllm/config/multimodal.py ``limit_per_prompt``; no ``video`` key for a model without that modality).
+    """The engine's flag bounding images and videos per prompt (vLLM ``--limit-mm-per-prompt``; never a ``video``
+    key for a model without that modality).
+
+    vLLM reads the flag per modality and gives every modality it does not name 999 items
+    (vllm/config/multimodal.py ``MultiModalConfig.get_limit_per_prompt``), so a limit the user stated is carried
+    as stated and an unstated modality is left out: ``{"video": 0}`` stays ``{"video": 0}``, not
+    ``{"image": 1, "video": 0}``. Without any stated limit the flag bounds the modalities a request carries at
+    their count (``--images-per-request 2`` gives ``{"image": 2}``) and names no other.
 
     SGLang and llama.cpp take no such bound (llama.cpp needs the tower's ``--mmproj`` file); vLLM's default
     (:func:`engine_default_media`) needs none.
@@ -370,13 +379,12 @@ def launch_flags(config: MultimodalConfig, engine: str) -> str:
     if engine == "vllm" and config.engine_default:
         return ""  # vLLM's own default: no flag
     if engine == "vllm":
-        limit = config.limit_mm_per_prompt if config.limit_mm_per_prompt is not None else config.images_per_request
-        if not config.vision.takes_video or (not config.videos_per_request
-                                             and config.limit_videos_per_prompt is None):
-            return f"--limit-mm-per-prompt '{{\"image\": {limit}}}'"
-        videos = (config.limit_videos_per_prompt if config.limit_videos_per_prompt is not None
-                  else config.videos_per_request)
-        return f"--limit-mm-per-prompt '{{\"image\": {limit}, \"video\": {videos}}}'"
+        stated = config.limit_mm_per_prompt is not None or config.limit_videos_per_prompt is not None
+        limits = ((config.limit_mm_per_prompt, config.limit_videos_per_prompt) if stated
+                  else (config.images_per_request or None, config.videos_per_request or None))
+        named = [f'"{modality}": {limit}' for modality, limit in zip(("image", "video"), limits, strict=True)
+                 if limit is not None and (modality == "image" or config.vision.takes_video)]
+        return f"--limit-mm-per-prompt '{{{', '.join(named)}}}'" if named else ""
     if engine == "llama.cpp":
         return "--mmproj MMPROJ.gguf"
     return ""
