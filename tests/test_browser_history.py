@@ -104,3 +104,32 @@ def test_a_tab_is_in_the_link_replaces_the_entry_and_stays_on_its_page(streamlit
     _back(page, "/Allocation")
     assert parse_qs(urlparse(page.url).query).get("allocation_section") == ["Swap / offload"], page.url
     assert page.get_by_role("tab", name="Swap / offload").get_attribute("aria-selected") == "true"
+
+
+def test_the_find_choice_is_in_the_link_without_a_history_entry(streamlit_server, browser_page):
+    """Find's "Setup to launch" (ui.find_scale_view.chosen_setup, written by hand as ``find_setup``): picking a
+    setup writes its id into the link without a history entry, a fresh page opened on that link shows the same
+    choice, and the navigation does not carry it to another page."""
+    query = "?model=meta-llama/Meta-Llama-3-8B&users=50"
+    page = browser_page()
+    page.goto(streamlit_server.base_url + "/Find_a_GPU_setup" + query, wait_until="commit")
+    wait_settled(page)
+    start = _history_length(page)
+    box = page.locator('.st-key-find_choice input[role="combobox"]')
+    first = box.input_value()
+    before = page.evaluate("performance.now()")
+    box.click()
+    page.keyboard.press("ArrowDown")  # the second setup
+    page.keyboard.press("Enter")
+    wait_settled(page, after_ms=before)
+    second = box.input_value()
+    chosen = parse_qs(urlparse(page.url).query).get("find_setup")
+    assert chosen and second.startswith("2. ") and second != first, (page.url, second)
+    assert _history_length(page) == start, "choosing a setup added a history entry"
+
+    fresh = browser_page()
+    fresh.goto(page.url, wait_until="commit")
+    wait_settled(fresh)
+    assert fresh.locator('.st-key-find_choice input[role="combobox"]').input_value() == second
+    _click_nav(page, "Engine")
+    assert "find_setup" not in page.url, page.url

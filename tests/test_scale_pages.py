@@ -143,3 +143,43 @@ def test_engine_page_deep_gemm_toggle_is_the_cli_flag():
         assert any(printed in c for c in _codes(at)), printed
         shown[deep_gemm] = plan.engine.available_kv_cache_bytes
     assert shown[False] - shown[True] == 8_932_476_928 - 7_287_603_200
+
+
+def test_a_link_opens_the_chosen_setup_and_a_choice_is_written_to_the_link():
+    """Find's "Setup to launch" is in the link (``find_setup``, ui/find_scale_view.setup_id), so a design review's
+    link opens on the same launch commands; a choice is written to the URL in the same run, the first row leaves
+    the key out, and a choice stays chosen through a new search that still lists it."""
+    from ui.find_scale_view import SETUP_URL_KEY
+
+    at = _run(FIND, V32_500)
+    table = at.dataframe[0].value
+    wide = next(i for i, (k, g) in enumerate(zip(table["Setup kind"], table["GPUs"])) if k == "DP+EP" and g == 16)
+    choice = at.selectbox(key="find_choice")
+    assert SETUP_URL_KEY not in at.query_params
+    choice.set_value(choice.options[wide]).run()
+    written = at.query_params[SETUP_URL_KEY]
+    written = written[0] if isinstance(written, list) else written
+    assert written.startswith("DP+EP.16.nvidia-h200-sxm.") and written.endswith(table["KV dtype"].iloc[wide])
+
+    shared = _run(FIND, {**V32_500, SETUP_URL_KEY: written})  # the link, opened in a fresh session
+    assert not shared.exception and not shared.warning, [w.value for w in shared.warning]
+    assert shared.selectbox(key="find_choice").value == choice.options[wide]
+    assert any(c.startswith("# serve") and "--data-parallel-start-rank 8" in c for c in _codes(shared))
+
+    shared.number_input(key="users").set_value(520).run()  # a new search that still lists the setup
+    kept = shared.selectbox(key="find_choice").value
+    assert kept.split(" · ")[1:3] == choice.options[wide].split(" · ")[1:3]  # "DP+EP", "16 x H200 SXM"
+    assert shared.query_params[SETUP_URL_KEY] in (written, [written])
+
+    shared.selectbox(key="find_choice").set_value(shared.selectbox(key="find_choice").options[0]).run()
+    assert SETUP_URL_KEY not in shared.query_params  # the first row: no key
+
+
+def test_a_link_naming_no_listed_setup_says_so_and_shows_the_first_row():
+    from ui.find_scale_view import SETUP_URL_KEY
+
+    at = _run(FIND, {**V32_500, SETUP_URL_KEY: "TP.3.nvidia-h200-sxm.tp3.dp1.bf16"})
+    assert not at.exception
+    assert any(SETUP_URL_KEY in w.value and "first row" in w.value for w in at.warning)
+    choice = at.selectbox(key="find_choice")
+    assert choice.value == choice.options[0] and SETUP_URL_KEY not in at.query_params

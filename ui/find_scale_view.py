@@ -14,7 +14,7 @@ from planner.scale import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, setup_kind
 from ui import inputs
 from ui.find_table import gpu_cell
-from ui.format import count_noun, format_bytes, format_command, format_int, md_text
+from ui.format import count_noun, format_bytes, format_command, format_int, md_text, shorten
 
 LINK_IDS: tuple[str, ...] = tuple(x.id for x in LINKS)
 
@@ -51,22 +51,68 @@ def setup_label(index: int, s: Setup) -> str:
             f"{s.data_parallel_size} · {s.kv_cache_dtype} KV · ${s.price_per_hour:,.2f}/h")
 
 
+SETUP_URL_KEY = "find_setup"
+"""URL key of the chosen setup (:func:`setup_id`), absent for the first row. A view, not a plan: like the lazy
+tabs' keys (:data:`ui.link_guard.SECTION_KEYS`) the navigation does not carry it and the CLI has no flag for it."""
+
+_WRITTEN = "_find_setup_written"
+"""Session key: the setup id this session last wrote to the URL (None: the first row, no key)."""
+
+
+def setup_id(s: Setup) -> str:
+    """A setup's id in a link: what tells it apart from every other setup of a search, in words that survive a new
+    search (no rank, no price), such as ``"DP+EP.16.nvidia-h200-sxm.tp1.dp16.ep16.fp8_ds_mla"``; the expert and
+    decode context parallel sizes appear when above 1."""
+    parts = [s.kind, str(s.num_gpus), s.gpu_id, f"tp{s.tensor_parallel_size}", f"dp{s.data_parallel_size}"]
+    if s.expert_parallel_size > 1:
+        parts.append(f"ep{s.expert_parallel_size}")
+    if s.decode_context_parallel_size > 1:
+        parts.append(f"dcp{s.decode_context_parallel_size}")
+    return ".".join([*parts, s.kv_cache_dtype])
+
+
 def chosen_setup(result: FindResult) -> Setup | None:
-    """The "Setup to launch" select under the table (the first row unless the user picks another); None when
-    nothing is listed. Not bound to the URL: its options change with every search.
+    """The "Setup to launch" select under the table; None when nothing is listed. The first row unless the user
+    picks another, or the link names one (:data:`SETUP_URL_KEY`), so a shared link opens on the same launch
+    commands; a choice stays chosen through a new search that still lists it.
 
     The options are the setups' labels, not their positions: a new search lists other setups under other labels,
     so the choice falls back to the first row instead of showing a label the list no longer has (QA: after a
-    change of users the box still read the A100 row above the RTX 5090 setup it described).
+    change of users the box still read the A100 row above the RTX 5090 setup it described). The URL holds the
+    setup's :func:`setup_id`, written by hand in the same run (labels carry a rank and a price that a new search
+    changes, so the widget is not bound).
     """
     setups = listed_setups(result)
     if not setups:
         return None
     labels = [setup_label(i, s) for i, s in enumerate(setups)]
+    ids = [setup_id(s) for s in setups]
+    asked, written = st.query_params.get(SETUP_URL_KEY), st.session_state.get(_WRITTEN)
+    if asked is not None and asked != written:  # a link (or Back) names a setup this session did not write
+        if asked in ids:
+            st.session_state["find_choice"] = labels[ids.index(asked)]
+        else:
+            st.warning(f"Link parameter `{SETUP_URL_KEY}` names no setup this search lists "
+                       f"(“{md_text(shorten(asked))}”), so the first row is shown.", icon=":material/link_off:")
+    elif written in ids and st.session_state.get("find_choice") not in labels:  # a new search that still lists it
+        st.session_state["find_choice"] = labels[ids.index(written)]
     chosen = st.selectbox("Setup to launch", labels, index=0, key="find_choice",
                           help="Its launch command (and for a multi-node or disaggregated setup, every node's "
-                               "command and the llm-d values) are shown below.")
-    return setups[labels.index(chosen)] if chosen in labels else setups[0]
+                               "command and the llm-d values) are shown below. The link keeps the choice.")
+    index = labels.index(chosen) if chosen in labels else 0
+    _write_choice(ids[index] if index else None)
+    return setups[index]
+
+
+def _write_choice(setup: str | None) -> None:
+    """Put the chosen setup's id in the URL (None: the first row, the key removed), as :func:`ui.inputs.picker`
+    writes its ids: in the same run, replacing the history entry."""
+    st.session_state[_WRITTEN] = setup
+    if setup is None:
+        if SETUP_URL_KEY in st.query_params:
+            del st.query_params[SETUP_URL_KEY]
+    elif st.query_params.get(SETUP_URL_KEY) != setup:
+        st.query_params[SETUP_URL_KEY] = setup
 
 
 def chosen_text(s: Setup) -> str:
