@@ -138,7 +138,7 @@ def check_concurrency(at: AppTest) -> None:
     for gpu_id in (RTX3090, H100):
         users = concurrency_curve(spec, get_gpu(gpu_id).framework_memory_bytes, request, contexts, gpu_id)
         row = table[table["GPU"] == get_gpu(gpu_id).name].iloc[0]
-        assert [int(row[format_tokens_short(c)]) for c in contexts] == list(users)
+        assert [row[format_tokens_short(c)] for c in contexts] == [format_int(u) for u in users]  # "11,892"
         # the table covers the chart, and the chart passes through every cell (a 0 is left off the log axis)
         name = get_gpu(gpu_id).name
         assert min(charted[name]) == contexts[0] == data.CURVE_MIN_TOKENS and max(charted[name]) == contexts[-1]

@@ -84,7 +84,7 @@ def concurrency_row(at: AppTest, gpu) -> list[int]:
     table = open_tab(at, "concurrency_section", "Table by context length").table[0].value  # static
     name = "GPU" if "GPU" in table.columns else "gpu"
     row = table[table[name] == gpu.name].iloc[0]
-    return [int(v) for v in row[[c for c in table.columns if c not in ("GPU", "gpu", "gpu_id")]]]
+    return [int(str(v).replace(",", "")) for v in row[[c for c in table.columns if c not in ("GPU", "gpu", "gpu_id")]]]
 
 
 def test_concurrency_table_follows_the_features():

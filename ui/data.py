@@ -273,10 +273,13 @@ def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, conte
 
 
 def concurrency_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The on-screen form of :func:`concurrency_table`: GPU names first (ids stay in the CSV) and context
-    columns headed in K / M tokens (``"8K"``; inexact sizes in full)."""
+    """The on-screen form of :func:`concurrency_table`: GPU names first (ids stay in the CSV), context
+    columns headed in K / M tokens (``"8K"``; inexact sizes in full) and counts with thousands separators
+    (``"11,892"``; the CSV keeps plain integers)."""
     shown = table.drop(columns=["gpu_id"]).rename(columns={"gpu": "GPU"})
-    return shown.rename(columns={c: format_tokens_short(int(c.split()[0])) for c in shown.columns if c != "GPU"})
+    counts = [c for c in shown.columns if c != "GPU"]
+    shown[counts] = shown[counts].map(format_int)
+    return shown.rename(columns={c: format_tokens_short(int(c.split()[0])) for c in counts})
 
 
 def first_url(text: str) -> str | None:
