@@ -72,3 +72,20 @@ def engine_metrics(plan: EnginePlan) -> None:
     notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan), _capped_label(plan): cap_delta(plan)}  # grey lines
     show_tiles([Tile(label, value, help_text, notes.get(label))
                 for label, (value, help_text) in engine_metric_values(plan).items()], 3)
+
+
+def batch_short_text(plan: EnginePlan, batch_size: int | None) -> str:
+    """The sentence for a plan link's ``batch_size`` (Home's 'Concurrent sequences') that one replica's pool
+    cannot hold at once, or "" (no batch, a pool that holds it, or an engine that does not start: its verdict
+    speaks). This page plans no batch, so it said "starts" in green where Home said "Does not fit" for the same
+    link (QA: Qwen3.5-27B + MTP k=3 with 2 images, 8 x 32,768 tokens on an H100: 5.72x). Whole requests are
+    :attr:`~planner.engines.types.EnginePlan.requests_held` floored (vLLM: its decoding concurrency)."""
+    if not batch_size or not plan.starts or plan.family == "transformers":
+        return ""
+    held = int(plan.requests_held)
+    if held >= batch_size:
+        return ""
+    return (f"The link's batch of {count_noun(batch_size, 'sequence')} (`batch_size`, Home's 'Concurrent "
+            f"sequences') is more than the {count_noun(held, 'request')} of {format_int(plan.max_model_len)} tokens "
+            f"one replica's pool holds at once: {plan.engine} starts, but {count_noun(batch_size - held, 'request')} "
+            f"would wait in its queue. Add GPUs, or lower the batch or the context on Home.")
