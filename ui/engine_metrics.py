@@ -67,9 +67,22 @@ def cap_delta(plan: EnginePlan) -> str | None:
     return f"runs {plan.max_num_seqs:,} (max_num_seqs)" if plan.scheduler_cap_note else None
 
 
+def rounded_up_delta(plan: EnginePlan) -> str | None:
+    """``"50 whole requests"`` under the printed concurrency when its two decimals round up to a whole request
+    the pool does not hold, else None: DeepSeek-V3.2 on 8 x B200 at 32,768 tokens has 13,055 blocks of 256 per
+    request, 50.996, printed "51.00x" beside Home's and Find's 50 (QA). Whole requests are
+    :attr:`~planner.engines.types.EnginePlan.requests_at_prefill_peak`, floored from the exact ratio; a pool
+    shown with its decoding count has that tile instead."""
+    if plan.decodes_more_than_printed or plan.requests_held_ratio is None:
+        return None
+    whole = plan.requests_at_prefill_peak
+    return f"{count_noun(whole, 'whole request')}" if whole < int(plan.max_concurrency) else None
+
+
 def engine_metrics(plan: EnginePlan) -> None:
     """Bordered tiles, three per row (:mod:`ui.tiles`)."""
-    notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan), _capped_label(plan): cap_delta(plan)}  # grey lines
+    notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan),  # grey lines under the values
+             _capped_label(plan): cap_delta(plan) or rounded_up_delta(plan)}
     show_tiles([Tile(label, value, help_text, notes.get(label))
                 for label, (value, help_text) in engine_metric_values(plan).items()], 3)
 
