@@ -6,8 +6,9 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, engine, engine_graphs, feature_line, inputs, scale_view, serving, views
-from ui.format import count_noun, format_command, md_text
+from ui import catalog, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
+from ui.engine_metrics import batch_short_text
+from ui.format import count_noun, format_command, md_message, md_text
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -57,6 +58,9 @@ else:
             icon=":material/info:")
 if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
     st.caption(serving_line)
+batch = traffic.link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])  # Home's batch, if carried
+if batch_text := batch_short_text(result, batch):  # a batch one replica's pool cannot hold at once
+    st.warning(md_message(batch_text), icon=":material/group:")
 if launch is not None:  # data / expert / context parallel: the layout, users per rank x ranks
     scale_view.engine_scale_section(launch, gpu)
 

@@ -345,3 +345,35 @@ def test_find_table_does_not_scroll_sideways(server, browser, request, width, li
             assert grids[0]["scroll"] <= grids[0]["client"], grids[0]  # the setups table
     finally:
         context.close()
+
+
+N12_LOG = "\n".join((  # the printed lines of tests/data/reference/engine_cases.csv row [N12] (vLLM 0.28.0, L40S)
+    "INFO 09-06 10:13:02 [gpu_model_runner.py:2653] Model loading took 27.52 GiB and 38.112 seconds",
+    "INFO 09-06 10:13:20 [gpu_worker.py:298] Available KV cache memory: 11.57 GiB",
+    "INFO 09-06 10:13:20 [kv_cache_utils.py:1087] GPU KV cache size: 75,824 tokens",
+    "INFO 09-06 10:13:20 [kv_cache_utils.py:1091] Maximum concurrency for 40,960 tokens per request: 1.85x"))
+
+
+@pytest.mark.parametrize("width", [1400, 1280])
+def test_engine_replan_table_does_not_scroll_sideways(server, browser, request, width):
+    """The log check's "Re-planned with what the log measured" table cut its last column to "Star" at 1,280 px
+    (QA); its six short columns fit the main column. (The line-by-line table ends in the log line itself, which
+    may scroll.)"""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    pg = context.new_page()
+    try:
+        with shot_on_failure(pg, request):
+            open_settled(pg, server + "/Engine" + q(model="Qwen/Qwen3-14B", gpu="nvidia-l40s", context_len=40960,
+                                                    engine="vllm-v0.28"))
+            pg.locator('[data-testid="stTextArea"] textarea').last.fill(N12_LOG)
+            since = pg.evaluate("performance.now()")
+            pg.keyboard.press("Control+Enter")
+            pg.wait_for_function("""() => document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')
+                .length >= 2""", timeout=30000)
+            settle(pg, since)
+            grids = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+                .map(d => { const s = d.querySelector('.dvn-scroller');
+                            return {scroll: s.scrollWidth, client: s.clientWidth}; })""")
+            assert grids[-1]["scroll"] <= grids[-1]["client"], grids  # the re-plan table
+    finally:
+        context.close()

@@ -134,3 +134,26 @@ def test_qa_round_copy_one_token_one_rank_units_on_every_figure():
     reason = next(r for r in huge.reasons if r.startswith("No available memory"))
     terms = re.search(r"\(stage 0: (.*) = ", reason).group(1).split(" - ")
     assert all(re.fullmatch(r"[\d.,]+ GiB [a-zA-Z -]+", t) for t in terms), terms
+
+
+def test_a_bad_value_of_a_field_without_default_says_what_empty_means():
+    """A field whose label says what empty stands for ("Images per request (empty = none)") is left empty; the
+    message said "Showing the planner's estimate instead" (QA: images_per_request=-1, max_num_seqs=0 on the
+    Engine page). A field with no such label keeps the estimate wording (the overhead override)."""
+    from ui import engine, number_fields, serving
+
+    images = number_fields._number_fix(serving.SERVING_FIELDS["images_per_request"])
+    assert images.startswith("Leaving it empty instead, which means none; enter a whole number from 0 to"), images
+    seqs = number_fields._number_fix(engine.ENGINE_FIELDS["max_num_seqs"])
+    assert seqs.startswith("Leaving it empty instead, which means engine default;"), seqs
+    overhead = number_fields._number_fix(number_fields.NUMBER_FIELDS["overhead_gib"])
+    assert overhead.startswith("Showing the planner's estimate instead;"), overhead
+
+
+def test_the_engine_page_link_message_says_the_field_is_left_empty():
+    from tests.test_serving_app import run
+
+    at = run("pages/5_Engine.py", {"model": "Qwen/Qwen3-8B", "gpu": "nvidia-l40s", "images_per_request": "-1"})
+    said = [w.value for w in at.error]  # link problems are st.error blocks
+    assert any("`images_per_request=-1` is too small. Leaving it empty instead, which means none" in s
+               for s in said), said

@@ -201,3 +201,11 @@ def test_whole_requests_are_floored_from_the_exact_ratio_not_the_print(capsys):
     main(["disagg", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-b200", "--users", "256", "--prompt-len",
           "32268", "--output-len", "500"])
     assert json.loads(capsys.readouterr().out)["decode"]["max_concurrency"] == 50
+
+
+def test_a_cap_of_one_sequence_is_singular():
+    """``--max-num-seqs 1`` (as in the [N09] launch of tests/data/reference/engine_cases.csv): the note said
+    "vllm runs at most 1 sequences at once" (QA). gpt-oss-20b at 2,048 tokens on an H200 holds thousands."""
+    plan = _plan("openai/gpt-oss-20b", 2048, max_num_seqs=1)
+    assert plan.requests_held > 1
+    assert plan.scheduler_cap_note.startswith("vllm runs at most 1 sequence at once (--max-num-seqs)")

@@ -324,3 +324,27 @@ def test_each_pool_s_concurrency_help_speaks_of_what_the_tile_counts():
     ratio = result.prefill.to_dict()["max_concurrency_by_memory"]
     assert said.startswith("Prompts one replica prefills at once") and f"{ratio:,.2f}x" in said
     assert decode["Concurrency per replica"][1].startswith("Memory alone holds")
+
+
+# --- a plan link's num_gpus: Home's 'GPUs per replica' is disagg's --num-gpus (QA) ---------------------------
+def test_a_links_num_gpus_sets_the_shared_tensor_parallel_size():
+    """From Home with 2 GPUs per replica (Qwen3.6-35B-A3B on H100s), the page sized both pools at tensor parallel
+    1 (65.5 GiB of weights, 3 users a replica) without a word. ``disagg --num-gpus`` is the tensor-parallel group
+    (planner/cli), so the link's ``num_gpus=2`` plans what ``tensor_parallel_size=2`` plans."""
+    base = {"model": "Qwen/Qwen3.6-35B-A3B", "gpu": "nvidia-h100-sxm-80gb", "users": "64"}
+    by_gpus = _run({**base, "num_gpus": "2"})
+    by_tp = _run({**base, "tensor_parallel_size": "2"})
+    assert _metrics(by_gpus) == _metrics(by_tp)
+    assert ("tp / dp / ep", "2 / 1 / 1") in _metrics(by_gpus)
+    assert not by_gpus.error, [e.value for e in by_gpus.error]
+
+
+def test_a_links_own_tensor_parallel_size_wins_and_pipeline_stages_are_named():
+    base = {"model": "Qwen/Qwen3.6-35B-A3B", "gpu": "nvidia-h100-sxm-80gb", "users": "64"}
+    both = _run({**base, "num_gpus": "4", "tensor_parallel_size": "2"})
+    assert ("tp / dp / ep", "2 / 1 / 1") in _metrics(both)
+    staged = _run({**base, "num_gpus": "4", "pipeline_parallel_size": "2"})
+    said = [e.value for e in staged.error]
+    assert any("`num_gpus=4` with `pipeline_parallel_size=2` was not read" in s for s in said), said
+    bad = _run({**base, "num_gpus": "500"})
+    assert any("`num_gpus=500` was not read" in e.value for e in bad.error), [e.value for e in bad.error]

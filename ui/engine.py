@@ -464,10 +464,12 @@ def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:
 
 
 def replan_rows(plans: dict[str, EnginePlan]) -> list[dict]:
-    """Side-by-side figures of the estimate and the re-plans from the log."""
+    """Side-by-side figures of the estimate and the re-plans from the log. The headers stay short enough for
+    the six columns to fit the main column at 1,280 px ("Tokens (as printed)" cut "Starts" to "Star"); the
+    tokens are the printed "GPU KV cache size" line's."""
     return [{
         "Plan": label, "Available KV per GPU": format_budget(p.available_kv_cache_bytes),
-        "Tokens (as printed)": format_int(p.engine_kv_cache_tokens), "Max concurrency": f"{p.max_concurrency:.2f}x",
+        "KV tokens": format_int(p.engine_kv_cache_tokens), "Max concurrency": f"{p.max_concurrency:.2f}x",
         "Largest max_model_len": format_int(p.engine_max_model_len), "Starts": "yes" if p.starts else "no",
     } for label, p in plans.items()]
 

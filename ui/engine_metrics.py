@@ -67,8 +67,38 @@ def cap_delta(plan: EnginePlan) -> str | None:
     return f"runs {plan.max_num_seqs:,} (max_num_seqs)" if plan.scheduler_cap_note else None
 
 
+def rounded_up_delta(plan: EnginePlan) -> str | None:
+    """``"50 whole requests"`` under the printed concurrency when its two decimals round up to a whole request
+    the pool does not hold, else None: DeepSeek-V3.2 on 8 x B200 at 32,768 tokens has 13,055 blocks of 256 per
+    request, 50.996, printed "51.00x" beside Home's and Find's 50 (QA). Whole requests are
+    :attr:`~planner.engines.types.EnginePlan.requests_at_prefill_peak`, floored from the exact ratio; a pool
+    shown with its decoding count has that tile instead."""
+    if plan.decodes_more_than_printed or plan.requests_held_ratio is None:
+        return None
+    whole = plan.requests_at_prefill_peak
+    return f"{count_noun(whole, 'whole request')}" if whole < int(plan.max_concurrency) else None
+
+
 def engine_metrics(plan: EnginePlan) -> None:
     """Bordered tiles, three per row (:mod:`ui.tiles`)."""
-    notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan), _capped_label(plan): cap_delta(plan)}  # grey lines
+    notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan),  # grey lines under the values
+             _capped_label(plan): cap_delta(plan) or rounded_up_delta(plan)}
     show_tiles([Tile(label, value, help_text, notes.get(label))
                 for label, (value, help_text) in engine_metric_values(plan).items()], 3)
+
+
+def batch_short_text(plan: EnginePlan, batch_size: int | None) -> str:
+    """The sentence for a plan link's ``batch_size`` (Home's 'Concurrent sequences') that one replica's pool
+    cannot hold at once, or "" (no batch, a pool that holds it, or an engine that does not start: its verdict
+    speaks). This page plans no batch, so it said "starts" in green where Home said "Does not fit" for the same
+    link (QA: Qwen3.5-27B + MTP k=3 with 2 images, 8 x 32,768 tokens on an H100: 5.72x). Whole requests are
+    :attr:`~planner.engines.types.EnginePlan.requests_held` floored (vLLM: its decoding concurrency)."""
+    if not batch_size or not plan.starts or plan.family == "transformers":
+        return ""
+    held = int(plan.requests_held)
+    if held >= batch_size:
+        return ""
+    return (f"The link's batch of {count_noun(batch_size, 'sequence')} (`batch_size`, Home's 'Concurrent "
+            f"sequences') is more than the {count_noun(held, 'request')} of {format_int(plan.max_model_len)} tokens "
+            f"one replica's pool holds at once: {plan.engine} starts, but {count_noun(batch_size - held, 'request')} "
+            f"would wait in its queue. Add GPUs, or lower the batch or the context on Home.")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -95,12 +96,24 @@ def _show(field: NumberField, value: int | float) -> str:
     return format_decimal(value) if field.is_float else format_int(int(value))
 
 
+EMPTY_MEANS = re.compile(r"\(empty = ([^)]+)\)")
+"""What an empty field stands for, as its label says it: ``"Images per request (empty = none)"`` -> ``none``."""
+
+
 def _number_fix(field: NumberField) -> str:
-    """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``"""
-    shown = "the planner's estimate" if field.default is None else f"the default {_show(field, field.default)}"
+    """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``
+
+    A field without a default is left empty, and the message says what that means where the label does
+    (``"Leaving it empty instead, which means none"``), else that the planner estimates it (the overhead)."""
+    if field.default is not None:
+        shown = f"Showing the default {_show(field, field.default)} instead"
+    elif means := EMPTY_MEANS.search(field.label):
+        shown = f"Leaving it empty instead, which means {means.group(1)}"
+    else:
+        shown = "Showing the planner's estimate instead"
     kind = "a number" if field.is_float else "a whole number"
     unit = f" {field.unit}" if field.unit else ""
-    return (f"Showing {shown} instead; enter {kind} from {_show(field, field.min_value)} to "
+    return (f"{shown}; enter {kind} from {_show(field, field.min_value)} to "
             f"{_show(field, field.max_value)}{unit} in \"{field.label}\" in the sidebar.")
 
 

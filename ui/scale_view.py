@@ -24,7 +24,7 @@ from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
 from ui.budget_bar import OVER_THE_CARD, RANK_COLOURS, segments_bar_html
-from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message
+from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
 from ui.inputs import NumberField, PlanInputs
 from ui.serving import raw_config
 from ui.tiles import show_tiles, tiles_from_values
@@ -112,6 +112,27 @@ def check_numbers(keys) -> list[str]:
     return [f"{wrong}. {fix}" for _, wrong, fix in bad]
 
 
+def _tensor_parallel_from_gpus() -> list[str]:
+    """A plan link's ``num_gpus`` (Home's 'GPUs per replica') read once as this page's shared tensor parallel
+    size, as ``disagg --num-gpus`` is ("GPUs per tensor-parallel group", planner/cli); the page dropped it unsaid
+    and sized both pools at tensor parallel 1 (QA: Qwen3.6-35B-A3B on 2 x H100 from Home became 24 GPUs of one).
+    A link that sets ``tensor_parallel_size`` keeps it; one with pipeline stages, which this page does not
+    model, or a count out of range is named instead. Returns the link problems."""
+    params = st.query_params
+    gpus = (params.get_all("num_gpus") or [""])[-1]
+    if not gpus or params.get_all("tensor_parallel_size"):
+        return []
+    stages = (params.get_all("pipeline_parallel_size") or ["1"])[-1]
+    field = DISAGG_FIELDS["tensor_parallel_size"]
+    if stages.strip() != "1" or inputs.number_problem(field, gpus):
+        return [f"Link parameter `num_gpus={shorten(gpus)}`"
+                + (f" with `pipeline_parallel_size={shorten(stages)}`" if stages.strip() != "1" else "")
+                + f" was not read: this page splits each pool by tensor parallel alone, from {field.min_value} to "
+                f"{field.max_value} GPUs. Set '{field.label}' in the sidebar."]
+    inputs.rewrite_link({"tensor_parallel_size": [str(int(gpus))]}, ())
+    return []
+
+
 def _number(container, key: str, default=None):
     field = DISAGG_FIELDS[key]
     default = field.default if default is None else default
@@ -154,6 +175,7 @@ def disagg_inputs() -> tuple[DisaggInputs, list[str]]:
     problems = inputs.check_link({"engine": (SCALE_ENGINES, resolve_engine_name, "engine", DEFAULT_ENGINE),
                                   "link": (LINK_IDS, None, "link", DEFAULT_LINK)}, {}, ())
     problems += check_numbers(DISAGG_FIELDS)
+    problems += _tensor_parallel_from_gpus()
     bar = st.sidebar
     engine = bar.selectbox("Serving engine", SCALE_ENGINES, index=SCALE_ENGINES.index(DEFAULT_ENGINE), key="engine",
                            bind="query-params",

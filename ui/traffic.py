@@ -171,7 +171,7 @@ def carried_number_problems(keys: Sequence[str], uses: str) -> list[str]:
             for _, wrong, _ in inputs.link_number_problems(keys)]
 
 
-def _link_whole_number(key: str, field: NumberField) -> int | None:
+def link_whole_number(key: str, field: NumberField) -> int | None:
     """The link's ``key`` as a whole number within ``field``'s range, else None (the page's own check says why)."""
     raw = st.query_params.get(key, "")
     if not raw.isdigit() or not field.min_value <= int(raw) <= field.max_value:
@@ -192,12 +192,12 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
     batch_size=64`` gives 64 users of 2,000 + 500 tokens.
     """
     params, out, said = st.query_params, {}, []
-    context = _link_whole_number("context_len", TRAFFIC_FIELDS["prompt_len"])
+    context = link_whole_number("context_len", TRAFFIC_FIELDS["prompt_len"])
     if context is not None and context >= 2 and "prompt_len" not in params and "output_len" not in params:
         output = min(int(TRAFFIC_FIELDS["output_len"].default), context // 4)
         out.update(prompt_len=context - output, output_len=output)
         said.append(f"context_len {context:,} = prompt {context - output:,} + output {output:,} tokens")
-    batch = _link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
+    batch = link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
     if batch is not None and "users" not in params:
         out["users"] = batch
         said.append(f"batch_size {batch:,} = {batch:,} concurrent users")

@@ -150,20 +150,30 @@ def v1_model(model, scale: ScalePlan | None):
 
 def v1_result(result, model, scale: ScalePlan | None):
     """The engine-free plan of a scale launch, with ``params`` and ``weights_bytes`` back at the whole model's
-    (the per-GPU keys stay the rank's) and a note saying what the section prices; unchanged without a scale plan."""
-    if scale is None or not model.num_experts or (scale.layout.attention_dp == 1
-                                                   and scale.layout.expert_parallel_size == 1):
+    (the per-GPU keys stay the rank's) and a note saying what the section prices; unchanged without a scale plan.
+
+    Under decode context parallel the section's users are those of a cache that keeps every token of a request
+    on each GPU of the group; ``-dcp N`` keeps 1/N of them (vllm/v1/worker/cp_utils.py), so the note points to
+    the launch's count (QA: Kimi-K2.5 on 8 x H200 with -dcp 8 printed "max users 46" above "scale users 375")."""
+    if scale is None:
         return result
     from dataclasses import replace
 
-    from planner.model.params import model_weight_bytes
+    layout, notes = scale.layout, []
+    if scale.context is not None:
+        notes.append(f"this section prices the cache without decode context parallel (each GPU keeps every token "
+                     f"of its requests); -dcp {layout.decode_context_parallel_size} keeps 1/"
+                     f"{layout.decode_context_parallel_size} of them: {scale.requests_all_ranks:,} users, as the scale "
+                     "section counts them")
+    if model.num_experts and (layout.attention_dp > 1 or layout.expert_parallel_size > 1):
+        from planner.model.params import model_weight_bytes
 
-    layout = scale.layout
-    note = (f"this section prices one attention data-parallel rank: each GPU holds {layout.local_experts} of "
-            f"{layout.global_experts} routed experts per MoE layer; users are per rank, x {layout.attention_dp} ranks "
-            "in scale.max_concurrency")
-    return replace(result, params=model.num_parameters, weights_bytes=model_weight_bytes(model, result.weight_dtype),
-                   notes=(*result.notes, note))
+        notes.append(f"this section prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
+                     f"of {layout.global_experts} routed experts per MoE layer; users are per rank, x "
+                     f"{layout.attention_dp} ranks in scale.max_concurrency")
+        result = replace(result, params=model.num_parameters,
+                         weights_bytes=model_weight_bytes(model, result.weight_dtype))
+    return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
 def scale_json(args: argparse.Namespace) -> dict:

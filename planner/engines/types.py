@@ -438,7 +438,7 @@ class EnginePlan:
         flag = _SEQUENCE_LIMIT_FLAGS.get(self.family)
         if flag is None or not self.starts or self.requests_held <= self.max_num_seqs:
             return ""
-        return (f"{self.engine} runs at most {self.max_num_seqs:,} sequences at once ({flag}); the pool holds "
+        return (f"{self.engine} runs at most {count_noun(self.max_num_seqs, 'sequence')} at once ({flag}); the pool holds "
                 f"{self.requests_held:,.2f} requests of {self.max_model_len:,} tokens: raise {flag} to serve them all")
 
     @property
