@@ -81,11 +81,13 @@ def weights_label(model: ModelSpec, weight_dtype_name: str) -> str:
     return _weights_label(weight_dtype_name, describe_weight_formats(by_format))
 
 
-def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limit: int) -> int:
-    """Largest ``C <= limit`` whose ``batch_size`` sequences fit in ``budget_bytes``.
+def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limit: int, *,
+                    prefill_tokens: int = 0) -> int:
+    """Largest ``C <= limit`` whose ``batch_size`` sequences fit in ``budget_bytes``, one of them at its prefill
+    peak when ``prefill_tokens`` is given (``profile.prefill_extra_bytes``: windowed layers hold a chunk more).
 
-    Binary search on the non-decreasing ``profile.bytes_per_sequence``; 0 when
-    not even one token fits.
+    Binary search on the non-decreasing ``profile.bytes_per_sequence`` (the prefill extra is non-decreasing
+    too); 0 when not even one token fits.
 
     Sources: vLLM ``_estimate_max_model_len_from_groups`` (binary search),
     vllm/v1/core/kv_cache_utils.py.
@@ -94,7 +96,8 @@ def max_context_len(profile: KVProfile, budget_bytes: int, batch_size: int, limi
         return 0
 
     def fits(c: int) -> bool:
-        return batch_size * profile.bytes_per_sequence(c) <= budget_bytes
+        extra = profile.prefill_extra_bytes(c, prefill_tokens) if prefill_tokens and batch_size else 0
+        return batch_size * profile.bytes_per_sequence(c) + extra <= budget_bytes
 
     return max(0, largest_fitting(fits, 0, limit))
 
@@ -122,10 +125,11 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
 
     capacity_tokens = base.capacity_tokens
-    if budget <= 0:
+    prefill_extra = base.prefill_extra_bytes(context) if base.prefill_tokens else 0  # windowed layers only
+    if budget <= prefill_extra:
         max_seqs = 0
     elif per_seq_gpu_paged:
-        max_seqs = budget // per_seq_gpu_paged
+        max_seqs = (budget - prefill_extra) // per_seq_gpu_paged
     else:
         max_seqs = 0
 
@@ -139,13 +143,14 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     else:
         max_ctx, limited_by = by_memory, "memory"
 
-    needed = batch * per_seq_gpu_paged
+    needed = batch * per_seq_gpu_paged + prefill_extra  # one of the batch at its prefill peak
     budget_or_0 = budget if budget > 0 else 0  # conditionals, not max() / min(): cheaper calls on this path
     if needed > budget or (model_limit and context > model_limit):
         reasons, suggestions, notes = diagnose(
             model, request, usable=base.usable, weights_gpu=base.weights_gpu, overhead=base.overhead_bytes,
             budget=budget, per_seq=per_seq_gpu_paged, max_seqs=max_seqs, max_ctx=max_ctx,
-            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id, context_free=base.context_free)
+            gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_id, context_free=base.context_free,
+            prefill_extra=prefill_extra)
         reasons, suggestions, notes = tuple(reasons), tuple(suggestions), tuple(notes)
     else:  # it fits: only the context-free messages (_PlanBase.fitting_messages)
         reasons, suggestions, notes = base.fitting_messages
@@ -210,6 +215,9 @@ class _PlanBase:
             None when it has none.
         sequence_terms: The three profiles' per-sequence sums pre-multiplied
             (:func:`_sequence_terms`), None when a serving feature shifts them (its profiles are then asked).
+        prefill_tokens: Tokens of the one prefill chunk beside the decoding sequences
+            (:func:`profile_pass_tokens`: ``max_num_batched_tokens``); a windowed layer holds its window plus
+            that chunk while it is prefilled (:meth:`prefill_extra_bytes`).
     """
 
     plan_fields: dict
@@ -227,7 +235,17 @@ class _PlanBase:
     context_free: ContextFreeMessages | None = None
     serving: ServingEffects | None = None
     sequence_terms: tuple | None = None
+    prefill_tokens: int = 0
     _contexts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def prefill_extra_bytes(self, context_len: int) -> int:
+        """Bytes the batch holds beyond its sequences' decoding blocks: one of them at its prefill peak, a
+        chunk of :attr:`prefill_tokens` beside its windows (:meth:`planner.model.kv.KVProfile.prefill_extra_bytes`
+        of the paged profile) [bytes]; 0 without windowed layers. The users of a plan are those decoding beside
+        that one prefill chunk, as the Engine view's :func:`planner.engines.pages.decoding_ratio` counts them:
+        Gemma 3 27B on an H200 at 8,192 tokens, 61 users (vLLM's 61.56 decoding at once) where the decoding
+        blocks alone would hold 64."""
+        return self.paged_gpu.prefill_extra_bytes(context_len, self.prefill_tokens)
 
     def bytes_per_sequence(self, context_len: int) -> tuple[int, int, int]:
         """``(paged_gpu, exact_gpu, exact_1)`` bytes of one sequence of ``context_len`` tokens [bytes].
@@ -262,7 +280,8 @@ class _PlanBase:
         if found is None:
             if len(self._contexts) >= 1024:
                 self._contexts.clear()
-            by_memory = max_context_len(self.paged_gpu, self.budget, batch_size, MAX_CONTEXT_SEARCH_LIMIT)
+            by_memory = max_context_len(self.paged_gpu, self.budget, batch_size, MAX_CONTEXT_SEARCH_LIMIT,
+                                        prefill_tokens=self.prefill_tokens)
             raw = max_context_len(self.exact_gpu, self.raw_budget, batch_size, MAX_CONTEXT_SEARCH_LIMIT)
             found = self._contexts[batch_size] = (by_memory, raw)
         return found
@@ -361,8 +380,15 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         capacity_tokens=capacity_tokens, raw_budget=gpu_memory_bytes - weights_gpu,
         splits=tensor_parallel_splits(model, tp), fitting_messages=fitting, context_free=context_free,
         serving=effects,
-        sequence_terms=tuple(map(_sequence_terms, profiles)) if all(type(p) is KVProfile for p in profiles) else None,
+        sequence_terms=(tuple(map(_sequence_terms, profiles))
+                        if all(type(p) is KVProfile and p.uniform_block for p in profiles) else None),
+        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id) if _windowed(paged_gpu) else 0,
     )
+
+
+def _windowed(profile) -> bool:
+    """True when some layer of ``profile`` keeps a window of tokens (its prefill peak holds a chunk more)."""
+    return any(g.max_tokens is not None and g.bytes_per_token for g in profile.groups)
 
 
 def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:

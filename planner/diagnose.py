@@ -56,11 +56,14 @@ def gib(num_bytes: int) -> str:
 def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu: int, overhead: int,
               budget: int, per_seq: int, max_seqs: int, max_ctx: int,
               gpu_memory_bytes: int, gpu_name: str = "",
-              context_free: ContextFreeMessages | None = None) -> tuple[list[str], list[str], list[str]]:
+              context_free: ContextFreeMessages | None = None,
+              prefill_extra: int = 0) -> tuple[list[str], list[str], list[str]]:
     """Reasons a plan does not fit, the knobs that would fix it, and notes.
 
     ``context_free``: :func:`context_free_messages` of the same model, knobs and budget (a caller that
-    keeps it per knob set passes it; else it is made here).
+    keeps it per knob set passes it; else it is made here). ``prefill_extra``: what one of the batch holds at
+    its prefill peak beyond its decoding blocks (windowed layers, ``planner.budget._PlanBase.prefill_extra_bytes``)
+    [bytes]; the batch needs ``batch_size x per_seq`` plus that.
     """
     reasons: list[str] = []
     suggestions: list[str] = []
@@ -77,12 +80,13 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
         reason, fixes = context_free.weights
         reasons.append(reason)
         suggestions.extend(fixes)
-    elif request.batch_size * per_seq > budget:
-        need = request.batch_size * per_seq
+    elif request.batch_size * per_seq + prefill_extra > budget:
+        need = request.batch_size * per_seq + prefill_extra
+        peak = " (one of them at its prefill peak: its windows hold a chunk more)" if prefill_extra else ""
         reasons.append(
             f"{request.batch_size:,} sequence{'' if request.batch_size == 1 else 's'} x {request.context_len:,} "
             f"tokens need {gib(need)} of KV "
-            f"cache per GPU; the budget is {context_free.budget_text}")
+            f"cache per GPU{peak}; the budget is {context_free.budget_text}")
         if max_seqs:
             suggestions.append(Fix(f"lower batch_size to {max_seqs:,} (fits at this context)", "batch_size", max_seqs))
         if max_ctx:
@@ -224,18 +228,19 @@ def gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
     weights and layers, MTP's state pages, LoRA slots, image tokens): Qwen3.5-27B + MTP k=3 at 400 x 4,096 on
     an H100 was once told 4 GPUs from the plain model's figures, where 4 hold 54 GiB of the 92 GiB asked.
     """
-    batch = request.batch_size
-    for n, budget, sequence_bytes in _budgets_above(model, request, gpu_memory_bytes, gpu_name):
-        if budget > 0 and batch * sequence_bytes(request.context_len) <= budget:
+    batch, context = request.batch_size, request.context_len
+    for n, base in _budgets_above(model, request, gpu_memory_bytes, gpu_name):
+        extra = base.prefill_extra_bytes(context) if base.prefill_tokens else 0  # one request at its prefill peak
+        if base.budget > 0 and batch * base.bytes_per_sequence(context)[0] + extra <= base.budget:
             return n
     return None
 
 
 def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> tuple:
-    """``(n, kv_budget_per_gpu, paged bytes of one sequence at a context)`` for each valid tensor-parallel size
-    ``n`` above ``request.num_gpus`` (up to 64) [bytes]: the plan at ``num_gpus = n``
-    (:func:`planner.budget.plan_base`; memoized there per model object and knobs). A size whose request
-    does not validate (a feature that cannot run at that size) is left out.
+    """``(n, the plan's context-free part at num_gpus = n)`` for each valid tensor-parallel size ``n`` above
+    ``request.num_gpus`` (up to 64) (:func:`planner.budget.plan_base`: its budget, paged sequence bytes and prefill
+    extra; memoized there per model object and knobs). A size whose request does not validate (a feature that
+    cannot run at that size) is left out.
     """
     from planner.budget import plan_base  # noqa: PLC0415 - import cycle (budget calls diagnose)
 
@@ -247,7 +252,7 @@ def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
             base = plan_base(model, gpu_memory_bytes, replace(request, num_gpus=n), gpu_name)
         except ValueError:
             continue
-        rows.append((n, base.budget, lambda context_len, base=base: base.bytes_per_sequence(context_len)[0]))
+        rows.append((n, base))
     return tuple(rows)
 
 

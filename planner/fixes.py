@@ -2,9 +2,10 @@
 
 :func:`planner.diagnose.diagnose` proposes knobs from the budget arithmetic alone, so a fix can make the
 budget fit while the chosen engine (whose own view holds the weights as its kernels lay them out and
-deducts its own profile pass, :mod:`planner.engines`) would still refuse to start. Example: gpt-oss-120b
-at 131,072 tokens on one H100 SXM: "context 87,200" fits the budget but vLLM still has -1.11 GiB for
-its cache; only "2 GPUs" makes it start (11.79x concurrency).
+deducts its own profile pass, :mod:`planner.engines`) would still refuse to start. Example (issue 27, before
+the budget paged windowed layers and their prefill peak as vLLM does): gpt-oss-120b at 131,072 tokens on one
+H100 SXM: "context 87,200" fit the budget but vLLM still had -1.11 GiB for its cache; only "2 GPUs" made it
+start (11.79x concurrency).
 
 * :func:`checked_fixes` (Home): each :class:`~planner.diagnose.Fix` of a :class:`~planner.budget.Plan`,
   applied to the :class:`~planner.budget.PlanRequest` (kept only when the new plan fits) and to the

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import floordiv
 
-from planner.budget import PlanRequest
-from planner.engines.profiles import is_large_datacenter_gpu
+from planner.budget import PlanRequest, profile_pass_tokens
+from planner.engines.profiles import LARGE_GPU_BYTES, is_large_datacenter_gpu
 from planner.engines.vllm_hybrid_profile import paged_kv_profile
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
@@ -62,6 +62,7 @@ class PerGPUCosts:
     overhead_bytes: int
     profile_exact: object
     profile_paged: object
+    prefill_tokens: int = 0  # the one prefill chunk beside decoding sequences (planner.budget._PlanBase); 0 = none
 
 
 def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int | None = None,
@@ -84,11 +85,13 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     tp = request.num_gpus
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     weights = model_weight_bytes(model, request.weight_dtype, tp)
+    paged = paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
+                             kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name)  # hybrid, windows: as vLLM
+    windowed = any(g.max_tokens is not None and g.bytes_per_token for g in paged.groups)
     return PerGPUCosts(
         weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
-        profile_exact=kv_profile(model, dtypes, tp, 1),
-        profile_paged=paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
-                                       kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name),  # hybrid: as vLLM
+        profile_exact=kv_profile(model, dtypes, tp, 1), profile_paged=paged,
+        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes or LARGE_GPU_BYTES, gpu_name) if windowed else 0,
     )
 
 
@@ -124,10 +127,11 @@ def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ..
         ValueError: invalid request fields or a negative context.
     """
     costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
+    exact, chunk, batch = costs.profile_exact, costs.prefill_tokens, request.batch_size
     return tuple(
         MemoryPoint(
             context_len=c, weights_bytes=costs.weights_bytes_per_gpu, overhead_bytes=costs.overhead_bytes,
-            kv_cache_bytes=request.batch_size * costs.profile_exact.bytes_per_sequence(c),
+            kv_cache_bytes=batch * exact.bytes_per_sequence(c) + (exact.prefill_extra_bytes(c, chunk) if batch else 0),
         )
         for c in contexts
     )
@@ -147,17 +151,21 @@ def concurrency_curve(
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
     costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
     budget = int(gpu_memory_bytes * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
-    return concurrency_for_budget(costs.profile_paged, budget, contexts)
+    return concurrency_for_budget(costs.profile_paged, budget, contexts, prefill_tokens=costs.prefill_tokens)
 
 
-def concurrency_for_budget(profile, budget_bytes: int, contexts: tuple[int, ...]) -> tuple[int, ...]:
-    """``budget_bytes // bytes_per_sequence(c)`` for each ``c`` (0 when the budget is not positive)."""
+def concurrency_for_budget(profile, budget_bytes: int, contexts: tuple[int, ...], *,
+                           prefill_tokens: int = 0) -> tuple[int, ...]:
+    """``(budget_bytes - prefill extra) // bytes_per_sequence(c)`` for each ``c`` (0 when that is not positive):
+    the sequences that decode beside one prefill chunk of ``prefill_tokens`` (``profile.prefill_extra_bytes``,
+    windowed layers only; as :func:`planner.budget.plan` counts them)."""
     if budget_bytes <= 0:
         return tuple(0 for _ in contexts)
     out = []
     for c in contexts:
         per_seq = profile.bytes_per_sequence(c)
-        out.append(budget_bytes // per_seq if per_seq else 0)
+        room = budget_bytes - (profile.prefill_extra_bytes(c, prefill_tokens) if prefill_tokens else 0)
+        out.append(room // per_seq if per_seq and room > 0 else 0)
     return tuple(out)
 
 
@@ -181,6 +189,9 @@ def catalog_sweep(
         costs = per_gpu_costs(model, request)
         per_seq = costs.profile_paged.bytes_per_sequences(contexts)
         divide = _divider(per_seq)
+        if costs.prefill_tokens:  # windowed layers: the room beside one prefill chunk differs by context
+            extras = [costs.profile_paged.prefill_extra_bytes(c, costs.prefill_tokens) for c in contexts]
+            divide = _divider_beside(per_seq, extras)
         # The overhead depends on the GPU only through vLLM's size class; no GPU given = the large class.
         overheads: dict[bool, int] = {True: costs.overhead_bytes}
         by_memory: dict[int, tuple[int, ...]] = {}
@@ -197,6 +208,11 @@ def catalog_sweep(
             rows.append(row)
         result.append(rows)
     return result
+
+
+def _divider_beside(per_seq: list[int], extras: list[int]):
+    """``budget -> tuple((budget - e) // s)`` per context (0 where ``s`` is 0 or the room is not positive)."""
+    return lambda budget: tuple((budget - e) // s if s and budget > e else 0 for s, e in zip(per_seq, extras))
 
 
 def _divider(per_seq: list[int]):

@@ -90,9 +90,11 @@ def test_cli_plan_names_the_cache_another_engine_stores(capsys):
     assert not stores_another_cache("bf16", None) and not stores_another_cache("auto", "bf16")
 
 
-def test_home_s_usable_context_names_the_engine_s_lower_limit(capsys):
-    """gpt-oss-120b on one H100 at 131,072: the budget's "Usable here" (112,800) is a length vLLM refuses; Home
-    now gives the engine's longest accepted max_model_len beside it, the figure its fix button uses (QA)."""
+def test_home_s_usable_context_is_the_engine_s_longest_accepted_length(capsys):
+    """gpt-oss-120b on one H100 at 131,072: the budget's "Usable here" was 112,800, a length vLLM refuses (its
+    startup check needs one request's KV at its prefill peak); Home then named the engine's lower limit beside it
+    (QA). The budget now pages windowed layers as vLLM does and counts that prefill peak
+    (tests/test_window_budget.py), so its usable context is the engine's own limit, with nothing to take back."""
     import json  # noqa: PLC0415
 
     from planner.cli import main  # noqa: PLC0415
@@ -101,11 +103,11 @@ def test_home_s_usable_context_names_the_engine_s_lower_limit(capsys):
                  "--context-len", "131072", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     accepted, usable = out["engine_plan"]["engine_max_model_len"], out["max_context_len"]
-    assert accepted < usable
+    assert accepted == usable < 131072
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for key, value in {"model": "openai/gpt-oss-120b", "gpu": "nvidia-h100-sxm-80gb", "context_len": "131072",
                        "engine": "vllm"}.items():
         at.query_params[key] = value
     at.run()
     [seed] = [m.value for m in at.markdown if m.value.startswith("**Longest context")]
-    assert f"vllm's startup check accepts at most **{accepted:,} tokens**" in seed, seed
+    assert f"Usable here: **{usable:,} tokens**" in seed and "startup check accepts at most" not in seed, seed

@@ -1,4 +1,4 @@
-"""The budget's paged KV profile, with attention + Mamba hybrids and MLA models paged as vLLM pages them.
+"""The budget's paged KV profile, with attention + Mamba hybrids, windowed and MLA models paged as vLLM pages them.
 
 The budget (:mod:`planner.budget`), the sweeps (:mod:`planner.sweep`) and the GPU-count advice
 (:mod:`planner.diagnose`) size a sequence with a :class:`planner.model.kv.KVProfile` paged by ``block_size``.
@@ -27,6 +27,14 @@ allocates it, 55 users against vLLM's printed-style 49.57x (the Engine page's fi
    draft token (:func:`planner.engines.vllm_kv_formats.mamba_pages_per_request`). Qwen3.5-27B with MTP, 1 draft
    token, on an H100 at 2,500 tokens: 10 blocks a request instead of 7, 31.00x in the Engine view.
 
+4. Windowed models (sliding windows, chunked local attention: Gemma 3 / 4, gpt-oss, Llama 4) are paged from the
+   same layout: vLLM groups their layers into KV-cache groups of one size, a short group padded (Gemma 3 27B:
+   52 sliding layers take 6 groups of 10), and a sliding layer keeps one block beyond its window
+   (``SlidingWindowSpec``). A sequence's decoding blocks are :meth:`planner.engines.pages.KVLayout.
+   held_blocks_per_request` with one batched token; the budget sets one prefill chunk's extra window blocks
+   aside (:meth:`planner.model.kv.KVProfile.prefill_extra_bytes`). Gemma 3 27B on an H200 at 1,000 tokens:
+   149 users by 16-token blocks per layer, 130 as vLLM's layout holds them (130.23 in the Engine view).
+
 The GPU (``gpu_name``) picks the kernel alignment as on the Engine page: 16 tokens (64 for MLA hybrids), 32 for
 head size 256 on datacenter Blackwell (FlashInfer); 800-token blocks for Qwen3.5-27B on a B200.
 Prefix caching's extra state pages ("align" mode) are the Engine page's; the budget prices vLLM's default
@@ -35,7 +43,9 @@ Prefix caching's extra state pages ("align" mode) are the Engine page's; the bud
 
 from __future__ import annotations
 
-from planner.engines.pages import FullAttentionPages, MambaPages, kv_layout
+from dataclasses import replace
+
+from planner.engines.pages import ChunkedLocalPages, FullAttentionPages, MambaPages, SlidingWindowPages, kv_layout
 from planner.engines.profiles import engine_profile
 from planner.engines.types import EngineRequest
 from planner.engines.vllm_specs import stage_specs, vllm_block_size
@@ -97,7 +107,7 @@ def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
 
     Memoized per model object, keyed by the arguments.
     """
-    if block_size == 1 or not (model.has_recurrent_state and model.has_attention):
+    if block_size == 1 or not ((model.has_recurrent_state and model.has_attention) or model.sliding_windows):
         return None
     memo = model_memo(model)
     draft = None if speculative is None else speculative.draft
@@ -114,26 +124,50 @@ def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
 
 
 def _hybrid_profile(model: ModelSpec, request: EngineRequest) -> KVProfile | None:
-    """The hybrid's profile from vLLM's layout for ``request``; None when the layout has other page kinds (sliding
-    windows, compressed pages) or cannot be built (pages that do not unify): the caller keeps the plain profile."""
+    """The profile of vLLM's layout for ``request`` (module docstring, step 4 for windowed models); None when the
+    layout has other page kinds (compressed pages) or cannot be built (pages that do not unify): the caller keeps
+    the plain profile."""
     profile = engine_profile(BUDGET_ENGINE)
     try:
         block, _ = vllm_block_size(model, request, profile)
         layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile, block))
     except ValueError:
         return None
-    groups, blocks = [], set()
+    groups = []
     for spec, count in layout.group_spec_counts:
-        layers = count * layout.group_size
-        if type(spec) is MambaPages:
-            groups.append(KVGroup(num_layers=layers, bytes_per_token=0, max_tokens=0,
-                                  bytes_per_sequence_fixed=spec.page_size_bytes * spec.pages_per_request))
-        elif type(spec) is FullAttentionPages and not spec.compressed:
-            blocks.add(spec.block_size)
-            groups.append(KVGroup(num_layers=layers, bytes_per_token=spec.page_size_bytes // spec.block_size,
-                                  max_tokens=None, bytes_per_sequence_fixed=0))
-        else:
+        group = _layout_group(spec, count * layout.group_size)
+        if group is None:
             return None
-    if len(blocks) != 1:
+        groups.append(group)
+    blocks = [g.block_size for g in groups if g.block_size]
+    if not blocks:
         return None
-    return KVProfile(groups=tuple(groups), block_size=blocks.pop())
+    smallest = min(blocks)
+    return KVProfile(groups=tuple(replace(g, block_size=None if g.block_size == smallest else g.block_size)
+                                  for g in groups), block_size=smallest)
+
+
+def _layout_group(spec, layers: int) -> KVGroup | None:
+    """One KV-cache group of vLLM's layout (``layers`` slots, a short group padded) as a :class:`KVGroup` whose
+    ``bytes_per_sequence(n)`` is the group's blocks of a decoding request times its page: a Mamba state's pages;
+    a full-attention layer's ``ceil(n / B)`` blocks; a sliding window's ``ceil(min(w, n) / B) + 1`` (cap ``w``
+    and one page fixed); a chunked-local layer's ``ceil(min(chunk + 1, n) / B)`` (cap ``chunk + 1``)
+    (:meth:`planner.engines.pages.KVLayout.held_blocks_per_request` with one batched token). None for a compressed
+    page. ``block_size`` here is the group's own (the caller keeps it where it differs from the profile's)."""
+    kind = type(spec)
+    if kind is MambaPages:
+        return KVGroup(num_layers=layers, bytes_per_token=0, max_tokens=0,
+                       bytes_per_sequence_fixed=spec.page_size_bytes * spec.pages_per_request)
+    if getattr(spec, "compressed", False):
+        return None
+    per_token = spec.page_size_bytes // spec.block_size
+    if kind is FullAttentionPages:
+        return KVGroup(num_layers=layers, bytes_per_token=per_token, max_tokens=None, bytes_per_sequence_fixed=0,
+                       block_size=spec.block_size)
+    if kind is SlidingWindowPages:
+        return KVGroup(num_layers=layers, bytes_per_token=per_token, max_tokens=spec.sliding_window,
+                       bytes_per_sequence_fixed=spec.page_size_bytes, block_size=spec.block_size)
+    if kind is ChunkedLocalPages:
+        return KVGroup(num_layers=layers, bytes_per_token=per_token, max_tokens=spec.attention_chunk_size + 1,
+                       bytes_per_sequence_fixed=0, block_size=spec.block_size)
+    return None

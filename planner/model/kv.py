@@ -83,13 +83,18 @@ class KVGroup:
         bytes_per_token: Per-token bytes of one layer on one GPU [bytes].
         max_tokens: Tokens a layer keeps at most (window), None for no cap.
         bytes_per_sequence_fixed: Constant per-sequence bytes of one layer
-            (recurrent state) [bytes].
+            (recurrent state; the extra page vLLM keeps for a sliding window) [bytes].
+        block_size: The group's own page size [tokens] where it differs from the profile's (vLLM pages a
+            model's layers in blocks of one page size, so a layer with twice the per-token bytes gets half the
+            tokens: Gemma 4's full-attention layers in 32-token blocks beside 16-token sliding ones); None =
+            :attr:`KVProfile.block_size`.
     """
 
     num_layers: int
     bytes_per_token: int
     max_tokens: int | None
     bytes_per_sequence_fixed: int
+    block_size: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,13 +125,51 @@ class KVProfile:
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         total = 0
-        block = self.block_size
         for g in self.groups:
+            block = g.block_size or self.block_size
             held = num_tokens if g.max_tokens is None else min(num_tokens, g.max_tokens)
             slots = ceil_div(held, block) * block
             total += g.num_layers * (slots * g.bytes_per_token + g.bytes_per_sequence_fixed)
         return total
 
+    @property
+    def uniform_block(self) -> bool:
+        """True when every group is paged in :attr:`block_size` (no group has its own)."""
+        return all(g.block_size in (None, self.block_size) for g in self.groups)
+
+    def prefill_extra_bytes(self, num_tokens: int, batched_tokens: int) -> int:
+        """Bytes a sequence of ``num_tokens`` holds at its prefill peak beyond what it holds decoding [bytes].
+
+        A layer with a window (``max_tokens``) keeps the window's tokens while a sequence decodes, but while a
+        chunk of ``batched_tokens`` is prefilled it holds the window plus that chunk: vLLM allocates a step's
+        blocks before it frees the ones the window has left behind. Per capped group, ``ceil(min(cap - 1 + b,
+        n) / B) x B - ceil(min(cap, n) / B) x B`` token slots (``b = batched_tokens``; the cap is the decode
+        step's tokens, ``window`` for a sliding window and ``chunk + 1`` for chunked local attention); 0 for a
+        model without windows and for ``b <= 1``. Gemma 3 27B (52 sliding layers, window 1,024, block 16) at
+        32,768 tokens with 8,192 batched tokens: 52 x (9,216 - 1,024) slots of one layer's per-token bytes.
+
+        Sources: vllm/v1/kv_cache_interface.py (``SlidingWindowSpec.max_memory_usage_bytes``,
+        ``ChunkedLocalAttentionSpec``); vllm/v1/core/single_type_kv_cache_manager.py (``remove_skipped_blocks``)
+        and vllm/v1/core/kv_cache_manager.py (``allocate_slots``); :func:`planner.engines.pages.decoding_ratio`.
+
+        Raises:
+            ValueError: ``num_tokens < 0``.
+        """
+        if num_tokens < 0 or batched_tokens <= 1:
+            if num_tokens < 0:
+                raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+            return 0
+        windowed = [g for g in self.groups if g.max_tokens is not None and g.bytes_per_token]
+        total = 0
+        for g in windowed:
+            prefill = self._slots(g, min(g.max_tokens - 1 + batched_tokens, num_tokens))
+            total += g.num_layers * g.bytes_per_token * (prefill - self._slots(g, min(g.max_tokens, num_tokens)))
+        return total
+
+    def _slots(self, group: KVGroup, tokens: int) -> int:
+        """``tokens`` rounded up to whole blocks of ``group`` (its own block size, else the profile's)."""
+        block = group.block_size or self.block_size
+        return -(-tokens // block) * block
 
     def bytes_per_sequences(self, token_counts: Sequence[int]) -> list[int]:
         """:meth:`bytes_per_sequence` of each count, the same integers, one pass per group [bytes].
@@ -140,9 +183,9 @@ class KVProfile:
         """
         if token_counts and min(token_counts) < 0:
             raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
-        block = self.block_size
         totals: list[int] | None = None
         for g in self.groups:
+            block = g.block_size or self.block_size
             per_slot = g.num_layers * g.bytes_per_token
             fixed = g.num_layers * g.bytes_per_sequence_fixed
             cap = g.max_tokens

@@ -287,6 +287,12 @@ class ShiftedProfile:
             raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
         return self.inner.bytes_per_sequences([n + self.extra_tokens for n in token_counts])
 
+    def prefill_extra_bytes(self, num_tokens: int, batched_tokens: int) -> int:
+        """:meth:`planner.model.kv.KVProfile.prefill_extra_bytes` of the shifted sequence."""
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        return self.inner.prefill_extra_bytes(num_tokens + self.extra_tokens, batched_tokens)
+
 
 def launch_flags(features: ServingFeatures) -> dict[str, str]:
     """Engine -> the flags that switch these features on (vLLM's, SGLang's, and the planned engine's)."""

@@ -135,6 +135,7 @@ class _Costs:
     profile: object
     active_params: int
     launch_extra: str = ""
+    prefill_extra: int = 0  # one request's prefill chunk beside its windows, fixed lengths (planner.budget.plan)
 
     def overhead(self, gpu) -> int:
         """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
@@ -177,8 +178,8 @@ def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                 weights=weights, overheads=overheads,
                 kv_name=name, kv_flag=kv,
                 paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=decode_seq, profile=paged,
-                active_params=active, launch_extra=extra)
+                exact_decode_seq=decode_seq, profile=paged, active_params=active, launch_extra=extra,
+                prefill_extra=c.prefill_tokens and paged.prefill_extra_bytes(workload.max_tokens, c.prefill_tokens))
     return costs
 
 
@@ -488,7 +489,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
                        f"exceed the usable {usable / GiB:.1f} GiB")
         per_replica_max = 0
     else:
-        per_replica_max = budget // c.paged_per_seq if workload.is_fixed else _scaled_users(budget, demand, per_replica)
+        per_replica_max = (max(budget - c.prefill_extra, 0) // c.paged_per_seq if workload.is_fixed  # beside a chunk
+                           else int(per_replica * budget / demand) if demand else 0)  # rough, before the simulation
         if demand > budget:
             reasons.append(f"{count_noun(per_replica, 'user')} per replica need {demand / GiB:.1f} GiB of KV per GPU; "
                            f"the budget is {budget / GiB:.1f} GiB")
@@ -584,11 +586,6 @@ def _speed_and_cost(c: _Costs, gpu, request: FindRequest, workload: Workload, tp
     if tflops:
         ttft = prefill_seconds(c.active_params, round(workload.prompt.mean_tokens), tflops, tp) + tpot
     return ttft, tokens_per_s, usd
-
-
-def _scaled_users(budget: int, demand: int, per_replica: int) -> int:
-    """Rough users per replica for a distribution before simulation: demand scales with users."""
-    return int(per_replica * budget / demand) if demand else 0
 
 
 def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequest) -> Setup:

@@ -38,9 +38,9 @@ def sequence_bytes(profile: KVProfile, tokens: np.ndarray) -> np.ndarray:
     extra = getattr(profile, "extra_tokens", 0)
     if extra:
         return sequence_bytes(profile.inner, tokens + extra)
-    block = profile.block_size
     total = np.zeros(tokens.shape, dtype=np.int64)
     for g in profile.groups:
+        block = g.block_size or profile.block_size  # a group paged in its own block (planner.model.kv.KVGroup)
         held = tokens if g.max_tokens is None else np.minimum(tokens, g.max_tokens)
         slots = -(-held // block) * block
         total += g.num_layers * (slots * g.bytes_per_token + g.bytes_per_sequence_fixed)
@@ -339,8 +339,8 @@ class DemandCache:
         key = (tp, kv_name, users)
         if key not in self.demand:
             c = self.costs[(tp, kv_name)]
-            if self.workload.is_fixed:
-                self.demand[key] = users * c.paged_per_seq
+            if self.workload.is_fixed:  # one of them at its prefill peak (windowed layers, as plan() counts)
+                self.demand[key] = users * c.paged_per_seq + (getattr(c, "prefill_extra", 0) if users else 0)
             else:
                 if users not in self.slots:
                     self.slots[users] = draw_slot_sums(self.workload, users, self.block_size, self.caps,

@@ -1,0 +1,93 @@
+"""The budget counts windowed models' users as vLLM holds them (QA of stop 39: "one link, one answer").
+
+Home said 14 users for Gemma-4-31B-IT-NVFP4 on an RTX PRO 6000 at 32K where the Engine view decodes 12.22 requests
+at once beside one prefill chunk, and 68 for Gemma 3 27B on an H200 at 8,192 tokens against 61.56. Two causes,
+both in vLLM's allocator: it groups a windowed model's layers into KV-cache groups of one size (a short group
+padded) and keeps one block beyond each sliding window (planner/engines/vllm_hybrid_profile.py, step 4), and a
+sequence being prefilled holds its window plus the chunk (``KVProfile.prefill_extra_bytes``). Expected figures
+are the Engine view's own (:func:`planner.engines.plan_engine`), never numbers typed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from model_catalog import get_gpu, model_spec
+from planner.budget import PlanRequest, plan
+from planner.model.kv import KVGroup, KVProfile, cache_dtypes, kv_profile
+from planner.sweep import catalog_sweep, concurrency_curve
+from tests.test_hybrid_budget import assert_budget_users_are_the_engine_views
+
+CASES = [("google/gemma-3-27b-it", "nvidia-h200", 1), ("google/gemma-3-27b-it", "nvidia-h100-80gb", 1),
+         ("openai/gpt-oss-120b", "nvidia-h100-80gb", 1), ("meta-llama/Llama-4-Scout-17B-16E-Instruct",
+                                                          "nvidia-h100-80gb", 4),
+         ("google/gemma-4-26B-A4B", "nvidia-h100-80gb", 1), ("nvidia/Gemma-4-31B-IT-NVFP4", "nvidia-h100-80gb", 1),
+         ("nvidia/Gemma-4-31B-IT-NVFP4", "nvidia-rtx-pro-6000-server", 1), ("google/gemma-3-27b-it", "nvidia-b200", 1)]
+CONTEXTS = (1000, 8192, 32768)
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES)
+def test_budget_users_are_the_requests_vllm_decodes_at_once(model_id, gpu_id, tp):
+    assert_budget_users_are_the_engine_views(model_id, gpu_id, tp, CONTEXTS)
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES[:4])
+def test_the_sweeps_and_a_batch_agree_with_the_plan(model_id, gpu_id, tp):
+    """Concurrency's curve is plan()'s users at every context, and a batch of that many fits while one more
+    does not (the one prefill chunk included in what the batch needs)."""
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    request = PlanRequest(context_len=8192, num_gpus=tp)
+    contexts = (512, 1000, 4096, 8192, 20000, 32768)
+    curve = concurrency_curve(model, gpu.framework_memory_bytes, request, contexts, gpu.id)
+    for context, users in zip(contexts, curve, strict=True):
+        one = plan(model, gpu.framework_memory_bytes, replace(request, context_len=context), gpu_id=gpu.id)
+        assert one.max_concurrent_sequences == users
+        if users:
+            at = replace(request, context_len=context, batch_size=users)
+            assert plan(model, gpu.framework_memory_bytes, at, gpu_id=gpu.id).fits
+            more = replace(at, batch_size=users + 1)
+            assert not plan(model, gpu.framework_memory_bytes, more, gpu_id=gpu.id).fits
+
+
+def test_the_catalog_sweep_counts_windowed_models_as_plan_does():
+    model, h200 = model_spec("google/gemma-3-27b-it"), get_gpu("nvidia-h200")
+    request = PlanRequest(context_len=8192)
+    contexts = (1000, 8192, 32768)
+    ((row,),) = catalog_sweep((model,), (h200.framework_memory_bytes,), request, contexts)
+    # the sweep knows GPUs by memory only: plan() on an H200 by its memory (no catalog id) is the same arithmetic
+    by_plan = [plan(model, h200.framework_memory_bytes, replace(request, context_len=c)) for c in contexts]
+    assert row == tuple(p.max_concurrent_sequences for p in by_plan)
+
+
+def test_prefill_extra_worked_example():
+    """KVProfile.prefill_extra_bytes's docstring: Gemma 3 27B at 16-token blocks, 32,768 tokens, 8,192 batched:
+    52 sliding layers x (9,216 - 1,024) slots x 8,192 B; nothing at one batched token or below the window."""
+    model = model_spec("google/gemma-3-27b-it")
+    plain = kv_profile(model, cache_dtypes(model, "auto", "auto"), 1, 16)
+    assert plain.prefill_extra_bytes(32768, 8192) == 52 * (9216 - 1024) * 8192
+    assert plain.prefill_extra_bytes(32768, 1) == 0 and plain.prefill_extra_bytes(1000, 8192) == 0
+    llama = model_spec("meta-llama/Meta-Llama-3.1-8B")
+    assert kv_profile(llama, cache_dtypes(llama, "auto", "auto"), 1, 16).prefill_extra_bytes(32768, 8192) == 0
+
+
+def test_a_group_with_its_own_block_rounds_in_it():
+    """Gemma 4's full-attention layers sit in 32-token blocks beside 16-token sliding ones (KVGroup.block_size)."""
+    profile = KVProfile(groups=(KVGroup(num_layers=2, bytes_per_token=10, max_tokens=None, bytes_per_sequence_fixed=0,
+                                        block_size=32),
+                                KVGroup(num_layers=3, bytes_per_token=5, max_tokens=None, bytes_per_sequence_fixed=0)),
+                        block_size=16)
+    assert profile.bytes_per_sequence(17) == 2 * 32 * 10 + 3 * 32 * 5
+    assert profile.bytes_per_sequence(33) == 2 * 64 * 10 + 3 * 48 * 5
+    assert profile.bytes_per_sequences([17, 33]) == [profile.bytes_per_sequence(17), profile.bytes_per_sequence(33)]
+    assert not profile.uniform_block
+
+
+def test_gpu_count_advice_holds_a_windowed_batch():
+    model, h100 = model_spec("google/gemma-3-27b-it"), get_gpu("nvidia-h100-80gb")
+    request = PlanRequest(context_len=8192, batch_size=40)
+    one = plan(model, h100.framework_memory_bytes, request, gpu_id=h100.id)
+    advice = next(s for s in one.suggestions if str(s).startswith("use num_gpus"))
+    n = int(str(advice).split()[2])
+    assert plan(model, h100.framework_memory_bytes, replace(request, num_gpus=n), gpu_id=h100.id).fits
