@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import repeat
-from operator import floordiv
+from operator import floordiv, sub
 
 from planner.budget import PlanRequest, profile_pass_tokens
 from planner.engines.profiles import LARGE_GPU_BYTES, is_large_datacenter_gpu
@@ -190,8 +190,8 @@ def catalog_sweep(
         per_seq = costs.profile_paged.bytes_per_sequences(contexts)
         divide = _divider(per_seq)
         if costs.prefill_tokens:  # windowed layers: the room beside one prefill chunk differs by context
-            extras = [costs.profile_paged.prefill_extra_bytes(c, costs.prefill_tokens) for c in contexts]
-            divide = _divider_beside(per_seq, extras)
+            divide = _divider_beside(per_seq, costs.profile_paged.prefill_extra_bytes_many(contexts,
+                                                                                           costs.prefill_tokens))
         # The overhead depends on the GPU only through vLLM's size class; no GPU given = the large class.
         overheads: dict[bool, int] = {True: costs.overhead_bytes}
         by_memory: dict[int, tuple[int, ...]] = {}
@@ -211,8 +211,21 @@ def catalog_sweep(
 
 
 def _divider_beside(per_seq: list[int], extras: list[int]):
-    """``budget -> tuple((budget - e) // s)`` per context (0 where ``s`` is 0 or the room is not positive)."""
-    return lambda budget: tuple((budget - e) // s if s and budget > e else 0 for s, e in zip(per_seq, extras))
+    """``budget -> tuple(max((budget - e) // s, 0))`` per context (0 where ``s`` is 0): :func:`_divider` with each
+    context's prefill extra ``e`` set aside first, in the same units (``u = gcd`` of every size and extra, so
+    ``(budget - e) // s == (budget // u - e // u) // (s // u)``, the nested floor of :func:`_divider`), mapped in C."""
+    if 0 in per_seq:
+        return lambda budget: tuple((budget - e) // s if s and budget > e else 0 for s, e in zip(per_seq, extras))
+    unit = math.gcd(*per_seq, *extras)
+    scaled, shifts, n = [s // unit for s in per_seq], [e // unit for e in extras], len(per_seq)
+    top = max(shifts)
+
+    def divide(budget: int) -> tuple[int, ...]:
+        units = budget // unit
+        out = tuple(map(floordiv, map(sub, repeat(units, n), shifts), scaled))
+        return out if units >= top else tuple(u if u > 0 else 0 for u in out)  # a room below some extra: 0
+
+    return divide
 
 
 def _divider(per_seq: list[int]):

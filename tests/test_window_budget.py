@@ -91,3 +91,15 @@ def test_gpu_count_advice_holds_a_windowed_batch():
     advice = next(s for s in one.suggestions if str(s).startswith("use num_gpus"))
     n = int(str(advice).split()[2])
     assert plan(model, h100.framework_memory_bytes, replace(request, num_gpus=n), gpu_id=h100.id).fits
+
+
+def test_prefill_extra_many_is_one_at_a_time():
+    for model_id in ("google/gemma-3-27b-it", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "google/gemma-4-26B-A4B"):
+        model = model_spec(model_id)
+        from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415
+
+        paged = paged_kv_profile(model, cache_dtypes(model, "auto", "auto"), 1, 16, weight_dtype="auto",
+                                 kv_cache_dtype="auto")
+        counts = [0, 1, 15, 16, 17, 1000, 1024, 1025, 8192, 9216, 9217, 40000]
+        assert paged.prefill_extra_bytes_many(counts, 8192) == [paged.prefill_extra_bytes(n, 8192) for n in counts]
+        assert paged.prefill_extra_bytes_many(counts, 1) == [0] * len(counts)

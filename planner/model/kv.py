@@ -166,6 +166,26 @@ class KVProfile:
             total += g.num_layers * g.bytes_per_token * (prefill - self._slots(g, min(g.max_tokens, num_tokens)))
         return total
 
+    def prefill_extra_bytes_many(self, token_counts: Sequence[int], batched_tokens: int) -> list[int]:
+        """:meth:`prefill_extra_bytes` of each count, the same integers, one pass per windowed group [bytes].
+
+        Raises:
+            ValueError: a count < 0.
+        """
+        if token_counts and min(token_counts) < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
+        totals = [0] * len(token_counts)
+        if batched_tokens <= 1:
+            return totals
+        for g in self.groups:
+            if g.max_tokens is None or not g.bytes_per_token:
+                continue
+            block, per_slot = g.block_size or self.block_size, g.num_layers * g.bytes_per_token
+            reach, cap = g.max_tokens - 1 + batched_tokens, g.max_tokens
+            totals = [t + per_slot * (-(-min(reach, n) // block) - -(-min(cap, n) // block)) * block
+                      for t, n in zip(totals, token_counts)]
+        return totals
+
     def _slots(self, group: KVGroup, tokens: int) -> int:
         """``tokens`` rounded up to whole blocks of ``group`` (its own block size, else the profile's)."""
         block = group.block_size or self.block_size

@@ -293,6 +293,12 @@ class ShiftedProfile:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         return self.inner.prefill_extra_bytes(num_tokens + self.extra_tokens, batched_tokens)
 
+    def prefill_extra_bytes_many(self, token_counts, batched_tokens: int) -> list[int]:
+        """:meth:`planner.model.kv.KVProfile.prefill_extra_bytes_many` of the shifted sequences."""
+        if token_counts and min(token_counts) < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
+        return self.inner.prefill_extra_bytes_many([n + self.extra_tokens for n in token_counts], batched_tokens)
+
 
 def launch_flags(features: ServingFeatures) -> dict[str, str]:
     """Engine -> the flags that switch these features on (vLLM's, SGLang's, and the planned engine's)."""
