@@ -103,3 +103,17 @@ def test_prefill_extra_many_is_one_at_a_time():
         counts = [0, 1, 15, 16, 17, 1000, 1024, 1025, 8192, 9216, 9217, 40000]
         assert paged.prefill_extra_bytes_many(counts, 8192) == [paged.prefill_extra_bytes(n, 8192) for n in counts]
         assert paged.prefill_extra_bytes_many(counts, 1) == [0] * len(counts)
+
+
+def test_allocation_s_paged_users_are_home_s_at_the_same_length():
+    """The Allocation page's paged count at mean_len = max_model_len is Home's users (one prefill chunk set aside)."""
+    from planner.traffic.allocation import allocation_for_model  # noqa: PLC0415
+
+    for model_id, gpu_id, tp in CASES[:4]:
+        model, gpu = model_spec(model_id), get_gpu(gpu_id)
+        for context in CONTEXTS:
+            request = PlanRequest(context_len=context, num_gpus=tp)
+            compared = allocation_for_model(model, gpu.framework_memory_bytes, request, mean_len=context,
+                                            gpu_id=gpu.id)
+            home = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id).max_concurrent_sequences
+            assert compared.paged.max_sequences == home, (model_id, context)

@@ -106,7 +106,8 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
     top = max(min(limit, CURVE_MAX_TOKENS), request.context_len, mean_len)
     curve = allocation_curve(exact, paged, budget, mean_len=mean_len,
                              max_model_lens=context_points(mean_len, max(top, mean_len + 1), 32),
-                             prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction)
+                             prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
+                             prefill_tokens=comparison.prefill_tokens)
     extra_tokens = getattr(paged, "extra_tokens", 0)  # images / draft slots: the schemes' figures count them
     try:  # the 32-slice picture of a text-only sequence (with extra tokens the table's figures speak)
         slices = None if extra_tokens else slice_waste(mean_len, request.context_len, 32)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.budget import PlanRequest, plan, sequence_profiles
+from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.kv import KVProfile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
@@ -97,6 +97,7 @@ class AllocationComparison:
     paged: SchemeUsage
     prefix: SchemeUsage
     notes: tuple[str, ...] = field(default_factory=tuple)
+    prefill_tokens: int = 0  # the one prefill chunk the paged counts set aside (windowed layers; planner.budget)
 
     @property
     def schemes(self) -> tuple[SchemeUsage, SchemeUsage, SchemeUsage]:
@@ -158,6 +159,7 @@ def compare_allocation(
     prefix_hit_fraction: float = 1.0,
     model_id: str = "",
     gpu_id: str = "",
+    prefill_tokens: int = 0,
 ) -> AllocationComparison:
     """Reserved, used and wasted KV, and sequences that fit, under each scheme.
 
@@ -183,6 +185,10 @@ def compare_allocation(
         prefix_len: Tokens of a prefix shared by some requests [tokens], ``< mean_len``.
         prefix_hit_fraction: Share of requests that start with that prefix, in [0, 1].
         model_id, gpu_id: Echoed in the result.
+        prefill_tokens: The one prefill chunk beside the decoding sequences [tokens]
+            (``planner.budget._PlanBase.prefill_tokens``): the paged and prefix counts set its extra window
+            blocks aside first (``paged.prefill_extra_bytes``), as :func:`planner.budget.plan` counts users;
+            0 = none (a model without windows gets 0 from the plan too).
 
     Raises:
         ValueError: lengths out of range (the message says what would fit).
@@ -197,14 +203,15 @@ def compare_allocation(
     used_per_seq = exact.bytes_per_sequence(mean_len)
     paged_per_seq = paged.bytes_per_sequence(mean_len)
     naive_max = budget // naive_per_seq if naive_per_seq else 0
-    paged_max = budget // paged_per_seq if paged_per_seq else 0
+    room = max(budget - (paged.prefill_extra_bytes(mean_len, prefill_tokens) if prefill_tokens else 0), 0)
+    paged_max = room // paged_per_seq if paged_per_seq else 0  # beside one prefill chunk, as planner.budget.plan
     n = num_sequences if num_sequences is not None else max(1, naive_max)
 
     shared = shared_prefix_bytes(paged, prefix_len, mean_len) if prefix_len else 0
     hits = int(prefix_hit_fraction * n + 1e-9)
     saving = max(hits - 1, 0) * shared
     prefix_reserved = n * paged_per_seq - saving
-    prefix_max = max_sequences_with_sharing(paged_per_seq, shared, prefix_hit_fraction, budget)
+    prefix_max = max_sequences_with_sharing(paged_per_seq, shared, prefix_hit_fraction, room)
 
     naive = SchemeUsage(scheme="naive", reserved_bytes_per_sequence=naive_per_seq,
                         used_bytes_per_sequence=used_per_seq, num_sequences=n,
@@ -228,13 +235,16 @@ def compare_allocation(
         notes.append(f"paged holds fewer sequences than naive reservation here ({paged_max:,} vs {naive_max:,}): a "
                      f"{mean_len:,}-token sequence takes whole {paged.block_size:,}-token blocks, "
                      f"{paged_per_seq / MiB:,.1f} MiB against {naive_per_seq / MiB:,.1f} MiB reserved for "
-                     f"{max_model_len:,} tokens (vLLM pads each recurrent state to a whole page)")
+                     f"{max_model_len:,} tokens ("
+                     + ("vLLM pads its layer groups, keeps a block beyond each window, and one prefill chunk holds "
+                        f"{prefill_tokens:,} tokens more in each window" if room < budget else
+                        "vLLM pads each recurrent state to a whole page") + ")")
     return AllocationComparison(
         model_id=model_id, gpu_id=gpu_id, max_model_len=max_model_len, mean_len=mean_len,
         block_size=paged.block_size, kv_cache_budget_bytes=budget_bytes,
         kv_cache_bytes_per_token_per_gpu=exact.bytes_per_token, prefix_len=prefix_len,
         prefix_hit_fraction=prefix_hit_fraction, naive=naive, paged=paged_usage, prefix=prefix,
-        notes=tuple(notes),
+        notes=tuple(notes), prefill_tokens=prefill_tokens,
     )
 
 
@@ -270,6 +280,7 @@ def allocation_for_model(
         exact, paged, result.kv_cache_budget_bytes, max_model_len=request.context_len, mean_len=mean_len,
         num_sequences=num_sequences, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
         model_id=model.model_id, gpu_id=gpu_id,
+        prefill_tokens=plan_base(model, gpu_memory_bytes, request, gpu_id).prefill_tokens,
     )
 
 
@@ -294,6 +305,7 @@ def allocation_curve(
     max_model_lens: tuple[int, ...],
     prefix_len: int = 0,
     prefix_hit_fraction: float = 1.0,
+    prefill_tokens: int = 0,
 ) -> tuple[AllocationPoint, ...]:
     """Sequences that fit, and unused share of the reservation, per ``max_model_len``.
 
@@ -308,7 +320,8 @@ def allocation_curve(
         if limit < mean_len:
             continue
         c = compare_allocation(exact, paged, budget_bytes, max_model_len=limit, mean_len=mean_len,
-                               num_sequences=1, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction)
+                               num_sequences=1, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
+                               prefill_tokens=prefill_tokens)
         points.append(AllocationPoint(
             max_model_len=limit, naive_max_sequences=c.naive.max_sequences,
             paged_max_sequences=c.paged.max_sequences, prefix_max_sequences=c.prefix.max_sequences,
