@@ -270,6 +270,24 @@ def test_cli_plan_with_dcp_says_its_budget_users_are_without_it(capsys):
                     f"its requests); -dcp 8 keeps 1/8 of them: {users:,} users, as the scale section counts them"]
 
 
+def test_cli_plan_with_dp_ep_says_its_budget_leaves_out_the_moe_workspace(capsys):
+    """``plan -dp 8 --enable-expert-parallel`` for DeepSeek-V3.2 on a B200 at 32K printed "max users 40" above
+    "scale users 21 per rank" with only "users are per rank" between them (QA): the budget section leaves out the
+    data-parallel MoE layer's profile peak that the scale section charges (vllm_moe_dispatch), and now says so,
+    with that peak and the launch's per-rank count, both the scale section's own figures."""
+    args = ["plan", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-b200", "--context-len", "32768",
+            "--engine", "vllm", "--data-parallel-size", "8", "--enable-expert-parallel", "--format", "json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    scale = out["scale"]
+    per_rank, peak = int(scale["max_concurrency_per_rank"]), scale["moe_dispatch"]["peak_bytes"]
+    assert per_rank < out["max_concurrent_sequences"]
+    said = [n for n in out["notes"] if "data-parallel MoE" in n]
+    assert said == [f"this section leaves out the data-parallel MoE layer's profile peak ({peak / 2**30:.2f} GiB per "
+                    f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the scale "
+                    "section counts them"]
+
+
 @pytest.mark.parametrize(("flags", "match"), [
     (["--engine", "sglang", "--data-parallel-size", "8"], "SGLang spells it --dp-size"),
     (["--engine", "vllm", "--ep-size", "8"], "vLLM spells it --enable-expert-parallel"),

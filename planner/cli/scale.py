@@ -154,7 +154,10 @@ def v1_result(result, model, scale: ScalePlan | None):
 
     Under decode context parallel the section's users are those of a cache that keeps every token of a request
     on each GPU of the group; ``-dcp N`` keeps 1/N of them (vllm/v1/worker/cp_utils.py), so the note points to
-    the launch's count (QA: Kimi-K2.5 on 8 x H200 with -dcp 8 printed "max users 46" above "scale users 375")."""
+    the launch's count (QA: Kimi-K2.5 on 8 x H200 with -dcp 8 printed "max users 46" above "scale users 375").
+    A data-parallel MoE launch's profile pass gathers every rank's tokens into each MoE layer
+    (:class:`planner.engines.vllm_moe_dispatch.MoeDispatchPeak`), which the section leaves out; where that leaves
+    the launch fewer users per rank, the note says so (DeepSeek-V3.2 on a B200 at 32K: 40 against 21)."""
     if scale is None:
         return result
     from dataclasses import replace
@@ -171,6 +174,12 @@ def v1_result(result, model, scale: ScalePlan | None):
         notes.append(f"this section prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
                      f"of {layout.global_experts} routed experts per MoE layer; users are per rank, x "
                      f"{layout.attention_dp} ranks in scale.max_concurrency")
+        per_rank = int(scale.max_concurrency_per_rank)
+        if scale.moe_dispatch is not None and per_rank < result.max_concurrent_sequences:
+            peak = scale.moe_dispatch.peak_bytes / 2**30
+            notes.append(f"this section leaves out the data-parallel MoE layer's profile peak ({peak:.2f} GiB per "
+                         f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the scale "
+                         "section counts them")
         result = replace(result, params=model.num_parameters,
                          weights_bytes=model_weight_bytes(model, result.weight_dtype))
     return replace(result, notes=(*result.notes, *notes)) if notes else result
