@@ -117,3 +117,27 @@ def test_allocation_s_paged_users_are_home_s_at_the_same_length():
                                             gpu_id=gpu.id)
             home = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id).max_concurrent_sequences
             assert compared.paged.max_sequences == home, (model_id, context)
+
+
+@pytest.mark.parametrize("model_id", ["google/gemma-3-27b-it", "openai/gpt-oss-20b", "meta-llama/Meta-Llama-3.1-8B"])
+def test_find_s_budget_rows_are_plan_s_on_each_gpu(model_id):
+    """Find's budget arithmetic (no engine) counts each TP setup's users and budget as plan() does on that GPU:
+    its own overhead, vLLM's layout for its kernels and its own prefill chunk (2,048 tokens on an L40S, RTX 5090 or
+    A100 where a large GPU's is 8,192). Gemma 3 27B at 8,192 tokens on 2 x A100 80GB: Find said 76 users where
+    Home says 78; Llama 3.1 8B on a B200: Find's budget was an H100's (its size class's first GPU)."""
+    from planner.traffic.find_types import FindRequest  # noqa: PLC0415
+    from planner.traffic.reverse import find_setups  # noqa: PLC0415
+
+    model = model_spec(model_id)
+    gpus = [get_gpu(g) for g in ("nvidia-h100-80gb", "nvidia-b200", "nvidia-l40s", "nvidia-rtx-5090",
+                                 "nvidia-a100-80gb")]
+    found = find_setups(model, gpus, FindRequest(users=64, prompt_len=7000, output_len=1192, max_gpus=8, top=60,
+                                                 kv_cache_dtypes=("auto",)))
+    rows = [s for s in found.options if s.kind == "TP" and s.data_parallel_size == 1]
+    assert {s.gpu_id for s in rows} >= {"nvidia-b200", "nvidia-l40s", "nvidia-a100-sxm-80gb"}
+    for s in rows:
+        gpu = get_gpu(s.gpu_id)
+        one = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=s.tensor_parallel_size),
+                   gpu_id=gpu.id)
+        assert (s.kv_cache_budget_bytes_per_gpu, s.max_concurrent_sequences) == (
+            one.kv_cache_budget_bytes, one.max_concurrent_sequences), (s.gpu_id, s.tensor_parallel_size)

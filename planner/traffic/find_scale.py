@@ -249,7 +249,7 @@ def launch_candidates(model: ModelSpec, gpu, request: FindRequest, workload: Wor
 
     Args:
         model, gpu, request, workload: As :func:`planner.traffic.reverse.find_setups` has them.
-        costs: The search's per (tp, KV dtype) costs (:class:`planner.traffic.reverse._Costs`).
+        costs: The search's per (tp, KV dtype) costs (:class:`planner.traffic.find_costs.CandidateCosts`).
         shapes: :func:`scale_shapes`.
         max_gpus: Most GPUs of a setup.
         make_setup: ``(gpu, c, tp, ranks, per_rank, cap, weights, kv_split) -> Setup`` (the TP rows' arithmetic,

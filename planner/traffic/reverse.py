@@ -17,9 +17,9 @@ parallel replicas ``dp`` (``tp x dp <= max_gpus``), KV dtype:
     margin             = 1 - demand / budget
     price per hour     = catalog price per GPU x tp x dp
 
-The budget arithmetic is :func:`planner.budget.plan`'s (via
-:func:`planner.sweep.per_gpu_costs`, computed once per tp and dtype), so a
-whole catalog is searched in milliseconds.
+The budget arithmetic is :func:`planner.budget.plan`'s on each GPU (:mod:`planner.traffic.find_costs`: once per
+tp and dtype, then each GPU's overhead, paged layout and prefill chunk from the memoized plan base), so a
+whole catalog is searched in milliseconds and a row's users are Home's for that GPU.
 
 With ``FindRequest.engine`` set (the page and the CLI pass vLLM unless told otherwise) the budget, the users a
 replica holds and whether it starts are the engine's own view of the setup instead
@@ -46,25 +46,23 @@ Sources: DOMAIN.md sections 1 and 4; vLLM ``vllm serve`` CLI flags
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, profile_pass_tokens
-from planner.budget import paged_with_serving
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
-from planner.engines.profiles import engine_profile, is_large_datacenter_gpu, resolve_engine_name
-from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, stored_kv_name
+from planner.engines.profiles import engine_profile, resolve_engine_name
+from planner.engines.vllm_kv_formats import stored_kv_name
 from planner.model import ModelSpec
-from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.kv import cache_dtypes
 from planner.model.params import model_weight_bytes
-from planner.overhead import DEFAULT_MAX_NUM_SEQS, estimate_overhead, overhead_bytes
-from planner.serving.features import launch_flags as serving_launch_flags, serving_effects
-from planner.serving.multimodal import encoder_chunk_budget
-from planner.sweep import per_gpu_costs
+from planner.overhead import DEFAULT_MAX_NUM_SEQS
+from planner.serving.features import launch_flags as serving_launch_flags
 from planner.text import count_noun
 from planner.traffic import find_advice
+from planner.traffic.find_costs import CandidateCosts, candidate_costs, profile_id
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -77,7 +75,6 @@ from planner.traffic.find_scale import (
 from planner.traffic.find_types import FindRequest, FindResult, GPULike, Setup, setup_rank
 from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
-    active_parameters,
     cost_per_million_tokens,
     prefill_seconds,
     time_per_output_token,
@@ -124,102 +121,6 @@ def valid_tensor_parallel(model: ModelSpec, tp: int) -> bool:
     return tensor_parallel_splits(model, tp)
 
 
-@dataclass(frozen=True)
-class _Costs:
-    weights: int
-    overheads: dict  # vLLM size class (planner.engines.profiles.is_large_datacenter_gpu) -> overhead [bytes]
-    kv_name: str
-    kv_flag: str
-    paged_per_seq: int
-    exact_decode_seq: int
-    profile: object
-    active_params: int
-    launch_extra: str = ""
-    prefill_extra: int = 0  # one request's prefill chunk beside its windows, fixed lengths (planner.budget.plan)
-
-    def overhead(self, gpu) -> int:
-        """Overhead per GPU on ``gpu``: its size class picks vLLM's scheduler defaults [bytes]."""
-        return self.overheads[is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id)]
-
-
-def _candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
-                     tp_sizes: tuple[int, ...], gpus) -> dict[tuple[int, str], _Costs]:
-    """Per (tp, kv dtype): weights, overhead per GPU size class of ``gpus`` and KV per sequence on
-    one GPU (budget arithmetic of plan())."""
-    classes = {}
-    for gpu in gpus:  # one GPU of each vLLM size class stands for the class
-        classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
-    costs = {}
-    active = active_parameters(model)
-    profile_id = _profile_id(request)
-    decode_ctx = min(workload.max_model_len,
-                     int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
-    for tp in tp_sizes:
-        for kv in dict.fromkeys(request.kv_cache_dtypes):
-            plan_request = PlanRequest(context_len=workload.max_model_len, weight_dtype=request.weight_dtype,
-                                       kv_cache_dtype=kv, num_gpus=tp, block_size=request.block_size,
-                                       gpu_memory_utilization=request.gpu_memory_utilization,
-                                       overhead_bytes=request.overhead_bytes)
-            c = per_gpu_costs(model, plan_request)
-            overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
-                         for large, gpu in classes.items()}
-            dtypes = cache_dtypes(model, request.weight_dtype, kv)
-            name = stored_kv_name(model, profile_id, kv, dtypes.kv.name)
-            if (tp, name) in costs:
-                continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
-            weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
-            if request.serving is not None:
-                weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
-                                                                          weights, overheads, paged, exact)
-            decode_seq = exact.bytes_per_sequence(decode_ctx)
-            if name == FP8_DS_MLA:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
-                decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
-            costs[(tp, name)] = _Costs(
-                weights=weights, overheads=overheads,
-                kv_name=name, kv_flag=kv,
-                paged_per_seq=paged.bytes_per_sequence(workload.max_tokens),
-                exact_decode_seq=decode_seq, profile=paged, active_params=active, launch_extra=extra,
-                prefill_extra=c.prefill_tokens and paged.prefill_extra_bytes(workload.max_tokens, c.prefill_tokens))
-    return costs
-
-
-def _profile_id(request: FindRequest) -> str | None:
-    """The id of the engine profile ``request`` names (``find --engine``), None for the budget arithmetic: what
-    :func:`planner.engines.vllm_kv_formats.stored_kv_name` reads to name the cache the engine stores."""
-    return None if request.engine is None else engine_profile(request.engine).id
-
-
-def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanRequest, classes: dict, weights: int,
-                   overheads: dict, paged, exact):
-    """The serving features (:mod:`planner.serving`) on one (tp, dtype) candidate: weights + extras, each
-    size class's overhead + profile-pass extras (unless overridden), the KV profiles with the extra layers
-    and token slots, and the vLLM flags for the launch command. The same arithmetic as
-    :func:`planner.budget.plan` (its ``_apply_serving``)."""
-    features = replace(request.serving, engine="vllm")  # the setups are vllm serve commands
-    dtypes = cache_dtypes(model, plan_request.weight_dtype, plan_request.kv_cache_dtype)
-    tp = plan_request.num_gpus
-    new_overheads, effects = {}, None
-    for large, gpu in classes.items():
-        tokens = profile_pass_tokens(plan_request, gpu.framework_memory_bytes, gpu.id)
-        effects = serving_effects(model, features, tensor_parallel_size=tp, dtypes=dtypes, gpu_id=gpu.id,
-                                  weight_dtype_name=plan_request.weight_dtype, num_batched_tokens=tokens,
-                                  encoder_chunk_budget_bytes=encoder_chunk_budget(
-                                      gpu.framework_memory_bytes, gpu.framework_memory_bytes - weights))
-        if plan_request.overhead_bytes is None:
-            lm = estimate_overhead(model, dtypes.state.bytes_for(1), tp, plan_request.max_num_batched_tokens,
-                                   gpu_memory_bytes=gpu.framework_memory_bytes, gpu_name=gpu.id)
-            effects = effects.with_profile_peak(lm.activation_bytes + lm.logits_bytes)
-        extra_act = 0 if plan_request.overhead_bytes is not None else effects.extra_activation_bytes
-        new_overheads[large] = overheads[large] + extra_act
-    if effects is None:  # no priced GPU: nothing is evaluated
-        return weights, overheads, paged, exact, ""
-    extra = effects.extra_kv_model
-    paged = paged_with_serving(model, dtypes, replace(plan_request, serving=features), effects, paged)
-    exact = effects.kv_profile(exact, None if extra is None else kv_profile(extra, dtypes, tp, 1))
-    return (weights + effects.extra_weights_bytes, new_overheads, paged, exact,
-            serving_launch_flags(features).get("vllm", ""))
-
-
 def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], request: FindRequest) -> FindResult:
     """Search GPU type x count x TP x KV dtype for the cheapest setups that hold the users.
 
@@ -260,7 +161,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     if not tp_sizes:
         raise ValueError(f"no tensor parallel size in {request.tensor_parallel_sizes} works for "
                          f"{model.model_id} within max_gpus {request.max_gpus}")
-    costs = _candidate_costs(model, request, workload, tp_sizes, priced)
+    costs = candidate_costs(model, request, workload, tp_sizes, priced)
     engine_caps: dict | None = None
     if request.engine is not None:  # the engine's view sizes every setup (planner.traffic.find_engine)
         engine_caps = {}
@@ -302,7 +203,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
             closest = near.finish(near.setup)
         suggestions = find_advice.suggestions(
             model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
-            stored_kv=lambda kv: stored_kv_name(model, _profile_id(request), kv,
+            stored_kv=lambda kv: stored_kv_name(model, profile_id(request), kv,
                                                 cache_dtypes(model, request.weight_dtype, kv).kv.name),
             offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
             min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
@@ -380,7 +281,7 @@ def _search_up_to(model: ModelSpec, gpus, workload: Workload, tp_sizes: tuple[in
     tensor-parallel sizes widened to the new limit): what :mod:`planner.traffic.find_advice` checks a change with."""
     wider = tuple(t for t in dict.fromkeys(request.tensor_parallel_sizes)
                   if t <= max_gpus and valid_tensor_parallel(model, t)) or tp_sizes
-    costs = _candidate_costs(model, request, workload, wider, gpus)
+    costs = candidate_costs(model, request, workload, wider, gpus)
     return [x.setup for x in _search(model, gpus, request, workload, costs, max_gpus, engine_caps)]
 
 
@@ -407,7 +308,7 @@ def _coverage(s: Setup) -> float:
     return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
 
 
-def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, costs: dict[tuple[int, str], _Costs],
+def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, costs: dict[tuple[int, str], CandidateCosts],
             max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
     """Every setup of the kinds asked (:attr:`FindRequest.setup_kinds`) within ``max_gpus``: the TP x replicas
     rows, then for an MoE or MLA model under an engine that has them the DP+EP, DCP and disaggregated rows
@@ -423,7 +324,8 @@ def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, co
               if x.kind in request.setup_kinds]
 
     def make(gpu, c, tp, ranks, per_rank, cap, weights, kv_split):
-        return _setup(model, gpu, request, workload, c, tp, ranks, per_rank, demand(tp, c.kv_name, per_rank), cap,
+        on = c.on(gpu)
+        return _setup(model, gpu, request, workload, on, tp, ranks, per_rank, demand(tp, c.kv_name, per_rank, on), cap,
                       weights=weights, kv_split=kv_split)
 
     for gpu in gpus:
@@ -435,7 +337,7 @@ def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, co
 
 
 def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
-              costs: dict[tuple[int, str], _Costs], max_gpus: int, engine_caps: dict | None,
+              costs: dict[tuple[int, str], CandidateCosts], max_gpus: int, engine_caps: dict | None,
               demand: DemandCache) -> list[Candidate]:
     """Every GPU x (tp, dtype) x replica count within ``max_gpus`` (the TP rows); ``engine_caps``: the engine view's
     :class:`~planner.traffic.find_engine.EngineCapacity` cache, by (GPU, tp, KV flag) (None: no engine)."""
@@ -448,20 +350,21 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
             if dp > users:
                 break
             per_replica = ceil_div(users, dp)
-            need = demand(tp, kv_name, per_replica)
             for gpu in gpus:
+                on = c.on(gpu)  # plan()'s arithmetic on this GPU
+                need = demand(tp, kv_name, per_replica, on)
                 cap = None
                 if engine_caps is not None:
                     key = (gpu.id, gpu.framework_memory_bytes, tp, c.kv_flag)
                     if key not in engine_caps:
                         engine_caps[key] = engine_capacity(model, gpu, request, tp, c.kv_flag, workload.max_model_len)
                     cap = engine_caps[key]
-                setup = _setup(model, gpu, request, workload, c, tp, dp, per_replica, need, cap)
-                out.append(Candidate(setup, partial(_with_tp_command, model, gpu, request, workload, c, cap)))
+                setup = _setup(model, gpu, request, workload, on, tp, dp, per_replica, need, cap)
+                out.append(Candidate(setup, partial(_with_tp_command, model, gpu, request, workload, on, cap)))
     return out
 
 
-def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: CandidateCosts,
            tp: int, dp: int, per_replica: int, demand: int, cap: EngineCapacity | str | None = None, *,
            weights: int | None = None, kv_split: int = 1) -> Setup:
     """One setup without its launch command (:func:`_with_tp_command` adds it to the listed ones); ``cap``: the
@@ -528,7 +431,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _
     )
 
 
-def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: _Costs,
+def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: CandidateCosts,
                      cap: EngineCapacity | str | None, s: Setup) -> Setup:
     """A listed TP row with its launch command: the chosen engine's own (:func:`engine_launch_command`) outside
     vLLM, else :func:`vllm_serve_command` with the serving features' flags."""
@@ -564,7 +467,7 @@ _FP8_KV_NOTE_NVIDIA = (
 """Backend note for fp8 KV on NVIDIA GPUs without native fp8 (sources: the vLLM pull requests named)."""
 
 
-def _speed_and_cost(c: _Costs, gpu, request: FindRequest, workload: Workload, tp: int, tpot: float | None,
+def _speed_and_cost(c: CandidateCosts, gpu, request: FindRequest, workload: Workload, tp: int, tpot: float | None,
                     price_per_hour: float) -> tuple[float | None, float | None, float | None]:
     """(time to first token [s], output tokens/s, USD per 10^6 output tokens) on the roofline.
 
@@ -591,6 +494,7 @@ def _speed_and_cost(c: _Costs, gpu, request: FindRequest, workload: Workload, tp
 def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequest) -> Setup:
     """Replace a distribution setup's user count by the Monte-Carlo figure at the target probability."""
     c = costs[(s.tensor_parallel_size, s.kv_cache_dtype)]
+    c = c.by_gpu.get(s.gpu_id, c)  # its GPU's paged profile
     sim = simulate_concurrency(c.profile, s.kv_cache_budget_bytes_per_gpu, workload,
                                num_trials=min(request.num_trials, 500), seed=request.seed)
     users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size

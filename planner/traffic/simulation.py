@@ -330,15 +330,17 @@ class DemandCache:
                  quantile: float):
         self.workload, self.costs, self.block_size = workload, costs, block_size
         self.num_trials, self.seed, self.quantile = num_trials, seed, quantile
-        self.demand: dict[tuple[int, str, int], int] = {}
+        self.demand: dict[tuple, int] = {}
         self.slots: dict[int, dict] = {}
-        self.caps = tuple({g.max_tokens for c in costs.values() for g in c.profile.groups})
+        self.caps = tuple({g.max_tokens for c in costs.values()
+                           for on in (c, *getattr(c, "by_gpu", {}).values()) for g in on.profile.groups})
 
-    def __call__(self, tp: int, kv_name: str, users: int) -> int:
-        """The demand of ``users`` requests on one GPU at ``(tp, kv_name)`` [bytes]."""
-        key = (tp, kv_name, users)
+    def __call__(self, tp: int, kv_name: str, users: int, costs=None) -> int:
+        """The demand of ``users`` requests on one GPU at ``(tp, kv_name)`` [bytes]; ``costs``: that GPU's own
+        (``CandidateCosts.on``: its paged profile and prefill chunk), else the candidate's."""
+        c = self.costs[(tp, kv_name)] if costs is None else costs
+        key = (tp, kv_name, users, c.paged_per_seq, getattr(c, "prefill_extra", 0), id(c.profile))
         if key not in self.demand:
-            c = self.costs[(tp, kv_name)]
             if self.workload.is_fixed:  # one of them at its prefill peak (windowed layers, as plan() counts)
                 self.demand[key] = users * c.paged_per_seq + (getattr(c, "prefill_extra", 0) if users else 0)
             else:
