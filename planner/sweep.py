@@ -188,12 +188,10 @@ def catalog_sweep(
     for model in models:
         costs = per_gpu_costs(model, request)
         per_seq = costs.profile_paged.bytes_per_sequences(contexts)
-        divide = _divider(per_seq)
-        if costs.prefill_tokens:  # windowed layers: the room beside one prefill chunk differs by context
-            divide = _divider_beside(per_seq, costs.profile_paged.prefill_extra_bytes_many(contexts,
-                                                                                           costs.prefill_tokens))
-        # The overhead depends on the GPU only through vLLM's size class; no GPU given = the large class.
+        # The overhead and the prefill chunk depend on the GPU only through vLLM's size class; no GPU given = the
+        # large class.
         overheads: dict[bool, int] = {True: costs.overhead_bytes}
+        dividers = {}
         by_memory: dict[int, tuple[int, ...]] = {}
         rows = []
         for mem in gpu_memory_bytes:
@@ -202,12 +200,25 @@ def catalog_sweep(
                 large = is_large_datacenter_gpu(mem, "")
                 if large not in overheads:
                     overheads[large] = overhead_bytes(model, request, mem)
+                if large not in dividers:
+                    dividers[large] = _class_divider(costs, per_seq, contexts, request, mem)
                 budget = int(mem * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - overheads[large]
-                row = zeros if budget <= 0 else divide(budget)
+                row = zeros if budget <= 0 else dividers[large](budget)
                 by_memory[mem] = row
             rows.append(row)
         result.append(rows)
     return result
+
+
+def _class_divider(costs: PerGPUCosts, per_seq: list[int], contexts: tuple[int, ...], request: PlanRequest,
+                   gpu_memory_bytes: int):
+    """``budget -> users`` per context on a GPU of ``gpu_memory_bytes``: :func:`_divider`, or for windowed layers
+    :func:`_divider_beside` with the prefill chunk of that GPU's size class set aside (``max_num_batched_tokens``
+    2,048 on a small GPU where a large one batches 8,192: :func:`planner.budget.profile_pass_tokens`)."""
+    if not costs.prefill_tokens:
+        return _divider(per_seq)
+    tokens = profile_pass_tokens(request, gpu_memory_bytes, "")
+    return _divider_beside(per_seq, costs.profile_paged.prefill_extra_bytes_many(contexts, tokens))
 
 
 def _divider_beside(per_seq: list[int], extras: list[int]):

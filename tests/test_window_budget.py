@@ -61,6 +61,20 @@ def test_the_catalog_sweep_counts_windowed_models_as_plan_does():
     assert row == tuple(p.max_concurrent_sequences for p in by_plan)
 
 
+def test_the_catalog_sweep_sets_each_size_class_s_prefill_chunk_aside():
+    """A small GPU batches 2,048 tokens where a large one batches 8,192 (vLLM's scheduler defaults by size class):
+    the sweep set the large class's chunk aside on every GPU, 19 users for Gemma 3 27B on 2 x L40S at 8,192 tokens
+    where plan() on the same memory counts 21."""
+    model = model_spec("google/gemma-3-27b-it")
+    gpus = [get_gpu(g) for g in ("nvidia-h200", "nvidia-l40s", "nvidia-rtx-5090")]
+    request = PlanRequest(context_len=8192, num_gpus=2)
+    contexts = (1000, 4096, 8192, 32768)
+    rows = catalog_sweep((model,), tuple(g.framework_memory_bytes for g in gpus), request, contexts)[0]
+    for gpu, row in zip(gpus, rows, strict=True):
+        by_plan = [plan(model, gpu.framework_memory_bytes, replace(request, context_len=c)) for c in contexts]
+        assert row == tuple(p.max_concurrent_sequences for p in by_plan), gpu.id
+
+
 def test_prefill_extra_worked_example():
     """KVProfile.prefill_extra_bytes's docstring: Gemma 3 27B at 16-token blocks, 32,768 tokens, 8,192 batched:
     52 sliding layers x (9,216 - 1,024) slots x 8,192 B; nothing at one batched token or below the window."""

@@ -182,7 +182,9 @@ class KVProfile:
                 continue
             block, per_slot = g.block_size or self.block_size, g.num_layers * g.bytes_per_token
             reach, cap = g.max_tokens - 1 + batched_tokens, g.max_tokens
-            totals = [t + per_slot * (-(-min(reach, n) // block) - -(-min(cap, n) // block)) * block
+            held = -(-cap // block)  # blocks of the window; a count up to the cap adds nothing, past the reach all
+            top = per_slot * (-(-reach // block) - held) * block
+            totals = [t if n <= cap else t + top if n >= reach else t + per_slot * (-(-n // block) - held) * block
                       for t, n in zip(totals, token_counts)]
         return totals
 
