@@ -308,8 +308,8 @@ def _coverage(s: Setup) -> float:
     return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
 
 
-def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload, costs: dict[tuple[int, str], CandidateCosts],
-            max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
+def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
+            costs: dict[tuple[int, str], CandidateCosts], max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
     """Every setup of the kinds asked (:attr:`FindRequest.setup_kinds`) within ``max_gpus``: the TP x replicas
     rows, then for an MoE or MLA model under an engine that has them the DP+EP, DCP and disaggregated rows
     (:mod:`planner.traffic.find_scale`)."""
