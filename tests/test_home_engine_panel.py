@@ -111,3 +111,12 @@ def test_home_s_usable_context_is_the_engine_s_longest_accepted_length(capsys):
     at.run()
     [seed] = [m.value for m in at.markdown if m.value.startswith("**Longest context")]
     assert f"Usable here: **{usable:,} tokens**" in seed and "startup check accepts at most" not in seed, seed
+
+
+def test_the_panel_says_the_users_above_are_the_requests_decoding_beside_a_prefill_chunk():
+    """Since the budget pages windowed models as vLLM does and sets one prefill chunk aside (tests/
+    test_window_budget.py), the panel no longer says the figures above 'cap each window at its size and reserve
+    no prefill chunk': Gemma 3 27B on an H200 at 8,192 tokens, 60 users above = floor(60.88) decoding at once."""
+    line = _why_line({"model": "google/gemma-3-27b-it", "gpu": "nvidia-h200-sxm", "context_len": "8192"})
+    assert "reserve no prefill chunk" not in line
+    assert "the users above are the requests decoding at once beside one prefill chunk" in line

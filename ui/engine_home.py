@@ -138,9 +138,9 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
         st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
                    "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
                    "another engine or version loads the weights, profiles and captures graphs its own way. "
-                   + (f"Concurrency: {md_message(plan.decoding_note)}; the figures above cap each window at its "
-                      "size and reserve no prefill chunk." if plan.decodes_more_than_printed else
-                      "The concurrency here is the figure the engine prints.")
+                   + (f"Concurrency: {md_message(plan.decoding_note)}; the users above are the requests decoding "
+                      "at once beside one prefill chunk, as the newest vLLM pages them."
+                      if plan.decodes_more_than_printed else "The concurrency here is the figure the engine prints.")
                    + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else ""))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
