@@ -16,6 +16,7 @@ import pytest
 
 from model_catalog import get_gpu, model_spec
 from planner.budget import PlanRequest, plan
+from planner.engines import EngineRequest, plan_engine
 from planner.model.kv import KVGroup, KVProfile, cache_dtypes, kv_profile
 from planner.sweep import catalog_sweep, concurrency_curve
 from tests.test_hybrid_budget import assert_budget_users_are_the_engine_views
@@ -155,3 +156,28 @@ def test_find_s_budget_rows_are_plan_s_on_each_gpu(model_id):
                    gpu_id=gpu.id)
         assert (s.kv_cache_budget_bytes_per_gpu, s.max_concurrent_sequences) == (
             one.kv_cache_budget_bytes, one.max_concurrent_sequences), (s.gpu_id, s.tensor_parallel_size)
+
+
+def test_the_engine_start_check_counts_padded_groups_from_v0_21():
+    """vLLM >= v0.21 checks one request's blocks in every KV-cache group, a short group's padding included
+    (vllm/v1/core/kv_cache_utils.py ``_max_memory_usage_bytes_from_groups``): Gemma 3 27B on 2 x RTX 5090 was
+    accepted at 2,864 tokens where that check, and the budget, stop at 2,528 (QA). Older profiles sum the layers."""
+    from planner.engines.pages import kv_layout  # noqa: PLC0415
+    from planner.engines.profiles import engine_profile  # noqa: PLC0415
+    from planner.engines.vllm_specs import stage_specs, vllm_block_size  # noqa: PLC0415
+
+    model, gpu = model_spec("google/gemma-3-27b-it"), get_gpu("nvidia-rtx-5090")
+    for engine in ("vllm", "vllm-v0.28"):
+        request = EngineRequest(engine=engine, tensor_parallel_size=2, max_model_len=131072, gpu_name=gpu.id)
+        view = plan_engine(model, gpu.framework_memory_bytes, request)
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=131072, num_gpus=2), gpu_id=gpu.id)
+        if engine == "vllm":
+            assert view.engine_max_model_len == budget.max_context_len
+        profile = engine_profile(engine)
+        layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile,
+                                       vllm_block_size(model, request, profile)[0]))
+        padded = layout.start_check_bytes(8192, 8192, True)
+        assert padded == layout.blocks_per_request(8192, 8192) * layout.bytes_per_block
+        assert padded > layout.start_check_bytes(8192, 8192, False) == layout.needed_bytes(8192, 8192)
+    assert [engine_profile(e).start_check for e in ("vllm", "vllm-v0.28", "vllm-v0.11")] == [
+        "v1_groups", "v1_groups", "v1_memory"]

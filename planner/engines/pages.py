@@ -360,6 +360,16 @@ class KVLayout:
             total += count * spec.max_memory_usage_bytes(max_model_len, max_num_batched_tokens)
         return total
 
+    def start_check_bytes(self, max_model_len: int, max_num_batched_tokens: int, padded: bool) -> int:
+        """The KV one request of ``max_model_len`` needs in the engine's start check [bytes]: with ``padded``
+        (vLLM >= v0.21, ``_max_memory_usage_bytes_from_groups`` in vllm/v1/core/kv_cache_utils.py) its blocks in
+        every KV-cache group times the pool's bytes per block, so a short group's padding layers count (Gemma 3
+        27B: 52 sliding layers in 6 groups of 10); else :meth:`needed_bytes`, every layer's bytes (older
+        ``max_memory_usage_bytes`` over the layer specs)."""
+        if padded:
+            return self.blocks_per_request(max_model_len, max_num_batched_tokens) * self.bytes_per_block
+        return self.needed_bytes(max_model_len, max_num_batched_tokens)
+
     @cached_property
     def spec_counts(self) -> tuple[tuple[PageSpec, int], ...]:
         """``(spec, number of layers with it)`` over every group, in order of first appearance."""
@@ -530,17 +540,17 @@ def printed_tokens_for_ratio(layout: KVLayout, num_blocks: int, style: str, conc
 
 
 def max_model_len_that_fits(layout: KVLayout, available_bytes: int, max_num_batched_tokens: int,
-                            limit: int) -> int:
+                            limit: int, *, padded: bool = False) -> int:
     """Largest ``max_model_len <= limit`` whose one request fits in ``available_bytes``.
 
-    Binary search on :meth:`KVLayout.needed_bytes` (non-decreasing in the
+    Binary search on :meth:`KVLayout.start_check_bytes` (``padded`` as there; non-decreasing in the
     length); 0 when not even one token fits.
 
     Sources: vLLM ``_estimate_max_model_len_from_groups`` (binary search).
     """
 
     def fits(length: int) -> bool:
-        return layout.needed_bytes(length, max_num_batched_tokens) <= available_bytes
+        return layout.start_check_bytes(length, max_num_batched_tokens, padded) <= available_bytes
 
     if available_bytes <= 0:
         return 0

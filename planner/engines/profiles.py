@@ -67,7 +67,7 @@ BudgetBase = Literal["total", "free_before_load", "free_after_profile", "total_m
 
 TokenPrint = Literal["blocks", "blocks_x_block_size", "blocks_per_group", "concurrency_x_len", "cells", "tokens"]
 ConcurrencyPrint = Literal["tokens_over_len", "blocks_per_request", "none"]
-StartCheck = Literal["v0_tokens", "v1_memory", "none"]
+StartCheck = Literal["v0_tokens", "v1_memory", "v1_groups", "none"]
 
 SAMPLER_BYTES_PER_LOGIT_PYTORCH = 38
 """Peak bytes per (sequence x vocabulary) logit of vLLM's dummy sampler run with
@@ -112,7 +112,10 @@ class EngineProfile:
             layer as full attention.
         token_print: How the engine prints its token capacity.
         concurrency_print: How it prints "Maximum concurrency".
-        start_check: How it refuses a ``max_model_len`` that does not fit.
+        start_check: How it refuses a ``max_model_len`` that does not fit: ``v1_memory`` sums every layer's
+            bytes for one request, ``v1_groups`` (vLLM >= v0.21) counts its blocks in every KV-cache group, a
+            short group padded (:meth:`planner.engines.pages.KVLayout.start_check_bytes`), ``v0_tokens`` counts
+            tokens.
         subtracts_cudagraph: True when the CUDA-graph estimate is deducted
             before the KV cache is sized (vLLM >= v0.21).
         sampler_bytes_per_logit: Dummy-sampler peak per logit [bytes] (0: the
@@ -196,12 +199,12 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         _vllm("vllm", "vLLM V1, 2026 builds (>= v0.29: model runner V2 for every model, CUDA graphs profiled)",
               version="vLLM v0.29+ (2026)",
               hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
-              start_check="v1_memory", subtracts_cudagraph=True,
+              start_check="v1_groups", subtracts_cudagraph=True,
               sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_GUMBEL),
         _vllm("vllm-v0.28", "vLLM V1, v0.22-v0.28 (model runner V2 for dense models: CUDA graphs not charged)",
               version="vLLM v0.22-v0.28",
               hybrid_allocator=True, token_print="concurrency_x_len", concurrency_print="blocks_per_request",
-              start_check="v1_memory", subtracts_cudagraph=True,
+              start_check="v1_groups", subtracts_cudagraph=True,
               sampler_bytes_per_logit=SAMPLER_BYTES_PER_LOGIT_GUMBEL),
         _vllm("vllm-v0.11", "vLLM V1, v0.11-v0.20 (hybrid allocator, PyTorch top-k/top-p sampler)",
               version="vLLM v0.11-v0.20",

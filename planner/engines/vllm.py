@@ -128,7 +128,8 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
         blocks_per_request, needs = blocks * groups, (blocks * bytes_per_block,)
     else:
         blocks_per_request = layout.blocks_per_request(max_model_len, mnbt)
-        needs = [lay.needed_bytes(max_model_len, mnbt) for lay in st.layouts]
+        padded = profile.start_check == "v1_groups"
+        needs = [lay.start_check_bytes(max_model_len, mnbt, padded) for lay in st.layouts]
     if profile.token_print == "concurrency_x_len" and profile.concurrency_print == "blocks_per_request":
         # the newest releases: concurrency_ratio is (blocks, blocks per request) and the printed tokens
         # int(concurrency x len) (printed_tokens_for_ratio), without the two calls
@@ -287,7 +288,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
     if profile.start_check == "v0_tokens":
         engine_max_len = min(num_blocks * layout.block_size, limit)
     else:
-        engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit)
+        padded = profile.start_check == "v1_groups"
+        engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit, padded=padded)
                              for lay, r in zip(layouts, ranks))
     shared = shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
     if shared:
@@ -510,7 +512,7 @@ def _start_reasons(model: ModelSpec, profile: EngineProfile, st: _StaticPlan, ma
         reasons.append(f"User-specified max_model_len ({max_model_len}{over_limit_tail}")
     if st.no_memory_reason:
         reasons.append(st.no_memory_reason)
-    elif profile.start_check == "v1_memory":
+    elif profile.start_check in ("v1_memory", "v1_groups"):
         for needed, rank, tail in zip(needs, st.ranks, memory_tails):
             if needed > rank.available_kv_cache_bytes:
                 reasons.append(f"To serve at least one request with the model's max seq len ({max_model_len}), "

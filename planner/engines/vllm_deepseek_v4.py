@@ -306,6 +306,11 @@ class DeepseekV4Layout(KVLayout):
         """What vLLM's memory check charges one request of ``max_model_len`` tokens (note 4) [bytes]."""
         return self.need_block_bytes * sum(self._group_blocks(max_model_len, max_num_batched_tokens))
 
+    def start_check_bytes(self, max_model_len: int, max_num_batched_tokens: int, padded: bool) -> int:
+        """:meth:`needed_bytes`, which already counts the allocator's group blocks (note 4; N11: 6.66 GiB as
+        printed), whichever way ``padded`` asks."""
+        return self.needed_bytes(max_model_len, max_num_batched_tokens)
+
 
 def _page_spec(cache: _Cache):
     """A :mod:`planner.engines.pages` spec with this cache's block, page and window."""
