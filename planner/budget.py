@@ -170,6 +170,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     values["kv_cache_bytes_in_use"] = in_use
     values["free_bytes"] = budget_or_0 - in_use
     values["kv_cache_bytes_needed"] = needed
+    values["kv_cache_prefill_extra_bytes"] = prefill_extra
     values["kv_cache_shortfall_bytes"] = needed - budget_or_0 if needed > budget_or_0 else 0
     values["kv_cache_capacity_tokens"] = capacity_tokens
     values["max_concurrent_sequences"] = max_seqs

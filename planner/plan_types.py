@@ -123,6 +123,10 @@ class Plan:
     in the budget, and ``kv_cache_shortfall_bytes = max(0, needed - max(budget, 0))`` the rest
     (the overflow a "does not fit" plan shows). Example (the design-review case): Llama-3.1-70B,
     4 x H100, 200 x 2,500 tokens need 38.33 GiB against a 33.09 GiB budget: 5.24 GiB short.
+    ``kv_cache_prefill_extra_bytes`` is the part of ``kv_cache_bytes_needed`` that one of the batch holds at its
+    prefill peak beyond its decoding blocks: a chunk of ``max_num_batched_tokens`` more in each windowed layer
+    (sliding windows, chunked local attention; 0 for other models): Gemma 3 27B on an H200, one 8,192-token
+    sequence: 1.10 GiB decoding (whole blocks), 3.28 GiB more while it is prefilled.
 
     ``block_size`` is the page size the plan used: the request's, except for an attention + Mamba hybrid, which
     vLLM pages in larger blocks that hold one Mamba state each (784 tokens for Qwen3.5-27B;
@@ -180,6 +184,7 @@ class Plan:
     kv_cache_bytes_in_use: int
     free_bytes: int
     kv_cache_bytes_needed: int
+    kv_cache_prefill_extra_bytes: int = 0
     kv_cache_shortfall_bytes: int
     kv_cache_capacity_tokens: int
     max_concurrent_sequences: int
@@ -197,8 +202,9 @@ class Plan:
     @property
     def kv_cache_bytes_per_sequence_paged_per_gpu(self) -> int:
         """One sequence of ``context_len`` on one GPU in whole blocks, as ``max_concurrent_sequences`` counts it
-        (a hybrid's raised block and padded states included): ``kv_cache_bytes_needed / batch_size`` [bytes]."""
-        return self.kv_cache_bytes_needed // self.batch_size
+        (a hybrid's raised block and padded states included): ``(kv_cache_bytes_needed - kv_cache_prefill_extra_bytes)
+        / batch_size`` [bytes]."""
+        return (self.kv_cache_bytes_needed - self.kv_cache_prefill_extra_bytes) // self.batch_size
 
     @property
     def weights_label(self) -> str:

@@ -181,3 +181,26 @@ def test_the_engine_start_check_counts_padded_groups_from_v0_21():
         assert padded > layout.start_check_bytes(8192, 8192, False) == layout.needed_bytes(8192, 8192)
     assert [engine_profile(e).start_check for e in ("vllm", "vllm-v0.28", "vllm-v0.11")] == [
         "v1_groups", "v1_groups", "v1_memory"]
+
+
+def test_home_says_what_the_prefill_chunk_holds_and_the_paged_sequence_leaves_it_out():
+    """One 8,192-token Gemma 3 27B sequence on an H200: Home said "4.38 GiB of the KV budget in use" beside "KV per
+    sequence 1.03 GiB" with no word (QA); the verdict now names the prefill chunk's share, and the paged sequence
+    (the tile's help, the CLI's KV/sequence) is the decoding one, without that share."""
+    from streamlit.testing.v1 import AppTest  # noqa: PLC0415
+
+    from ui.format import format_bytes  # noqa: PLC0415
+
+    model, gpu = model_spec("google/gemma-3-27b-it"), get_gpu("nvidia-h200-sxm")
+    one = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192), gpu_id=gpu.id)
+    extra = one.kv_cache_prefill_extra_bytes
+    assert extra > 0 and one.kv_cache_bytes_needed == one.kv_cache_bytes_per_sequence_paged_per_gpu + extra
+    llama = model_spec("meta-llama/Meta-Llama-3.1-8B")
+    assert plan(llama, gpu.framework_memory_bytes, PlanRequest(context_len=8192), gpu_id=gpu.id
+                ).kv_cache_prefill_extra_bytes == 0
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in {"model": model.model_id, "gpu": gpu.id, "context_len": "8192"}.items():
+        at.query_params[key] = value
+    at.run()
+    (fits,) = [s.value for s in at.success if s.value.startswith("**Fits.**")]
+    assert f"({format_bytes(extra)} of it while one of them is prefilled" in fits, fits

@@ -115,6 +115,16 @@ def context_problem(model: ModelSpec, context_len: int) -> str | None:
     return None
 
 
+def prefill_share(plan: Plan) -> str:
+    """`` (3.28 GiB of it while one of them is prefilled: its windows hold a chunk more)`` when the plan sets one
+    prefill chunk aside (``Plan.kv_cache_prefill_extra_bytes``, windowed models), else ""."""
+    extra = plan.kv_cache_prefill_extra_bytes
+    if not extra:
+        return ""
+    return (f" ({format_bytes(extra)} of it while one of them is prefilled: its sliding-window layers hold a "
+            "chunk of batched tokens more)")
+
+
 def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None) -> None:
     """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
 
@@ -128,8 +138,8 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
         figures = (f"{format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
                    f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
                    f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
-                   f"KV budget per GPU in use; up to {count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} "
-                   "at this context.")
+                   f"KV budget per GPU in use{prefill_share(plan)}; up to "
+                   f"{count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} at this context.")
         if refusing_engine:
             st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).** {figures}",
                        icon=":material/warning:")
