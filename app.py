@@ -34,8 +34,8 @@ too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 
-replica = f"{gpu.vendor} {gpu.name}" if form.num_gpus == 1 else f"{form.num_gpus} x {gpu.vendor} {gpu.name}"
-st.subheader(md_text(f"{model.display_name} on {replica}"))  # QA: "x 8" was only in the banner
+gpus_of = "" if form.num_gpus == 1 else f"{form.num_gpus} x "  # QA: "x 8" was only in the banner
+st.subheader(md_text(f"{model.display_name} on {gpus_of}{gpu.vendor} {gpu.name}"))
 st.caption(md_message(
     f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
@@ -56,7 +56,7 @@ start_fixes = [] if engine_request is None or not result.fits else views.guarded
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
-views.seed_answer(result, model, gpu.name if form.num_gpus == 1 else f"{form.num_gpus} x {gpu.name}", engine_plan)
+views.seed_answer(result, model, f"{gpus_of}{gpu.name}", engine_plan)
 views.plan_metrics(result)
 feature_line.show_users_line(features, form.model_id, same_as="")
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,

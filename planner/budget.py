@@ -125,7 +125,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     per_seq_gpu_paged, per_seq_gpu_exact, per_seq_exact_1 = base.bytes_per_sequence(context)
 
     capacity_tokens = base.capacity_tokens
-    prefill_extra = base.prefill_extra_bytes(context) if base.prefill_tokens else 0  # windowed layers only
+    prefill_extra = base.prefill_extra_bytes(context)  # windowed layers only
     if budget <= prefill_extra:
         max_seqs = 0
     elif per_seq_gpu_paged:
@@ -246,7 +246,7 @@ class _PlanBase:
         that one prefill chunk, as the Engine view's :func:`planner.engines.pages.decoding_ratio` counts them:
         Gemma 3 27B on an H200 at 8,192 tokens, 61 users (vLLM's 61.56 decoding at once) where the decoding
         blocks alone would hold 64."""
-        return self.paged_gpu.prefill_extra_bytes(context_len, self.prefill_tokens)
+        return self.paged_gpu.prefill_extra_bytes(context_len, self.prefill_tokens) if self.prefill_tokens else 0
 
     def bytes_per_sequence(self, context_len: int) -> tuple[int, int, int]:
         """``(paged_gpu, exact_gpu, exact_1)`` bytes of one sequence of ``context_len`` tokens [bytes].
@@ -383,13 +383,8 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         serving=effects,
         sequence_terms=(tuple(map(_sequence_terms, profiles))
                         if all(type(p) is KVProfile and p.uniform_block for p in profiles) else None),
-        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id) if _windowed(paged_gpu) else 0,
+        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id) if paged_gpu.windowed else 0,
     )
-
-
-def _windowed(profile) -> bool:
-    """True when some layer of ``profile`` keeps a window of tokens (its prefill peak holds a chunk more)."""
-    return any(g.max_tokens is not None and g.bytes_per_token for g in profile.groups)
 
 
 def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:
@@ -418,9 +413,10 @@ def _speculative(request: PlanRequest):
 
 
 def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str = "") -> KVProfile | None:
-    """An attention + Mamba hybrid's paged profile on one GPU of ``gpu_id``
-    (:func:`planner.engines.vllm_hybrid_profile.hybrid_kv_profile`: vLLM's raised block size, its states padded to
-    the page, the drafter's layers and draft-token state pages of speculative decoding); None for other models."""
+    """The paged profile of an attention + Mamba hybrid or a windowed model on one GPU of ``gpu_id``, from vLLM's
+    layout (:func:`planner.engines.vllm_hybrid_profile.hybrid_kv_profile`: a hybrid's raised block size and states
+    padded to the page, windowed layers' padded groups, the drafter's layers and draft-token state pages of
+    speculative decoding); None for other models."""
     from planner.engines.vllm_hybrid_profile import hybrid_kv_profile  # noqa: PLC0415 - import cycle
 
     return hybrid_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
@@ -470,7 +466,7 @@ def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu
 def paged_with_serving(model: ModelSpec, dtypes, request: PlanRequest, effects, paged: KVProfile,
                        gpu_id: str = "") -> KVProfile | ShiftedProfile:
     """The paged profile of one GPU with the serving features' ``effects``
-    (:class:`planner.serving.features.ServingEffects`): an attention + Mamba hybrid's from vLLM's layout, which holds
+    (:class:`planner.serving.features.ServingEffects`): a hybrid's or windowed model's from vLLM's layout, which holds
     the drafter's layers and draft-token state pages (:func:`hybrid_paged_profile`), else ``paged`` with the
     drafter's layers paged as the model's; either with the extra token slots each sequence holds (lookahead,
     image tokens)."""

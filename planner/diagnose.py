@@ -230,7 +230,7 @@ def gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
     """
     batch, context = request.batch_size, request.context_len
     for n, base in _budgets_above(model, request, gpu_memory_bytes, gpu_name):
-        extra = base.prefill_extra_bytes(context) if base.prefill_tokens else 0  # one request at its prefill peak
+        extra = base.prefill_extra_bytes(context)  # one request at its prefill peak
         if base.budget > 0 and batch * base.bytes_per_sequence(context)[0] + extra <= base.budget:
             return n
     return None

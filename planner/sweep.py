@@ -87,11 +87,11 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     weights = model_weight_bytes(model, request.weight_dtype, tp)
     paged = paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
                              kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name)  # hybrid, windows: as vLLM
-    windowed = any(g.max_tokens is not None and g.bytes_per_token for g in paged.groups)
     return PerGPUCosts(
         weights_bytes_per_gpu=weights, overhead_bytes=overhead_bytes(model, request, gpu_memory_bytes, gpu_name),
         profile_exact=kv_profile(model, dtypes, tp, 1), profile_paged=paged,
-        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes or LARGE_GPU_BYTES, gpu_name) if windowed else 0,
+        prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes or LARGE_GPU_BYTES, gpu_name) if paged.windowed
+        else 0,
     )
 
 

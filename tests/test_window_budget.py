@@ -108,16 +108,30 @@ def test_gpu_count_advice_holds_a_windowed_batch():
     assert plan(model, h100.framework_memory_bytes, replace(request, num_gpus=n), gpu_id=h100.id).fits
 
 
-def test_prefill_extra_many_is_one_at_a_time():
+def test_prefill_extra_is_the_engine_layouts_prefill_blocks():
+    """The budget's prefill extra of a windowed model is the Engine view's own figure: a request's held blocks with
+    a whole chunk batched minus those with one decode token (``KVLayout.held_blocks_per_request``), times the pool's
+    bytes per block, at lengths on and around the block, window and window + chunk boundaries."""
+    from planner.engines.pages import kv_layout  # noqa: PLC0415
+    from planner.engines.profiles import engine_profile  # noqa: PLC0415
+    from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415
+    from planner.engines.vllm_specs import stage_specs, vllm_block_size  # noqa: PLC0415
+    from planner.overhead import OVERHEAD_PROFILE  # noqa: PLC0415
+
+    profile = engine_profile(OVERHEAD_PROFILE)
+    counts = [0, 1, 15, 16, 17, 1000, 1024, 1025, 8192, 8193, 9216, 9217, 16383, 40000]
     for model_id in ("google/gemma-3-27b-it", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "google/gemma-4-26B-A4B"):
         model = model_spec(model_id)
-        from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415
-
         paged = paged_kv_profile(model, cache_dtypes(model, "auto", "auto"), 1, 16, weight_dtype="auto",
                                  kv_cache_dtype="auto")
-        counts = [0, 1, 15, 16, 17, 1000, 1024, 1025, 8192, 9216, 9217, 40000]
-        assert paged.prefill_extra_bytes_many(counts, 8192) == [paged.prefill_extra_bytes(n, 8192) for n in counts]
-        assert paged.prefill_extra_bytes_many(counts, 1) == [0] * len(counts)
+        request = EngineRequest(engine=OVERHEAD_PROFILE, tensor_parallel_size=1, block_size=16)
+        layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile,
+                                       vllm_block_size(model, request, profile)[0]))
+        engine = [(layout.held_blocks_per_request(n, 8192) - layout.held_blocks_per_request(n, 1))
+                  * layout.bytes_per_block for n in counts[1:]]
+        assert paged.prefill_extra_bytes_many(counts[1:], 8192) == engine, model_id
+        assert [paged.prefill_extra_bytes(n, 8192) for n in counts[1:]] == engine
+        assert paged.prefill_extra_bytes_many(counts, 1) == [0] * len(counts) and paged.windowed
 
 
 def test_allocation_s_paged_users_are_home_s_at_the_same_length():

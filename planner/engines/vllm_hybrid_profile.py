@@ -101,8 +101,9 @@ def mla_block_size(model: ModelSpec, block_size: int, gpu_name: str = "") -> int
 def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
                       weight_dtype: str, kv_cache_dtype: str, gpu_name: str = "",
                       speculative: SpeculativeConfig | None = None) -> KVProfile | None:
-    """An attention + Mamba hybrid's paged profile as vLLM lays it out (arguments as :func:`paged_kv_profile`);
-    None for any other model, for ``block_size`` 1 (the exact profile) and for a layout with other page kinds.
+    """The paged profile of an attention + Mamba hybrid or a windowed model as vLLM lays it out (arguments as
+    :func:`paged_kv_profile`; module docstring, steps 1-4); None for any other model, for ``block_size`` 1 (the
+    exact profile) and for a layout with other page kinds (compressed pages).
     With ``speculative``, the profile already holds the drafter's layers (the caller adds no drafter groups).
 
     Memoized per model object, keyed by the arguments.

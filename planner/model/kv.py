@@ -155,16 +155,15 @@ class KVProfile:
         Raises:
             ValueError: ``num_tokens < 0``.
         """
-        if num_tokens < 0 or batched_tokens <= 1:
-            if num_tokens < 0:
-                raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-            return 0
-        windowed = [g for g in self.groups if g.max_tokens is not None and g.bytes_per_token]
-        total = 0
-        for g in windowed:
-            prefill = self._slots(g, min(g.max_tokens - 1 + batched_tokens, num_tokens))
-            total += g.num_layers * g.bytes_per_token * (prefill - self._slots(g, min(g.max_tokens, num_tokens)))
-        return total
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
+        return self.prefill_extra_bytes_many((num_tokens,), batched_tokens)[0]
+
+    @property
+    def windowed(self) -> bool:
+        """True when some layer keeps a window of tokens (its prefill peak holds a chunk more:
+        :meth:`prefill_extra_bytes`)."""
+        return any(g.max_tokens is not None and g.bytes_per_token for g in self.groups)
 
     def prefill_extra_bytes_many(self, token_counts: Sequence[int], batched_tokens: int) -> list[int]:
         """:meth:`prefill_extra_bytes` of each count, the same integers, one pass per windowed group [bytes].
@@ -178,7 +177,7 @@ class KVProfile:
         if batched_tokens <= 1:
             return totals
         for g in self.groups:
-            if g.max_tokens is None or not g.bytes_per_token:
+            if g.max_tokens is None or not g.bytes_per_token:  # not windowed (see :attr:`windowed`)
                 continue
             block, per_slot = g.block_size or self.block_size, g.num_layers * g.bytes_per_token
             reach, cap = g.max_tokens - 1 + batched_tokens, g.max_tokens
@@ -187,11 +186,6 @@ class KVProfile:
             totals = [t if n <= cap else t + top if n >= reach else t + per_slot * (-(-n // block) - held) * block
                       for t, n in zip(totals, token_counts)]
         return totals
-
-    def _slots(self, group: KVGroup, tokens: int) -> int:
-        """``tokens`` rounded up to whole blocks of ``group`` (its own block size, else the profile's)."""
-        block = group.block_size or self.block_size
-        return -(-tokens // block) * block
 
     def bytes_per_sequences(self, token_counts: Sequence[int]) -> list[int]:
         """:meth:`bytes_per_sequence` of each count, the same integers, one pass per group [bytes].

@@ -287,6 +287,10 @@ class ShiftedProfile:
             raise ValueError(f"num_tokens must be >= 0, got {min(token_counts)}")
         return self.inner.bytes_per_sequences([n + self.extra_tokens for n in token_counts])
 
+    @property
+    def windowed(self) -> bool:
+        return self.inner.windowed
+
     def prefill_extra_bytes(self, num_tokens: int, batched_tokens: int) -> int:
         """:meth:`planner.model.kv.KVProfile.prefill_extra_bytes` of the shifted sequence."""
         if num_tokens < 0:

@@ -113,7 +113,7 @@ def _on_each_gpu(model: ModelSpec, c: CandidateCosts, plan_request: PlanRequest,
             shared[key] = replace(
                 c, weights=base.weights_gpu, overheads=dict.fromkeys((True, False), base.overhead_bytes),
                 paged_per_seq=base.bytes_per_sequence(tokens)[0], profile=base.paged_gpu,
-                prefill_extra=base.prefill_extra_bytes(tokens) if base.prefill_tokens else 0)
+                prefill_extra=base.prefill_extra_bytes(tokens))
         by_gpu[gpu.id] = shared[key]
     return replace(c, by_gpu=by_gpu)
 
