@@ -86,20 +86,19 @@ if result.weight_alternative is not None:  # one click: search with those weight
     alt = result.weight_alternative
     views.fix_buttons([Fix(f"search with {alt.weight_dtype} weights", "weight_dtype", alt.weight_dtype)],
                       key_prefix="find_weight_fix")
-table = find_table.find_rows(result)
-if table.empty:  # no setup of the kinds asked was planned within the limit: nothing to list, the advice is above
+listed = find_scale_view.listed_setups(result)
+if not listed:  # no setup of the kinds asked was planned within the limit: nothing to list, the advice is above
     st.caption(find_table.EMPTY_TEXT)
-pages = find_table.num_pages(table)
-page = st.number_input(f"Page (of {pages}; {len(table):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
+pages = find_table.num_pages(len(listed))
+page = st.number_input(f"Page (of {pages}; {len(listed):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
                        max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
-shown = find_table.page_of(table, page)
 order, columns = find_table.find_table_config()
-if not table.empty:
-    st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
-                 placeholder="n/a", height="content")  # n/a: TTFT where the catalog states no TFLOPS
+if listed:  # only the page shown is built (the CSV builds every row on its click)
+    st.dataframe(find_table.find_rows(result, page), hide_index=True, key="setups_table", column_order=order,
+                 column_config=columns, placeholder="n/a", height="content")  # n/a: TTFT without TFLOPS
 for number, note in find_table.page_notes(result, page):
     st.caption(f"Note {number}: {md_message(note)}")
-st.download_button("Download CSV", downloads.deferred_csv(find_table.csv_rows(table)),
+st.download_button("Download CSV", downloads.deferred_csv(lambda: find_table.csv_rows(find_table.find_rows(result))),
                    file_name="gpu_setups.csv", mime="text/csv", key="download_setups", icon=":material/download:",
                    on_click="ignore")
 st.caption(f"Each replica (or data-parallel rank) is sized as {md_text(result.engine or engine_name)} sizes it (the "
@@ -107,7 +106,7 @@ st.caption(f"Each replica (or data-parallel rank) is sized as {md_text(result.en
            "replica holds ceil(users / replicas) sequences of prompt + output tokens, a DP+EP launch ceil(users / "
            "ranks) per rank. Hover a column header for its full name. The CSV also has each row's margin, KV "
            "budget per GPU and launch command. Prices: model_catalog/gpus.json (each with its source).")
-best = find_scale_view.chosen_setup(result)
+best = find_scale_view.chosen_setup(result, page)
 
 
 def launch() -> None:

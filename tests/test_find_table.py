@@ -99,3 +99,19 @@ def test_kind_column_short_in_the_table_spelled_out_in_the_csv():
     assert list(csv["Setup kind"]) == ["TP", "DP+EP", "DCP", "disaggregated"]
     widest = max(len(cell) for cell in find_table.KIND_CELLS.values())
     assert widest * PX_PER_CHAR + CELL_PADDING_PX <= find_table.FIND_COLUMNS["Kind"].width
+
+
+def test_a_page_of_rows_is_the_same_rows_as_the_whole_table_with_the_same_note_numbers():
+    """The Find page builds the rows of the table page it shows (``find_rows(result, page)``), not all 200 (issue
+    27 speed); they are the whole table's rows on that page, notes numbered over every listed setup."""
+    from dataclasses import replace
+
+    notes = ("n0", "n1", "n2")
+    result = FindResult(options=tuple(replace(_setup(f"G{i}", (notes[i % 3],)), max_concurrent_sequences=i)
+                                      for i in range(25)), fits=True, closest=None, skipped_gpus=(), num_evaluated=25)
+    whole = find_table.find_rows(result)
+    second = find_table.find_rows(result, 2, rows=10)
+    assert len(whole) == 25 and list(second["Max users"]) == list(range(10, 20))
+    assert second.reset_index(drop=True).equals(whole.iloc[10:20].reset_index(drop=True))
+    assert list(find_table.find_rows(result, 3, rows=10)["Max users"]) == list(range(20, 25))
+    assert find_table.num_pages(25, rows=10) == 3 and find_table.num_pages(0) == 1

@@ -58,7 +58,7 @@ def csv_text(table: pd.DataFrame) -> str:
     return safe.to_csv(index=False, lineterminator="\r\n")
 
 
-def deferred_csv(table: pd.DataFrame) -> Callable[[], str]:
+def deferred_csv(table: Callable[[], pd.DataFrame] | pd.DataFrame) -> Callable[[], str]:
     """:func:`csv_text` of ``table``, built only when the user clicks the download button.
 
     ``st.download_button`` takes a callable as its data and runs it on the click, not on each rerun (Streamlit
@@ -66,6 +66,7 @@ def deferred_csv(table: pd.DataFrame) -> Callable[[], str]:
     (4 ms of a 30 ms script) for a button most reruns never see pressed (issue 27 speed).
 
     Args:
-        table: The rows to download; not copied, so the caller must not change it afterwards.
+        table: The rows to download, or a function that builds them (called on the click: the Find page builds
+            its 200 rows only then). A table is not copied, so the caller must not change it afterwards.
     """
-    return lambda: csv_text(table)
+    return lambda: csv_text(table() if callable(table) else table)

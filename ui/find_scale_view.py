@@ -13,7 +13,7 @@ import streamlit as st
 from planner.scale import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, setup_kind
 from ui import inputs
-from ui.find_table import gpu_cell
+from ui.find_table import FIND_PAGE_ROWS, gpu_cell
 from ui.format import count_noun, format_bytes, format_command, format_int, md_text, shorten
 
 LINK_IDS: tuple[str, ...] = tuple(x.id for x in LINKS)
@@ -71,35 +71,43 @@ def setup_id(s: Setup) -> str:
     return ".".join([*parts, s.kv_cache_dtype])
 
 
-def chosen_setup(result: FindResult) -> Setup | None:
+def chosen_setup(result: FindResult, page: int = 1, rows: int = FIND_PAGE_ROWS) -> Setup | None:
     """The "Setup to launch" select under the table; None when nothing is listed. The first row unless the user
     picks another, or the link names one (:data:`SETUP_URL_KEY`), so a shared link opens on the same launch
-    commands; a choice stays chosen through a new search that still lists it.
+    commands; a choice stays chosen through a new search that still lists it, and through a turn of the table's
+    page.
 
-    The options are the setups' labels, not their positions: a new search lists other setups under other labels,
-    so the choice falls back to the first row instead of showing a label the list no longer has (QA: after a
-    change of users the box still read the A100 row above the RTX 5090 setup it described). The URL holds the
-    setup's :func:`setup_id`, written by hand in the same run (labels carry a rank and a price that a new search
-    changes, so the widget is not bound).
+    The options are the rows of the table page shown (``page``, ``rows`` a page, as :func:`ui.find_table.page_of`)
+    and the chosen setup wherever it is: the rows on screen are the ones a user picks from, and a box of every
+    listed setup sent up to 200 labels on each rerun (issue 27 speed; side by side the change is within the
+    benchmark's noise). They are the setups' labels,
+    not their positions: a new search lists other setups under other labels, so the choice falls back to the first
+    row instead of showing a label the list no longer has (QA: after a change of users the box still read the A100
+    row above the RTX 5090 setup it described). The URL holds the setup's :func:`setup_id`, written by hand in the
+    same run (labels carry a rank and a price that a new search changes, so the widget is not bound).
     """
     setups = listed_setups(result)
     if not setups:
         return None
-    labels = [setup_label(i, s) for i, s in enumerate(setups)]
     ids = [setup_id(s) for s in setups]
     asked, written = st.query_params.get(SETUP_URL_KEY), st.session_state.get(_WRITTEN)
+    kept = ids.index(written) if written in ids else 0  # the choice of the last run, if still listed
     if asked is not None and asked != written:  # a link (or Back) names a setup this session did not write
         if asked in ids:
-            st.session_state["find_choice"] = labels[ids.index(asked)]
+            kept = ids.index(asked)
+            st.session_state["find_choice"] = setup_label(kept, setups[kept])
         else:
             st.warning(f"Link parameter `{SETUP_URL_KEY}` names no setup this search lists "
                        f"(“{md_text(shorten(asked))}”), so the first row is shown.", icon=":material/link_off:")
-    elif written in ids and st.session_state.get("find_choice") not in labels:  # a new search that still lists it
-        st.session_state["find_choice"] = labels[ids.index(written)]
-    chosen = st.selectbox("Setup to launch", labels, index=0, key="find_choice",
-                          help="Its launch command (and for a multi-node or disaggregated setup, every node's "
-                               "command and the llm-d values) are shown below. The link keeps the choice.")
-    index = labels.index(chosen) if chosen in labels else 0
+    offered = sorted({*range((page - 1) * rows, min(page * rows, len(setups))), kept})
+    labels = [setup_label(i, setups[i]) for i in offered]
+    if st.session_state.get("find_choice") not in labels:  # a new search: the kept setup under its new label
+        st.session_state["find_choice"] = setup_label(kept, setups[kept])
+    chosen = st.selectbox("Setup to launch", labels, key="find_choice",
+                          help="One of the rows on the table page shown, or the setup chosen before. Its launch "
+                               "command (and for a multi-node or disaggregated setup, every node's command and the "
+                               "llm-d values) are shown below. The link keeps the choice.")
+    index = offered[labels.index(chosen)] if chosen in labels else kept
     _write_choice(ids[index] if index else None)
     return setups[index]
 

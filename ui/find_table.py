@@ -61,13 +61,22 @@ def note_numbers(result: FindResult) -> dict[str, int]:
     return {note: i for i, note in enumerate(dict.fromkeys(n for s in setups for n in s.notes), start=1)}
 
 
-def find_rows(result: FindResult) -> pd.DataFrame:
+def find_rows(result: FindResult, page: int | None = None, rows: int = FIND_PAGE_ROWS) -> pd.DataFrame:
     """The Find page table: fitting setups, or the closest one; speed and cost first. ``GPU`` and ``Notes``
     hold the full texts (the CSV), ``GPU type`` and ``Note`` what the table shows (:func:`gpu_cell`,
-    :func:`note_numbers`)."""
+    :func:`note_numbers`).
+
+    Args:
+        result: The search.
+        page: Only rows ``(page - 1) x rows`` to ``page x rows`` (page 1 first), the notes numbered over every
+            listed setup; None: every row (the CSV). A rerun builds the 20 rows it shows, not 200 (issue 27 speed).
+        rows: Rows a page.
+    """
     import pandas as pd  # noqa: PLC0415 - lazily, see the TYPE_CHECKING import
     setups = result.options or ((result.closest,) if result.closest else ())
     numbers = note_numbers(result)
+    if page is not None:
+        setups = setups[(page - 1) * rows: page * rows]
     return pd.DataFrame([{
         "GPU": s.gpu_name, "GPUs": s.num_gpus, "TP": s.tensor_parallel_size,
         "replicas": s.data_parallel_size, "USD per hour": s.price_per_hour,
@@ -155,14 +164,9 @@ def page_notes(result: FindResult, page: int, rows: int = FIND_PAGE_ROWS) -> lis
     return [(numbers[note], note) for note in shown]
 
 
-def page_of(table: pd.DataFrame, page: int, rows: int = FIND_PAGE_ROWS) -> pd.DataFrame:
-    """Rows ``(page - 1) x rows`` to ``page x rows`` of ``table`` (page 1 first)."""
-    return table.iloc[(page - 1) * rows: page * rows]
-
-
-def num_pages(table: pd.DataFrame, rows: int = FIND_PAGE_ROWS) -> int:
-    """Pages of ``rows`` rows ``table`` fills (at least 1)."""
-    return max(1, -(-len(table) // rows))
+def num_pages(count: int, rows: int = FIND_PAGE_ROWS) -> int:
+    """Pages of ``rows`` rows that ``count`` listed setups fill (at least 1)."""
+    return max(1, -(-count // rows))
 
 
 def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -172,4 +176,4 @@ def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "FindColumn", "csv_rows", "find_rows",
-           "find_table_config", "gpu_cell", "note_numbers", "num_pages", "page_notes", "page_of"]
+           "find_table_config", "gpu_cell", "note_numbers", "num_pages", "page_notes"]

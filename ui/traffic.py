@@ -55,7 +55,6 @@ from ui.find_table import (  # noqa: F401 - the Find table's names, re-exported 
     find_table_config,
     num_pages,
     page_notes,
-    page_of,
 )
 from ui.find_view import (  # noqa: F401 - the Find page's names, re-exported for the page and tests
     best_text,
