@@ -19,37 +19,38 @@ words = data.search_words(query)
 
 def model_table() -> None:
     """The catalog's models that match the search; a selected row's every field below (ui/catalog_table.py)."""
-    picked = st.dataframe(models, hide_index=True, key="models_table", column_config=catalog_table.MODEL_COLUMNS,
-                          column_order=catalog_table.MODEL_SHOWN, on_select="rerun", selection_mode="single-row")
-    st.caption(f"{count_noun(models.num_rows, 'model')}. Parameters count all experts; attention kind from "
+    caption = (f"{count_noun(models.num_rows, 'model')}. Parameters count all experts; attention kind from "
                "num_key_value_heads (MLA when the model caches a latent). Aliases are the variants with the same "
                "architecture (Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release "
                "date. Select a row for all of its fields: name, aliases, attention, layers, KV heads, windows, "
                "experts, sources.")
-    rows = [r for r in picked.selection.rows if r < models.num_rows]  # a search may have shortened the table
-    if rows:
-        views.static_table(catalog_table.model_details(models, rows[0]))
+    catalog_table.grid_with_details(models, key="models_table", columns=catalog_table.MODEL_COLUMNS,
+                                    shown=catalog_table.MODEL_SHOWN, caption=caption)
 
 
 def gpu_table() -> None:
-    """The catalog's GPUs that match the search."""
-    st.dataframe(gpus, hide_index=True, key="gpus_table", column_config=views.GPU_COLUMNS)
-    st.caption(f"{count_noun(gpus.num_rows, 'GPU')}. Framework memory is what PyTorch reports "
+    """The catalog's GPUs that match the search; a selected row's every field below."""
+    caption = (f"{count_noun(gpus.num_rows, 'GPU')}. Framework memory is what PyTorch reports "
                "(torch.cuda.mem_get_info total), the base of gpu_memory_utilization: measured in a public log, or "
-               "estimated by the catalog's rule.")
+               "estimated by the catalog's rule. Select a row for all of its fields: vendor, marketed memory, "
+               "bandwidth, bf16 TFLOPS, host link, sources.")
+    catalog_table.grid_with_details(gpus, key="gpus_table", columns=catalog_table.GPU_COLUMNS,
+                                    shown=catalog_table.GPU_SHOWN, caption=caption)
 
 
 def verified_table() -> None:
     """Each model's parameter count and KV bytes checked against transformers."""
     scope = f"The search shows {verified.num_rows} of these rows. Whole catalog: " if words else ""
     st.caption(f"{scope}{data.verification_headline()}")  # QA: its counts read as the search's
-    st.dataframe(verified, hide_index=True, key="verification_table", column_config=views.VERIFICATION_COLUMNS)
-    st.caption("`python -m planner verify` builds each model from its config on the meta device (parameter count) "
-               "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
-               "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
-               "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
-               "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
-               "transformers can build that architecture, are of the mapped model.")
+    catalog_table.grid_with_details(
+        verified, key="verification_table", columns=catalog_table.VERIFIED_COLUMNS, shown=catalog_table.VERIFIED_SHOWN,
+        caption="`python -m planner verify` builds each model from its config on the meta device (parameter count) "
+                "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
+                "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "
+                "tensor the cache holds. Status \"by source\": transformers has no config class for the model type, "
+                "so it is read as the architecture its config declares (the reason cites it), and the checks, where "
+                "transformers can build that architecture, are of the mapped model. Select a row for all of its "
+                "fields: transformers' count, the KV bytes of both, the reason.")
 
 
 models = data.catalog_search("models", words)  # Arrow tables, kept per search (ui/data.py)

@@ -304,15 +304,17 @@ def test_typing_part_of_a_name_picks_it_and_writes_the_id(server, page, request)
         assert _url_params(page)["model"] == [LLAMA31]
 
 
+@pytest.mark.parametrize("tab", ["Models", "GPUs", "Verified against transformers"])
 @pytest.mark.parametrize("width", [1400, 1280])
-def test_catalog_models_table_does_not_scroll_sideways(server, browser, request, width):
-    """The models grid draws the columns of ui.catalog_table.MODEL_SHOWN within the main column (it was 2,975 px
-    of 18 columns in a 778 px column at 1,280 px); the longest id (50 characters) shows whole."""
+def test_catalog_tables_do_not_scroll_sideways(server, browser, request, width, tab):
+    """Each Catalog grid draws the columns of ui.catalog_table.MODEL_SHOWN / GPU_SHOWN / VERIFIED_SHOWN within the
+    main column (the models grid was 2,975 px of 18 columns in a 778 px column at 1,280 px; the GPU and
+    verification grids cut their last columns); the longest id (50 characters) shows whole."""
     context = browser.new_context(viewport={"width": width, "height": 900})
     pg = context.new_page()
     try:
         with shot_on_failure(pg, request):
-            found = open_settled(pg, server + "/Catalog")
+            found = open_settled(pg, server + "/Catalog" + (q(catalog_section=tab) if tab != "Models" else ""))
             assert not found["exceptions"], found["exceptions"]
             pg.wait_for_selector('[data-testid="stDataFrame"] .dvn-scroller', state="attached", timeout=15000)
             (grid,) = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))

@@ -116,3 +116,40 @@ def test_catalog_models_grid_fits_the_main_column_and_a_selected_row_lists_every
     assert list(details.iloc[:, 0]) == [md_cell(name) for name in filled]
     shown = dict(zip(details.iloc[:, 0], details.iloc[:, 1], strict=True))
     assert shown["params"] == format_int(int(row["params"])) and shown["id"] == md_cell(row["id"])
+
+
+def _grid_width(columns: dict, shown: tuple[str, ...]) -> int:
+    small_px = 75  # Streamlit's "small" column (the release date)
+    return 36 + sum(small_px if columns[name]["width"] == "small" else columns[name]["width"] for name in shown)
+
+
+def test_catalog_gpu_and_verification_grids_fit_and_a_selected_row_lists_every_field():
+    """The GPU and verification grids cut their last columns at 1,280 px ("measu", "34,388,91"; issue 27,
+    "Catalog's tables"). Each now draws the columns of :data:`ui.catalog_table.GPU_SHOWN` /
+    :data:`ui.catalog_table.VERIFIED_SHOWN` in widths that hold their longest cells and sum to at most the main
+    column (778 px, the 36 px selection column included), and a selected row lists that row's every non-empty field
+    under the grid."""
+    from ui import catalog_table, data
+    from ui.format import format_int, md_cell
+
+    cases = (("GPUs", "gpus_table", data.gpu_table(), catalog_table.GPU_COLUMNS, catalog_table.GPU_SHOWN,
+              ("id", "name"), "bandwidth [GB/s]"),
+             ("Verified against transformers", "verification_table", data.verification_frame(),
+              catalog_table.VERIFIED_COLUMNS, catalog_table.VERIFIED_SHOWN, ("id", "status", "counted"),
+              "params (transformers)"))
+    for tab, key, frame, columns, shown, text_columns, hidden in cases:
+        for name in text_columns:
+            assert columns[name]["width"] >= PX_PER_CHAR * frame[name].astype(str).str.len().max(), (tab, name)
+        assert _grid_width(columns, shown) <= 778, (tab, _grid_width(columns, shown))
+        assert hidden not in shown
+        at = run("pages/4_Catalog.py", {"catalog_section": tab})
+        (grid,) = at.dataframe
+        assert list(grid.proto.column_order) == list(shown) and not at.table
+        at.session_state[key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+        at.run()
+        (details,) = [t.value for t in at.table]
+        row = frame[frame["id"] == grid.value["id"][0]].iloc[0]
+        filled = [name for name in frame.columns if str(row[name]) not in ("", "nan", "None")]
+        assert list(details.iloc[:, 0]) == [md_cell(name) for name in filled], tab
+        cells = dict(zip(details.iloc[:, 0], details.iloc[:, 1], strict=True))
+        assert cells[md_cell(hidden)] == format_int(int(row[hidden]))  # a hidden field, with separators

@@ -1,10 +1,13 @@
-"""The Catalog page's models table at 1,280 px: the columns it shows, and the selected model's every field.
+"""The Catalog page's three grids at 1,280 px: the columns each shows, and a selected row's every field.
 
-The model catalog has 18 columns (:func:`ui.data.model_table`), about 2,975 px of grid, while the main column
-is 778 px wide at 1,280 px (Chromium, the sidebar open). The grid shows the columns a reader scans and sorts by
-(:data:`MODEL_SHOWN`, 770 px with :data:`MODEL_COLUMNS`); selecting a row lists all of that model's fields under
-the table (:func:`model_details`), in a static table whose long cells (sources, notes, aliases) wrap instead of
-being cut. The search still reads every column (:data:`ui.data.CATALOG_TABLES`).
+The main column is 778 px wide at 1,280 px (Chromium, the sidebar open). The model catalog has 18 columns
+(:func:`ui.data.model_table`, about 2,975 px of grid), the GPU catalog 14 (:func:`ui.data.gpu_table`) and the
+verification table 13 (:func:`ui.data.verification_frame`): each grid shows the columns a reader scans and sorts
+by (:data:`MODEL_SHOWN`, :data:`GPU_SHOWN`, :data:`VERIFIED_SHOWN`, each within 778 px with its selection column),
+and selecting a row lists all of that row's fields under the grid (:func:`row_details`), in a static table whose
+long cells (sources, notes, reasons) wrap instead of being cut (issue 27: the GPU and verification grids cut
+their last columns, "measu", "34,388,91", at 1,280 px). The search still reads every column
+(:data:`ui.data.CATALOG_TABLES`).
 """
 
 from __future__ import annotations
@@ -36,27 +39,88 @@ MODEL_COLUMNS = {
 """Column formats of the models grid: widths that hold the longest id (50 characters at about 6.5 px) and
 the longest checkpoint (27), and together fit 778 px."""
 
-INTEGER_FIELDS = ("params", "layers", "kv heads", "head_dim", "max context")
+GPU_SHOWN = ("id", "name", "framework memory [GiB]", "basis", "price [USD/h]")
+"""Columns the GPU grid draws, in order; the others (vendor, bandwidth, TFLOPS, host link, sources) are in the
+selected row's details."""
+
+GPU_COLUMNS = {
+    **views.GPU_COLUMNS,
+    "id": st.column_config.TextColumn("id", width=205, pinned=True),
+    "name": st.column_config.TextColumn("name", width=280),
+    "framework memory [GiB]": st.column_config.NumberColumn(
+        "memory [GiB]", format="%.2f", width=95,
+        help="Framework memory [GiB = 2^30 bytes]: what PyTorch reports (torch.cuda.mem_get_info total)"),
+    "basis": st.column_config.TextColumn("basis", width=80,
+                                         help="measured in a public log, or estimated by the catalog's rule"),
+    "price [USD/h]": st.column_config.NumberColumn("$/h", format="%.2f", width=65,
+                                                   help="Catalog price [USD per GPU-hour]; its source is in the "
+                                                        "row's details"),
+}
+"""Column formats of the GPU grid: widths that hold the longest id (31 characters) and name (42), together
+within 778 px."""
+
+VERIFIED_SHOWN = ("id", "status", "counted", "params (planner)", "KV checks exact")
+"""Columns the verification grid draws, in order; transformers' own counts, the KV bytes and the reason are in
+the selected row's details ("exact" says both counts agree)."""
+
+VERIFIED_COLUMNS = {
+    **views.VERIFICATION_COLUMNS,
+    "id": st.column_config.TextColumn("id", width=330, pinned=True),
+    "status": st.column_config.TextColumn("status", width=85, help=views.VERIFICATION_COLUMNS["status"]["help"]),
+    "counted": st.column_config.TextColumn("counted", width=105, help=views.VERIFICATION_COLUMNS["counted"]["help"]),
+    "params (planner)": st.column_config.NumberColumn(
+        "params", format="localized", width=120,
+        help="The planner's parameter count; transformers' own is in the row's details (status exact: equal)"),
+    "KV checks exact": st.column_config.TextColumn(
+        "KV checks", width=90, help="KV-cache measurements that match transformers byte for byte, of those made"),
+}
+"""Column formats of the verification grid: the longest id (50 characters), together within 778 px."""
+
+INTEGER_FIELDS = ("params", "layers", "kv heads", "head_dim", "max context", "params (planner)",
+                  "params (transformers)", "KV bytes (planner)", "KV bytes (transformers)", "marketed [GB]",
+                  "bandwidth [GB/s]")
 """Fields shown with thousands separators in the details."""
 
+DECIMAL_FIELDS = ("framework memory [GiB]", "price [USD/h]")
+"""Fields shown with two decimals in the details."""
 
-def model_details(table: pa.Table, row: int) -> list[dict[str, str]]:
-    """Every field of the model in ``table``'s row ``row``, as ``{"field", "value"}`` rows (for
+
+def _shown(name: str, value) -> str:
+    """One details cell: integers (also as whole floats, where a column has gaps) with separators."""
+    if name in INTEGER_FIELDS and isinstance(value, (int, float)) and float(value).is_integer():
+        return format_int(int(value))
+    if name in DECIMAL_FIELDS and isinstance(value, (int, float)):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def row_details(table: pa.Table, row: int) -> list[dict[str, str]]:
+    """Every field of ``table``'s row ``row``, as ``{"field", "value"}`` rows (for
     :func:`ui.views.static_table`): integers with separators, empty fields left out.
 
     Args:
-        table: The models grid's table (:func:`ui.data.catalog_search` ``"models"``).
+        table: A grid's table (:func:`ui.data.catalog_search` ``"models"``, ``"gpus"`` or ``"verified"``).
         row: A row index of ``table``, as the grid's selection gives it.
 
     Raises:
         IndexError: ``row`` outside ``table``.
     """
     if not 0 <= row < table.num_rows:
-        raise IndexError(f"row {row} is not in a table of {table.num_rows} models")
+        raise IndexError(f"row {row} is not in a table of {table.num_rows} rows")
     out = []
     for name, value in table.slice(row, 1).to_pylist()[0].items():
         if value is None or value == "" or value != value:  # NaN: a model without a source link
             continue
-        shown = format_int(value) if name in INTEGER_FIELDS and isinstance(value, int) else str(value)
-        out.append({"field": name, "value": shown})
+        out.append({"field": name, "value": _shown(name, value)})
     return out
+
+
+def grid_with_details(table: pa.Table, *, key: str, columns: dict, shown: tuple[str, ...], caption: str) -> None:
+    """``table`` as a grid of the ``shown`` columns with single-row selection, ``caption`` under it, and the
+    selected row's every field under that (:func:`row_details`)."""
+    picked = st.dataframe(table, hide_index=True, key=key, column_config=columns, column_order=shown,
+                          on_select="rerun", selection_mode="single-row", placeholder="n/a")  # n/a: no price
+    st.caption(caption)
+    rows = [r for r in picked.selection.rows if r < table.num_rows]  # a search may have shortened the table
+    if rows:
+        views.static_table(row_details(table, rows[0]))

@@ -373,7 +373,7 @@ def verification_headline() -> str:
     s = verification_summary()
     not_built = s["not_built"]
     unbuilt = (f"{len(not_built)} could not be built by transformers and are not verified "
-               f"({', '.join(not_built)}: see the reason column)" if not_built else "every model was built")
+               f"({', '.join(not_built)}: select a row for its reason)" if not_built else "every model was built")
     return (f"{s['params_exact']} of {s['models']} models match transformers {s['transformers_version']} "
             f"exactly on parameter count, and {s['kv_checks_exact']} of {s['kv_checks']} KV-cache measurements "
             f"on the {s['built']} models built (prefill and decode, below and above every window) match byte "
