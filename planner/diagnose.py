@@ -79,7 +79,7 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
     if context_free.weights is not None:
         reason, fixes = context_free.weights
         reasons.append(reason)
-        suggestions.extend(fixes)
+        suggestions.extend(_for_this_batch(fix, model, request, gpu_memory_bytes, gpu_name) for fix in fixes)
     elif request.batch_size * per_seq + prefill_extra > budget:
         need = request.batch_size * per_seq + prefill_extra
         peak = " (one of them at its prefill peak: its windows hold a chunk more)" if prefill_extra else ""
@@ -234,6 +234,22 @@ def gpus_for_batch(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int
         if base.budget > 0 and batch * base.bytes_per_sequence(context)[0] + extra <= base.budget:
             return n
     return None
+
+
+def _for_this_batch(fix: str, model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> str:
+    """A weights fix (:func:`weight_fixes`) for this request: a GPU count that holds the weights is replaced by
+    the smallest one that also holds ``batch_size`` sequences of ``context_len`` (:func:`gpus_for_batch`), so the
+    advice does not lead to a plan that fails again on its KV cache (Llama-3.1-70B, 64 x 32,768 on one H100 was
+    told "use num_gpus 2", where 2 GPUs hold the weights and 1.6 GiB of KV cache); where no count up to 64 holds the
+    batch, the fix says so. Other fixes are returned as they are."""
+    if getattr(fix, "key", None) != "num_gpus":
+        return fix
+    more = gpus_for_batch(model, request, gpu_memory_bytes, gpu_name)
+    if more is not None and more >= fix.value:
+        return Fix(f"use num_gpus {more} (tensor parallel; the smallest count that holds this batch)", "num_gpus",
+                   more)
+    return Fix(f"use num_gpus {fix.value} (tensor parallel; it holds the weights but not this batch: there, lower "
+               "batch_size or context_len, or add replicas)", "num_gpus", fix.value)
 
 
 def _budgets_above(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int, gpu_name: str) -> tuple:

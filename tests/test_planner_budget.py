@@ -388,6 +388,28 @@ def test_the_gpu_count_advice_holds_the_batch_with_its_serving_features(model_id
     assert not smaller, f"{smaller} GPUs already hold the batch"
 
 
+@pytest.mark.parametrize(("context_len", "batch_size"), [(8_192, 16), (8_192, 1), (32_768, 64)])
+def test_when_the_weights_do_not_fit_the_gpu_count_advice_holds_the_batch_too(context_len, batch_size):
+    """Llama-3.1-70B (131 GiB of bf16 weights) on one H100: the weights fix "use num_gpus 2" was the smallest count
+    that holds the *weights*; at 64 x 32,768 two GPUs keep 1.6 GiB for the KV cache, so the advice led to another
+    "does not fit". The count offered is the smallest whose plan fits this batch, or, where no count up to 64 does,
+    the fix says that it holds the weights only."""
+    from dataclasses import replace
+
+    model, h100 = _catalog("meta-llama/Meta-Llama-3.1-70B", "nvidia-h100-sxm-80gb")
+    request = PlanRequest(context_len=context_len, batch_size=batch_size)
+    one = plan(model, h100.framework_memory_bytes, request, gpu_id=h100.id)
+    assert not one.fits and one.kv_cache_budget_bytes < 0  # the weights alone do not fit
+    advice = next(s for s in one.suggestions if getattr(s, "key", None) == "num_gpus")
+    fits = {k: plan(model, h100.framework_memory_bytes, replace(request, num_gpus=k), gpu_id=h100.id).fits
+            for k in (2, 4, 8, 16, 32, 64)}
+    holding = [k for k, ok in fits.items() if ok]
+    if holding:
+        assert advice.value == holding[0] and "holds this batch" in advice, (advice, holding)
+    else:
+        assert advice.value == 2 and "not this batch" in advice, advice
+
+
 def test_checked_fixes_fit_start_or_say_so_least_change_first():
     """Issue "One link, one answer" item 5 (gpt-oss-120b, 131,072 tokens, batch 3, one A100 SXM 80GB, vLLM):
     every offered fix, applied, fits and starts vLLM ("Batch → 2" fits the budget while vLLM still refuses:
