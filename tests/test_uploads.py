@@ -262,3 +262,11 @@ def test_a_custom_gpu_named_like_a_formula_is_neutralized_in_the_download(page, 
     assert "'" + FORMULA_NAME in cells
     assert not any(c.startswith(downloads.FORMULA_PREFIXES) and not re.fullmatch(r"-?[\d.]+(e[+-]?\d+)?", c)
                    for c in cells)
+
+
+def test_a_lone_dash_placeholder_stays_a_dash_and_a_dash_formula_is_still_prefixed():
+    """The Find CSV's Notes column read ``'-`` on every row without a note (QA): a lone dash runs nothing, so it is
+    written as it is; ``-2+3`` and ``-cmd`` still get the quote."""
+    table = pd.DataFrame({"Notes": ["-", "-2+3", "-cmd", "- ", "--"]})
+    back = pd.read_csv(io.StringIO(downloads.csv_text(table)), keep_default_na=False)
+    assert list(back["Notes"]) == ["-", "'-2+3", "'-cmd", "'- ", "'--"]

@@ -7,8 +7,9 @@ downloaded table. :func:`csv_text` prefixes such string cells with a single quot
 spreadsheet takes as "this is text" (OWASP, CSV Injection,
 https://owasp.org/www-community/attacks/CSV_Injection). Numbers are left as they are, and so is
 a string that is a plain number (``-3``, ``+1.5e3``): a spreadsheet reads it as that number,
-never as a formula. Rows end in CRLF and cells holding the delimiter, a quote or a line break
-are quoted, embedded quotes doubled (RFC 4180, section 2), as the same guidance asks.
+never as a formula; so is a lone ``-``, a table's "nothing here" mark. Rows end in CRLF and
+cells holding the delimiter, a quote or a line break are quoted, embedded quotes doubled (RFC 4180,
+section 2), as the same guidance asks.
 
 Every ``st.download_button`` in the app passes its data through :func:`csv_text`, directly or deferred
 to the click (:func:`deferred_csv`; tests/test_uploads.py checks the call sites).
@@ -31,9 +32,15 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 """A decimal number and nothing else: read as a number by a spreadsheet, so left unquoted."""
 
 
+PLACEHOLDERS = ("-",)
+"""Cells that start like a formula but are a table's "nothing here" mark: a lone dash runs nothing, and a quote in
+front of it showed as ``'-`` in a downloaded Notes column (QA)."""
+
+
 def neutralize(value: object) -> object:
     """``value`` with a leading ``'`` when it is a string a spreadsheet would run as a formula; else unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) and not _PLAIN_NUMBER.fullmatch(value):
+    if (isinstance(value, str) and value.startswith(FORMULA_PREFIXES) and value not in PLACEHOLDERS
+            and not _PLAIN_NUMBER.fullmatch(value)):
         return "'" + value
     return value
 
