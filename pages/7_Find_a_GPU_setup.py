@@ -90,8 +90,11 @@ listed = find_scale_view.listed_setups(result)
 if not listed:  # no setup of the kinds asked was planned within the limit: nothing to list, the advice is above
     st.caption(find_table.EMPTY_TEXT)
 pages = find_table.num_pages(len(listed))
+linked = find_scale_view.linked_page(result)  # a link naming a setup opens the table on its page
+if linked is not None and pages > 1:
+    st.session_state["find_page"] = linked
 page = st.number_input(f"Page (of {pages}; {len(listed):,} setups, {find_table.FIND_PAGE_ROWS} a page)", min_value=1,
-                       max_value=pages, value=1, step=1, key="find_page") if pages > 1 else 1
+                       max_value=pages, value="min", step=1, key="find_page") if pages > 1 else 1
 order, columns = find_table.find_table_config()
 if listed:  # only the page shown is built (the CSV builds every row on its click)
     st.dataframe(find_table.find_rows(result, page), hide_index=True, key="setups_table", column_order=order,

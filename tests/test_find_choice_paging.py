@@ -61,8 +61,13 @@ def test_a_link_naming_a_setup_on_another_page_opens_on_it():
     written = at.query_params[SETUP_URL_KEY]
     command = _launch(at)
 
-    shared = _run({**LINK, SETUP_URL_KEY: written})  # the link, opened in a fresh session: table page 1
+    shared = _run({**LINK, SETUP_URL_KEY: written})  # the link, opened in a fresh session: on the setup's page
     assert not shared.exception and not shared.warning, [w.value for w in shared.warning]
     box = shared.selectbox(key="find_choice")
     assert box.value == far and _launch(shared) == command
-    assert [_rank(o) for o in box.options] == [*range(1, FIND_PAGE_ROWS + 1), 2 * FIND_PAGE_ROWS + 5]
+    assert shared.number_input(key="find_page").value == 3  # the row shows in the table (QA: it opened on page 1)
+    assert [_rank(o) for o in box.options] == list(range(2 * FIND_PAGE_ROWS + 1, 3 * FIND_PAGE_ROWS + 1))
+    assert _rank(far) - 1 - 2 * FIND_PAGE_ROWS in range(len(shared.dataframe[0].value))
+
+    shared.number_input(key="find_page").set_value(1).run()  # a page the user turns stays turned
+    assert shared.number_input(key="find_page").value == 1 and shared.selectbox(key="find_choice").value == far

@@ -71,6 +71,17 @@ def setup_id(s: Setup) -> str:
     return ".".join([*parts, s.kv_cache_dtype])
 
 
+def linked_page(result: FindResult, rows: int = FIND_PAGE_ROWS) -> int | None:
+    """The table page that holds the setup a link names (:data:`SETUP_URL_KEY`) on the run that opens it, so the
+    row shows in the table beside its launch commands (QA: a link to row 25 opened on page 1); None when no link
+    names a listed setup, or this session wrote the choice itself (a page the user turned stays turned)."""
+    asked = st.query_params.get(SETUP_URL_KEY)
+    if asked is None or asked == st.session_state.get(_WRITTEN):
+        return None
+    ids = [setup_id(s) for s in listed_setups(result)]
+    return ids.index(asked) // rows + 1 if asked in ids else None
+
+
 def chosen_setup(result: FindResult, page: int = 1, rows: int = FIND_PAGE_ROWS) -> Setup | None:
     """The "Setup to launch" select under the table; None when nothing is listed. The first row unless the user
     picks another, or the link names one (:data:`SETUP_URL_KEY`), so a shared link opens on the same launch
