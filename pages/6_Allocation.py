@@ -14,9 +14,11 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpu
 alloc, more = traffic.number_inputs("Allocation", ("max_model_len", "mean_len", "prefix_len", "prefix_hit_fraction"),
                                     defaults=traffic.length_from_link())  # a plan's context_len carries over
 problems.extend(more)
+carried_users = traffic.users_from_link()  # a plan's batch_size is this page's traffic
 load, more = traffic.number_inputs(
     "Traffic (Monte-Carlo)", ("users", "prompt_len", "prompt_p95", "output_len", "output_p95", "seed"),
-    defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500}, expanded=False)
+    defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500, **carried_users},
+    expanded=False)
 problems.extend(more)
 extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_space_gib", "host_link_gb_s"),
                                     expanded=False)
@@ -25,6 +27,11 @@ upload = traffic.lengths_uploader()
 features, more = serving.serving_inputs(model_id=form.model_id)  # LoRA slots, speculative decoding, images
 problems.extend(more)
 problems.extend(traffic.carried_number_problems(("context_len",), "its own max_model_len"))
+problems.extend(traffic.carried_number_problems(("batch_size",), "its own traffic's users (under Traffic)"))
+if carried_users:
+    st.sidebar.caption(f"From the link: batch_size {carried_users['users']:,} = {carried_users['users']:,} "
+                       "concurrent users of the sampled traffic (Traffic, above). The Naive vs paged tab compares "
+                       "the batch naive reservation admits.")
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))

@@ -247,3 +247,21 @@ def test_allocation_with_images_names_the_feature_tokens_its_figures_count():
     assert any(t.startswith(("1 sequence of 800 + 2,054 tokens", "7 sequences of 800 + 2,054 tokens")) for t in titles), titles
     plain = run_page(ALLOCATION, {"model": "Qwen/Qwen3-VL-8B-Instruct", "gpu": "nvidia-l40s", "context_len": "16384"})
     assert any("of 32** empty" in m.value for m in plain.markdown)  # text only: the 32-slice picture stays
+
+
+def test_allocation_traffic_takes_a_plans_batch_size_and_says_so():
+    """QA: a link from Home with ``batch_size=8`` opened Allocation with its own 200 users and no word; a bad
+    ``batch_size`` was dropped in silence. The batch is the sampled traffic's users (Find does the same), the
+    sidebar says so, and a bad value gets the page's message; the link's own ``users`` wins."""
+    at = run_page(ALLOCATION, {"model": LLAMA3, "gpu": H100, "batch_size": "8"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.number_input(key="users").value == 8
+    assert any("batch_size 8 = 8 concurrent users" in c.value for c in at.sidebar.caption)
+    own = run_page(ALLOCATION, {"model": LLAMA3, "gpu": H100, "batch_size": "8", "users": "40"})
+    assert own.number_input(key="users").value == 40
+    assert not any("batch_size" in c.value for c in own.sidebar.caption)
+    bad = run_page(ALLOCATION, {"model": LLAMA3, "gpu": H100, "batch_size": "0"})
+    assert not bad.exception
+    said = " ".join(e.value for e in bad.error)
+    assert "batch_size=0" in said and "its own traffic's users" in said, said
+    assert bad.number_input(key="users").value == traffic.TRAFFIC_FIELDS["users"].default

@@ -157,6 +157,15 @@ def length_from_link() -> dict[str, int]:
     return {"max_model_len": int(raw)}
 
 
+def users_from_link() -> dict[str, int]:
+    """``{"users": N}`` when the link carries a plan's ``batch_size`` but no ``users`` (a link from Home or
+    Concurrency), so the Allocation page's traffic is the plan's batch (QA: a link with ``batch_size=8`` drew 3
+    sequences and said nothing); else ``{}``. A value that is not a whole number in range is left to the page's
+    own default (its ``batch_size`` check says why)."""
+    batch = link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
+    return {"users": batch} if batch is not None and "users" not in st.query_params else {}
+
+
 def carried_number_problems(keys: Sequence[str], uses: str) -> list[str]:
     """One message per carried plan key in ``keys`` (``context_len``, ``batch_size``: read by this page only to
     seed its own inputs) whose link value is not valid, saying the page ignored it; before, a bad value was
