@@ -51,7 +51,7 @@ def kv_transfer() -> None:
     """What each request moves from the prefill to the decode pool, per link."""
     st.markdown(scale_view.transfer_text(result))
     st.dataframe(scale_view.transfer_rows(result), hide_index=True, key="transfer_table",
-                 column_config={"Chosen": st.column_config.CheckboxColumn("Chosen")})
+                 column_config=scale_view.TRANSFER_COLUMNS)
 
 
 def llm_d_values() -> None:

@@ -6,6 +6,8 @@ DeepSeek-V3.2 DP 8 + EP case is the README's "Prefill / decode pools" example.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -348,3 +350,13 @@ def test_a_links_own_tensor_parallel_size_wins_and_pipeline_stages_are_named():
     assert any("`num_gpus=4` with `pipeline_parallel_size=2` was not read" in s for s in said), said
     bad = _run({**base, "num_gpus": "500"})
     assert any("`num_gpus=500` was not read" in e.value for e in bad.error), [e.value for e in bad.error]
+
+
+def test_the_transfer_table_has_one_precision_a_column():
+    """QA: the link table's "Time per request [ms]" read 31.071, 3.452 ... 24.66 (each value's own decimals)."""
+    at = _run({})
+    table = at.dataframe[0]  # the KV transfer tab is open first
+    assert "Time per request [ms]" in table.value.columns
+    columns = json.loads(table.proto.columns)
+    assert columns["Time per request [ms]"]["type_config"]["format"] == "%.2f"
+    assert columns["GB/s per GPU and direction"]["type_config"]["format"] == "%.1f"

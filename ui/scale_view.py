@@ -339,6 +339,14 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
                    wrap_lines=True)  # one flag a line; only a long --kv-transfer-config JSON wraps
 
 
+TRANSFER_COLUMNS = {
+    "Chosen": st.column_config.CheckboxColumn("Chosen"),
+    "GB/s per GPU and direction": st.column_config.NumberColumn("GB/s per GPU and direction", format="%.1f"),
+    "Time per request [ms]": st.column_config.NumberColumn("Time per request [ms]", format="%.2f"),
+}
+"""Column formats of :func:`transfer_rows`: one precision a column (QA: 31.071 above 24.66)."""
+
+
 def transfer_rows(result) -> list[dict]:
     """The KV transfer time of one request per link (the chosen link first)."""
     rows = [{"Link": x.name, "id": x.id, "GB/s per GPU and direction": x.gb_s_per_direction,
