@@ -121,7 +121,8 @@ def prefill_share(plan: Plan) -> str:
     extra = plan.kv_cache_prefill_extra_bytes
     if not extra:
         return ""
-    return (f" ({format_bytes(extra)} of it while one of them is prefilled: its sliding-window layers hold a "
+    which = "the sequence is" if plan.batch_size == 1 else "one of them is"  # QA: "one of them" of one sequence
+    return (f" ({format_bytes(extra)} of it while {which} prefilled: its sliding-window layers hold a "
             "chunk of batched tokens more)")
 
 
