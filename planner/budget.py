@@ -352,7 +352,8 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
     plan_fields = {
         "model_id": model.model_id, "gpu_id": gpu_id, "num_gpus": tp,
         "weight_dtype": request.weight_dtype, "weight_dtype_resolved": describe_weight_formats(by_format),
-        "kv_cache_dtype": dtypes.kv_name, "gpu_memory_utilization": request.gpu_memory_utilization,
+        "kv_cache_dtype": _paged_kv_name(model, paged_gpu, dtypes.kv_name),  # DeepSeek-V4's pool: fp8_ds_mla
+        "gpu_memory_utilization": request.gpu_memory_utilization,
         "block_size": paged_gpu.block_size, "params": model.num_parameters,  # a hybrid's: vLLM's raised size
         "weights_bytes": model_weight_bytes(model, request.weight_dtype), "weights_bytes_per_gpu": weights_gpu,
         "kv_cache_bytes_per_token": exact_1.bytes_per_token, "kv_cache_bytes_per_token_per_gpu": per_token_gpu,
@@ -382,9 +383,15 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         splits=tensor_parallel_splits(model, tp), fitting_messages=fitting, context_free=context_free,
         serving=effects,
         sequence_terms=(tuple(map(_sequence_terms, profiles))
-                        if all(type(p) is KVProfile and p.uniform_block for p in profiles) else None),
+                        if all(_slot_priced(p) for p in profiles) else None),
         prefill_tokens=profile_pass_tokens(request, gpu_memory_bytes, gpu_id) if paged_gpu.windowed else 0,
     )
+
+
+def _slot_priced(profile) -> bool:
+    """True when :func:`_sequence_terms` prices ``profile``: a plain :class:`KVProfile` in one block whose groups
+    cost ``bytes_per_token`` a slot (no ``KVGroup.page_bytes``: DeepSeek-V4's pool blocks)."""
+    return type(profile) is KVProfile and profile.uniform_block and not any(g.page_bytes for g in profile.groups)
 
 
 def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:
@@ -399,12 +406,20 @@ def _sequence_terms(profile: KVProfile) -> tuple[int, int, int, tuple[tuple[int,
 
 def _paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str) -> KVProfile:
     """The paged profile of one GPU at the block vLLM runs
-    (:func:`planner.engines.vllm_hybrid_profile.paged_kv_profile`: a hybrid's raised block and padded states, an
-    MLA backend's forced block, else ``block_size``)."""
+    (:func:`planner.engines.vllm_hybrid_profile.paged_kv_profile`: a hybrid's raised block and padded states, a
+    windowed model's groups, DeepSeek-V4's pool blocks, an MLA backend's forced block, else ``block_size``)."""
     from planner.engines.vllm_hybrid_profile import paged_kv_profile  # noqa: PLC0415 - import cycle
 
     return paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
                             kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_id, speculative=_speculative(request))
+
+
+def _paged_kv_name(model: ModelSpec, paged: KVProfile, kv_name: str) -> str:
+    """The cache the paged profile prices (:func:`planner.engines.vllm_hybrid_profile.paged_kv_name`: DeepSeek-V4's
+    pool pages are fp8_ds_mla whatever ``kv_name``)."""
+    from planner.engines.vllm_hybrid_profile import paged_kv_name  # noqa: PLC0415 - import cycle
+
+    return paged_kv_name(model, paged, kv_name)
 
 
 def _speculative(request: PlanRequest):
@@ -413,10 +428,10 @@ def _speculative(request: PlanRequest):
 
 
 def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest, gpu_id: str = "") -> KVProfile | None:
-    """The paged profile of an attention + Mamba hybrid or a windowed model on one GPU of ``gpu_id``, from vLLM's
-    layout (:func:`planner.engines.vllm_hybrid_profile.hybrid_kv_profile`: a hybrid's raised block size and states
-    padded to the page, windowed layers' padded groups, the drafter's layers and draft-token state pages of
-    speculative decoding); None for other models."""
+    """The paged profile of an attention + Mamba hybrid, a windowed model or DeepSeek-V4 on one GPU of ``gpu_id``,
+    from vLLM's layout (:func:`planner.engines.vllm_hybrid_profile.hybrid_kv_profile`: a hybrid's raised block size
+    and states padded to the page, windowed layers' padded groups, DeepSeek-V4's pool blocks, the drafter's layers
+    and draft-token state pages of speculative decoding); None for other models."""
     from planner.engines.vllm_hybrid_profile import hybrid_kv_profile  # noqa: PLC0415 - import cycle
 
     return hybrid_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,

@@ -18,6 +18,7 @@ from planner.budget import PlanRequest, plan, sequence_profiles
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.pages import kv_layout
 from planner.engines.profiles import engine_profile
+from planner.engines.vllm_deepseek_v4 import applies as deepseek_v4_applies
 from planner.engines.vllm_hybrid_profile import paged_kv_profile
 from planner.engines.vllm_specs import stage_specs, vllm_block_size
 from planner.model.kv import cache_dtypes, kv_profile
@@ -95,6 +96,8 @@ def test_every_catalog_hybrid_gets_a_raised_block():
             raised += 1
         elif model.sliding_windows and paged is not plain:  # vLLM's layout of a windowed model (test_window_budget)
             assert paged.bytes_per_sequence(2500) >= plain.bytes_per_sequence(2500), model_id
+        elif deepseek_v4_applies(model, "vllm"):  # vLLM's DeepSeek-V4 allocator (test_v4_budget)
+            assert paged is not plain and paged.windowed and paged.block_size == 256, model_id
         else:
             assert paged is plain
         assert paged_kv_profile(model, dtypes, 1, 1, weight_dtype="auto", kv_cache_dtype="auto") is kv_profile(

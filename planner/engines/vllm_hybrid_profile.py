@@ -1,4 +1,4 @@
-"""The budget's paged KV profile, with attention + Mamba hybrids, windowed and MLA models paged as vLLM pages them.
+"""The budget's paged KV profile: Mamba hybrids, windowed, MLA and DeepSeek-V4 models paged as vLLM pages them.
 
 The budget (:mod:`planner.budget`), the sweeps (:mod:`planner.sweep`) and the GPU-count advice
 (:mod:`planner.diagnose`) size a sequence with a :class:`planner.model.kv.KVProfile` paged by ``block_size``.
@@ -19,8 +19,8 @@ follow, :data:`planner.overhead.OVERHEAD_PROFILE`):
 :func:`paged_kv_profile` returns the profile built from the engine's own layout
 (:func:`planner.engines.pages.kv_layout`), so ``bytes_per_sequence(n)`` is vLLM's blocks per request times its
 block bytes. Qwen3.5-27B on an H100 at 2,500 tokens: 304 MiB a sequence at 16-token blocks, 343 MiB as vLLM
-allocates it, 55 users against vLLM's printed-style 49.57x (the Engine page's figure). Every other model gets
-:func:`planner.model.kv.kv_profile` unchanged.
+allocates it, 55 users against vLLM's printed-style 49.57x (the Engine page's figure); windowed models and
+DeepSeek-V4 too (steps 4-5). Every other model gets :func:`planner.model.kv.kv_profile` unchanged.
 
 3. Speculative decoding (``PlanRequest.serving``'s ``speculative``): the drafter's attention layers join the
    layout (:func:`planner.engines.serving.vllm_drafter_layers`) and every Mamba layer keeps one more state page per
@@ -35,6 +35,23 @@ allocates it, 55 users against vLLM's printed-style 49.57x (the Engine page's fi
    aside (:meth:`planner.model.kv.KVProfile.prefill_extra_bytes`). Gemma 3 27B on an H200 at 1,000 tokens:
    149 users by 16-token blocks per layer, 130 as vLLM's layout holds them (130.23 in the Engine view).
 
+5. DeepSeek-V4 is paged by vLLM's allocator for the model (:mod:`planner.engines.vllm_deepseek_v4`, v0.22+,
+   the profile the budget prices): per decoder layer a sliding K=V cache in 64-token blocks, the compressed K and
+   the indexer keys in ``--block-size`` blocks (256 by default) and fp32 compressor states in 4- or 8-token
+   blocks, all fp8_ds_mla pages, packed in KV-cache groups whose every block is one whole pool block
+   (``DeepseekV4Layout.bytes_per_block``: 22 layer tuples x 47,808 B = 1,051,776 B for V4-Flash). Each group
+   becomes a :class:`planner.model.kv.KVGroup` of that page (``page_bytes``) in its own block and window, so
+   ``bytes_per_sequence(n)`` is the layout's ``held_blocks_per_request(n, 1)`` pool blocks and the prefill extra
+   the blocks a whole chunk holds more (the sliding caches and compressor states grow with the batched tokens).
+   vLLM v0.22 stores every accepted ``--kv-cache-dtype`` as fp8_ds_mla and the Engine view prices any other name
+   so (with a warning): the profile is the same whatever the dtype. A ``--block-size`` the allocator refuses
+   (not a multiple of 256: the budget's default 16 among them) is priced at vLLM's default 256. V4-Flash on
+   4 x H200 at 8,192 tokens: 58 pool blocks a decoding request (32 compressed + 3 + 3 sliding + 3 + 17 state),
+   1,411 users as the Engine view's 1,411.41 decoding at once, where the plain per-token profile said 1,746.
+   Sources: vllm/v1/core/kv_cache_utils.py (``_get_kv_cache_config_deepseek_v4``,
+   ``get_max_concurrency_for_kv_cache_config``), vllm/v1/kv_cache_interface.py (``SlidingWindowMLASpec``,
+   ``MLAAttentionSpec``), as read for :mod:`planner.engines.vllm_deepseek_v4` (v0.22.0).
+
 The GPU (``gpu_name``) picks the kernel alignment as on the Engine page: 16 tokens (64 for MLA hybrids), 32 for
 head size 256 on datacenter Blackwell (FlashInfer); 800-token blocks for Qwen3.5-27B on a B200.
 Prefix caching's extra state pages ("align" mode) are the Engine page's; the budget prices vLLM's default
@@ -45,10 +62,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.engines.pages import ChunkedLocalPages, FullAttentionPages, MambaPages, SlidingWindowPages, kv_layout
+from planner.engines import vllm_deepseek_v4 as deepseek_v4
+from planner.engines.pages import ChunkedLocalPages, FullAttentionPages, MambaPages, SlidingWindowPages
 from planner.engines.profiles import engine_profile
 from planner.engines.types import EngineRequest
-from planner.engines.vllm_specs import stage_specs, vllm_block_size
+from planner.engines.vllm_deepseek_v4 import DeepseekV4Layout
+from planner.engines.vllm_specs import stage_layout, vllm_block_size
 from planner.model import ModelSpec
 from planner.model.kv import KVGroup, KVProfile, kv_profile
 from planner.model.layers import CacheDtypes
@@ -61,8 +80,9 @@ from planner.serving.speculative import SpeculativeConfig
 def paged_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
                      weight_dtype: str, kv_cache_dtype: str, gpu_name: str = "",
                      speculative: SpeculativeConfig | None = None) -> KVProfile:
-    """The KV profile one of ``tensor_parallel_size`` GPUs pages sequences with (module docstring): the hybrid's
-    (:func:`hybrid_kv_profile`), else :func:`planner.model.kv.kv_profile` at ``block_size``.
+    """The KV profile one of ``tensor_parallel_size`` GPUs pages sequences with (module docstring): vLLM's layout
+    for a hybrid, a windowed model or DeepSeek-V4 (:func:`hybrid_kv_profile`), else
+    :func:`planner.model.kv.kv_profile` at ``block_size``.
 
     Args:
         model: The model.
@@ -101,14 +121,16 @@ def mla_block_size(model: ModelSpec, block_size: int, gpu_name: str = "") -> int
 def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_size: int, block_size: int, *,
                       weight_dtype: str, kv_cache_dtype: str, gpu_name: str = "",
                       speculative: SpeculativeConfig | None = None) -> KVProfile | None:
-    """The paged profile of an attention + Mamba hybrid or a windowed model as vLLM lays it out (arguments as
-    :func:`paged_kv_profile`; module docstring, steps 1-4); None for any other model, for ``block_size`` 1 (the
-    exact profile) and for a layout with other page kinds (compressed pages).
+    """The paged profile of an attention + Mamba hybrid, a windowed model or DeepSeek-V4 as vLLM lays it out
+    (arguments as :func:`paged_kv_profile`; module docstring, steps 1-5); None for any other model, for
+    ``block_size`` 1 (the exact profile) and for a layout with other page kinds (compressed pages priced by their
+    per-token bytes, under a profile older than v0.22).
     With ``speculative``, the profile already holds the drafter's layers (the caller adds no drafter groups).
 
     Memoized per model object, keyed by the arguments.
     """
-    if block_size == 1 or not ((model.has_recurrent_state and model.has_attention) or model.sliding_windows):
+    if block_size == 1 or not ((model.has_recurrent_state and model.has_attention) or model.sliding_windows
+                               or deepseek_v4.applies(model, BUDGET_ENGINE)):
         return None
     memo = model_memo(model)
     draft = None if speculative is None else speculative.draft
@@ -125,15 +147,19 @@ def hybrid_kv_profile(model: ModelSpec, dtypes: CacheDtypes, tensor_parallel_siz
 
 
 def _hybrid_profile(model: ModelSpec, request: EngineRequest) -> KVProfile | None:
-    """The profile of vLLM's layout for ``request`` (module docstring, step 4 for windowed models); None when the
-    layout has other page kinds (compressed pages) or cannot be built (pages that do not unify): the caller keeps
-    the plain profile."""
+    """The profile of vLLM's layout for ``request`` (module docstring, step 4 for windowed models, step 5 for
+    DeepSeek-V4); None when the layout has other page kinds (compressed pages) or cannot be built (pages that do
+    not unify): the caller keeps the plain profile."""
     profile = engine_profile(BUDGET_ENGINE)
+    if deepseek_v4.applies(model, profile.id) and request.block_size % deepseek_v4.DEFAULT_BLOCK_SIZE:
+        request = replace(request, block_size=None)  # step 5: a size the allocator refuses is priced at its default
     try:
         block, _ = vllm_block_size(model, request, profile)
-        layout = kv_layout(stage_specs(model, range(model.num_layers), request, profile, block))
+        layout = stage_layout(model, range(model.num_layers), request, profile, block)
     except ValueError:
         return None
+    if isinstance(layout, DeepseekV4Layout):
+        return _pool_profile(layout)
     groups = []
     for spec, count in layout.group_spec_counts:
         group = _layout_group(spec, count * layout.group_size)
@@ -172,3 +198,34 @@ def _layout_group(spec, layers: int) -> KVGroup | None:
         return KVGroup(num_layers=layers, bytes_per_token=per_token, max_tokens=spec.attention_chunk_size + 1,
                        bytes_per_sequence_fixed=0, block_size=spec.block_size)
     return None
+
+
+def _pool_profile(layout: DeepseekV4Layout) -> KVProfile | None:
+    """The profile of DeepSeek-V4's layout (module docstring, step 5): one :class:`KVGroup` per block size and
+    window of its KV-cache groups (``num_layers`` = the groups that share them: V4-Flash's sliding K=V caches
+    fill two), each block priced as the whole pool block (``page_bytes``); a sliding group keeps one block beyond
+    its window (``SlidingWindowPages.blocks_per_request``: ``ceil(min(w - 1 + b, L) / B) + 1``), a compressed
+    group ``ceil(L / B)``. The profile's block is the compressed group's (vLLM's ``--block-size``). None when a
+    group mixes blocks or windows (the allocator groups caches by both: not expected)."""
+    page = layout.bytes_per_block
+    counts: dict[tuple[int, int | None], int] = {}
+    for specs in layout.distinct_group_specs:
+        shapes = {(spec.block_size, getattr(spec, "sliding_window", None)) for spec in specs}
+        if len(shapes) != 1:
+            return None
+        shape = shapes.pop()
+        counts[shape] = counts.get(shape, 0) + 1
+    first = layout.block_size
+    groups = tuple(KVGroup(num_layers=n, bytes_per_token=page // block, max_tokens=window,
+                           bytes_per_sequence_fixed=0 if window is None else page,
+                           block_size=None if block == first else block, page_bytes=page)
+                   for (block, window), n in counts.items())
+    return KVProfile(groups=groups, block_size=first)
+
+
+def paged_kv_name(model: ModelSpec, profile, kv_name: str) -> str:
+    """The name of the cache ``profile`` (a :func:`paged_kv_profile`) prices: ``fp8_ds_mla`` for DeepSeek-V4's pool
+    pages (module docstring, step 5; :func:`planner.engines.vllm_deepseek_v4.stored_name`), else ``kv_name``."""
+    if any(g.page_bytes for g in profile.groups):
+        return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name)
+    return kv_name

@@ -88,6 +88,12 @@ class KVGroup:
             model's layers in blocks of one page size, so a layer with twice the per-token bytes gets half the
             tokens: Gemma 4's full-attention layers in 32-token blocks beside 16-token sliding ones); None =
             :attr:`KVProfile.block_size`.
+        page_bytes: Bytes one block of one layer costs where that is not ``block x bytes_per_token`` (0 = that
+            product): a DeepSeek-V4 KV-cache group, whose every block is a whole pool block of vLLM's allocator for
+            the model (1,051,776 B for V4-Flash, 256 tokens of the compressed caches or 4 of a compressor state:
+            :mod:`planner.engines.vllm_deepseek_v4` note 4), which a block does not divide into whole bytes per
+            token. ``bytes_per_token`` is then ``page_bytes // block`` (what the per-token figures read); every
+            sequence and prefill sum prices whole blocks of ``page_bytes``.
     """
 
     num_layers: int
@@ -95,6 +101,12 @@ class KVGroup:
     max_tokens: int | None
     bytes_per_sequence_fixed: int
     block_size: int | None = None
+    page_bytes: int = 0
+
+    def block_bytes(self, block: int) -> int:
+        """Bytes one block of ``block`` tokens costs in one layer of the group: :attr:`page_bytes`, else
+        ``block x bytes_per_token`` [bytes]."""
+        return self.page_bytes or block * self.bytes_per_token
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +129,8 @@ class KVProfile:
         """Bytes one sequence of ``num_tokens`` holds on one GPU [bytes].
 
         Each layer's tokens are capped by its window and rounded up to whole
-        blocks of ``block_size`` (17 tokens at block 16 -> 32 slots).
+        blocks of ``block_size`` (17 tokens at block 16 -> 32 slots), each block priced
+        :meth:`KVGroup.block_bytes`.
 
         Raises:
             ValueError: ``num_tokens < 0``.
@@ -128,8 +141,7 @@ class KVProfile:
         for g in self.groups:
             block = g.block_size or self.block_size
             held = num_tokens if g.max_tokens is None else min(num_tokens, g.max_tokens)
-            slots = ceil_div(held, block) * block
-            total += g.num_layers * (slots * g.bytes_per_token + g.bytes_per_sequence_fixed)
+            total += g.num_layers * (ceil_div(held, block) * g.block_bytes(block) + g.bytes_per_sequence_fixed)
         return total
 
     @property
@@ -144,7 +156,8 @@ class KVProfile:
         chunk of ``batched_tokens`` is prefilled it holds the window plus that chunk: vLLM allocates a step's
         blocks before it frees the ones the window has left behind. Per capped group, ``ceil(min(cap - 1 + b,
         n) / B) x B - ceil(min(cap, n) / B) x B`` token slots (``b = batched_tokens``; the cap is the decode
-        step's tokens, ``window`` for a sliding window and ``chunk + 1`` for chunked local attention); 0 for a
+        step's tokens, ``window`` for a sliding window and ``chunk + 1`` for chunked local attention; a group with
+        :attr:`KVGroup.page_bytes` prices those blocks by that page); 0 for a
         model without windows and for ``b <= 1``. Gemma 3 27B (52 sliding layers, window 1,024, block 16) at
         32,768 tokens with 8,192 batched tokens: 52 x (9,216 - 1,024) slots of one layer's per-token bytes.
 
@@ -179,19 +192,20 @@ class KVProfile:
         for g in self.groups:
             if g.max_tokens is None or not g.bytes_per_token:  # not windowed (see :attr:`windowed`)
                 continue
-            block, per_slot = g.block_size or self.block_size, g.num_layers * g.bytes_per_token
+            block = g.block_size or self.block_size
+            per_block = g.num_layers * g.block_bytes(block)
             reach, cap = g.max_tokens - 1 + batched_tokens, g.max_tokens
             held = -(-cap // block)  # blocks of the window; a count up to the cap adds nothing, past the reach all
-            top = per_slot * (-(-reach // block) - held) * block
-            totals = [t if n <= cap else t + top if n >= reach else t + per_slot * (-(-n // block) - held) * block
+            top = per_block * (-(-reach // block) - held)
+            totals = [t if n <= cap else t + top if n >= reach else t + per_block * (-(-n // block) - held)
                       for t, n in zip(totals, token_counts)]
         return totals
 
     def bytes_per_sequences(self, token_counts: Sequence[int]) -> list[int]:
         """:meth:`bytes_per_sequence` of each count, the same integers, one pass per group [bytes].
 
-        Per group, ``num_layers x (slots x bytes_per_token + fixed)`` is computed as
-        ``slots x (num_layers x bytes_per_token) + num_layers x fixed`` (exact in integers),
+        Per group, ``num_layers x (blocks x block bytes + fixed)`` is computed as
+        ``blocks x (num_layers x block bytes) + num_layers x fixed`` (exact in integers),
         so a sweep over hundreds of contexts costs one comprehension per group.
 
         Raises:
@@ -202,13 +216,13 @@ class KVProfile:
         totals: list[int] | None = None
         for g in self.groups:
             block = g.block_size or self.block_size
-            per_slot = g.num_layers * g.bytes_per_token
+            per_block = g.num_layers * g.block_bytes(block)
             fixed = g.num_layers * g.bytes_per_sequence_fixed
             cap = g.max_tokens
             if cap is None:
-                part = [-(-n // block) * block * per_slot + fixed for n in token_counts]
+                part = [-(-n // block) * per_block + fixed for n in token_counts]
             else:
-                part = [-(-min(n, cap) // block) * block * per_slot + fixed for n in token_counts]
+                part = [-(-min(n, cap) // block) * per_block + fixed for n in token_counts]
             totals = part if totals is None else [a + b for a, b in zip(totals, part)]
         return [0] * len(token_counts) if totals is None else totals
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, replace
 
 from planner.budget import PlanRequest, paged_with_serving, plan_base, profile_pass_tokens
 from planner.engines.profiles import engine_profile, is_large_datacenter_gpu
+from planner.engines.vllm_deepseek_v4 import stored_name as deepseek_v4_stored_name
 from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, stored_kv_name
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
-from planner.overhead import estimate_overhead, overhead_bytes
+from planner.model.sparse import indexed_mla_layer
+from planner.overhead import OVERHEAD_PROFILE, estimate_overhead, overhead_bytes
 from planner.serving.features import launch_flags as serving_launch_flags, serving_effects
 from planner.serving.multimodal import encoder_chunk_budget
 from planner.sweep import per_gpu_costs
@@ -62,7 +64,6 @@ def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
         classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
     costs = {}
     active = active_parameters(model)
-    stored_by = profile_id(request)
     decode_ctx = min(workload.max_model_len,
                      int(workload.prompt.mean_tokens + workload.output.mean_tokens / 2))
     for tp in tp_sizes:
@@ -75,7 +76,7 @@ def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
             dtypes = cache_dtypes(model, request.weight_dtype, kv)
-            name = stored_kv_name(model, stored_by, kv, dtypes.kv.name)
+            name = stored_name(model, request, kv)
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
@@ -83,7 +84,9 @@ def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                 weights, overheads, paged, exact, extra = _serving_costs(model, request, plan_request, classes,
                                                                           weights, overheads, paged, exact)
             decode_seq = exact.bytes_per_sequence(decode_ctx)
-            if name == FP8_DS_MLA:  # the roofline reads the bytes the engine stores (full-attention MLA: linear)
+            if name == FP8_DS_MLA and indexed_mla_layer(model) is not None:
+                # the roofline reads the bytes the engine stores (sparse, full-attention MLA: linear); DeepSeek-V4's
+                # pool pages (also fp8_ds_mla) keep the exact profile's bytes read
                 decode_seq = stored_kv_bytes_per_token(model, dtypes, tp) * decode_ctx
             costs[(tp, name)] = _on_each_gpu(model, CandidateCosts(
                 weights=weights, overheads=overheads,
@@ -116,6 +119,16 @@ def _on_each_gpu(model: ModelSpec, c: CandidateCosts, plan_request: PlanRequest,
                 prefill_extra=base.prefill_extra_bytes(tokens))
         by_gpu[gpu.id] = shared[key]
     return replace(c, by_gpu=by_gpu)
+
+
+def stored_name(model: ModelSpec, request: FindRequest, kv: str) -> str:
+    """The cache a setup of ``request`` with ``--kv-cache-dtype kv`` stores
+    (:func:`planner.engines.vllm_kv_formats.stored_kv_name`); under the budget arithmetic (no engine) DeepSeek-V4's
+    pool pages are ``fp8_ds_mla`` whatever ``kv`` (:func:`planner.engines.vllm_deepseek_v4.stored_name`, as
+    :func:`planner.budget.plan` names them): one row per tensor-parallel size, as the Engine view's."""
+    pid = profile_id(request)
+    name = stored_kv_name(model, pid, kv, cache_dtypes(model, request.weight_dtype, kv).kv.name)
+    return deepseek_v4_stored_name(model, OVERHEAD_PROFILE, name) if pid is None else name
 
 
 def _vllm(features):

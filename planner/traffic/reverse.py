@@ -54,15 +54,13 @@ from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, resolve_engine_name
-from planner.engines.vllm_kv_formats import stored_kv_name
 from planner.model import ModelSpec
-from planner.model.kv import cache_dtypes
 from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.text import count_noun
 from planner.traffic import find_advice
-from planner.traffic.find_costs import CandidateCosts, candidate_costs, profile_id
+from planner.traffic.find_costs import CandidateCosts, candidate_costs, stored_name
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -203,8 +201,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
             closest = near.finish(near.setup)
         suggestions = find_advice.suggestions(
             model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
-            stored_kv=lambda kv: stored_kv_name(model, profile_id(request), kv,
-                                                cache_dtypes(model, request.weight_dtype, kv).kv.name),
+            stored_kv=lambda kv: stored_name(model, request, kv),
             offers_kv=lambda kv: request.engine is None or offers_kv_dtype(request.engine, kv),
             min_weight_saving=WEIGHT_ALTERNATIVE_MIN_SAVING)
     alternative = _weight_alternative(model, priced, request, options)

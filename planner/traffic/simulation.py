@@ -42,8 +42,7 @@ def sequence_bytes(profile: KVProfile, tokens: np.ndarray) -> np.ndarray:
     for g in profile.groups:
         block = g.block_size or profile.block_size  # a group paged in its own block (planner.model.kv.KVGroup)
         held = tokens if g.max_tokens is None else np.minimum(tokens, g.max_tokens)
-        slots = -(-held // block) * block
-        total += g.num_layers * (slots * g.bytes_per_token + g.bytes_per_sequence_fixed)
+        total += g.num_layers * (-(-held // block) * g.block_bytes(block) + g.bytes_per_sequence_fixed)
     return total
 
 

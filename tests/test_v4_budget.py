@@ -1,0 +1,143 @@
+"""The budget counts DeepSeek-V4's users as vLLM's DeepSeek-V4 allocator holds them (the windowed models' rule,
+tests/test_window_budget.py, without its "compressed pages keep the plain profile" exception).
+
+The Engine view prices DeepSeek-V4 with vLLM's own allocator for the model (planner/engines/vllm_deepseek_v4.py:
+compressed K and indexer keys in ``--block-size`` blocks, sliding K=V caches and fp32 compressor states in small
+windowed blocks, every group block a whole pool block of fp8_ds_mla pages), while plan() priced a plain per-token
+profile: V4-Flash on 4 x H200 at 8,192 tokens, 1,746 users where the Engine view decodes 1,411.41 requests at once.
+Expected figures are the Engine view's own (:func:`planner.engines.plan_engine`, ``requests_held_ratio``) or its
+layout's held blocks (``DeepseekV4Layout.held_blocks_per_request``), never numbers typed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from model_catalog import get_gpu, model_spec
+from planner.budget import PlanRequest, plan
+from planner.engines import EngineRequest, plan_engine
+from planner.engines.vllm_deepseek_v4 import DEFAULT_BLOCK_SIZE, deepseek_v4_layout
+from planner.sweep import catalog_sweep, concurrency_curve
+
+CASES = [("deepseek-ai/DeepSeek-V4-Flash", "nvidia-h200-sxm", 4), ("deepseek-ai/DeepSeek-V4-Flash", "nvidia-b200", 8),
+         ("deepseek-ai/DeepSeek-V4-Flash", "nvidia-h100-80gb", 8), ("deepseek-ai/DeepSeek-V4-Pro", "nvidia-b200", 8),
+         ("deepseek-ai/DeepSeek-V4-Pro", "nvidia-b300", 8), ("nvidia/DeepSeek-V4-Pro-NVFP4", "nvidia-h200-sxm", 8),
+         ("nvidia/DeepSeek-V4-Flash-NVFP4", "nvidia-h100-80gb", 4),
+         ("sgl-project/DeepSeek-V4-Pro-FP8", "nvidia-b300", 8),
+         ("sgl-project/DeepSeek-V4-Flash-FP8", "nvidia-h200-sxm", 4)]
+CONTEXTS = (8192, 65536, 1048576)
+
+
+def _engine_users(model, gpu, tp: int, context: int, kv: str = "auto") -> tuple[int, int]:
+    """``(KV budget, whole requests decoding at once)`` of the Engine view (vLLM's own ratio, floored)."""
+    engine = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+        tensor_parallel_size=tp, max_model_len=context, gpu_name=gpu.id, kv_cache_dtype=kv))
+    free, per_request = engine.requests_held_ratio
+    return engine.available_kv_cache_bytes, free // per_request
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES)
+def test_budget_users_are_the_requests_vllm_decodes_at_once(model_id, gpu_id, tp):
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    for context in CONTEXTS:
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, num_gpus=tp), gpu_id=gpu.id)
+        available, users = _engine_users(model, gpu, tp, context)
+        assert budget.kv_cache_budget_bytes == available  # the same memory to share
+        assert budget.max_concurrent_sequences == users, (model_id, gpu_id, context)
+
+
+@pytest.mark.parametrize("kv", ["fp8", "bf16"])
+def test_every_kv_dtype_is_priced_as_the_engine_view_prices_it(kv):
+    """vLLM stores every accepted cache of DeepSeek-V4 as fp8_ds_mla (the Engine view prices any other name so and
+    warns): the budget follows, whatever ``--kv-cache-dtype`` says, and names the cache it prices."""
+    for model_id, gpu_id, tp in CASES[:4]:
+        model, gpu = model_spec(model_id), get_gpu(gpu_id)
+        for context in CONTEXTS[:2]:
+            budget = plan(model, gpu.framework_memory_bytes,
+                          PlanRequest(context_len=context, num_gpus=tp, kv_cache_dtype=kv), gpu_id=gpu.id)
+            available, users = _engine_users(model, gpu, tp, context, kv)
+            assert budget.kv_cache_budget_bytes == available
+            assert budget.max_concurrent_sequences == users, (model_id, gpu_id, context, kv)
+            assert budget.kv_cache_dtype == "fp8_ds_mla"
+
+
+def test_paged_sequence_and_prefill_extra_are_the_layouts_held_blocks():
+    """A sequence's paged bytes are the V4 layout's held blocks of a decode step times the pool block; the prefill
+    extra is what a whole chunk of batched tokens holds more (compressor states and sliding caches grow with the
+    chunk), at lengths on and around the 4-, 8-, 64- and 256-token block and window edges."""
+    from planner.budget import plan_base  # noqa: PLC0415
+
+    counts = [1, 3, 4, 5, 8, 9, 63, 64, 65, 127, 128, 129, 255, 256, 257, 8191, 8192, 8193, 16384, 65536, 100000]
+    for model_id, gpu_id, tp in CASES[:4]:
+        model, gpu = model_spec(model_id), get_gpu(gpu_id)
+        layout = deepseek_v4_layout(model, range(model.num_layers), DEFAULT_BLOCK_SIZE)
+        base = plan_base(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=tp), gpu.id)
+        chunk = base.prefill_tokens
+        assert chunk > 1
+        for n in counts:
+            decode = layout.held_blocks_per_request(n, 1)
+            assert base.bytes_per_sequence(n)[0] == decode * layout.bytes_per_block, (model_id, n)
+            assert base.prefill_extra_bytes(n) == (
+                (layout.held_blocks_per_request(n, chunk) - decode) * layout.bytes_per_block), (model_id, n)
+        assert base.paged_gpu.prefill_extra_bytes_many(counts, chunk) == [base.prefill_extra_bytes(n) for n in counts]
+        assert base.paged_gpu.bytes_per_sequences(counts) == [base.bytes_per_sequence(n)[0] for n in counts]
+        assert base.plan_fields["block_size"] == DEFAULT_BLOCK_SIZE  # vLLM's --block-size for the model
+
+
+def test_a_block_size_the_allocator_takes_is_kept():
+    """``--block-size 512`` (a multiple of the indexer's 256) pages the compressed caches in 512-token blocks, in
+    the budget as in the Engine view."""
+    model, gpu = model_spec("deepseek-ai/DeepSeek-V4-Flash"), get_gpu("nvidia-h200-sxm")
+    for context in (8192, 65536):
+        budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=context, num_gpus=4, block_size=512),
+                      gpu_id=gpu.id)
+        engine = plan_engine(model, gpu.framework_memory_bytes, EngineRequest(
+            tensor_parallel_size=4, max_model_len=context, gpu_name=gpu.id, block_size=512))
+        free, per_request = engine.requests_held_ratio
+        assert budget.block_size == 512
+        assert budget.max_concurrent_sequences == free // per_request
+
+
+@pytest.mark.parametrize(("model_id", "gpu_id", "tp"), CASES[:2])
+def test_the_sweeps_and_a_batch_agree_with_the_plan(model_id, gpu_id, tp):
+    """Concurrency's curve is plan()'s users at every context, a batch of that many fits while one more does not,
+    and the catalog sweep (GPUs by memory) counts as plan() on that memory."""
+    model, gpu = model_spec(model_id), get_gpu(gpu_id)
+    request = PlanRequest(context_len=8192, num_gpus=tp)
+    contexts = (1000, 8192, 65536, 262144)
+    curve = concurrency_curve(model, gpu.framework_memory_bytes, request, contexts, gpu.id)
+    for context, users in zip(contexts, curve, strict=True):
+        one = plan(model, gpu.framework_memory_bytes, replace(request, context_len=context), gpu_id=gpu.id)
+        assert one.max_concurrent_sequences == users
+        assert users == _engine_users(model, gpu, tp, context)[1]
+        at = replace(request, context_len=context, batch_size=users)
+        assert plan(model, gpu.framework_memory_bytes, at, gpu_id=gpu.id).fits
+        assert not plan(model, gpu.framework_memory_bytes, replace(at, batch_size=users + 1), gpu_id=gpu.id).fits
+    if gpu_id != "nvidia-b200":  # a B200's memory: the sweep's size-class overhead (test_window_budget, a1635a3)
+        ((row,),) = catalog_sweep((model,), (gpu.framework_memory_bytes,), request, contexts)
+        by_plan = [plan(model, gpu.framework_memory_bytes, replace(request, context_len=c)) for c in contexts]
+        assert row == tuple(p.max_concurrent_sequences for p in by_plan)
+
+
+def test_find_s_budget_rows_are_the_engine_view_s():
+    """Find's budget arithmetic (no engine) counts a DeepSeek-V4 setup's users as plan() and the Engine view do, and
+    names the cache as they do: auto and fp8 store the same fp8_ds_mla pages, one row per setup (as Find's vLLM
+    rows), not a bf16 and an fp8 row of equal users."""
+    from planner.traffic.find_types import FindRequest  # noqa: PLC0415
+    from planner.traffic.reverse import find_setups  # noqa: PLC0415
+
+    model = model_spec("deepseek-ai/DeepSeek-V4-Flash")
+    gpus = [get_gpu(g) for g in ("nvidia-h200-sxm", "nvidia-b200")]
+    found = find_setups(model, gpus, FindRequest(users=64, prompt_len=7000, output_len=1192, max_gpus=8, top=60,
+                                                 kv_cache_dtypes=("auto", "fp8")))
+    rows = [s for s in found.options if s.kind == "TP" and s.data_parallel_size == 1]
+    assert rows and {s.kv_cache_dtype for s in rows} == {"fp8_ds_mla"}
+    assert len({(s.gpu_id, s.tensor_parallel_size) for s in rows}) == len(rows)
+    for s in rows:
+        gpu = get_gpu(s.gpu_id)
+        available, users = _engine_users(model, gpu, s.tensor_parallel_size, 8192)
+        assert (s.kv_cache_budget_bytes_per_gpu, s.max_concurrent_sequences) == (available, users), (
+            s.gpu_id, s.tensor_parallel_size)
+
