@@ -52,3 +52,21 @@ def test_a_printed_concurrency_rounded_up_to_a_whole_request_says_how_many_are_h
     h200 = run("pages/5_Engine.py", {**link, "gpu": "nvidia-h200-sxm"})  # 28.84x: 28 whole, no note
     tile = next(t for t in metric_tiles(h200) if t.label == "Max concurrency")
     assert (tile.value, tile.delta) == ("28.84x", None), tile
+
+
+def test_the_decoding_count_tile_names_its_whole_requests_as_home_counts_them():
+    """Gemma 4 26B-A4B on 2 x L40S at 8,192 tokens: the Engine tile read "64.81" requests decoding at once beside
+    Home's 64 users, with no word between them (QA). The tile carries "64 whole requests", Home's figure."""
+    import re
+
+    from tests.tiles import metric_tiles
+    from ui.engine_metrics import DECODING_LABEL
+
+    link = {"model": "google/gemma-4-26B-A4B", "gpu": "nvidia-l40s", "num_gpus": "2", "context_len": "8192"}
+    at = run("pages/5_Engine.py", link)
+    tile = next(t for t in metric_tiles(at) if t.label == DECODING_LABEL)
+    whole = int(float(tile.value.replace(",", "")))
+    assert tile.delta == f"{whole:,} whole requests", tile
+    home = run("app.py", link)
+    (said,) = [s.value for s in home.success if s.value.startswith("**Fits.**")]
+    assert re.search(rf"up to {whole:,} concurrent sequences", said), said

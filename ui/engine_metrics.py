@@ -79,10 +79,18 @@ def rounded_up_delta(plan: EnginePlan) -> str | None:
     return f"{count_noun(whole, 'whole request')}" if whole < int(plan.max_concurrency) else None
 
 
+def whole_decoding_delta(plan: EnginePlan) -> str | None:
+    """``"64 whole requests"`` under the decoding count (``64.81``), the users Home counts from the same pool
+    (QA: "64.81" beside Home's 64 read oddly); None where that tile is not shown."""
+    if not plan.decodes_more_than_printed:
+        return None
+    return count_noun(int(plan.max_concurrency_decoding), "whole request")
+
+
 def engine_metrics(plan: EnginePlan) -> None:
     """Bordered tiles, three per row (:mod:`ui.tiles`)."""
     notes = {AVAILABLE_KV_LABEL: available_kv_delta(plan),  # grey lines under the values
-             _capped_label(plan): cap_delta(plan) or rounded_up_delta(plan)}
+             _capped_label(plan): cap_delta(plan) or rounded_up_delta(plan) or whole_decoding_delta(plan)}
     show_tiles([Tile(label, value, help_text, notes.get(label))
                 for label, (value, help_text) in engine_metric_values(plan).items()], 3)
 
