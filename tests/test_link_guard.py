@@ -110,3 +110,17 @@ def test_a_key_written_as_its_cli_flag_is_read_under_the_page_s_name():
     assert at.number_input(key="context_len").value == 4096
     assert any("CLI spelling" in e.value for e in [*at.error, *at.warning, *at.info]), \
         [e.value for e in [*at.error, *at.warning, *at.info]]
+
+
+def test_a_cli_flag_for_a_gpu_or_model_of_ones_own_says_where_to_set_it():
+    """QA: ``/?model=Qwen/Qwen3-8B&gpu_memory_gib=40`` (the CLI's ``--gpu-memory-gib``) planned an H100 in
+    silence. The key is reported with the flag and the sidebar panel that sets such a GPU; the rest of the link is
+    planned as it says, and a tracker's key stays unmentioned."""
+    result = guard({"gpu_memory_gib": ["40"], "config": ["x.json"], "utm_source": ["mail"]})
+    said = " ".join(result.problems)
+    assert "`gpu_memory_gib`" in said and "--gpu-memory-gib" in said and "Custom model & GPU" in said, said
+    assert "`config`" in said and "utm_source" not in said
+    at = _run("app.py", model="Qwen/Qwen3-8B", gpu_memory_gib="40")
+    assert not at.exception
+    assert any("`gpu_memory_gib`" in w.value for w in at.warning)
+    assert at.selectbox(key="model").value == "Qwen/Qwen3-8B"

@@ -142,6 +142,7 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
     """
     result = LinkGuard()
     params = _snake_cased(params, result)
+    result.problems.extend(_cli_only(params))
     for key, raw in params.items():
         values = _bounded(key, list(raw), result.problems)
         if key in MULTI_VALUE_KEYS:
@@ -166,6 +167,25 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
         if values != list(raw):
             result.changes[key] = values or None
     return result
+
+
+CLI_ONLY_KEYS = {
+    "gpu_memory_gib": "a GPU of your own memory", "gpu_name": "a GPU of your own",
+    "gpu_bandwidth_gb_s": "a GPU of your own bandwidth", "gpu_price_per_hour": "a GPU of your own price",
+    "config": "a model from its config.json", "gguf": "a model from its GGUF header",
+}
+"""Flags of ``python -m planner`` that describe a GPU or a model of one's own: a link cannot carry a file or a GPU
+the catalog does not have, so the pages read the sidebar's Custom model & GPU panel (its share codes
+``custom_gpu`` / ``custom_model`` travel in the link) instead. QA: ``?gpu_memory_gib=40`` planned an H100 in
+silence."""
+
+
+def _cli_only(params: Mapping[str, Sequence[str]]) -> list[str]:
+    """One message per key of :data:`CLI_ONLY_KEYS` the link carries: what it would describe, and where to set
+    that on the pages. The key is left in the link, unread (like any key no page reads)."""
+    return [f"Link parameter `{key}` is a flag of the command line (`--{key.replace('_', '-')}`) that no page "
+            f"reads from a link, so it was ignored. For {what}, open Custom model & GPU in the sidebar; its share "
+            "code goes into the link." for key, what in CLI_ONLY_KEYS.items() if key in params]
 
 
 MM_LIMIT_KEY = "limit_mm_per_prompt"
