@@ -267,3 +267,18 @@ def test_a_custom_model_sized_by_defaults_is_a_warning_on_the_page():
     at = run_page("app.py", {"custom_model": code, "model": "custom"})
     assert not at.exception
     assert any("defaults stand in" in w.value and "only/type" in w.value for w in at.warning)
+
+
+def test_a_custom_link_without_a_code_says_so_and_where_to_define_one():
+    """QA: ``/?model=custom&gpu=custom`` said the custom model "could not be read (the message about custom_model
+    or custom_gpu says why)", and there was no such message: the link carries no code at all."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.query_params["model"] = "custom"
+    at.query_params["gpu"] = "custom"
+    at.run()
+    assert not at.exception
+    texts = " ".join(e.value for e in at.error)
+    assert "carries no `custom_model` code" in texts and "carries no `custom_gpu` code" in texts, texts
+    assert "Custom model & GPU" in texts and "says why" not in texts

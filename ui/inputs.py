@@ -117,9 +117,13 @@ def _choice_problem(raw: str, options: Sequence[str], resolve: Callable[[str], s
     makes of it (a canonical id; for models the id or alias as the catalog spells it, an alias option)."""
     if raw in options:
         return raw, None
-    if raw == catalog.CUSTOM_ID:  # the link's custom_model/custom_gpu could not be read
-        return None, (f"the custom {what} this link names could not be read (the message about custom_model "
-                      "or custom_gpu says why)")
+    if raw == catalog.CUSTOM_ID:  # the link's custom_model/custom_gpu could not be read, or it has none
+        code = "custom_gpu" if what == "GPU" else "custom_model"
+        if not st.query_params.get(code, ""):  # QA: "model=custom" alone pointed to a message that was not there
+            return None, (f"the link names a custom {what} but carries no `{code}` code; open Custom model & GPU "
+                          "in the sidebar to define one (its share code goes into the link)")
+        return None, (f"the custom {what} this link names could not be read (the message about `{code}` says "
+                      "why)")
     if resolve is not None:
         try:
             canonical = resolve(raw)
