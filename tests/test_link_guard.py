@@ -124,3 +124,18 @@ def test_a_cli_flag_for_a_gpu_or_model_of_ones_own_says_where_to_set_it():
     assert not at.exception
     assert any("`gpu_memory_gib`" in w.value for w in at.warning)
     assert at.selectbox(key="model").value == "Qwen/Qwen3-8B"
+
+
+def test_a_bad_id_under_the_other_picker_key_is_said():
+    """QA: ``/Memory_curves?gpu=nvidia-zzz`` (the navigation carries ``gpu`` to a page that picks ``gpus``) drew
+    the default GPUs with no word; a good ``gpu`` leads the list, a bad one is reported with the catalog's
+    suggestion, and the page still plans its defaults."""
+    at = _run("pages/1_Memory_curves.py", gpu="nvidia-zzz")
+    assert not at.exception
+    said = [w.value for w in list(at.warning) + list(at.error) if "`gpu=nvidia-zzz`" in w.value]
+    assert len(said) == 1 and "unknown GPU id" in said[0] and "`gpus` list starts with its defaults" in said[0]
+    good = _run("pages/1_Memory_curves.py", gpu="nvidia-l40s")
+    assert good.multiselect(key="gpus").value[0] == "nvidia-l40s" and not good.warning and not good.error
+    home = _run("app.py", models="nobody/nothing")
+    assert any("`models=nobody/nothing`" in e.value and "default for `model`" in e.value
+               for e in list(home.warning) + list(home.error)), [e.value for e in home.error]

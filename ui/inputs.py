@@ -422,16 +422,24 @@ def _other_form(key: str) -> list[str]:
 
 
 def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[str],
-                   resolve: Callable[[str], str]) -> list[str]:
+                   resolve: Callable[[str], str], problems: list[str] | None = None) -> list[str]:
     """The page's defaults among ``options``, led by what the link carries under the other form of ``key``
-    (:func:`_other_form`; unknown ids dropped: the picker's own check reports a bad value of its own key)."""
+    (:func:`_other_form`). An id that is not known is left out and, with ``problems`` given, said there (QA:
+    ``/Memory_curves?gpu=nvidia-zzz`` drew the default GPUs in silence; the picker's own check reports a bad
+    value of its own key)."""
     chosen = list(defaults)
     if key is not None:
         carried = []
         for raw in _other_form(key):
             try:
                 carried.append(raw if raw in options else resolve(raw))  # "custom": the sidebar's own entry
-            except (KeyError, ValueError):
+            except (KeyError, ValueError) as exc:
+                if problems is not None:
+                    other = key[:-1] if key.endswith("s") else f"{key}s"
+                    instead = (f"this page's `{key}` list starts with its defaults" if key.endswith("s") else
+                               f"this page shows its default for `{key}`")
+                    problems.append(f"Link parameter `{other}={shorten(raw)}`: {exc}. Instead, {instead}; pick in "
+                                    "the sidebar.")
                 continue
         chosen = [*carried, *(d for d in chosen if d not in carried)]
     return catalog.pick_existing(tuple(chosen), tuple(options))
@@ -463,9 +471,11 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     if model_key is not None:  # a link's alias is an option of its own, so the URL keeps it (_model_labels)
         m_ids = catalog.alias_options(st.query_params.get_all(model_key) or _other_form(model_key), m_ids)
     g_ids = custom_panel.gpu_options(catalog.gpu_ids())
-    d_models = _carried_first(model_key, default_models, m_ids, catalog.hub_model_id) or [catalog.default_model_id()]
+    carried_problems: list[str] = []
+    d_models = (_carried_first(model_key, default_models, m_ids, catalog.hub_model_id, carried_problems)
+                or [catalog.default_model_id()])
     d_gpus = _carried_first({"one": "gpu", "many": "gpus"}.get(gpu or ""), default_gpus, g_ids,
-                            catalog.resolve_gpu_id) or [catalog.default_gpu_id()]
+                            catalog.resolve_gpu_id, carried_problems) or [catalog.default_gpu_id()]
     single, multi = {}, {}
     if model == "one":
         single["model"] = (m_ids, catalog.hub_model_id, "model", d_models[0])
@@ -478,7 +488,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
     if dtypes:
         single["weight_dtype"] = (DTYPE_OPTIONS["weight_dtype"], None, "weight dtype", "auto")
         single["kv_cache_dtype"] = (DTYPE_OPTIONS["kv_cache_dtype"], None, "KV-cache dtype", "auto")
-    problems = check_link(single, multi, (*numbers, *advanced))
+    problems = [*carried_problems, *check_link(single, multi, (*numbers, *advanced))]
 
     bar = st.sidebar
     chosen_models: tuple[str, ...] = ()
