@@ -35,12 +35,10 @@ Design notes (assumptions):
        (Blackwell), 16 with Triton MLA (other GPUs and pre-2025 builds).
     4. Every default can be overridden in :class:`planner.engines.EngineRequest`.
 
-Sources: ENGINES.md sections 1-5 (vLLM vllm/v1/worker/gpu_worker.py,
-vllm/v1/core/kv_cache_utils.py, vllm/platforms/cuda.py; SGLang
-python/sglang/srt/server_args.py and model_runner_kv_cache_mixin.py; TGI
-server/text_generation_server/models/flash_causal_lm.py; TensorRT-LLM
-tensorrt_llm/_torch/pyexecutor/_util.py; llama.cpp src/llama-kv-cache.cpp,
-src/llama-context.cpp).
+Sources: vLLM vllm/v1/worker/gpu_worker.py, vllm/v1/core/kv_cache_utils.py, vllm/platforms/cuda.py; SGLang
+python/sglang/srt/server_args.py and model_runner_kv_cache_mixin.py; TGI server/text_generation_server/models/
+flash_causal_lm.py; TensorRT-LLM tensorrt_llm/_torch/pyexecutor/_util.py; llama.cpp src/llama-kv-cache.cpp,
+src/llama-context.cpp.
 """
 
 from __future__ import annotations
