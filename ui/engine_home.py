@@ -13,6 +13,7 @@ from planner.engines import plan_engine
 from planner.engines.expected_error import close_call
 from planner.engines.profiles import USAGE_CONTEXTS
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
+from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.serving import ServingFeatures
@@ -99,6 +100,14 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     if caveat := close_call(plan):
         lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
     st.warning("\n\n".join(lines), icon=":material/warning:")
+
+
+def backend_note(plan: EnginePlan | str) -> None:
+    """Under the verdict: the engine plan's fp8-KV backend note (:func:`planner.engines.vllm_fp8_kv.fp8_kv_backend`:
+    the ``VLLM_ATTENTION_BACKEND`` its launch command sets on an Ampere GPU, or why it sets none), the sentence the
+    Engine page shows with its verdict."""
+    if not isinstance(plan, str) and (note := fp8_kv_note_of(plan.notes)):
+        st.info(md_message(note), icon=":material/info:")
 
 
 def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: EnginePlan | str,

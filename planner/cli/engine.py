@@ -29,6 +29,7 @@ from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
+from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.units import GiB
 
 ENGINE_FLAGS = ("engine", "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens",
@@ -238,6 +239,8 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         lines.append(f"  close call: {caveat}")
     lines += [f"  reason: {r}" for r in result.reasons]
     lines += [f"  warning: {w}" for w in result.warnings]
+    if backend_note := fp8_kv_note_of(result.notes):  # the command's VLLM_ATTENTION_BACKEND, or why it has none
+        lines.append(f"  note: {backend_note}")
     lines.append(f"launch       {result.launch_command}")
     if result.serving is not None:
         lines += engine_serving_lines(result)

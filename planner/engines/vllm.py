@@ -43,15 +43,9 @@ from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines import vllm_deepseek_v4 as deepseek_v4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
-from planner.engines.vllm_runner import (
-    first_compile_bytes,
-    graphs_charged,
-    model_runner,
-    runner_note,
-    sampler_bytes_per_logit,
-    speculative_tokens,
-    v2_state_bytes,
-)
+from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
+from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
+                                         sampler_bytes_per_logit, speculative_tokens, v2_state_bytes)
 from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, stored_kv_name,
                                              too_old_for_sparse_mla, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
@@ -316,7 +310,9 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         # the LLM class's token budget, written out: `vllm serve` would take serve's smaller default
         max_num_batched_tokens=request.max_num_batched_tokens or (mnbt if request.usage_context == "llm" else None),
         block_size=request.block_size,
-        attention_backend=request.attention_backend, distributed_executor_backend=request.distributed_executor_backend,
+        attention_backend=fp8_kv_env_backend(profile.id, request.gpu_name, request.kv_cache_dtype,
+                                             request.attention_backend),
+        distributed_executor_backend=request.distributed_executor_backend,
         enforce_eager=request.enforce_eager, enable_prefix_caching=request.enable_prefix_caching,
         use_deep_gemm=request.use_deep_gemm, cudagraph_mode=request.cudagraph_mode,
         optimization_level=request.optimization_level,
@@ -555,7 +551,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
     warnings += [w for w in (eager_conflict(request), *v4_warnings, too_old_for_sparse_mla(model, profile.id)) if w]
-    notes += v4_notes
+    notes += [*v4_notes, *fp8_kv_notes(profile.id, request.gpu_name, request.kv_cache_dtype, request.attention_backend)]
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:

@@ -54,6 +54,7 @@ from planner.diagnose import tensor_parallel_splits
 from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, resolve_engine_name
+from planner.engines.vllm_fp8_kv import Fp8KvBackend, fp8_kv_backend
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS
@@ -93,13 +94,16 @@ def vllm_serve_command(
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     block_size: int = DEFAULT_BLOCK_SIZE,
     language_model_only: bool = False,
+    attention_backend: str | None = None,
 ) -> str:
     """A ``vllm serve`` command line for a setup, via :func:`planner.engines.launch.launch_command`.
 
     Capacity flags are always written (see :mod:`planner.engines.launch`); ``--block-size`` only when it differs
     from vLLM's 16; the weight dtype as :func:`planner.engines.launch.weight_flags` writes it (``--quantization
     fp8`` for online fp8; a comment for int4/int8/MXFP4, which need a pre-quantized checkpoint the command cannot
-    name); ``--language-model-only`` for a text-only model (``ModelSpec.language_model_only``). Example: ``vllm serve
+    name); ``--language-model-only`` for a text-only model (``ModelSpec.language_model_only``);
+    ``attention_backend``: the ``VLLM_ATTENTION_BACKEND`` to set (:func:`planner.engines.vllm_fp8_kv.fp8_kv_backend`
+    names FLASHINFER for an fp8 cache on Ampere under pre-v0.11 releases). Example: ``vllm serve
     meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4 --max-model-len 2500 --gpu-memory-utilization 0.9
     --kv-cache-dtype fp8 --max-num-seqs 200``.
 
@@ -110,7 +114,7 @@ def vllm_serve_command(
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
         block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype,
-        language_model_only=language_model_only)
+        language_model_only=language_model_only, attention_backend=attention_backend)
     return launch_command(spec)
 
 
@@ -404,9 +408,10 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
     elif request.max_time_per_output_token_s is not None:
         reasons.append("no bandwidth in the catalog to check the time-per-token limit")
     notes = []
-    if c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
-        notes.append(_FP8_KV_NOTE_NVIDIA if getattr(gpu, "vendor", "") == "NVIDIA" else
-                     "no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+    if c.kv_name == "fp8" and getattr(gpu, "vendor", "NVIDIA") == "NVIDIA":
+        notes += [n for n in (_fp8_backend(request, gpu, cap, c.kv_name).note,) if n]
+    elif c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
+        notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
@@ -448,7 +453,8 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
             model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp, kv_cache_dtype=c.kv_flag,
             weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
             max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
-            block_size=request.block_size, language_model_only=model.language_model_only)
+            block_size=request.block_size, language_model_only=model.language_model_only,
+            attention_backend=_fp8_backend(request, gpu, cap, c.kv_name).env_backend)
         if c.launch_extra:  # serving features: their vllm serve flags
             command = f"{command} {c.launch_extra}"
         if coupled:
@@ -457,11 +463,12 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
     return replace(s, launch_command=command)
 
 
-_FP8_KV_NOTE_NVIDIA = (
-    "fp8 KV on a GPU without fp8 tensor cores (Ampere and older): start vLLM with "
-    "VLLM_ATTENTION_BACKEND=FLASHINFER, the backend that reads an fp8 cache there (FlashAttention 2 has no fp8 "
-    "KV cache; vllm-project/vllm#7798, #7985)")
-"""Backend note for fp8 KV on NVIDIA GPUs without native fp8 (sources: the vLLM pull requests named)."""
+def _fp8_backend(request: FindRequest, gpu, cap: EngineCapacity | str | None, kv_name: str) -> Fp8KvBackend:
+    """The fp8-KV backend rule of a setup (:func:`planner.engines.vllm_fp8_kv.fp8_kv_backend`) under the vLLM
+    profile that sizes it (the chosen engine's, else the newest vLLM's the budget prices), so the note and the
+    launch command's ``VLLM_ATTENTION_BACKEND`` come from one answer; an empty one where it does not apply."""
+    engine = cap.engine if isinstance(cap, EngineCapacity) else resolve_engine_name(request.engine or "vllm")
+    return fp8_kv_backend(engine, gpu.name, kv_name) or Fp8KvBackend(None, "")
 
 
 def _speed_and_cost(c: CandidateCosts, gpu, request: FindRequest, workload: Workload, tp: int, tpot: float | None,
