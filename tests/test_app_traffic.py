@@ -265,3 +265,14 @@ def test_allocation_traffic_takes_a_plans_batch_size_and_says_so():
     said = " ".join(e.value for e in bad.error)
     assert "batch_size=0" in said and "its own traffic's users" in said, said
     assert bad.number_input(key="users").value == traffic.TRAFFIC_FIELDS["users"].default
+
+
+def test_a_batch_size_the_plan_refuses_is_not_carried_into_users():
+    """QA: ``batch_size=100000`` (over the plan's 65,536) was reported "too large, so it was ignored" while
+    Allocation's and Find's users took it (100,000): a value the plan's own check ignores is not carried."""
+    for page in (ALLOCATION, FIND):
+        at = run_page(page, {"model": LLAMA3, "gpu": H100, "batch_size": "100000"})
+        assert not at.exception
+        assert any("batch_size=100000" in e.value for e in at.error), (page, [e.value for e in at.error])
+        assert at.number_input(key="users").value == traffic.TRAFFIC_FIELDS["users"].default, page
+        assert not any("batch_size 100,000" in c.value for c in at.sidebar.caption), page

@@ -162,7 +162,7 @@ def users_from_link() -> dict[str, int]:
     Concurrency), so the Allocation page's traffic is the plan's batch (QA: a link with ``batch_size=8`` drew 3
     sequences and said nothing); else ``{}``. A value that is not a whole number in range is left to the page's
     own default (its ``batch_size`` check says why)."""
-    batch = link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
+    batch = link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])
     return {"users": batch} if batch is not None and "users" not in st.query_params else {}
 
 
@@ -205,7 +205,7 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
         output = min(int(TRAFFIC_FIELDS["output_len"].default), context // 4)
         out.update(prompt_len=context - output, output_len=output)
         said.append(f"context_len {context:,} = prompt {context - output:,} + output {output:,} tokens")
-    batch = link_whole_number("batch_size", TRAFFIC_FIELDS["users"])
+    batch = link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])
     if batch is not None and "users" not in params:
         out["users"] = batch
         said.append(f"batch_size {batch:,} = {batch:,} concurrent users")
