@@ -3,7 +3,6 @@
 import streamlit as st
 
 from planner.budget import weights_label
-from planner.model.kv import cache_dtypes
 from ui import catalog, charts, data, downloads, feature_line, inputs, serving, views
 from ui.format import md_message, md_text
 
@@ -32,7 +31,7 @@ if too_long:
 
 st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
-    f"weights, {cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv_name} KV cache"))
+    f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
 feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
 views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
 

@@ -141,3 +141,26 @@ def test_find_s_budget_rows_are_the_engine_view_s():
         assert (s.kv_cache_budget_bytes_per_gpu, s.max_concurrent_sequences) == (available, users), (
             s.gpu_id, s.tensor_parallel_size)
 
+
+
+def test_concurrency_heading_names_the_cache_home_prices():
+    """QA: Concurrency's heading said "bf16 KV cache" for DeepSeek-V4-Flash where Home and the Engine page, for the
+    same link, said fp8_ds_mla (the budget's pool pages); it names Plan.kv_cache_dtype now."""
+    from streamlit.testing.v1 import AppTest
+
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.budget import PlanRequest, plan
+
+    link = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "4",
+            "context_len": "8192"}
+    gpu = get_gpu(link["gpu"])
+    priced = plan(model_spec(link["model"]), gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=4),
+                  gpu_id=gpu.id).kv_cache_dtype
+    at = AppTest.from_file("../pages/3_Concurrency.py", default_timeout=120)
+    for key, value in link.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    heading = at.subheader[0].value.replace("\\_", "_")
+    assert priced == "fp8_ds_mla" and heading.endswith(f"{priced} KV cache"), heading

@@ -203,6 +203,18 @@ def variant_tag(variant: AttentionVariant) -> str:
     return f"{variant.name} (as built)" if variant.as_built else variant.name
 
 
+def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str) -> str:
+    """The KV cache a page's users are priced in, as ``Plan.kv_cache_dtype`` names it (the request's cache, or
+    DeepSeek-V4's fp8_ds_mla pool pages: :func:`planner.engines.vllm_hybrid_profile.budget_kv_name`).
+
+    Raises:
+        ValueError: a dtype the model cannot take (from :func:`planner.model.kv.cache_dtypes`).
+    """
+    from planner.engines.vllm_hybrid_profile import budget_kv_name  # noqa: PLC0415 - engines load on use
+
+    return budget_kv_name(model, cache_dtypes(model, weight_dtype, kv_cache_dtype).kv_name)
+
+
 def sparse_mla_clause(kv_cache_dtype: str) -> str:
     """``"; sparse-MLA models ... fp8_ds_mla"`` when ``kv_cache_dtype`` is one vLLM stores sparse-MLA layers as
     ``fp8_ds_mla`` for (``auto``, the fp8 names: :data:`planner.model.sparse.FP8_DS_MLA_CACHE_DTYPES`), else ""."""

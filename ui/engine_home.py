@@ -15,9 +15,9 @@ from planner.engines.profiles import USAGE_CONTEXTS
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.model import ModelSpec
-from planner.model.kv import cache_dtypes
 from planner.serving import ServingFeatures
 from ui import feature_line, inputs, nav
+from ui.data import priced_kv_name
 from ui.engine import kv_dtype_fix
 from ui.expected_error import available_kv_text
 from ui.format import format_command, format_int, format_tokens, gib_to_bytes, md_message, md_text, quoted
@@ -118,7 +118,7 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
-    budget_kv = cache_dtypes(model, form.weight_dtype, form.kv_cache_dtype).kv_name
+    budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)
     home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv)
 
 
