@@ -139,3 +139,13 @@ def test_a_bad_id_under_the_other_picker_key_is_said():
     home = _run("app.py", models="nobody/nothing")
     assert any("`models=nobody/nothing`" in e.value and "default for `model`" in e.value
                for e in list(home.warning) + list(home.error)), [e.value for e in home.error]
+
+
+def test_custom_under_the_other_picker_key_without_a_code_is_said():
+    """QA: ``/Memory_curves?gpu=custom`` and ``?model=custom`` (no share code) drew the defaults in silence, where
+    Home said the link carries no code; the other-form reading now says the same."""
+    for key, code in (("gpu", "custom_gpu"), ("model", "custom_model")):
+        at = _run("pages/1_Memory_curves.py", **{key: "custom"})
+        assert not at.exception
+        said = " ".join(w.value for w in list(at.warning) + list(at.error))
+        assert f"`{key}=custom`" in said and f"carries no `{code}` code" in said, said

@@ -430,17 +430,20 @@ def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[s
     chosen = list(defaults)
     if key is not None:
         carried = []
+        what = "GPU" if key.startswith("gpu") else "model"
         for raw in _other_form(key):
-            try:
-                carried.append(raw if raw in options else resolve(raw))  # "custom": the sidebar's own entry
-            except (KeyError, ValueError) as exc:
-                if problems is not None:
-                    other = key[:-1] if key.endswith("s") else f"{key}s"
-                    instead = (f"this page's `{key}` list starts with its defaults" if key.endswith("s") else
-                               f"this page shows its default for `{key}`")
-                    problems.append(f"Link parameter `{other}={shorten(raw)}`: {exc}. Instead, {instead}; pick in "
-                                    "the sidebar.")
-                continue
+            try:  # "custom" with a code: the sidebar's own entry; without one, _choice_problem says so
+                kept, problem = _choice_problem(raw, options, resolve, what)
+            except KeyError as exc:
+                kept, problem = None, str(exc)
+            if kept is not None:
+                carried.append(kept)
+            elif problems is not None:
+                other = key[:-1] if key.endswith("s") else f"{key}s"
+                instead = (f"this page's `{key}` list starts with its defaults" if key.endswith("s") else
+                           f"this page shows its default for `{key}`")
+                problems.append(f"Link parameter `{other}={shorten(raw)}`: {problem}. Instead, {instead}; pick in "
+                                "the sidebar.")
         chosen = [*carried, *(d for d in chosen if d not in carried)]
     return catalog.pick_existing(tuple(chosen), tuple(options))
 
