@@ -25,7 +25,7 @@ def model_table() -> None:
                "date. Select a row for all of its fields: name, aliases, attention, layers, KV heads, windows, "
                "experts, sources.")
     catalog_table.grid_with_details(models, key="models_table", columns=catalog_table.MODEL_COLUMNS,
-                                    shown=catalog_table.MODEL_SHOWN, caption=caption)
+                                    shown=catalog_table.MODEL_SHOWN, caption=caption, scope=words)
 
 
 def gpu_table() -> None:
@@ -35,7 +35,7 @@ def gpu_table() -> None:
                "estimated by the catalog's rule. Select a row for all of its fields: vendor, marketed memory, "
                "bandwidth, bf16 TFLOPS, host link, sources.")
     catalog_table.grid_with_details(gpus, key="gpus_table", columns=catalog_table.GPU_COLUMNS,
-                                    shown=catalog_table.GPU_SHOWN, caption=caption)
+                                    shown=catalog_table.GPU_SHOWN, caption=caption, scope=words)
 
 
 def verified_table() -> None:
@@ -44,6 +44,7 @@ def verified_table() -> None:
     st.caption(f"{scope}{data.verification_headline()}")  # QA: its counts read as the search's
     catalog_table.grid_with_details(
         verified, key="verification_table", columns=catalog_table.VERIFIED_COLUMNS, shown=catalog_table.VERIFIED_SHOWN,
+        scope=words,
         caption="`python -m planner verify` builds each model from its config on the meta device (parameter count) "
                 "and a shrunken copy with the same layer pattern, KV heads, head dims, windows, MLA ranks and "
                 "recurrent-state shapes on CPU, runs prefill and decode with transformers' own cache, and sums every "

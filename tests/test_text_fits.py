@@ -153,3 +153,22 @@ def test_catalog_gpu_and_verification_grids_fit_and_a_selected_row_lists_every_f
         assert list(details.iloc[:, 0]) == [md_cell(name) for name in filled], tab
         cells = dict(zip(details.iloc[:, 0], details.iloc[:, 1], strict=True))
         assert cells[md_cell(hidden)] == format_int(int(row[hidden]))  # a hidden field, with separators
+
+
+def test_a_catalog_selection_follows_its_entry_through_a_new_search():
+    """QA: Kimi-K3 selected under "kimi", then "qwen" typed: the grid kept the row position and listed Qwen2.5-32B's
+    fields. A new search selects the same id's new row, or nothing when the search leaves it out."""
+    at = run("pages/4_Catalog.py", {"search": "kimi"})
+    picked = len(at.dataframe[0].value) - 1
+    chosen = at.dataframe[0].value["id"].iloc[picked]
+    at.session_state["models_table"] = {"selection": {"rows": [picked], "columns": [], "cells": []}}
+    at.run()
+    assert at.table
+    at.text_input(key="search").input("k").run()  # a search that lists it at another row: selected there
+    ids = list(at.dataframe[0].value["id"])
+    assert chosen in ids and ids.index(chosen) != picked
+    (details,) = [t.value for t in at.table]
+    assert chosen in " ".join(details.iloc[:, 1]).replace("\\", ""), details
+    at.text_input(key="search").input("qwen").run()  # a search that leaves it out: nothing selected
+    assert chosen not in list(at.dataframe[0].value["id"])
+    assert not at.table, [t.value for t in at.table]

@@ -115,12 +115,36 @@ def row_details(table: pa.Table, row: int) -> list[dict[str, str]]:
     return out
 
 
-def grid_with_details(table: pa.Table, *, key: str, columns: dict, shown: tuple[str, ...], caption: str) -> None:
+def grid_with_details(table: pa.Table, *, key: str, columns: dict, shown: tuple[str, ...], caption: str,
+                      scope: tuple[str, ...] = ()) -> None:
     """``table`` as a grid of the ``shown`` columns with single-row selection, ``caption`` under it, and the
-    selected row's every field under that (:func:`row_details`)."""
+    selected row's every field under that (:func:`row_details`).
+
+    The grid's selection is a row position, so a new search (``scope``: the search words the table answers) kept
+    the position and showed another entry (QA: Kimi-K3 selected, then "qwen" typed: Qwen2.5-32B's fields). The
+    selected row's id is kept with its scope: a new search selects that id's new row, or nothing when the search
+    left it out (:func:`_follow_selection`)."""
+    _follow_selection(table, key, scope)
     picked = st.dataframe(table, hide_index=True, key=key, column_config=columns, column_order=shown,
                           on_select="rerun", selection_mode="single-row", placeholder="n/a")  # n/a: no price
     st.caption(caption)
-    rows = [r for r in picked.selection.rows if r < table.num_rows]  # a search may have shortened the table
+    rows = [r for r in picked.selection.rows if r < table.num_rows]
+    chosen = table.column("id")[rows[0]].as_py() if rows else None
+    st.session_state[_PICKED + key] = (scope, chosen)
     if rows:
         views.static_table(row_details(table, rows[0]))
+
+
+_PICKED = "_catalog_picked_"
+"""Session-state key prefix: ``(scope, id)`` of a grid's selected row in the last run."""
+
+
+def _follow_selection(table: pa.Table, key: str, scope: tuple[str, ...]) -> None:
+    """Before the grid ``key`` is drawn: when the search changed since its row was selected, select that id's row
+    in ``table`` (or none), through the grid's session state (Streamlit's programmatic selection)."""
+    kept_scope, chosen = st.session_state.get(_PICKED + key, (scope, None))
+    if kept_scope == scope or key not in st.session_state:
+        return
+    ids = table.column("id").to_pylist()
+    rows = [ids.index(chosen)] if chosen in ids else []
+    st.session_state[key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
