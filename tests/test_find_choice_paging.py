@@ -71,3 +71,29 @@ def test_a_link_naming_a_setup_on_another_page_opens_on_it():
 
     shared.number_input(key="find_page").set_value(1).run()  # a page the user turns stays turned
     assert shared.number_input(key="find_page").value == 1 and shared.selectbox(key="find_choice").value == far
+
+
+def test_back_on_the_page_after_another_the_table_shows_the_chosen_row():
+    """QA: Find, page 3, row 45 chosen, Back to Home, Forward: the link named row 45 and the box chose it, but the
+    table showed page 1. Back on the page the page input starts afresh, so it follows the chosen setup."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/7_Find_a_GPU_setup.py")
+    for key, value in LINK.items():
+        at.query_params[key] = value
+    at.run()
+    at.number_input(key="find_page").set_value(3).run()
+    box = at.selectbox(key="find_choice")
+    far = next(o for o in box.options if _rank(o) == 2 * FIND_PAGE_ROWS + 5)
+    box.set_value(far).run()
+    written = at.query_params[SETUP_URL_KEY]
+    at.number_input(key="find_page").set_value(1).run()  # a turned page stays turned
+    assert at.number_input(key="find_page").value == 1
+    at.switch_page("app.py").run()  # away, and back with the link that names the setup
+    at.switch_page("pages/7_Find_a_GPU_setup.py")
+    for key, value in {**LINK, SETUP_URL_KEY: written}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="find_choice").value == far
+    assert at.number_input(key="find_page").value == 3

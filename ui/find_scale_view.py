@@ -74,10 +74,12 @@ def setup_id(s: Setup) -> str:
 def linked_page(result: FindResult, rows: int = FIND_PAGE_ROWS) -> int | None:
     """The table page that holds the setup a link names (:data:`SETUP_URL_KEY`) on the run that opens it, so the
     row shows in the table beside its launch commands (QA: a link to row 25 opened on page 1); None when no link
-    names a listed setup, or this session wrote the choice itself (a page the user turned stays turned)."""
+    names a listed setup, or this session wrote the choice itself while the page input kept its state (a page the
+    user turned stays turned; back on the page after another, Back or Forward, the input starts afresh and follows
+    the choice: QA, Forward showed page 1 beside row 45)."""
     asked = st.query_params.get(SETUP_URL_KEY)
-    if asked is None or asked == st.session_state.get(_WRITTEN):
-        return None
+    if asked is None or (asked == st.session_state.get(_WRITTEN) and "find_page" in st.session_state):
+        return None  # the choice this session made, on the page it shows (a page the user turned stays turned)
     ids = [setup_id(s) for s in listed_setups(result)]
     return ids.index(asked) // rows + 1 if asked in ids else None
 
