@@ -203,3 +203,21 @@ def test_the_engine_s_refusal_is_shown_as_its_quoted_words():
         refusal = next(w.value for w in at.warning if "would refuse to start" in w.value)
         assert lead in refusal, refusal
         assert "It would print:\n“No available memory for the cache blocks" in refusal, refusal
+
+
+def test_home_says_no_single_change_fits_instead_of_an_empty_try():
+    """QA: Llama-3.1-70B, 64 x 32,768 on one H100: every fix was checked and dropped (none fits alone), and the
+    warning ended in "Try:" with nothing after it. It now says no single change fits and lists what was tried."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    for key, value in {"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "nvidia-h100-sxm-80gb",
+                       "context_len": "32768", "batch_size": "64"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    (said,) = [w.value for w in at.warning if w.value.startswith("**Does not fit**")]
+    assert not said.rstrip().endswith("**Try:**") and "**No single change fits.**" in said, said
+    assert "use num_gpus 2" in said and "use weight_dtype int4" in said

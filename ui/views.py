@@ -153,10 +153,14 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
             lines.append(f"- **{format_bytes(plan.kv_cache_shortfall_bytes)} per GPU short**: the red segment "
                          "of the bar below runs past the usable line by that much")
         if plan.suggestions:
-            lines.append("\n**Try:**")
             tried = plan.suggestions if fixes is None else [
                 *(f.help for f in fixes), *(s for s in plan.suggestions if not isinstance(s, Fix))]
-            lines += [f"- {md_message(s)}" for s in tried]
+            if tried:
+                lines += ["\n**Try:**", *(f"- {md_message(s)}" for s in tried)]
+            else:  # every fix was checked and none fits alone (QA: "Try:" with nothing after it)
+                lines.append("\n**No single change fits.** Each of these was planned alone and still does not fit: "
+                             + "; ".join(md_message(str(s)) for s in plan.suggestions)
+                             + ". Combine two of them, or lower the batch or the context.")
         st.warning("\n".join(lines), icon=":material/warning:")
         fix_buttons(plan.suggestions if fixes is None else fixes)
     for note in plan.notes:
