@@ -4,7 +4,7 @@ KV quantization and swap, for one model on one GPU type."""
 import streamlit as st
 
 from ui import catalog, charts, feature_line, inputs, serving, traffic, views
-from ui.format import format_bytes, format_tokens, md_message, md_text
+from ui.format import format_bytes, format_int, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
                  "How the KV cache is handed out decides how many users fit: naive reservation of max_model_len "
@@ -84,9 +84,9 @@ def your_traffic() -> None:
         return
     traffic.metrics_row(traffic.simulation_metric_values(view))
     charts.show(st, traffic.preemption_chart(view.simulation, load["users"]), key="preemption_chart")
-    st.caption(f"Seeded Monte-Carlo ({view.simulation.num_trials} trials, seed {view.simulation.seed}): requests "
-               "drawn from the distribution are admitted in order, each paged in whole blocks and sized for its "
-               "last token, until the KV budget runs out. Past that point vLLM preempts a request.")
+    st.caption(f"Seeded Monte-Carlo ({format_int(view.simulation.num_trials)} trials, seed {view.simulation.seed}): "
+               "requests drawn from the distribution are admitted in order, each paged in whole blocks and sized for "
+               "its last token, until the KV budget runs out. Past that point vLLM preempts a request.")
 
 
 def prefix_caching() -> None:
