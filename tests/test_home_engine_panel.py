@@ -120,3 +120,25 @@ def test_the_panel_says_the_users_above_are_the_requests_decoding_beside_a_prefi
     line = _why_line({"model": "google/gemma-3-27b-it", "gpu": "nvidia-h200-sxm", "context_len": "8192"})
     assert "reserve no prefill chunk" not in line
     assert "the users above are the requests decoding at once beside one prefill chunk" in line
+
+
+def test_home_says_when_the_engine_runs_fewer_than_the_users_it_counts():
+    """QA: DeepSeek-V4-Flash on 4 x H200 at 8,192 tokens: Home counted 1,411 users while vLLM runs at most 1,024
+    sequences at once by default (--max-num-seqs); only the Engine page said so. Home says it too, from the same
+    engine plan (EnginePlan.scheduler_cap_note)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    for key, value in {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "4",
+                       "context_len": "8192"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    said = [i.value for i in at.info if "--max-num-seqs" in i.value]
+    assert len(said) == 1 and "at most 1,024 sequences at once" in said[0], said
+    small = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    small.query_params["model"] = "Qwen/Qwen3-8B"
+    small.run()
+    assert not any("--max-num-seqs" in i.value for i in small.info)

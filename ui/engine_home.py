@@ -105,9 +105,15 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
 def backend_note(plan: EnginePlan | str) -> None:
     """Under the verdict: the engine plan's fp8-KV backend note (:func:`planner.engines.vllm_fp8_kv.fp8_kv_backend`:
     the ``VLLM_ATTENTION_BACKEND`` its launch command sets on an Ampere GPU, or why it sets none), the sentence the
-    Engine page shows with its verdict."""
-    if not isinstance(plan, str) and (note := fp8_kv_note_of(plan.notes)):
+    Engine page shows with its verdict; and its scheduler cap (``EnginePlan.scheduler_cap_note``: the pool holds more
+    requests than the engine runs at once, QA: Home's 1,411 users of DeepSeek-V4-Flash beside vLLM's default
+    ``--max-num-seqs`` 1,024, said only on the Engine page)."""
+    if isinstance(plan, str):
+        return
+    if note := fp8_kv_note_of(plan.notes):
         st.info(md_message(note), icon=":material/info:")
+    if cap := plan.scheduler_cap_note:
+        st.info(md_message(f"{cap}."), icon=":material/group:")
 
 
 def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: EnginePlan | str,
