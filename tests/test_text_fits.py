@@ -172,3 +172,18 @@ def test_a_catalog_selection_follows_its_entry_through_a_new_search():
     at.text_input(key="search").input("qwen").run()  # a search that leaves it out: nothing selected
     assert chosen not in list(at.dataframe[0].value["id"])
     assert not at.table, [t.value for t in at.table]
+
+
+def test_the_verified_tab_finds_the_models_the_models_tab_finds():
+    """QA: "qwen3.6" listed Qwen/Qwen3.5-27B (an alias match) on the models tab and not on the verified tab. Every
+    verified model the models search finds is found there too, and the verified tab's own columns still count."""
+    from ui import data
+
+    for query in ("qwen3.6", "kimi", "llama 70b", "2026"):
+        words = data.search_words(query)
+        models = set(data.catalog_search("models", words).column("id").to_pylist())
+        verified_all = set(data.verification_frame()["id"])
+        found = set(data.catalog_search("verified", words).column("id").to_pylist())
+        assert models & verified_all <= found, (query, (models & verified_all) - found)
+    family = data.catalog_search("verified", data.search_words("gpt_neox")).column("id").to_pylist()
+    assert "EleutherAI/gpt-neox-20b" in family  # a family word: the verified table's own column

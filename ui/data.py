@@ -431,6 +431,10 @@ def catalog_search(kind: str, words: tuple[str, ...]) -> pa.Table:
     pandas frame on every call; an Arrow table is only written out). The table is immutable, so every
     session shares the one object (``st.cache_resource``; ``st.cache_data`` would copy it per call).
 
+    The verification table lists the models the models table finds for the same words, by name and alias too
+    (QA: "qwen3.6" listed Qwen3.5-27B, an alias match, on the models tab and not on the verified one), beside its
+    own matches (family, release date).
+
     Args:
         kind: ``"models"``, ``"gpus"`` or ``"verified"``.
         words: :func:`search_words` of the query; empty = the whole table.
@@ -441,4 +445,10 @@ def catalog_search(kind: str, words: tuple[str, ...]) -> pa.Table:
     import pyarrow as pa  # noqa: PLC0415 - lazily, with pandas
 
     build, columns = CATALOG_TABLES[kind]
-    return pa.Table.from_pandas(search(build(), " ".join(words), columns), preserve_index=False)
+    query = " ".join(words)
+    found = search(build(), query, columns)
+    if kind == "verified" and words:  # a model the models tab finds (by name or alias) is found here too
+        table, (_, model_columns) = build(), CATALOG_TABLES["models"]
+        by_model = set(search(model_table(), query, model_columns)["id"])
+        found = table[table["id"].isin(by_model | set(found["id"]))]
+    return pa.Table.from_pandas(found, preserve_index=False)
