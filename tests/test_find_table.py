@@ -115,3 +115,11 @@ def test_a_page_of_rows_is_the_same_rows_as_the_whole_table_with_the_same_note_n
     assert second.reset_index(drop=True).equals(whole.iloc[10:20].reset_index(drop=True))
     assert list(find_table.find_rows(result, 3, rows=10)["Max users"]) == list(range(20, 25))
     assert find_table.num_pages(25, rows=10) == 3 and find_table.num_pages(0) == 1
+
+
+def test_time_and_price_columns_have_thousands_separators():
+    """QA: the TTFT column read "1215.1" (DeepSeek-V4-Flash, 1,411 users): the Find table's time and price columns
+    use Streamlit's printf grouping flag (``%,``: "1,215.1"), one precision a column."""
+    order, config = find_table.find_table_config()
+    for name in ("Time per output token [ms]", "Time to first token [ms]", "USD per hour"):
+        assert "%," in config[name]["type_config"]["format"], (name, config[name])

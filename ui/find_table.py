@@ -122,16 +122,16 @@ FIND_COLUMNS: dict[str, FindColumn] = {
     "replicas": FindColumn("DP", 34, "Replicas (data parallel): copies of the model; users are split evenly "
                                      "over them. DP+EP: ranks of one launch, each with its own KV pool; P/D: "
                                      "ranks of one decode replica"),
-    "USD per hour": FindColumn("$/h", 56, "USD per hour for every GPU of the setup (catalog price)", "$%.2f"),
+    "USD per hour": FindColumn("$/h", 56, "USD per hour for every GPU of the setup (catalog price)", "$%,.2f"),
     "USD per 1M output tokens": FindColumn(
         "$/1M out", 66, "USD per 1M output tokens: price per hour over the output tokens the setup makes for "
                         "your users (roofline: one token per user per decode step)", "$%.3f"),
     "Time per output token [ms]": FindColumn(
-        "TPOT ms", 60, "Time per output token [ms] at your user count (roofline upper bound)", "%.1f"),
+        "TPOT ms", 60, "Time per output token [ms] at your user count (roofline upper bound)", "%,.1f"),
     "Time to first token [ms]": FindColumn(
         "TTFT ms", 60, "Time to first token [ms]: the prompt's prefill on the replica's GPUs plus one decode "
                        "step (roofline); n/a where the catalog states no dense bf16 TFLOPS for the GPU (e.g. "
-                       "RTX PRO 6000 Blackwell: NVIDIA's figure has no sparsity footnote, see the Catalog)", "%.1f"),
+                       "RTX PRO 6000 Blackwell: NVIDIA's figure has no sparsity footnote, see the Catalog)", "%,.1f"),
     "KV dtype": FindColumn("KV", 84, "KV-cache dtype the engine stores (fp8_ds_mla: vLLM's fp8 layout for "
                                      "sparse-MLA layers, DeepSeek-V3.2 / GLM-5)"),
     "Max users": FindColumn("Max users", 70, "Most concurrent sequences the setup holds, as the chosen engine "
