@@ -217,10 +217,10 @@ def test_home_says_what_the_prefill_chunk_holds_and_the_paged_sequence_leaves_it
         at.query_params[key] = value
     at.run()
     (fits,) = [s.value for s in at.success if s.value.startswith("**Fits.**")]
-    assert f"({format_bytes(extra)} of it while the sequence is prefilled" in fits, fits  # QA: not "one of them"
+    assert f"(of which {format_bytes(extra)} only while the sequence is prefilled" in fits, fits  # not "one of them"
     at = AppTest.from_file("../app.py", default_timeout=120)
     for key, value in {"model": model.model_id, "gpu": gpu.id, "context_len": "8192", "batch_size": "4"}.items():
         at.query_params[key] = value
     at.run()
     (fits,) = [s.value for s in at.success if s.value.startswith("**Fits.**")]
-    assert f"({format_bytes(extra)} of it while one of them is prefilled" in fits, fits
+    assert f"(of which {format_bytes(extra)} only while one of them is prefilled" in fits, fits

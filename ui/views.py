@@ -116,14 +116,14 @@ def context_problem(model: ModelSpec, context_len: int) -> str | None:
 
 
 def prefill_share(plan: Plan) -> str:
-    """`` (3.28 GiB of it while one of them is prefilled: its windows hold a chunk more)`` when the plan sets one
+    """`` (of which 3.28 GiB only while one of them is prefilled: ...)`` when the plan sets one
     prefill chunk aside (``Plan.kv_cache_prefill_extra_bytes``, windowed models), else ""."""
     extra = plan.kv_cache_prefill_extra_bytes
     if not extra:
         return ""
     which = "the sequence is" if plan.batch_size == 1 else "one of them is"  # QA: "one of them" of one sequence
-    return (f" ({format_bytes(extra)} of it while {which} prefilled: its sliding-window layers hold a "
-            "chunk of batched tokens more)")
+    return (f" (of which {format_bytes(extra)} only while {which} prefilled: a chunk of batched tokens in its "
+            "sliding-window layers)")  # QA: "3.24 GiB ... more" beside 3.30 GiB read as a contradiction
 
 
 def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None) -> None:
