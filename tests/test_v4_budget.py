@@ -164,3 +164,30 @@ def test_concurrency_heading_names_the_cache_home_prices():
     assert not at.exception
     heading = at.subheader[0].value.replace("\\_", "_")
     assert priced == "fp8_ds_mla" and heading.endswith(f"{priced} KV cache"), heading
+
+
+def test_find_launches_deepseek_v4_with_the_cache_vllm_accepts():
+    """Find's DeepSeek-V4 rows launched with ``--kv-cache-dtype auto``, which the Engine view warns v0.22+ refuses
+    for the model (DeepseekV4MLAAttention asserts an fp8 cache) and which its own launch command turns into fp8.
+    Every vLLM row (TP and DP+EP) now passes what the Engine page's command passes; a model without that allocator
+    keeps the searched dtype."""
+    import re
+
+    from model_catalog import model_spec
+    from model_catalog.gpus import get_gpu
+    from planner.engines import EngineRequest, plan_engine
+    from planner.traffic.find_types import FindRequest
+    from planner.traffic.reverse import find_setups
+    from planner.traffic.workload import fixed_workload
+
+    gpu = get_gpu("nvidia-h200-sxm")
+    for model_id, expected in (("deepseek-ai/DeepSeek-V4-Flash", None), ("Qwen/Qwen3-8B", "auto")):
+        model = model_spec(model_id)
+        result = find_setups(model, [gpu], FindRequest(users=64, workload=fixed_workload(2000, 500), max_gpus=8,
+                                                       kv_cache_dtypes=("auto",), top=20))
+        flags = {re.search(r"--kv-cache-dtype (\S+)", s.launch_command).group(1) for s in result.options}
+        if expected is None:  # the Engine view's own launch command for the same model and GPU
+            engine = plan_engine(model, gpu.framework_memory_bytes,
+                                 EngineRequest(engine="vllm", max_model_len=2500, tensor_parallel_size=2))
+            expected = re.search(r"--kv-cache-dtype (\S+)", engine.launch_command).group(1)
+        assert flags == {expected}, (model_id, flags, expected)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from planner.budget import PlanRequest, paged_with_serving, plan_base, profile_pass_tokens
 from planner.engines.profiles import engine_profile, is_large_datacenter_gpu
+from planner.engines.vllm_deepseek_v4 import launch_kv_cache_dtype
 from planner.engines.vllm_deepseek_v4 import stored_name as deepseek_v4_stored_name
 from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, stored_kv_name
 from planner.model import ModelSpec
@@ -134,6 +135,13 @@ def stored_name(model: ModelSpec, request: FindRequest, kv: str) -> str:
 def _vllm(features):
     """``features`` under vLLM's rules (Find's setups are ``vllm serve`` commands)."""
     return replace(features, engine="vllm")
+
+
+def launch_kv_flag(model: ModelSpec, request: FindRequest, kv: str) -> str:
+    """The ``--kv-cache-dtype`` a vLLM launch of a setup passes for the searched ``kv``: ``fp8`` for DeepSeek-V4
+    where ``kv`` is one vLLM refuses for it (:func:`planner.engines.vllm_deepseek_v4.launch_kv_cache_dtype`, under
+    the chosen profile, else the newest vLLM's), as the Engine page's launch command writes it; else ``kv``."""
+    return launch_kv_cache_dtype(model, profile_id(request) or OVERHEAD_PROFILE, kv)
 
 
 def profile_id(request: FindRequest) -> str | None:

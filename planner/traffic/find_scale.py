@@ -56,6 +56,7 @@ from planner.scale.disagg import DisaggPlan, decode_kv_per_sequence, decode_step
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
 from planner.text import count_noun
+from planner.traffic.find_costs import launch_kv_flag
 from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for
 from planner.traffic.find_types import FindRequest, Setup
 from planner.traffic.throughput import cost_per_million_tokens
@@ -201,9 +202,10 @@ def _launch_command(model: ModelSpec, request: FindRequest, plan: ScalePlan, sha
     family = plan.layout.family
     cap = rank_capacity(plan, family)
     sglang = family == "sglang"
+    kv = kv_flag if sglang else launch_kv_flag(model, request, kv_flag)  # vLLM: DeepSeek-V4 launches with fp8
     command = engine_launch_command(
         cap, model.model_id, tensor_parallel_size=plan.layout.tensor_parallel_size,
-        data_parallel_size=shape.ranks * replicas, kv_cache_dtype=kv_flag, weight_dtype=request.weight_dtype,
+        data_parallel_size=shape.ranks * replicas, kv_cache_dtype=kv, weight_dtype=request.weight_dtype,
         max_num_seqs=per_rank * (shape.ranks if sglang else 1), block_size=request.block_size,
         language_model_only=model.language_model_only)
     command = append_flags(command, scale_launch_flags(plan.request, plan.layout))

@@ -61,7 +61,7 @@ from planner.overhead import DEFAULT_MAX_NUM_SEQS
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.text import count_noun
 from planner.traffic import find_advice
-from planner.traffic.find_costs import CandidateCosts, candidate_costs, stored_name
+from planner.traffic.find_costs import CandidateCosts, candidate_costs, launch_kv_flag, stored_name
 from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
 from planner.traffic.find_scale import (
     Candidate,
@@ -450,7 +450,8 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
         # DP+EP kind, not independent replicas: an MoE TP row is one server per replica behind a load balancer
         coupled = model.is_moe and dp > 1
         command = vllm_serve_command(
-            model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp, kv_cache_dtype=c.kv_flag,
+            model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp,
+            kv_cache_dtype=launch_kv_flag(model, request, c.kv_flag),
             weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
             max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
             block_size=request.block_size, language_model_only=model.language_model_only,
