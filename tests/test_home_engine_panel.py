@@ -142,3 +142,32 @@ def test_home_says_when_the_engine_runs_fewer_than_the_users_it_counts():
     small.query_params["model"] = "Qwen/Qwen3-8B"
     small.run()
     assert not any("--max-num-seqs" in i.value for i in small.info)
+
+
+def test_home_reads_the_links_max_num_seqs_as_the_engine_page_does():
+    """After Home began to state vLLM's scheduler cap, a link with ``max_num_seqs=2048`` still read "runs at most
+    1,024" there while the Engine page used 2,048. Home's engine request takes the link's value (in the Engine
+    input's range); its line then matches the Engine page's plan for the same link, or is gone."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.tiles import metric_tiles
+    from ui.engine_metrics import DECODING_LABEL
+
+    root = Path(__file__).resolve().parents[1]
+    base = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "4", "context_len": "8192"}
+    for cap, expected in (("2048", None), ("40", "at most 40 sequences at once")):
+        home = AppTest.from_file(str(root / "app.py"), default_timeout=120)
+        engine = AppTest.from_file(str(root / "pages" / "5_Engine.py"), default_timeout=120)
+        for at in (home, engine):
+            for key, value in {**base, "max_num_seqs": cap}.items():
+                at.query_params[key] = value
+            at.run()
+            assert not at.exception
+        said = [i.value for i in home.info if "--max-num-seqs" in i.value]
+        if expected is None:
+            assert not said, said
+        else:
+            decoding = next(t.value for t in metric_tiles(engine) if t.label == DECODING_LABEL)
+            assert len(said) == 1 and expected in said[0] and f"holds {decoding} requests" in said[0], (said, decoding)

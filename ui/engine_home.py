@@ -18,7 +18,7 @@ from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import feature_line, inputs, nav
 from ui.data import priced_kv_name
-from ui.engine import kv_dtype_fix
+from ui.engine import ENGINE_FIELDS, kv_dtype_fix
 from ui.expected_error import available_kv_text
 from ui.format import format_command, format_int, format_tokens, gib_to_bytes, md_message, md_text, quoted
 from ui.inputs import PlanInputs
@@ -67,7 +67,16 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
         block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
         gpu_memory_reported_bytes=reported_bytes, serving=features,  # nvidia-smi's total (SGLang's capacity)
-        memory_in_use_bytes=memory_in_use_bytes, usage_context=usage_context)
+        memory_in_use_bytes=memory_in_use_bytes, usage_context=usage_context, max_num_seqs=link_max_num_seqs())
+
+
+def link_max_num_seqs() -> int | None:
+    """The link's ``max_num_seqs`` (the Engine page's input) when it is a whole number in that input's range, else
+    None (the engine's default): Home's engine view and its scheduler-cap line read the link's cap, as the Engine
+    page does (QA: a link with ``max_num_seqs=2048`` read "runs at most 1,024" on Home). A bad value is the Engine
+    page's to report."""
+    raw, field = st.query_params.get("max_num_seqs", ""), ENGINE_FIELDS["max_num_seqs"]
+    return int(raw) if raw.isdigit() and field.min_value <= int(raw) <= field.max_value else None
 
 
 def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:
