@@ -445,10 +445,9 @@ def catalog_search(kind: str, words: tuple[str, ...]) -> pa.Table:
     import pyarrow as pa  # noqa: PLC0415 - lazily, with pandas
 
     build, columns = CATALOG_TABLES[kind]
-    query = " ".join(words)
-    found = search(build(), query, columns)
+    query, table = " ".join(words), build()
+    found = search(table, query, columns)
     if kind == "verified" and words:  # a model the models tab finds (by name or alias) is found here too
-        table, (_, model_columns) = build(), CATALOG_TABLES["models"]
-        by_model = set(search(model_table(), query, model_columns)["id"])
+        by_model = set(search(model_table(), query, CATALOG_TABLES["models"][1])["id"])
         found = table[table["id"].isin(by_model | set(found["id"]))]
     return pa.Table.from_pandas(found, preserve_index=False)

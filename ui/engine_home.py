@@ -75,8 +75,9 @@ def link_max_num_seqs() -> int | None:
     None (the engine's default): Home's engine view and its scheduler-cap line read the link's cap, as the Engine
     page does (QA: a link with ``max_num_seqs=2048`` read "runs at most 1,024" on Home). A bad value is the Engine
     page's to report."""
-    raw, field = st.query_params.get("max_num_seqs", ""), ENGINE_FIELDS["max_num_seqs"]
-    return int(raw) if raw.isdigit() and field.min_value <= int(raw) <= field.max_value else None
+    from ui.traffic import link_whole_number  # noqa: PLC0415 - the traffic inputs load with their pages
+
+    return link_whole_number("max_num_seqs", ENGINE_FIELDS["max_num_seqs"])
 
 
 def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:

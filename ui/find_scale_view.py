@@ -90,13 +90,13 @@ def chosen_setup(result: FindResult, page: int = 1, rows: int = FIND_PAGE_ROWS) 
     commands; a choice stays chosen through a new search that still lists it, and through a turn of the table's
     page.
 
-    The options are the rows of the table page shown (``page``, ``rows`` a page, as :func:`ui.find_table.page_of`)
-    and the chosen setup wherever it is: the rows on screen are the ones a user picks from, and a box of every
-    listed setup sent up to 200 labels on each rerun (issue 27 speed; side by side the change is within the
-    benchmark's noise). They are the setups' labels,
-    not their positions: a new search lists other setups under other labels, so the choice falls back to the first
-    row instead of showing a label the list no longer has (QA: after a change of users the box still read the A100
-    row above the RTX 5090 setup it described). The URL holds the setup's :func:`setup_id`, written by hand in the
+    The options are the rows of the table page shown (``page``, ``rows`` a page, as
+    :func:`ui.find_table.find_rows` builds it) and the chosen setup wherever it is: the rows on screen are the ones
+    a user picks from, and a box of every listed setup sent up to 200 labels on each rerun (issue 27 speed; side by
+    side the change is within the benchmark's noise). They are the setups' labels, not their positions: a new
+    search lists other setups under other labels, so the choice falls back to the first row instead of showing a
+    label the list no longer has (QA: after a change of users the box still read the A100 row above the RTX 5090
+    setup it described). The URL holds the setup's :func:`setup_id`, written by hand in the
     same run (labels carry a rank and a price that a new search changes, so the widget is not bound).
     """
     setups = listed_setups(result)

@@ -205,10 +205,10 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
         output = min(int(TRAFFIC_FIELDS["output_len"].default), context // 4)
         out.update(prompt_len=context - output, output_len=output)
         said.append(f"context_len {context:,} = prompt {context - output:,} + output {output:,} tokens")
-    batch = link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])
-    if batch is not None and "users" not in params:
-        out["users"] = batch
-        said.append(f"batch_size {batch:,} = {batch:,} concurrent users")
+    carried = users_from_link()
+    if carried:
+        out.update(carried)
+        said.append(f"batch_size {carried['users']:,} = {carried['users']:,} concurrent users")
     return out, (f"From the link: {'; '.join(said)}. Set the users and lengths above to override.") if said else None
 
 
