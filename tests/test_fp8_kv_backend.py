@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "Qwen/Qwen3-8B"
 A100 = "nvidia-a100-sxm-80gb"
 PREFIX = "VLLM_ATTENTION_BACKEND=FLASHINFER"
-LEAD = "fp8 KV cache on a GPU without fp8 tensor cores"
+LEAD = "fp8 KV cache where vLLM's FlashAttention reads none"
 # profile -> whether vLLM needs the variable to read an fp8 cache on Ampere (vllm/platforms/cuda.py and
 # vllm/engine/arg_utils.py of each release group; the module docstring of planner.engines.vllm_fp8_kv)
 NEEDS_PREFIX = {"vllm-v0": True, "vllm-v1-2025": True, "vllm-v0.10": True,
@@ -56,7 +56,8 @@ def test_engine_view_command_carries_what_its_note_says(engine):
 
 @pytest.mark.parametrize("gpu_id, kv, extra", [
     ("nvidia-h100-sxm-80gb", "fp8", {}),  # FlashAttention 3 reads an fp8 cache
-    ("nvidia-l40s", "fp8", {}),  # fp8 tensor cores (8.9): outside the Ampere rule
+    ("nvidia-b200", "fp8", {}),  # compute capability 10.0: is_kv_cache_dtype_supported accepts it
+    ("amd-mi300x", "fp8", {}),  # not NVIDIA: no FlashAttention 3 rule
     (A100, "auto", {}),  # no fp8 cache
     (A100, "fp8", {"attention_backend": "TRITON_ATTN"}),  # the user's own backend is kept, no note
 ])
@@ -68,6 +69,27 @@ def test_no_override_outside_ampere_fp8(gpu_id, kv, extra):
     assert PREFIX not in p.launch_command
     if extra:
         assert p.launch_command.startswith("VLLM_ATTENTION_BACKEND=TRITON_ATTN ")
+
+
+@pytest.mark.parametrize("gpu_id", ["nvidia-l40s", "nvidia-rtx-5090", "nvidia-dgx-spark"])
+@pytest.mark.parametrize("engine", sorted(NEEDS_PREFIX))
+def test_ada_and_consumer_blackwell_have_no_fp8_flash_attention_either(engine, gpu_id):
+    """FlashAttention 3 reads an fp8 cache on capability major 9 only (vllm/attention/utils/fa_utils.py
+    ``flash_attn_supports_fp8``): Ada (8.9) and SM 12.x are in the same case as Ampere, per release."""
+    rule = fp8_kv_backend(engine, get_gpu(gpu_id).name, "fp8")
+    assert rule is not None
+    assert (rule.env_backend == "FLASHINFER") is NEEDS_PREFIX[engine]
+    p = _engine_plan(engine, gpu_id)
+    assert len(_backend_notes(p.notes)) == 1
+    assert (PREFIX in p.launch_command) is NEEDS_PREFIX[engine]
+
+
+@pytest.mark.parametrize("engine, needs", [("vllm-v0", True), ("vllm-v0.10", False), ("vllm", False)])
+def test_hopper_reads_fp8_with_flash_attention_3_except_on_v0(engine, needs):
+    """V0's selector falls back to XFormers for any fp8 cache, Hopper included (vllm/platforms/cuda.py V0 branch);
+    V1 runs FlashAttention 3 there."""
+    rule = fp8_kv_backend(engine, get_gpu("nvidia-h100-sxm-80gb").name, "fp8")
+    assert (rule is not None and rule.env_backend == "FLASHINFER") is needs
 
 
 def test_other_engines_get_no_vllm_rule():

@@ -115,11 +115,21 @@ def gpu_capability(gpu_name: str) -> tuple[int, int]:
     Examples: ``"H100 SXM5 80GB"`` -> (9, 0); ``"nvidia-a100-sxm-80gb"`` -> (8, 0);
     ``"GeForce RTX 3090"`` -> (8, 6); ``""`` -> (9, 0).
     """
+    return nvidia_capability(gpu_name) or DEFAULT_CAPABILITY
+
+
+def nvidia_capability(gpu_name: str) -> tuple[int, int] | None:
+    """The CUDA compute capability of a known NVIDIA GPU from its name or catalog id, or None for a name the
+    generation table does not know (another vendor's part, an unknown name): :func:`gpu_capability` without its
+    Hopper default.
+
+    Examples: ``"L40S"`` -> (8, 9); ``"AMD Instinct MI300X"`` -> None.
+    """
     name = gpu_name.lower().replace("nvidia ", "").replace("geforce ", "")
     for tags, capability in _CAPABILITY_TAGS:
         if any(tag in name for tag in tags):
             return capability
-    return DEFAULT_CAPABILITY
+    return None
 
 
 # --- MXFP4 experts ----------------------------------------------------------------------
