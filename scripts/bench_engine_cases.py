@@ -165,12 +165,20 @@ CASES: dict[str, Case] = {
                 geometry="catalog",
                 request=dict(kv_cache_dtype="fp8", gpu_memory_utilization=0.95, usage_context="llm",
                              enable_prefix_caching=True),
-                outside_mean="v0.22 runs DeepSeek-V4 on the V1 model runner, the profile's rule (v0.28) on V2; its "
-                             "profile-pass forward (hyper-connection stream, heads padded to 64, sparse indexer "
-                             "logits: vllm/model_executor/models/deepseek_v4/) and its FULL_AND_PIECEWISE graph "
-                             "capture are not modelled. --enable-expert-parallel is not expressed, but it changes "
-                             "neither the weights per rank nor the Marlin MoE workspace (K = 4,096 dominates; "
-                             "fused_moe/experts/marlin_moe.py)"),
+                outside_mean="v0.22.0's own code widens this miss: its DeepSeek-V4 MXFP4 selector has no Triton path on"
+                             " SM 9.0 (FlashInfer TRT-LLM and DeepGEMM FP4 need SM 10.x), so the experts load as Marlin"
+                             " at the checkpoint's bytes, 4.02 GiB under the Triton layout priced here "
+                             "(fused_moe/oracle/mxfp4.py select_deepseek_v4_mxfp4_moe_backend); it runs the model on "
+                             "the V1 runner (no V2 state or first-compile charge, -0.95 GiB; CUDA graphs charged, "
+                             "+0.57); the profile forward peaks in a compressed-sparse layer's attention at 5.01 GiB, "
+                             "not the 1.78 priced (Marlin MoE workspace 2 x 16,384 x 6 x 4,096 x 2 B with or without "
+                             "--enable-expert-parallel, hyper-connection residual 16,384 x 4 x 4,096 x 2 B, output and "
+                             "query at 64 padded heads 1 GiB each, the indexer's query and 512 MiB logits reservation: "
+                             "models/deepseek_v4/attention.py, layers/sparse_attn_indexer.py); the MTP hidden and top-k"
+                             " buffers (+0.53) and two fp32 rotary tables (0.50; 1.00 priced) sit in the weights. "
+                             "Together they predict about 10.6 GiB available: about 5.1 GiB of non-KV memory per rank "
+                             "is not in the code read (the CUDA-graph estimate and GH200's total are measured at run "
+                             "time; the commenter's version is not stated)"),
     "N12": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
                 request=dict(gpu_memory_utilization=0.9)),
     "N13": Case(engine="vllm-v0.28", model_id="Qwen/Qwen3-14B", gpu_id="nvidia-l40s", geometry="catalog",
