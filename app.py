@@ -9,6 +9,7 @@ import streamlit as st
 
 from planner.budget import plan
 from planner.fixes import checked_fixes, engine_start_fixes
+from planner.pool_kv import pool_kv
 from ui import budget_bar, catalog, engine, engine_home, feature_line, inputs, serving, views
 from ui.format import format_bytes, md_message, md_text
 
@@ -58,7 +59,9 @@ if start_fixes:  # under that warning: each one starts the engine and keeps the 
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
 views.seed_answer(result, model, f"{gpus_of}{gpu.name}", engine_plan)
-views.plan_metrics(result)
+pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
+                     what="pricing the KV pool")
+views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
 feature_line.show_users_line(features, form.model_id, same_as="")
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")

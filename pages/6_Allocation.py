@@ -18,7 +18,7 @@ carried_users = traffic.users_from_link()  # a plan's batch_size is this page's 
 load, more = traffic.number_inputs(
     "Traffic (Monte-Carlo)", ("users", "prompt_len", "prompt_p95", "output_len", "output_p95", "seed"),
     defaults={"prompt_len": 600, "prompt_p95": 1500, "output_len": 200, "output_p95": 500, **carried_users},
-    expanded=False)
+    expanded=False, carried=traffic.carried_words(carried_users))
 problems.extend(more)
 extra, more = traffic.number_inputs("Sampling and swap", ("num_samples", "swap_space_gib", "host_link_gb_s"),
                                     expanded=False)

@@ -36,7 +36,7 @@ problems.extend(more)
 from_link, from_link_text = traffic.find_defaults_from_link()  # a plan's context_len / batch_size, if set
 load, more = traffic.number_inputs(
     "Users and lengths", ("users", "prompt_len", "output_len", "prompt_p95", "output_p95", "max_model_len"),
-    defaults={"max_model_len": None, **from_link})
+    defaults={"max_model_len": None, **from_link}, carried=traffic.carried_words(from_link))
 problems.extend(more)
 if from_link_text:
     st.sidebar.caption(from_link_text)

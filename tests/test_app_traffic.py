@@ -267,6 +267,28 @@ def test_allocation_traffic_takes_a_plans_batch_size_and_says_so():
     assert bad.number_input(key="users").value == traffic.TRAFFIC_FIELDS["users"].default
 
 
+def test_an_out_of_range_users_gives_way_to_the_links_batch_size_and_the_message_says_so():
+    """QA: ``batch_size=8&users=0`` fell back to the field's default 200 users ("Showing the default 200 instead"):
+    a ``users`` out of range is as good as none, so the link's batch_size is the users, and the message names the
+    value the page used. Find takes the batch the same way (one rule, ``users_from_link``)."""
+    for page in (ALLOCATION, FIND):
+        at = run_page(page, {"model": LLAMA3, "gpu": H100, "batch_size": "8", "users": "0"})
+        assert not at.exception
+        assert at.number_input(key="users").value == 8, page
+        said = " ".join(e.value for e in at.error)
+        assert "`users=0` is too small" in said and "Showing the link's batch_size 8 instead" in said, said
+        assert "200" not in said, said
+
+
+def test_a_bad_link_value_names_the_page_default_it_shows():
+    """Allocation's prompt length defaults to 600 (not the field's 2,000): a bad ``prompt_len`` said "Showing the
+    default 2,000 instead" above a field showing 600."""
+    at = run_page(ALLOCATION, {"model": LLAMA3, "gpu": H100, "prompt_len": "0"})
+    shown = at.number_input(key="prompt_len").value
+    said = " ".join(e.value for e in at.error)
+    assert f"Showing this page's default {shown:,} instead" in said, (shown, said)
+
+
 def test_a_batch_size_the_plan_refuses_is_not_carried_into_users():
     """QA: ``batch_size=100000`` (over the plan's 65,536) was reported "too large, so it was ignored" while
     Allocation's and Find's users took it (100,000): a value the plan's own check ignores is not carried."""

@@ -360,3 +360,18 @@ def test_the_transfer_table_has_one_precision_a_column():
     columns = json.loads(table.proto.columns)
     assert columns["Time per request [ms]"]["type_config"]["format"] == "%.2f"
     assert columns["GB/s per GPU and direction"]["type_config"]["format"] == "%.1f"
+
+
+def test_the_transfer_sentence_gives_the_chosen_links_time_as_the_table_shows_it():
+    """QA: the sentence said "10.737 ms over `nvlink-...`" where the table beside it showed 10.74 for the same
+    figure; the sentence now prints the chosen link's time at the table column's precision."""
+    import re
+
+    at = _run({})
+    table = at.dataframe[0]  # the KV transfer tab is open first
+    shown_as = json.loads(table.proto.columns)["Time per request [ms]"]["type_config"]["format"]
+    chosen = table.value[table.value["Chosen"]].iloc[0]
+    [sentence] = [m.value for m in at.markdown if "ms over" in m.value]
+    said = re.search(r"([\d,.]+) ms over `([^`]+)`", sentence)
+    assert said.group(2) == chosen["id"]
+    assert said.group(1).replace(",", "") == shown_as % chosen["Time per request [ms]"], (sentence, shown_as)

@@ -191,3 +191,28 @@ def test_find_launches_deepseek_v4_with_the_cache_vllm_accepts():
                                  EngineRequest(engine="vllm", max_model_len=2500, tensor_parallel_size=2))
             expected = re.search(r"--kv-cache-dtype (\S+)", engine.launch_command).group(1)
         assert flags == {expected}, (model_id, flags, expected)
+
+
+def test_home_kv_tiles_show_the_pool_cache_the_users_are_counted_in():
+    """QA: Home's "KV per token" / "KV per sequence" tiles showed DeepSeek-V4-Flash's bf16 figures (8,277 B a token,
+    48.9 MiB a sequence) beside 1,411 users priced in vLLM's fp8_ds_mla pool pages: one plan, two caches. The tiles
+    now name the pool's cache and show its figures: the Engine view's layout (one pool block per 256 compressed
+    tokens, its held blocks a decoding request), and the sequence the budget divides into the users."""
+    from tests.test_serving_app import run
+    from tests.tiles import metric_tiles
+    from ui.format import format_bytes
+
+    model, gpu = model_spec("deepseek-ai/DeepSeek-V4-Flash"), get_gpu("nvidia-h200-sxm")
+    budget = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=8192, num_gpus=4), gpu_id=gpu.id)
+    layout = deepseek_v4_layout(model, range(model.num_layers), DEFAULT_BLOCK_SIZE)
+    sequence = layout.held_blocks_per_request(8192) * layout.bytes_per_block
+    assert (budget.kv_cache_budget_bytes - budget.kv_cache_prefill_extra_bytes) // sequence \
+        == budget.max_concurrent_sequences  # the sequence the users are counted with
+    at = run("app.py", {"model": model.model_id, "gpu": gpu.id, "num_gpus": "4", "context_len": "8192"})
+    assert not at.exception and not at.error
+    tiles = {t.label: t for t in metric_tiles(at)}
+    token = tiles["KV per token (fp8_ds_mla, as vLLM stores it)"]
+    per_sequence = tiles["KV per sequence per GPU (fp8_ds_mla, as vLLM stores it)"]
+    assert token.value == format_bytes(-(-layout.bytes_per_block // DEFAULT_BLOCK_SIZE), "auto")
+    assert per_sequence.value == format_bytes(sequence)
+    assert f"{layout.held_blocks_per_request(8192)} pool blocks" in per_sequence.help

@@ -124,6 +124,17 @@ def format_decimal(value: float, max_digits: int = 6) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def format_ms(milliseconds: float, digits: int = 2) -> str:
+    """A time in milliseconds at ``digits`` decimals: ``"10.74 ms"``. A table column of the same figure takes
+    :func:`decimal_format` of the same ``digits``, so text and table print one value."""
+    return f"{milliseconds:,.{digits}f} ms"
+
+
+def decimal_format(digits: int) -> str:
+    """The printf-style format of a ``st.column_config.NumberColumn`` at ``digits`` decimals: ``"%.2f"``."""
+    return f"%.{digits}f"
+
+
 def format_fraction(value: float) -> str:
     """A fraction such as ``gpu_memory_utilization`` as the user typed it: ``"0.9"``."""
     return f"{value:g}"

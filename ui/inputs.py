@@ -192,7 +192,7 @@ def rewrite_link(changes: Mapping[str, list[str] | None], multi_keys: Sequence[s
 
 def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | None, str, str]],
                multi: Mapping[str, tuple[Sequence[str], Callable[[str], str] | None, str, int]],
-               numbers: Sequence[str]) -> list[str]:
+               numbers: Sequence[str], shown: Mapping[str, tuple[object, str]] | None = None) -> list[str]:
     """Validate this page's raw URL parameters before its widgets are created.
 
     Aliases that resolve to a catalog id are replaced by that id, so the widget
@@ -203,6 +203,8 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
         single: key -> (options, resolver or None, noun, default shown) for selectboxes.
         multi: key -> (options, resolver or None, noun, max items) for multiselects.
         numbers: Keys of :data:`NUMBER_FIELDS` on this page.
+        shown: Number key -> ``(value, whence)`` where its widget shows another value than the field's default
+            (:func:`ui.number_fields.link_number_problems`), so a bad link value's message names what is shown.
 
     Returns:
         One message per bad parameter, saying what is wrong and how to fix it.
@@ -240,7 +242,7 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
             kept = kept[:max_items]
         if kept != values:
             changes[key] = kept or None
-    for key, wrong, fix in link_number_problems(numbers):
+    for key, wrong, fix in link_number_problems(numbers, shown=shown):
         problems.append(f"{wrong}. {fix}")
         changes[key] = None
     if "num_gpus" in numbers and "tensor_parallel_size" not in numbers:

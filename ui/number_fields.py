@@ -100,13 +100,16 @@ EMPTY_MEANS = re.compile(r"\(empty = ([^)]+)\)")
 """What an empty field stands for, as its label says it: ``"Images per request (empty = none)"`` -> ``none``."""
 
 
-def _number_fix(field: NumberField) -> str:
+def _number_fix(field: NumberField, shown_value: tuple[object, str] | None = None) -> str:
     """``"Showing the default 8,192 instead; enter a whole number from 1 to ... in the sidebar."``
 
-    A field without a default is left empty, and the message says what that means where the label does
+    ``shown_value``: ``(value, whence)`` where the page's widget shows another value than the field's default, a
+    page default or a value a link carried (``(8, "the link's batch_size")``: "Showing the link's batch_size 8
+    instead"). A field without a default is left empty, and the message says what that means where the label does
     (``"Leaving it empty instead, which means none"``), else that the planner estimates it (the overhead)."""
-    if field.default is not None:
-        shown = f"Showing the default {_show(field, field.default)} instead"
+    default, whence = shown_value if shown_value is not None else (field.default, "the default")
+    if default is not None:
+        shown = f"Showing {whence} {_show(field, default)} instead"
     elif means := EMPTY_MEANS.search(field.label):
         shown = f"Leaving it empty instead, which means {means.group(1)}"
     else:
@@ -118,13 +121,15 @@ def _number_fix(field: NumberField) -> str:
 
 
 def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] = NUMBER_FIELDS,
-                         ) -> list[tuple[str, str, str]]:
+                         shown: Mapping[str, tuple[object, str]] | None = None) -> list[tuple[str, str, str]]:
     """The link's values of ``keys`` that are not valid numbers for their field, before the widgets exist.
 
     Args:
         keys: Keys of ``fields`` this page reads from the link.
         fields: key -> :class:`NumberField` (:data:`NUMBER_FIELDS`, or a page's own table such as
             ``ui.scale_view.DISAGG_FIELDS``).
+        shown: key -> ``(value, whence)`` where the page shows another value than the field's default
+            (:func:`_number_fix`).
 
     Returns:
         ``(key, what is wrong, how to fix it in the sidebar)`` per bad value (the last one, as Streamlit reads a
@@ -137,5 +142,6 @@ def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] 
         values = st.query_params.get_all(key)
         problem = number_problem(fields[key], values[-1]) if values else None
         if problem:
-            out.append((key, f"Link parameter `{key}={shorten(values[-1])}` {problem}", _number_fix(fields[key])))
+            out.append((key, f"Link parameter `{key}={shorten(values[-1])}` {problem}",
+                        _number_fix(fields[key], (shown or {}).get(key))))
     return out

@@ -24,7 +24,17 @@ from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
 from ui import inputs, views
 from ui.budget_bar import OVER_THE_CARD, RANK_COLOURS, segments_bar_html
-from ui.format import count_noun, format_bytes, format_bytes_exact, format_command, format_int, md_message, shorten
+from ui.format import (
+    count_noun,
+    decimal_format,
+    format_bytes,
+    format_bytes_exact,
+    format_command,
+    format_int,
+    format_ms,
+    md_message,
+    shorten,
+)
 from ui.inputs import NumberField, PlanInputs
 from ui.serving import raw_config
 from ui.tiles import show_tiles, tiles_from_values
@@ -339,10 +349,15 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
                    wrap_lines=True)  # one flag a line; only a long --kv-transfer-config JSON wraps
 
 
+TRANSFER_MS_DIGITS = 2
+"""Decimals of a request's KV transfer time [ms], in the table and in :func:`transfer_text` alike (QA: the sentence
+said 10.737 ms beside the table's 10.74)."""
+
 TRANSFER_COLUMNS = {
     "Chosen": st.column_config.CheckboxColumn("Chosen"),
     "GB/s per GPU and direction": st.column_config.NumberColumn("GB/s per GPU and direction", format="%.1f"),
-    "Time per request [ms]": st.column_config.NumberColumn("Time per request [ms]", format="%.2f"),
+    "Time per request [ms]": st.column_config.NumberColumn("Time per request [ms]",
+                                                           format=decimal_format(TRANSFER_MS_DIGITS)),
 }
 """Column formats of :func:`transfer_rows`: one precision a column (QA: 31.071 above 24.66)."""
 
@@ -360,7 +375,8 @@ def transfer_text(result) -> str:
             f"**{format_bytes(result.kv_transfer_bytes_per_request, 'auto')}** per request "
             f"({format_bytes(result.kv_transfer_bytes_per_request, 'B')}), "
             f"{format_bytes(result.kv_transfer_bytes_per_gpu, 'auto')} per GPU, the shards in parallel: "
-            f"{result.kv_transfer_ms[result.link]:,.3f} ms over `{result.link}`; TTFT {result.ttft_ms:,.1f} ms.")
+            f"{format_ms(result.kv_transfer_ms[result.link], TRANSFER_MS_DIGITS)} over `{result.link}`; "
+            f"TTFT {format_ms(result.ttft_ms, 1)}.")
 
 
 def headline(result, knobs: DisaggInputs) -> None:

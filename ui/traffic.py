@@ -131,8 +131,13 @@ TRAFFIC_FIELDS: dict[str, NumberField] = {
 for _field in TRAFFIC_FIELDS.values():
     inputs.NUMBER_FIELDS.setdefault(_field.key, _field)  # so inputs.check_link validates them too
 
+def _field(key: str) -> NumberField:
+    """The traffic field of ``key``, else the shared one (:data:`ui.inputs.NUMBER_FIELDS`)."""
+    return TRAFFIC_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
+
+
 def _number(container, key: str, default):
-    field = TRAFFIC_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
+    field = _field(key)
     if field.is_float:
         return container.number_input(
             field.label, min_value=float(field.min_value), max_value=float(field.max_value),
@@ -157,13 +162,27 @@ def length_from_link() -> dict[str, int]:
     return {"max_model_len": int(raw)}
 
 
+CARRIED_USERS = "the link's batch_size"
+"""Where the users come from when :func:`users_from_link` carries them (the words of a bad ``users``'s message)."""
+
+
+def carried_words(from_link: dict) -> dict[str, str]:
+    """``{"users": CARRIED_USERS}`` when ``from_link`` (a page's defaults from :func:`users_from_link`) carries the
+    users, else ``{}``: :func:`number_inputs`'s ``carried``."""
+    return {"users": CARRIED_USERS} if "users" in from_link else {}
+
+
 def users_from_link() -> dict[str, int]:
-    """``{"users": N}`` when the link carries a plan's ``batch_size`` but no ``users`` (a link from Home or
-    Concurrency), so the Allocation page's traffic is the plan's batch (QA: a link with ``batch_size=8`` drew 3
-    sequences and said nothing); else ``{}``. A value that is not a whole number in range is left to the page's
-    own default (its ``batch_size`` check says why)."""
+    """``{"users": N}`` when the link carries a plan's ``batch_size`` but no ``users`` it can use (a link from
+    Home or Concurrency), so the Allocation page's traffic is the plan's batch (QA: a link with ``batch_size=8``
+    drew 3 sequences and said nothing); else ``{}``. A ``users`` out of range counts as none (QA: ``batch_size=8&
+    users=0`` fell back to 200 users, not 8); its own check says why, and what the page shows instead
+    (:data:`CARRIED_USERS`). A ``batch_size`` that is not a whole number in range is left to the page's own
+    default (its ``batch_size`` check says why)."""
     batch = link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])
-    return {"users": batch} if batch is not None and "users" not in st.query_params else {}
+    if batch is None or link_whole_number("users", TRAFFIC_FIELDS["users"]) is not None:
+        return {}
+    return {"users": batch}
 
 
 def carried_number_problems(keys: Sequence[str], uses: str) -> list[str]:
@@ -213,7 +232,7 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
 
 
 def number_inputs(title: str, keys: Sequence[str], defaults: dict | None = None,
-                  expanded: bool = True) -> tuple[dict, list[str]]:
+                  expanded: bool = True, carried: dict[str, str] | None = None) -> tuple[dict, list[str]]:
     """A titled sidebar block of numeric inputs, validated against the link first.
 
     Args:
@@ -221,17 +240,20 @@ def number_inputs(title: str, keys: Sequence[str], defaults: dict | None = None,
         keys: Keys of :data:`TRAFFIC_FIELDS` (or :data:`ui.inputs.NUMBER_FIELDS`).
         defaults: Per-page defaults overriding the field defaults.
         expanded: Show the block open.
+        carried: Key -> where its default came from when a link carried it (:data:`CARRIED_USERS`); a bad link
+            value's message names the value shown and its source ("this page's default" for the other defaults).
 
     Returns:
         Values by key, and the link problems (show with :func:`ui.inputs.show_problems`).
     """
-    defaults = defaults or {}
-    problems = inputs.check_link({}, {}, keys)
+    defaults, carried = defaults or {}, carried or {}
+    shown = {key: (value, carried.get(key, "this page's default")) for key, value in defaults.items()
+             if key in keys and (key in carried or value != _field(key).default)}
+    problems = inputs.check_link({}, {}, keys, shown=shown)
     values = {}
     with st.sidebar.expander(title, expanded=expanded):
         for key in keys:
-            field = TRAFFIC_FIELDS.get(key) or inputs.NUMBER_FIELDS[key]
-            values[key] = _number(st, key, defaults.get(key, field.default))
+            values[key] = _number(st, key, defaults.get(key, _field(key).default))
     return values, problems
 
 

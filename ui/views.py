@@ -12,6 +12,7 @@ from typing import TypeVar
 import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, Plan
+from planner.pool_kv import PoolKV
 from planner.diagnose import Fix
 from planner.fixes import CheckedFix, short_label
 from planner.model import ModelSpec
@@ -33,7 +34,7 @@ from planner.model.sparse import (
     SharedKVSlidingAttention,
     engine_indexer_bytes,
 )
-from ui import link_guard, nav, upload_sweep
+from ui import kv_tiles, link_guard, nav, upload_sweep
 from ui.format import (
     count_noun,
     format_budget,
@@ -224,21 +225,15 @@ def _engine_limit(plan: Plan, engine_plan) -> str:
             "would allocate, at the bottom).")
 
 
-def plan_metric_values(plan: Plan) -> dict[str, tuple[str, str]]:
+def plan_metric_values(plan: Plan, pool: PoolKV | None = None) -> dict[str, tuple[str, str]]:
     """Metric label -> (value, help) or (value, help, note under the value) for the Home page, all from
-    ``plan`` fields."""
+    ``plan`` fields; the KV figures from ``pool`` where the users are counted in pool pages
+    (:func:`planner.pool_kv.pool_kv`: DeepSeek-V4's fp8_ds_mla), so the page shows one cache."""
     per_gpu = " per GPU" if plan.num_gpus > 1 else ""
     return {
         "Weights" + per_gpu: (format_bytes(plan.weights_bytes_per_gpu),
                               f"{format_bytes_exact(plan.weights_bytes)} in total, {format_int(plan.params)} params"),
-        "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "auto"),
-                               "all layers, whole model; per GPU "
-                               f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'auto')}"),
-        "KV per sequence" + per_gpu: (format_bytes(plan.kv_cache_bytes_per_sequence_per_gpu),
-                                      f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
-                                      f"{format_tokens(plan.context_len)}, windows applied; in whole "
-                                      f"{plan.block_size}-token blocks, as users are counted: "
-                                      f"{format_bytes(plan.kv_cache_bytes_per_sequence_paged_per_gpu)} per GPU"),
+        **(kv_tiles.exact_kv_values(plan, per_gpu) if pool is None else kv_tiles.pool_kv_values(pool, per_gpu)),
         "KV budget per GPU": (
             format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
@@ -268,9 +263,10 @@ def _at_least(num_tokens: int) -> str:
     return f"≥ {format_int(num_tokens)}" if num_tokens >= MAX_CONTEXT_SEARCH_LIMIT else format_int(num_tokens)
 
 
-def plan_metrics(plan: Plan) -> None:
-    """The Home metrics in three rows (sizes, capacity, context), so values and labels stay whole at 1,280 px."""
-    tiles = tiles_from_values(plan_metric_values(plan))
+def plan_metrics(plan: Plan, pool: PoolKV | None = None) -> None:
+    """The Home metrics in three rows (sizes, capacity, context), so values and labels stay whole at 1,280 px;
+    ``pool``: as :func:`plan_metric_values`."""
+    tiles = tiles_from_values(plan_metric_values(plan, pool))
     show_tiles(tiles[:3], 3)
     show_tiles(tiles[3:], 2)
 

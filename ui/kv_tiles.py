@@ -1,0 +1,45 @@
+"""Home's KV per token / per sequence tiles, in the one cache a plan counts its users in.
+
+A plan prices its users in its cache's blocks (``Plan.kv_cache_dtype``); for DeepSeek-V4 those are vLLM's fp8_ds_mla
+pool pages while the plan's exact figures stay in the requested dtype (:mod:`planner.pool_kv`). The tiles show the
+exact figures with the paged one in their help, or the pool's figures with the cache named in their labels, never
+one cache's figures beside the other's users. Formatting only: the figures come from :mod:`planner`.
+"""
+
+from __future__ import annotations
+
+from planner.budget import Plan
+from planner.pool_kv import PoolKV
+from ui.format import format_bytes, format_bytes_exact, format_int, format_tokens
+
+
+def exact_kv_values(plan: Plan, per_gpu: str) -> dict[str, tuple[str, str]]:
+    """The KV per token / per sequence tiles from the plan's exact figures (its cache's blocks count the users)."""
+    return {
+        "KV per token": (format_bytes(plan.kv_cache_bytes_per_token, "auto"),
+                         "all layers, whole model; per GPU "
+                         f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'auto')}"),
+        "KV per sequence" + per_gpu: (format_bytes(plan.kv_cache_bytes_per_sequence_per_gpu),
+                                      f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence)} for the whole model at "
+                                      f"{format_tokens(plan.context_len)}, windows applied; in whole "
+                                      f"{plan.block_size}-token blocks, as users are counted: "
+                                      f"{format_bytes(plan.kv_cache_bytes_per_sequence_paged_per_gpu)} per GPU"),
+    }
+
+
+def pool_kv_values(pool: PoolKV, per_gpu: str) -> dict[str, tuple[str, str]]:
+    """The KV per token / per sequence tiles in the pool's cache (:class:`planner.pool_kv.PoolKV`), named in the
+    labels."""
+    stored = f" ({pool.cache}, as vLLM stores it)"
+    block = format_bytes_exact(pool.block_bytes, "auto")
+    return {
+        "KV per token" + stored: (format_bytes(pool.bytes_per_token, "auto"),
+                                  f"vLLM's pool pages, past every window: one {block} pool block per "
+                                  f"{format_int(pool.block_size)} tokens of the caches without a window; every GPU "
+                                  "keeps every layer's cache"),
+        "KV per sequence" + per_gpu + stored: (
+            format_bytes(pool.bytes_per_sequence),
+            f"{format_int(pool.blocks_per_sequence)} pool blocks of {block} at {format_tokens(pool.context_len)}, "
+            "each KV-cache group's block a whole pool block, as users are counted; every GPU keeps every "
+            "layer's cache"),
+    }
