@@ -108,5 +108,6 @@ def check_answer(at: AppTest, params: dict) -> None:
 @example(params={"custom_model": "v1.AAAA", "custom_gpu": "x" * 10_000, "model": "custom", "gpu": "custom"})
 @example(params={"engine": "tensorrt", "kv_cache_dtypes": ["fp9", "int4", "int4"], "search": "\x00<b>",
                  "weight_dtype": ["fp16", "int3"]})
+@example(params={"prompt_len": "131072"})  # a pool that would not start: its error says where to change it
 def test_any_link_gets_a_clear_answer(page, params):
     check_answer(run_page(page, params), params)

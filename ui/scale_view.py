@@ -333,7 +333,8 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     if not pool.plan.starts:  # no sizes, times or commands for a launch that would not start; the reason is above
         layout = pool.plan.layout
         container.error(f"Would not start at tensor parallel {layout.tensor_parallel_size} x "
-                        f"{count_noun(layout.attention_dp, 'rank')}: the reason is above.", icon=":material/block:")
+                        f"{count_noun(layout.attention_dp, 'rank')}: the warning above says why; change the lengths or "
+                        "the parallel sizes in the sidebar.", icon=":material/block:")
         container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
         container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
         return
