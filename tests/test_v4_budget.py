@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from model_catalog import get_gpu, model_spec
-from planner.budget import PlanRequest, plan
+from model_catalog import get_gpu, model_ids, model_spec
+from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest, plan
 from planner.engines import EngineRequest, plan_engine
 from planner.engines.vllm_deepseek_v4 import DEFAULT_BLOCK_SIZE, deepseek_v4_layout
 from planner.sweep import catalog_sweep, concurrency_curve
@@ -150,7 +150,7 @@ def test_concurrency_heading_names_the_cache_home_prices():
 
     from model_catalog import model_spec
     from model_catalog.gpus import get_gpu
-    from planner.budget import PlanRequest, plan
+    from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest, plan
 
     link = {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "4",
             "context_len": "8192"}
@@ -216,3 +216,40 @@ def test_home_kv_tiles_show_the_pool_cache_the_users_are_counted_in():
     assert token.value == format_bytes(-(-layout.bytes_per_block // DEFAULT_BLOCK_SIZE), "auto")
     assert per_sequence.value == format_bytes(sequence)
     assert f"{layout.held_blocks_per_request(8192)} pool blocks" in per_sequence.help
+
+
+@pytest.mark.parametrize("model_id, gpu_id, tp", CASES)
+def test_context_before_overheads_is_searched_in_the_cache_users_are_counted_in(model_id, gpu_id, tp):
+    """QA: V4-Flash on 8 x H200 at batch 64 read 397,824 tokens with overheads and 327,774 before them (the latter
+    searched in the exact bf16 cache). Before overheads the budget is larger and the cache the same pool pages, so
+    it holds at least as long a context; and the figure is the largest context whose sequences' pool pages fit the
+    whole card minus the weights (checked at that length and one token more)."""
+    gpu = get_gpu(gpu_id)
+    for batch in (1, 64):
+        p = plan(model_spec(model_id), gpu.framework_memory_bytes,
+                 PlanRequest(context_len=8192, batch_size=batch, num_gpus=tp), gpu_id)
+        assert p.max_context_len_before_overheads >= p.max_context_len_by_memory
+        raw = gpu.framework_memory_bytes - p.weights_bytes_per_gpu
+        limit = p.max_context_len_before_overheads
+        checks = ((limit, True),) if limit == MAX_CONTEXT_SEARCH_LIMIT else ((limit, True), (limit + 1, False))
+        for context, fits in checks:
+            q = plan(model_spec(model_id), gpu.framework_memory_bytes,
+                     PlanRequest(context_len=context, batch_size=batch, num_gpus=tp), gpu_id)
+            assert (batch * q.kv_cache_bytes_per_sequence_paged_per_gpu <= raw) is fits, (context, batch)
+
+
+def test_context_before_overheads_never_falls_below_the_context_with_them():
+    """Over the whole catalog on 8 x H200 at batch 64: removing the overheads never shortens the context."""
+    gpu = get_gpu("nvidia-h200-sxm")
+    checked = 0
+    for model_id in model_ids():
+        try:
+            p = plan(model_spec(model_id), gpu.framework_memory_bytes,
+                     PlanRequest(context_len=8192, batch_size=64, num_gpus=8), "nvidia-h200-sxm")
+        except ValueError:
+            continue
+        if p.max_context_len_limited_by == "tensor_parallel":  # the engine refuses 8 ways: every context is 0
+            continue
+        checked += 1
+        assert p.max_context_len_before_overheads >= p.max_context_len_by_memory, model_id
+    assert checked > 100

@@ -145,6 +145,12 @@ class KVProfile:
         return total
 
     @property
+    def pooled(self) -> bool:
+        """True when some group prices its blocks by :attr:`KVGroup.page_bytes`: the profile is an engine's pool
+        in its own cache format (vLLM's DeepSeek-V4 ``fp8_ds_mla`` pages), not the exact cache paged."""
+        return any(g.page_bytes for g in self.groups)
+
+    @property
     def uniform_block(self) -> bool:
         """True when every group is paged in :attr:`block_size` (no group has its own)."""
         return all(g.block_size in (None, self.block_size) for g in self.groups)

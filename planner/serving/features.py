@@ -291,6 +291,10 @@ class ShiftedProfile:
     def windowed(self) -> bool:
         return self.inner.windowed
 
+    @property
+    def pooled(self) -> bool:
+        return self.inner.pooled
+
     def prefill_extra_bytes(self, num_tokens: int, batched_tokens: int) -> int:
         """:meth:`planner.model.kv.KVProfile.prefill_extra_bytes` of the shifted sequence."""
         if num_tokens < 0:
