@@ -46,6 +46,8 @@ else:
                                            f"Max concurrent sequences {views.replica_label(form.num_gpus)}",
                                            "sequences"), key="users_chart")
 views.static_table(data.variant_table(rows))  # static: the Design notes wrap instead of being cut
+if pricing := data.variant_pricing_note(plans):  # DeepSeek-V4: vLLM's pool as built, plain pages for a rebuild
+    st.caption(md_message(pricing))
 st.caption("Only the attention's KV heads change between variants; layers, windows, weights and overhead stay "
            "as built. Sources: Shazeer 2019 (MQA), Ainslie et al. 2023 (GQA), DeepSeek-V2 report 2024 (MLA).")
 

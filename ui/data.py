@@ -189,13 +189,37 @@ def savings_sentence(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
 def _format_share(variant: AttentionVariant, p: Plan, base_name: str, base: Plan) -> str:
     """The part of a saving that comes from the cache format, not the design: ``" MLA (as built) is stored in
     fp8_ds_mla, vLLM's format for sparse-MLA layers, and MHA in bf16: in bf16 too, MLA (as built) would store
-    61x less."``, the design's own factor priced in the larger variant's dtype."""
+    61x less."``, the design's own factor priced in the larger variant's dtype; "" when the variant's bytes per token
+    are that price already."""
     same = kv_cache_bytes_per_token(variant.model, cache_dtypes(variant.model, p.weight_dtype, base.kv_cache_dtype,
                                                                 vllm_storage=False))
+    if same == p.kv_cache_bytes_per_token:  # its bytes per token are already priced in the base's cache (DeepSeek-V4
+        return ""  # as built: fp8_ds_mla pool pages for its users, bf16 per token): the factor above is like for like
     tag = variant_tag(variant)
     return (f" {tag} is stored in {p.kv_cache_dtype}, vLLM's format for sparse-MLA layers, and {base_name} in "
             f"{base.kv_cache_dtype}: in {base.kv_cache_dtype} too, {tag} would store "
             f"{base.kv_cache_bytes_per_token / same:,.3g}x less.")
+
+
+def variant_pricing_note(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
+    """Why the variants' users are counted two ways, or "": DeepSeek-V4 as built is paged as vLLM's allocator for
+    it holds it (:func:`planner.engines.vllm_hybrid_profile.allocator_pool_prices`, fp8_ds_mla pool pages), a
+    rebuild with more KV heads is no model that allocator places, so its users and max context follow its own KV
+    per token in plain pages (QA: the MHA rebuild showed the as-built model's users)."""
+    from planner.engines.vllm_hybrid_profile import allocator_pool_prices  # noqa: PLC0415 - engines load on use
+
+    pooled = [v for v, _ in plans if allocator_pool_prices(v.model)]
+    plain = [(v, p) for v, p in plans if not allocator_pool_prices(v.model)]
+    if not pooled or not plain:
+        return ""
+    names = " and ".join(v.name for v, _ in plain)
+    pages = "; ".join(f"{v.name + ': ' if len(plain) > 1 else ''}{p.kv_cache_dtype}, {p.block_size}-token blocks"
+                      for v, p in plain)
+    return (f"{variant_tag(pooled[0])} is paged as vLLM's DeepSeek-V4 allocator holds it (its users in fp8_ds_mla "
+            f"pool pages, not the {plain[0][1].kv_cache_dtype} bytes per token above; v0.22-v0.23: "
+            f"planner/engines/vllm_deepseek_v4.py). {names} is no model that allocator places (its pages hold one "
+            f"K=V head per layer), so its users and max context come from the plain paged arithmetic "
+            f"of its own KV per token ({pages}).")
 
 
 def variant_tag(variant: AttentionVariant) -> str:

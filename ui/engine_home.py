@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engines import plan_engine
-from planner.engines.expected_error import close_call
+from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import USAGE_CONTEXTS
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
@@ -151,6 +151,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             f"at {format_tokens(plan.max_model_len)} as printed"
             f"{f' ({plan.max_concurrency_decoding:,.2f} once decoding)' if plan.decodes_more_than_printed else ''}; "
             f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
+        if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
+            st.caption(md_message(reason))
         if features_line:
             st.caption(features_line)
         if plan.reasons:

@@ -5,7 +5,9 @@ All values come from :class:`planner.engines.types.EnginePlan` fields; nothing i
 
 from __future__ import annotations
 
+import streamlit as st
 
+from planner.engines.expected_error import expected_error_reason
 from planner.engines.types import EnginePlan
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_int, format_tokens, md_message
@@ -93,6 +95,8 @@ def engine_metrics(plan: EnginePlan) -> None:
              _capped_label(plan): cap_delta(plan) or rounded_up_delta(plan) or whole_decoding_delta(plan)}
     show_tiles([Tile(label, value, help_text, notes.get(label))
                 for label, (value, help_text) in engine_metric_values(plan).items()], 3)
+    if reason := expected_error_reason(plan):  # a known miss sets the +- under the available KV (QA: +-40.51 GiB)
+        st.caption(md_message(reason))
 
 
 def batch_short_text(plan: EnginePlan, batch_size: int | None) -> str:

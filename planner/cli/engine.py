@@ -24,7 +24,7 @@ import argparse
 from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
-from planner.engines.expected_error import close_call, expected_error_bytes
+from planner.engines.expected_error import close_call, expected_error_bytes, expected_error_reason
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
@@ -228,6 +228,8 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
         f"starts       {'yes' if result.starts else 'no'}",
     ]
+    if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large
+        lines.insert(2, f"KV error     {reason}")
     if result.decoding_note:
         lines.insert(-2, f"decoding     {result.decoding_note}")
     if result.scheduler_cap_note:

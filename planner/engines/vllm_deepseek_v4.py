@@ -146,8 +146,16 @@ def stored_name(model: ModelSpec, profile_id: str, name: str) -> str:
 
 def applies(model: ModelSpec, profile_id: str) -> bool:
     """True when vLLM (this profile) prices ``model`` with this allocator: a DeepSeek-V4 model (compressed
-    layers) under a profile of v0.22 or later."""
-    return profile_id in PROFILES and any(isinstance(layer, CompressedAttention) for layer in model.layers)
+    layers) under a profile of v0.22 or later, built as DeepSeek-V4 is, with one K=V head per layer.
+
+    The allocator's pages hold one ``fp8_ds_mla`` row of ``head_dim`` values per entry (notes 1-2: the layer's
+    ``kv_proj`` makes one K=V row, ``DeepseekV4MLAAttention``; config ``num_key_value_heads`` 1), whatever the spec's
+    ``num_key_value_heads`` says. A rebuild with more KV heads (the GQA page's MHA variant,
+    :func:`planner.model.kv.attention_variants`) is no model this allocator places: its pages would price the
+    as-built model's one row, so it gets the plain paged arithmetic of its own per-token bytes."""
+    return profile_id in PROFILES and any(isinstance(layer, CompressedAttention) for layer in model.layers) and all(
+        layer.num_key_value_heads == 1 for layer in model.layers
+        if isinstance(layer, CompressedAttention | SharedKVSlidingAttention))
 
 
 def _aligned(num_bytes: int) -> int:

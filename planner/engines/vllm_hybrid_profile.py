@@ -48,6 +48,9 @@ DeepSeek-V4 too (steps 4-5). Every other model gets :func:`planner.model.kv.kv_p
    (not a multiple of 256: the budget's default 16 among them) is priced at vLLM's default 256. V4-Flash on
    4 x H200 at 8,192 tokens: 58 pool blocks a decoding request (32 compressed + 3 + 3 sliding + 3 + 17 state),
    1,411 users as the Engine view's 1,411.41 decoding at once, where the plain per-token profile said 1,746.
+   Only the model as built (one K=V head per layer, :func:`planner.engines.vllm_deepseek_v4.applies`): the GQA
+   page's MHA rebuild (64 KV heads) is no model the allocator places, and its pages would price the as-built row
+   (QA: 188 users of 43.35 GiB on 8 x H200), so it gets the plain profile of its own per-token bytes.
    Sources: vllm/v1/core/kv_cache_utils.py (``_get_kv_cache_config_deepseek_v4``,
    ``get_max_concurrency_for_kv_cache_config``), vllm/v1/kv_cache_interface.py (``SlidingWindowMLASpec``,
    ``MLAAttentionSpec``), as read for :mod:`planner.engines.vllm_deepseek_v4` (v0.22.0).
@@ -231,6 +234,13 @@ def budget_kv_name(model: ModelSpec, kv_name: str) -> str:
     if deepseek_v4.applies(model, BUDGET_ENGINE):
         return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name)
     return kv_name
+
+
+def allocator_pool_prices(model: ModelSpec) -> bool:
+    """True when the budget pages ``model`` with vLLM's DeepSeek-V4 allocator (step 5,
+    :func:`planner.engines.vllm_deepseek_v4.applies`): DeepSeek-V4 as built; a rebuild with more KV heads (the GQA
+    page's MHA variant) gets the plain paged arithmetic of its own per-token bytes instead."""
+    return deepseek_v4.applies(model, BUDGET_ENGINE)
 
 
 def paged_kv_name(model: ModelSpec, profile, kv_name: str) -> str:
