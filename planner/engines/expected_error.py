@@ -23,7 +23,11 @@ Design notes (assumptions):
        DeepSeek-V4's forward pass under vLLM (N11) and vLLM on unified memory (N03). A plan of the same
        kind is not promised its group's figure: its expected error is at least the miss that row showed
        (:data:`KNOWN_MISSES`, :func:`known_misses`), so a launch like N11's, which vLLM refused while the
-       plan has 3.96 GiB to spare, is a close call instead of a clean "starts".
+       plan has 3.96 GiB to spare, is a close call instead of a clean "starts". That miss is kept in bytes
+       per GPU, not as a share of the pool: both causes are memory outside the KV cache (a forward pass's
+       activations at the step's tokens; what the OS holds on unified memory), which does not grow with the
+       pool, so a 102 GiB pool of DeepSeek-V4-Flash on 8 x H200 is not given N11's 39.57 % (+-40.51 GiB,
+       QA) but its 3.96 GiB.
     5. The margin between "starts" and "refused" is what the start check compares:
        ``available - KV one max_model_len request needs`` (vLLM's
        ``_check_enough_kv_cache_memory``, vllm/v1/core/kv_cache_utils.py); when its size is
@@ -64,22 +68,29 @@ class KnownMiss:
 
     Attributes:
         fraction: Its ``|predicted - printed| / max(printed, 10 GiB)`` [fraction].
+        printed_bytes: The available KV memory that row printed [bytes].
         case: The row of tests/data/reference/engine_cases.csv it was measured on.
         launch: That row's model and GPUs, for the reason text (:func:`expected_error_reason`).
         cause: What is not priced, for the basis text.
     """
 
     fraction: float
+    printed_bytes: int
     case: str
     launch: str
     cause: str
 
+    @property
+    def miss_bytes(self) -> int:
+        """The miss in bytes per GPU: ``fraction x max(printed, 10 GiB)`` (design note 4) [bytes]."""
+        return round(self.fraction * max(self.printed_bytes, COLD_START_FLOOR_BYTES))
+
 
 KNOWN_MISSES: dict[str, KnownMiss] = {
-    "deepseek_v4_vllm": KnownMiss(fraction=0.3957, case="N11", launch="DeepSeek-V4-Flash on 2 x GH200",
+    "deepseek_v4_vllm": KnownMiss(fraction=0.3957, printed_bytes=round(5.44 * GiB), case="N11", launch="DeepSeek-V4-Flash on 2 x GH200",
                                   cause="DeepSeek-V4's forward pass under vLLM "
                                   "(hyper-connection streams, padded query heads, the indexer's buffers) is not priced"),
-    "unified_memory_vllm": KnownMiss(fraction=0.6205, case="N03", launch="MiniMax-M2.7 AWQ on 2 x DGX Spark",
+    "unified_memory_vllm": KnownMiss(fraction=0.6205, printed_bytes=round(22.5 * GiB), case="N03", launch="MiniMax-M2.7 AWQ on 2 x DGX Spark",
                                      cause="on unified memory vLLM charges the drop of "
                                      "the OS's available memory, host-side growth included, which is not priced"),
 }
@@ -150,32 +161,41 @@ def expected_error_bytes(plan) -> int:
     """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes].
 
     0 when the available memory is the engine's own print; else the group's largest error times
-    ``max(available, 10 GiB)`` (design notes 1-2). Worked example: ``vllm-v0.28`` at 11.57 GiB with the
-    group's 3.51 % maximum: ``0.0351 x 11.57 GiB`` = 436,054,071 B.
+    ``max(available, 10 GiB)`` (design notes 1-2), and never less than a known miss of its kind in bytes
+    (design note 4). Worked example: ``vllm-v0.28`` at 11.57 GiB with the group's 3.51 % maximum:
+    ``0.0351 x 11.57 GiB`` = 436,054,071 B.
     """
     if plan.available_kv_from_log:
         return 0
     fraction, _ = group_error(plan.engine)
-    fraction = max([fraction] + [KNOWN_MISSES[k].fraction for k in plan.known_misses])  # design note 4
-    return round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
+    own = round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
+    return max([own] + [KNOWN_MISSES[k].miss_bytes for k in plan.known_misses])
+
+
+def _setting_miss(plan) -> KnownMiss | None:
+    """The known miss that sets the plan's expected error (design note 4), or None (the group's own figure, or a
+    printed one)."""
+    if plan.available_kv_from_log or not plan.known_misses:
+        return None
+    miss = max((KNOWN_MISSES[k] for k in plan.known_misses), key=lambda m: m.miss_bytes)
+    return miss if miss.miss_bytes == expected_error_bytes(plan) else None
 
 
 def expected_error_reason(plan) -> str:
     """One line on why the expected error is as large as it is, where a known miss sets it (design note 4), else
     "" (a printed figure, or the group's own measured figure, which the hover text names).
 
-    Example (DeepSeek-V4-Flash on 8 x H200 under vLLM, +-40.51 GiB on 102.37 GiB): "Why the error is this large:
-    the 39.57 % miss scripts/bench_engine_cases.py measured on case N11 (DeepSeek-V4-Flash on 2 x GH200) ..., of
-    the available KV (never of less than 10 GiB)". Source: :data:`KNOWN_MISSES` (the bench's uncounted rows).
+    Example (DeepSeek-V4-Flash on 8 x H200 under vLLM): "Why the error is this large: the 3.96 GiB per GPU that
+    scripts/bench_engine_cases.py missed on case N11 (DeepSeek-V4-Flash on 2 x GH200), where ... is not priced:
+    memory outside the KV cache, so it is not scaled with this pool". Source: :data:`KNOWN_MISSES` (the bench's
+    uncounted rows).
     """
-    if plan.available_kv_from_log or not plan.known_misses:
+    miss = _setting_miss(plan)
+    if miss is None:
         return ""
-    miss = max((KNOWN_MISSES[k] for k in plan.known_misses), key=lambda m: m.fraction)
-    if miss.fraction <= group_error(plan.engine)[0]:
-        return ""
-    return (f"Why the error is this large: the {miss.fraction * 100:.2f} % miss scripts/bench_engine_cases.py "
-            f"measured on case {miss.case} ({miss.launch}), where {miss.cause}, taken of the available KV (never "
-            "of less than 10 GiB).")
+    return (f"Why the error is this large: the {_gib(miss.miss_bytes)} per GPU that scripts/bench_engine_cases.py "
+            f"missed on case {miss.case} ({miss.launch}), where {miss.cause}: memory outside the KV cache, so it "
+            "is not scaled with this pool.")
 
 
 def start_margin_bytes(plan) -> int:
