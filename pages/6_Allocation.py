@@ -50,7 +50,8 @@ c = view.comparison
 
 st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
 feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
-                        left_out=feature_line.link_left_out(read_keys=("swap_space_gib",)))
+                             left_out=feature_line.link_left_out(read_keys=("swap_space_gib",)),
+                             same_as=traffic.users_same_as(c))
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
@@ -67,6 +68,8 @@ def naive_vs_paged() -> None:
     charts.show(left, traffic.allocation_bars(c, view.extra_tokens), key="allocation_bars")
     charts.show(right, traffic.allocation_curve_chart(view.curve, alloc["max_model_len"]), key="allocation_curve")
     views.static_table(traffic.allocation_rows(c))  # static: no data-grid chunk to load (issue 27 speed)
+    if c.naive_note:  # naive reserves exact bytes; Home's users are paged as vLLM pages them
+        st.caption(md_message(c.naive_note))
     sentence = traffic.slice_text(view)
     if sentence:
         st.markdown(sentence)

@@ -10,8 +10,11 @@ The chain (one small function each), per GPU:
     usable  = floor(gpu_memory_bytes * gpu_memory_utilization)
     budget  = usable - weights_per_gpu - overhead_per_gpu          (KV cache budget)
     blocks  = budget // (block_size * kv_bytes_per_token_per_gpu)
-    tokens  = blocks * block_size                                   (capacity)
+    tokens  = blocks * block_size                                   (capacity: every layer keeps every token)
     users   = budget // kv_bytes_per_sequence_per_gpu(context_len)  (paged, windows applied)
+    held    = budget * context_len // kv_bytes_per_sequence_per_gpu(context_len)
+                                                                    (capacity at context: users x context,
+                                                                     vLLM's "GPU KV cache size" convention)
     context = largest C with batch_size * kv_bytes_per_sequence_per_gpu(C) <= budget
 
 Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py:
@@ -127,11 +130,12 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     capacity_tokens = base.capacity_tokens
     prefill_extra = base.prefill_extra_bytes(context)  # windowed layers only
     if budget <= prefill_extra:
-        max_seqs = 0
+        max_seqs = at_context = 0
     elif per_seq_gpu_paged:
         max_seqs = (budget - prefill_extra) // per_seq_gpu_paged
+        at_context = (budget - prefill_extra) * context // per_seq_gpu_paged  # vLLM's concurrency x length
     else:
-        max_seqs = 0
+        max_seqs = at_context = 0
 
     model_limit = model.max_position_embeddings
     found = base._contexts.get(batch)  # contexts_for_batch, without the call when it has the answer
@@ -157,7 +161,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     in_use = needed if needed < budget_or_0 else budget_or_0
     if not base.splits:
         # The engine refuses to start: no capacity to report (the reasons say why).
-        capacity_tokens = max_seqs = max_ctx = max_ctx_raw = in_use = 0
+        capacity_tokens = at_context = max_seqs = max_ctx = max_ctx_raw = in_use = 0
         limited_by = "tensor_parallel"
 
     # Plan(**base.plan_fields, **these), filled as one dict (Plan._from_dict): the same object, cheaper.
@@ -173,6 +177,7 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     values["kv_cache_prefill_extra_bytes"] = prefill_extra
     values["kv_cache_shortfall_bytes"] = needed - budget_or_0 if needed > budget_or_0 else 0
     values["kv_cache_capacity_tokens"] = capacity_tokens
+    values["kv_cache_capacity_tokens_at_context"] = at_context
     values["max_concurrent_sequences"] = max_seqs
     values["max_context_len"] = max_ctx
     values["max_context_len_limited_by"] = limited_by

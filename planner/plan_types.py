@@ -187,6 +187,12 @@ class Plan:
     kv_cache_prefill_extra_bytes: int = 0
     kv_cache_shortfall_bytes: int
     kv_cache_capacity_tokens: int
+    """Whole blocks of the budget at :attr:`kv_cache_bytes_per_token_per_gpu`, in tokens: every layer keeping every
+    token, so windows, recurrent states and compressed caches are not applied (a JSON key kept as it is)."""
+    kv_cache_capacity_tokens_at_context: int = 0
+    """Tokens the budget holds as sequences of :attr:`context_len`, users counted as :attr:`max_concurrent_sequences`
+    (``floor((budget - prefill extra) x context_len / KV of one paged sequence)``): vLLM's "GPU KV cache size"
+    convention, ``concurrency x max_model_len`` (vllm/v1/core/kv_cache_utils.py ``_report_kv_cache_config``)."""
     max_concurrent_sequences: int
     max_context_len: int
     max_context_len_limited_by: str

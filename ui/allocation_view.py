@@ -187,6 +187,17 @@ def allocation_rows(c: AllocationComparison) -> list[dict]:
     } for u in c.schemes]
 
 
+def users_same_as(c: AllocationComparison) -> str:
+    """The last words of the page's users line (:func:`ui.feature_line.users_line`): ``as on Home``, or, where
+    naive reservation of exact bytes holds another count than Home's users (``c.naive_note``), which count
+    differs and by how much (QA: "Naive: users 83" under "as on Home" where Home said 81)."""
+    if not c.naive_note:
+        return "as on Home"
+    return (f"as on Home, except Naive's {format_int(c.naive.max_sequences)}: Home's "
+            f"{format_int(c.max_concurrent_sequences)} at {format_tokens(c.max_model_len)} pages each sequence as "
+            "vLLM does, where Naive reserves its exact bytes (the Naive vs paged tab says why)")
+
+
 def slice_text(view: AllocationView) -> str | None:
     """The "N of 32 slices" sentence, when ``max_model_len`` divides into 32 slices; with serving features that
     add tokens to each sequence, what they add (the table's figures count them)."""

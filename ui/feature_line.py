@@ -188,8 +188,8 @@ def engine_line(result, features: ServingFeatures | None, model_id: str | None =
         inside.append(f"the {count_noun(extras.lookahead_tokens, 'lookahead slot')} per sequence {verb} left out")
     if inside:
         line += (f" {result.max_concurrency:.2f}x is {name}'s count of {format_int(result.max_model_len)}-token "
-                 f"requests: {', and '.join(inside)}. Home, Concurrency, GQA savings and Allocation count each user "
-                 f"as {_extras_text(features)}.")
+                 f"requests: {', and '.join(inside)}. Home, Concurrency, GQA savings, Allocation and Find count each "
+                 f"user as {_extras_text(features)}.")
     return line
 
 

@@ -45,6 +45,7 @@ from ui.allocation_view import (  # noqa: F401 - the Allocation page's names, re
     simulation_metric_values,
     slice_text,
     swap_metric_values,
+    users_same_as,
 )
 from ui.find_table import (  # noqa: F401 - the Find table's names, re-exported for the page and tests
     FIND_COLUMNS,

@@ -254,7 +254,7 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"KV/token     {human_bytes(result.kv_cache_bytes_per_token)}",
         f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)} at {result.context_len:,} tokens"
         + _paged_sequence(result),
-        f"capacity     {result.kv_cache_capacity_tokens:,} tokens",
+        _capacity_line(result),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
         f"fits         {'yes' if result.fits else 'no'}",
@@ -263,6 +263,21 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
     lines += [f"  try: {s}" for s in result.suggestions]
     lines += [f"  note: {n}" for n in result.notes]
     return "\n".join(lines)
+
+
+def _capacity_line(result: Plan) -> str:
+    """The tokens the pool holds as sequences of ``context_len`` (``kv_cache_capacity_tokens_at_context``, as vLLM's
+    "GPU KV cache size" counts them: users x length, within one block of its print), so the line agrees with
+    "max users"; where every layer keeping every token gives another figure (windows, recurrent states,
+    compressed caches), that one is named as such (QA: DeepSeek-V4-Flash printed "capacity 254,720 tokens" beside
+    188 users of 131,072)."""
+    held = result.kv_cache_capacity_tokens_at_context
+    line = f"capacity     {held:,} tokens in {result.context_len:,}-token sequences"
+    flat = result.kv_cache_capacity_tokens
+    if abs(flat - held) >= result.block_size:  # not the block rounding of a model whose layers keep every token
+        line += (f" ({flat:,} at every layer's full per-token KV: windows, recurrent states and compressed "
+                 "caches not applied)")
+    return line
 
 
 def _paged_sequence(result) -> str:

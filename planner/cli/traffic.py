@@ -259,10 +259,11 @@ def run_allocation(args: argparse.Namespace) -> dict:
     model = _catalog_model(args.model)
     gpu = resolve_gpu(args)
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
+    # what vLLM does unasked, as `plan` charges it: its default encoder profile for a vision model (the budget)
     request = PlanRequest(
         context_len=args.max_model_len, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
         num_gpus=args.num_gpus, gpu_memory_utilization=args.gpu_memory_utilization,
-        block_size=args.block_size, overhead_bytes=overhead)
+        block_size=args.block_size, overhead_bytes=overhead, serving=serving_from_args(args))
     result = allocation_for_model(
         model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
         prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id)
@@ -385,7 +386,9 @@ def _allocation_table(d: dict) -> str:
         lines.append(
             f"{label:<14}{g(d[f'{key}_reserved_bytes']):>14}{g(d[f'{key}_used_bytes']):>14}"
             f"{g(d[f'{key}_wasted_bytes']):>14}{d[f'{key}_unused_fraction']:>9.1%}{d[f'{key}_max_sequences']:>10,}")
-    lines += [f"  note: {n}" for n in d["notes"]]
+    lines.append(f"plan users   {d['max_concurrent_sequences']:,} at {d['max_model_len']:,} tokens (as `plan` and "
+                 "Home count them)")
+    lines += [f"  note: {n}" for n in (*d["notes"], *([d["naive_note"]] if d["naive_note"] else []))]
     return "\n".join(lines)
 
 

@@ -18,7 +18,16 @@ Design notes (assumptions):
     1. All sequences in the batch are at ``mean_len`` tokens (use
        :mod:`planner.workload` for spread-out lengths).
     2. The naive reservation is exact in tokens (no block rounding), windows
-       applied: a sliding-window layer reserves at most its window.
+       applied: a sliding-window layer reserves at most its window. It models a
+       contiguous server, not vLLM, so it can admit more sequences of
+       ``max_model_len`` than :func:`planner.budget.plan` counts (Home's users),
+       which pages them as vLLM does: whole raised blocks and padded recurrent
+       states of an attention + Mamba hybrid, a windowed model's padded layer
+       groups, the block kept beyond each window and one prefill chunk set
+       aside. ``max_concurrent_sequences`` is that count and ``naive_note``
+       says both figures where they differ (Qwen3.6-35B-A3B on an H200 at
+       32,768 tokens with vLLM's default encoder profile: naive 83, plan 81 in
+       1,056-token blocks).
     3. "Used" bytes are the KV of the tokens actually held, unrounded;
        ``wasted = reserved - used``.
     4. Budgets are per GPU, from :func:`planner.budget.plan`.
@@ -98,6 +107,11 @@ class AllocationComparison:
     prefix: SchemeUsage
     notes: tuple[str, ...] = field(default_factory=tuple)
     prefill_tokens: int = 0  # the one prefill chunk the paged counts set aside (windowed layers; planner.budget)
+    max_concurrent_sequences: int = 0
+    """Sequences of ``max_model_len`` tokens :func:`planner.budget.plan` counts (Home's users): the paged count at
+    ``mean_len = max_model_len``, beside one prefill chunk (design note 2)."""
+    naive_note: str = ""
+    """Why the naive count differs from :attr:`max_concurrent_sequences`, with both figures; empty when equal."""
 
     @property
     def schemes(self) -> tuple[SchemeUsage, SchemeUsage, SchemeUsage]:
@@ -113,6 +127,7 @@ class AllocationComparison:
             "kv_cache_bytes_per_token_per_gpu": self.kv_cache_bytes_per_token_per_gpu,
             "prefix_len": self.prefix_len, "prefix_hit_fraction": self.prefix_hit_fraction,
             "num_sequences": self.naive.num_sequences,
+            "max_concurrent_sequences": self.max_concurrent_sequences,
         }
         for key, usage in (("naive", self.naive), ("paged", self.paged), ("prefix", self.prefix)):
             out.update({
@@ -125,6 +140,7 @@ class AllocationComparison:
                 f"{key}_max_sequences": usage.max_sequences,
             })
         out["notes"] = list(self.notes)
+        out["naive_note"] = self.naive_note
         return out
 
 
@@ -168,6 +184,8 @@ def compare_allocation(
         paged reserved/seq  = bytes_paged(mean_len) = ceil(mean_len / B) x B x bytes_per_token
         used/seq            = bytes_exact(mean_len)
         max_sequences       = budget // reserved/seq
+        plan's users        = (budget - prefill extra at L) // bytes_paged(L), L = max_model_len
+                              (``max_concurrent_sequences``; ``naive_note`` when naive's count differs)
         prefix saving       = (hits - 1) x floor(P / B) x B x bytes_per_token,
                               hits = floor(prefix_hit_fraction x num_sequences)
     Worked example (16 KiB/token, B 16, limit 8,192, mean 800): naive reserves
@@ -224,6 +242,9 @@ def compare_allocation(
                          used_bytes_per_sequence=ceil_div(n * used_per_seq - saving, n), num_sequences=n,
                          reserved_bytes=prefix_reserved, used_bytes=n * used_per_seq - saving,
                          max_sequences=prefix_max)
+    at_limit = paged.bytes_per_sequence(max_model_len)
+    limit_room = max(budget - (paged.prefill_extra_bytes(max_model_len, prefill_tokens) if prefill_tokens else 0), 0)
+    engine_max = limit_room // at_limit if at_limit else 0  # planner.budget.plan's users at max_model_len
     notes = []
     if budget_bytes <= 0:
         notes.append("the KV budget is not positive: weights and overhead fill the GPU")
@@ -244,8 +265,33 @@ def compare_allocation(
         block_size=paged.block_size, kv_cache_budget_bytes=budget_bytes,
         kv_cache_bytes_per_token_per_gpu=exact.bytes_per_token, prefix_len=prefix_len,
         prefix_hit_fraction=prefix_hit_fraction, naive=naive, paged=paged_usage, prefix=prefix,
-        notes=tuple(notes), prefill_tokens=prefill_tokens,
+        notes=tuple(notes), prefill_tokens=prefill_tokens, max_concurrent_sequences=engine_max,
+        naive_note=_naive_note(naive_max, engine_max, naive_per_seq, at_limit, max_model_len, paged.block_size,
+                               exact.bytes_per_token, limit_room < budget),
     )
+
+
+def _naive_note(naive_max: int, engine_max: int, naive_per_seq: int, paged_per_seq: int, max_model_len: int,
+                block_size: int, bytes_per_token: int, chunk_aside: bool) -> str:
+    """Why naive reservation holds ``naive_max`` sequences of ``max_model_len`` where :func:`planner.budget.plan`
+    counts ``engine_max`` (design note 2); empty when they agree.
+
+    Sources: vllm/v1/core/kv_cache_utils.py (whole blocks per request, page-size unification of a hybrid's
+    groups); :meth:`planner.model.kv.KVProfile.prefill_extra_bytes` (the prefill chunk of a windowed model).
+    """
+    if naive_max == engine_max:
+        return ""
+    rounded = ceil_div(max_model_len, block_size) * block_size
+    causes = [f"whole {block_size:,}-token blocks" + (f" ({rounded:,} tokens)" if rounded != max_model_len else "")]
+    if chunk_aside:
+        causes.append("its layer groups padded, a block kept beyond each window and one prefill chunk's window "
+                      "blocks set aside")
+    elif paged_per_seq > naive_per_seq + (rounded - max_model_len) * bytes_per_token:  # more than the rounding
+        causes.append("each recurrent state padded to a whole page")
+    return (f"Naive reservation holds {naive_max:,} sequences: each reserves the exact bytes of "
+            f"{max_model_len:,} tokens, {naive_per_seq / MiB:,.1f} MiB. The plan (Home's users) counts "
+            f"{engine_max:,} of {max_model_len:,} tokens, as vLLM pages them: {paged_per_seq / MiB:,.1f} MiB each in "
+            + ", ".join(causes) + " (Paged's count when mean_len = max_model_len).")
 
 
 def allocation_for_model(

@@ -50,6 +50,7 @@ from planner.engines.launch import LaunchSpec, launch_command
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
 from planner.serving.features import for_engine
+from planner.serving.summary import sequence_extras
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +100,17 @@ def offers_kv_dtype(engine: str, kv_cache_dtype: str) -> bool:
     return kv_cache_dtype in ENGINE_PROFILES[resolve_engine_name(engine)].kv_cache_dtypes
 
 
+def launch_max_model_len(request, max_model_len: int) -> int:
+    """``--max-model-len`` of a Find launch: the workload's longest text plus the tokens the request's images and
+    videos add (:func:`planner.serving.summary.sequence_extras`), which every engine counts inside its limit
+    (vLLM's prompt length includes the placeholder tokens). Each user then holds text + media tokens in the pool,
+    as Home counts them (QA: Gemma 4 26B with 4 images, 34 users on an A100 PCIe where Home says 33: Find sized
+    requests of 16,384 tokens with the 1,032 image tokens inside, which vLLM would refuse for a 16,384-token text).
+    The lookahead slots of speculative decoding are not in the limit (vLLM's check leaves them out)."""
+    features = request.serving if request.engine is None else for_engine(request.serving, request.engine)
+    return max_model_len + sequence_extras(features).media_tokens
+
+
 def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: str,
                        max_model_len: int) -> EngineRequest:
     """The :class:`~planner.engines.EngineRequest` of one replica of a Find setup (design notes 1 and 2).
@@ -108,13 +120,14 @@ def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: 
         gpu: The GPU type (``name`` picks the engine's scheduler defaults and kernels).
         tensor_parallel_size: GPUs of the replica.
         kv_cache_dtype: The KV dtype flag (``auto``, ``bf16``, ``fp8``).
-        max_model_len: ``--max-model-len`` [tokens].
+        max_model_len: The workload's longest text [tokens]; the launch's ``--max-model-len`` adds the media
+            tokens (:func:`launch_max_model_len`).
     """
     overhead = request.overhead_bytes
     serving = for_engine(request.serving, request.engine)  # vLLM's default encoder profile: vLLM only
     return EngineRequest(
         engine=request.engine, weight_dtype=request.weight_dtype, kv_cache_dtype=kv_cache_dtype,
-        tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
+        tensor_parallel_size=tensor_parallel_size, max_model_len=launch_max_model_len(request, max_model_len),
         gpu_memory_utilization=(None if request.gpu_memory_utilization == DEFAULT_GPU_MEMORY_UTILIZATION
                                 else request.gpu_memory_utilization),
         block_size=None if request.block_size == DEFAULT_BLOCK_SIZE else request.block_size,

@@ -57,7 +57,7 @@ from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
 from planner.text import count_noun
 from planner.traffic.find_costs import launch_kv_flag
-from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for
+from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for, launch_max_model_len
 from planner.traffic.find_types import FindRequest, Setup
 from planner.traffic.throughput import cost_per_million_tokens
 from planner.traffic.workload import Workload
@@ -363,7 +363,8 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         time_per_output_token_s=tpot, time_to_first_token_s=result.ttft_ms / 1000,
         output_tokens_per_s=request.users / tpot if tpot > 0 else None,
         usd_per_million_output_tokens=cost_per_million_tokens(price, 1, request.users / tpot) if tpot > 0 else None,
-        max_model_len=workload.max_model_len, fits=not reasons, launch_command="", reasons=tuple(reasons),
+        max_model_len=launch_max_model_len(request, workload.max_model_len), fits=not reasons, launch_command="",
+        reasons=tuple(reasons),
         notes=(DISAGG_NOTE,), kind="disaggregated", expert_parallel_size=layout.expert_parallel_size,
         decode_context_parallel_size=layout.decode_context_parallel_size,
         nodes=max(layout.nodes, prefill.plan.layout.nodes),

@@ -62,7 +62,13 @@ from planner.serving.features import launch_flags as serving_launch_flags
 from planner.text import count_noun
 from planner.traffic import find_advice
 from planner.traffic.find_costs import CandidateCosts, candidate_costs, launch_kv_flag, stored_name
-from planner.traffic.find_engine import EngineCapacity, engine_capacity, engine_launch_command, offers_kv_dtype
+from planner.traffic.find_engine import (
+    EngineCapacity,
+    engine_capacity,
+    engine_launch_command,
+    launch_max_model_len,
+    offers_kv_dtype,
+)
 from planner.traffic.find_scale import (
     Candidate,
     disagg_candidates,
@@ -425,7 +431,8 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
         max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
         kv_demand_bytes_per_gpu=demand,
         margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
-        time_per_output_token_s=tpot, max_model_len=workload.max_model_len, fits=not reasons,
+        time_per_output_token_s=tpot, max_model_len=launch_max_model_len(request, workload.max_model_len),
+        fits=not reasons,
         launch_command="", reasons=tuple(reasons), notes=tuple(notes),
         time_to_first_token_s=ttft, output_tokens_per_s=tokens_per_s, usd_per_million_output_tokens=usd_per_mtok,
         weights_bytes_per_gpu=weights if weights is not None else engine.weights_bytes if engine else c.weights,
@@ -452,7 +459,7 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
         command = vllm_serve_command(
             model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp,
             kv_cache_dtype=launch_kv_flag(model, request, c.kv_flag),
-            weight_dtype=request.weight_dtype, max_model_len=workload.max_model_len,
+            weight_dtype=request.weight_dtype, max_model_len=launch_max_model_len(request, workload.max_model_len),
             max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
             block_size=request.block_size, language_model_only=model.language_model_only,
             attention_backend=_fp8_backend(request, gpu, cap, c.kv_name).env_backend)
