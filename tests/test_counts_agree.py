@@ -167,3 +167,21 @@ def test_find_engine_rows_count_users_as_home(model_id, images):
         assert s.max_concurrent_sequences == home.max_concurrent_sequences, s.gpu_id
         media = home.serving["extra_tokens_per_sequence"]
         assert f"--max-model-len {16384 + media} " in s.launch_command, s.launch_command
+
+
+def test_home_budget_tile_quotes_the_capacity_its_users_fill():
+    """QA: Home's "KV budget per GPU" help said "254,720 tokens of capacity" beside DeepSeek-V4-Flash's 188 users
+    of 131,072 tokens (every layer keeping every token). It quotes the tokens the budget holds as sequences of the
+    plan's context, users x context within one sequence (``kv_cache_capacity_tokens_at_context``)."""
+    from model_catalog import get_gpu, model_spec
+    from planner.budget import PlanRequest, plan
+    from ui.format import format_tokens
+    from ui.views import plan_metric_values
+
+    gpu = get_gpu("nvidia-h200-sxm")
+    p = plan(model_spec("deepseek-ai/DeepSeek-V4-Flash"), gpu.framework_memory_bytes,
+             PlanRequest(context_len=131072, batch_size=64, num_gpus=8), gpu.id)
+    held = p.kv_cache_capacity_tokens_at_context
+    assert p.max_concurrent_sequences * 131072 <= held < (p.max_concurrent_sequences + 1) * 131072
+    help_text = plan_metric_values(p)["KV budget per GPU"][1]
+    assert format_tokens(held) in help_text and format_tokens(p.kv_cache_capacity_tokens) not in help_text

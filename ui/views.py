@@ -236,8 +236,10 @@ def plan_metric_values(plan: Plan, pool: PoolKV | None = None) -> dict[str, tupl
         **(kv_tiles.exact_kv_values(plan, per_gpu) if pool is None else kv_tiles.pool_kv_values(pool, per_gpu)),
         "KV budget per GPU": (
             format_budget(plan.kv_cache_budget_bytes),
-            f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; {format_tokens(plan.kv_cache_capacity_tokens)} "
-            "of capacity" if plan.kv_cache_budget_bytes >= 0 else
+            f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; holds "
+            f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} as {format_int(plan.context_len)}-token "
+            "sequences (vLLM's \"GPU KV cache size\")"
+            if plan.kv_cache_budget_bytes >= 0 else
             f"weights and overhead exceed usable memory by {format_bytes(-plan.kv_cache_budget_bytes)}"),
         "Max concurrent sequences": (format_int(plan.max_concurrent_sequences),
                                      f"at {format_tokens(plan.context_len)} each, paged in "
@@ -369,9 +371,10 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             f"| KV budget | usable − weights − overhead = {format_bytes(plan.usable_memory_bytes)} − "
             f"{format_bytes(plan.weights_bytes_per_gpu)} − {format_bytes(plan.overhead_bytes)} | "
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)} |",
-            f"| Capacity | whole {plan.block_size}-token blocks of "
-            f"{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token in the budget | "
-            f"{format_tokens(plan.kv_cache_capacity_tokens)} |",
+            f"| Capacity | tokens the budget holds as {format_int(plan.context_len)}-token sequences: "
+            f"⌊(budget − prefill extra) × {format_int(plan.context_len)} ÷ KV per sequence in whole "
+            f"{plan.block_size}-token blocks⌋ (vLLM's \"GPU KV cache size\") | "
+            f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} |",
             f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token blocks "
             f"({format_bytes_exact(per_seq_paged)})⌋ | {format_int(plan.max_concurrent_sequences)} |",
             f"| Max context at batch {plan.batch_size} | largest C with {plan.batch_size} × KV(C) ≤ KV budget "
@@ -380,11 +383,13 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             f"max_position_embeddings | {format_tokens(plan.max_context_len_by_memory)} |",
             f"| Max context before overheads | largest C with {plan.batch_size} × KV(C) ≤ "
             f"{format_bytes(plan.gpu_memory_bytes)} − {format_bytes(plan.weights_bytes_per_gpu)} (whole card minus "
-            f"weights, exact tokens) | {format_tokens(plan.max_context_len_before_overheads)} |",
+            "weights; exact tokens, or vLLM's fp8_ds_mla pool pages for DeepSeek-V4, as its users) | "
+            f"{format_tokens(plan.max_context_len_before_overheads)} |",
         ]
         st.markdown("\n".join(lines))
         st.caption("Sizes: GiB = 2^30 bytes, GB = 10^9 bytes. Quantized weight formats apply to linear layers; "
-                   "embeddings keep 16 bits. Sources: vLLM vllm/v1/core/kv_cache_utils.py and vllm/v1/worker/gpu_worker.py; "
+                   "embeddings keep 16 bits. Sources: vLLM vllm/v1/core/kv_cache_utils.py and "
+                   "vllm/v1/worker/gpu_worker.py; "
                    "the README's Models section.")
         st.markdown("Same plan from the command line:")
         st.code(inputs.cli_command(), language="bash")
