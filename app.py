@@ -11,7 +11,7 @@ from planner.budget import plan
 from planner.fixes import checked_fixes, engine_start_fixes
 from planner.pool_kv import pool_kv
 from ui import budget_bar, catalog, engine, engine_home, feature_line, inputs, serving, views
-from ui.format import format_bytes, md_message, md_text
+from ui.format import format_bytes, format_gpus, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
                  "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
@@ -35,8 +35,7 @@ too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 
-gpus_of = "" if form.num_gpus == 1 else f"{form.num_gpus} x "  # QA: "x 8" was only in the banner
-st.subheader(md_text(f"{model.display_name} on {gpus_of}{gpu.vendor} {gpu.name}"))
+st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, f'{gpu.vendor} {gpu.name}')}"))
 st.caption(md_message(
     f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
@@ -58,7 +57,7 @@ start_fixes = [] if engine_request is None or not result.fits else views.guarded
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
-views.seed_answer(result, model, f"{gpus_of}{gpu.name}", engine_plan)
+views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), engine_plan)
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in

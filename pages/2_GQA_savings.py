@@ -5,7 +5,7 @@ import streamlit as st
 from planner.budget import plan
 from planner.model.kv import attention_variants
 from ui import catalog, charts, data, feature_line, inputs, serving, views
-from ui.format import count_noun, format_int, format_tokens, md_message, md_text
+from ui.format import count_noun, format_gpus, format_int, format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
                  "The chosen model rebuilt as MHA, GQA (as built), MQA, or with MLA's latent: KV cache per token "
@@ -25,7 +25,8 @@ plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, request, g
                            what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
 
-st.subheader(md_text(f"{model.display_name} on {gpu.name}, {format_tokens(form.context_len)} per sequence"))
+st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, gpu.name)}, "
+                     f"{format_tokens(form.context_len)} per sequence"))
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
                       f"{plans[0][1].weights_label}, {data.kv_dtypes_text(plans)}, "
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))

@@ -97,7 +97,7 @@ if text.strip():
     engine.log_message(view, result.engine)
     if view.rows:
         st.markdown("**Estimate vs engine log, line by line**")
-        st.dataframe(engine.reconcile_rows(view.rows), hide_index=True, key="reconcile_table")
+        views.static_table(engine.reconcile_rows(view.rows))  # static: the log line wraps (a grid cut it at 1,280 px)
     if view.plans:
         st.markdown("**Re-planned with what the log measured**")
         st.dataframe(engine.replan_rows(view.plans), hide_index=True, key="replan_table")

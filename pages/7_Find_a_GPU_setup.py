@@ -97,8 +97,11 @@ page = st.number_input(f"Page (of {pages}; {len(listed):,} setups, {find_table.F
                        max_value=pages, value="min", step=1, key="find_page") if pages > 1 else 1
 order, columns = find_table.find_table_config()
 if listed:  # only the page shown is built (the CSV builds every row on its click)
-    st.dataframe(find_table.find_rows(result, page), hide_index=True, key="setups_table", column_order=order,
-                 column_config=columns, placeholder="n/a", height="content")  # n/a: TTFT without TFLOPS
+    shown = find_table.find_rows(result, page)
+    st.dataframe(shown, hide_index=True, key="setups_table", column_order=order, column_config=columns,
+                 placeholder=find_table.MISSING_CELL, height="content")  # as the CSV writes a missing figure
+    if ttft_note := find_table.missing_ttft_text(shown):  # why, without hovering the header
+        st.caption(md_message(ttft_note))
 for number, note in find_table.page_notes(result, page):
     st.caption(f"Note {number}: {md_message(note)}")
 st.download_button("Download CSV", downloads.deferred_csv(lambda: find_table.csv_rows(find_table.find_rows(result))),

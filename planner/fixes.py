@@ -109,9 +109,16 @@ def _relative(old: float, new: float) -> float:
     return abs(new - old) / old if old > 0 else 1.0
 
 
+def concurrency_text(fixed: EnginePlan) -> str:
+    """``"1.64x concurrency at 131,072 tokens per request"``: vLLM's "Maximum concurrency for 131,072 tokens per
+    request: 1.64x" (vllm/v1/core/kv_cache_utils.py), labelled wherever a fix quotes it (QA: a bare "3.74x")."""
+    return f"{fixed.max_concurrency:.2f}x concurrency at {fixed.max_model_len:,} tokens per request"
+
+
 def _starts_at(fixed: EnginePlan) -> str:
-    """``"starts at 131,072, 1.64x"``: the length and concurrency an engine starts with after a fix."""
-    return f"starts at {fixed.max_model_len:,}, {fixed.max_concurrency:.2f}x"
+    """``"starts with 1.64x concurrency at 131,072 tokens per request"``: the length and concurrency an engine
+    starts with after a fix (:func:`concurrency_text`)."""
+    return f"starts with {concurrency_text(fixed)}"
 
 
 def _kv_tokens(engine: str, fixed: EnginePlan) -> str:
@@ -124,8 +131,7 @@ def _engine_outcome(engine: str, fixed: EnginePlan | None, error: str = "") -> s
     if fixed is None:
         return f"{engine} cannot plan it: {error}" if error else ""
     if fixed.starts:
-        return (f"{engine} starts: max_model_len {fixed.max_model_len:,}, {fixed.engine_kv_cache_tokens:,} tokens "
-                f"of KV cache, {fixed.max_concurrency:.2f}x concurrency.")
+        return f"{engine} starts: {fixed.engine_kv_cache_tokens:,} tokens of KV cache, {concurrency_text(fixed)}."
     reach = (f" It would start with max_model_len up to {fixed.engine_max_model_len:,}."
              if fixed.engine_max_model_len > 0 else "")
     return f"Not enough for {engine}: it would still refuse to start.{reach}"
@@ -202,6 +208,32 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             found += [f for f in engine_start_fixes(model, gpu_memory_bytes, request, engine_request, refused,
                                                     gpu_id=gpu_id) if (f.fix.key, f.fix.value) not in have]
     return _order(found)
+
+
+def try_texts(base: Plan, fixes: list[CheckedFix] | None) -> list[str]:
+    """The "Try:" list of a plan that does not fit, as Home's verdict and ``python -m planner plan`` print it.
+
+    Args:
+        base: The plan.
+        fixes: :func:`checked_fixes` of ``base``; None = no check (a plan the check does not cover: the CLI's
+            pipeline or data-parallel plans), ``base.suggestions`` as they are.
+
+    Returns:
+        Each checked fix's help, in :func:`checked_fixes`'s order, then the suggestions that name no knob
+        ("choose a GPU with more memory"); [] when every knob fix was dropped and none other remains (then
+        :func:`no_single_fix_text`). Example (QA): Qwen3.6-35B-A3B at 32,768 tokens, batch 100, on one H100 SXM:
+        "use kv_cache_dtype fp8" is not in it (70.50 GiB halved is still far over the 2.66 GiB budget).
+    """
+    if fixes is None:
+        return [str(s) for s in base.suggestions]
+    return [*(f.help for f in fixes), *(str(s) for s in base.suggestions if not isinstance(s, Fix))]
+
+
+def no_single_fix_text(base: Plan) -> str:
+    """What a plan says when :func:`try_texts` is empty although it has suggestions: each was planned alone and
+    none fits (QA: "Try:" with nothing after it)."""
+    return ("Each of these was planned alone and still does not fit: " + "; ".join(map(str, base.suggestions))
+            + ". Combine two of them, or lower the batch or the context.")
 
 
 def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
@@ -284,21 +316,19 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     if 0 < shorter < refused.max_model_len:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"max_model_len": shorter})
         if fixed is not None and fixed.starts:
-            keep(context_key, shorter, f"max_model_len {shorter:,}: starts, {fixed.max_concurrency:.2f}x",
+            keep(context_key, shorter, f"max_model_len {shorter:,}: {_starts_at(fixed)}",
                  _relative(refused.max_model_len, shorter), fixed)
     offered = ENGINE_PROFILES[resolve_engine_name(request.engine)].kv_cache_dtypes
     if refused.kv_cache_dtype in ("auto", "bf16", "fp16") and "fp8" in offered:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"kv_cache_dtype": "fp8"})
         if fixed is not None and fixed.starts and refused.ranks and fixed.ranks:
             old, new = refused.ranks[0].kv_cache_bytes_per_token, fixed.ranks[0].kv_cache_bytes_per_token
-            keep("kv_cache_dtype", "fp8", f"KV dtype fp8: starts at {fixed.max_model_len:,}, "
-                 f"{fixed.max_concurrency:.2f}x", 1 - new / old if old else 1.0, fixed)
+            keep("kv_cache_dtype", "fp8", f"KV dtype fp8: {_starts_at(fixed)}", 1 - new / old if old else 1.0, fixed)
     weight = _weight_fix(model, gpu_memory_bytes, request)
     if weight is not None:
         name, saving, fixed = weight
         how = "--quantization fp8" if name == "fp8" else "a checkpoint quantized to int4, AWQ / GPTQ"
-        keep("weight_dtype", name, f"{name} weights ({how}): starts at {fixed.max_model_len:,}, "
-             f"{fixed.max_concurrency:.2f}x", saving, fixed)
+        keep("weight_dtype", name, f"{name} weights ({how}): {_starts_at(fixed)}", saving, fixed)
     return _order(found)
 
 

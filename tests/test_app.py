@@ -523,3 +523,21 @@ def test_home_fixes_are_checked_against_the_engine_and_the_one_that_starts_comes
     fixes[0].click().run()
     assert at.success and "Fits." in at.success[0].value
     assert not any("would refuse to start" in w.value for w in at.warning)
+
+
+def test_gqa_title_names_every_gpu_of_the_replica():
+    """QA: GQA savings titled a plan of 8 GPUs per replica "... on H200 SXM 141GB"; it names "8 x" as Home does
+    (ui.format.format_gpus, one label for both titles)."""
+    from model_catalog.gpus import get_gpu
+
+    name = get_gpu(H100).name
+    titles = {}
+    for page in ("pages/2_GQA_savings.py", "app.py"):
+        at = AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT_S)
+        for key, value in {"model": "Qwen/Qwen2.5-7B", "gpu": H100, "num_gpus": "4"}.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception
+        titles[page] = at.subheader[0].value
+    assert f" on 4 x {name}, " in titles["pages/2_GQA_savings.py"]
+    assert titles["app.py"].endswith(name) and " on 4 x " in titles["app.py"]

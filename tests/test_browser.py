@@ -359,8 +359,8 @@ N12_LOG = "\n".join((  # the printed lines of tests/data/reference/engine_cases.
 @pytest.mark.parametrize("width", [1400, 1280])
 def test_engine_replan_table_does_not_scroll_sideways(server, browser, request, width):
     """The log check's "Re-planned with what the log measured" table cut its last column to "Star" at 1,280 px
-    (QA); its six short columns fit the main column. (The line-by-line table ends in the log line itself, which
-    may scroll.)"""
+    (QA); its six short columns fit the main column. The line-by-line table ends in the log line itself, which a
+    data grid cut off at 1,280 px (QA): it is a static table whose cells wrap, so the whole line shows."""
     context = browser.new_context(viewport={"width": width, "height": 900})
     pg = context.new_page()
     try:
@@ -371,11 +371,20 @@ def test_engine_replan_table_does_not_scroll_sideways(server, browser, request, 
             since = pg.evaluate("performance.now()")
             pg.keyboard.press("Control+Enter")
             pg.wait_for_function("""() => document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller')
-                .length >= 2""", timeout=30000)
+                .length >= 1 && [...document.querySelectorAll('[data-testid="stTable"]')]
+                .some(t => t.innerText.includes('Log line'))""", timeout=30000)
             settle(pg, since)
             grids = pg.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
                 .map(d => { const s = d.querySelector('.dvn-scroller');
                             return {scroll: s.scrollWidth, client: s.clientWidth}; })""")
             assert grids[-1]["scroll"] <= grids[-1]["client"], grids  # the re-plan table
+            lines = pg.evaluate("""() => { const t = [...document.querySelectorAll('[data-testid="stTable"]')]
+                .find(t => t.innerText.includes('Log line'));
+                const main = document.querySelector('[data-testid="stMain"] [data-testid="stMainBlockContainer"]');
+                return {table: t.getBoundingClientRect().right, main: main.getBoundingClientRect().right,
+                        scroll: t.scrollWidth, client: t.clientWidth, text: t.innerText}; }""")
+            assert lines["table"] <= lines["main"] + 1 and lines["scroll"] <= lines["client"], lines
+            for line in N12_LOG.splitlines():  # every log line whole on the page, not cut
+                assert line.split("] ", 1)[1] in " ".join(lines["text"].split()), line
     finally:
         context.close()

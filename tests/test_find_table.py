@@ -123,3 +123,23 @@ def test_time_and_price_columns_have_thousands_separators():
     order, config = find_table.find_table_config()
     for name in ("Time per output token [ms]", "Time to first token [ms]", "USD per hour"):
         assert "%," in config[name]["type_config"]["format"], (name, config[name])
+
+
+def test_a_missing_ttft_says_why_under_the_table_and_reads_the_same_in_the_csv():
+    """QA: RTX PRO 6000 rows showed TTFT "n/a" with the reason only in the header's tooltip, and the CSV left the
+    cell empty. A caption names the GPUs and the reason, and the CSV writes the grid's placeholder."""
+    from dataclasses import replace
+
+    from ui.downloads import csv_text
+
+    timed = replace(_setup("H100 SXM5 80GB", ()), time_to_first_token_s=0.25)
+    untimed = _setup("RTX PRO 6000 Blackwell Server Edition", ())
+    table = find_table.find_rows(FindResult(options=(timed, untimed), fits=True, closest=None, skipped_gpus=(),
+                                            num_evaluated=2))
+    text = find_table.missing_ttft_text(table)
+    assert text.startswith("TTFT n/a for RTX PRO 6000 Server: ") and "no dense bf16 TFLOPS" in text
+    assert "H100" not in text
+    assert find_table.missing_ttft_text(table.iloc[:1]) is None  # no caption when every row has one
+    csv = csv_text(find_table.csv_rows(table)).splitlines()
+    column = csv[0].split(",").index(find_table.TTFT)
+    assert [row.split(",")[column] for row in csv[1:]] == ["250.0", find_table.MISSING_CELL]

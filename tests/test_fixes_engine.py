@@ -98,7 +98,8 @@ def test_home_fits_but_engine_refuses_gets_fixes_that_start():
     assert not refused.starts
     fixes = engine_start_fixes(model, gpu.framework_memory_bytes, request, engine_request, refused, gpu_id=gpu.id)
     two = plan_engine(model, gpu.framework_memory_bytes, replace(engine_request, tensor_parallel_size=2))
-    assert f"2 GPUs (tensor parallel 2): starts at 65,536, {two.max_concurrency:.2f}x" in [str(f.fix) for f in fixes]
+    assert (f"2 GPUs (tensor parallel 2): starts with {two.max_concurrency:.2f}x concurrency at 65,536 tokens per "
+            "request") in [str(f.fix) for f in fixes]
     for f in fixes:
         assert f.starts and _applied(model, gpu, request, engine_request, f.fix) == (True, True), f.label
     newest = _home_case(65_536, engine="vllm")[3]  # the newest vLLM: the plan and the engine agree, nothing to fix
@@ -131,7 +132,7 @@ def test_engine_refusal_offers_smaller_weights_where_the_gpu_runs_them(gpu_id, w
     for f in weights:
         fixed = plan_engine(model, gpu.framework_memory_bytes, replace(request, weight_dtype=f.fix.value))
         assert fixed.starts and f.starts and f.label == f"Weights → {f.fix.value}" and len(f.label) < 24
-        assert f"starts at 8,192, {fixed.max_concurrency:.2f}x" in str(f.fix)
+        assert f"starts with {fixed.max_concurrency:.2f}x concurrency at 8,192 tokens per request" in str(f.fix)
 
 
 def test_no_weight_fix_for_an_already_quantized_checkpoint():

@@ -438,5 +438,6 @@ def test_checked_fixes_fit_start_or_say_so_least_change_first():
     refused = plan_engine(model, gpu.framework_memory_bytes, engine_request)
     offered = engine_fixes(model, gpu.framework_memory_bytes, engine_request, refused)
     two = plan_engine(model, gpu.framework_memory_bytes, replace(engine_request, tensor_parallel_size=2))
-    assert f"2 GPUs (tensor parallel 2): starts at 131,072, {two.max_concurrency:.2f}x" in [str(f.fix) for f in offered]
+    assert (f"2 GPUs (tensor parallel 2): starts with {two.max_concurrency:.2f}x concurrency at 131,072 tokens per "
+            "request") in [str(f.fix) for f in offered]
     assert all(f.starts for f in offered) and [f.change for f in offered] == sorted(f.change for f in offered)

@@ -188,3 +188,31 @@ def test_home_link_with_gemma3_images_shows_the_cli_figures():
     shown = {m.label: m.value for m in metric_tiles(at)}
     assert shown["Image tokens per request"] == format_int(520)
     assert "video_frames" not in {n.key for n in at.number_input}  # Gemma 3 takes no video
+
+
+WHY_VIDEO = "vLLM profiles every modality the model accepts unless --limit-mm-per-prompt limits it"
+
+
+def test_gemma4_images_only_says_why_its_encoder_profile_runs_videos(capsys):
+    """QA: Gemma 4 with 4 images a request read "3 dummy videos encoded ... the largest video's 2,496" with no
+    word on why. vLLM does profile a video there (vllm/config/multimodal.py: the unstated video limit is 999;
+    vllm/multimodal/encoder_budget.py: the modality with the most tokens per item is encoded), so the figure stays
+    and a note says why, with the flag that profiles images; the CLI prints the planner's note."""
+    asked = MultimodalConfig(vision=vision(GEMMA4), images_per_request=4)
+    cost = multimodal_cost(asked, activation=BF16, num_batched_tokens=8192)
+    assert cost.encoder_profile_modality == "video"
+    why = [n for n in cost.notes if WHY_VIDEO in n]
+    assert len(why) == 1 and "video's 2,496 over an image's 280" in why[0]
+    assert """'{"image": 4, "video": 0}'""" in why[0]
+    images = multimodal_cost(MultimodalConfig(vision=vision(GEMMA4), images_per_request=4, limit_videos_per_prompt=0),
+                             activation=BF16, num_batched_tokens=8192)
+    assert images.encoder_profile_modality == "image" and not any(WHY_VIDEO in n for n in images.notes)
+    videos = multimodal_cost(MultimodalConfig(vision=vision(GEMMA3), images_per_request=4), activation=BF16,
+                             num_batched_tokens=8192)
+    assert not any(WHY_VIDEO in n for n in videos.notes)  # Gemma 3 takes no video
+    from planner.cli import main
+
+    assert main(["plan", "--model", GEMMA4, "--gpu", "nvidia-h100-sxm-80gb", "--context-len", "16384",
+                 "--batch-size", "16", "--images-per-request", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "3 dummy videos encoded" in out and f"note: {why[0]}" in out

@@ -42,6 +42,13 @@ EMPTY_TEXT = ("No setup of the kinds asked starts on these GPUs within the limit
 """What the Find page says instead of an empty table."""
 
 
+MISSING_CELL = "n/a"
+"""How the Find table writes a figure it has none for (a TTFT without the GPU's bf16 TFLOPS), in the grid
+(``st.dataframe``'s ``placeholder``) and in the CSV alike (QA: the grid read "n/a", the CSV an empty cell)."""
+
+TTFT = "Time to first token [ms]"
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
 
@@ -83,7 +90,7 @@ def find_rows(result: FindResult, page: int | None = None, rows: int = FIND_PAGE
         "USD per 1M output tokens": None if s.usd_per_million_output_tokens is None else
         round(s.usd_per_million_output_tokens, 4),
         "Time per output token [ms]": _ms(s.time_per_output_token_s),
-        "Time to first token [ms]": _ms(s.time_to_first_token_s),
+        TTFT: _ms(s.time_to_first_token_s),
         "KV dtype": s.kv_cache_dtype, "Max users": s.max_concurrent_sequences,
         "Margin": f"{s.margin:.0%}" if s.kv_cache_budget_bytes_per_gpu > 0 and s.margin is not None
         else "weights do not fit" if s.kv_cache_budget_bytes_per_gpu <= 0 else "-",
@@ -171,9 +178,26 @@ def num_pages(count: int, rows: int = FIND_PAGE_ROWS) -> int:
 
 def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The CSV download: every column but the table's short forms (``GPU type``, ``Note``, ``Kind``: the CSV
-    spells the kind out in ``Setup kind``)."""
-    return table.drop(columns=["GPU type", "Note", "Kind"], errors="ignore")
+    spells the kind out in ``Setup kind``); a missing figure written :data:`MISSING_CELL`, as the grid shows it."""
+    out = table.drop(columns=["GPU type", "Note", "Kind"], errors="ignore")
+    for name in out.columns:
+        if out[name].isna().any():
+            out[name] = out[name].astype(object).where(out[name].notna(), MISSING_CELL)
+    return out
 
 
-__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "FindColumn", "csv_rows", "find_rows",
-           "find_table_config", "gpu_cell", "note_numbers", "num_pages", "page_notes"]
+def missing_ttft_text(table: pd.DataFrame) -> str | None:
+    """The caption under the table when a row shown has no TTFT: which GPUs and why, in words (QA: only the
+    header's tooltip said why), or None. The roofline's prefill time needs the GPU's dense bf16 TFLOPS
+    (planner/traffic/throughput.py), which the catalog leaves empty where the vendor's figure is ambiguous."""
+    if TTFT not in table.columns or not table[TTFT].isna().any():
+        return None
+    names = list(dict.fromkeys(table.loc[table[TTFT].isna(), "GPU type"]))
+    which = "this GPU" if len(names) == 1 else "these GPUs"
+    return (f"TTFT {MISSING_CELL} for {', '.join(names)}: the catalog states no dense bf16 TFLOPS for {which} (e.g. "
+            "NVIDIA's RTX PRO 6000 Blackwell figure has no sparsity footnote; each GPU's note on the Catalog page "
+            f"says why), so the prompt's prefill time is not estimated. The CSV writes {MISSING_CELL} there too.")
+
+
+__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "MISSING_CELL", "FindColumn", "csv_rows",
+           "find_rows", "find_table_config", "gpu_cell", "missing_ttft_text", "note_numbers", "num_pages", "page_notes"]

@@ -103,6 +103,12 @@ def format_budget(num_bytes: int) -> str:
     return format_bytes(num_bytes) if num_bytes >= 0 else "none"
 
 
+def format_gpus(num_gpus: int, gpu_name: str) -> str:
+    """``"8 x H200 SXM 141GB"``, or the GPU's name alone for one GPU: how a page's title names the GPUs of one
+    replica (Home's and GQA savings' titles; QA: "on H200 SXM 141GB" for a plan of 8 GPUs)."""
+    return gpu_name if num_gpus == 1 else f"{format_int(num_gpus)} x {gpu_name}"
+
+
 def format_tokens(num_tokens: int) -> str:
     """A token count: ``"8,192 tokens"`` (``"1 token"``)."""
     return f"{num_tokens:,} token" + ("" if num_tokens == 1 else "s")

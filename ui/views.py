@@ -14,7 +14,7 @@ import streamlit as st
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, Plan
 from planner.pool_kv import PoolKV
 from planner.diagnose import Fix
-from planner.fixes import CheckedFix, short_label
+from planner.fixes import CheckedFix, no_single_fix_text, short_label, try_texts
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.model.kv import cache_dtypes
@@ -154,14 +154,11 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
             lines.append(f"- **{format_bytes(plan.kv_cache_shortfall_bytes)} per GPU short**: the red segment "
                          "of the bar below runs past the usable line by that much")
         if plan.suggestions:
-            tried = plan.suggestions if fixes is None else [
-                *(f.help for f in fixes), *(s for s in plan.suggestions if not isinstance(s, Fix))]
+            tried = try_texts(plan, fixes)  # one rule with the CLI's "try:" lines
             if tried:
                 lines += ["\n**Try:**", *(f"- {md_message(s)}" for s in tried)]
             else:  # every fix was checked and none fits alone (QA: "Try:" with nothing after it)
-                lines.append("\n**No single change fits.** Each of these was planned alone and still does not fit: "
-                             + "; ".join(md_message(str(s)) for s in plan.suggestions)
-                             + ". Combine two of them, or lower the batch or the context.")
+                lines.append(f"\n**No single change fits.** {md_message(no_single_fix_text(plan))}")
         st.warning("\n".join(lines), icon=":material/warning:")
         fix_buttons(plan.suggestions if fixes is None else fixes)
     for note in plan.notes:

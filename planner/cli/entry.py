@@ -36,12 +36,18 @@ from planner.cli.args import (
     token_count,
     with_catalog_id,
 )
+from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.text import count_noun
 from planner.units import GiB
 
 DEFAULT_CONTEXT_LEN = 8192
 """``--context-len`` when neither it nor ``--max-model-len`` is given [tokens]."""
+
+
+SHORTHANDS = {"--json": "--format json", "--table": "--format table"}
+"""Output flags other tools spell this way: a usage error names ``--format``, which every command that prints a
+table or JSON takes (``models``, ``gpus``, ``plan``, ``allocation``, ``find``, ``disagg``)."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -61,6 +67,8 @@ class _OneLineParser(argparse.ArgumentParser):
             flags = [o for action in parser._actions for o in action.option_strings]
             close = difflib.get_close_matches(extras[0].split("=")[0], flags, n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]}?" if close else ""
+            if extras[0] in SHORTHANDS and "--format" in flags:  # QA: `disagg --json`; every command takes --format
+                hint = f"; did you mean {SHORTHANDS[extras[0]]}?"
             parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return parsed
 
@@ -195,7 +203,27 @@ def _run_plans(args: argparse.Namespace):
     else:
         engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
+    args.checked_fixes = None if pp > 1 or scale is not None else _checked_fixes(args, model, gpu, request, result)
     return result, engine, gpu
+
+
+def _checked_fixes(args: argparse.Namespace, model, gpu, request: PlanRequest, result: Plan):
+    """Home's fixes for this plan (:func:`planner.fixes.checked_fixes`): each re-planned and checked against the
+    engine, ``--engine`` or Home's default (the newest vLLM), with the engine's own defaults for every flag not
+    given, as Home's engine view asks it; no engine check when the engine cannot plan these inputs (Home's
+    message case). [] for a plan that fits. (Pipeline and data-parallel plans, which Home does not make, keep
+    the budget's own suggestions.)"""
+    if result.fits:
+        return []
+    from planner.engines import plan_engine
+    from planner.fixes import checked_fixes
+
+    try:
+        engine_request = cli_engine.engine_request(args, gpu)
+        plan_engine(model, gpu.framework_memory_bytes, engine_request)
+    except ValueError:
+        engine_request = None
+    return checked_fixes(model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id)
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -236,7 +264,8 @@ def _model_from_args(args: argparse.Namespace):
 
 
 
-def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None) -> str:
+def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None, fixes=None) -> str:
+    """``plan``'s table; ``fixes``: :func:`_checked_fixes` (None: the plan's own suggestions, unchecked)."""
     def g(n: int) -> str:
         return f"{n / GiB:,.2f} GiB"
 
@@ -260,7 +289,10 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"fits         {'yes' if result.fits else 'no'}",
     ]
     lines += [f"  reason: {r}" for r in result.reasons]
-    lines += [f"  try: {s}" for s in result.suggestions]
+    tried = try_texts(result, fixes)  # Home's "Try:" list, one rule (planner/fixes.py)
+    lines += [f"  try: {s}" for s in tried]
+    if result.suggestions and not tried:
+        lines.append(f"  try: no single change fits. {no_single_fix_text(result)}")
     lines += [f"  note: {n}" for n in result.notes]
     return "\n".join(lines)
 
@@ -321,6 +353,7 @@ def _output(args: argparse.Namespace) -> str:
     result, engine, gpu = _run_plans(args)
     if args.format == "json":
         out = with_catalog_id(result.to_dict(), catalog_id(args))
+        out |= {} if result.fits else {"fixes": _fixes_json(args.checked_fixes)}  # a fitting plan's JSON as before
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
                           | cli_scale.scale_json(args), indent=2)
     extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype) if engine else []
@@ -329,7 +362,18 @@ def _output(args: argparse.Namespace) -> str:
     extra_lines += cli_serving.model_table_lines(args.model_keys)
     extra_lines += cli_scale.scale_table_lines(args)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
-    return "\n".join([_plan_table(result, custom_name, catalog_id(args)), *extra_lines])
+    return "\n".join([_plan_table(result, custom_name, catalog_id(args), args.checked_fixes), *extra_lines])
+
+
+def _fixes_json(fixes) -> list[dict] | None:
+    """The ``fixes`` JSON key of a plan that does not fit: the checked fixes the table's "try:" lines print, in
+    their order (``key``, ``value``: the flag's name with underscores and its value; ``text``: the fix; ``help``:
+    with what the engine does; ``starts``: the engine starts with it, null when it was not asked); null when not
+    checked."""
+    if fixes is None:
+        return None
+    return [{"key": f.fix.key, "value": f.fix.value, "text": str(f.fix), "help": f.help, "starts": f.starts}
+            for f in fixes]
 
 
 def _stdout_to_devnull() -> None:

@@ -256,7 +256,9 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("disagg", help="size prefill and decode pools for N users (roofline estimate)")
     _add_plan_like_arguments(p)
     _add_disagg_arguments(p, required=True)
-    p.add_argument("--format", choices=("table", "json"), default="json")
+    p.add_argument("--format", choices=("table", "json"), default="json",
+                   help="json (default since disagg was added; scripts read it) or table (plan, find and allocation "
+                        "default to table)")
     p = sub.add_parser("deploy", help="llm-d model-service values or launch commands for a plan (or disagg)")
     _add_plan_like_arguments(p)
     _add_disagg_arguments(p, required=False)

@@ -318,6 +318,8 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
                      f"{items * item.embeddings:,} output tokens held through the profile pass; the vision forward "
                      "peak is an estimate")
         notes += [chunk_note] if chunk_note else []
+        if item.modality == "video" and not config.videos_per_request and not config.engine_default:
+            notes.append(_unasked_video_note(config, item))
         if config.engine_default:
             notes.append(f"vLLM's default (no --limit-mm-per-prompt: 999 {item.modality}s per prompt) profiles the "
                          f"encoder although no request here carries one; {text_only_flags(vision)} or "
@@ -340,6 +342,21 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
         tokens_per_video=per_video, resized_video_width=video_w, resized_video_height=video_h,
         encoder_profile_modality=modality, encoder_profile_items=items,
         encoder_profile_default=bool(items) and config.engine_default, notes=tuple(notes))
+
+
+def _unasked_video_note(config: MultimodalConfig, item) -> str:
+    """Why the encoder profile runs dummy videos for requests that carry none (QA: Gemma 4 with images only).
+
+    vLLM profiles every modality the model accepts whose ``--limit-mm-per-prompt`` is above 0, an unstated one
+    counting 999 (vllm/config/multimodal.py ``get_limit_per_prompt``; vllm/multimodal/encoder_budget.py
+    ``MultiModalBudget``: the tower modalities), and encodes the one with the most tokens per item
+    (``get_modality_with_max_tokens``; vllm/v1/worker/gpu_model_runner.py ``profile_run``)."""
+    image = profile_item(config.vision, videos_allowed=False)
+    limit = config.limit_mm_per_prompt if config.limit_mm_per_prompt is not None else config.images_per_request
+    return (f"No request here carries a video, but vLLM profiles every modality the model accepts unless "
+            f"--limit-mm-per-prompt limits it (an unstated video limit is 999), and encodes the one with the most "
+            f"tokens per item: a video's {item.budget_tokens:,} over an image's {image.budget_tokens:,}; "
+            f"--limit-mm-per-prompt '{{\"image\": {limit}, \"video\": 0}}' profiles images instead")
 
 
 def engine_default_media(vision: VisionConfig) -> MultimodalConfig:
