@@ -206,6 +206,19 @@ def test_find_gpu_types_filter_from_the_link():
     assert set(table["GPU"]) == {get_gpu(H100).name}
 
 
+def test_find_gpu_types_picker_shows_names_and_keeps_ids_in_the_url():
+    """QA round (disagg-tp): the "GPU types" picker showed raw ids (``nvidia-l40s``) while the grid shows names; it
+    shows the catalog names now, and the URL keeps the ids."""
+    at = run_page(FIND, {"model": LLAMA3, "users": "20", "gpu_types": "h100"})
+    [box] = [m for m in at.multiselect if m.label == "GPU types"]
+    assert get_gpu(H100).name in box.options and H100 not in box.options
+    assert box.value == [H100] and box.format_func(H100) == get_gpu(H100).name
+    box.select("nvidia-l40s").run()
+    assert not at.exception
+    assert at.query_params["gpu_types"] == [H100, "nvidia-l40s"]
+    assert set(at.dataframe[0].value["GPU"]) <= {get_gpu(H100).name, get_gpu("nvidia-l40s").name}
+
+
 def test_find_takes_a_plan_links_context_and_batch_only_when_carried():
     """Issue "One link, one answer" item 6: arriving from Home without plan keys, Find shows its own defaults
     (200 users, 2,000 + 500 tokens); a link with ``context_len`` (and no prompt/output lengths) splits it into

@@ -143,3 +143,17 @@ def test_a_missing_ttft_says_why_under_the_table_and_reads_the_same_in_the_csv()
     csv = csv_text(find_table.csv_rows(table)).splitlines()
     column = csv[0].split(",").index(find_table.TTFT)
     assert [row.split(",")[column] for row in csv[1:]] == ["250.0", find_table.MISSING_CELL]
+
+
+def test_kind_says_replicas_of_a_tensor_parallel_row():
+    """QA round (disagg-tp): a TP row with 3 replicas (DP 3) said Kind "TP"; it says "TP+DP" (tensor parallel x
+    replicas), a one-replica row "TP"; the header's help says which is which and the CSV keeps the kind's id."""
+    from dataclasses import replace
+
+    rows = [replace(_setup("A", ()), kind="TP", data_parallel_size=dp) for dp in (1, 3)]
+    table = find_table.find_rows(FindResult(options=tuple(rows), fits=True, closest=None, skipped_gpus=(),
+                                            num_evaluated=2))
+    assert list(table["Kind"]) == ["TP", "TP+DP"] and list(table["replicas"]) == [1, 3]
+    _, config = find_table.find_table_config()
+    assert "TP+DP = tensor parallel x replicas" in config["Kind"]["help"]
+    assert list(find_table.csv_rows(table)["Setup kind"]) == ["TP", "TP"]

@@ -39,7 +39,9 @@ def test_find_page_shows_each_kind_and_the_chosen_setups_commands():
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
-    assert {"TP", "DP+EP", "DCP", "P/D"} <= set(table["Kind"])
+    assert {"DP+EP", "DCP", "P/D"} <= set(table["Kind"]) and {"TP", "TP+DP"} & set(table["Kind"])
+    tp = table[table["Setup kind"] == "TP"]  # a TP row of several replicas says so (TP+DP)
+    assert list(tp["Kind"]) == ["TP+DP" if r > 1 else "TP" for r in tp["replicas"]]
     assert set(table["Setup kind"]) == {"TP", "DP+EP", "DCP", "disaggregated"}  # the CSV spells it out
     choice = at.selectbox(key="find_choice")  # its options are the setups' labels (ui/find_scale_view.py)
     assert choice.value == choice.options[0] and len(choice.options) == len(table)
@@ -67,7 +69,8 @@ def test_find_page_setup_kinds_from_the_link():
     at = _run(FIND, {**V32_500, "setup_kinds": ["tp", "DP EP"]})  # an alias, and DP+EP with its "+" read as a space
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.multiselect(key="setup_kinds").value == ["TP", "DP+EP"]
-    assert set(at.dataframe[0].value["Kind"]) == {"TP", "DP+EP"}
+    assert set(at.dataframe[0].value["Setup kind"]) == {"TP", "DP+EP"}
+    assert set(at.dataframe[0].value["Kind"]) <= {"TP", "TP+DP", "DP+EP"}
     # -tp 2 -dp 4 holds the most users of the $31.92/h launches now that each rank's MoE layers are charged the
     # gathered batch (planner/engines/vllm_moe_dispatch.py): 1,016 against -dp 8's 896
     assert "Cheapest: 8 x H200" in at.success[0].value and "DP+EP: 4 ranks of 2 GPUs" in at.success[0].value

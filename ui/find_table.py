@@ -99,7 +99,7 @@ def find_rows(result: FindResult, page: int | None = None, rows: int = FIND_PAGE
         "Setup kind": s.kind, "Expert parallel": s.expert_parallel_size,
         "Decode context parallel": s.decode_context_parallel_size, "Nodes": s.nodes,
         "GPU type": gpu_cell(s.gpu_name), "Note": ", ".join(str(numbers[n]) for n in s.notes) or "-",
-        "Kind": KIND_CELLS.get(s.kind, s.kind),
+        "Kind": kind_cell(s),
     } for s in setups])
 
 
@@ -117,11 +117,24 @@ KIND_CELLS = {"TP": "TP", "DP+EP": "DP+EP", "DCP": "DCP", "disaggregated": "P/D"
 """The Kind column's text per :data:`planner.traffic.find_types.SETUP_KINDS` (``P/D``: disaggregated prefill /
 decode pools, the CSV's ``Setup kind`` spells it out)."""
 
+TP_REPLICAS_CELL = "TP+DP"
+"""The Kind cell of a TP row of more than one replica (tensor parallel x data-parallel replicas); one replica:
+``TP``."""
+
+
+def kind_cell(s) -> str:
+    """A row's Kind cell: :data:`KIND_CELLS` of its kind, ``TP+DP`` for a TP row of more than one replica."""
+    if s.kind == "TP" and s.data_parallel_size > 1:
+        return TP_REPLICAS_CELL
+    return KIND_CELLS.get(s.kind, s.kind)
+
+
 FIND_COLUMNS: dict[str, FindColumn] = {
     "GPU type": FindColumn("GPU", 175, "Catalog GPU name (without its parenthesis, 'Edition', or 'Blackwell' in "
                                        "an RTX PRO name; the CSV has it in full)"),
-    "Kind": FindColumn("Kind", 50, "Setup kind: TP = tensor parallel x replicas; DP+EP = data parallel ranks with "
-                                   "expert parallel (vLLM -dp N --enable-expert-parallel); DCP = decode context "
+    "Kind": FindColumn("Kind", 50, "Setup kind: TP = tensor parallel, one replica; TP+DP = tensor parallel x "
+                                   "replicas; DP+EP = data parallel ranks with expert parallel (vLLM -dp N "
+                                   "--enable-expert-parallel); DCP = decode context "
                                    "parallel (-dcp); P/D = disaggregated prefill and decode pools. The kinds "
                                    "beside TP are offered for MoE and MLA models"),
     "GPUs": FindColumn("GPUs", 42, "GPUs in the whole setup (tensor parallel x replicas; P/D: both pools)"),
@@ -199,5 +212,6 @@ def missing_ttft_text(table: pd.DataFrame) -> str | None:
             f"says why), so the prompt's prefill time is not estimated. The CSV writes {MISSING_CELL} there too.")
 
 
-__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "MISSING_CELL", "FindColumn", "csv_rows",
-           "find_rows", "find_table_config", "gpu_cell", "missing_ttft_text", "note_numbers", "num_pages", "page_notes"]
+__all__ = ["FIND_COLUMNS", "FIND_PAGE_ROWS", "FIND_TOP", "KIND_CELLS", "MISSING_CELL", "FindColumn", "TP_REPLICAS_CELL",
+           "csv_rows", "find_rows", "find_table_config", "gpu_cell", "kind_cell", "missing_ttft_text", "note_numbers",
+           "num_pages", "page_notes"]

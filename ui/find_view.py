@@ -98,15 +98,17 @@ def vendor_filter(gpus) -> tuple[list, list[str]]:
 def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:
     """The "GPU types" multiselect (URL key ``gpu_types``, the ``find --gpu-types`` flag; empty = every type) over
     ``gpus`` (what the vendor filter kept), and the link problems. The ids go into the request
-    (:attr:`planner.traffic.find_types.FindRequest.gpu_ids`), so only those types are searched. The options
-    are ids, not names: a URL-bound multiselect matches the link's values against what it shows."""
+    (:attr:`planner.traffic.find_types.FindRequest.gpu_ids`), so only those types are searched. It shows the
+    catalog names, as the grid does, and keeps ids in the URL: :func:`ui.inputs.picker` (a URL-bound widget would
+    write the shown names into the link)."""
     from ui import catalog  # noqa: PLC0415 - the catalog's resolver, for aliases in a link
 
     ids = tuple(dict.fromkeys(g.id for g in gpus))
     problems = inputs.check_link({}, {"gpu_types": (ids, catalog.resolve_gpu_id, "GPU", len(ids))}, ())
-    chosen = st.sidebar.multiselect("GPU types", ids, default=[], key="gpu_types", bind="query-params",
-                                    help="Search only these GPU types (empty = every type the vendor filter "
-                                         "keeps; `--gpu-types` of `python -m planner find`).")
+    names = {g.id: g.name for g in gpus}
+    chosen = inputs.picker(st.sidebar, "gpu_types", "GPU types", ids, names, [], multi=True,
+                           help="Search only these GPU types (empty = every type the vendor filter keeps; "
+                                "`--gpu-types` of `python -m planner find`).")
     return tuple(chosen), problems
 
 

@@ -62,10 +62,11 @@ DISAGG_FIELDS: dict[str, NumberField] = {
         NumberField(key="tpot_ms", label="TPOT target [ms]", min_value=0.01, max_value=100_000.0, default=50.0,
                     step=5.0, is_float=True, unit="ms",
                     help="Time per output token of the decode pool; it caps the decode batch (`--tpot-ms`)."),
-        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools) (empty = smallest that "
-                    "starts)", min_value=1, max_value=64, default=None, step=1, unit="GPUs",
-                    help="GPUs one attention rank is split over (`-tp`); empty: each pool gets the smallest size at "
-                         "which its engine starts, as Find searches."),
+        NumberField(key="tensor_parallel_size", label="Tensor parallel size (both pools) (empty = fewest GPUs)",
+                    min_value=1, max_value=64, default=None, step=1, unit="GPUs",
+                    help="GPUs one attention rank is split over (`-tp`); empty: each pool gets the size, among those "
+                         "at which its engine starts and meets its target, that needs the fewest GPUs for the users "
+                         "(ties: the smaller)."),
         NumberField(key="data_parallel_size", label="Data parallel size (both pools)", min_value=1, max_value=1024,
                     default=1, step=1, unit="ranks",
                     help="vLLM `-dp`: ranks of one launch, each with its own KV pool and scheduler."),
@@ -233,7 +234,7 @@ def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu, *,
                            gpu_memory_reported_bytes=reported_memory_bytes(gpu),
                            serving=with_engine_defaults(None, engine=knobs.engine,  # vLLM's default encoder profile
                                                         raw_config=raw_config(form.model_id), text_only=text_only))
-    shared_auto = n["tensor_parallel_size"] is None  # empty: the smallest size that starts (planner.scale.disagg)
+    shared_auto = n["tensor_parallel_size"] is None  # empty: the fewest GPUs (planner.scale.disagg note 6)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,
                              enable_expert_parallel=bool(knobs.switches.get("enable_expert_parallel")),

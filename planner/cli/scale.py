@@ -246,7 +246,9 @@ def _add_disagg_arguments(p: argparse.ArgumentParser, *, required: bool) -> None
                    help=f"link between the pools (default {DEFAULT_LINK})")
     for role in ("prefill", "decode"):
         p.add_argument(f"--{role}-tensor-parallel-size", type=positive_int, default=None,
-                       help=f"{role} pool's tensor-parallel size (default: --tensor-parallel-size)")
+                       help=f"{role} pool's tensor-parallel size (default: --tensor-parallel-size; neither "
+                            "given: the size at which the pool starts, meets its target and needs the fewest GPUs "
+                            "for --users, ties to the smaller)")
         p.add_argument(f"--{role}-data-parallel-size", type=positive_int, default=None,
                        help=f"{role} pool's data-parallel size (default: the data-parallel flag)")
 
@@ -288,7 +290,7 @@ def _pool(args: argparse.Namespace, gpu, role: str) -> PoolRequest:
         scale = replace(scale, data_parallel_size=dp)
     if role == "prefill" and scale.decode_context_parallel_size > 1:
         scale = replace(scale, decode_context_parallel_size=1)  # DCP is a decode-side split
-    auto = tp is None and args.tensor_parallel_size is None and args.num_gpus is None  # the smallest that starts
+    auto = tp is None and args.tensor_parallel_size is None and args.num_gpus is None  # the fewest GPUs
     return PoolRequest(engine=request, scale=scale, auto_tensor_parallel=auto)
 
 

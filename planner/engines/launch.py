@@ -15,6 +15,7 @@ TensorRT-LLM ``trtllm-serve`` (tensorrt_llm/commands/serve.py); TGI
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -324,3 +325,18 @@ def launch_command(spec: LaunchSpec) -> str:
     except KeyError:
         raise ValueError(f"no launch command for engine family {spec.family!r}; "
                          f"choose one of {', '.join(_BUILDERS)}") from None
+
+
+SEQUENCE_FLAGS = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests"}
+"""The flag that caps the sequences a launch runs at once (vLLM ``SchedulerConfig.max_num_seqs``; SGLang
+``ServerArgs.max_running_requests``, python/sglang/srt/server_args.py), as the builders above write it."""
+
+
+def with_max_num_seqs(command: str, family: str, value: int) -> str:
+    """``command`` with its :data:`SEQUENCE_FLAGS` value set to ``value`` (a command without the flag is returned as
+    it is): the cap a sized pool launches with, written by :func:`vllm_command` / :func:`sglang_command` from the
+    engine's resolved default before the pool is sized."""
+    flag = SEQUENCE_FLAGS.get(family)
+    if flag is None:
+        return command
+    return re.sub(rf"(?<= ){re.escape(flag)} \d+(?= |$)", f"{flag} {value}", command, count=1)

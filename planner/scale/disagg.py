@@ -36,9 +36,19 @@ Design notes:
     4. Queueing is ignored: the prefill pool is sized to utilisation <= 1, so real TTFT at load is
        higher. Both pools use the same KV dtype (the connectors copy blocks as they are).
     5. A pool that would not start at the asked tensor-parallel size gets the smallest one that starts
-       (:func:`starting_tensor_parallel`) as a fix (``tensor_parallel_fixes``), or is launched at it when no size
-       was asked (``PoolRequest.auto_tensor_parallel``, as Find searches its TP rows). Its consequences (no
+       (:func:`starting_tensor_parallel`) as a fix (``tensor_parallel_fixes``). Its consequences (no
        sequence per rank, no prompt held) are not repeated as reasons, and it has no launch command.
+    6. With no size asked (``PoolRequest.auto_tensor_parallel``) each pool is planned at every size of
+       :data:`TP_SEARCH` at which it starts and launched at the one whose pool needs the fewest GPUs for the users
+       among those that hold a request and meet its target (ties: the smaller size; none does: the smallest).
+       The smallest size that starts can hold next to nothing (Llama-3.3-70B on H100 at tp 2: 65.7 GiB of weights,
+       2 GiB of KV, one 8,500-token user per replica); a wider one holds more users per GPU. Decode is chosen
+       first (its sizing does not depend on the prefill launch), then prefill at that decode step.
+    7. The decode launch runs what one replica holds: ``--max-num-seqs`` = the batch per rank (vLLM's scheduler
+       is per data-parallel rank, vllm/v1/core/sched/scheduler.py), SGLang's ``--max-running-requests`` = the
+       batch x ranks; the batch is at most the engine's own ``max_num_seqs``. A smaller cap captures no more
+       CUDA graphs than the planned default (vLLM's capture sizes stop at ``2 x max_num_seqs``), so the planned
+       KV pool is a lower bound.
     Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
     prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
 
@@ -52,6 +62,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from planner.engines.launch import with_max_num_seqs
 from planner.engines.types import EngineRequest
 from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
@@ -73,7 +84,7 @@ class PoolRequest:
         engine: The engine and its knobs (``tensor_parallel_size``: the pool's ``-tp``).
         scale: The data / expert / context parallel flags.
         auto_tensor_parallel: No tensor-parallel size was given: :func:`plan_disagg` launches the pool at the
-            smallest one that starts (:func:`starting_tensor_parallel`), as Find does.
+            size that starts, meets its target and needs the fewest GPUs for the users (design note 6).
     """
 
     engine: EngineRequest
@@ -156,8 +167,9 @@ class DisaggPlan:
     notes: tuple[str, ...]
     tensor_parallel_fixes: tuple[tuple[str, int], ...] = ()
     pool_notes: tuple[str, ...] = ()
-    """The notes of the pools' launches (``"prefill: tensor parallel 4, the smallest size at which it starts (none
-    was given)"``, or that no size up to a node starts a pool), each beginning with its role; they lead ``notes``."""
+    """The notes of the pools' launches (``"decode: tensor parallel 8, the size that needs the fewest GPUs for ..."``
+    when none was given, or that no size up to a node starts a pool), each beginning with its role; they lead
+    ``notes``."""
 
     @property
     def starts(self) -> bool:
@@ -231,7 +243,8 @@ def _decode_batch(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tok
     """``(batch per rank, KV per sequence per GPU)`` of the decode pool (module docstring)."""
     kv_seq = decode_kv_per_sequence(plan, model, request, tokens)
     weights = plan.engine.limiting_rank.weights_bytes
-    batch = plan.requests_per_rank  # decoding requests (a sliding window's passed blocks are freed)
+    # decoding requests (a sliding window's passed blocks are freed), at most what one step schedules
+    batch = min(plan.requests_per_rank, plan.engine.max_num_seqs)
     if tpot_ms is not None and kv_seq > 0:
         room = tpot_ms / 1e3 * bandwidth_gb_s * 1e9 - weights
         batch = min(batch, max(0, math.floor(room / kv_seq)))
@@ -268,48 +281,95 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
             raise ValueError(f"{name} must be > 0 ms, got {target}")
     link_by_id(link_id)  # an unknown link fails before any plan
     length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
-    launched = {role: _launch_pool(model, gpu_memory_bytes, role, pool, length)
+    launched = {role: _launches(model, gpu_memory_bytes, role, pool, length)
                 for role, pool in (("prefill", prefill), ("decode", decode))}
-    notes = [x[2] for x in launched.values() if x[2]]
-    fixes = [(role, x[3]) for role, x in launched.items() if x[3] is not None]
-    (prefill_engine, prefill_plan, *_), (decode_engine, decode_plan, *_) = launched["prefill"], launched["decode"]
-    prompt_plan = plan_scale(model, gpu_memory_bytes, replace(prefill_engine, max_model_len=prompt_len), prefill.scale)
-    result = size_pools(model, prefill_plan, decode_plan, prompt_plan=prompt_plan, decode_engine=decode_engine,
-                        bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
-                        prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                        link_id=link_id)
+    fixes = [(role, x[0][3]) for role, x in launched.items() if x[0][3] is not None]
+    prompt_plans = {id(x[1]): plan_scale(model, gpu_memory_bytes, replace(x[0], max_model_len=prompt_len),
+                                         prefill.scale) for x in launched["prefill"]}
+
+    def sized(p, d):
+        return size_pools(model, p[1], d[1], prompt_plan=prompt_plans[id(p[1])], decode_engine=d[0],
+                          bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
+                          prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                          link_id=link_id)
+
+    # design note 6: the decode pool's sizing does not depend on the prefill launch; the prefill pool's arrivals
+    # depend on the decode step, so the decode size is chosen first
+    decode_pick = _fewest(launched["decode"], lambda d: sized(launched["prefill"][0], d).decode)
+    prefill_pick = _fewest(launched["prefill"], lambda p: sized(p, decode_pick).prefill)
+    result = sized(prefill_pick, decode_pick)
+    notes = [_pool_note(role, pick, len(launched[role]), users)
+             for role, pick in (("prefill", prefill_pick), ("decode", decode_pick))]
+    notes = [n for n in notes if n]
     return replace(result, notes=(*notes, *result.notes), pool_notes=tuple(notes), tensor_parallel_fixes=tuple(fixes),
                    reasons=(*result.reasons, *fix_sentences(fixes)))
 
 
+def _fewest(launches: list, pool_of):
+    """The launch of ``launches`` whose pool (``pool_of(launch)``) needs the fewest GPUs among those that hold a
+    request and meet their target, ties to the smaller tensor-parallel size (``launches`` are in rising size); the
+    first when none does (its reasons say why)."""
+    if len(launches) == 1:
+        return launches[0]
+    pools = [pool_of(x) for x in launches]
+    good = [i for i, pool in enumerate(pools) if pool.meets_target and pool.replicas >= 1 and pool.max_concurrency >= 1]
+    return launches[min(good, key=lambda i: (pools[i].gpus, i))] if good else launches[0]
+
+
+def _pool_note(role: str, launch: tuple, candidates: int, users: int) -> str:
+    """The note of a pool's launch (design notes 5 and 6): its own note, or which size was chosen and by what rule
+    when none was given."""
+    engine, _, note, _, by_size = launch
+    if note or not by_size:
+        return note
+    tp = engine.tensor_parallel_size
+    if candidates == 1:
+        return f"{role}: tensor parallel {tp}, the only size up to a node at which it starts (none was given)"
+    return (f"{role}: tensor parallel {tp}, the size that needs the fewest GPUs for {count_noun(users, 'user')} "
+            "among those at which it starts and meets its target (ties: the smaller; none was given)")
+
+
+def _launches(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolRequest,
+              length: int) -> list[tuple[EngineRequest, ScalePlan, str, int | None, bool]]:
+    """``[(engine request, plan, note, fix, chosen by size)]`` of one pool launched at ``length`` (design notes 5 and
+    6): with no size asked, every size of :data:`TP_SEARCH` at which it starts, in rising size; else (or when none
+    starts) the one launch of :func:`_launch_pool`."""
+    if pool.auto_tensor_parallel:
+        out = []
+        for tp in _tp_sizes(model, pool.scale):
+            engine = replace(pool.engine, max_model_len=length, tensor_parallel_size=tp)
+            try:
+                plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+            except ValueError:  # flags that do not fit this size (e.g. -dcp above tp): not a candidate
+                continue
+            if plan.starts:
+                out.append((engine, plan, "", None, True))
+        if out:
+            return out
+    return [(*_launch_pool(model, gpu_memory_bytes, role, pool, length), False)]
+
+
 def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolRequest,
                  length: int) -> tuple[EngineRequest, ScalePlan, str, int | None]:
-    """``(engine request, plan, note, fix)`` of one pool launched at ``length`` (design note 5): at the asked
-    tensor-parallel size, or the smallest that starts when none was asked (a note says which); ``fix`` is that size
-    when the asked one would not start.
+    """``(engine request, plan, note, fix)`` of one pool launched at ``length`` at the asked tensor-parallel size
+    (design note 5); ``fix`` is the smallest size that starts when the asked one would not, and the note says when
+    no size up to a node starts it.
 
     Raises:
-        ValueError: what :func:`planner.scale.plan_scale` refuses at the asked size (an auto pool searches on).
+        ValueError: what :func:`planner.scale.plan_scale` refuses at the asked size.
     """
     engine = replace(pool.engine, max_model_len=length)
-    try:
-        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
-    except ValueError:
-        if not pool.auto_tensor_parallel:
-            raise
-        plan = None  # e.g. -dcp above the default tp 1: the search finds a size that takes it
-    tp = None if plan is not None and plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine,
-                                                                                  pool.scale)
-    if tp is not None and pool.auto_tensor_parallel:
-        engine = replace(engine, tensor_parallel_size=tp)
-        return (engine, plan_scale(model, gpu_memory_bytes, engine, pool.scale),
-                f"{role}: tensor parallel {tp}, the smallest size at which it starts (none was given)", None)
-    if plan is None:  # nothing starts and the asked size cannot even be planned: its own error
-        plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
+    tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
     note = "" if plan.starts or tp is not None else (
         f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; try data + "
         "expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
     return engine, plan, note, tp
+
+
+def _tp_sizes(model: ModelSpec, scale: ScaleRequest) -> list[int]:
+    """The sizes of :data:`TP_SEARCH` up to one node that the model's attention heads split over."""
+    return [t for t in TP_SEARCH if t <= scale.gpus_per_node and tensor_parallel_splits(model, t)]
 
 
 TP_SEARCH = (1, 2, 4, 8, 16, 32, 64)
@@ -331,7 +391,7 @@ def starting_tensor_parallel(model: ModelSpec, gpu_memory_bytes: int, engine: En
         engine: The pool's engine request (its ``max_model_len`` set); its own ``tensor_parallel_size`` is replaced.
         scale: The pool's data / expert / context parallel flags.
     """
-    for tp in (t for t in TP_SEARCH if t <= scale.gpus_per_node and tensor_parallel_splits(model, t)):
+    for tp in _tp_sizes(model, scale):
         if tp == engine.tensor_parallel_size:
             continue  # the asked size: already planned by the caller
         try:
@@ -386,6 +446,10 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
                        "--tensor-parallel-size / data parallel size, or relax --tpot-ms")
     per_replica = batch * decode_plan.layout.attention_dp
     decode_replicas = -(-users // per_replica) if per_replica else 0
+    if batch >= 1 and decode_plan.starts:  # design note 7: the launch runs what a replica holds
+        cap = per_replica if decode_plan.layout.family == "sglang" else batch
+        decode_plan = replace(decode_plan, launch_command=with_max_num_seqs(
+            decode_plan.launch_command, decode_plan.layout.family, cap))
 
     layout = prefill_plan.layout
     gpus_per_rank = max(1, layout.num_gpus // layout.attention_dp)
