@@ -94,7 +94,7 @@ text = st.text_area("Paste the startup log (vLLM, SGLang, llama.cpp, TensorRT-LL
 if text.strip():
     view = views.guarded(engine.log_view, text, model, gpu.framework_memory_bytes, request, result,
                          what="reading the log")
-    engine.log_message(view, result.engine)
+    engine.log_message(view)
     if view.rows:
         st.markdown("**Estimate vs engine log, line by line**")
         views.static_table(engine.reconcile_rows(view.rows))  # static: the log line wraps (a grid cut it at 1,280 px)

@@ -26,6 +26,7 @@ from ui.format import format_bytes
 RANK_COLOURS = {
     "Weights": palette.WEIGHTS, "Activation peak": palette.ACTIVATION, "Non-torch": palette.RUNTIME,
     "CUDA graphs": palette.CUDA_GRAPHS, "KV cache": palette.KV_IN_USE, "Not allocated": palette.NOT_ALLOCATED,
+    "Free": palette.NOT_ALLOCATED,  # an engine without a memory cap (planner.engines.rank_bar.FREE)
     "Over the card": palette.OVER_BUDGET,
     # serving features (planner.engines.serving.SEGMENT_LABELS)
     "LoRA slots": palette.LORA, "Draft weights": palette.DRAFT_WEIGHTS, "LoRA / encoder buffers": palette.PROFILE_EXTRAS,
@@ -118,7 +119,7 @@ def budget_bar_html(plan: Plan, gpu_label: str) -> str:
 
 
 def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], *, usable_bytes: int | None,
-                      card_bytes: int, gpu_label: str) -> str:
+                      card_bytes: int, gpu_label: str, usable_label: str | None = None) -> str:
     """Any GPU's memory as :func:`budget_bar_html` draws Home's (the Disaggregation page's per-GPU bars).
 
     Args:
@@ -127,6 +128,7 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
         usable_bytes: Where the dashed "usable" line goes [bytes], or None for no such line.
         card_bytes: The card's framework-visible memory, the solid line [bytes].
         gpu_label: Words for the figure's accessible label.
+        usable_label: The dashed line's words; default ``usable <size>``.
     """
     total = sum(size for _, size in segments)
     scale = max(card_bytes, total, 1)
@@ -142,7 +144,7 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
     if usable is not None:
         lines = f'<div data-line="usable" style="{line.format(style="dashed")};left:{_pct(usable, scale)}"></div>'
         labels = (f'<span data-label="usable" style="{label};right:calc(100% - {_pct(usable, scale)} + 4px)">'
-                  f'usable {html.escape(format_bytes(usable))}</span>')
+                  f'{html.escape(usable_label or f"usable {format_bytes(usable)}")}</span>')
     lines += f'<div data-line="card" style="{line.format(style="solid")};left:{_pct(card, scale)}"></div>'
     labels += (f'<span data-label="card" style="{label};left:calc({_pct(card, scale)} + 4px)">'
                f'card {html.escape(format_bytes(card))}</span>')

@@ -32,14 +32,20 @@ from planner.engines.reconcile import (
     log_consistency,
     reconcile,
     request_from_log,
-    suggest_engine,
 )
+from planner.engines.log_profile import ProfileHint, profile_hint
+from planner.engines.rank_bar import allocated_row_name, rank_bar
 from planner.engines.shared_gpu import reported_memory_bytes  # noqa: F401 - the pages read it from here
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
-from ui.engine_metrics import engine_metric_values, engine_metrics  # noqa: F401 - the page and tests read them here
+from ui.engine_metrics import (  # noqa: F401 - the page and tests read them here
+    cap_sentence,
+    concurrency_text,
+    engine_metric_values,
+    engine_metrics,
+)
 from ui.format import (
     count_noun,
     format_budget,
@@ -251,7 +257,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
                     if plan.decodes_more_than_printed else "")
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
                    f"{format_int(plan.engine_kv_cache_tokens)} tokens of KV cache, "
-                   f"{plan.max_concurrency:.2f}x concurrency per replica as printed{decoding}.",
+                   f"{concurrency_text(plan)}{decoding}.",
                    icon=":material/check_circle:")
         if caveat:
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
@@ -284,7 +290,7 @@ def rank_caption(plan: EnginePlan) -> str:
     same = all(r.role == "all" for r in plan.ranks)
     alike = ("Every tensor-parallel GPU of a stage holds the same." if same else
              "The driver worker samples and its tensor-parallel peers do not, so their budgets differ.")
-    return f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}. {alike}"
+    return f"Modelled: {plan.engine_label}. Version modelled: {plan.engine_version}. {alike}{cap_sentence(plan)}"
 
 
 OF_WHICH = "\u00a0\u00a0\u00a0· of which"
@@ -300,7 +306,7 @@ def rank_rows(plan: EnginePlan) -> list[dict]:
     right after the term that already counts it and named "of which ..." (the LoRA slots are in the weights,
     the encoder buffers in the activation peak, the draft's KV in the available KV), so the terms still add
     up to the usable memory; a part beside the engine's pool keeps its own name."""
-    return [_with_parts(_rank_row(r), r.serving_parts) for r in plan.ranks]
+    return [_with_parts(_rank_row(plan, r), r.serving_parts) for r in plan.ranks]
 
 
 def _with_parts(row: dict, parts) -> dict:
@@ -367,11 +373,16 @@ def _merged(group: list[tuple[RankBudget, dict]]) -> dict:
     return row | {"Layers": f"{first.first_layer}-{last.first_layer + last.num_layers - 1}{each}"}
 
 
-def _rank_row(r) -> dict:
+def _rank_row(plan: EnginePlan, r: RankBudget) -> dict:
+    """One GPU's terms; the first size is named for what the engine caps (``Usable``, SGLang's ``Static
+    (mem_fraction_static)``) or, without a cap (llama.cpp, transformers), ``Allocated``, with the card's free
+    memory beside it (:mod:`planner.engines.rank_bar`)."""
+    bar = rank_bar(plan, r, plan.gpu_memory_bytes)
+    free = {"Free on the card": format_bytes(bar.free_bytes)} if bar.line_kind == "none" else {}
     return {
         "Stage": r.stage, "GPUs": ROLE_LABELS.get(r.role, r.role),
         "Layers": f"{r.first_layer}-{r.first_layer + r.num_layers - 1}",
-        "Usable": format_bytes(r.requested_bytes), "Weights": format_bytes(r.weights_bytes),
+        allocated_row_name(plan): format_bytes(r.requested_bytes), **free, "Weights": format_bytes(r.weights_bytes),
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
         **({"Mamba state pool": format_bytes(r.state_pool_bytes)} if r.state_pool_bytes else {}),
@@ -456,7 +467,9 @@ def reconcile_rows(rows: tuple[ReconcileRow, ...]) -> list[dict]:
         rel = "-" if r.relative_error is None else f"{r.relative_error:+.2%}"
         difference = f"{r.difference:+,.{digits}f}"
         if float(difference.replace(",", "")) == 0:  # "-0.0000" and "+0.00%" read as a difference
-            difference, rel = f"{0:.{digits}f}", "0" if r.relative_error is not None else rel
+            difference = f"{0:.{digits}f}"
+        if rel.lstrip("+-") == f"{0:.2%}":  # one format for every row: "0.00%", as "-0.04%" beside it
+            rel = f"{0:.2%}"
         out.append({"Quantity": r.quantity, "Unit": r.unit, "Estimate": f"{r.estimate:,.{digits}f}",
                     "Engine log": f"{r.actual:,.{digits}f}", "Difference": difference,
                     "Relative": rel, "Log line": r.line})
@@ -479,7 +492,7 @@ class LogView:
     """What the log box shows: the figures, the comparison and the re-plans."""
 
     figures: LogFigures
-    suggested_engine: str | None
+    hint: ProfileHint | None
     rows: tuple[ReconcileRow, ...]
     plans: dict
     adopted: tuple[str, ...] = ()
@@ -497,7 +510,7 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
     """
     figures = parse_engine_log(text)
     if figures.engine is None:
-        return LogView(figures=figures, suggested_engine=None, rows=(), plans={})
+        return LogView(figures=figures, hint=None, rows=(), plans={})
     implausible = implausible_figures(figures, gpu_memory_bytes=gpu_memory_bytes,
                                       tensor_parallel_size=request.tensor_parallel_size,
                                       max_position_embeddings=model.max_position_embeddings)
@@ -513,12 +526,14 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
              "Engine's own available memory": pinned}
     inconsistent = log_consistency(pinned, figures)
     rows = reconcile(estimate, figures) + ((inconsistent,) if inconsistent else ())
-    return LogView(figures=figures, suggested_engine=suggest_engine(figures), rows=rows, plans=plans,
+    hint = profile_hint(figures, model, gpu_memory_bytes, base)  # a suggestion only: the sidebar is not changed
+    return LogView(figures=figures, hint=hint, rows=rows, plans=plans,
                    adopted=adopted, inconsistent=inconsistent, implausible=implausible)
 
 
-def log_message(view: LogView, engine: str) -> None:
-    """What was recognised (``st.success`` / ``st.warning``) and a profile hint."""
+def log_message(view: LogView) -> None:
+    """What was recognised (``st.success`` / ``st.warning``) and a profile hint (:attr:`LogView.hint`, for the
+    request's engine: a profile of the same family is no mismatch)."""
     if view.figures.engine is None:
         st.warning(view.figures.message, icon=":material/help:")
         return
@@ -535,10 +550,8 @@ def log_message(view: LogView, engine: str) -> None:
     if view.adopted:
         st.info(f"Compared at the log's own settings ({', '.join(view.adopted)} taken from the log).",
                 icon=":material/tune:")
-    if view.suggested_engine and view.suggested_engine != engine and view.suggested_engine in ENGINE_CHOICES:
-        st.info(f"The log looks like `{view.suggested_engine}`"
-                f"{' (vLLM ' + view.figures.version + ')' if view.figures.version else ''}; pick that engine in "
-                "the sidebar so the token and concurrency lines are printed the same way.", icon=":material/info:")
+    if view.hint is not None:  # another engine, or another build of the chosen one (planner.engines.log_profile)
+        st.info(md_message(view.hint.message), icon=":material/info:")
 
 
 KV_DTYPE_KEY = "kv_cache_dtype"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engines.expected_error import expected_error_reason
+from planner.engines.rank_bar import rank_bar
 from planner.engines.types import EnginePlan
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_int, format_tokens, md_message
@@ -114,3 +115,29 @@ def batch_short_text(plan: EnginePlan, batch_size: int | None) -> str:
             f"sequences') is more than the {count_noun(held, 'request')} of {format_int(plan.max_model_len)} tokens "
             f"one replica's pool holds at once: {plan.engine} starts, but {count_noun(batch_size - held, 'request')} "
             f"would wait in its queue. Add GPUs, or lower the batch or the context on Home.")
+
+
+def concurrency_text(plan: EnginePlan) -> str:
+    """``"2.35x concurrency per replica as printed"`` where the engine prints its concurrency (vLLM), else
+    ``"2.35x concurrency per replica (computed from its KV tokens; sglang prints no concurrency line)"``
+    (:attr:`planner.engines.types.EnginePlan.concurrency_printed`)."""
+    if plan.concurrency_printed:
+        return f"{plan.max_concurrency:.2f}x concurrency per replica as printed"
+    return (f"{plan.max_concurrency:.2f}x concurrency per replica (computed from its KV tokens; {plan.engine} "
+            "prints no concurrency line)")
+
+
+def cap_sentence(plan: EnginePlan) -> str:
+    """What the bar's dashed line stands for where it is not a share of the whole budget
+    (:func:`planner.engines.rank_bar.rank_bar`): SGLang's static pools, or no cap at all."""
+    bar = rank_bar(plan, plan.limiting_rank, plan.gpu_memory_bytes)
+    if bar.line_kind == "static":
+        return (f" The dashed line is mem_fraction_static {bar.fraction:g} × the "
+                f"{format_bytes(bar.fraction_base_bytes)} free when SGLang starts = {format_bytes(bar.line_bytes)}: "
+                "it holds the weights and the KV pool; the activation peak, CUDA graphs and the CUDA context and "
+                "process groups sit outside it (model_runner.py profile_max_num_token).")
+    if bar.line_kind == "none":
+        return (f" {plan.engine} has no memory cap: it allocates {format_bytes(bar.allocated_bytes)} (weights, "
+                f"compute buffers, KV cache) and leaves the rest of the card free, less its CUDA context, which is "
+                "not priced here.")
+    return ""

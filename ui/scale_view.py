@@ -16,6 +16,7 @@ import streamlit as st
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, ENGINE_PROFILES, resolve_engine_name
 from planner.diagnose import Fix
+from planner.engines.rank_bar import rank_bar
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.serving.features import with_engine_defaults
 from planner.engines.types import EngineRequest
@@ -309,16 +310,19 @@ def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
 
 def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str, rank=None) -> str:
     """One GPU of an :class:`planner.engines.types.EnginePlan` (``rank``, a :class:`~planner.engines.types.RankBudget`
-    of it; default the fullest) as a budget bar (segments of :meth:`planner.engines.types.RankBudget.segments`,
-    zero-byte ones and "Over the card" left out: terms that exceed the card run past its line, as Home's bar draws
-    them; the dashed line at the engine's usable share when it has a memory fraction)."""
+    of it; default the fullest) as a budget bar: the segments and the line of :func:`planner.engines.rank_bar.rank_bar`
+    (zero-byte ones and "Over the card" left out: terms that exceed the card run past its line, as Home's bar draws
+    them). The dashed line is the engine's cap: vLLM's usable share, SGLang's mem_fraction_static of the free
+    memory (after the weights and KV pool, the terms it caps); none for llama.cpp, whose rest is "Free"."""
     rank = rank or plan.limiting_rank
+    bar = rank_bar(plan, rank, gpu_memory_bytes)
     # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
     # the card line; an "Over the card" segment after them would count that excess twice
-    segments = [(name, size) for name, size in rank.segments(gpu_memory_bytes) if size > 0 and name != OVER_THE_CARD]
-    usable = rank.requested_bytes if plan.gpu_memory_utilization is not None else None
-    return segments_bar_html(segments, RANK_COLOURS, usable_bytes=usable, card_bytes=gpu_memory_bytes,
-                             gpu_label=gpu_label)
+    segments = [(name, size) for name, size in bar.segments if size > 0 and name != OVER_THE_CARD]
+    # SGLang: a fraction of the free memory at startup, not of the card (ui.engine.rank_caption says of what)
+    label = f"mem_fraction_static {format_bytes(bar.line_bytes)}" if bar.line_kind == "static" else None
+    return segments_bar_html(segments, RANK_COLOURS, usable_bytes=bar.line_bytes, card_bytes=gpu_memory_bytes,
+                             gpu_label=gpu_label, usable_label=label)
 
 
 POOL_COMMAND_CHARS = 36

@@ -209,10 +209,12 @@ def _expected_error_text(result: EnginePlan) -> str:
     return f" (±{error / GiB:,.2f} GiB expected error)" if error else ""
 
 
-def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = None) -> list[str]:
+def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = None,
+                       shown_notes: tuple[str, ...] = ()) -> list[str]:
     """Lines appended to the ``plan`` table; ``budget_kv_cache_dtype``: the cache the budget lines above price
     (the newest vLLM's: ``fp8_ds_mla`` for a sparse-MLA model under ``auto``), named in a note when this engine
-    stores another."""
+    stores another; ``shown_notes``: serving notes the table prints elsewhere (the serving block's), left out of
+    the engine's."""
     rank = result.limiting_rank
     lines = [
         f"engine       {result.engine}: {result.engine_label} (models {result.engine_version})",
@@ -225,7 +227,8 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
         else "engine says  nothing about memory at startup" if result.starts
         else "engine says  nothing: it stops before allocating",
-        f"max len      {result.engine_max_model_len:,} tokens accepted by the engine",
+        f"max len      {result.engine_max_model_len:,} tokens: the largest --max-model-len the engine would accept "
+        f"with this memory (this launch: {result.max_model_len:,})",
         f"starts       {'yes' if result.starts else 'no'}",
     ]
     if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large
@@ -245,12 +248,13 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         lines.append(f"  note: {backend_note}")
     lines.append(f"launch       {result.launch_command}")
     if result.serving is not None:
-        lines += engine_serving_lines(result)
+        lines += engine_serving_lines(result, shown_notes)
     return lines
 
 
-def engine_serving_lines(result: EnginePlan) -> list[str]:
-    """Lines for the engine plan's serving features: each part on the limiting GPU, then the notes."""
+def engine_serving_lines(result: EnginePlan, shown_notes: tuple[str, ...] = ()) -> list[str]:
+    """Lines for the engine plan's serving features: each part on the limiting GPU, then the notes not in
+    ``shown_notes`` (printed once, by the serving block)."""
     parts = [f"{label} {size / GiB:,.2f} GiB ({term if term != 'outside' else 'beside the pool'})"
              for label, term, size in result.limiting_rank.serving_parts if size]
     lines = [f"engine serv  {result.engine}: " + ("; ".join(parts) if parts else "no memory priced") + " per GPU"]
@@ -258,5 +262,5 @@ def engine_serving_lines(result: EnginePlan) -> list[str]:
     if lora:
         lines.append(f"engine LoRA  {lora['bytes_per_adapter_slot'] / GiB:,.3f} GiB per adapter slot; "
                      f"{lora['max_loras_that_fit']:,} slots fit beside one {result.max_model_len:,}-token request")
-    lines += [f"  engine note: {n}" for n in result.serving["notes"]]
+    lines += [f"  engine note: {n}" for n in result.serving["notes"] if n not in shown_notes]
     return lines

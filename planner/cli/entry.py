@@ -356,7 +356,8 @@ def _output(args: argparse.Namespace) -> str:
         out |= {} if result.fits else {"fixes": _fixes_json(args.checked_fixes)}  # a fitting plan's JSON as before
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
                           | cli_scale.scale_json(args), indent=2)
-    extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype) if engine else []
+    shown = tuple(result.serving["notes"]) if result.serving is not None else ()  # printed by the serving block
+    extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype, shown) if engine else []
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
     extra_lines += cli_serving.model_table_lines(args.model_keys)

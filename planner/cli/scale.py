@@ -312,12 +312,13 @@ def _disagg_table(result) -> str:
         d = pool.to_dict()
         if not pool.plan.starts:  # no sizes for a launch that would not start: its reason is below, once
             lines.append(f"{name:<12} would not start at tp {d['tensor_parallel_size']}, dp {d['data_parallel_size']} "
-                         f"({d['gpus_per_replica']} GPUs per replica)")
+                         f"({count_noun(d['gpus_per_replica'], 'GPU')} per replica)")
             continue
         step = d.get("prefill_ms_per_request", d.get("time_per_output_token_ms"))
         lines.append(f"{name:<12} {count_noun(d['gpus'], 'GPU')} = {d['replicas']:,} x {d['gpus_per_replica']} (tp "
-                     f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); {d['max_concurrency']:,} requests per "
-                     f"replica; {step:,.2f} ms {'per prompt' if name == 'prefill' else 'per output token'}")
+                     f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); "
+                     f"{count_noun(d['max_concurrency'], 'request')} per replica; {step:,.2f} ms "
+                     f"{'per prompt' if name == 'prefill' else 'per output token'}")
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                  f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
-from planner.serving.features import with_engine_defaults
+from planner.serving.features import engine_family, with_engine_defaults
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import (
@@ -507,10 +507,21 @@ def serving_table_lines(serving: dict) -> list[str]:
                          f"GPU{timing}")
         else:
             lines.append(f"offload      not modelled: {off['notes'][0]}")
-    for engine, flags in serving["launch_flags"].items():
+    for engine, flags in _one_heading_per_flags(serving["launch_flags"], serving["engine"]).items():
         lines.append(f"  {engine} flags: {flags}")
     lines += [f"  note: {n}" for n in serving["notes"]]
     return lines
+
+
+def _one_heading_per_flags(launch_flags: dict[str, str], planned: str) -> dict[str, str]:
+    """``launch_flags`` with one entry per engine family and flag text: ``vllm`` and ``vllm-v0.28`` take the same
+    ``--limit-mm-per-prompt``, printed once under the planned profile's name (else the family's first)."""
+    kept: dict[tuple[str, str], str] = {}
+    for engine, flags in launch_flags.items():
+        key = (engine_family(engine), flags)
+        if key not in kept or engine == planned:
+            kept[key] = engine
+    return {engine: flags for (_, flags), engine in kept.items()}
 
 
 def model_table_lines(keys: dict) -> list[str]:

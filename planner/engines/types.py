@@ -417,6 +417,13 @@ class EnginePlan:
         return held is not None and held != self.max_concurrency
 
     @property
+    def concurrency_printed(self) -> bool:
+        """True when the engine prints its concurrency ("Maximum concurrency for N tokens per request", vLLM's
+        vllm/v1/core/kv_cache_utils.py); SGLang, TensorRT-LLM, TGI and llama.cpp print none, so their
+        ``max_concurrency`` is the planner's tokens / ``max_model_len``."""
+        return any(line.startswith("Maximum concurrency") for line in self.engine_log_lines)
+
+    @property
     def requests_held(self) -> float:
         """Requests of ``max_model_len`` one replica's pool holds while they run: vLLM V1's decoding
         concurrency from its exact :attr:`requests_held_ratio` (the 2-decimal print can round 50.996 up to 51),
