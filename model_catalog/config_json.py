@@ -86,7 +86,9 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     try:
         parsed = json.loads(text, parse_constant=json_constant, parse_int=json_int)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        # json's messages may end in "at" ("Unterminated string starting at"): one "at" before the place
+        where = f"at line {exc.lineno}, column {exc.colno}"
+        raise ValueError(f"config.json is not valid JSON: {exc.msg.removesuffix(' at')} {where}") from None
     except RecursionError:
         raise ValueError("config.json nests too deeply to be a model config") from None
     if not isinstance(parsed, dict):

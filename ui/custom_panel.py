@@ -1,8 +1,9 @@
 """The "Custom model & GPU" sidebar panel: any config.json, Hub repo or GGUF file, and any GPU.
 
 The panel turns what the user gives into two share codes
-(:mod:`model_catalog.share_codec`), each held by a text input with a stable key
-and ``bind="query-params"``, so the URL carries them like every other input:
+(:mod:`model_catalog.share_codec`), each held in session state under its URL key
+(and shown in a text input of that key) and written into the URL on every run
+(:func:`_codes_into_the_url`), so the link carries the codes in use:
 
 * ``custom_model=v1....``: the architecture keys the planner needs (and, for a
   GGUF file, its tensor types; with a second file, the repository's
@@ -24,9 +25,11 @@ comes from Streamlit secrets or the ``HF_TOKEN`` environment variable.
 The panel is a lazy expander (``on_change="rerun"``): folded, which it is unless a code is
 invalid or a message waits, it draws none of its widgets, so a rerun after any other input skips
 its ~30 elements (measured in the browser, side by side: rerun p50 -13 to -58 ms, cold first page
--0.4 to -1.2 s on Home, Concurrency, Allocation and Engine). The codes need no widget: the URL keeps
-their parameters (:func:`_keep_codes_in_the_url`) and :func:`current_choice` reads them from there;
-what was typed into the panel outlives folding it (:data:`KEPT_KEYS`), uploads do not.
+-0.4 to -1.2 s on Home, Concurrency, Allocation and Engine). The codes need no widget: the session
+keeps them (:func:`_hold_codes`), the URL carries them folded or not, and :func:`current_choice` reads them;
+what was typed into the panel outlives folding it (:data:`KEPT_KEYS`), uploads do not. Editing a box
+changes nothing in use until a "Use" button is pressed; a "Use" that fails is said in the panel and, until
+one works, at the top of the page (:func:`failed_use_line`).
 
 Wiring: :func:`ui.inputs.sidebar_inputs` draws the panel on every page,
 offers :func:`model_options` / :func:`gpu_options` in its selectboxes (the
@@ -49,7 +52,7 @@ from model_catalog import custom, hub, share_codec
 from model_catalog.custom import CustomGPU, CustomModel
 from planner.model import ModelSpec
 from ui import catalog
-from ui.format import format_bytes, format_int, md_message, md_text
+from ui.format import format_bytes, format_int, md_message, md_text, shorten
 
 CUSTOM_ID = catalog.CUSTOM_ID
 """Option id of the custom model and of the custom GPU in the sidebar selectboxes and the URL."""
@@ -58,6 +61,11 @@ MODEL_PARAM = share_codec.MODEL_PARAM
 GPU_PARAM = share_codec.GPU_PARAM
 
 _MESSAGE_KEY = "_custom_panel_message"
+_FAILED_KEY = "_custom_panel_failed"
+"""Session key: (what, reason, "model" or "GPU") of the user's last "Use" when it failed; a "Use" that works or
+a "Clear" drops it (:func:`failed_use_line`)."""
+_PROBLEMS_SEEN = "_custom_panel_problems_seen"
+"""Session key: the invalid-code messages the panel was last opened for (it opens once per new set)."""
 _GGUF_UPLOAD_LIMIT_MB = 32
 """Largest GGUF upload [MB]. Only the header is read (the first 32 MB hold it even for a
 262,144-token vocabulary), and an uploaded file stays in the server's memory for as long as
@@ -177,7 +185,11 @@ def gpu_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
 # Callbacks: run before the next script run, so they may set widget state
 # --------------------------------------------------------------------------
 def _say(kind: str, text: str) -> None:
+    """Leave a message for the panel's next run and open the panel to show it (a callback may set its state)."""
     st.session_state[_MESSAGE_KEY] = (kind, text)
+    st.session_state[PANEL_KEY] = True
+    if kind != "error":
+        st.session_state.pop(_FAILED_KEY, None)
 
 
 def _adopt(model: CustomModel, how: str) -> None:
@@ -193,11 +205,19 @@ def _adopt(model: CustomModel, how: str) -> None:
                     f"{model.spec.attention_kind}).{extra}")
 
 
-def _guard(action: Callable[[], None]) -> None:
+def _guard(action: Callable[[], None], what: str, thing: str = "model") -> None:
+    """Run a "Use" callback; a ValueError is the panel's message and, until a "Use" works, the page's top line.
+
+    Args:
+        action: The callback's work.
+        what: What the user gave, for :func:`failed_use_line` ("The pasted config.json").
+        thing: ``"model"`` or ``"GPU"``: what the page keeps showing instead.
+    """
     try:
         action()
     except ValueError as exc:
         _say("error", str(exc))
+        st.session_state[_FAILED_KEY] = (what, str(exc), thing)
 
 
 def _quant_config(data: str | bytes | None) -> dict | None:
@@ -225,7 +245,7 @@ def _use_pasted() -> None:
         quant = _quant_config(st.session_state.get("custom_quant_text"))
         _adopt(custom.read_custom_config(custom.parse_config_json(text), name, hf_quant_config=quant),
                "Pasted config.json" + (" and hf_quant_config.json" if quant else "") + " read")
-    _guard(run)
+    _guard(run, "The pasted config.json")
 
 
 def _use_uploaded() -> None:
@@ -248,7 +268,7 @@ def _use_uploaded() -> None:
         model = custom.read_custom_config(custom.parse_config_json(uploaded.getvalue()), name,
                                           source=f"file:{uploaded.name}", hf_quant_config=quant)
         _adopt(model, f"{uploaded.name}" + (f" and {second.name}" if quant else "") + " read")
-    _guard(run)
+    _guard(run, "The uploaded config.json")
 
 
 def _use_hub() -> None:
@@ -264,7 +284,7 @@ def _use_hub() -> None:
         fetched = hub.fetch_model(repo, revision=revision, token=hub.resolve_token(secrets))
         st.session_state["_custom_hub_result"] = fetched
         _adopt(fetched.model, f"Fetched {fetched.repo_id}@{(fetched.sha or fetched.revision)[:12]}")
-    _guard(run)
+    _guard(run, "The Hugging Face repo")
 
 
 def _use_gguf() -> None:
@@ -290,7 +310,7 @@ def _use_gguf() -> None:
             os.unlink(path)
         st.session_state["_custom_gguf_result"] = read
         _adopt(read.model, f"{uploaded.name} header read ({format_bytes(read.weight_bytes)} of tensors)")
-    _guard(run)
+    _guard(run, "The GGUF file")
 
 
 def _clear_model() -> None:
@@ -312,7 +332,7 @@ def _use_gpu() -> None:
             state["gpu"] = CUSTOM_ID
         _say("success", f"Custom GPU set: {made.name}, {format_bytes(made.framework_memory_bytes)} "
                         f"framework-visible memory.")
-    _guard(run)
+    _guard(run, "The custom GPU", "GPU")
 
 
 def _clear_gpu() -> None:
@@ -418,17 +438,56 @@ def warning_notes(model: CustomModel) -> tuple[str, ...]:
     return tuple(note for note in model.notes if any(phrase in note for phrase in WARNING_PHRASES))
 
 
-def _keep_codes_in_the_url() -> None:
-    """Write the session's link codes into the URL on a run that does not draw their inputs.
+def _hold_codes() -> None:
+    """Keep the session's link codes in session state on every run, folded or not, seeded from the URL.
 
-    A ``bind="query-params"`` input that a run does not draw takes its parameter out of the URL at the
-    end of that run (folding the panel would drop ``custom_model=`` from the share link); set here, the
-    parameter stays, and :func:`current_choice` reads it on the next runs.
+    The link-code inputs are not bound to the URL (``bind="query-params"``): Streamlit takes a bound input's
+    parameter out of the URL at the end of a run that does not draw it, so folding the panel, or the panel
+    folding itself, left a share link without ``custom_model=`` (QA). The session holds the code instead
+    (re-assigned, Streamlit's documented way to keep the state of an input a run does not draw), the link
+    seeds it on a session's first run, and :func:`_codes_into_the_url` writes it back on every run.
     """
     for key in (MODEL_PARAM, GPU_PARAM):
-        code = st.session_state.get(key)
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+        elif st.query_params.get(key):
+            st.session_state[key] = st.query_params[key]
+
+
+def _codes_into_the_url() -> None:
+    """Make the URL carry the code in use (or none): the code of the last "Use", a typed code, or the link's."""
+    for key in (MODEL_PARAM, GPU_PARAM):
+        code = str(st.session_state.get(key) or "")
         if code and st.query_params.get(key) != code:
             st.query_params[key] = code
+        elif not code and key in st.query_params:
+            del st.query_params[key]
+
+
+def last_use_failed() -> bool:
+    """Whether the user's last "Use" in the panel failed (:func:`failed_use_line` has a line)."""
+    return _FAILED_KEY in st.session_state
+
+
+def failed_use_line(model_shown: str | None, gpu_shown: str | None) -> str | None:
+    """One line for the top of the page when the user's last "Use" in the panel failed, else None.
+
+    The panel says why in the sidebar; the page kept planning what it showed before, so a failed paste was
+    easy to miss (QA). The line names what failed and why (cut short), what the page shows instead and
+    where to fix it; the pasted text stays in the panel (:data:`KEPT_KEYS`).
+
+    Args:
+        model_shown: The model the page plans instead (its label); None where it has none or several.
+        gpu_shown: The GPU the page plans instead, likewise.
+    """
+    failed = st.session_state.get(_FAILED_KEY)
+    if failed is None:
+        return None
+    what, reason, thing = failed
+    shown = gpu_shown if thing == "GPU" else model_shown
+    instead = shown if shown else f"the {thing}s it showed before"
+    return md_message(f"{what} could not be used ({shorten(reason, 120)}); the page still shows {instead}: "
+                      "fix it under Custom model & GPU in the sidebar.")
 
 
 def render_custom_model_panel(container=None, *, show_problems: bool = True) -> CustomChoice:
@@ -444,12 +503,18 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
         problems shown.
     """
     box = st.sidebar if container is None else container
+    _hold_codes()
     choice = current_choice()
     _keep_typed_inputs()
-    panel = box.expander("Custom model & GPU", expanded=bool(choice.problems) or _MESSAGE_KEY in st.session_state,
-                         key=PANEL_KEY, on_change="rerun")
+    if choice.problems and st.session_state.get(_PROBLEMS_SEEN) != choice.problems:
+        st.session_state[PANEL_KEY] = True  # open once for each new invalid code; the user may fold it
+    st.session_state[_PROBLEMS_SEEN] = choice.problems
+    # ``expanded`` is part of the expander's identity: it stays False, and the panel opens through its state
+    # (here, and in :func:`_say` for a message). QA: ``expanded=`` "a message waits" flipped on the run after
+    # a "Use", so the panel became a new, folded expander while the user edited the config box.
+    panel = box.expander("Custom model & GPU", expanded=False, key=PANEL_KEY, on_change="rerun")
+    _codes_into_the_url()
     if not panel.open:  # lazy: a folded panel draws none of its ~30 widgets
-        _keep_codes_in_the_url()
         return choice
     with panel:
         message = st.session_state.pop(_MESSAGE_KEY, None)
@@ -460,7 +525,7 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
             st.error(md_message(problem), icon=":material/link_off:")
         st.markdown("**Model** (config.json, Hugging Face repo or GGUF)")
         _model_sources()
-        st.text_input("Custom model link code", key=MODEL_PARAM, bind="query-params",
+        st.text_input("Custom model link code", key=MODEL_PARAM,
                       help="The model's architecture in the URL; copy the page address to share it.")
         if choice.model is not None:
             st.caption(f"Active: **{md_text(choice.model.name)}** ({md_text(choice.model.source)}), select "
@@ -471,7 +536,8 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
         st.divider()
         st.markdown("**GPU**")
         _gpu_form()
-        st.text_input("Custom GPU link code", key=GPU_PARAM, bind="query-params")
+        st.text_input("Custom GPU link code", key=GPU_PARAM,
+                      help="The GPU's memory, bandwidth and price in the URL; copy the page address to share it.")
         if choice.gpu is not None:
             st.caption(f"Active: **{md_text(choice.gpu.name)}**, {format_bytes(choice.gpu.framework_memory_bytes)}, "
                        f"{choice.gpu.bandwidth_gb_s:g} GB/s; select `{CUSTOM_ID}` as GPU.")

@@ -540,6 +540,10 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                 values[key] = _number_widget(st, key)
     choice = custom_panel.render_custom_model_panel(bar, show_problems=False)
     problems += choice.problems
+    if custom_panel.last_use_failed():  # the panel says why in the sidebar; the page kept what it showed
+        shown = [_picker_labels(kind).get(ids[0], ids[0]).split(" · ")[0] if len(ids) == 1 else None  # its name
+                 for kind, ids in (("model", chosen_models), ("GPU", chosen_gpus))]
+        st.error(custom_panel.failed_use_line(*shown), icon=":material/error:")
     if choice.model is not None and catalog.CUSTOM_ID in chosen_models:
         for note in custom_panel.warning_notes(choice.model):  # the folded panel would hide them
             st.warning(md_message(f"Custom model {choice.model.name}: {note}"), icon=":material/warning:")
