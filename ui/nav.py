@@ -117,12 +117,16 @@ def _arrive() -> None:
       restore"). Home's untouched ``block_size`` 16 and utilization 0.9 thus became set values
       on the Engine page, whose same inputs start empty (the engine's own default). So each
       bound plan key the URL does not name is dropped from the session: its widget starts at
-      this page's default, and a link carries only what the user set.
+      this page's default, and a link carries only what the user set. The custom model and GPU share
+      codes (:data:`CODE_KEYS`) the sent URL names become the session's (ui/custom_panel.py keeps them in
+      the session, not in bound inputs), so Back shows the custom model of the entry, not the last one used.
     """
     ctx = get_script_run_ctx()
     sent = parse_qs(ctx.query_string if ctx is not None else "", keep_blank_values=True)
     lost = {key: values for key, values in sent.items() if key in PLAN_KEYS and key not in st.query_params}
     rewrite_link(lost, tuple(MULTI_VALUE_KEYS))
+    for key in CODE_KEYS & sent.keys():  # the custom model / GPU of the link, not the session's newer one (QA:
+        st.session_state[key] = sent[key][-1]  # Back to Home showed the model "Use"d on the page left)
     for key in PLAN_KEYS - PICKER_KEYS:
         if key in st.session_state and key not in st.query_params and key not in lost:
             del st.session_state[key]
