@@ -40,6 +40,42 @@ class OfficialParams(BaseModel):
     source: str = Field(min_length=1)
 
 
+def release_date(value: str) -> str:
+    """``value`` when it is a real date written ``YYYY-MM`` or ``YYYY-MM-DD``.
+
+    Raises:
+        ValueError: any other text.
+    """
+    match = _RELEASED.match(value)
+    try:
+        if match is None:
+            raise ValueError
+        datetime.date(int(match[1]), int(match[2]), int(match[3] or 1))  # a real month and day
+    except ValueError:
+        raise ValueError(f"must be a date 'YYYY-MM' or 'YYYY-MM-DD', got {value!r}") from None
+    return value
+
+
+class AliasRelease(BaseModel):
+    """An alias's own first public release, where it came out after the entry (Qwen/Qwen3.6-27B, an alias of
+    Qwen/Qwen3.5-27B, on 22 April 2026; the Qwen3.5 series in February).
+
+    Attributes:
+        released: ``YYYY-MM`` or ``YYYY-MM-DD``.
+        source: Where the date was read (URL of the model card or the announcement).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    released: str
+    source: str = Field(min_length=1)
+
+    @field_validator("released")
+    @classmethod
+    def _released_is_a_date(cls, value: str) -> str:
+        return release_date(value)
+
+
 class ModelEntry(BaseModel):
     """One catalog model: its config.json plus where it came from.
 
@@ -54,9 +90,11 @@ class ModelEntry(BaseModel):
             test fixture, some keys may be missing) or ``low`` (proxy).
         released: First public release of the model (the weights on the Hub or the
             vendor's announcement), ``YYYY-MM`` or ``YYYY-MM-DD``; None when no source
-            was found. Aliases share it.
+            was found. Aliases share it unless ``alias_released`` gives one its own.
         released_source: Where the date was read (URL of the model card, the
             announcement or the repository's history); required with ``released``.
+        alias_released: Alias -> its own release (:class:`AliasRelease`), for an alias published later
+            than the entry; each key must be one of ``aliases``.
         params_official: Stated parameter count, or None when none was read.
         notes: Caveats: missing keys and the transformers defaults that fill
             them, proxies, variants.
@@ -76,6 +114,7 @@ class ModelEntry(BaseModel):
     confidence: Literal["high", "medium", "low"]
     released: str | None = None
     released_source: str | None = None
+    alias_released: dict[str, AliasRelease] = Field(default_factory=dict)
     params_official: OfficialParams | None = None
     notes: str = ""
     hf_quant_config: dict[str, Any] | None = None
@@ -99,16 +138,7 @@ class ModelEntry(BaseModel):
     @field_validator("released")
     @classmethod
     def _released_is_a_date(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        match = _RELEASED.match(value)
-        try:
-            if match is None:
-                raise ValueError
-            datetime.date(int(match[1]), int(match[2]), int(match[3] or 1))  # a real month and day
-        except ValueError:
-            raise ValueError(f"must be a date 'YYYY-MM' or 'YYYY-MM-DD', got {value!r}") from None
-        return value
+        return value if value is None else release_date(value)
 
     @field_validator("config")
     @classmethod
@@ -125,6 +155,13 @@ class ModelEntry(BaseModel):
     def _aliases_differ_from_id(self) -> ModelEntry:
         if self.id in self.aliases:
             raise ValueError(f"aliases repeat the id {self.id!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _alias_released_names_aliases(self) -> ModelEntry:
+        strays = sorted(set(self.alias_released) - set(self.aliases))
+        if strays:
+            raise ValueError(f"alias_released names {strays}, which are not among the aliases")
         return self
 
     @model_validator(mode="after")

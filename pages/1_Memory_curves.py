@@ -39,12 +39,13 @@ def curve_chart() -> None:
     note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
     if note:
         st.caption(note)
-    st.caption("Each curve ends at its model's max_position_embeddings, the \"(model limit)\" of the tab Longest "
-               "context that fits. A triangle on the top edge marks where a curve leaves the chart (hover for its "
-               "size; the log axis shows all of it). KV cache is exact (no block rounding), sliding windows and "
-               "recurrent states applied. Hover for GiB and exact bytes. Each curve carries the overhead of the GPUs "
-               f"it names (the newest vLLM's, as the Engine page prices it; its profile pass: {profile_pass_tiers()}), "
-               "so it crosses a GPU's line at the context that tab gives for that GPU.")
+    st.caption(f"Each curve ends at {data.CURVE_END}, the \"(model limit)\" of the tab Longest context that fits; "
+               "each GPU's usable line is named in the right margin. A triangle on the top edge marks where a curve "
+               "leaves the chart (hover for its size; the log axis shows all of it). KV cache is exact (no block "
+               "rounding), sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve "
+               "carries the overhead of the GPUs it names (the newest vLLM's, as the Engine page prices it; its "
+               f"profile pass: {profile_pass_tiers()}), so it crosses a GPU's line at the context that tab gives for "
+               "that GPU.")
 
 
 def fit_table() -> None:

@@ -44,7 +44,8 @@ def chart() -> None:
                 icon=":material/info:")
         return
     charts.show(st, charts.concurrency_lines(contexts, series), key="concurrency_chart")
-    st.caption("GPUs with the same framework memory and the same vLLM size class draw the same line; hover, or "
+    st.caption(f"Each line ends at {data.CURVE_END}. "
+               "GPUs with the same framework memory and the same vLLM size class draw the same line; hover, or "
                "open the table's tab. A line that levels off above its neighbours comes from sliding-window or "
                "recurrent layers that stop growing; a line at 1 or 0 is a budget that holds one sequence or none.")
 
@@ -58,8 +59,8 @@ def table() -> None:
     st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")
     st.caption("Per replica of num_gpus GPUs; each GPU's budget = utilization x framework memory - weights - "
-               "overhead. Columns double from 128 tokens, where the chart starts, and stop at the model's "
-               "max_position_embeddings; the chart passes through every cell.")
+               f"overhead. Columns double from 128 tokens, where the chart starts, and stop at {data.CURVE_END}; the "
+               "chart passes through every cell and ends there too.")
 
 
 # Only the open tab runs and draws (issue 27 speed: a rerun draws the chart or the table, not both).

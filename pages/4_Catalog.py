@@ -21,9 +21,11 @@ def model_table() -> None:
     """The catalog's models that match the search; a selected row's every field below (ui/catalog_table.py)."""
     caption = (f"{count_noun(models.num_rows, 'model')}. Parameters count all experts; attention kind from "
                "num_key_value_heads (MLA when the model caches a latent). Aliases are the variants with the same "
-               "architecture (Instruct, Base, Thinking, -2507 ...) that resolve to the entry, and share its release "
-               "date. Select a row for all of its fields: name, aliases, attention, layers, KV heads, windows, "
-               "experts, sources.")
+               "architecture (Instruct, Base, Thinking, -2507 ...) that resolve to the entry; a search found only "
+               "by an alias lists the alias (\"alias of\" names the entry) with its own release date where the "
+               "catalog has one, else the entry's. A date with a + is a quantized checkpoint's base model's (the "
+               "checkpoint came out then or later). Select a row for all of its fields: name, aliases, attention, "
+               "layers, KV heads, windows, experts, sources.")
     catalog_table.grid_with_details(models, key="models_table", columns=catalog_table.MODEL_COLUMNS,
                                     shown=catalog_table.MODEL_SHOWN, caption=caption, scope=words)
 

@@ -470,7 +470,7 @@ def test_memory_curves_cross_each_gpu_line_at_the_tables_max_context():
     assert not at.exception
     (fig,) = plotly_specs(at)
     traces = {t["meta"]: t for t in fig["data"] if "meta" in t}  # ui.charts.memory_curves: meta = curve label
-    lines = {a["text"].split(": usable")[0]: s["y0"]
+    lines = {a["text"].rsplit("<br>usable", 1)[0].replace("<br>", " "): s["y0"]  # the name wraps at spaces
              for a, s in zip(fig["layout"]["annotations"], fig["layout"]["shapes"])}
     gpus = [get_gpu(g) for g in gpu_ids]
     models = [model_spec(m) for m in model_ids_]

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry, model_ids
 from model_catalog.model_registry import load_entry_file
+from model_catalog.releases import Release, base_model_id, release
 from tests.lazy_tabs import open_tab
 from ui import data, views
 
@@ -67,6 +68,8 @@ def test_catalog_dates_carry_a_source() -> None:
 
 def test_search_2026_finds_the_2026_models_and_only_those() -> None:
     expected_2026 = {m for m in model_ids() if (get_model_entry(m).released or "").startswith("2026")}
+    expected_2026 |= {m for m in model_ids() if not get_model_entry(m).released
+                      and (release(m) or Release("", "")).date.startswith("2026")}  # base model's date
     assert {"Qwen/Qwen3.5-397B-A17B", "zai-org/GLM-5", "deepseek-ai/DeepSeek-V4-Pro"} <= expected_2026
     at = AppTest.from_file(str(CATALOG_PAGE), default_timeout=60)
     at.query_params["search"] = "2026"
@@ -91,3 +94,46 @@ def test_release_column_sorts_by_date() -> None:
     dated = [r for r in ordered if r != data.UNKNOWN_RELEASE]
     assert ordered[:len(dated)] == dated and sorted(["2026-02-16", "2026-02", "2025-12-01"]) == [
         "2025-12-01", "2026-02", "2026-02-16"]
+
+
+ALIAS, ENTRY, NVFP4 = "Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-27B", "nvidia/Qwen3.6-27B-NVFP4"
+
+
+def test_a_search_found_by_an_alias_lists_the_alias_with_its_own_date() -> None:
+    """QA: "qwen3.6" listed Qwen/Qwen3.5-27B dated 2026-02 (the entry's date) as the match for Qwen3.6-27B, which
+    came out on 22 April 2026. The row is the alias, with the alias's own date and the entry it resolves to."""
+    own = get_model_entry(ENTRY).alias_released[ALIAS]
+    assert own.released == "2026-04-22" and own.source.startswith("https://")
+    found = data.catalog_search("models", data.search_words("qwen3.6")).to_pandas().set_index("id")
+    assert ENTRY not in found.index
+    assert found.loc[ALIAS, "alias of"] == ENTRY and found.loc[ALIAS, "released"] == own.released
+    whole = data.catalog_search("models", data.search_words("qwen3.5 27b")).to_pandas().set_index("id")
+    assert whole.loc[ENTRY, "released"] == get_model_entry(ENTRY).released and not whole.loc[ENTRY, "alias of"]
+    by_date = data.catalog_search("models", data.search_words(own.released)).to_pandas()
+    assert ALIAS in set(by_date["id"])
+
+
+def test_a_quantized_checkpoint_without_a_date_shows_its_base_models_marked() -> None:
+    """QA: nvidia/Qwen3.6-27B-NVFP4 showed "released: unknown". A checkpoint with no date of its own shows its
+    base model's (read from its repo name), marked; one with its own date keeps it; no base model: unknown."""
+    assert get_model_entry(NVFP4).released is None
+    assert base_model_id(NVFP4) == ALIAS
+    assert base_model_id("Qwen/Qwen3-32B-FP8-Static-PerTensor") == "Qwen/Qwen3-32B"
+    assert base_model_id(ENTRY) is None and base_model_id("acme/Unknown-9B-NVFP4") is None
+    table = data.model_table().set_index("id")
+    base_date = get_model_entry(ENTRY).alias_released[ALIAS].released
+    assert table.loc[NVFP4, "released"] == base_date + data.BASE_MODEL_MARK != base_date
+    assert ALIAS in table.loc[NVFP4, "released source"]
+    assert table.loc["nvidia/GLM-5-NVFP4", "released"] == get_model_entry("nvidia/GLM-5-NVFP4").released
+    assert table.loc["nvidia/Kimi-K2.6-NVFP4", "released"] == data.UNKNOWN_RELEASE  # its base is not in the catalog
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"aliases": ["acme/tiny-2"], "alias_released": {"acme/tiny-3": {"released": "2026-04", "source": "x"}}},
+     "not among the aliases"),
+    ({"aliases": ["acme/tiny-2"], "alias_released": {"acme/tiny-2": {"released": "April", "source": "x"}}},
+     "must be a date"),
+])
+def test_an_alias_date_names_an_alias_and_is_a_date(tmp_path: Path, changes: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _load(tmp_path, _entry(**changes))

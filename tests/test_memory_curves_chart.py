@@ -111,3 +111,33 @@ def test_hover_names_the_curve_once_per_trace_and_each_point_by_its_values():
     curve = data.CurveGroup(label="x%{y}<b>bold</b>", model_id="m", gpu_names=("g",), group=0, points=group.points)
     template = charts.memory_curves([curve], [("g", 10 << 30)], 1).data[0].hovertemplate
     assert "%{y}" not in template and "<b>bold" not in template and "&lt;b&gt;bold" in template
+
+
+QA_MODELS = ["meta-llama/Llama-4-Scout-17B-16E-Instruct", "Qwen/Qwen3-0.6B", "openai-community/gpt2",
+             "google/gemma-3-1b-it", "meta-llama/Meta-Llama-3.1-8B", "Qwen/Qwen3-Next-80B-A3B-Instruct"]
+QA_GPUS = ["nvidia-h200-sxm", "nvidia-rtx-4090", "nvidia-b200", "amd-mi300x"]
+
+
+def test_gpu_labels_sit_in_the_right_margin_where_no_curve_runs():
+    """QA: the white-backed B200 label hid Qwen3-Next's curve from 128K to 262K (linear axis) and the B200 and
+    MI300X labels hid Llama 4 Scout's (log axis). Each label now starts right of the plot area (paper x >= 1,
+    anchored at its left), in a margin wide enough for its longest line; the browser check measures the boxes
+    (tests/test_browser_curve_labels.py)."""
+    for log_y in ("false", "true"):
+        _, fig = _page(models=QA_MODELS, gpus=QA_GPUS, log_y=log_y)
+        labels = fig["layout"]["annotations"]
+        assert len(labels) == len(QA_GPUS)
+        for label in labels:
+            assert label["xref"] == "paper" and label["x"] >= 1 and label["xanchor"] == "left", label
+        longest = max(len(line) for label in labels for line in label["text"].split("<br>"))
+        assert fig["layout"]["margin"]["r"] >= 5.5 * longest  # 11 px Source Sans: about 5.5 px a character
+
+
+def test_spread_labels_keeps_them_apart_near_their_lines_and_inside_the_axis():
+    targets, heights = [10.0, 10.5, 11.0, 40.0, 99.0], [3.0, 3.0, 4.0, 3.0, 3.0]
+    places = charts.spread_labels(targets, heights, 0.0, 100.0)
+    spans = sorted((p - h / 2, p + h / 2) for p, h in zip(places, heights))
+    assert all(below[1] <= above[0] + 1e-9 for below, above in zip(spans, spans[1:]))
+    assert spans[0][0] >= 0 and spans[-1][1] <= 100
+    assert places[3] == 40.0  # a label with room stays on its line
+    assert places[4] == 100.0 - 1.5  # one at the top is moved down just enough

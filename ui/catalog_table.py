@@ -28,7 +28,8 @@ MODEL_SHOWN = ("id", "released", "params", "max context", "checkpoint")
 MODEL_COLUMNS = {
     **views.MODEL_COLUMNS,
     "id": st.column_config.TextColumn("id", width=330, pinned=True),
-    "params": st.column_config.NumberColumn("params", format="compact", width=70,
+    "released": {**views.RELEASED_COLUMN, "width": 85},  # "2026-04-22+": a base model's date (ui.data.released_cells)
+    "params": st.column_config.NumberColumn("params", format="compact", width=62,
                                             help="Parameters, all experts included (the exact count is in the "
                                                  "row's details)"),
     "max context": st.column_config.NumberColumn("context", format="localized", width=85,
@@ -36,8 +37,8 @@ MODEL_COLUMNS = {
     "checkpoint": st.column_config.TextColumn("checkpoint", width=180,
                                               help="The checkpoint's quantization (empty: bf16 / fp16 weights)"),
 }
-"""Column formats of the models grid: widths that hold the longest id (50 characters at about 6.5 px) and
-the longest checkpoint (27), and together fit 778 px."""
+"""Column formats of the models grid: widths that hold the longest id (50 characters at about 6.5 px), the
+longest checkpoint (27) and a date with its "+" (11), and together fit 778 px."""
 
 GPU_SHOWN = ("id", "name", "framework memory [GiB]", "basis", "price [USD/h]")
 """Columns the GPU grid draws, in order; the others (vendor, bandwidth, TFLOPS, host link, sources) are in the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -199,7 +200,8 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         curves: :class:`ui.data.CurveGroup` items (``label``, ``model_id``, ``points``, ``group``),
             each priced with the overhead of the GPUs it names, so it crosses those GPUs' lines
             where the table's max context lies. Each trace's ``meta`` is its ``label``.
-        capacities: (GPU label, usable bytes) for the horizontal capacity lines.
+        capacities: (GPU label, usable bytes) for the horizontal capacity lines, labelled in the right
+            margin beside the plot, where they cover no curve (:func:`gpu_line_labels`).
         batch_size: Sequences per point, for the hover text.
         log_y: Log memory axis, so a 600 GiB model and an 8 GiB one stay readable together.
     """
@@ -226,25 +228,26 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
             exits.append(_exit_marker(curve, top_gib, colour, batch_size))
     for marker in filter(None, exits):
         fig.add_scatter(**marker)
+    values = [bytes_to_gib(p.total_bytes) for curve in curves for p in curve.points]
+    values += [bytes_to_gib(usable) for _, usable in capacities]
+    if log_y:
+        low, high = min(values, default=1), max(values, default=1)
+        ticks = _log_ticks(low, high)
+        bottom, top = _log_range(low, high)
+        yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log", tickvals=ticks, range=[bottom, top],
+                     ticktext=[f"{t:,g}" for t in ticks])
+    else:
+        bottom, top = 0.0, top_gib
+        yaxis = dict(title="Memory per GPU [GiB]", range=[0, top_gib])
+    labels, label_width = gpu_line_labels(capacities, bottom, top, log_y)
     fig.update_layout(
         shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
                 for i, (_, usable) in enumerate(capacities)],
-        # On a log axis shapes take data values but annotations take log10 of them.
-        annotations=[dict(y=math.log10(max(bytes_to_gib(usable), 1e-9)) if log_y else bytes_to_gib(usable),
-                          xref="paper", yref="y", text=f"{plotly_text(label)}: usable {format_bytes(usable)}", showarrow=False,
-                          font=dict(size=11, color="#333333"), bgcolor="rgba(255,255,255,0.85)",
-                          **_free_label_place(curves, bytes_to_gib(usable), capacities, log_y, top_gib))
-                     for label, usable in capacities])
-    if log_y:
-        values = [bytes_to_gib(p.total_bytes) for curve in curves for p in curve.points]
-        values += [bytes_to_gib(usable) for _, usable in capacities]
-        ticks = _log_ticks(min(values, default=1), max(values, default=1))
-        yaxis = dict(title="Memory per GPU [GiB, log scale]", type="log", tickvals=ticks,
-                     ticktext=[f"{t:,g}" for t in ticks])
-    else:
-        yaxis = dict(title="Memory per GPU [GiB]", range=[0, top_gib])
+        annotations=labels)
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
-    fig.update_layout(margin=dict(l=80, r=16, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
+    # l, t, b: what automargin grows to, drawn once (ui.chart_look); r: the GPU labels' column, which
+    # automargin does not measure (annotations take no part in it).
+    fig.update_layout(margin=dict(l=80, r=max(16, label_width), t=52, b=80))
     return fig
 
 
@@ -258,48 +261,95 @@ def _curve_hover(label: str, batch_size: int) -> str:
             "weights %{customdata[2]}<br>KV cache %{customdata[3]}<br>overhead %{customdata[4]}<extra></extra>")
 
 
-_LABEL_PLACES = tuple(dict(x=x, xanchor=anchor, yanchor=side) for side in ("bottom", "top")
-                      for x, anchor in ((0, "left"), (1, "right"), (0.5, "center")))
-"""Where a GPU line's label may go: left end, right end or middle, above then below the line."""
+LABEL_FONT_PX = 11
+"""Font size of a GPU line's label [px]."""
+
+LABEL_LINE_PX = 15
+"""Height of one line of a GPU line's label [px] (plotly.js draws lines 1.3 em apart, plus the box's padding)."""
+
+LABEL_GAP_PX = 4
+"""Space between two GPU labels [px]."""
+
+LABEL_CHARS = 22
+"""Longest line of a GPU label [characters]: a longer GPU name wraps at its spaces."""
+
+LABEL_CHAR_PX = 6.2
+"""Width of a character of a GPU label [px] (11 px Source Sans averages about 5.5 px; room for wide ones)."""
+
+LABEL_ARROW_PX = 12
+"""Length of the leader from a GPU line's right end to its label [px]."""
+
+PLOT_HEIGHT_PX = 360
+"""Height of the memory chart's plot area [px] that the labels are spaced for: 520 px less the margins, and
+less a second legend row (six models); a taller plot leaves more room between them."""
 
 
-def _free_label_place(curves: Sequence, line_gib: float, capacities: Sequence[tuple[str, int]],
-                      log_y: bool, top_gib: float | None = None) -> dict:
-    """The first of :data:`_LABEL_PLACES` where no curve point and no other GPU line runs through the
-    label's box (a third of the log context axis at that end or in the middle, 4.5 % of the memory axis
-    above or below the line); when every one is taken, the one fewest points run through (the label's white
-    backing keeps it readable there). ``top_gib``: the linear axis's top, when it is set."""
-    def height(v: float) -> float:
-        return math.log10(max(v, 1e-9)) if log_y else v
+def _label_lines(label: str, usable: int) -> list[str]:
+    """A GPU line's label as its lines: the GPU name wrapped at :data:`LABEL_CHARS`, then its usable size."""
+    return [*(textwrap.wrap(label, LABEL_CHARS, break_long_words=False) or [""]), f"usable {format_bytes(usable)}"]
 
-    ys = [bytes_to_gib(p.total_bytes) for c in curves for p in c.points]
-    ys += [bytes_to_gib(u) for _, u in capacities]
-    xs = [p.context_len for c in curves for p in c.points]
-    if not ys or not xs:
-        return dict(_LABEL_PLACES[0])
-    low, high = min(height(v) for v in ys), max(height(v) for v in ys)
-    if top_gib is not None:
-        high = top_gib
-    if not log_y:
-        low = min(low, 0.0)
-    box = 0.045 * ((high - low) or 1.0)
-    x_low, x_high = math.log10(min(xs)), math.log10(max(xs))
-    width = (x_high - x_low) or 1.0
-    y0 = height(line_gib)
-    others = [height(bytes_to_gib(u)) for _, u in capacities if bytes_to_gib(u) != line_gib]
-    hits: list[int] = []
-    for place in _LABEL_PLACES:
-        y_from, y_to = (y0, y0 + box) if place["yanchor"] == "bottom" else (y0 - box, y0)
-        start = x_low + place["x"] * width - {"left": 0.0, "right": 1 / 3, "center": 1 / 6}[place["xanchor"]] * width
 
-        def in_x(x: int, start: float = start) -> bool:
-            return start <= math.log10(x) <= start + width / 3
-        hit = sum(in_x(p.context_len) and y_from <= height(bytes_to_gib(p.total_bytes)) <= y_to
-                  for c in curves for p in c.points) + 100 * sum(y_from < o < y_to for o in others)
-        if not hit:
-            return dict(place)
-        hits.append(hit)
-    return dict(_LABEL_PLACES[hits.index(min(hits))])
+def spread_labels(targets: Sequence[float], heights: Sequence[float], low: float, high: float) -> list[float]:
+    """Centres for labels wanted at ``targets`` (in order), each ``heights[i]`` tall, none overlapping and
+    each as near its target as that allows, kept inside ``[low, high]`` while they fit there.
+
+    Pushes each label up past the one below it, then, when the top one passes ``high``, down from the top.
+    ``spread_labels([1, 1.1], [0.5, 0.5], 0, 10) == [1, 1.5]``.
+    """
+    order = sorted(range(len(targets)), key=lambda i: targets[i])
+    place = [0.0] * len(targets)
+    previous_top = -math.inf
+    for i in order:
+        place[i] = max(targets[i], low + heights[i] / 2, previous_top + heights[i] / 2)
+        previous_top = place[i] + heights[i] / 2
+    next_bottom = math.inf
+    for i in reversed(order):
+        place[i] = min(place[i], high - heights[i] / 2, next_bottom - heights[i] / 2)
+        next_bottom = place[i] - heights[i] / 2
+    return place
+
+
+def gpu_line_labels(capacities: Sequence[tuple[str, int]], bottom: float, top: float,
+                    log_y: bool) -> tuple[list[dict], int]:
+    """Each GPU line's label in the right margin, outside the plot area, so it covers no curve (a label drawn
+    on the plot hid Qwen3-Next's curve from 128K to 262K behind "B200 ... usable 160.51 GiB"), and the
+    right margin they need [px].
+
+    Each label starts :data:`LABEL_ARROW_PX` right of the plot, a thin leader from its line's end; labels
+    whose lines lie close are moved apart (:func:`spread_labels`, spaced for a :data:`PLOT_HEIGHT_PX` plot).
+
+    Args:
+        capacities: (GPU label, usable bytes) per line.
+        bottom, top: The memory axis's range, as Plotly holds it (log10 of GiB on a log axis).
+        log_y: The memory axis is logarithmic (annotations then take log10 of a value).
+    """
+    if not capacities:
+        return [], 0
+    per_px = (top - bottom) / PLOT_HEIGHT_PX
+    lines = [_label_lines(label, usable) for label, usable in capacities]
+    heights = [(len(text) * LABEL_LINE_PX + LABEL_GAP_PX) * per_px for text in lines]
+    targets = [_axis_value(bytes_to_gib(usable), log_y) for _, usable in capacities]
+    places = spread_labels(targets, heights, bottom, top)
+    labels = [dict(xref="paper", x=1, yref="y", y=target, ax=LABEL_ARROW_PX, axref="pixel", ay=place, ayref="y",
+                   xanchor="left", yanchor="middle", align="left", showarrow=True, arrowhead=0, arrowwidth=1,
+                   arrowcolor="#555555", standoff=0, text="<br>".join(plotly_text(t) for t in text),
+                   font=dict(size=LABEL_FONT_PX, color="#333333"))
+              for text, target, place in zip(lines, targets, places)]
+    widest = max(len(t) for text in lines for t in text)
+    return labels, math.ceil(LABEL_ARROW_PX + 8 + widest * LABEL_CHAR_PX)
+
+
+def _axis_value(gib: float, log_y: bool) -> float:
+    """Where ``gib`` sits on the memory axis as Plotly places annotations (log10 on a log axis)."""
+    return math.log10(max(gib, 1e-9)) if log_y else gib
+
+
+def _log_range(low: float, high: float) -> tuple[float, float]:
+    """A log axis's range [log10 GiB] from ``low`` to ``high`` GiB with 5 % of the span (at least 0.05
+    decades) beside each end, as Plotly's autorange pads it, fixed so the labels are spaced for it."""
+    bottom, top = math.log10(max(low, 1e-9)), math.log10(max(high, 1e-9))
+    pad = max(0.05 * (top - bottom), 0.05)
+    return bottom - pad, top + pad
 
 
 def _log_ticks(low: float, high: float) -> list[float]:

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from model_catalog.releases import release
 from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
+from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
 from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, per_gpu_costs
@@ -30,8 +32,15 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
 CURVE_MIN_TOKENS = 128
 """Shortest context on the curves [tokens]."""
 
-CURVE_MAX_TOKENS = 1 << 20
-"""Longest context on the curves [tokens] (1,048,576), even for 10M-token models."""
+CURVE_MAX_TOKENS = MAX_CONTEXT_SEARCH_LIMIT
+"""Longest context on the curves [tokens]: 16,777,216, the longest context a plan takes
+(``planner.plan_types.MAX_CONTEXT_SEARCH_LIMIT``), so Llama 4 Scout's curves reach its 10,485,760
+(``max_position_embeddings`` of its config); only a custom config states more. A curve keeps
+:data:`CURVE_POINTS` points however far it reaches."""
+
+CURVE_END = (f"its model's max_position_embeddings ({CURVE_MAX_TOKENS:,} tokens at most, the longest context the "
+             "planner takes)")
+"""Where every curve and table of the Memory curves and Concurrency pages ends, for their captions."""
 
 CURVE_DEFAULT_MAX_TOKENS = 131072
 """Curve end for models whose config states no limit [tokens]."""
@@ -41,7 +50,7 @@ CURVE_POINTS = 64
 
 TABLE_CONTEXTS = tuple(CURVE_MIN_TOKENS << i for i in range((CURVE_MAX_TOKENS // CURVE_MIN_TOKENS).bit_length()))
 """Context lengths of the concurrency table [tokens]: the powers of two over the curves' range, 128 to
-1,048,576, so the table covers what the chart draws (:func:`concurrency_contexts`)."""
+16,777,216, so the table covers what the chart draws (:func:`concurrency_contexts`)."""
 
 _URL = re.compile(r"https?://[^\s,;)'\"]+")
 
@@ -333,6 +342,48 @@ def released(entry) -> str:
     return entry.released or UNKNOWN_RELEASE
 
 
+BASE_MODEL_MARK = "+"
+"""After a release date that is the base model's ("2026-04-22+": then or later): the checkpoint has no date of
+its own in the catalog. One character, so the date still fits the grid's narrow column and sorts as before."""
+
+
+def released_cells(model_id: str) -> tuple[str, str]:
+    """``(released, released source)`` of a catalog id or alias (:func:`model_catalog.releases.release`): its
+    own date (an alias's own where the catalog has one, else its entry's); for a quantized checkpoint without
+    one, its base model's date marked :data:`BASE_MODEL_MARK` (QA: nvidia/Qwen3.6-27B-NVFP4 showed
+    "unknown"); else :data:`UNKNOWN_RELEASE` and no source."""
+    found = release(model_id)
+    if found is None:
+        return UNKNOWN_RELEASE, ""
+    if found.base_model is None:
+        return found.date, found.source
+    return (f"{found.date}{BASE_MODEL_MARK}", f"no date of its own in the catalog: its base model "
+            f"{found.base_model}'s release (the checkpoint came out on or after it), {found.source}")
+
+
+def _aliases_cell(entry) -> str:
+    """The entry's aliases, each with its own release date where the catalog gives one."""
+    return ", ".join(f"{a} (released {entry.alias_released[a].released})" if a in entry.alias_released else a
+                     for a in entry.aliases)
+
+
+def _alias_rows(found: pd.DataFrame, words: Sequence[str]) -> pd.DataFrame:
+    """``found`` with each row that the search ``words`` match only through an alias shown as that alias: its
+    id, its release date (:func:`released_cells`) and the entry it resolves to in "alias of" (QA: "qwen3.6"
+    listed Qwen/Qwen3.5-27B dated 2026-02, while Qwen3.6-27B came out on 22 April 2026). A row whose own id,
+    name or date holds every word, or whose words lie in several aliases, stays the entry's."""
+    found = found.copy()
+    for index, row in found.iterrows():
+        if all(w in f"{row['id']} {row['name']} {row['released']}".lower() for w in words):
+            continue
+        for alias in catalog.model_entry(row["id"]).aliases:
+            date, source = released_cells(alias)
+            if all(w in f"{alias} {date} {row['name']}".lower() for w in words):
+                found.loc[index, ["id", "alias of", "released", "released source"]] = [alias, row["id"], date, source]
+                break
+    return found
+
+
 @st.cache_data(max_entries=1, show_spinner=False)  # the catalog's alone: built once per server
 def model_table() -> pd.DataFrame:
     """The model catalog, one row per model."""
@@ -340,9 +391,10 @@ def model_table() -> pd.DataFrame:
     rows = []
     for model_id in catalog.model_ids():
         spec, entry = catalog.model_spec(model_id), catalog.model_entry(model_id)
+        date, date_source = released_cells(model_id)
         rows.append({
-            "id": model_id, "name": entry.display_name, "released": released(entry),
-            "aliases": ", ".join(entry.aliases), "params": spec.num_parameters,
+            "id": model_id, "name": entry.display_name, "released": date, "alias of": "",
+            "aliases": _aliases_cell(entry), "params": spec.num_parameters,
             "attention": spec.attention_kind, "layers": spec.num_layers, "kv heads": spec.num_key_value_heads,
             "head_dim": spec.head_dim,
             "windows": ", ".join(format_int(w) for w in spec.sliding_windows),
@@ -351,7 +403,7 @@ def model_table() -> pd.DataFrame:
             "max context": spec.max_position_embeddings,
             "checkpoint": spec.checkpoint_quantization.split(":", 1)[0] if spec.checkpoint_quantization else "",
             "confidence": entry.confidence, "source": first_url(entry.source), "source note": entry.source,
-            "released source": entry.released_source or "",
+            "released source": date_source,
         })
     return pd.DataFrame(rows)
 
@@ -388,7 +440,7 @@ def verification_frame() -> pd.DataFrame:
     for r in verification_table():
         catalog_params = catalog.model_spec(r["model_id"]).num_parameters
         rows.append({
-            "id": r["model_id"], "family": r["family"], "released": released(catalog.model_entry(r["model_id"])),
+            "id": r["model_id"], "family": r["family"], "released": released_cells(r["model_id"])[0],
             "status": r["status"] if r["built"] else "not built",
             "counted": "language model" if catalog_params != r["params_planner"] else "whole model",
             "params (planner)": r["params_planner"], "params (transformers)": r["params_transformers"],
@@ -471,6 +523,8 @@ def catalog_search(kind: str, words: tuple[str, ...]) -> pa.Table:
     build, columns = CATALOG_TABLES[kind]
     query, table = " ".join(words), build()
     found = search(table, query, columns)
+    if kind == "models" and words:
+        found = _alias_rows(found, words)
     if kind == "verified" and words:  # a model the models tab finds (by name or alias) is found here too
         by_model = set(search(model_table(), query, CATALOG_TABLES["models"][1])["id"])
         found = table[table["id"].isin(by_model | set(found["id"]))]

@@ -520,7 +520,9 @@ def open_tab_with_rows(key: str, rows: dict[str, int], search: str) -> None:
 RELEASED_COLUMN = st.column_config.TextColumn(
     "released", width="small",
     help="First public release (Hugging Face repo or vendor announcement), YYYY-MM[-DD]; sorts by date. "
-         "\"unknown\" where no source was found. The model table's \"released source\" says where it was read.")
+         "\"unknown\" where no source was found. A + after it: a quantized checkpoint with no date of its own, "
+         "dated by its base model (it came out then or later). The model table's \"released source\" says where "
+         "it was read.")
 """The release-date column of the model and verification tables (``data.released``)."""
 
 ID_COLUMN = st.column_config.TextColumn("id", width=280, pinned=True)
@@ -537,6 +539,7 @@ MODEL_COLUMNS = {
     "id": ID_COLUMN,
     "name": _text("name", 270),
     "released": RELEASED_COLUMN,
+    "alias of": _text("alias of", 280),
     "aliases": _text("aliases", 300),
     "params": st.column_config.NumberColumn("params", format="compact", help="All experts included"),
     "layer kinds": _text("layer kinds", 280),
