@@ -14,7 +14,7 @@ The chain (one small function each), per GPU:
     users   = budget // kv_bytes_per_sequence_per_gpu(context_len)  (paged, windows applied)
     held    = budget * context_len // kv_bytes_per_sequence_per_gpu(context_len)
                                                                     (capacity at context: users x context,
-                                                                     vLLM's "GPU KV cache size" convention)
+                                                                     vLLM's "GPU KV cache size" for full attention)
     context = largest C with batch_size * kv_bytes_per_sequence_per_gpu(C) <= budget
 
 Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py:
@@ -353,7 +353,10 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
 
     usable = int(gpu_memory_bytes * request.gpu_memory_utilization)
     budget = usable - weights_gpu - overhead.total_bytes
-    per_token_gpu = paged_gpu.bytes_per_token
+    # Per token per GPU in the exact cache's format for a pool of another format (DeepSeek-V4's fp8_ds_mla pages:
+    # the paged profile's per-token figure is each group's whole page over its block, windowed groups included,
+    # 431,392 B for V4-Flash beside 8,277 B whole-model, QA); else the paged profile's (its block rounding only).
+    per_token_gpu = exact_gpu.bytes_per_token if paged_gpu.pooled else paged_gpu.bytes_per_token
     if budget > 0 and per_token_gpu:
         blocks = budget // (paged_gpu.block_size * per_token_gpu)
         capacity_tokens = blocks * paged_gpu.block_size

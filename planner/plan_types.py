@@ -191,8 +191,10 @@ class Plan:
     token, so windows, recurrent states and compressed caches are not applied (a JSON key kept as it is)."""
     kv_cache_capacity_tokens_at_context: int = 0
     """Tokens the budget holds as sequences of :attr:`context_len`, users counted as :attr:`max_concurrent_sequences`
-    (``floor((budget - prefill extra) x context_len / KV of one paged sequence)``): vLLM's "GPU KV cache size"
-    convention, ``concurrency x max_model_len`` (vllm/v1/core/kv_cache_utils.py ``_report_kv_cache_config``)."""
+    (``floor((budget - prefill extra) x context_len / KV of one paged sequence)``): users x context. For a model whose
+    every layer is full attention this is vLLM's "GPU KV cache size" print within one block; for windowed, hybrid and
+    compressed models vLLM prints its blocks per KV-cache group instead (vllm/v1/core/kv_cache_utils.py
+    ``_report_kv_cache_config``), which the engine view gives."""
     max_concurrent_sequences: int
     max_context_len: int
     max_context_len_limited_by: str

@@ -253,3 +253,15 @@ def test_context_before_overheads_never_falls_below_the_context_with_them():
         checked += 1
         assert p.max_context_len_before_overheads >= p.max_context_len_by_memory, model_id
     assert checked > 100
+
+
+@pytest.mark.parametrize("model_id, gpu_id, tp", CASES)
+def test_per_gpu_kv_per_token_is_the_whole_models_for_deepseek_v4(model_id, gpu_id, tp):
+    """QA: the CLI JSON of V4-Flash on 8 x H200 gave kv_cache_bytes_per_token 8,277 and
+    kv_cache_bytes_per_token_per_gpu 431,392 (each fp8_ds_mla group's whole page over its block, windowed groups
+    included). DeepSeek-V4's latent is replicated on every GPU, so one GPU's per-token cache is the whole model's, in
+    the same (exact) cache; the pool's own per-token growth is Home's tile (planner.pool_kv)."""
+    gpu = get_gpu(gpu_id)
+    p = plan(model_spec(model_id), gpu.framework_memory_bytes,
+             PlanRequest(context_len=8192, batch_size=1, num_gpus=tp), gpu.id)
+    assert p.kv_cache_bytes_per_token_per_gpu == p.kv_cache_bytes_per_token

@@ -235,7 +235,7 @@ def plan_metric_values(plan: Plan, pool: PoolKV | None = None) -> dict[str, tupl
             format_budget(plan.kv_cache_budget_bytes),
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)}; holds "
             f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} as {format_int(plan.context_len)}-token "
-            "sequences (vLLM's \"GPU KV cache size\")"
+            "sequences (users x context; vLLM's own \"GPU KV cache size\" print is on the Engine page)"
             if plan.kv_cache_budget_bytes >= 0 else
             f"weights and overhead exceed usable memory by {format_bytes(-plan.kv_cache_budget_bytes)}"),
         "Max concurrent sequences": (format_int(plan.max_concurrent_sequences),
@@ -370,7 +370,9 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             f"{format_bytes_exact(plan.kv_cache_budget_bytes)} |",
             f"| Capacity | tokens the budget holds as {format_int(plan.context_len)}-token sequences: "
             f"⌊(budget − prefill extra) × {format_int(plan.context_len)} ÷ KV per sequence in whole "
-            f"{plan.block_size}-token blocks⌋ (vLLM's \"GPU KV cache size\") | "
+            f"{plan.block_size}-token blocks⌋ (users × context; for a full-attention model vLLM's "
+            "\"GPU KV cache size\" within a block; windowed, hybrid and compressed models: the Engine page has "
+            "vLLM's own figure) | "
             f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} |",
             f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token blocks "
             f"({format_bytes_exact(per_seq_paged)})⌋ | {format_int(plan.max_concurrent_sequences)} |",

@@ -298,11 +298,11 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
 
 
 def _capacity_line(result: Plan) -> str:
-    """The tokens the pool holds as sequences of ``context_len`` (``kv_cache_capacity_tokens_at_context``, as vLLM's
-    "GPU KV cache size" counts them: users x length, within one block of its print), so the line agrees with
-    "max users"; where every layer keeping every token gives another figure (windows, recurrent states,
-    compressed caches), that one is named as such (QA: DeepSeek-V4-Flash printed "capacity 254,720 tokens" beside
-    188 users of 131,072)."""
+    """The tokens the pool holds as sequences of ``context_len`` (``kv_cache_capacity_tokens_at_context``: users x
+    length; vLLM's "GPU KV cache size" print within one block for a full-attention model, the engine view's figure
+    otherwise), so the line agrees with "max users"; where every layer keeping every token gives another figure
+    (windows, recurrent states, compressed caches), that one is named as such (QA: DeepSeek-V4-Flash printed
+    "capacity 254,720 tokens" beside 188 users of 131,072)."""
     held = result.kv_cache_capacity_tokens_at_context
     line = f"capacity     {held:,} tokens in {result.context_len:,}-token sequences"
     flat = result.kv_cache_capacity_tokens
