@@ -541,3 +541,15 @@ def test_gqa_title_names_every_gpu_of_the_replica():
         titles[page] = at.subheader[0].value
     assert f" on 4 x {name}, " in titles["pages/2_GQA_savings.py"]
     assert titles["app.py"].endswith(name) and " on 4 x " in titles["app.py"]
+
+
+def test_longest_context_sentence_names_the_search_end_not_memory():
+    """QA: DeepSeek-V4-Flash on 8 x H200 at batch 1 read "GPU memory runs out after 16,777,216 tokens per sequence",
+    the end of the planner's search (the budget holds ~25M tokens). It says memory holds at least that much."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in {"model": "deepseek-ai/DeepSeek-V4-Flash", "gpu": "nvidia-h200-sxm", "num_gpus": "8"}.items():
+        at.query_params[key] = value
+    at.run()
+    text = " ".join(m.value for m in at.markdown if "Longest context" in m.value)
+    assert "holds at least **16,777,216 tokens**" in text, text
+    assert "runs out after **16,777,216" not in text

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "Qwen/Qwen3-8B"
 A100 = "nvidia-a100-sxm-80gb"
 PREFIX = "VLLM_ATTENTION_BACKEND=FLASHINFER"
-LEAD = "fp8 KV cache where vLLM's FlashAttention reads none"
+LEAD = "fp8 KV cache: vLLM's FlashAttention does not read it here"
 # profile -> whether vLLM needs the variable to read an fp8 cache on Ampere (vllm/platforms/cuda.py and
 # vllm/engine/arg_utils.py of each release group; the module docstring of planner.engines.vllm_fp8_kv)
 NEEDS_PREFIX = {"vllm-v0": True, "vllm-v1-2025": True, "vllm-v0.10": True,
@@ -90,6 +90,8 @@ def test_hopper_reads_fp8_with_flash_attention_3_except_on_v0(engine, needs):
     V1 runs FlashAttention 3 there."""
     rule = fp8_kv_backend(engine, get_gpu("nvidia-h100-sxm-80gb").name, "fp8")
     assert (rule is not None and rule.env_backend == "FLASHINFER") is needs
+    if rule:  # QA: the V0 note on an H100 said FlashAttention 3 "runs on Hopper only"; it names V0's reason
+        assert "Hopper" not in rule.note and "FlashAttention 2" in rule.note
 
 
 def test_other_engines_get_no_vllm_rule():

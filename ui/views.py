@@ -192,7 +192,10 @@ def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str, engine_plan=None) 
         st.markdown(f"{batch} none. {md_text(model.display_name)} with {plan.weights_label} weights does not fit on "
                     f"{md_text(gpu_label)} at any context length, even with no overheads; see the suggestions above.")
         return
-    if plan.max_context_len_by_memory:
+    if plan.max_context_len_by_memory >= MAX_CONTEXT_SEARCH_LIMIT:  # the search's end, not memory's (QA)
+        memory = (f"GPU memory holds at least **{format_tokens(plan.max_context_len_by_memory)}** per sequence "
+                  f"with the engine's utilization cap and overheads (the longest context the planner searches)")
+    elif plan.max_context_len_by_memory:
         memory = (f"GPU memory runs out after **{format_tokens(plan.max_context_len_by_memory)}** per sequence "
                   f"with the engine's utilization cap and overheads")
     else:

@@ -61,9 +61,13 @@ FP8_BACKEND = "FLASHINFER"
 """The backend that reads an fp8 cache on these GPUs in V0 and, from v0.10.2, in V1 (vllm-project/vllm#7798, #24577)."""
 
 
-FP8_KV_GAP = ("fp8 KV cache where vLLM's FlashAttention reads none (FlashAttention 3, which does, runs on Hopper "
-              "only)")
-"""How every note of :func:`fp8_kv_backend` begins (:func:`fp8_kv_note_of` finds it among a plan's notes)."""
+FP8_KV_GAP = "fp8 KV cache: vLLM's FlashAttention does not read it here"
+"""How every note of :func:`fp8_kv_backend` begins (:func:`fp8_kv_note_of` finds it among a plan's notes); each note
+then says why for its engine: V0 runs FlashAttention 2 on every GPU, V1 reads fp8 with FlashAttention 3 on Hopper
+only (QA: "... runs on Hopper only" was said on an H100 under V0)."""
+
+_FA3_ONLY = " (only FlashAttention 3, on Hopper, reads one)"
+"""The reason the V1 notes give."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +111,8 @@ def fp8_kv_backend(engine: str, gpu_name: str, kv_cache_dtype: str, *,
         if capability < FLASH_ATTENTION_2_MIN:
             return None
         return Fp8KvBackend(FP8_BACKEND, (
-            f"{gap}; vLLM's V0 engine reads no fp8 cache with FlashAttention on any GPU, falls back to XFormers by "
-            f"itself and advises VLLM_ATTENTION_BACKEND={FP8_BACKEND}, which the launch command sets "
+            f"{gap} (the V0 engine runs FlashAttention 2, which reads no fp8 cache on any GPU); it falls back to "
+            f"XFormers by itself and advises VLLM_ATTENTION_BACKEND={FP8_BACKEND}, which the launch command sets "
             "(vllm/platforms/cuda.py; vllm-project/vllm#7798)"))
     if capability[0] == FP8_FLASH_ATTENTION_MAJOR:
         return None
@@ -116,14 +120,14 @@ def fp8_kv_backend(engine: str, gpu_name: str, kv_cache_dtype: str, *,
         if capability == V1_FP8_CAPABILITY:
             return None
         return Fp8KvBackend(FP8_BACKEND, (
-            f"{gap}; before v0.11 vLLM's V1 engine refuses it there and falls back to its V0 engine "
+            f"{gap}{_FA3_ONLY}; before v0.11 vLLM's V1 engine refuses it there and falls back to its V0 engine "
             "(vllm/engine/arg_utils.py, _is_v1_supported_oracle). The launch command sets "
             f"VLLM_ATTENTION_BACKEND={FP8_BACKEND}, the backend that reads an fp8 cache there: on V1 from v0.10.2 "
             "(vllm-project/vllm#24577), on the V0 fallback before; the figures are the V1 engine's"))
     if capability[0] == V1_FP8_CAPABILITY[0]:
         return None
     return Fp8KvBackend(None, (
-        f"{gap}; from v0.11 vLLM picks a backend that does by itself (TRITON_ATTN in v0.11.0, then the first "
+        f"{gap}{_FA3_ONLY}; from v0.11 vLLM picks a backend that does by itself (TRITON_ATTN in v0.11.0, then the first "
         "valid of FLASH_ATTN, FLASHINFER, TRITON_ATTN: FlashInfer where installed; vllm/platforms/cuda.py), so the "
         "launch command sets no VLLM_ATTENTION_BACKEND"))
 
