@@ -103,6 +103,20 @@ def _segment_size(size: int) -> str:
     return format_bytes(size, "auto" if 0 < size < SMALL_SEGMENT_BYTES else "GiB")
 
 
+NARROWEST_BAR_PX = 240
+"""Width of the narrowest bar drawn [px]: a Disaggregation pool column at a 1,280 px window (357 px in Chromium) less
+the fragment's 110 px right padding, rounded down. A usable label with less room than its width left of its line goes
+right of it."""
+
+LABEL_CHAR_PX = 7
+"""Width of one label character at 12 px Source Sans Pro [px], rounded up (digits 6.1, lower-case 5.5 in Chromium)."""
+
+
+def _label_px(text: str) -> int:
+    """A line label's width [px], rounded up (:data:`LABEL_CHAR_PX` a character)."""
+    return len(text) * LABEL_CHAR_PX
+
+
 def _tick_label(value: float) -> str:
     return f"{value:g}"
 
@@ -139,14 +153,23 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
         f'style="width:{_pct(size, scale)};background:{colours[name]};height:100%"></div>'
         for name, size in segments if size)
     line = "position:absolute;top:-6px;bottom:-6px;width:0;border-left:2px {style} #333333"
-    label = "position:absolute;bottom:2px;font-size:12px;color:#333333;white-space:nowrap"
+    label = "position:absolute;bottom:{bottom}px;font-size:12px;color:#333333;white-space:nowrap"
     lines = labels = ""
+    card_row = 2  # the card label's bottom [px]: the first row, or the second over a usable label beside it
     if usable is not None:
+        words = usable_label or f"usable {format_bytes(usable)}"
         lines = f'<div data-line="usable" style="{line.format(style="dashed")};left:{_pct(usable, scale)}"></div>'
-        labels = (f'<span data-label="usable" style="{label};right:calc(100% - {_pct(usable, scale)} + 4px)">'
-                  f'{html.escape(usable_label or f"usable {format_bytes(usable)}")}</span>')
+        room = usable / scale * NARROWEST_BAR_PX  # px left of the line on the narrowest bar
+        if room >= _label_px(words) + 4:  # left of its line, as it always was
+            place = f"right:calc(100% - {_pct(usable, scale)} + 4px)"
+        else:  # it would run past the box's left edge (QA: "sable 19.79 GiB"): right of its line instead
+            place = f"left:calc({_pct(usable, scale)} + 4px)"
+            if (card - usable) / scale * NARROWEST_BAR_PX < _label_px(words) + 8:
+                card_row = 18
+        labels = (f'<span data-label="usable" style="{label.format(bottom=2)};{place}">'
+                  f'{html.escape(words)}</span>')
     lines += f'<div data-line="card" style="{line.format(style="solid")};left:{_pct(card, scale)}"></div>'
-    labels += (f'<span data-label="card" style="{label};left:calc({_pct(card, scale)} + 4px)">'
+    labels += (f'<span data-label="card" style="{label.format(bottom=card_row)};left:calc({_pct(card, scale)} + 4px)">'
                f'card {html.escape(format_bytes(card))}</span>')
     high = scale / 2**30
     ticks = "".join(  # a 5 px mark at the value and its label centred under it
@@ -163,7 +186,7 @@ def segments_bar_html(segments: list[tuple[str, int]], colours: dict[str, str], 
     return (
         f'<div role="img" aria-label="{html.escape(f"{gpu_label}: {summary}")}" '
         f'style="font-family:\'Source Sans Pro\',sans-serif;padding:4px 110px 0 0;margin-bottom:8px">'
-        f'<div style="position:relative;height:22px">{labels}</div>'
+        f'<div style="position:relative;height:{card_row + 20}px">{labels}</div>'
         f'<div style="position:relative;display:flex;height:44px;background:#f4f4f4">{bars}{lines}</div>'
         f'<div style="position:relative;height:22px;margin-top:6px">{ticks}</div>'
         f'<div style="font-size:12px;color:#555555;margin:2px 0 8px">{AXIS_TITLE}</div>'

@@ -291,7 +291,8 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
         "tp / dp / ep": (f"{d['tensor_parallel_size']} / {d['data_parallel_size']} / {d['expert_parallel_size']}",
                          "Attention tensor parallel / attention data-parallel ranks / expert parallel GPUs"),
         "Concurrency per replica": (format_int(d["max_concurrency"]), (
-            f"Prompts one replica prefills at once, each holding only its prompt's tokens; vLLM prints "
+            f"Prompts one replica prefills at once: what its KV pools hold, each only its prompt's tokens, at most "
+            f"{_seq_cap(pool)} a rank (its launch's cap, as the decode pool's); vLLM prints "
             f"{d['max_concurrency_by_memory']:,.2f}x for requests of {format_int(d['max_model_len'])} tokens"
             if pool.role == "prefill" else f"Memory alone holds {d['max_concurrency_by_memory']:,.2f} requests of "
                                             f"{format_int(d['max_model_len'])} tokens per replica")),
@@ -300,6 +301,12 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
                             format_bytes_exact(d["available_kv_cache_bytes"])),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), format_bytes_exact(d["weights_bytes_per_gpu"])),
     }
+
+
+def _seq_cap(pool) -> str:
+    """``"--max-num-seqs 1,024"``: the scheduler's cap on the requests one rank of a pool runs at once."""
+    flag = "--max-running-requests" if pool.plan.layout.family == "sglang" else "--max-num-seqs"
+    return f"`{flag}` {format_int(pool.plan.engine.max_num_seqs)}"
 
 
 def pool_bar_html(pool, gpu_memory_bytes: int, gpu_label: str) -> str:
@@ -338,8 +345,8 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
     if not pool.plan.starts:  # no sizes, times or commands for a launch that would not start; the reason is above
         layout = pool.plan.layout
         container.error(f"Would not start at tensor parallel {layout.tensor_parallel_size} x "
-                        f"{count_noun(layout.attention_dp, 'rank')}: the warning above says why; change the lengths or "
-                        "the parallel sizes in the sidebar.", icon=":material/block:")
+                        f"{count_noun(layout.attention_dp, 'rank')}: the warning above says why and what would "
+                        "start it.", icon=":material/block:")
         container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
         container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
         return
@@ -389,9 +396,9 @@ def headline(result, knobs: DisaggInputs) -> None:
     """The verdict: GPUs in all when it fits, else every reason once (a normal result, not an error); when a pool
     would not start, no sizes, and a button for the tensor-parallel size that starts it (when one does)."""
     d = result.to_dict()
-    if not result.starts:
-        st.warning(md_message("Would not start as asked: " + "; ".join(result.reasons) + "."),
-                   icon=":material/warning:")
+    if not result.starts:  # the pools' notes say when no size up to a node starts one (the CLI's notes)
+        st.warning(md_message("Would not start as asked: " + "; ".join(result.reasons) + ".")
+                   + "".join(f"\n\n{md_message(note)}." for note in result.pool_notes), icon=":material/warning:")
         views.fix_buttons(tensor_parallel_fixes(result, knobs), key_prefix="disagg_tp_fix")
         return
     sizes = (f"{count_noun(d['gpus'], 'GPU')} for {count_noun(result.users, 'user')}: prefill "

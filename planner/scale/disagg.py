@@ -48,7 +48,8 @@ Design notes:
        is per data-parallel rank, vllm/v1/core/sched/scheduler.py), SGLang's ``--max-running-requests`` = the
        batch x ranks; the batch is at most the engine's own ``max_num_seqs``. A smaller cap captures no more
        CUDA graphs than the planned default (vLLM's capture sizes stop at ``2 x max_num_seqs``), so the planned
-       KV pool is a lower bound.
+       KV pool is a lower bound. The prefill launch keeps the engine's ``max_num_seqs``, so a prefill rank runs
+       at most that many prompts at once, however many its KV pool holds (the same scheduler cap).
     Worked example: a dense 8 B model (16.06 GB bf16) on H100 SXM (3,350 GB/s, 989.5 TFLOPS), 2,000-token
     prompts: t_prefill = 2 x 8.03e9 x 2,000 / 9.895e14 = 32.5 ms on one GPU.
 
@@ -101,7 +102,7 @@ class Pool:
         plan: The pool's launch (per replica).
         replicas: Instances of that launch.
         max_concurrency: Requests one replica runs at once (decode: the batch x ranks; prefill: the
-            prompts its KV pools hold).
+            prompts its KV pools hold, at most ``max_num_seqs`` a rank: design note 7).
         step_ms: Decode: time per output token; prefill: one prompt's prefill [ms].
         meets_target: The TTFT / TPOT target is met (True when none was given).
     """
@@ -291,7 +292,7 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
         return size_pools(model, p[1], d[1], prompt_plan=prompt_plans[id(p[1])], decode_engine=d[0],
                           bandwidth_gb_s=bandwidth_gb_s, bf16_dense_tflops=bf16_dense_tflops, users=users,
                           prompt_len=prompt_len, output_len=output_len, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                          link_id=link_id)
+                          link_id=link_id, prefill_sizes_tried=p[4])
 
     # design note 6: the decode pool's sizing does not depend on the prefill launch; the prefill pool's arrivals
     # depend on the decode step, so the decode size is chosen first
@@ -361,10 +362,21 @@ def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolR
     engine = replace(pool.engine, max_model_len=length)
     plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
     tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
-    note = "" if plan.starts or tp is not None else (
-        f"{role}: no tensor-parallel size up to a node of {pool.scale.gpus_per_node} GPUs starts it; try data + "
-        "expert parallel across nodes, smaller weights (fp8) or a GPU with more memory")
+    note = "" if plan.starts or tp is not None else refusal_note(model, role, pool.scale.gpus_per_node)
     return engine, plan, note, tp
+
+
+def refusal_note(model: ModelSpec, role: str, gpus_per_node: int) -> str:
+    """The note of a pool that no tensor-parallel size up to a node starts (design note 5), with the ways out that fit
+    the model: a mixture-of-experts model can spread its experts over nodes (data + expert parallel, what
+    :func:`planner.scale.plan_scale` plans); a dense one cannot, and these pools plan no pipeline stages across nodes
+    (Home's ``plan`` offers a GPU count over nodes), so it needs smaller weights or more memory per GPU."""
+    head = f"{role}: no tensor-parallel size up to a node of {gpus_per_node} GPUs starts it (each was tried)"
+    if model.is_moe:
+        return f"{head}; try data + expert parallel across nodes, smaller weights (fp8) or a GPU with more memory"
+    return (f"{head}; use smaller weights (fp8 or a quantized checkpoint) or a GPU with more memory; a dense model "
+            "has no experts to spread, and a replica across nodes (tensor or pipeline parallel, as Home's GPU count "
+            "suggests) is not planned for these pools")
 
 
 def _tp_sizes(model: ModelSpec, scale: ScaleRequest) -> list[int]:
@@ -415,7 +427,7 @@ def fix_sentences(fixes) -> list[str]:
 def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, prompt_plan: ScalePlan,
                decode_engine: EngineRequest, bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
                ttft_ms: float | None = None, tpot_ms: float | None = None,
-               link_id: str = DEFAULT_LINK) -> DisaggPlan:
+               link_id: str = DEFAULT_LINK, prefill_sizes_tried: bool = False) -> DisaggPlan:
     """The pools' replicas, times and transfer for ``users`` (module docstring), from their planned launches.
 
     :func:`plan_disagg` plans both launches and calls this; the Find page plans each launch once per GPU and
@@ -430,6 +442,8 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
         decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV).
         bandwidth_gb_s, bf16_dense_tflops: The GPU's roofline figures [GB/s, TFLOPS].
         users, prompt_len, output_len, ttft_ms, tpot_ms, link_id: As :func:`plan_disagg`'s.
+        prefill_sizes_tried: The prefill launch was chosen among every size up to a node (design note 6): a missed
+            TTFT then names no larger size to try.
 
     Raises:
         ValueError: an unknown link.
@@ -462,13 +476,16 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     prefill_replicas = max(1, math.ceil(arrivals * t_prefill / layout.attention_dp - 1e-9))
     prompts = (prompt_plan.engine.requests_at_prefill_peak if prompt_plan.context is None  # not the 2-decimal print
                else math.floor(prompt_plan.max_concurrency_per_rank))
-    held = max(0, prompts) if prefill_plan.starts else 0
+    # design note 7: a rank runs at most --max-num-seqs at once, whatever its KV pool holds
+    held = max(0, min(prompts, prefill_plan.engine.max_num_seqs)) if prefill_plan.starts else 0
     if held < 1 and prefill_plan.starts:
         reasons.append(f"prefill: one {prompt_len:,}-token prompt does not fit a rank's KV pool")
     ttft_ok = ttft_ms is None or ttft_s * 1e3 <= ttft_ms
-    if not ttft_ok:
+    if not ttft_ok and prefill_plan.starts:  # a launch that would not start is not timed (design note 5)
+        way = ("no tensor-parallel size up to a node meets it (each was tried): relax --ttft-ms or use a GPU with "
+               "more FLOPS" if prefill_sizes_tried else "raise the prefill --tensor-parallel-size")
         reasons.append(f"prefill: TTFT {ttft_s * 1e3:,.1f} ms (prefill {t_prefill * 1e3:,.1f} + transfer over "
-                       f"{link.id}) exceeds --ttft-ms {ttft_ms:,.10g}; raise the prefill --tensor-parallel-size")
+                       f"{link.id}) exceeds --ttft-ms {ttft_ms:,.10g}; {way}")
     tpot_ok = tpot_ms is None or (batch >= 1 and step_s * 1e3 <= tpot_ms)
     notes = ("roofline: peak bandwidth and FLOPS, no communication, queueing or scheduling time; real TTFT and TPOT "
              "are higher",
