@@ -65,7 +65,8 @@ vllm/v1/core/kv_cache_utils.py (``group_and_unify_kv_cache_specs``, ``_approxima
 ``get_max_concurrency_for_kv_cache_config``, ``_project_kv_cache_groups_to_worker``);
 vllm/models/deepseek_v4/attention.py (``DeepseekV4MLAAttention``, ``DeepseekV4IndexerCache``,
 ``DeepseekV4Indexer``); vllm/v1/attention/backends/mla/flashmla_sparse.py
-(``FlashMLASparseBackend.supports_compute_capability``, note 9); vllm/models/deepseek_v4/compressor.py (``CompressorStateCache``,
+(``FlashMLASparseBackend.supports_compute_capability``, note 9);
+vllm/models/deepseek_v4/compressor.py (``CompressorStateCache``,
 ``DeepseekCompressor``); vllm/v1/attention/backends/mla/sparse_swa.py (``DeepseekV4SWACache``,
 ``DeepseekSparseSWABackend.get_preferred_block_size``); vllm/models/deepseek_v4/nvidia/model.py
 (per-layer ``compress_ratio``, 1 past ``num_hidden_layers``); releases v0.24.0-v0.29.0 for note 8.
