@@ -390,6 +390,46 @@ CORE_KEYS: tuple[str, ...] = ("hidden_size", "num_hidden_layers", "num_attention
 """Keys whose absence means transformers' class defaults stand in for the model's own sizes."""
 
 
+def unstated_core_keys(config: Mapping[str, Any]) -> list[str]:
+    """The :data:`CORE_KEYS` for which transformers' class defaults stand in: those the config states under no name.
+
+    A key counts as stated when the config (or its ``text_config``) holds it, the name the family's config class
+    maps it to (``PreTrainedConfig.attribute_map``: GPT-J / GPT-2 ``hidden_size`` -> ``n_embd``, ``num_hidden_layers``
+    -> ``n_layer``, ``num_attention_heads`` -> ``n_head``), or an old name the family reads
+    (:data:`model_catalog.hf_config.LEGACY_KEYS`: Falcon-7B's ``n_layer``, ``n_head``). A key the family's config
+    class has no attribute for is not read at all, so no default of it stands in: GPT-J and GPT-2 size the MLP
+    from ``n_inner`` (null or absent = 4 x ``n_embd``: transformers models/gptj/modeling_gptj.py ``GPTJBlock``,
+    models/gpt2/modeling_gpt2.py ``GPT2Block``), Falcon from ``ffn_hidden_size`` (null or absent = 4 x
+    ``hidden_size``: models/falcon/configuration_falcon.py), each a function of stated sizes.
+
+    Example: GPT-J-6B's config.json (``n_embd``, ``n_layer``, ``n_head``, ``n_inner`` null, ``vocab_size``) -> [].
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from model_catalog.hf_config import LEGACY_KEYS, LEGACY_MODEL_TYPES
+
+    stated = {*config, *(config.get("text_config") or {})}
+    model_type = LEGACY_MODEL_TYPES.get(config["model_type"], config["model_type"])
+    try:
+        config_class = CONFIG_MAPPING[model_type]
+    except KeyError:  # a type only the planner's own adapters read: no class to ask
+        return [key for key in CORE_KEYS if key not in stated]
+    attribute_map = getattr(config_class, "attribute_map", {}) or {}
+    legacy = {new: old for old, new in LEGACY_KEYS.get(model_type, {}).items()}
+    defaults = _class_defaults(config_class)
+    return [key for key in CORE_KEYS
+            if key not in stated and attribute_map.get(key) not in stated and legacy.get(key) not in stated
+            and (defaults is None or hasattr(defaults, key))]
+
+
+def _class_defaults(config_class):
+    """An instance of ``config_class`` with its defaults, or None where the class needs arguments."""
+    try:
+        return config_class()
+    except Exception:  # noqa: BLE001  (any class that cannot build bare: keep every key)
+        return None
+
+
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                        source: str = "pasted config.json",
                        hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
@@ -488,7 +528,7 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
             raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
         hint = "auto"
     if model_type in SUPPORTED_MODEL_TYPES:
-        missing = [key for key in CORE_KEYS if key not in config and key not in (config.get("text_config") or {})]
+        missing = unstated_core_keys(config)
         if missing:
             notes.append(f"config.json does not state {', '.join(missing)}: transformers' {model_type} defaults "
                          "stand in for them; paste the whole config.json for the real model")

@@ -408,3 +408,38 @@ def test_every_bad_size_of_a_paste_is_named_in_one_message():
     text = str(exc.value)
     assert text.startswith("3 values to fix: config key 'hidden_size' is the text 'big'")
     assert text.index("'num_attention_heads' is 0") < text.index("'num_hidden_layers' is -1")
+
+
+_HF_CONFIGS = Path(__file__).resolve().parent / "data" / "reference" / "hf_configs"
+
+
+def _reference_config(stem: str) -> dict:
+    return {k: v for k, v in json.loads((_HF_CONFIGS / f"{stem}.json").read_text()).items() if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("stem", ["EleutherAI__gpt-j-6b", "openai-community__gpt2", "tiiuae__falcon-7b",
+                                  "tiiuae__falcon-40b"])
+def test_whole_config_under_its_own_key_names_is_not_called_incomplete(stem):
+    """GPT-J / GPT-2 state their sizes as n_embd, n_layer, n_head (the config class's attribute_map) and the MLP
+    width as n_inner, null meaning 4 x n_embd; Falcon-7B's legacy n_layer / n_head and Falcon's ffn_hidden_size
+    (absent = 4 x hidden_size): none of them leaves a size to transformers' defaults."""
+    model = read_custom_config(_reference_config(stem), stem)
+    assert not [n for n in model.notes if "does not state" in n], model.notes
+
+
+def test_config_missing_a_size_under_every_name_is_still_called_incomplete():
+    """The check still names a size the config states under no name (GPT-J without n_embd)."""
+    config = _reference_config("EleutherAI__gpt-j-6b")
+    del config["n_embd"]
+    [note] = [n for n in read_custom_config(config, "gptj-cut").notes if "does not state" in n]
+    assert note.startswith("config.json does not state hidden_size:"), note
+
+
+def test_cli_plan_of_gpt_j_config_has_no_defaults_warning(capsys, tmp_path):
+    """`python -m planner plan --config` on GPT-J's config prints no 'defaults stand in' warning."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_reference_config("EleutherAI__gpt-j-6b")))
+    main(["plan", "--config", str(path), "--gpu", "nvidia-a100-sxm-80gb"])
+    printed = capsys.readouterr()
+    assert "gpt" in printed.out.lower()
+    assert "does not state" not in printed.out + printed.err

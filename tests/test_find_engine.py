@@ -207,3 +207,14 @@ def test_find_page_throughput_table_ends_at_the_setups_max_users():
     assert est.kv_bytes_per_sequence_per_gpu == s.kv_bytes_per_sequence_per_gpu
     assert time_per_output_token(est.weights_bytes_per_gpu, est.kv_bytes_per_sequence_per_gpu, s.users_per_replica,
                                  gpu.bandwidth_gb_s) == pytest.approx(s.time_per_output_token_s)
+
+
+def test_find_leaves_out_gpus_vllm_cannot_run_deepseek_v4_on():
+    """Find's DeepSeek-V4 answer under vLLM names no Ampere or Ada card (FlashMLA sparse / FlashInfer V4 kernels
+    need SM90+, planner.engines.vllm_deepseek_v4.gpu_refusal); MI300X stays (vLLM's ROCm V4 path)."""
+    model = served_model_spec("deepseek-ai/DeepSeek-V4-Flash")
+    ids = ("nvidia-a100-sxm-80gb", "nvidia-rtx-a6000", "nvidia-rtx-6000-ada", "amd-mi300x")
+    found = find_setups(model, _gpus(), FindRequest(users=64, prompt_len=7692, output_len=500, engine="vllm",
+                                                    gpu_ids=ids, top=20))
+    names = {s.gpu_id for s in found.options}
+    assert names == {"amd-mi300x"}

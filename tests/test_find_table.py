@@ -157,3 +157,19 @@ def test_kind_says_replicas_of_a_tensor_parallel_row():
     _, config = find_table.find_table_config()
     assert "TP+DP = tensor parallel x replicas" in config["Kind"]["help"]
     assert list(find_table.csv_rows(table)["Setup kind"]) == ["TP", "TP"]
+
+
+def test_cli_table_says_the_kind_the_page_says():
+    """QA: the page's Kind for a TP row of 3 replicas is "TP+DP" and for disaggregated pools "P/D"; `planner find`'s
+    table printed the kind id ("TP", "disaggregated"). Both read one rule now; the JSON keeps ``kind`` (the id)."""
+    from dataclasses import replace
+
+    from planner.cli.traffic import _find_table
+
+    rows = tuple(replace(_setup(f"gpu-{i}", ()), kind=kind, data_parallel_size=dp)
+                 for i, (kind, dp) in enumerate((("TP", 1), ("TP", 3), ("DP+EP", 2), ("disaggregated", 1))))
+    result = FindResult(options=rows, fits=True, closest=None, skipped_gpus=(), num_evaluated=len(rows))
+    page = list(find_table.find_rows(result)["Kind"])
+    printed = [line.split()[4] for line in _find_table(result).splitlines() if "x gpu-" in line]
+    assert printed == page
+    assert [row["kind"] for row in result.rows()] == ["TP", "TP", "DP+EP", "disaggregated"]

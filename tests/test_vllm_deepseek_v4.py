@@ -150,3 +150,18 @@ def test_auto_launches_with_the_fp8_cache_vllm_accepts_and_names_it():
     assert auto.kv_cache_dtype == fp8.kv_cache_dtype == "fp8_ds_mla"
     assert auto.available_kv_cache_bytes == fp8.available_kv_cache_bytes and auto.num_gpu_blocks == fp8.num_gpu_blocks
     assert any("the launch command passes --kv-cache-dtype fp8" in w for w in auto.warnings)
+
+
+@pytest.mark.parametrize("gpu_name", ["A100 SXM4 80GB", "RTX A6000", "RTX 6000 Ada Generation"])
+def test_pre_hopper_nvidia_gpu_refuses_v4(gpu_name):
+    """vLLM runs DeepSeek-V4's sparse MLA on NVIDIA only through FlashMLA sparse (compute capability 9.x/10.x, 12.x
+    through its Triton kernels) or FlashInfer's V4 kernels (SM90/SM100/SM120): an Ampere or Ada card does not
+    start, whatever its memory; Hopper and ROCm (the AITER path of models/deepseek_v4/amd) do."""
+    model = _model()
+    request = _request(engine="vllm", tensor_parallel_size=4, max_model_len=8192, block_size=None,
+                       gpu_memory_utilization=None, usage_context="serve")
+    refused = plan_engine(model, 192 * GiB, replace(request, gpu_name=gpu_name))
+    assert not refused.starts
+    assert any("compute capability" in r and "DeepSeek-V4" in r for r in refused.reasons)
+    for fine in ("H100 SXM5 80GB", "Instinct MI300X"):
+        assert plan_engine(model, 192 * GiB, replace(request, gpu_name=fine)).starts, fine

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from planner.traffic.find_types import FindResult
+from planner.traffic.find_types import KIND_LABELS, TP_REPLICAS_LABEL, FindResult, kind_label
 from ui.format import format_bytes
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
@@ -113,20 +113,17 @@ class FindColumn:
     format: str | None = None
 
 
-KIND_CELLS = {"TP": "TP", "DP+EP": "DP+EP", "DCP": "DCP", "disaggregated": "P/D"}
-"""The Kind column's text per :data:`planner.traffic.find_types.SETUP_KINDS` (``P/D``: disaggregated prefill /
-decode pools, the CSV's ``Setup kind`` spells it out)."""
+KIND_CELLS = KIND_LABELS
+"""The Kind column's text per :data:`planner.traffic.find_types.SETUP_KINDS` (the CLI's table prints the same)."""
 
-TP_REPLICAS_CELL = "TP+DP"
-"""The Kind cell of a TP row of more than one replica (tensor parallel x data-parallel replicas); one replica:
-``TP``."""
+TP_REPLICAS_CELL = TP_REPLICAS_LABEL
+"""The Kind cell of a TP row of more than one replica."""
 
 
 def kind_cell(s) -> str:
-    """A row's Kind cell: :data:`KIND_CELLS` of its kind, ``TP+DP`` for a TP row of more than one replica."""
-    if s.kind == "TP" and s.data_parallel_size > 1:
-        return TP_REPLICAS_CELL
-    return KIND_CELLS.get(s.kind, s.kind)
+    """A row's Kind cell: :func:`planner.traffic.find_types.kind_label` (``TP+DP`` for a TP row of more than one
+    replica), the text the CLI's table prints too."""
+    return kind_label(s)
 
 
 FIND_COLUMNS: dict[str, FindColumn] = {

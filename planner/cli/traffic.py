@@ -65,6 +65,7 @@ from planner.traffic.find_types import (
     SETUP_KINDS,
     FindRequest,
     FindResult,
+    kind_label,
     setup_kind,
 )
 from planner.traffic.lengths_csv import workload_from_csv
@@ -398,7 +399,7 @@ def _find_table(found: FindResult) -> str:
         lines.append("nothing fits within the limits.")
         if found.closest:
             c = found.closest
-            lines.append(f"closest: {c.num_gpus} x {c.gpu_id} ({c.kind}, tp {c.tensor_parallel_size}, "
+            lines.append(f"closest: {c.num_gpus} x {c.gpu_id} ({kind_label(c)}, tp {c.tensor_parallel_size}, "
                          f"{c.kv_cache_dtype} KV), "
                          f"${c.price_per_hour:.2f}/h")
             lines += [f"  reason: {r}" for r in c.reasons]
@@ -410,7 +411,7 @@ def _find_table(found: FindResult) -> str:
                      f"{'margin':>8}{'TPOT ms':>9}")
         for s in found.options:
             tpot = f"{s.time_per_output_token_s * 1000:.1f}" if s.time_per_output_token_s else "-"
-            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<{gpus}}{s.kind:<14}"
+            lines.append(f"{s.price_per_hour:>8.2f}  {f'{s.num_gpus} x {s.gpu_id}':<{gpus}}{kind_label(s):<14}"
                          f"{s.tensor_parallel_size:>3}{s.data_parallel_size:>3}  {s.kv_cache_dtype:<{kv}}"
                          f"{s.max_concurrent_sequences:>10,}{s.margin:>8.0%}{tpot:>9}")
             lines.append(f"          {s.launch_command}")

@@ -285,7 +285,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         padded = profile.start_check == "v1_groups"
         engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit, padded=padded)
                              for lay, r in zip(layouts, ranks))
-    shared = shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
+    shared = (shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
+              or deepseek_v4.gpu_refusal(model, profile.id, request.gpu_name or ""))  # its design note 9
     if shared:
         engine_max_len = 0  # the worker stops before profiling: no length starts
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,

@@ -53,6 +53,8 @@ Design notes (assumptions, with the worked example of reference case N11: V4-Fla
        every in-flight batch (``VllmConfig.max_in_flight_tokens``: 2 x ``max_num_batched_tokens`` with
        async scheduling) and v0.27+ stop padding the states. Those changes are not modelled: the plan
        follows v0.22-v0.23 and says so.
+    9. *GPUs.* vLLM's NVIDIA attention for this model is FlashMLA sparse or FlashInfer's V4 kernels, built for
+       compute capability 9.0 and up; an 8.x card does not start (:func:`gpu_refusal`). ROCm has its own path.
 
 Sources (vLLM v0.22.0): vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` and
 ``SlidingWindowMLASpec`` ``real_page_size_bytes``, ``_apply_alignment_padding``,
@@ -62,7 +64,9 @@ vllm/v1/core/kv_cache_utils.py (``group_and_unify_kv_cache_specs``, ``_approxima
 ``_max_memory_usage_bytes_from_groups``, ``_estimate_max_model_len_from_groups``,
 ``get_max_concurrency_for_kv_cache_config``, ``_project_kv_cache_groups_to_worker``);
 vllm/models/deepseek_v4/attention.py (``DeepseekV4MLAAttention``, ``DeepseekV4IndexerCache``,
-``DeepseekV4Indexer``); vllm/models/deepseek_v4/compressor.py (``CompressorStateCache``,
+``DeepseekV4Indexer``); vllm/v1/attention/backends/mla/flashmla_sparse.py
+(``FlashMLASparseBackend.supports_compute_capability``, note 9);
+vllm/models/deepseek_v4/compressor.py (``CompressorStateCache``,
 ``DeepseekCompressor``); vllm/v1/attention/backends/mla/sparse_swa.py (``DeepseekV4SWACache``,
 ``DeepseekSparseSWABackend.get_preferred_block_size``); vllm/models/deepseek_v4/nvidia/model.py
 (per-layer ``compress_ratio``, 1 past ``num_hidden_layers``); releases v0.24.0-v0.29.0 for note 8.
@@ -127,6 +131,28 @@ def messages(model: ModelSpec, profile_id: str, kv_cache_dtype: str,
                         f"it; later releases add other pages, not modelled): --kv-cache-dtype {kv_cache_dtype} is "
                         "priced as fp8 (fp8_ds_mla), and the launch command passes --kv-cache-dtype fp8")
     return warnings, [NOTE]
+
+
+SPARSE_MLA_MIN_MAJOR = 9
+"""The lowest NVIDIA compute capability major whose kernels run DeepSeek-V4's sparse MLA under vLLM (note 9)."""
+
+
+def gpu_refusal(model: ModelSpec, profile_id: str, gpu_name: str) -> str:
+    """Why vLLM cannot run ``model`` on ``gpu_name`` (design note 9), or "" when it can or the GPU is unknown.
+
+    vLLM's NVIDIA path for DeepSeek-V4 (vllm/models/deepseek_v4/nvidia/model.py) attends through FlashMLA sparse
+    (``FlashMLASparseBackend.supports_compute_capability``, vllm/v1/attention/backends/mla/flashmla_sparse.py:
+    majors 9 and 10, 12 through its Triton kernels) or FlashInfer's V4 kernels (SM90/SM100/SM120): an Ampere or
+    Ada card (8.x) has neither. ROCm takes vllm/models/deepseek_v4/amd (AITER sparse MLA): not refused. The GPU's
+    capability is read from its name (:func:`planner.engines.loaded.nvidia_capability`; None for another vendor)."""
+    from planner.engines.loaded import nvidia_capability
+
+    capability = nvidia_capability(gpu_name) if gpu_name and applies(model, profile_id) else None
+    if capability is None or capability[0] >= SPARSE_MLA_MIN_MAJOR:
+        return ""
+    return (f"vLLM has no DeepSeek-V4 sparse MLA kernel for compute capability {capability[0]}.{capability[1]} "
+            f"({gpu_name}): FlashMLA sparse and FlashInfer's V4 kernels need Hopper (9.0) or Blackwell "
+            "(vllm/v1/attention/backends/mla/flashmla_sparse.py)")
 
 
 def launch_kv_cache_dtype(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> str:

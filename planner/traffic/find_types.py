@@ -54,6 +54,23 @@ def setup_kind(text: str) -> str:
         raise ValueError(f"unknown setup kind {text!r}; choose among tp, dp-ep, dcp, disaggregated") from None
 
 
+KIND_LABELS = {"TP": "TP", "DP+EP": "DP+EP", "DCP": "DCP", "disaggregated": "P/D"}
+"""The short text of each :data:`SETUP_KINDS` kind in Find's tables, the page's and the CLI's (``P/D``:
+disaggregated prefill / decode pools; the CSV's ``Setup kind`` and the JSON's ``kind`` spell the id out)."""
+
+TP_REPLICAS_LABEL = "TP+DP"
+"""The kind text of a TP row of more than one replica (tensor parallel x data-parallel replicas); one replica:
+``TP``."""
+
+
+def kind_label(setup) -> str:
+    """A setup's kind as Find's tables show it: :data:`KIND_LABELS` of its kind, :data:`TP_REPLICAS_LABEL` for a
+    TP setup of more than one replica (``data_parallel_size`` > 1)."""
+    if setup.kind == "TP" and setup.data_parallel_size > 1:
+        return TP_REPLICAS_LABEL
+    return KIND_LABELS.get(setup.kind, setup.kind)
+
+
 KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "int8": 2, "q8_0": 2, "int4": 3,
                    "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
