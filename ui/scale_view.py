@@ -346,7 +346,7 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
         layout = pool.plan.layout
         container.error(f"Would not start at tensor parallel {layout.tensor_parallel_size} x "
                         f"{count_noun(layout.attention_dp, 'rank')}: the warning above says why and what would "
-                        "start it.", icon=":material/block:")
+                        "start it; change that in the sidebar.", icon=":material/block:")
         container.markdown("**Budget per GPU** (the fullest GPU of one rank)")
         container.html(pool_bar_html(pool, gpu_memory_bytes, gpu_label))
         return
