@@ -20,13 +20,14 @@ import html
 import math
 
 from planner.budget import Plan
+from planner.engines.rank_bar import FREE
 from ui import palette
 from ui.format import format_bytes
 
 RANK_COLOURS = {
     "Weights": palette.WEIGHTS, "Activation peak": palette.ACTIVATION, "Non-torch": palette.RUNTIME,
     "CUDA graphs": palette.CUDA_GRAPHS, "KV cache": palette.KV_IN_USE, "Not allocated": palette.NOT_ALLOCATED,
-    "Free": palette.NOT_ALLOCATED,  # an engine without a memory cap (planner.engines.rank_bar.FREE)
+    FREE: palette.NOT_ALLOCATED,  # an engine without a memory cap
     "Over the card": palette.OVER_BUDGET,
     # serving features (planner.engines.serving.SEGMENT_LABELS)
     "LoRA slots": palette.LORA, "Draft weights": palette.DRAFT_WEIGHTS, "LoRA / encoder buffers": palette.PROFILE_EXTRAS,

@@ -217,8 +217,9 @@ def variant_pricing_note(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
     per token in plain pages (QA: the MHA rebuild showed the as-built model's users)."""
     from planner.engines.vllm_hybrid_profile import allocator_pool_prices  # noqa: PLC0415 - engines load on use
 
-    pooled = [v for v, _ in plans if allocator_pool_prices(v.model)]
-    plain = [(v, p) for v, p in plans if not allocator_pool_prices(v.model)]
+    priced = [(v, p, allocator_pool_prices(v.model)) for v, p in plans]
+    pooled = [v for v, _, pool in priced if pool]
+    plain = [(v, p) for v, p, pool in priced if not pool]
     if not pooled or not plain:
         return ""
     names = " and ".join(v.name for v, _ in plain)

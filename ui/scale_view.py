@@ -23,6 +23,8 @@ from planner.engines.types import EngineRequest
 from planner.fixes import CheckedFix, short_label
 from planner.scale import DEFAULT_LINK, LINKS, PoolRequest, ScaleRequest
 from planner.scale.deploy import node_commands
+from planner.scale.links import TRANSFER_MS_DIGITS
+from planner.engines.launch import SEQUENCE_FLAGS
 from ui import inputs, views
 from ui.budget_bar import OVER_THE_CARD, RANK_COLOURS, segments_bar_html
 from ui.format import (
@@ -305,7 +307,7 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
 
 def _seq_cap(pool) -> str:
     """``"--max-num-seqs 1,024"``: the scheduler's cap on the requests one rank of a pool runs at once."""
-    flag = "--max-running-requests" if pool.plan.layout.family == "sglang" else "--max-num-seqs"
+    flag = SEQUENCE_FLAGS[pool.plan.layout.family]
     return f"`{flag}` {format_int(pool.plan.engine.max_num_seqs)}"
 
 
@@ -362,9 +364,6 @@ def show_pool(container, pool, gpu_memory_bytes: int, gpu_label: str) -> None:
                    wrap_lines=True)  # one flag a line; only a long --kv-transfer-config JSON wraps
 
 
-TRANSFER_MS_DIGITS = 2
-"""Decimals of a request's KV transfer time [ms], in the table and in :func:`transfer_text` alike (QA: the sentence
-said 10.737 ms beside the table's 10.74)."""
 
 TRANSFER_COLUMNS = {
     "Chosen": st.column_config.CheckboxColumn("Chosen"),

@@ -48,6 +48,7 @@ from planner.scale import (
     plan_disagg,
     plan_scale,
 )
+from planner.scale.links import TRANSFER_MS_DIGITS
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
 from planner.scale.weights import rank_model
 from planner.text import count_noun
@@ -320,7 +321,7 @@ def _disagg_table(result) -> str:
                      f"{count_noun(d['max_concurrency'], 'request')} per replica; {step:,.2f} ms "
                      f"{'per prompt' if name == 'prefill' else 'per output token'}")
     lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
-                 f"{result.kv_transfer_ms[result.link]:,.3f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
+                 f"{result.kv_transfer_ms[result.link]:,.{TRANSFER_MS_DIGITS}f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
     lines += [f"  reason: {r}" for r in result.reasons]
     lines += [f"  note: {n}" for n in result.pool_notes]  # the sizes chosen
     return "\n".join(lines)

@@ -64,6 +64,10 @@ LINKS: tuple[Link, ...] = (
 DEFAULT_LINK = "infiniband-ndr"
 """The link between pools when ``--link`` is not given: separate nodes on a 400 Gb/s fabric."""
 
+TRANSFER_MS_DIGITS = 2
+"""Decimals a request's KV transfer time [ms] is shown with, on the Disaggregation page (table and sentence) and by
+``disagg``'s table alike (QA: the sentence said 10.737 ms beside the table's 10.74)."""
+
 
 def link_by_id(link_id: str) -> Link:
     """The :class:`Link` with this id.
