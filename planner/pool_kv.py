@@ -67,9 +67,9 @@ def pool_kv(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_i
     """
     base = plan_base(model, gpu_memory_bytes, request, gpu_id)
     profile = base.paged_gpu
-    pages = {g.page_bytes for g in profile.groups}
-    if not any(pages):
+    if not profile.pooled:
         return None
+    pages = {g.page_bytes for g in profile.groups}
     if len(pages) != 1:  # vLLM's DeepSeek-V4 allocator has one pool block (vllm_deepseek_v4 note 4)
         raise ValueError(f"a pool profile with one page size expected, got {sorted(pages)}")
     block_bytes = pages.pop()

@@ -68,7 +68,8 @@ class KnownMiss:
 
     Attributes:
         fraction: Its ``|predicted - printed| / max(printed, 10 GiB)`` [fraction].
-        printed_bytes: The available KV memory that row printed [bytes].
+        printed_bytes: The available KV memory that row printed [bytes] (tests/data/reference/engine_cases.csv;
+            tests/test_expected_error.py checks it against the row).
         case: The row of tests/data/reference/engine_cases.csv it was measured on.
         launch: That row's model and GPUs, for the reason text (:func:`expected_error_reason`).
         cause: What is not priced, for the basis text.

@@ -231,9 +231,7 @@ def budget_kv_name(model: ModelSpec, kv_name: str) -> str:
     ``Plan.kv_cache_dtype``, without planning): ``fp8_ds_mla`` for DeepSeek-V4, whose budget is vLLM's pool pages
     (step 5; :func:`planner.engines.vllm_deepseek_v4.stored_name`), else ``kv_name``. A page heading names it (QA:
     Concurrency said "bf16 KV cache" for V4 where Home and the Engine page said fp8_ds_mla)."""
-    if deepseek_v4.applies(model, BUDGET_ENGINE):
-        return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name)
-    return kv_name
+    return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name)
 
 
 def allocator_pool_prices(model: ModelSpec) -> bool:
@@ -246,6 +244,4 @@ def allocator_pool_prices(model: ModelSpec) -> bool:
 def paged_kv_name(model: ModelSpec, profile, kv_name: str) -> str:
     """The name of the cache ``profile`` (a :func:`paged_kv_profile`) prices: ``fp8_ds_mla`` for DeepSeek-V4's pool
     pages (module docstring, step 5; :func:`planner.engines.vllm_deepseek_v4.stored_name`), else ``kv_name``."""
-    if any(g.page_bytes for g in profile.groups):
-        return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name)
-    return kv_name
+    return deepseek_v4.stored_name(model, BUDGET_ENGINE, kv_name) if profile.pooled else kv_name
