@@ -370,6 +370,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "block_size": paged_gpu.block_size, "params": model.num_parameters,  # a hybrid's: vLLM's raised size
         "weights_bytes": model_weight_bytes(model, request.weight_dtype), "weights_bytes_per_gpu": weights_gpu,
         "kv_cache_bytes_per_token": exact_1.bytes_per_token, "kv_cache_bytes_per_token_per_gpu": per_token_gpu,
+        "kv_cache_exact_dtype": dtypes.kv_name, "kv_cache_pool_bytes_per_token": paged_gpu.pool_bytes_per_token,
         "gpu_memory_bytes": gpu_memory_bytes, "usable_memory_bytes": usable,
         "overhead_bytes": overhead.total_bytes, "activation_bytes": overhead.activation_bytes,
         "logits_bytes": overhead.logits_bytes, "runtime_bytes": overhead.runtime_bytes,

@@ -166,6 +166,16 @@ class Plan:
     weights_bytes_per_gpu: int
     kv_cache_bytes_per_token: int
     kv_cache_bytes_per_token_per_gpu: int
+    kv_cache_exact_dtype: str
+    """The cache the exact KV figures (``kv_cache_bytes_per_token[_per_gpu]``, ``kv_cache_bytes_per_sequence
+    [_per_gpu]``, ``kv_cache_bytes_total``) are in: the requested ``--kv-cache-dtype`` resolved
+    (:func:`planner.model.kv.cache_dtypes`). It is :attr:`kv_cache_dtype` for every model but DeepSeek-V4, whose
+    users are counted in vLLM's ``fp8_ds_mla`` pool pages while these figures stay in ``bf16`` (or ``fp8``)."""
+    kv_cache_pool_bytes_per_token: int | None
+    """Where the users are counted in an engine's pool of another format (:attr:`kv_cache_dtype`, DeepSeek-V4's
+    ``fp8_ds_mla``): the bytes a sequence's pool pages grow by per token past every window, on one GPU
+    (:attr:`planner.model.kv.KVProfile.pool_bytes_per_token`; 4,109 B for V4-Flash beside its 8,277 B bf16
+    ``kv_cache_bytes_per_token``); None where the users are counted in the exact cache's blocks."""
     kv_cache_bytes_per_sequence: int
     kv_cache_bytes_per_sequence_per_gpu: int
     kv_cache_bytes_total: int
@@ -213,6 +223,13 @@ class Plan:
         (a hybrid's raised block and padded states included): ``(kv_cache_bytes_needed - kv_cache_prefill_extra_bytes)
         / batch_size`` [bytes]."""
         return (self.kv_cache_bytes_needed - self.kv_cache_prefill_extra_bytes) // self.batch_size
+
+    @property
+    def kv_cache_exact_named(self) -> str:
+        """``"bf16"``: the cache of the exact KV figures where it is not the one the users are counted in
+        (:attr:`kv_cache_exact_dtype` beside :attr:`kv_cache_dtype`: DeepSeek-V4), so a page or the CLI names it
+        beside those figures; ``""`` where the two are one cache."""
+        return "" if self.kv_cache_exact_dtype == self.kv_cache_dtype else self.kv_cache_exact_dtype
 
     @property
     def weights_label(self) -> str:

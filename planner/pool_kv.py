@@ -28,8 +28,6 @@ read for :mod:`planner.engines.vllm_deepseek_v4`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-from math import ceil
 
 from planner.budget import PlanRequest, plan_base
 from planner.model import ModelSpec
@@ -73,9 +71,7 @@ def pool_kv(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_i
     if len(pages) != 1:  # vLLM's DeepSeek-V4 allocator has one pool block (vllm_deepseek_v4 note 4)
         raise ValueError(f"a pool profile with one page size expected, got {sorted(pages)}")
     block_bytes = pages.pop()
-    growth = sum((Fraction(g.num_layers * block_bytes, g.block_size or profile.block_size)
-                  for g in profile.groups if g.max_tokens is None), Fraction(0))
     per_sequence = base.bytes_per_sequence(request.context_len)[0]
     return PoolKV(cache=base.plan_fields["kv_cache_dtype"], block_bytes=block_bytes, block_size=profile.block_size,
-                  bytes_per_token=ceil(growth), blocks_per_sequence=per_sequence // block_bytes,
+                  bytes_per_token=profile.pool_bytes_per_token, blocks_per_sequence=per_sequence // block_bytes,
                   bytes_per_sequence=per_sequence, context_len=request.context_len)

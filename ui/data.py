@@ -22,7 +22,7 @@ from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
 from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, per_gpu_costs
-from ui import catalog
+from ui import catalog, kv_tiles
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built (a page without
@@ -146,14 +146,15 @@ def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec],
 
 
 def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
-    """One row per attention variant: KV per token, per sequence, users, max context."""
+    """One row per attention variant: KV per token, per sequence (their cache named where that is needed:
+    :func:`ui.kv_tiles.exact_cache_suffix`), users, max context."""
     return [
         {
             "Variant": v.name,
             "As built": v.as_built,
             "KV heads": "latent" if v.num_key_value_heads is None else format_int(v.num_key_value_heads),
-            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto"),
-            "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
+            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto") + kv_tiles.exact_cache_suffix(plans, p),
+            "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence) + kv_tiles.exact_cache_suffix(plans, p),
             "Max concurrent sequences": format_int(p.max_concurrent_sequences),
             "Max context": format_tokens(p.max_context_len),
             "Design": v.description,

@@ -1,4 +1,5 @@
-"""Home's KV per token / per sequence tiles, in the one cache a plan counts its users in.
+"""Home's KV per token / per sequence tiles, in the one cache a plan counts its users in, and the GQA page's label of
+the cache its variants' bytes are in.
 
 A plan prices its users in its cache's blocks (``Plan.kv_cache_dtype``); for DeepSeek-V4 those are vLLM's fp8_ds_mla
 pool pages while the plan's exact figures stay in the requested dtype (:mod:`planner.pool_kv`). The tiles show the
@@ -7,6 +8,8 @@ one cache's figures beside the other's users. Formatting only: the figures come 
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from planner.budget import Plan
 from planner.pool_kv import PoolKV
@@ -43,3 +46,11 @@ def pool_kv_values(pool: PoolKV, per_gpu: str) -> dict[str, tuple[str, str]]:
             "each KV-cache group's block a whole pool block, as users are counted; every GPU keeps every "
             "layer's cache"),
     }
+
+
+def exact_cache_suffix(plans: Sequence[tuple[object, Plan]], p: Plan) -> str:
+    """``" (bf16)"``: the cache ``p``'s KV per token and per sequence are in, where some variant's users are counted
+    in another cache (``Plan.kv_cache_exact_named``: DeepSeek-V4 as built, in vLLM's fp8_ds_mla pool pages), so
+    every variant's bytes name their cache (QA: V4-Flash's as-built "8.08 KiB" was its bf16 figure beside users
+    counted in fp8_ds_mla); "" where each variant's figures are its users' cache."""
+    return f" ({p.kv_cache_exact_dtype})" if any(q.kv_cache_exact_named for _, q in plans) else ""

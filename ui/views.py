@@ -353,7 +353,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
         st.markdown("**KV cache per token**, per GPU: one row per kind of layer, summed over layers.")
         rows = ["| Layers | Per layer, per token | Bytes |", "|---|---|---|"]
         rows += [_layer_line(layer, n, model, inputs) for layer, n in Counter(model.layers).items()]
-        rows.append(f"| **Sum** | | **{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token** |")
+        exact = f" in {plan.kv_cache_exact_named}" if plan.kv_cache_exact_named else ""  # DeepSeek-V4: bf16
+        rows.append(f"| **Sum** | | **{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token{exact}** |")
         st.markdown("\n".join(rows))
         wfmt = WEIGHT_DTYPES[plan.weight_dtype]
         lines = [
@@ -362,7 +363,7 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             f"{wfmt.label if plan.weight_dtype == plan.weight_dtype_resolved else plan.weights_label + ' (per tensor)'}"
             f"{split} | "
             f"{format_bytes_exact(plan.weights_bytes_per_gpu)} |",
-            f"| KV per sequence | KV per token × {format_tokens(plan.context_len)} (windows capped){split} | "
+            f"| KV per sequence{exact} | KV per token × {format_tokens(plan.context_len)} (windows capped){split} | "
             f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence_per_gpu)} |",
             f"| Usable memory | {format_fraction(plan.gpu_memory_utilization)} (utilization) × "
             f"{format_bytes(plan.gpu_memory_bytes)} (framework-visible) | "
@@ -377,7 +378,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             "\"GPU KV cache size\" within a block; windowed, hybrid and compressed models: the Engine page has "
             "vLLM's own figure) | "
             f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} |",
-            f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token blocks "
+            f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token"
+            f"{'' if plan.kv_cache_pool_bytes_per_token is None else ' ' + plan.kv_cache_dtype + ' pool'} blocks "
             f"({format_bytes_exact(per_seq_paged)})⌋ | {format_int(plan.max_concurrent_sequences)} |",
             f"| Max context at batch {plan.batch_size} | largest C with {plan.batch_size} × KV(C) ≤ KV budget "
             f"({format_limited_by(plan.max_context_len_limited_by)}) | {format_tokens(plan.max_context_len)} |",
@@ -402,7 +404,8 @@ def variant_metric_values(plans) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for variant, p in plans:
         tag = f"{variant.name} (as built)" if variant.as_built else variant.name
-        out[f"KV per token, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "auto"), variant.description)
+        named = kv_tiles.exact_cache_suffix(plans, p)  # DeepSeek-V4: " (bf16)", its users in fp8_ds_mla pages
+        out[f"KV per token{named}, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "auto"), variant.description)
         where = ("one GPU's KV budget" if p.num_gpus == 1 else
                  f"each GPU's KV budget, a replica of {p.num_gpus} tensor-parallel GPUs")
         out[f"Max sequences, {tag}"] = (format_int(p.max_concurrent_sequences),

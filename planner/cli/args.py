@@ -269,3 +269,20 @@ def human_bytes(num_bytes: int) -> str:
         if abs(num_bytes) >= size:
             return f"{num_bytes / size:,.2f} {unit}"
     return f"{num_bytes:,} B"
+
+
+def kv_token_text(d: dict, per_token_key: str = "kv_cache_bytes_per_token", unit: str = "") -> str:
+    """``8.08 KiB in bf16, every layer (4.01 KiB in fp8_ds_mla pool pages past every window, as users are
+    counted)``: the exact per-token figure ``d[per_token_key]`` with its cache named, and the pool's, where a
+    plan's users are counted in an engine's pool of another format (``kv_cache_exact_dtype`` beside
+    ``kv_cache_dtype``, ``kv_cache_pool_bytes_per_token``: DeepSeek-V4, :mod:`planner.pool_kv`; the figure Home's
+    tile shows); just the size where the two are one cache. ``d``: the plan's (or allocation's) JSON keys; ``unit``
+    follows the size (`` per token``). QA:
+    "KV budget ... (fp8_ds_mla)" stood above an unlabelled bf16 "KV/token 8.08 KiB" for DeepSeek-V4-Flash."""
+    text = human_bytes(d[per_token_key]) + unit
+    if d["kv_cache_exact_dtype"] != d["kv_cache_dtype"]:
+        text += f" in {d['kv_cache_exact_dtype']}"
+    if d["kv_cache_pool_bytes_per_token"] is not None:
+        text += (f", every layer ({human_bytes(d['kv_cache_pool_bytes_per_token'])} in {d['kv_cache_dtype']} pool "
+                 "pages past every window, as users are counted)")
+    return text

@@ -31,6 +31,7 @@ from planner.cli.args import (
     fraction,
     gib_amount,
     human_bytes,
+    kv_token_text,
     positive_int,
     resolve_gpu,
     token_count,
@@ -280,9 +281,9 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         if result.kv_cache_budget_bytes > 0 else
         f"KV budget    none: weights + overhead exceed the usable {g(result.usable_memory_bytes)} by "
         f"{g(-result.kv_cache_budget_bytes)} per GPU",
-        f"KV/token     {human_bytes(result.kv_cache_bytes_per_token)}",
-        f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)} at {result.context_len:,} tokens"
-        + _paged_sequence(result),
+        f"KV/token     {kv_token_text(vars(result))}",
+        f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)}{_exact_cache(result)} at "
+        f"{result.context_len:,} tokens" + _paged_sequence(result),
         _capacity_line(result),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
@@ -312,13 +313,21 @@ def _capacity_line(result: Plan) -> str:
     return line
 
 
+def _exact_cache(result: Plan) -> str:
+    """`` in bf16`` where the exact KV figures are in another cache than the one the users are counted in
+    (``Plan.kv_cache_exact_dtype``: DeepSeek-V4's bf16 beside its fp8_ds_mla pool); else empty."""
+    return f" in {result.kv_cache_exact_named}" if result.kv_cache_exact_named else ""
+
+
 def _paged_sequence(result) -> str:
     """`` (343.00 MiB per GPU in 784-token blocks, as users are counted)`` when whole blocks (a hybrid's raised
-    block and padded states) make one GPU's sequence differ from its exact figure; else empty."""
+    block and padded states) make one GPU's sequence differ from its exact figure; else empty. The blocks are
+    named by their cache where that is not the exact figure's (DeepSeek-V4's fp8_ds_mla pool blocks)."""
     paged = result.kv_cache_bytes_per_sequence_paged_per_gpu
     if paged == result.kv_cache_bytes_per_sequence_per_gpu:
         return ""
-    return f" ({human_bytes(paged)} per GPU in {result.block_size:,}-token blocks, as users are counted)"
+    pool = f" {result.kv_cache_dtype} pool" if result.kv_cache_pool_bytes_per_token is not None else ""
+    return f" ({human_bytes(paged)} per GPU in {result.block_size:,}-token{pool} blocks, as users are counted)"
 
 
 def _table(rows: list[dict]) -> str:

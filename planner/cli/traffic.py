@@ -34,7 +34,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, plan
 from planner.cli.args import (
     add_gpu_arguments,
     catalog_id,
@@ -44,6 +44,7 @@ from planner.cli.args import (
     gib_amount,
     gpu_memory_gib,
     human_bytes,
+    kv_token_text,
     non_negative_int,
     positive_float,
     positive_int,
@@ -56,7 +57,6 @@ from planner.cli.engine import engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
-from planner.model.kv import cache_dtypes
 from planner.traffic.allocation import allocation_for_model
 from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import (
@@ -268,8 +268,11 @@ def run_allocation(args: argparse.Namespace) -> dict:
     result = allocation_for_model(
         model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
         prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id)
-    # the cache priced, as the plan command names it (fp8_ds_mla for a sparse-MLA model under auto)
-    return result.to_dict() | {"kv_cache_dtype": cache_dtypes(model, args.weight_dtype, args.kv_cache_dtype).kv_name}
+    # the cache the budget's users are counted in, as the plan command names it (fp8_ds_mla for a sparse-MLA model
+    # under auto, and for DeepSeek-V4's pool), and the cache of the exact per-token figure beside it
+    priced = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    return result.to_dict() | {key: getattr(priced, key) for key in (
+        "kv_cache_dtype", "kv_cache_exact_dtype", "kv_cache_pool_bytes_per_token")}
 
 
 def find_workload(args: argparse.Namespace) -> Workload | None:
@@ -376,7 +379,7 @@ def _allocation_table(d: dict) -> str:
     lines = [
         f"model        {d['model_id']} on {d['gpu_id']}",
         (f"KV budget    {g(d['kv_cache_budget_bytes'])} per GPU ({d['kv_cache_dtype']}); "
-         f"{human_bytes(d['kv_cache_bytes_per_token_per_gpu'])} per token"
+         f"{kv_token_text(d, 'kv_cache_bytes_per_token_per_gpu', ' per token')}"
          if d["kv_cache_budget_bytes"] > 0 else
          f"KV budget    none: weights + overhead exceed the usable memory by {g(-d['kv_cache_budget_bytes'])} per GPU"),
         f"workload     mean {d['mean_len']:,} tokens, limit {d['max_model_len']:,}, block {d['block_size']}, "

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from math import ceil
 
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
 from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
@@ -149,6 +151,21 @@ class KVProfile:
         """True when some group prices its blocks by :attr:`KVGroup.page_bytes`: the profile is an engine's pool
         in its own cache format (vLLM's DeepSeek-V4 ``fp8_ds_mla`` pages), not the exact cache paged."""
         return any(g.page_bytes for g in self.groups)
+
+    @property
+    def pool_bytes_per_token(self) -> int | None:
+        """Bytes a sequence's pool pages grow by per token past every window, rounded up: ``ceil(sum over the
+        groups without a window of layers x page_bytes / their block)`` [bytes]; None unless :attr:`pooled`.
+        DeepSeek-V4-Flash: one 1,051,776 B pool block per 256 compressed tokens = 4,109 B, where its exact
+        figure in bf16 is 8,277 B (every layer's full per-token KV). Sources: :mod:`planner.pool_kv`;
+        :mod:`planner.engines.vllm_deepseek_v4` note 4 (vLLM v0.22.0 vllm/v1/core/kv_cache_utils.py
+        ``_get_kv_cache_config_deepseek_v4``)."""
+        if not self.pooled:
+            return None
+        growth = sum((Fraction(g.num_layers * g.block_bytes(g.block_size or self.block_size),
+                               g.block_size or self.block_size)
+                      for g in self.groups if g.max_tokens is None), Fraction(0))
+        return ceil(growth)
 
     @property
     def uniform_block(self) -> bool:

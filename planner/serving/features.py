@@ -295,6 +295,10 @@ class ShiftedProfile:
     def pooled(self) -> bool:
         return self.inner.pooled
 
+    @property
+    def pool_bytes_per_token(self) -> int | None:
+        return self.inner.pool_bytes_per_token  # the growth per token: the extra slots shift, not scale, a sequence
+
     def prefill_extra_bytes(self, num_tokens: int, batched_tokens: int) -> int:
         """:meth:`planner.model.kv.KVProfile.prefill_extra_bytes` of the shifted sequence."""
         if num_tokens < 0:

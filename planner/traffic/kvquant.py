@@ -30,7 +30,15 @@ from planner.budget import PlanRequest, plan
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPES
 from planner.model.kv import cache_dtypes
-from planner.model.sparse import fp8_ds_mla_bytes, indexed_mla_layer
+from planner.model.sparse import (
+    CompressedAttention,
+    SharedKVSlidingAttention,
+    fp8_ds_mla_bytes,
+    indexed_mla_layer,
+)
+
+V4_LAYERS = (CompressedAttention, SharedKVSlidingAttention)
+"""DeepSeek-V4's layer kinds, each with one K=V entry of ``head_dim`` values (:mod:`planner.model.sparse`)."""
 
 DEFAULT_KV_DTYPES = ("auto", "fp8", "int8", "int4")
 """Baseline (model dtype) first, then the quantized formats compared."""
@@ -60,8 +68,10 @@ QUALITY_NOTES: dict[str, tuple[str, str]] = {
     "fp8_ds_mla": (
         "vLLM's own fp8 format for sparse-MLA layers (DeepSeek-V3.2, GLM-5): the latent in fp8 with one fp32 "
         "scale per 128 values, the rope key kept in bf16; vLLM's default for these models (--kv-cache-dtype "
-        "bfloat16 keeps a bf16 cache)",
-        "vllm-project/recipes DeepSeek-V3.2 guide; vllm/v1/attention/backends/mla/flashmla_sparse.py",
+        "bfloat16 keeps a bf16 cache); DeepSeek-V4 keeps every cache in it (vLLM v0.22+ asserts an fp8 cache for the "
+        "model and pages it in one fp8_ds_mla pool), so its users have no other KV dtype to compare",
+        "vllm-project/recipes DeepSeek-V3.2 guide; vllm/v1/attention/backends/mla/flashmla_sparse.py; "
+        "vllm/models/deepseek_v4/attention.py (planner/engines/vllm_deepseek_v4.py note 2)",
     ),
     "q8_0": ("as int8 (llama.cpp block format, 34 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
     "q4_0": ("as int4 (llama.cpp block format, 18 B per 32 values)", "llama.cpp ggml/src/ggml.c"),
@@ -74,9 +84,11 @@ class KVQuantOption:
     """One KV dtype on one GPU (per-GPU figures).
 
     Attributes:
-        kv_cache_dtype: Resolved dtype name (``auto`` becomes ``bf16``/``fp16``).
+        kv_cache_dtype: The cache the plan counts its users in (``Plan.kv_cache_dtype``; ``auto`` becomes
+            ``bf16``/``fp16``).
         bits_per_element: Bits per stored value, scales included.
-        kv_cache_bytes_per_token_per_gpu: [bytes].
+        kv_cache_bytes_per_token_per_gpu: In the cache the users are counted in: the plan's, or its pool's growth per
+            token past every window where that is another cache (DeepSeek-V4) [bytes].
         kv_cache_capacity_tokens: Tokens the budget holds [tokens].
         max_concurrent_sequences: Sequences of ``context_len`` that fit.
         users_gained: Versus the baseline (first dtype compared).
@@ -108,7 +120,10 @@ def compare_kv_dtypes(
     Each dtype is a full :func:`planner.budget.plan` with only
     ``kv_cache_dtype`` changed, so budgets are identical and the gain is
     ``budget // bytes_per_sequence(dtype) - budget // bytes_per_sequence(baseline)``. Names that store the same
-    cache make one row; where the first is vLLM's ``fp8_ds_mla`` (a sparse-MLA model under ``auto``), the
+    cache make one row, as do names whose plans count their users in one cache (``Plan.kv_cache_dtype``:
+    DeepSeek-V4's every name is vLLM's ``fp8_ds_mla`` pool, one row whose KV per token is that pool's,
+    ``Plan.kv_cache_pool_bytes_per_token``, not the exact bf16 figure beside users it does not count); where the
+    first is vLLM's ``fp8_ds_mla`` (a sparse-MLA model under ``auto``), the
     model's 16-bit cache (vLLM's ``--kv-cache-dtype bfloat16``) comes first as the baseline.
 
     Raises:
@@ -126,16 +141,19 @@ def compare_kv_dtypes(
                            *kv_cache_dtypes)
     for name in kv_cache_dtypes:
         resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
-        if resolved not in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
-            rows[resolved] = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
+        if resolved in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
+            continue
+        result = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
+        rows.setdefault(result.kv_cache_dtype, result)  # DeepSeek-V4: every name is vLLM's fp8_ds_mla pool
     base = next(iter(rows.values()))
     out = []
-    for resolved, result in rows.items():
-        note, sources = QUALITY_NOTES.get(resolved, ("", ""))
+    for stored, result in rows.items():
+        note, sources = QUALITY_NOTES.get(stored, ("", ""))
+        pool = result.kv_cache_pool_bytes_per_token  # the users' pool pages, not the exact cache (DeepSeek-V4)
         out.append(KVQuantOption(
-            kv_cache_dtype=resolved,
-            bits_per_element=float(_bits_per_element(model, resolved)),
-            kv_cache_bytes_per_token_per_gpu=result.kv_cache_bytes_per_token_per_gpu,
+            kv_cache_dtype=stored,
+            bits_per_element=float(_bits_per_element(model, stored)),
+            kv_cache_bytes_per_token_per_gpu=result.kv_cache_bytes_per_token_per_gpu if pool is None else pool,
             kv_cache_capacity_tokens=result.kv_cache_capacity_tokens,
             max_concurrent_sequences=result.max_concurrent_sequences,
             users_gained=result.max_concurrent_sequences - base.max_concurrent_sequences,
@@ -149,9 +167,15 @@ def compare_kv_dtypes(
 def _bits_per_element(model: ModelSpec, name: str) -> Fraction:
     """Bits per stored value of the KV cache ``name``, scales included; ``fp8_ds_mla``: the stored bytes of one
     sparse-MLA latent (:func:`planner.model.sparse.fp8_ds_mla_bytes`) over its ``kv_lora_rank + qk_rope_head_dim``
-    values (656 B for 576 values: 9.11 bits)."""
+    values (656 B for 576 values: 9.11 bits); DeepSeek-V4 (no latent: vLLM's pool pages of its K=V entries,
+    :mod:`planner.engines.vllm_deepseek_v4` note 2): one entry's 584 B over its ``head_dim`` values (512: 9.13 bits)."""
     if name == "fp8_ds_mla":
         layer = indexed_mla_layer(model)
+        if layer is None:
+            from planner.engines.vllm_deepseek_v4 import FP8_DS_MLA_ENTRY_BYTES  # noqa: PLC0415 - engines on use
+
+            head_dim = next(x.head_dim for x in model.layers if isinstance(x, V4_LAYERS))
+            return Fraction(8 * FP8_DS_MLA_ENTRY_BYTES, head_dim)
         values = layer.kv_lora_rank + layer.qk_rope_head_dim
         return Fraction(8 * fp8_ds_mla_bytes(layer.kv_lora_rank, layer.qk_rope_head_dim), values)
     return KV_CACHE_DTYPES[name].bits_per_element
