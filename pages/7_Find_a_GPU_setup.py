@@ -7,6 +7,7 @@ import streamlit as st
 
 from planner.diagnose import Fix
 from planner.serving.features import for_engine
+from planner.traffic.find_engine import launch_media_tokens
 from ui import (
     catalog,
     charts,
@@ -73,7 +74,7 @@ request = replace(request, engine=engine_name, alternative_weight_dtype="fp8",  
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
-st.caption(workload.describe())
+st.caption(workload.describe(media_tokens=launch_media_tokens(request)))  # the launches' --max-model-len
 feature_line.show_users_line(for_engine(features, engine_name), form.model_id, what="Every setup's users",
                              left_out=feature_line.link_left_out(engine=engine_name))
 if result.fits:

@@ -107,8 +107,15 @@ def launch_max_model_len(request, max_model_len: int) -> int:
     as Home counts them (QA: Gemma 4 26B with 4 images, 34 users on an A100 PCIe where Home says 33: Find sized
     requests of 16,384 tokens with the 1,032 image tokens inside, which vLLM would refuse for a 16,384-token text).
     The lookahead slots of speculative decoding are not in the limit (vLLM's check leaves them out)."""
+    return max_model_len + launch_media_tokens(request)
+
+
+def launch_media_tokens(request) -> int:
+    """The image and video tokens :func:`launch_max_model_len` adds to a Find request's longest text
+    (:func:`planner.serving.summary.sequence_extras`, the request's features as its engine takes them); 0 without
+    images or videos. Gemma 4 26B, 4 images of the default size: 4 x 258 = 1,032 tokens."""
     features = request.serving if request.engine is None else for_engine(request.serving, request.engine)
-    return max_model_len + sequence_extras(features).media_tokens
+    return sequence_extras(features).media_tokens
 
 
 def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: str,

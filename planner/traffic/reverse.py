@@ -67,6 +67,7 @@ from planner.traffic.find_engine import (
     engine_capacity,
     engine_launch_command,
     launch_max_model_len,
+    launch_media_tokens,
     offers_kv_dtype,
 )
 from planner.traffic.find_scale import (
@@ -149,10 +150,13 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     request.validate()
     workload = request.resolved_workload()
     limit = model.max_position_embeddings
-    if limit and workload.max_model_len > limit:
+    media = launch_media_tokens(request)  # the launch's --max-model-len holds them too (QA: Gemma 4 with images)
+    if limit and workload.max_model_len + media > limit:
         raise ValueError(
-            f"requests of up to {workload.max_model_len:,} tokens exceed what {model.model_id} supports "
-            f"({limit:,}); shorten the prompt or output")
+            f"requests of up to {workload.max_model_len + media:,} tokens"
+            + (f" ({workload.max_model_len:,} text + {media:,} image and video tokens)" if media else "")
+            + f" exceed what {model.model_id} supports ({limit:,}); shorten the prompt or output"
+            + (", or send fewer or smaller images or videos" if media else ""))
     gpus = _chosen_gpus(gpus, request.gpu_ids)
     priced = [g for g in gpus if g.price_usd_per_hour is not None]
     skipped = tuple(g.id for g in gpus if g.price_usd_per_hour is None)

@@ -336,10 +336,13 @@ class Workload:
             output = np.floor(rng.random(n) * (output + 1)).astype(np.int64)
         return np.minimum(prompt + output, self.max_model_len)
 
-    def describe(self) -> str:
-        """One line for the UI."""
+    def describe(self, media_tokens: int = 0) -> str:
+        """One line for the UI. ``media_tokens``: the image and video tokens each request carries beside its text
+        (:func:`planner.traffic.find_engine.launch_media_tokens`), inside the limit as a launch's
+        ``--max-model-len`` holds them: "limit 3,532 tokens (2,500 text + 1,032 image and video tokens)"."""
+        media = f" ({self.max_model_len:,} text + {media_tokens:,} image and video tokens)" if media_tokens else ""
         return (f"prompt {self.prompt.describe()}; output {self.output.describe()}; "
-                f"limit {self.max_model_len:,} tokens; sized at the {self.growth}")
+                f"limit {self.max_model_len + media_tokens:,} tokens{media}; sized at the {self.growth}")
 
 
 def fixed_workload(prompt_len: int, output_len: int, max_model_len: int | None = None) -> Workload:
