@@ -53,3 +53,17 @@ def test_concurrency_chart_and_table_end_at_the_model_limit():
     assert max(max(t["x"]) for t in _chart(at)["data"]) == limit
     table = open_tab(at, "concurrency_section", "Table by context length").table[0].value
     assert list(table.columns)[-1] == format_tokens_short(limit)
+
+
+def test_allocation_curve_ends_where_the_memory_curves_do():
+    """QA: the Allocation page's curve stopped at 1,048,576 tokens (its own ``CURVE_MAX_TOKENS = 1 << 20``) where the
+    Memory curves and Concurrency pages reach the model's limit; it ends at the same :func:`ui.data.curve_top` now."""
+    at = AppTest.from_file(str(ROOT / "pages/6_Allocation.py"), default_timeout=60)
+    for key, value in dict(model=SCOUT, gpu="nvidia-h200-sxm", num_gpus="8").items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    curve = next(s for s in (json.loads(el.proto.spec) for el in at.get("plotly_chart"))
+                 if "max_model_len" in s["layout"]["xaxis"]["title"].get("text", ""))
+    ends = {max(t["x"]) for t in curve["data"] if t["x"]}
+    assert max(ends) == data.curve_contexts([model_spec(SCOUT)])[-1] == model_spec(SCOUT).max_position_embeddings

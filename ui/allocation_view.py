@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
 
-from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, PlanRequest, sequence_profiles
+from planner.budget import PlanRequest, sequence_profiles
 from planner.model import ModelSpec
 from planner.sweep import context_points
 from planner.traffic.allocation import (
@@ -30,6 +30,7 @@ from planner.traffic.prefix import PrefixSharing, SamplingMemory, parallel_sampl
 from planner.traffic.simulation import ConcurrencySimulation, simulate_concurrency
 from planner.traffic.throughput import active_parameters, prefill_seconds
 from planner.traffic.workload import Fixed, LogNormal, Workload
+from ui import data
 from ui.charts import ALLOCATION_COLOURS, PALETTE, TOKEN_AXIS, chart
 from ui.format import (
     bytes_to_gib,
@@ -45,9 +46,6 @@ from ui.tiles import show_tiles, tiles_from_values
 CHART_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
                     hoverlabel=dict(namelength=-1))
 """Layout shared by the traffic pages' charts (this module's and :mod:`ui.find_view`'s)."""
-
-CURVE_MAX_TOKENS = 1 << 20
-"""Longest max_model_len on the allocation curve [tokens]."""
 
 MONTE_CARLO_TRIALS = 1000
 """Trials per simulation on the pages."""
@@ -102,8 +100,7 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
                                       prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction, gpu_id=gpu.id)
     exact, paged = sequence_profiles(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)  # features on
     budget = comparison.kv_cache_budget_bytes
-    limit = model.max_position_embeddings or MAX_CONTEXT_SEARCH_LIMIT
-    top = max(min(limit, CURVE_MAX_TOKENS), request.context_len, mean_len)
+    top = max(data.curve_top([model]), request.context_len, mean_len)  # the Memory curves pages' end (QA: 1M)
     curve = allocation_curve(exact, paged, budget, mean_len=mean_len,
                              max_model_lens=context_points(mean_len, max(top, mean_len + 1), 32),
                              prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,

@@ -40,7 +40,8 @@ CURVE_MAX_TOKENS = MAX_CONTEXT_SEARCH_LIMIT
 
 CURVE_END = (f"its model's max_position_embeddings ({CURVE_MAX_TOKENS:,} tokens at most, the longest context the "
              "planner takes)")
-"""Where every curve and table of the Memory curves and Concurrency pages ends, for their captions."""
+"""Where every curve and table of the Memory curves and Concurrency pages (and the Allocation page's curve) ends, for
+their captions."""
 
 CURVE_DEFAULT_MAX_TOKENS = 131072
 """Curve end for models whose config states no limit [tokens]."""
@@ -60,10 +61,15 @@ def model_limit(model: ModelSpec) -> int:
     return model.max_position_embeddings or CURVE_DEFAULT_MAX_TOKENS
 
 
+def curve_top(models: Iterable[ModelSpec]) -> int:
+    """Where the curves of ``models`` end: the longest limit among them (:func:`model_limit`), capped at
+    :data:`CURVE_MAX_TOKENS` [tokens]. The Memory curves, Concurrency and Allocation pages' one rule."""
+    return min(max(model_limit(m) for m in models), CURVE_MAX_TOKENS)
+
+
 def curve_contexts(models: Iterable[ModelSpec]) -> tuple[int, ...]:
-    """Log-spaced contexts up to the longest limit among ``models`` (capped at :data:`CURVE_MAX_TOKENS`)."""
-    top = min(max(model_limit(m) for m in models), CURVE_MAX_TOKENS)
-    return context_points(CURVE_MIN_TOKENS, max(top, CURVE_MIN_TOKENS * 2), CURVE_POINTS)
+    """Log-spaced contexts up to :func:`curve_top` of ``models``."""
+    return context_points(CURVE_MIN_TOKENS, max(curve_top(models), CURVE_MIN_TOKENS * 2), CURVE_POINTS)
 
 
 def concurrency_contexts(model: ModelSpec) -> tuple[int, ...]:

@@ -24,7 +24,6 @@ from planner.traffic.offload import PCIE4_X16_GB_S
 from ui import inputs
 from ui.allocation_view import (  # noqa: F401 - the Allocation page's names, re-exported for the page and tests
     CHART_LAYOUT,
-    CURVE_MAX_TOKENS,
     MONTE_CARLO_TRIALS,
     SCHEME_LABELS,
     AllocationView,
