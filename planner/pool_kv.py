@@ -11,6 +11,8 @@ that shows those beside the users shows two caches for one plan. :func:`pool_kv`
 
     pool block          = the groups' ``page_bytes`` (22 layer tuples x 47,808 B = 1,051,776 B for V4-Flash)
     bytes per token     = ceil(sum over the groups without a window of layers x pool block / their block)
+                          (:attr:`planner.model.kv.KVProfile.pool_bytes_per_token`, also
+                          ``Plan.kv_cache_pool_bytes_per_token``)
                           (a sequence's pages grow by this past every window: the compressed K and indexer keys;
                           V4-Flash: ceil(1,051,776 / 256) = 4,109 B)
     blocks per sequence = the paged profile's bytes of one decoding sequence of ``context_len`` / pool block

@@ -87,7 +87,7 @@ def test_allocation_kv_dtype_table_states_the_pool_its_users_are_counted_in():
     at = open_tab(run("pages/6_Allocation.py", LINK), "allocation_section", "KV-cache quantization")
     assert not at.exception and not at.error
     table = at.table[0].value
-    assert list(table["KV dtype"]) == ["fp8\\_ds\\_mla"] or list(table["KV dtype"]) == ["fp8_ds_mla"]
+    assert [str(v).replace("\\_", "_") for v in table["KV dtype"]] == [_v4_plan(800).kv_cache_dtype]  # one cache
     assert list(table["KV per token per GPU"]) == [format_bytes(_pool_per_token(), "auto")]
 
 
@@ -111,3 +111,20 @@ def test_home_formula_names_the_cache_of_its_per_token_sum():
     p = _v4_plan()
     sums = [m.value for m in at.markdown if "**Sum**" in str(m.value)]
     assert sums and f"per token in {p.kv_cache_exact_dtype}**" in sums[0]
+
+
+def test_engine_page_names_the_cache_of_its_kv_per_token():
+    """The Engine page's rank table gave V4-Flash's bf16 "8.08 KiB" per token beside its fp8_ds_mla pool blocks."""
+    from planner.engines import EngineRequest, plan_engine
+
+    gpu = get_gpu(H200)
+    engine = plan_engine(model_spec(V4), gpu.framework_memory_bytes,
+                         EngineRequest(tensor_parallel_size=8, max_model_len=8192, gpu_name=gpu.id))
+    exact = _v4_plan().kv_cache_exact_dtype  # the plan's exact figure is the same cache
+    assert engine.ranks[0].kv_cache_bytes_per_token_dtype == exact != engine.kv_cache_dtype
+    for model_id, named in ((V4, f" ({exact})"), (LLAMA, "")):
+        at = run("pages/5_Engine.py", {"model": model_id, "gpu": H200, "num_gpus": "8", "context_len": "8192"})
+        assert not at.exception and not at.error
+        table = at.table[0].value
+        row = table[table["Per GPU"] == "KV per token"].iloc[0, 1]
+        assert row.endswith(f"KiB{named}"), (model_id, row)

@@ -386,10 +386,17 @@ def _rank_row(plan: EnginePlan, r: RankBudget) -> dict:
         "Activation peak": format_bytes(r.activation_bytes), "Non-torch": format_bytes(r.non_torch_bytes),
         "CUDA graphs": format_bytes(r.cudagraph_bytes), "Available KV": format_bytes(r.available_kv_cache_bytes),
         **({"Mamba state pool": format_bytes(r.state_pool_bytes)} if r.state_pool_bytes else {}),
-        "KV per token": format_bytes(r.kv_cache_bytes_per_token, "auto"),
+        "KV per token": format_bytes(r.kv_cache_bytes_per_token, "auto") + _token_cache(plan, r),
         "Block": format_bytes(r.bytes_per_block, "auto"), "Blocks": format_int(r.num_blocks),
         "Measured": ", ".join(r.overridden) or "-",
     }
+
+
+def _token_cache(plan: EnginePlan, r: RankBudget) -> str:
+    """`` (bf16)``: the cache of the rank's KV per token where it is not the plan's (``RankBudget.
+    kv_cache_bytes_per_token_dtype``: DeepSeek-V4's bf16 figure beside its fp8_ds_mla pool blocks, QA); else ""."""
+    named = r.kv_cache_bytes_per_token_dtype
+    return f" ({named})" if named not in ("", plan.kv_cache_dtype) else ""
 
 
 SERVING_PART_HELP = {

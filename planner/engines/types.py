@@ -237,6 +237,9 @@ class RankBudget:
         cudagraph_bytes: CUDA-graph memory [bytes] (deducted only where the engine does).
         available_kv_cache_bytes: KV memory of this GPU [bytes].
         kv_cache_bytes_per_token: KV bytes per token on this GPU, windows not applied [bytes].
+        kv_cache_bytes_per_token_dtype: The cache ``kv_cache_bytes_per_token`` is in, where the engine names it
+            (vLLM: the requested cache as stored, ``bf16`` for DeepSeek-V4 under ``auto`` beside its ``fp8_ds_mla``
+            pool blocks, :mod:`planner.engines.vllm_deepseek_v4`); "" = the plan's ``kv_cache_dtype``.
         bytes_per_block: One block of the pool on this GPU [bytes] (cell size for page 1).
         num_blocks: Blocks this GPU alone could hold.
         overridden: Names of terms the user supplied.
@@ -277,6 +280,7 @@ class RankBudget:
     runner_state_bytes: int = 0
     cudagraph_charged: bool = False
     first_compile_bytes: int = 0
+    kv_cache_bytes_per_token_dtype: str = ""
 
     def segments(self, gpu_memory_bytes: int) -> tuple[tuple[str, int], ...]:
         """This GPU's memory as the engine divides it, for a stacked bar [bytes each].

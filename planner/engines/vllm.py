@@ -467,6 +467,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
         forward_activation_bytes=act.forward_bytes, sampler_bytes=act.sampler_bytes,
         non_torch_bytes=terms["non_torch"], cudagraph_bytes=terms["cudagraph"], available_kv_cache_bytes=available,
         kv_cache_bytes_per_token=sum(layer_bytes_per_token(model.layers[i], dtypes, tp, ds_mla) for i in layers),
+        kv_cache_bytes_per_token_dtype="fp8_ds_mla" if ds_mla else dtypes.kv.name,
         bytes_per_block=layout.bytes_per_block, num_blocks=layout.num_blocks(available),
         overridden=tuple(overridden), runner_state_bytes=state, cudagraph_charged=charged,
         first_compile_bytes=compile_bytes)
