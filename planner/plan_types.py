@@ -241,8 +241,11 @@ class Plan:
         return _weights_label(self.weight_dtype, self.weight_dtype_resolved)
 
     def to_dict(self) -> dict:
-        """Plain dict for JSON output (tuples become lists; ``serving`` only when it is on)."""
+        """Plain dict for JSON output (tuples become lists; ``serving`` only when it is on), with
+        ``kv_cache_bytes_per_sequence_paged_per_gpu`` (:attr:`kv_cache_bytes_per_sequence_paged_per_gpu`, the
+        sequence the users are counted in) beside the fields."""
         out = asdict(self)
+        out["kv_cache_bytes_per_sequence_paged_per_gpu"] = self.kv_cache_bytes_per_sequence_paged_per_gpu
         for key in ("reasons", "suggestions", "notes"):
             out[key] = list(out[key])
         if out["serving"] is None:

@@ -185,3 +185,21 @@ def test_home_budget_tile_quotes_the_capacity_its_users_fill():
     assert p.max_concurrent_sequences * 131072 <= held < (p.max_concurrent_sequences + 1) * 131072
     help_text = plan_metric_values(p)["KV budget per GPU"][1]
     assert format_tokens(held) in help_text and format_tokens(p.kv_cache_capacity_tokens) not in help_text
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "deepseek-ai/DeepSeek-V4-Flash", "--gpu", H200, "--num-gpus", "8", "--context-len", "131072",
+     "--batch-size", "64"],
+    ["--model", "openai/gpt-oss-120b", "--gpu", "nvidia-h100-80gb", "--context-len", "32768", "--batch-size", "8"],
+    ["--model", QWEN, "--gpu", H200, "--context-len", "32768"],
+    ["--model", "meta-llama/Meta-Llama-3-8B", "--gpu", "nvidia-h100-80gb", "--context-len", "8192"]])
+def test_plan_json_gives_the_sequence_users_are_counted_in(capsys, argv):
+    """QA: DeepSeek-V4-Flash's JSON gave only the exact bf16 ``kv_cache_bytes_per_sequence_per_gpu`` (0.76 GiB), so
+    budget / it gave 134 users beside the 188 reported (the table counts 539.64 MiB fp8_ds_mla pool blocks). The
+    JSON adds ``kv_cache_bytes_per_sequence_paged_per_gpu``, the sequence the users are counted in: the users are
+    ``(budget - prefill extra) // it`` for every model (the extra: one windowed request's prefill chunk)."""
+    out = _json(capsys, ["plan", *argv])
+    paged = out["kv_cache_bytes_per_sequence_paged_per_gpu"]
+    assert paged > 0
+    usable = out["kv_cache_budget_bytes"] - out["kv_cache_prefill_extra_bytes"]
+    assert out["max_concurrent_sequences"] == usable // paged
