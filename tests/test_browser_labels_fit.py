@@ -39,3 +39,28 @@ def test_no_metric_label_is_cut_at_1280(streamlit_server, chromium_browser, path
         assert page.evaluate(CUT_LABELS_JS) == []
     finally:
         context.close()
+
+
+LEGEND_OVER_TITLE_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].flatMap((chart) => {
+  const legend = chart.querySelector('.legend'), title = chart.querySelector('.xtitle');
+  if (!legend || !title) return [];
+  const a = legend.getBoundingClientRect(), b = title.getBoundingClientRect();
+  const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+  return apart ? [] : [title.textContent];
+})"""
+
+
+@pytest.mark.parametrize("query", ["?model=meta-llama/Llama-4-Scout-17B-16E-Instruct&gpu=nvidia-h100-sxm-80gb"
+                                   "&num_gpus=4", "?model=openai/gpt-oss-120b&gpu=nvidia-h100-sxm-80gb"])
+def test_allocation_legend_keeps_off_the_axis_title_at_1280(streamlit_server, chromium_browser, query):
+    """QA: the Allocation curve's legend (y -0.22 of the plot) sat over its x-axis title, "max_model_len
+    [tokens; K = 1,024]", at half a page wide."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(OBSERVER_JS)
+    try:
+        page = context.new_page()
+        open_settled(page, streamlit_server.base_url + "/Allocation" + query)
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=stPlotlyChart] .xtitle').length")
+        assert page.evaluate(LEGEND_OVER_TITLE_JS) == []
+    finally:
+        context.close()
