@@ -6,7 +6,7 @@ from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
-from ui import catalog, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
+from ui import catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
 from ui.engine_metrics import batch_short_text
 from ui.format import count_noun, format_command, md_message, md_text
 
@@ -82,6 +82,8 @@ st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
 st.code(format_command(result.launch_command), language="bash")
+if name_note := custom_panel.launch_name_note(form.model_id):  # a pasted config's name is no checkpoint
+    st.caption(name_note)
 engine.serving_section(result)
 
 st.subheader("Check against your engine's startup log")

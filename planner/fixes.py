@@ -37,6 +37,7 @@ from planner.budget import Plan, PlanRequest, plan
 from planner.diagnose import Fix, valid_tensor_parallel_sizes
 from planner.engines import ENGINE_PROFILES, EnginePlan, EngineRequest, plan_engine, resolve_engine_name
 from planner.engines.loaded import gpu_capability
+from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 
@@ -121,6 +122,14 @@ def _starts_at(fixed: EnginePlan) -> str:
     return f"starts with {concurrency_text(fixed)}"
 
 
+def _peak_reason(fixed: EnginePlan, users: int) -> str:
+    """`` (users are the requests ... at its prefill peak)`` (:data:`~planner.engines.types.PREFILL_PEAK_REASON`)
+    when a fix leaves ``users`` sequences that fit the budget above the concurrency the engine prints (vLLM V1
+    with windowed layers: the print counts each request at its prefill peak), else "". QA: "lower batch_size to 3
+    ...: starts with 2.75x concurrency" for gpt-oss-120b on one H100 SXM at 32,768 tokens said no why."""
+    return f" ({PREFILL_PEAK_REASON})" if fixed.decodes_more_than_printed and users > fixed.max_concurrency else ""
+
+
 def _kv_tokens(engine: str, fixed: EnginePlan) -> str:
     """``"vllm starts with 214,607 tokens of KV cache."``: what a fix's help adds to its text."""
     return f"{engine} starts with {fixed.engine_kv_cache_tokens:,} tokens of KV cache."
@@ -194,7 +203,9 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
             engine = resolve_engine_name(engine_request.engine)
-            outcome = (f": {_starts_at(engine_plan)}; {_kv_tokens(engine, engine_plan)}" if engine_plan is not None
+            users = fix.value if fix.key == "batch_size" else request.batch_size  # the batch the fix leaves
+            outcome = (f": {_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
+                       f"{_kv_tokens(engine, engine_plan)}" if engine_plan is not None
                        else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
         if engine_plan is not None and not engine_plan.starts:
             continue  # the budget fits, the engine would refuse: not a fix

@@ -21,6 +21,7 @@ from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
 from planner.units import GiB, MiB
+from planner.text import count_noun
 
 if TYPE_CHECKING:  # annotations only (planner.budget imports this module)
     from planner.budget import PlanRequest
@@ -245,7 +246,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch"
                + (f" + {graphs / MiB:,.0f} MiB CUDA graphs" if graphs else "")
                + (f" + {runner_bytes / MiB:,.0f} MiB model runner V2 state and first compile" if runner_bytes else "")
-               + f" ({profile.version} profile run: {tokens:,} tokens, {seqs:,} sequences)")
+               + f" ({profile.version} profile run: {count_noun(tokens, 'token')}, {count_noun(seqs, 'sequence')})")
     return OverheadEstimate(
         activation_bytes=act.forward_bytes if act.forward_bytes >= act.sampler_bytes else 0,
         logits_bytes=act.sampler_bytes if act.sampler_bytes > act.forward_bytes else 0,

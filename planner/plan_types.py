@@ -202,9 +202,10 @@ class Plan:
     kv_cache_capacity_tokens_at_context: int = 0
     """Tokens the budget holds as sequences of :attr:`context_len`, users counted as :attr:`max_concurrent_sequences`
     (``floor((budget - prefill extra) x context_len / KV of one paged sequence)``): users x context. For a model whose
-    every layer is full attention this is vLLM's "GPU KV cache size" print within one block; for windowed, hybrid and
-    compressed models vLLM prints its blocks per KV-cache group instead (vllm/v1/core/kv_cache_utils.py
-    ``_report_kv_cache_config``), which the engine view gives."""
+    every layer is full attention this is vLLM's "GPU KV cache size" print within one block; for windowed and
+    compressed models vLLM's print (the concurrency times the length) counts each request at its prefill peak, its
+    window plus a whole batched chunk (vllm/v1/core/kv_cache_utils.py ``get_max_concurrency_for_kv_cache_config``,
+    ``_report_kv_cache_config``; :func:`planner.engines.pages.printed_tokens`), which the engine view gives."""
     max_concurrent_sequences: int
     max_context_len: int
     max_context_len_limited_by: str

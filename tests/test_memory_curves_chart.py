@@ -141,3 +141,35 @@ def test_spread_labels_keeps_them_apart_near_their_lines_and_inside_the_axis():
     assert spans[0][0] >= 0 and spans[-1][1] <= 100
     assert places[3] == 40.0  # a label with room stays on its line
     assert places[4] == 100.0 - 1.5  # one at the top is moved down just enough
+
+
+QA42_MODELS = ["deepseek-ai/DeepSeek-V4-Flash", "Qwen/Qwen3.6-35B-A3B", "google/gemma-4-26B-A4B", "openai/gpt-oss-120b",
+               "MiniMaxAI/MiniMax-M2.7", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"]
+QA42_GPUS = ["nvidia-h100-sxm-80gb", "nvidia-h200-sxm", "nvidia-b200", "nvidia-l40s", "nvidia-l4", "amd-mi300x",
+             "nvidia-rtx-5090", "nvidia-dgx-spark"]
+
+
+def test_each_gpu_line_has_the_dash_of_the_curves_priced_for_it():
+    """QA (stop 42): the curves' dash told the overhead class they are priced for, while the GPUs' usable lines had
+    dashes of their own (MI300X dashed, B200 dash-dot, H200 dotted), so a dotted curve priced for the L40S read
+    against the dotted H200 line. Each usable line now has the dash of the curves priced for its GPU, one dash per
+    class, and the caption says so."""
+    at, fig = _page(models=QA42_MODELS, gpus=QA42_GPUS, num_gpus="2", batch_size="4")
+    names = [get_gpu(g).name for g in QA42_GPUS]
+    models = [model_spec(m) for m in QA42_MODELS]
+    groups = data.memory_curve_groups(models, [get_gpu(g) for g in QA42_GPUS], PlanRequest(
+        context_len=8192, batch_size=4, num_gpus=2), data.curve_contexts(models))
+    curves = [t for t in fig["data"] if "meta" in t]
+    assert [t["meta"] for t in curves] == [c.label for c in groups]  # the page draws these curves, in this order
+    line_dash = dict(zip(names, (s["line"]["dash"] for s in fig["layout"]["shapes"])))
+    classes: dict[str, set[tuple[str, ...]]] = {}
+    for trace, group in zip(curves, groups):
+        for name in group.gpu_names:
+            assert line_dash[name] == trace["line"]["dash"], (name, group.label)
+        classes.setdefault(trace["line"]["dash"], set()).add(tuple(sorted(group.gpu_names)))
+    assert all(len(v) == 1 for v in classes.values()), classes  # one dash, one set of GPUs
+    assert set(line_dash.values()) == set(classes)
+    note = next(c.value for c in at.caption if "legend entry per model" in c.value)
+    assert "usable line" in note
+    for dash, (gpus,) in classes.items():
+        assert f"{charts.dash_word(dash)} priced for {', '.join(n for n in names if n in gpus)}" in note, note

@@ -222,7 +222,7 @@ def simulation_metric_values(view: AllocationView) -> dict[str, tuple[str, str]]
                            f"{sim.analytic_expected_users:,.1f}"),
         "Users, 5th percentile": (format_int(sim.p5_users), "fit in 95% of trials"),
         "Users, 95th percentile": (format_int(sim.p95_users), "fit in only 5% of trials"),
-        f"P(out of KV) at {format_int(view.users)} users": (f"{view.preemption_at_users:.1%}",
+        f"P(out of KV) at {count_noun(view.users, 'user')}": (f"{view.preemption_at_users:.1%}",
                                                            "share of trials where they do not all fit"),
     }
 
@@ -234,7 +234,7 @@ def prefix_metric_values(p: PrefixSharing) -> dict[str, tuple[str, str]]:
                                f"⌊{format_int(p.prefix_len)} / {p.block_size}⌋ full blocks; the partial last "
                                f"block is not shared"),
         "KV saved": (format_bytes(p.bytes_saved), f"{format_bytes_exact(p.bytes_saved)} for {p.num_hits} of "
-                                                  f"{format_int(p.num_requests)} requests"),
+                                                  f"{count_noun(p.num_requests, 'request')}"),
         "Prefill tokens saved": (format_int(p.prefill_tokens_saved), "not recomputed"),
         "Sequences that fit": (f"{format_int(p.max_sequences_with)} (vs {format_int(p.max_sequences_without)})",
                                "with vs without sharing"),
@@ -361,7 +361,7 @@ def preemption_chart(sim: ConcurrencySimulation, users: int) -> go.Figure:
     curve = sim.curve()
     fig = go.Figure(go.Scatter(
         x=[n for n, _ in curve], y=[p for _, p in curve], mode="lines", line=dict(color=PALETTE[3], width=3),
-        name="P(out of KV)", hovertext=[f"{format_int(n)} users: {p:.1%}" for n, p in curve],
+        name="P(out of KV)", hovertext=[f"{count_noun(n, 'user')}: {p:.1%}" for n, p in curve],
         hovertemplate="%{hovertext}<extra></extra>"))
     marks = ((sim.guaranteed_users, "guaranteed"), (sim.p5_users, "p5"), (sim.p95_users, "p95"), (users, "your users"))
     fig.update_layout(  # layout shapes: ~60 ms cheaper per rerun than four add_vline calls

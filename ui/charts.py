@@ -49,7 +49,6 @@ ALLOCATION_COLOURS = {"Reserved": palette.KV_RESERVED, "In use": palette.KV_IN_U
 
 ATTENTION_COLOURS = {"MHA": "#E45756", "GQA": "#4C78A8", "MQA": "#54A24B", "MLA": "#F58518"}
 
-CAPACITY_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 _TOKEN_TICKS = tuple(1 << k for k in range(7, 25))  # 128, 256, 512, 1K, ... 16M
 TOKEN_AXIS = dict(type="log", title="Context length [tokens per sequence; K = 1,024]",
@@ -133,9 +132,12 @@ def _line(axis: str, value: float, dash: str, colour: str, width: float) -> dict
             "line": {"dash": dash, "color": colour, "width": width}}
 
 
-CLASS_DASHES = ("solid", "dash", "dot", "dashdot")
-"""Line style per overhead class of one model (the same model priced for the GPUs of each of vLLM's
-profile-pass classes, :class:`ui.data.CurveGroup` ``group``); the colour is the model's."""
+CLASS_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "9px,3px,3px,3px,3px,3px", "3px,9px")
+"""Line style per GPU class (:class:`ui.data.CurveGroup` ``group``: the GPUs of one of vLLM's profile-pass
+classes): each model's curve priced for those GPUs, in the model's colour, and those GPUs' grey usable lines
+(eight styles: the catalog's GPUs fall in at most eight classes for one model; more would repeat a style). The
+last two are plotly dash lists in px, as long as the named ones at 3 px (plotly.js scales a named dash by the
+line width, at least 3)."""
 
 CURVE_TOP_FACTOR = 1.25
 """A linear memory axis ends at the highest curve, or at this much above the largest GPU line (or the
@@ -168,12 +170,24 @@ def _exit_marker(curve, top_gib: float, colour: str, batch_size: int) -> dict | 
                 cliponaxis=False, hovertext=[text], hovertemplate="%{hovertext}<extra></extra>")
 
 
-_DASH_WORDS = {"solid": "solid", "dash": "dashed", "dot": "dotted", "dashdot": "dash-dot"}
+_DASH_WORDS = dict(zip(CLASS_DASHES, ("solid", "dashed", "dotted", "dash-dot", "long-dashed", "long-dash-dot",
+                                      "dash-dot-dot", "sparse-dotted")))
+
+
+def dash_word(dash: str) -> str:
+    """A :data:`CLASS_DASHES` style in words (``"dot"`` -> ``"dotted"``)."""
+    return _DASH_WORDS[dash]
+
+
+def class_dash(group: int) -> str:
+    """The line style of GPU class ``group`` (:data:`CLASS_DASHES`)."""
+    return CLASS_DASHES[group % len(CLASS_DASHES)]
 
 
 def class_note(curves: Sequence) -> str | None:
-    """What the line styles mean when a model has a curve per overhead class, else None:
-    ``"... a line per class: solid priced for RTX 4090, L40S; dashed for H100 SXM5 80GB."``."""
+    """What the line styles mean when a model has a curve per GPU class, else None:
+    ``"... a line per class, and each GPU's grey usable line has the style of the curves priced for it: solid
+    priced for RTX 4090, L40S; dashed priced for H100 SXM5 80GB."``."""
     names: dict[int, list[str]] = {}
     for c in curves:
         for name in c.gpu_names:
@@ -181,10 +195,10 @@ def class_note(curves: Sequence) -> str | None:
                 names[c.group].append(name)
     if len(names) < 2:
         return None
-    parts = [f"{_DASH_WORDS[CLASS_DASHES[g % len(CLASS_DASHES)]]} priced for {', '.join(names[g])}"
-             for g in sorted(names)]
+    parts = [f"{dash_word(class_dash(g))} priced for {', '.join(names[g])}" for g in sorted(names)]
     return ("One colour and one legend entry per model. The chosen GPUs fall in more than one of vLLM's "
-            f"profile-pass classes, so a model has a line per class: {'; '.join(parts)}.")
+            "profile-pass classes, so a model has a line per class, and each GPU's grey usable line has the style "
+            f"of the curves priced for it: {'; '.join(parts)}.")
 
 
 @chart
@@ -193,7 +207,8 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
     """Per-GPU memory against context length, one colour and one legend entry per model, log x.
 
     A model priced for GPUs of two overhead classes has a line per class, in its colour, told apart by
-    :data:`CLASS_DASHES` (:func:`class_note` says which). A linear axis ends at :func:`memory_axis_top`;
+    :data:`CLASS_DASHES`; each GPU's grey usable line has the style of the curves priced for it, so one style
+    means one set of GPUs (:func:`class_note` says which). A linear axis ends at :func:`memory_axis_top`;
     a curve that climbs past it ends in a triangle on the top edge (hover: where and how much).
 
     Args:
@@ -220,7 +235,7 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         fig.add_scatter(x=[p.context_len for p in points], y=[bytes_to_gib(p.total_bytes) for p in points],
                         mode="lines+markers", name=plotly_text(names.get(curve.model_id, curve.label)),
                         meta=curve.label, legendgroup=curve.model_id, showlegend=curve.model_id not in shown,
-                        line=dict(color=colour, width=3, dash=CLASS_DASHES[curve.group % len(CLASS_DASHES)]),
+                        line=dict(color=colour, width=3, dash=class_dash(curve.group)),
                         marker=dict(size=6, maxdisplayed=14),
                         customdata=values, hovertemplate=_curve_hover(curve.label, batch_size))
         shown.add(curve.model_id)
@@ -240,9 +255,10 @@ def memory_curves(curves: Sequence, capacities: Sequence[tuple[str, int]], batch
         bottom, top = 0.0, top_gib
         yaxis = dict(title="Memory per GPU [GiB]", range=[0, top_gib])
     labels, label_width = gpu_line_labels(capacities, bottom, top, log_y)
+    group_of = {name: c.group for c in curves for name in c.gpu_names}  # each GPU's line: its curves' style
     fig.update_layout(
-        shapes=[_line("y", bytes_to_gib(usable), CAPACITY_DASHES[i % len(CAPACITY_DASHES)], "#555555", 1.5)
-                for i, (_, usable) in enumerate(capacities)],
+        shapes=[_line("y", bytes_to_gib(usable), class_dash(group_of.get(name, 0)), "#555555", 1.5)
+                for name, usable in capacities],
         annotations=labels)
     fig.update_layout(height=520, xaxis=TOKEN_AXIS, yaxis=yaxis, hovermode="closest", **_LAYOUT)
     # l, t, b: what automargin grows to, drawn once (ui.chart_look); r: the GPU labels' column, which

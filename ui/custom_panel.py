@@ -176,6 +176,18 @@ def model_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
     return (*catalog_ids, CUSTOM_ID) if current_choice().model is not None else tuple(catalog_ids)
 
 
+def launch_name_note(model_id: str) -> str | None:
+    """The line beside a launch command that serves the custom model under its panel name, or None: the name of a
+    pasted, uploaded or GGUF model is only a label (``custom-model`` by default), which the engine cannot load,
+    while a model read from the Hub (source ``hf:...``) is served under its repo id. The config's
+    ``_name_or_path`` is not read (the reader drops it), so the note cannot name the checkpoint itself."""
+    chosen = current_choice().model if model_id == CUSTOM_ID else None
+    if chosen is None or chosen.source.startswith("hf:"):
+        return None
+    return (f"`{md_text(chosen.name)}` is this page's name for the custom model, not a checkpoint the engine can "
+            "load: replace it in the command with the model's Hub repo id or local path.")
+
+
 def gpu_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
     """Catalog GPU ids plus :data:`CUSTOM_ID` when a valid custom GPU is set."""
     return (*catalog_ids, CUSTOM_ID) if current_choice().gpu is not None else tuple(catalog_ids)

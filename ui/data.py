@@ -94,7 +94,8 @@ class CurveGroup:
         model_id: Catalog id.
         gpu_names: The GPUs whose usable-memory line this curve is compared with.
         points: The curve (:func:`planner.sweep.memory_curve` with those GPUs' overhead).
-        group: 0 for the model's first overhead class, 1 for the next (line style).
+        group: 0 for the first GPU class of :func:`memory_curve_groups`, 1 for the next (line style; the same
+            GPUs for every model).
     """
 
     label: str
@@ -106,15 +107,18 @@ class CurveGroup:
 
 def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
                         contexts: Sequence[int]) -> list[CurveGroup]:
-    """One curve per model and distinct per-GPU overhead (the newest vLLM's profile pass is sized by GPU class,
-    :func:`planner.gpu_compare.profile_pass_tiers`), so each GPU's line is crossed by the curve priced with
-    that GPU's own overhead, as the table and the CLI price it."""
+    """One curve per model and GPU class, so each GPU's line is crossed by the curve priced with that GPU's own
+    overhead, as the table and the CLI price it (the newest vLLM's profile pass is sized by GPU class,
+    :func:`planner.gpu_compare.profile_pass_tiers`). A class is the GPUs whose overhead is the same for every
+    chosen model, numbered in the GPUs' order, so ``group`` (the line style) names the same GPUs for every model
+    and each GPU's usable line can take the style of the curves priced for it (QA: a dotted curve priced for the
+    L40S read against the dotted H200 line)."""
+    costs = [[per_gpu_costs(m, request, g.framework_memory_bytes, g.id).overhead_bytes for g in gpus] for m in models]
+    classes: dict[tuple[int, ...], list] = {}
+    for j, g in enumerate(gpus):
+        classes.setdefault(tuple(row[j] for row in costs), []).append(g)
     out: list[CurveGroup] = []
     for m in models:
-        classes: dict[int, list] = {}
-        for g in gpus:
-            cost = per_gpu_costs(m, request, g.framework_memory_bytes, g.id)
-            classes.setdefault(cost.overhead_bytes, []).append(g)
         for i, members in enumerate(classes.values()):
             first = members[0]
             names = tuple(g.name for g in members)

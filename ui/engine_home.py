@@ -16,7 +16,7 @@ from planner.engines.types import EnginePlan, EngineRequest, stores_another_cach
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
-from ui import feature_line, inputs, nav
+from ui import custom_panel, feature_line, inputs, nav
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix
 from ui.expected_error import available_kv_text
@@ -135,14 +135,17 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
             st.info(md_message(plan), icon=":material/info:")
         return
     budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)
-    home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv)
+    home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv,
+               command_note=custom_panel.launch_name_note(form.model_id))
 
 
-def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None) -> None:
+def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None,
+               command_note: str | None = None) -> None:
     """A compact engine view for the Home page (no metrics; text from planner fields); ``features_line``: the
     serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures;
     ``budget_kv_dtype``: the KV dtype the figures above price, named when the engine stores another (vLLM keeps
-    DeepSeek-V3.2 as ``fp8_ds_mla`` under ``auto``, the budget bf16)."""
+    DeepSeek-V3.2 as ``fp8_ds_mla`` under ``auto``, the budget bf16); ``command_note``: a line under the launch
+    command (:func:`ui.custom_panel.launch_name_note`)."""
     with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
         state = "starts" if plan.starts else "would refuse to start"
         st.markdown(
@@ -172,5 +175,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                    + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else ""))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
+        if command_note:  # a custom model's name (ui.custom_panel.launch_name_note)
+            st.caption(command_note)
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
                  icon=":material/arrow_forward:")

@@ -203,9 +203,15 @@ def _media_config(vision, images: dict, videos: dict, problems: list[str]) -> Mu
 
 
 def raw_config(model_id: str | None) -> dict:
-    """The catalog model's config.json (keys the spec does not carry); empty for custom or unknown models."""
-    if not model_id or model_id == catalog.CUSTOM_ID:
+    """The model's config.json (keys the spec does not carry): the catalog entry's, or the custom model's (its
+    ``vision_config`` too, as ``plan --config`` reads it; QA: a pasted Qwen3.6-35B-A3B lost vLLM's encoder
+    profile, 57.59 GiB of KV budget against 57.30); empty for an unknown model."""
+    if not model_id:
         return {}
+    if model_id == catalog.CUSTOM_ID:
+        from ui import custom_panel  # noqa: PLC0415 - as ui.catalog resolves ``custom``: only when chosen
+        chosen = custom_panel.current_choice().model
+        return {} if chosen is None else dict(chosen.config)
     try:
         return dict(catalog.model_entry(model_id).config)
     except (ValueError, KeyError):

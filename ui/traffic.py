@@ -70,6 +70,7 @@ from ui.find_view import (  # noqa: F401 - the Find page's names, re-exported fo
     vendor_filter,
 )
 from ui.inputs import NumberField
+from ui.format import count_noun
 
 # --------------------------------------------------------------------------
 # Inputs
@@ -227,7 +228,7 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
     carried = users_from_link()
     if carried:
         out.update(carried)
-        said.append(f"batch_size {carried['users']:,} = {carried['users']:,} concurrent users")
+        said.append(f"batch_size {carried['users']:,} = {count_noun(carried['users'], 'concurrent user')}")
     return out, (f"From the link: {'; '.join(said)}. Set the users and lengths above to override.") if said else None
 
 

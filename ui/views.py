@@ -17,7 +17,7 @@ from planner.diagnose import Fix
 from planner.fixes import CheckedFix, no_single_fix_text, short_label, try_texts
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES
-from planner.model.kv import cache_dtypes
+from planner.model.kv import cache_dtypes, windowed_layer_kinds
 from planner.model.layers import (
     FP8_DS_MLA_SCALE_BLOCK,
     ChunkedLocalAttention,
@@ -116,31 +116,36 @@ def context_problem(model: ModelSpec, context_len: int) -> str | None:
     return None
 
 
-def prefill_share(plan: Plan) -> str:
+def prefill_share(plan: Plan, model: ModelSpec | None = None) -> str:
     """`` (of which 3.28 GiB only while one of them is prefilled: ...)`` when the plan sets one
-    prefill chunk aside (``Plan.kv_cache_prefill_extra_bytes``, windowed models), else ""."""
+    prefill chunk aside (``Plan.kv_cache_prefill_extra_bytes``, windowed models), else "". The layers named are
+    ``model``'s windowed kinds (:func:`planner.model.kv.windowed_layer_kinds`; QA: Llama 4's chunked local attention
+    was called sliding-window); "windowed" without a model."""
     extra = plan.kv_cache_prefill_extra_bytes
     if not extra:
         return ""
     which = "the sequence is" if plan.batch_size == 1 else "one of them is"  # QA: "one of them" of one sequence
+    kinds = " and ".join(windowed_layer_kinds(model)) if model is not None else ""
     return (f" (of which {format_bytes(extra)} only while {which} prefilled: a chunk of batched tokens in its "
-            "sliding-window layers)")  # QA: "3.24 GiB ... more" beside 3.30 GiB read as a contradiction
+            f"{kinds or 'windowed'} layers)")  # QA: "3.24 GiB ... more" beside 3.30 GiB read as a contradiction
 
 
-def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None) -> None:
+def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None,
+            model: ModelSpec | None = None) -> None:
     """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
 
     ``fixes``: :func:`planner.fixes.checked_fixes` of ``plan`` (checked against the chosen engine and
     ordered); None = the plan's own suggestions, unchecked. ``refusing_engine``: the chosen engine when its
     view would refuse to start a plan that fits the budget: the verdict is then not green (a green "Fits"
-    beside "But vllm would refuse to start" read as a go), and the engine's reason follows it.
+    beside "But vllm would refuse to start" read as a go), and the engine's reason follows it. ``model``: the
+    planned model, whose windowed layers the prefill share names (:func:`prefill_share`).
     """
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
     if plan.fits:
         figures = (f"{format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
                    f"({plan.weights_label} weights, {plan.kv_cache_dtype} KV cache) on {md_text(where)}: "
                    f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
-                   f"KV budget per GPU in use{prefill_share(plan)}; up to "
+                   f"KV budget per GPU in use{prefill_share(plan, model)}; up to "
                    f"{count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} at this context.")
         if refusing_engine:
             st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).** {figures}",

@@ -37,6 +37,7 @@ from planner.cli.args import (
     token_count,
     with_catalog_id,
 )
+from planner.engines import EnginePlan
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.text import count_noun
@@ -265,8 +266,10 @@ def _model_from_args(args: argparse.Namespace):
 
 
 
-def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None, fixes=None) -> str:
-    """``plan``'s table; ``fixes``: :func:`_checked_fixes` (None: the plan's own suggestions, unchecked)."""
+def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None, fixes=None,
+                engine: EnginePlan | None = None) -> str:
+    """``plan``'s table; ``fixes``: :func:`_checked_fixes` (None: the plan's own suggestions, unchecked);
+    ``engine``: the engine section printed below it, whose token count the capacity line compares."""
     def g(n: int) -> str:
         return f"{n / GiB:,.2f} GiB"
 
@@ -284,7 +287,7 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"KV/token     {kv_token_text(vars(result))}",
         f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)}{_exact_cache(result)} at "
         f"{result.context_len:,} tokens" + _paged_sequence(result),
-        _capacity_line(result),
+        _capacity_line(result, engine),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
         f"fits         {'yes' if result.fits else 'no'}",
@@ -298,19 +301,41 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
     return "\n".join(lines)
 
 
-def _capacity_line(result: Plan) -> str:
-    """The tokens the pool holds as sequences of ``context_len`` (``kv_cache_capacity_tokens_at_context``: users x
-    length; vLLM's "GPU KV cache size" print within one block for a full-attention model, the engine view's figure
-    otherwise), so the line agrees with "max users"; where every layer keeping every token gives another figure
-    (windows, recurrent states, compressed caches), that one is named as such (QA: DeepSeek-V4-Flash printed
-    "capacity 254,720 tokens" beside 188 users of 131,072)."""
+def _capacity_line(result: Plan, engine: EnginePlan | None = None) -> str:
+    """The tokens the pool holds as sequences of ``context_len`` decoding at once (``kv_cache_capacity_tokens_at_
+    context``: users x length, each window holding only its own tokens), so the line agrees with "max users";
+    where every layer keeping every token gives another figure (windows, recurrent states, compressed caches),
+    that one is named as such (QA: DeepSeek-V4-Flash printed "capacity 254,720 tokens" beside 188 users of
+    131,072). Where ``engine``'s section prints another token count (:func:`_engine_print_clause`), the line
+    names it and says why they differ (QA: 24,649,193 above vLLM's "GPU KV cache size: 3,934,908 tokens")."""
     held = result.kv_cache_capacity_tokens_at_context
-    line = f"capacity     {held:,} tokens in {result.context_len:,}-token sequences"
+    line = f"capacity     {held:,} tokens as {result.context_len:,}-token sequences decoding at once (users x length)"
     flat = result.kv_cache_capacity_tokens
     if abs(flat - held) >= result.block_size:  # not the block rounding of a model whose layers keep every token
-        line += (f" ({flat:,} at every layer's full per-token KV: windows, recurrent states and compressed "
+        line += (f"; {flat:,} at every layer's full per-token KV (windows, recurrent states and compressed "
                  "caches not applied)")
-    return line
+    return line + _engine_print_clause(result, engine)
+
+
+def _engine_print_clause(result: Plan, engine: EnginePlan | None) -> str:
+    """``"; the engine section's print, 3,934,908 tokens, counts each request at its prefill peak"``: the token
+    count the engine section below prints where it differs from the capacity by a block or more, and why, in one
+    clause; "" without an engine section or when they agree.
+
+    Why (each that applies): vLLM V1's print divides its pool by each request's blocks at its prefill peak (its
+    window plus a whole batched chunk in every windowed layer: :attr:`planner.engines.types.EnginePlan.
+    decodes_more_than_printed`, planner/engines/pages.py design note 6); the engine's own KV memory ("engine KV"
+    line) differs from the budget; neither: the engine counts its pool its own way
+    (``planner.engines.pages.printed_tokens``: blocks, blocks per group, or another engine's tokens)."""
+    if engine is None or not engine.starts:
+        return ""
+    printed = engine.engine_kv_cache_tokens
+    if abs(printed - result.kv_cache_capacity_tokens_at_context) < result.block_size:
+        return ""
+    why = [text for differs, text in (
+        (engine.available_kv_cache_bytes != result.kv_cache_budget_bytes, "comes from its own KV memory (engine KV)"),
+        (engine.decodes_more_than_printed, "counts each request at its prefill peak")) if differs]
+    return f"; the engine section's print, {printed:,} tokens, {' and '.join(why) or 'counts its pool its own way'}"
 
 
 def _exact_cache(result: Plan) -> str:
@@ -372,7 +397,7 @@ def _output(args: argparse.Namespace) -> str:
     extra_lines += cli_serving.model_table_lines(args.model_keys)
     extra_lines += cli_scale.scale_table_lines(args)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
-    return "\n".join([_plan_table(result, custom_name, catalog_id(args), args.checked_fixes), *extra_lines])
+    return "\n".join([_plan_table(result, custom_name, catalog_id(args), args.checked_fixes, engine), *extra_lines])
 
 
 def _fixes_json(fixes) -> list[dict] | None:

@@ -167,8 +167,8 @@ def v1_result(result, model, scale: ScalePlan | None):
     if scale.context is not None:
         notes.append(f"this section prices the cache without decode context parallel (each GPU keeps every token "
                      f"of its requests); -dcp {layout.decode_context_parallel_size} keeps 1/"
-                     f"{layout.decode_context_parallel_size} of them: {scale.requests_all_ranks:,} users, as the scale "
-                     "section counts them")
+                     f"{layout.decode_context_parallel_size} of them: "
+                     f"{count_noun(scale.requests_all_ranks, 'user')}, as the scale section counts them")
     if model.num_experts and (layout.attention_dp > 1 or layout.expert_parallel_size > 1):
         from planner.model.params import model_weight_bytes
 
@@ -209,7 +209,8 @@ def scale_table_lines(args: argparse.Namespace) -> list[str]:
              + (f" ({weights.routed_expert_bytes / GiB:,.2f} routed experts + {weights.dense_bytes / GiB:,.2f} dense)"
                 if weights.routed_expert_bytes else ""),
              f"scale users  {plan.requests_per_rank:,} per rank (vLLM prints {plan.max_concurrency_per_rank:,.2f}x) x "
-             f"{layout.attention_dp} = {plan.requests_all_ranks:,} requests of {plan.engine.max_model_len:,} tokens"]
+             f"{layout.attention_dp} = {count_noun(plan.requests_all_ranks, 'request')} of "
+             f"{plan.engine.max_model_len:,} tokens"]
     if plan.context is not None:
         lines.append(f"scale dcp    {plan.context.decode_context_parallel_size}: "
                      f"{plan.context.engine_kv_cache_tokens:,} tokens printed per rank")

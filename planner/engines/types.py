@@ -319,6 +319,17 @@ class RankBudget:
         return tuple(out)
 
 
+PREFILL_PEAK_REASON = ("users are the requests its pool holds while they decode, beside one prefill chunk: for "
+                       "windowed models more than its printed concurrency, which counts each request at its prefill "
+                       "peak")
+"""Why vLLM V1 runs more requests than its "Maximum concurrency" print says, in the words every page uses (Find's
+engine note, :mod:`planner.traffic.reverse`; a fix's text, :mod:`planner.fixes`): the print divides the pool by
+each request's blocks at its prefill peak (a windowed layer's window plus a whole batched chunk), while the
+scheduler frees the blocks a window has left behind before each step (:mod:`planner.engines.pages` design note 6;
+vllm/v1/core/kv_cache_utils.py ``get_max_concurrency_for_kv_cache_config``,
+vllm/v1/core/single_type_kv_cache_manager.py ``remove_skipped_blocks``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class EnginePlan:
     """What the engine would allocate and print. Per GPU unless named.

@@ -15,9 +15,9 @@ from fractions import Fraction
 from math import ceil
 
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
-from planner.model.layers import CacheDtypes, FullAttention, MLAAttention
+from planner.model.layers import CacheDtypes, ChunkedLocalAttention, FullAttention, MLAAttention, SlidingWindowAttention
 from planner.model.memo import model_memo, remember
-from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, indexed_mla_layer
+from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, CompressedAttention, indexed_mla_layer
 from planner.model.spec import ModelSpec
 from planner.units import ceil_div
 
@@ -396,3 +396,22 @@ def attention_variants(model: ModelSpec) -> tuple[AttentionVariant, ...]:
     variants.append(AttentionVariant(name="MQA", num_key_value_heads=1, model=variant(1),
                                      as_built=kv_heads == 1, description="all query heads share one KV head"))
     return tuple(variants)
+
+
+_WINDOW_KINDS = ((SlidingWindowAttention, "sliding-window"), (ChunkedLocalAttention, "chunked local-attention"),
+                 (CompressedAttention, "compressed-attention"))
+"""Layer classes that keep a window of tokens, and their names in the pages' text."""
+
+
+def windowed_layer_kinds(model: ModelSpec) -> tuple[str, ...]:
+    """Names of the kinds of windowed layer ``model`` has, in :data:`_WINDOW_KINDS` order; () for none.
+
+    ``"sliding-window"``: :class:`~planner.model.layers.SlidingWindowAttention` (config ``sliding_window``; also
+    DeepSeek-V4's shared-K=V sliding layers); ``"chunked local-attention"``:
+    :class:`~planner.model.layers.ChunkedLocalAttention` (Llama 4's ``attention_chunk_size``, vLLM
+    ``ChunkedLocalAttentionSpec``); ``"compressed-attention"``: DeepSeek-V4's CSA / HCA layers, whose sliding K=V
+    window vLLM pages as a sliding-window spec (:mod:`planner.engines.pages` design note 5). These are the layers
+    whose prefill peak holds a batched chunk more (:meth:`KVProfile.prefill_extra_bytes`).
+    """
+    layers = model.layers
+    return tuple(name for kind, name in _WINDOW_KINDS if any(isinstance(layer, kind) for layer in layers))

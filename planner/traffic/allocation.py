@@ -46,6 +46,7 @@ from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.kv import KVProfile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
+from planner.text import count_noun
 from planner.units import MiB, ceil_div
 
 SCHEMES = ("naive", "paged", "paged+prefix")
@@ -288,7 +289,7 @@ def _naive_note(naive_max: int, engine_max: int, naive_per_seq: int, paged_per_s
                       "blocks set aside")
     elif paged_per_seq > naive_per_seq + (rounded - max_model_len) * bytes_per_token:  # more than the rounding
         causes.append("each recurrent state padded to a whole page")
-    return (f"Naive reservation holds {naive_max:,} sequences: each reserves the exact bytes of "
+    return (f"Naive reservation holds {count_noun(naive_max, 'sequence')}: each reserves the exact bytes of "
             f"{max_model_len:,} tokens, {naive_per_seq / MiB:,.1f} MiB. The plan (Home's users) counts "
             f"{engine_max:,} of {max_model_len:,} tokens, as vLLM pages them: {paged_per_seq / MiB:,.1f} MiB each in "
             + ", ".join(causes) + " (Paged's count when mean_len = max_model_len).")

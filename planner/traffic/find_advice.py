@@ -26,6 +26,7 @@ from dataclasses import replace
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 from planner.traffic.find_types import SETUP_KINDS, FindRequest, Setup, setup_rank
+from planner.text import count_noun
 
 WIDER_LIMITS = (4, 8, 16, 32, 64)
 """GPU counts tried above ``max_gpus`` for rule 1."""
@@ -38,8 +39,8 @@ def setup_words(s: Setup) -> str:
     """``"8 x nvidia-h200-sxm (tp 8, fp8_ds_mla KV, 369 users) at $31.92/h"``: a setup in a suggestion."""
     how = (f"tp {s.tensor_parallel_size}" if s.kind == "TP" else
            f"{s.kind}, tp {s.tensor_parallel_size} x {s.data_parallel_size}")
-    return (f"{s.num_gpus} x {s.gpu_id} ({how}, {s.kv_cache_dtype} KV, {s.max_concurrent_sequences:,} users) at "
-            f"${s.price_per_hour:.2f}/h")
+    return (f"{s.num_gpus} x {s.gpu_id} ({how}, {s.kv_cache_dtype} KV, "
+            f"{count_noun(s.max_concurrent_sequences, 'user')}) at ${s.price_per_hour:.2f}/h")
 
 
 def _cheapest(setups: list[Setup]) -> Setup | None:

@@ -55,6 +55,7 @@ from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, resolve_engine_name
 from planner.engines.vllm_fp8_kv import Fp8KvBackend, fp8_kv_backend
+from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 from planner.overhead import DEFAULT_MAX_NUM_SEQS
@@ -182,9 +183,7 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
         decoding = (peak.family, peak.concurrency_print) == ("vllm", "blocks_per_request")
         notes.append(f"Sized as {engine} sizes them: its loaded weights, profile pass and block rules (what "
                      f"`plan --engine {engine}` prints), with {engine}'s defaults for what is not asked here"
-                     + ("; users are the requests its pool holds while they decode, beside one prefill chunk "
-                        "(for sliding-window models more than its printed concurrency, which counts each request "
-                        "at its prefill peak)" if decoding else ""))
+                     + (f"; {PREFILL_PEAK_REASON}" if decoding else ""))
         refused = sorted({c.kv_flag for c in costs.values() if not offers_kv_dtype(engine, c.kv_flag)})
         if refused:
             notes.append(f"KV dtype {', '.join(refused)} skipped: {engine} does not offer it")

@@ -1,0 +1,70 @@
+"""A pasted vision model's config.json gets vLLM's default encoder profile, as the catalog entry and the CLI do
+(QA, stop 42).
+
+Pasting Qwen3.6-35B-A3B's config.json on Home (H200 SXM, 65,536 tokens) planned a KV budget of 57.59 GiB where the
+catalog entry and ``python -m planner plan --config`` give 57.30 GiB: the page's ``ui.serving.raw_config`` returned
+{} for the custom model, so ``with_engine_defaults`` never saw its ``vision_config``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model_catalog import get_model_entry
+from planner.cli import main
+from tests.tiles import metric_tiles
+from ui import custom_panel
+from ui.format import format_bytes_exact
+
+ROOT = Path(__file__).resolve().parents[1]
+QWEN = "Qwen/Qwen3.6-35B-A3B"
+QWEN_TEXT = json.dumps(dict(get_model_entry(QWEN).config))  # the reference config.json QA pasted, less its notes
+PARAMS = {"gpu": "nvidia-h200-sxm", "context_len": "65536"}
+
+
+def _cli_budget(capsys, *model: str) -> int:
+    assert main(["plan", *model, "--gpu", PARAMS["gpu"], "--context-len", PARAMS["context_len"],
+                 "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["kv_cache_budget_bytes"]
+
+
+def _home(params: dict) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    return at
+
+
+def _budget_help(at: AppTest) -> str:
+    return next(t.help for t in metric_tiles(at) if t.label.startswith("KV budget"))
+
+
+@pytest.fixture(scope="module")
+def pasted() -> AppTest:
+    at = _home({"model": "custom", **PARAMS})
+    at.session_state[custom_panel.PANEL_KEY] = True
+    at.run()
+    at.text_area(key="custom_config_text").set_value(QWEN_TEXT)
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and at.selectbox(key="model").value == custom_panel.CUSTOM_ID
+    return at
+
+
+def test_a_pasted_vision_config_is_planned_with_vllm_s_encoder_profile(capsys, pasted, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(QWEN_TEXT)
+    cli = _cli_budget(capsys, "--config", str(config))
+    assert cli == _cli_budget(capsys, "--model", QWEN)  # the file is the catalog entry's config
+    assert _budget_help(pasted).startswith(format_bytes_exact(cli)), _budget_help(pasted)
+
+
+def test_the_pasted_model_s_page_says_users_carry_the_encoder_profile(pasted):
+    catalog = _home({"model": QWEN, **PARAMS})
+    note = [c.value for c in catalog.caption if "default encoder profile" in c.value]
+    assert note  # the catalog entry's page says it
+    assert [c.value for c in pasted.caption if "default encoder profile" in c.value]
