@@ -52,6 +52,7 @@ from model_catalog.custom import (
     json_constant,
     read_custom_config,
 )
+from planner.serving.speculative import MTP_CONFIG_KEYS
 from planner.text import quote
 
 CODEC_VERSION = 1
@@ -79,8 +80,11 @@ The rows' counts together are bounded like a file's tensors (``gguf_header.MAX_T
 
 ALWAYS_KEPT_KEYS: tuple[str, ...] = (
     *GENERIC_REQUIRED_KEYS, "num_key_value_heads", "head_dim", "max_position_embeddings", "torch_dtype",
+    *MTP_CONFIG_KEYS,
 )
-"""Config keys a share code keeps whenever the config has them."""
+"""Config keys a share code keeps whenever the config has them (at the top level and in ``text_config``). The MTP
+layer counts (:data:`planner.serving.speculative.MTP_CONFIG_KEYS`) change no spec, so the greedy removal dropped
+them, and ``speculative_method=mtp`` on a link read 0 draft layers where ``plan --config`` reads the file's."""
 
 _CODE = re.compile(r"^v(\d{1,3})\.([A-Za-z0-9_-]*)$")
 _KINDS = frozenset({"embedding", "lm_head", "linear", "norm", "bias", "router", "conv", "other"})

@@ -68,3 +68,21 @@ def test_the_pasted_model_s_page_says_users_carry_the_encoder_profile(pasted):
     note = [c.value for c in catalog.caption if "default encoder profile" in c.value]
     assert note  # the catalog entry's page says it
     assert [c.value for c in pasted.caption if "default encoder profile" in c.value]
+
+
+def test_a_pasted_config_keeps_its_mtp_layers_for_speculative_decoding():
+    """The link's config of a pasted model dropped ``mtp_num_hidden_layers`` (it changes no spec), so
+    ``speculative_method=mtp`` read 0 draft layers on the pages where ``plan --config`` reads the file's 1 (QA,
+    stop 42): the pasted model now gets the catalog entry's users and no "needs ... mtp_num_hidden_layers"."""
+    params = {**PARAMS, "speculative_method": "mtp"}
+    at = _home({"model": "custom", **params})
+    at.session_state[custom_panel.PANEL_KEY] = True
+    at.run()
+    at.text_area(key="custom_config_text").set_value(QWEN_TEXT)
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and at.selectbox(key="model").value == custom_panel.CUSTOM_ID
+    shown = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert not [m for m in shown if "mtp_num_hidden_layers" in m], shown
+    catalog = _home({"model": QWEN, **params})
+    users = {t.label: t.value for t in metric_tiles(catalog) if "users" in t.label.lower()}
+    assert users and users == {t.label: t.value for t in metric_tiles(at) if "users" in t.label.lower()}

@@ -26,6 +26,7 @@ from model_catalog.share_codec import (
     pack,
 )
 from planner.budget import PlanRequest, plan
+from planner.serving.speculative import MTP_CONFIG_KEYS
 from planner.units import GiB
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
@@ -192,3 +193,15 @@ def test_payload_with_remote_code_keys_runs_nothing(monkeypatch):
     back = decode_model(raw_code(json.dumps({"n": "x", "c": config})))
     assert back.spec.num_parameters == 8_030_261_248
     assert "auto_map" not in back.config
+
+
+@pytest.mark.parametrize("model_id", [m for m in model_ids()
+                                      if any(k in get_model_entry(m).config for k in MTP_CONFIG_KEYS)])
+def test_the_link_keeps_the_draft_layers_speculative_decoding_reads(model_id):
+    """A pasted config's MTP layer count (``num_nextn_predict_layers`` / ``mtp_num_hidden_layers``) changes no
+    spec, so the minimal link config dropped it: with ``speculative_method=mtp`` the pages read 0 draft layers
+    where ``plan --config`` reads the file's (QA, stop 42). The link keeps it."""
+    model = custom(model_id)
+    back = decode_model(encode_model(model))
+    for key in MTP_CONFIG_KEYS:
+        assert back.config.get(key) == get_model_entry(model_id).config.get(key)
