@@ -44,15 +44,20 @@ def _budget_help(at: AppTest) -> str:
     return next(t.help for t in metric_tiles(at) if t.label.startswith("KV budget"))
 
 
-@pytest.fixture(scope="module")
-def pasted() -> AppTest:
-    at = _home({"model": "custom", **PARAMS})
+def _paste(params: dict) -> AppTest:
+    """Home with ``params``, Qwen3.6-35B-A3B's config.json pasted in the custom panel and used."""
+    at = _home({"model": "custom", **params})
     at.session_state[custom_panel.PANEL_KEY] = True
     at.run()
     at.text_area(key="custom_config_text").set_value(QWEN_TEXT)
     at.button(key="custom_use_pasted").click().run()
     assert not at.exception and at.selectbox(key="model").value == custom_panel.CUSTOM_ID
     return at
+
+
+@pytest.fixture(scope="module")
+def pasted() -> AppTest:
+    return _paste(PARAMS)
 
 
 def test_a_pasted_vision_config_is_planned_with_vllm_s_encoder_profile(capsys, pasted, tmp_path):
@@ -75,12 +80,7 @@ def test_a_pasted_config_keeps_its_mtp_layers_for_speculative_decoding():
     ``speculative_method=mtp`` read 0 draft layers on the pages where ``plan --config`` reads the file's 1 (QA,
     stop 42): the pasted model now gets the catalog entry's users and no "needs ... mtp_num_hidden_layers"."""
     params = {**PARAMS, "speculative_method": "mtp"}
-    at = _home({"model": "custom", **params})
-    at.session_state[custom_panel.PANEL_KEY] = True
-    at.run()
-    at.text_area(key="custom_config_text").set_value(QWEN_TEXT)
-    at.button(key="custom_use_pasted").click().run()
-    assert not at.exception and at.selectbox(key="model").value == custom_panel.CUSTOM_ID
+    at = _paste(params)
     shown = [e.value for e in at.error] + [w.value for w in at.warning]
     assert not [m for m in shown if "mtp_num_hidden_layers" in m], shown
     catalog = _home({"model": QWEN, **params})
