@@ -73,10 +73,7 @@ def naive_vs_paged() -> None:
     sentence = traffic.slice_text(view)
     if sentence:
         st.markdown(sentence)
-    st.caption("Naive: each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len. "
-               "Paged: blocks of block_size tokens on demand, waste under one block per sequence. Prefix: requests "
-               "sharing a prefix store its full blocks once. Per GPU, KV budget from the plan. Sources: Kwon et al., "
-               "SOSP 2023 (PagedAttention); vLLM vllm/v1/core/kv_cache_manager.py.")
+    st.caption(traffic.allocation_caption(c))
 
 
 def your_traffic() -> None:

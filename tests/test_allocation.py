@@ -4,6 +4,8 @@ The factory model (tests/factories.py) costs 4 layers x 2 x 8 heads x 128 x 2 B
 = 16,384 B (16 KiB) per bf16 token, so every figure below is checkable by hand.
 """
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -246,3 +248,95 @@ def test_swap_space_parks_sequences():
 def test_swap_rejects_bad_link():
     with pytest.raises(ValueError, match="host_link_gb_s"):
         swap_plan(kv_bytes_per_sequence_per_gpu=1, gpu_max_sequences=1, host_link_gb_s=0)
+
+
+# --- DeepSeek-V4: every scheme in the fp8_ds_mla pool vLLM stores (QA: naive in bf16 beat paging) ----------------
+
+V4_GPU_BYTES = 150_217_949_184  # an H200 SXM as vLLM sees it
+
+
+def _v4(max_model_len: int, mean_len: int = 800):
+    catalog = pytest.importorskip("model_catalog")
+    model = catalog.model_spec("deepseek-ai/DeepSeek-V4-Flash")
+    request = PlanRequest(context_len=max_model_len, num_gpus=4)
+    return model, request, allocation_for_model(model, V4_GPU_BYTES, request, mean_len=mean_len)
+
+
+def _pool_bytes(paged, num_tokens: int) -> Fraction:
+    """A sequence's bytes at each pool page's rate (page / block per token held), windows capped, unrounded."""
+    return sum(Fraction(g.num_layers * g.page_bytes * (num_tokens if g.max_tokens is None
+                                                       else min(num_tokens, g.max_tokens)),
+                        g.block_size or paged.block_size) for g in paged.groups)
+
+
+def test_deepseek_v4_naive_and_used_bytes_are_priced_in_the_pool_format():
+    from planner.budget import sequence_profiles
+
+    model, request, c = _v4(1024)
+    _, paged = sequence_profiles(model, V4_GPU_BYTES, request)
+    assert paged.pooled
+    assert c.naive.reserved_bytes_per_sequence == _pool_bytes(paged, 1024)  # 1,024 tokens: whole bytes
+    assert c.naive.used_bytes_per_sequence == _pool_bytes(paged, 800)
+    assert c.pooled
+
+
+def test_deepseek_v4_reserves_no_more_than_the_budget_and_windows_are_not_waste():
+    from planner.budget import sequence_profiles
+
+    model, request, c = _v4(1024)
+    _, paged = sequence_profiles(model, V4_GPU_BYTES, request)
+    for usage in c.schemes:
+        assert usage.reserved_bytes <= c.kv_cache_budget_bytes, usage.scheme
+    # a paged sequence wastes at most its last block's tail and the block kept beyond a window, per group
+    bound = sum(2 * g.num_layers * g.page_bytes for g in paged.groups)
+    assert c.paged.reserved_bytes_per_sequence - c.paged.used_bytes_per_sequence < bound
+    assert c.paged.unused_fraction < 0.5
+
+
+def test_deepseek_v4_curve_prices_naive_in_the_pool_format():
+    from planner.budget import sequence_profiles
+
+    model, request, c = _v4(1024)
+    exact, paged = sequence_profiles(model, V4_GPU_BYTES, request)
+    points = allocation_curve(exact, paged, c.kv_cache_budget_bytes, mean_len=800, max_model_lens=(1024, 8192),
+                              prefill_tokens=c.prefill_tokens)
+    for p in points:
+        assert p.naive_max_sequences == c.kv_cache_budget_bytes // _pool_bytes(paged, p.max_model_len)
+    assert points[1].paged_max_sequences > points[1].naive_max_sequences
+
+
+def test_a_given_batch_beyond_paged_count_is_said():
+    c = compare(num_sequences=1000)  # paged admits 655
+    assert any("exceeds what paged allocation admits (655)" in n for n in c.notes)
+
+
+def _fitting_comparison(model_id: str, max_model_len: int):
+    catalog = pytest.importorskip("model_catalog")
+    model = catalog.model_spec(model_id)
+    for gpus in (1, 2, 4, 8):
+        try:
+            c = allocation_for_model(model, V4_GPU_BYTES, PlanRequest(context_len=max_model_len, num_gpus=gpus),
+                                     mean_len=800)
+        except ValueError:
+            continue
+        if c.naive.max_sequences and c.paged.max_sequences:
+            return c
+    return None
+
+
+def test_every_catalog_model_pages_at_least_naive_users_within_the_budget():
+    """800-token sequences, an H200 per GPU, the fewest GPUs that hold one sequence: paging holds at least naive's
+    users at an 8,192-token limit, and no scheme's batch reserves more than the budget at 8,192 or 1,024 tokens
+    (where DeepSeek-V4's pages, a block kept beyond each window, cost more than its exact pool bytes)."""
+    catalog = pytest.importorskip("model_catalog")
+    checked = 0
+    for model_id, limit in ((m, n) for m in catalog.model_ids() for n in (8192, 1024)):
+        c = _fitting_comparison(model_id, limit)
+        if c is None:
+            continue
+        checked += 1
+        assert limit < 8192 or c.paged.max_sequences >= c.naive.max_sequences, model_id
+        for usage in c.schemes:
+            assert usage.reserved_bytes <= c.kv_cache_budget_bytes, (model_id, usage.scheme)
+            assert usage.wasted_bytes >= 0, (model_id, usage.scheme)
+    assert checked > 200

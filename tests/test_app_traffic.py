@@ -311,3 +311,22 @@ def test_a_batch_size_the_plan_refuses_is_not_carried_into_users():
         assert any("batch_size=100000" in e.value for e in at.error), (page, [e.value for e in at.error])
         assert at.number_input(key="users").value == traffic.TRAFFIC_FIELDS["users"].default, page
         assert not any("batch_size 100,000" in c.value for c in at.sidebar.caption), page
+
+
+def test_allocation_text_of_deepseek_v4_names_its_pool_waste_not_one_block_per_sequence():
+    """QA: V4's tiles read "Paged: unused 83.4%" and the caption "waste under one block per sequence" where
+    each cache group wastes up to a block and vLLM keeps one beyond each window."""
+    from types import SimpleNamespace
+
+    from planner.traffic.allocation import allocation_for_model
+
+    gpu = get_gpu("nvidia-h200-sxm")
+    c = allocation_for_model(model_spec("deepseek-ai/DeepSeek-V4-Flash"), gpu.framework_memory_bytes,
+                             PlanRequest(context_len=1024, num_gpus=4), mean_len=800, gpu_id=gpu.id)
+    values = traffic.allocation_metric_values(SimpleNamespace(comparison=c))
+    assert "under one block per sequence" not in values["Paged: unused"][1]
+    assert "fp8_ds_mla" in values["Paged: unused"][1] and "fp8_ds_mla" in values["Naive: unused"][1]
+    assert "under one block per sequence" not in traffic.allocation_caption(c)
+    llama = allocation_for_model(model_spec(LLAMA3), get_gpu(H100).framework_memory_bytes,
+                                 PlanRequest(context_len=8192), mean_len=800)
+    assert "waste under one block per sequence" in traffic.allocation_caption(llama)

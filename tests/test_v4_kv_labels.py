@@ -128,3 +128,25 @@ def test_engine_page_names_the_cache_of_its_kv_per_token():
         table = at.table[0].value
         row = table[table["Per GPU"] == "KV per token"].iloc[0, 1]
         assert row.endswith(f"KiB{named}"), (model_id, row)
+
+
+def test_a_plain_fp8_figure_says_vllm_does_not_store_it(capsys):
+    """QA: ``--kv-cache-dtype fp8`` printed "KV/token 4.38 KiB in fp8" and "KV/sequence 216.44 MiB in fp8": 1 B x 512
+    values an entry, no bf16 RoPE part and no scales, where vLLM stores fp8_ds_mla (584 B an entry)."""
+    from planner.engines import EngineRequest, plan_engine
+    from ui.engine import _token_cache
+
+    args = ["plan", "--engine", "vllm", "--model", V4, "--gpu", H200, "--num-gpus", "2", "--max-model-len", "65536",
+            "--kv-cache-dtype", "fp8"]
+    assert main(args) == 0
+    lines = {line[:12].strip(): line[13:] for line in capsys.readouterr().out.splitlines() if line[:2] != "  "}
+    for key in ("KV/token", "KV/sequence"):
+        assert "in fp8 (plain arithmetic, not a cache vLLM stores)" in lines[key], key
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_cache_exact_dtype"] == "fp8" and out["kv_cache_dtype"] == "fp8_ds_mla"  # the keys stay
+    gpu = get_gpu(H200)
+    engine = plan_engine(model_spec(V4), gpu.framework_memory_bytes,
+                         EngineRequest(tensor_parallel_size=2, max_model_len=65536, gpu_name=gpu.id,
+                                       kv_cache_dtype="fp8"))
+    assert _token_cache(engine, engine.ranks[0]) == " (fp8: plain arithmetic, not a cache vLLM stores)"

@@ -158,11 +158,34 @@ def allocation_metric_values(view: AllocationView) -> dict[str, tuple[str, str]]
         "Naive: unused": (
             f"{c.naive.unused_fraction:.1%}",
             f"Share of the naive reservation never written: 1 − {format_int(c.mean_len)} / "
-            f"{format_int(c.max_model_len)} of each reservation"),
+            f"{format_int(c.max_model_len)} of each reservation" if not c.pooled else
+            f"Share of the naive reservation never written: the {format_int(c.max_model_len - c.mean_len)} tokens "
+            "beyond each sequence in the caches without a window, priced in the fp8_ds_mla pool pages vLLM stores"),
         "Paged: unused": (
             f"{c.paged.unused_fraction:.1%}",
-            "Share of the paged reservation never written: under one block per sequence"),
+            "Share of the paged reservation never written: " + paged_waste_text(c)),
     }
+
+
+def paged_waste_text(c: AllocationComparison) -> str:
+    """What the paged scheme's unused share is made of (:mod:`planner.traffic.allocation` design note 5)."""
+    if c.pooled:
+        return ("the unfilled tail of each cache group's last pool block and the block vLLM keeps beyond each "
+                "window; the windows' and compressor states' tokens count as used, every scheme priced in the "
+                "fp8_ds_mla pool pages vLLM stores")
+    return "under one block per sequence"
+
+
+def allocation_caption(c: AllocationComparison) -> str:
+    """The caption under the naive-vs-paged table: how each scheme is priced, and its sources."""
+    paged = (f"blocks of {format_int(c.block_size)} tokens on demand, waste under one block per sequence"
+             if not c.pooled else f"blocks on demand, waste: {paged_waste_text(c)}")
+    naive = ("each sequence reserves max_model_len tokens up front; unused = 1 − mean_len / max_model_len"
+             if not c.pooled else "each sequence reserves max_model_len tokens up front, windows and compressor "
+             "states at their caps")
+    return (f"Naive: {naive}. Paged: {paged}. Prefix: requests sharing a prefix store its full blocks once. Per "
+            "GPU, KV budget from the plan. Sources: Kwon et al., SOSP 2023 (PagedAttention); vLLM "
+            "vllm/v1/core/kv_cache_manager.py.")
 
 
 METRICS_PER_ROW = 3

@@ -35,6 +35,7 @@ from planner.engines.reconcile import (
 )
 from planner.engines.log_profile import ProfileHint, profile_hint
 from planner.engines.rank_bar import allocated_row_name, rank_bar
+from planner.pool_kv import exact_cache_label
 from planner.engines.shared_gpu import reported_memory_bytes  # noqa: F401 - the pages read it from here
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
@@ -396,7 +397,9 @@ def _token_cache(plan: EnginePlan, r: RankBudget) -> str:
     """`` (bf16)``: the cache of the rank's KV per token where it is not the plan's (``RankBudget.
     kv_cache_bytes_per_token_dtype``: DeepSeek-V4's bf16 figure beside its fp8_ds_mla pool blocks, QA); else ""."""
     named = r.kv_cache_bytes_per_token_dtype
-    return f" ({named})" if named not in ("", plan.kv_cache_dtype) else ""
+    if named in ("", plan.kv_cache_dtype):
+        return ""
+    return f" ({exact_cache_label(named, plan.kv_cache_dtype, inside_brackets=True)})"  # plain fp8: not stored
 
 
 SERVING_PART_HELP = {

@@ -54,3 +54,34 @@ def exact_cache_suffix(plans: Sequence[tuple[object, Plan]], p: Plan) -> str:
     every variant's bytes name their cache (QA: V4-Flash's as-built "8.08 KiB" was its bf16 figure beside users
     counted in fp8_ds_mla); "" where each variant's figures are its users' cache."""
     return f" ({p.kv_cache_exact_dtype})" if any(q.kv_cache_exact_named for _, q in plans) else ""
+
+
+def kv_split_text(plan: Plan) -> str:
+    """How a sequence's KV reaches one GPU, for Home's formula panel: ``÷ N GPUs`` only where tensor parallelism
+    splits it (``Plan.kv_cache_bytes_per_token_per_gpu`` below ``kv_cache_bytes_per_token``: KV heads >= the
+    tensor-parallel size), else replicated on each GPU (one KV head, an MLA latent: DeepSeek-V3.2 and V4).
+
+    Sources: :func:`planner.model.kv.kv_cache_bytes_per_token` (each layer's ``bytes_per_token(dtypes, tp)``).
+    """
+    tp, whole, per_gpu = plan.num_gpus, plan.kv_cache_bytes_per_token, plan.kv_cache_bytes_per_token_per_gpu
+    if tp == 1 or not per_gpu:
+        return ""
+    if per_gpu >= whole:
+        return f", replicated on each of the {tp} GPUs (one latent or fewer KV heads than GPUs: nothing to split)"
+    ways = round(whole / per_gpu)
+    if ways >= tp:
+        return f" ÷ {tp} GPUs (tensor parallel splits the KV heads)"
+    return f" ÷ {ways} (the KV heads split {ways} ways, each part replicated on {tp // ways} of the {tp} GPUs)"
+
+
+def users_formula_text(plan: Plan, per_seq_paged: int) -> str:
+    """The users row's formula on Home's panel: ``⌊(budget − prefill extra) ÷ KV per sequence⌋`` with the numbers,
+    as :func:`planner.budget.plan` counts them (``Plan.kv_cache_prefill_extra_bytes``, one prefill chunk's window
+    blocks set aside first; no term where it is 0)."""
+    pool = "" if plan.kv_cache_pool_bytes_per_token is None else f" {plan.kv_cache_dtype} pool"
+    extra = plan.kv_cache_prefill_extra_bytes
+    budget = f"{format_int(plan.kv_cache_budget_bytes)} B"
+    room, figures = (("(budget − prefill extra)", f"({budget} − {format_int(extra)} B)") if extra else
+                     ("budget", budget))
+    return (f"⌊{room} ÷ KV per sequence in whole {format_int(plan.block_size)}-token{pool} blocks⌋ = "
+            f"⌊{figures} ÷ {format_int(per_seq_paged)} B⌋")

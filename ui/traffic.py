@@ -28,6 +28,7 @@ from ui.allocation_view import (  # noqa: F401 - the Allocation page's names, re
     SCHEME_LABELS,
     AllocationView,
     allocation_bars,
+    allocation_caption,
     allocation_curve_chart,
     allocation_metric_values,
     allocation_rows,

@@ -12,7 +12,7 @@ from typing import TypeVar
 import streamlit as st
 
 from planner.budget import MAX_CONTEXT_SEARCH_LIMIT, Plan
-from planner.pool_kv import PoolKV
+from planner.pool_kv import PoolKV, exact_cache_label
 from planner.diagnose import Fix
 from planner.fixes import CheckedFix, no_single_fix_text, short_label, try_texts
 from planner.model import ModelSpec
@@ -358,7 +358,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
         st.markdown("**KV cache per token**, per GPU: one row per kind of layer, summed over layers.")
         rows = ["| Layers | Per layer, per token | Bytes |", "|---|---|---|"]
         rows += [_layer_line(layer, n, model, inputs) for layer, n in Counter(model.layers).items()]
-        exact = f" in {plan.kv_cache_exact_named}" if plan.kv_cache_exact_named else ""  # DeepSeek-V4: bf16
+        named = exact_cache_label(plan.kv_cache_exact_dtype, plan.kv_cache_dtype)  # V4: bf16, or plain fp8
+        exact = f" in {named}" if named else ""
         rows.append(f"| **Sum** | | **{format_bytes(plan.kv_cache_bytes_per_token_per_gpu, 'B')} per token{exact}** |")
         st.markdown("\n".join(rows))
         wfmt = WEIGHT_DTYPES[plan.weight_dtype]
@@ -368,7 +369,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             f"{wfmt.label if plan.weight_dtype == plan.weight_dtype_resolved else plan.weights_label + ' (per tensor)'}"
             f"{split} | "
             f"{format_bytes_exact(plan.weights_bytes_per_gpu)} |",
-            f"| KV per sequence{exact} | KV per token × {format_tokens(plan.context_len)} (windows capped){split} | "
+            f"| KV per sequence{exact} | KV per token × {format_tokens(plan.context_len)} (windows capped)"
+            f"{kv_tiles.kv_split_text(plan)} | "
             f"{format_bytes_exact(plan.kv_cache_bytes_per_sequence_per_gpu)} |",
             f"| Usable memory | {format_fraction(plan.gpu_memory_utilization)} (utilization) × "
             f"{format_bytes(plan.gpu_memory_bytes)} (framework-visible) | "
@@ -383,9 +385,8 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
             "\"GPU KV cache size\" within a block; windowed, hybrid and compressed models: the Engine page has "
             "vLLM's own figure) | "
             f"{format_tokens(plan.kv_cache_capacity_tokens_at_context)} |",
-            f"| Max concurrent sequences | ⌊budget ÷ KV per sequence in whole {plan.block_size}-token"
-            f"{'' if plan.kv_cache_pool_bytes_per_token is None else ' ' + plan.kv_cache_dtype + ' pool'} blocks "
-            f"({format_bytes_exact(per_seq_paged)})⌋ | {format_int(plan.max_concurrent_sequences)} |",
+            f"| Max concurrent sequences | {kv_tiles.users_formula_text(plan, per_seq_paged)} | "
+            f"{format_int(plan.max_concurrent_sequences)} |",
             f"| Max context at batch {plan.batch_size} | largest C with {plan.batch_size} × KV(C) ≤ KV budget "
             f"({format_limited_by(plan.max_context_len_limited_by)}) | {format_tokens(plan.max_context_len)} |",
             f"| Max context by memory alone | largest C with {plan.batch_size} × KV(C) ≤ KV budget, ignoring "

@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 
+from planner.pool_kv import exact_cache_label
 from planner.units import GiB, KiB, MiB
 
 MAX_JSON_FLAG_CHARS = 4_096
@@ -280,8 +281,8 @@ def kv_token_text(d: dict, per_token_key: str = "kv_cache_bytes_per_token", unit
     follows the size (`` per token``). QA:
     "KV budget ... (fp8_ds_mla)" stood above an unlabelled bf16 "KV/token 8.08 KiB" for DeepSeek-V4-Flash."""
     text = human_bytes(d[per_token_key]) + unit
-    if d["kv_cache_exact_dtype"] != d["kv_cache_dtype"]:
-        text += f" in {d['kv_cache_exact_dtype']}"
+    if d["kv_cache_exact_dtype"] != d["kv_cache_dtype"]:  # a plain fp8 figure says no engine stores it
+        text += f" in {exact_cache_label(d['kv_cache_exact_dtype'], d['kv_cache_dtype'])}"
     if d["kv_cache_pool_bytes_per_token"] is not None:
         text += (f", every layer ({human_bytes(d['kv_cache_pool_bytes_per_token'])} in {d['kv_cache_dtype']} pool "
                  "pages past every window, as users are counted)")

@@ -40,6 +40,7 @@ from planner.cli.args import (
 from planner.engines import EnginePlan
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.pool_kv import exact_cache_label
 from planner.text import count_noun
 from planner.units import GiB
 
@@ -341,7 +342,8 @@ def _engine_print_clause(result: Plan, engine: EnginePlan | None) -> str:
 def _exact_cache(result: Plan) -> str:
     """`` in bf16`` where the exact KV figures are in another cache than the one the users are counted in
     (``Plan.kv_cache_exact_dtype``: DeepSeek-V4's bf16 beside its fp8_ds_mla pool); else empty."""
-    return f" in {result.kv_cache_exact_named}" if result.kv_cache_exact_named else ""
+    named = exact_cache_label(result.kv_cache_exact_dtype, result.kv_cache_dtype)  # plain fp8: not stored
+    return f" in {named}" if named else ""
 
 
 def _paged_sequence(result) -> str:

@@ -31,6 +31,14 @@ Design notes (assumptions):
     3. "Used" bytes are the KV of the tokens actually held, unrounded;
        ``wasted = reserved - used``.
     4. Budgets are per GPU, from :func:`planner.budget.plan`.
+    5. A pooled paged profile (DeepSeek-V4: vLLM stores its cache only as ``fp8_ds_mla`` pool pages) prices the
+       naive reservation and the used bytes in that format too (:func:`planner.pool_kv.pool_exact_profile`:
+       each cache at its pool rate, windows and compressor states at their caps, no block rounding), so no
+       scheme is priced in a cache vLLM never stores (its exact bf16 figure is twice the pool's per token). A
+       window's and a compressor state's tokens count as used; the block vLLM keeps beyond each window counts
+       as reserved and unused.
+    6. The default batch is what both naive and paged admit (the smaller count, at least 1), so no bar
+       reserves more than the budget; a batch given beyond a scheme's count gets a note saying so.
 
 Sources: Kwon et al., "Efficient Memory Management for Large Language Model
 Serving with PagedAttention", SOSP 2023 (section 3: 20.4-38.2% of reserved KV
@@ -45,6 +53,7 @@ from dataclasses import dataclass, field
 from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.kv import KVProfile
+from planner.pool_kv import pool_exact_profile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
 from planner.text import count_noun
 from planner.units import MiB, ceil_div
@@ -113,6 +122,10 @@ class AllocationComparison:
     ``mean_len = max_model_len``, beside one prefill chunk (design note 2)."""
     naive_note: str = ""
     """Why the naive count differs from :attr:`max_concurrent_sequences`, with both figures; empty when equal."""
+    pooled: bool = False
+    """True when every scheme is priced in an engine's pool format (DeepSeek-V4's ``fp8_ds_mla`` pages, design
+    note 5): the waste is then the unfilled tail of each cache group's last block and the block kept beyond each
+    window, not under one block per sequence."""
 
     @property
     def schemes(self) -> tuple[SchemeUsage, SchemeUsage, SchemeUsage]:
@@ -218,13 +231,18 @@ def compare_allocation(
     if num_sequences is not None and num_sequences < 1:
         raise ValueError(f"num_sequences must be >= 1, got {num_sequences}")
     budget = max(budget_bytes, 0)
+    pooled = bool(getattr(paged, "pooled", False))
+    bytes_per_token = exact.bytes_per_token  # the exact cache's figure, echoed (the JSON key's meaning)
+    if pooled:  # DeepSeek-V4: vLLM stores only its fp8_ds_mla pool; price naive and used in it (design note 5)
+        exact = pool_exact_profile(paged)
     naive_per_seq = exact.bytes_per_sequence(max_model_len)
     used_per_seq = exact.bytes_per_sequence(mean_len)
     paged_per_seq = paged.bytes_per_sequence(mean_len)
     naive_max = budget // naive_per_seq if naive_per_seq else 0
     room = max(budget - (paged.prefill_extra_bytes(mean_len, prefill_tokens) if prefill_tokens else 0), 0)
     paged_max = room // paged_per_seq if paged_per_seq else 0  # beside one prefill chunk, as planner.budget.plan
-    n = num_sequences if num_sequences is not None else max(1, naive_max)
+    # the batch every scheme holds (design note 6): naive's count, or paged's where pages cost more
+    n = num_sequences if num_sequences is not None else max(1, min(naive_max, paged_max))
 
     shared = shared_prefix_bytes(paged, prefix_len, mean_len) if prefix_len else 0
     hits = int(prefix_hit_fraction * n + 1e-9)
@@ -253,6 +271,9 @@ def compare_allocation(
         notes.append(f"naive allocation cannot hold one {max_model_len:,}-token reservation in this budget")
     if n > naive_max:
         notes.append(f"the batch of {n:,} exceeds what naive allocation admits ({naive_max:,})")
+    if n > paged_max:
+        notes.append(f"the batch of {n:,} exceeds what paged allocation admits ({paged_max:,}): its reserved "
+                     "figure is above the budget")
     if paged_max < naive_max:  # large blocks and padded states (an attention + Mamba hybrid under vLLM)
         notes.append(f"paged holds fewer sequences than naive reservation here ({paged_max:,} vs {naive_max:,}): a "
                      f"{mean_len:,}-token sequence takes whole {paged.block_size:,}-token blocks, "
@@ -264,7 +285,7 @@ def compare_allocation(
     return AllocationComparison(
         model_id=model_id, gpu_id=gpu_id, max_model_len=max_model_len, mean_len=mean_len,
         block_size=paged.block_size, kv_cache_budget_bytes=budget_bytes,
-        kv_cache_bytes_per_token_per_gpu=exact.bytes_per_token, prefix_len=prefix_len,
+        kv_cache_bytes_per_token_per_gpu=bytes_per_token, prefix_len=prefix_len, pooled=pooled,
         prefix_hit_fraction=prefix_hit_fraction, naive=naive, paged=paged_usage, prefix=prefix,
         notes=tuple(notes), prefill_tokens=prefill_tokens, max_concurrent_sequences=engine_max,
         naive_note=_naive_note(naive_max, engine_max, naive_per_seq, at_limit, max_model_len, paged.block_size,
