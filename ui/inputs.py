@@ -97,15 +97,19 @@ class PlanInputs:
         )
 
     def cli_command(self) -> str:
-        """The equivalent ``python -m planner plan`` command line (first model and GPU)."""
-        parts = [f"python -m planner plan --model {self.model_id} --gpu {self.gpu_id}",
+        """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
+        the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`)."""
+        from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
+
+        model, gpu, comments = source_flags(self.model_id, self.gpu_id)
+        parts = [f"python -m planner plan {model} {gpu}",
                  f"--num-gpus {self.num_gpus} --weight-dtype {self.weight_dtype}",
                  f"--kv-cache-dtype {self.kv_cache_dtype} --context-len {self.context_len}",
                  f"--batch-size {self.batch_size} --gpu-memory-utilization {self.gpu_memory_utilization:g}",
                  f"--block-size {self.block_size}"]
         if self.overhead_gib is not None:
             parts.append(f"--overhead-gib {self.overhead_gib:g}")
-        return " \\\n  ".join(parts)
+        return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 
 # --------------------------------------------------------------------------
