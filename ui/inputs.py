@@ -46,6 +46,10 @@ MAX_MODELS = 6
 MAX_GPUS = 8
 """Most GPUs one chart compares."""
 
+LISTED_KEY = "_link_values_listed"
+"""Session key: multi-value link key -> how many values the link listed before :mod:`ui.link_guard` capped it
+(set on every run), so :func:`check_link` states the link's own count once."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlanInputs:
@@ -240,10 +244,14 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
                                 f"add a {noun} in the sidebar.")
             elif canonical not in kept:
                 kept.append(canonical)
+        listed = max(st.session_state.get(LISTED_KEY, {}).get(key, 0), len(values))  # before the guard's cap
         if len(kept) > max_items:
-            problems.append(f"Link parameter `{key}` lists {len(kept)} {noun}s; at most {max_items} fit on one "
+            problems.append(f"Link parameter `{key}` lists {listed:,} {noun}s; at most {max_items} fit on one "
                             f"chart, so only the first {max_items} are shown. Remove some in the sidebar.")
             kept = kept[:max_items]
+        elif listed > len(values):
+            problems.append(f"Link parameter `{key}` lists {listed:,} values; this page reads the first "
+                            f"{len(values)}. Pick the others in the sidebar.")
         if kept != values:
             changes[key] = kept or None
     for key, wrong, fix in link_number_problems(numbers, shown=shown):
