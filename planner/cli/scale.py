@@ -321,7 +321,7 @@ def _disagg_table(result) -> str:
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); "
                      f"{count_noun(d['max_concurrency'], 'request')} per replica; {step:,.2f} ms "
                      f"{'per prompt' if name == 'prefill' else 'per output token'}")
-    if result.starts:
+    if all(pool.plan.starts for pool in (result.prefill, result.decode)):  # DisaggPlan.starts
         lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
                      f"{result.kv_transfer_ms[result.link]:,.{TRANSFER_MS_DIGITS}f} ms over {result.link}; "
                      f"TTFT {result.ttft_ms:,.1f} ms")
