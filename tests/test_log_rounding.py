@@ -109,3 +109,10 @@ def test_signed_percent_shows_enough_decimals():
     assert format_signed_percent(-0.000493) == "-0.05%"
     assert format_signed_percent(-0.049) == "-4.9%"
     assert format_signed_percent(0.0) == "+0.0%"
+
+
+def test_an_mla_kv_size_line_is_not_read_as_a_v_size():
+    """SGLang's MLA pool prints one "KV size: X GB"; its "V size:" tail is not the MHA pool's V figure."""
+    figures = parse_engine_log("[TP0] KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB")
+    assert figures.get("sglang_v_gib") is None and figures.value("sglang_kv_gib") == 17.16
+    assert "V size" not in figures.message.replace("KV size", "")
