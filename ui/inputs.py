@@ -106,7 +106,8 @@ class PlanInputs:
         from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
 
         model, gpu, comments = source_flags(self.model_id, self.gpu_id)
-        parts = [f"python -m planner plan {model} {gpu}",
+        own_gpu = not gpu.startswith("--gpu ")  # --gpu-memory-gib and --gpu-name: a line of their own
+        parts = [*([f"python -m planner plan {model}", gpu] if own_gpu else [f"python -m planner plan {model} {gpu}"]),
                  f"--num-gpus {self.num_gpus} --weight-dtype {self.weight_dtype}",
                  f"--kv-cache-dtype {self.kv_cache_dtype} --context-len {self.context_len}",
                  f"--batch-size {self.batch_size} --gpu-memory-utilization {self.gpu_memory_utilization:g}",
