@@ -151,8 +151,9 @@ def print_rounding_bytes(figures: LogFigures) -> int:
     """
     half_gib = MEMORY_PRINT_STEP_BYTES // 2
     if figures.engine == "sglang":
-        split = figures.get("sglang_k_gib") is not None and figures.get("sglang_v_gib") is not None
-        return (2 if split else 1) * half_gib if split or figures.get("sglang_kv_gib") else 0
+        if figures.get("sglang_k_gib") is not None and figures.get("sglang_v_gib") is not None:
+            return 2 * half_gib  # K and V printed apart, each rounded
+        return half_gib if figures.get("sglang_kv_gib") is not None else 0
     if figures.engine == "llama.cpp":
         lines = len(figures.all("llamacpp_kv_mib") + figures.all("llamacpp_rs_mib"))
         return lines * (MiB // 100 // 2)
