@@ -93,3 +93,31 @@ def test_the_prefill_concurrency_is_what_its_launch_runs():
     tiles = [m for m in metric_tiles(at) if m.label == "Concurrency per replica"]
     assert tiles[0].value == format_int(result.prefill.max_concurrency)
     assert "--max-num-seqs" in tiles[0].help
+
+
+GLM_FP8 = "zai-org/GLM-5.1-FP8"
+
+
+def test_a_checkpoint_already_in_fp8_is_not_told_to_use_fp8():
+    """QA, stop 42: GLM-5.1-FP8 on H100 was told "smaller weights (fp8)"; only formats smaller than the one the
+    checkpoint ships in are offered (4-bit ones for fp8), none for a 4-bit checkpoint."""
+    result = _plan(GLM_FP8, H100, users=256, prompt=1000, output=1000)
+    assert not result.starts and result.pool_notes
+    for note in result.pool_notes:
+        assert "(fp8)" not in note and "fp8 or" not in note
+        assert "nvfp4" in note and "int4" in note
+    bf16 = _plan("zai-org/GLM-5.1", H100, users=256, prompt=1000, output=1000)
+    assert bf16.pool_notes and all("fp8" in n for n in bf16.pool_notes)
+    nvfp4 = _plan("nvidia/GLM-5.1-NVFP4", L4, users=256, prompt=1000, output=1000)
+    assert nvfp4.pool_notes and not any(re.search(r"smaller weights|int4|nvfp4", n) for n in nvfp4.pool_notes)
+
+
+def test_the_cli_prints_no_transfer_time_when_the_pools_would_not_start(capsys):
+    from planner.cli import main
+
+    args = ["disagg", "--model", GLM_FP8, "--gpu", H100, "--users", "256", "--prompt-len", "1000",
+            "--output-len", "1000", "--format", "table"]
+    main(args)
+    out = capsys.readouterr().out
+    transfer = next(line for line in out.splitlines() if line.startswith("transfer"))
+    assert "TTFT" not in transfer and " ms" not in transfer and "n/a" in transfer

@@ -53,6 +53,7 @@ from ui.format import (
     format_bytes,
     format_bytes_exact,
     format_int,
+    format_signed_percent,
     gib_to_bytes,
     md_message,
     quoted,
@@ -554,7 +555,8 @@ def log_message(view: LogView) -> None:
         row = view.inconsistent
         st.warning(f"The log disagrees with itself for this model: at its own printed memory this model holds "
                    f"{format_int(round(row.estimate))} tokens, but the log prints {format_int(round(row.actual))} "
-                   f"({row.difference / row.actual:+.1%}; the last row of the table). The log may come from another "
+                   f"({round(row.difference):+,} tokens, {format_signed_percent(row.relative_error or 0)}; "
+                   "the last row of the table). The log may come from another "
                    "model, KV-cache dtype, block size or flag set than the one planned here: check the sidebar "
                    "against the launch command of that log.", icon=":material/rule:")
     if view.adopted:

@@ -130,6 +130,17 @@ def format_decimal(value: float, max_digits: int = 6) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def format_signed_percent(share: float, max_digits: int = 4) -> str:
+    """A signed share as a percentage with as many decimals as it takes not to print zero (one at least,
+    ``max_digits`` at most): ``-0.049`` -> ``"-4.9%"``, ``-0.000493`` -> ``"-0.05%"``; a gap never reads
+    ``"-0.0%"``."""
+    for digits in range(1, max_digits + 1):
+        text = f"{share:+.{digits}%}"
+        if share == 0 or float(text[:-1]) != 0:
+            return text
+    return text
+
+
 def format_ms(milliseconds: float, digits: int = 2) -> str:
     """A time in milliseconds at ``digits`` decimals: ``"10.74 ms"``. A table column of the same figure takes
     :func:`decimal_format` of the same ``digits``, so text and table print one value."""

@@ -46,6 +46,10 @@ MAX_MODELS = 6
 MAX_GPUS = 8
 """Most GPUs one chart compares."""
 
+LISTED_KEY = "_link_values_listed"
+"""Session key: multi-value link key -> how many values the link listed before :mod:`ui.link_guard` capped it
+(set on every run), so :func:`check_link` states the link's own count once."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlanInputs:
@@ -97,15 +101,20 @@ class PlanInputs:
         )
 
     def cli_command(self) -> str:
-        """The equivalent ``python -m planner plan`` command line (first model and GPU)."""
-        parts = [f"python -m planner plan --model {self.model_id} --gpu {self.gpu_id}",
+        """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
+        the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`)."""
+        from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
+
+        model, gpu, comments = source_flags(self.model_id, self.gpu_id)
+        own_gpu = not gpu.startswith("--gpu ")  # --gpu-memory-gib and --gpu-name: a line of their own
+        parts = [*([f"python -m planner plan {model}", gpu] if own_gpu else [f"python -m planner plan {model} {gpu}"]),
                  f"--num-gpus {self.num_gpus} --weight-dtype {self.weight_dtype}",
                  f"--kv-cache-dtype {self.kv_cache_dtype} --context-len {self.context_len}",
                  f"--batch-size {self.batch_size} --gpu-memory-utilization {self.gpu_memory_utilization:g}",
                  f"--block-size {self.block_size}"]
         if self.overhead_gib is not None:
             parts.append(f"--overhead-gib {self.overhead_gib:g}")
-        return " \\\n  ".join(parts)
+        return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 
 # --------------------------------------------------------------------------
@@ -236,10 +245,14 @@ def check_link(single: Mapping[str, tuple[Sequence[str], Callable[[str], str] | 
                                 f"add a {noun} in the sidebar.")
             elif canonical not in kept:
                 kept.append(canonical)
+        listed = max(st.session_state.get(LISTED_KEY, {}).get(key, 0), len(values))  # before the guard's cap
         if len(kept) > max_items:
-            problems.append(f"Link parameter `{key}` lists {len(kept)} {noun}s; at most {max_items} fit on one "
+            problems.append(f"Link parameter `{key}` lists {listed:,} {noun}s; at most {max_items} fit on one "
                             f"chart, so only the first {max_items} are shown. Remove some in the sidebar.")
             kept = kept[:max_items]
+        elif listed > len(values):
+            problems.append(f"Link parameter `{key}` lists {listed:,} values; this page reads the first "
+                            f"{len(values)}. Pick the others in the sidebar.")
         if kept != values:
             changes[key] = kept or None
     for key, wrong, fix in link_number_problems(numbers, shown=shown):

@@ -12,7 +12,10 @@ fuzzy matching (a 100,000-character ``model=`` once cost 18 s of server CPU):
 2. A key that takes one value (everything but :data:`MULTI_VALUE_KEYS`) and is
    repeated keeps its last value, as Streamlit does, and the message says which
    value was used.
-3. A multi-value key keeps at most :data:`MAX_VALUES_PER_KEY` values.
+3. A multi-value key keeps at most :data:`MAX_VALUES_PER_KEY` values, in silence: the page that reads the key
+   says so once, with the count the link had and its own limit (:func:`ui.inputs.check_link`, from
+   :data:`ui.inputs.LISTED_KEY`), and a page that does not read it says nothing (QA, stop 42: two boxes, two
+   counts, and "Remove some in the sidebar" on a one-model page).
 4. Switches (:data:`BOOLEAN_KEYS`) take ``true`` / ``false``; anything else is
    dropped with a message (Streamlit would drop it silently).
 
@@ -30,7 +33,7 @@ import streamlit as st
 
 from model_catalog.share_codec import MAX_CODE_CHARS
 from ui.format import shorten
-from ui.inputs import rewrite_link
+from ui.inputs import LISTED_KEY, rewrite_link
 
 MAX_ID_CHARS = 200
 """Longest id or word value read [characters]: a Hugging Face repo id is at most 96
@@ -110,10 +113,13 @@ class LinkGuard:
     Attributes:
         changes: key -> the values to keep, or None to drop the key.
         problems: One sentence per finding: what was wrong, what was used, how to fix it.
+        listed: Multi-value key -> how many values the link listed, for each key capped at
+            :data:`MAX_VALUES_PER_KEY`.
     """
 
     changes: dict[str, list[str] | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    listed: dict[str, int] = field(default_factory=dict)
 
 
 def _too_long(key: str, value: str, limit: int) -> str:
@@ -146,10 +152,8 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
     for key, raw in params.items():
         values = _bounded(key, list(raw), result.problems)
         if key in MULTI_VALUE_KEYS:
-            if len(values) > MAX_VALUES_PER_KEY:
-                result.problems.append(
-                    f"Link parameter `{key}` lists {len(values):,} values; the planner reads the first "
-                    f"{MAX_VALUES_PER_KEY}. Remove some in the sidebar.")
+            if len(values) > MAX_VALUES_PER_KEY:  # said by the page that reads the key (module docstring, 3)
+                result.listed[key] = len(values)
                 values = values[:MAX_VALUES_PER_KEY]
         elif len(values) > 1:
             shown = ", ".join(f"`{shorten(v, 30)}`" for v in values[:4]) + (", …" if len(values) > 4 else "")
@@ -244,5 +248,6 @@ def apply() -> list[str]:
     """
     params = {key: st.query_params.get_all(key) for key in st.query_params}
     result = guard(params)
+    st.session_state[LISTED_KEY] = result.listed  # this run's counts (rule 3), for the page's own message
     rewrite_link(result.changes, tuple(MULTI_VALUE_KEYS))
     return result.problems

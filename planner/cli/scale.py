@@ -321,8 +321,12 @@ def _disagg_table(result) -> str:
                      f"{d['tensor_parallel_size']}, dp {d['data_parallel_size']}); "
                      f"{count_noun(d['max_concurrency'], 'request')} per replica; {step:,.2f} ms "
                      f"{'per prompt' if name == 'prefill' else 'per output token'}")
-    lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
-                 f"{result.kv_transfer_ms[result.link]:,.{TRANSFER_MS_DIGITS}f} ms over {result.link}; TTFT {result.ttft_ms:,.1f} ms")
+    if all(pool.plan.starts for pool in (result.prefill, result.decode)):  # DisaggPlan.starts
+        lines.append(f"transfer     {result.kv_transfer_bytes_per_request:,} B per request; "
+                     f"{result.kv_transfer_ms[result.link]:,.{TRANSFER_MS_DIGITS}f} ms over {result.link}; "
+                     f"TTFT {result.ttft_ms:,.1f} ms")
+    else:  # as the page: no transfer or TTFT between pools that would not start
+        lines.append("transfer     n/a (a pool would not start; the reason is below)")
     lines += [f"  reason: {r}" for r in result.reasons]
     lines += [f"  note: {n}" for n in result.pool_notes]  # the sizes chosen
     return "\n".join(lines)

@@ -108,7 +108,7 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("block_size", "vllm", "tokens", r"[Ff]orcing kv cache block size to" + _SP + _NUM, 1),
     ("sglang_tokens", "sglang", "tokens", r"KV Cache is allocated\. #tokens:" + _SP + _NUM, 1),
     ("sglang_k_gib", "sglang", "GiB", r"K size:" + _SP + _NUM + _SP + "GB", 1),
-    ("sglang_v_gib", "sglang", "GiB", r"V size:" + _SP + _NUM + _SP + "GB", 1),
+    ("sglang_v_gib", "sglang", "GiB", r"(?<!K)V size:" + _SP + _NUM + _SP + "GB", 1),
     ("sglang_kv_gib", "sglang", "GiB", r"KV Cache is allocated\. #tokens: [0-9]+, KV size:" + _SP + _NUM + _SP + "GB", 1),
     ("sglang_max_total_tokens", "sglang", "tokens", r"max_total_num_tokens=" + _NUM, 1),
     ("sglang_max_running_requests", "sglang", "count", r"max_running_requests=" + _NUM, 1),

@@ -65,6 +65,9 @@ def reconcile(plan: EnginePlan, figures: LogFigures) -> tuple[ReconcileRow, ...]
     g = figures.get
     rows = [
         _row("Model loading (weights)", "GiB", rank.weights_bytes / GiB, g("weights_gib")),
+        _row("SGLang weights (Load weight end, mem usage)", "GiB", rank.weights_bytes / GiB, g("sglang_weights_gib")),
+        _row("llama.cpp model buffer (weights, first GPU)", "MiB", plan.ranks[0].weights_bytes / MiB,
+             _llamacpp_gpu_weights(figures)),
         _row("Activation peak", "GiB", rank.activation_bytes / GiB, g("activation_gib")),
         _row("Non-torch memory", "GiB", rank.non_torch_bytes / GiB, g("non_torch_gib")),
         _row("CUDA graph memory", "GiB", rank.cudagraph_bytes / GiB, g("cudagraph_gib")),
@@ -91,6 +94,13 @@ def _sum_kv(figures: LogFigures) -> LogFigure | None:
     if k is not None and v is not None:
         return replace(k, name="sglang_kv_sum", value=round(k.value + v.value, 2))
     return figures.get("sglang_kv_gib")
+
+
+def _llamacpp_gpu_weights(figures: LogFigures) -> LogFigure | None:
+    """The first GPU's "model buffer size" line (llama.cpp src/llama-model.cpp ``load_tensors``: one line per
+    buffer type, ``CUDA0``, ``CUDA1``, ... and the host's ``CPU`` / ``CPU_Mapped``, which is not GPU memory)."""
+    return next((f for f in figures.all("llamacpp_model_buffer_mib")
+                 if not re.search(r"CPU\w*\s+model buffer size", f.line)), None)
 
 
 def _llamacpp_total(figures: LogFigures) -> LogFigure | None:
@@ -121,14 +131,44 @@ MEMORY_PRINT_STEP_BYTES = GiB // 100
 memory stands for any value within half a step either side."""
 
 
+def print_rounding_bytes(figures: LogFigures) -> int:
+    """How far the engine's exact KV memory may lie from :func:`measured_available_bytes` [bytes].
+
+    Each printed figure stands for any value within half its print step; a sum of ``n`` printed figures is
+    uncertain by ``n`` half steps. Print formats:
+
+    - vLLM "Available KV cache memory: %.2f GiB" (vllm/v1/worker/gpu_worker.py): one figure, 2 decimals of GiB.
+    - SGLang ``MHATokenToKVPool`` "KV Cache is allocated. #tokens: N, K size: %.2f GB, V size: %.2f GB"
+      (python/sglang/srt/mem_cache/memory_pool.py, ``GB = 1024 * 1024 * 1024``, i.e. GiB): two figures;
+      the MLA pool's single "KV size: %.2f GB": one.
+    - TensorRT-LLM "Allocated %.2f GiB for max tokens in paged KV cache"
+      (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp): one figure.
+    - llama.cpp "llama_kv_cache: size = %7.2f MiB" per cache, plus "llama_memory_recurrent: size = %7.2f MiB"
+      (src/llama-kv-cache.cpp, src/llama-memory-recurrent.cpp): one figure per line summed, 2 decimals of MiB.
+
+    Returns:
+        The half-width of the rounding [bytes]; 0 when the log has no memory figure.
+    """
+    half_gib = MEMORY_PRINT_STEP_BYTES // 2
+    if figures.engine == "sglang":
+        if figures.get("sglang_k_gib") is not None and figures.get("sglang_v_gib") is not None:
+            return 2 * half_gib  # K and V printed apart, each rounded
+        return half_gib if figures.get("sglang_kv_gib") is not None else 0
+    if figures.engine == "llama.cpp":
+        lines = len(figures.all("llamacpp_kv_mib") + figures.all("llamacpp_rs_mib"))
+        return lines * (MiB // 100 // 2)
+    return half_gib if measured_available_bytes(figures) is not None else 0
+
+
 def log_consistency(pinned: EnginePlan, figures: LogFigures) -> ReconcileRow | None:
     """A row when the log's printed tokens do not follow from its own printed memory for this model.
 
     ``pinned`` is the re-plan at the engine's own available memory (:func:`request_from_log` with
     ``pin_available``): with this model's bytes per token it gives the tokens the engine would have
-    printed. Two decimals of GiB leave half a print step of slack either side, plus one block, so the
-    row appears only for a real disagreement: the log then comes from another model, KV dtype, block
-    size or flag set than the one planned.
+    printed. The printed memory's rounding (:func:`print_rounding_bytes`: half a step per printed figure
+    summed, e.g. two for SGLang's K + V) is the slack either side, plus one block, so the row appears only
+    for a real disagreement: the log then comes from another model, KV dtype, block size or flag set than
+    the one planned.
 
     Args:
         pinned: The plan at the log's available memory [its ``engine_kv_cache_tokens`` in tokens].
@@ -149,7 +189,7 @@ def log_consistency(pinned: EnginePlan, figures: LogFigures) -> ReconcileRow | N
         return None
     figure, label = printed
     bytes_per_token = pinned.available_kv_cache_bytes / pinned.engine_kv_cache_tokens
-    slack = MEMORY_PRINT_STEP_BYTES / 2 / bytes_per_token + pinned.block_size
+    slack = print_rounding_bytes(figures) / bytes_per_token + pinned.block_size
     if abs(pinned.engine_kv_cache_tokens - figure.value) <= slack:
         return None
     return ReconcileRow(quantity=f"{label} at the log's own available memory", unit="tokens",

@@ -67,6 +67,7 @@ from planner.engines.launch import with_max_num_seqs
 from planner.engines.types import EngineRequest
 from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
+from planner.model.dtypes import AUTO_WEIGHT_DTYPE, WEIGHT_DTYPES, StorageFormat, checkpoint_dtype
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.memo import memoized
 from planner.scale.deploy import node_commands
@@ -362,21 +363,55 @@ def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolR
     engine = replace(pool.engine, max_model_len=length)
     plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
     tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
-    note = "" if plan.starts or tp is not None else refusal_note(model, role, pool.scale.gpus_per_node)
+    note = "" if plan.starts or tp is not None else refusal_note(model, role, pool.scale.gpus_per_node,
+                                                                          pool.engine.weight_dtype)
     return engine, plan, note, tp
 
 
-def refusal_note(model: ModelSpec, role: str, gpus_per_node: int) -> str:
+def refusal_note(model: ModelSpec, role: str, gpus_per_node: int, weight_dtype: str = AUTO_WEIGHT_DTYPE) -> str:
     """The note of a pool that no tensor-parallel size up to a node starts (design note 5), with the ways out that fit
     the model: a mixture-of-experts model can spread its experts over nodes (data + expert parallel, what
     :func:`planner.scale.plan_scale` plans); a dense one cannot, and these pools plan no pipeline stages across nodes
-    (Home's ``plan`` offers a GPU count over nodes), so it needs smaller weights or more memory per GPU."""
+    (Home's ``plan`` offers a GPU count over nodes), so it needs smaller weights or more memory per GPU. Smaller
+    weights are offered only below the format the weights load in (:func:`smaller_weight_formats`; QA, stop 42:
+    an fp8 checkpoint was told "smaller weights (fp8)")."""
     head = f"{role}: no tensor-parallel size up to a node of {gpus_per_node} GPUs starts it (each was tried)"
+    loaded = loaded_weight_format(model, weight_dtype)
+    smaller = smaller_weight_formats(loaded)
+    names = " or ".join(", ".join(smaller).rsplit(", ", 1))
     if model.is_moe:
-        return f"{head}; try data + expert parallel across nodes, smaller weights (fp8) or a GPU with more memory"
-    return (f"{head}; use smaller weights (fp8 or a quantized checkpoint) or a GPU with more memory; a dense model "
-            "has no experts to spread, and a replica across nodes (tensor or pipeline parallel, as Home's GPU count "
-            "suggests) is not planned for these pools")
+        weights = f", smaller weights than its {loaded.name} ({names})" if smaller else ""
+        return f"{head}; try data + expert parallel across nodes{weights} or a GPU with more memory"
+    weights = f"smaller weights than its {loaded.name} ({names}, as a quantized checkpoint) or " if smaller else ""
+    return (f"{head}; use {weights}a GPU with more memory; a dense model has no experts to spread, and a replica "
+            "across nodes (tensor or pipeline parallel, as Home's GPU count suggests) is not planned for these pools")
+
+
+SMALLER_WEIGHT_FORMATS = ("fp8", "int4", "nvfp4")
+"""The weight formats a refusal may suggest, smallest last (keys of :data:`planner.model.dtypes.WEIGHT_DTYPES`)."""
+
+
+def loaded_weight_format(model: ModelSpec, weight_dtype: str = AUTO_WEIGHT_DTYPE) -> StorageFormat:
+    """The format most of the weights load in: the asked one, or for ``auto`` the one the checkpoint stores most
+    elements in (each group's ``storage`` or ``checkpoint`` format, else the config's ``torch_dtype``:
+    :func:`planner.model.params.weight_bytes` reads them the same way)."""
+    if weight_dtype != AUTO_WEIGHT_DTYPE:
+        return WEIGHT_DTYPES[weight_dtype]
+    shipped = checkpoint_dtype(model.torch_dtype)
+    elements: dict[str, int] = {}
+    formats: dict[str, StorageFormat] = {shipped.name: shipped}
+    for group in model.params:
+        fmt = group.storage or group.checkpoint or shipped
+        formats[fmt.name] = fmt
+        elements[fmt.name] = elements.get(fmt.name, 0) + math.prod(group.shape) * group.count
+    return formats[max(elements, key=elements.get)] if elements else shipped
+
+
+def smaller_weight_formats(loaded: StorageFormat) -> tuple[str, ...]:
+    """The formats of :data:`SMALLER_WEIGHT_FORMATS` with at most two thirds of ``loaded``'s bits per element: fp8,
+    int4 and nvfp4 below 16 bits; int4 and nvfp4 below fp8; none below a 4-bit format."""
+    return tuple(name for name in SMALLER_WEIGHT_FORMATS
+                 if WEIGHT_DTYPES[name].bits_per_element * 3 <= loaded.bits_per_element * 2)
 
 
 def _tp_sizes(model: ModelSpec, scale: ScaleRequest) -> list[int]:
