@@ -29,12 +29,10 @@ read for :mod:`planner.engines.vllm_deepseek_v4`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from math import gcd
+from dataclasses import dataclass
 
 from planner.budget import PlanRequest, plan_base
 from planner.model import ModelSpec
-from planner.model.kv import KVGroup, KVProfile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,40 +77,6 @@ def pool_kv(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_i
     return PoolKV(cache=base.plan_fields["kv_cache_dtype"], block_bytes=block_bytes, block_size=profile.block_size,
                   bytes_per_token=profile.pool_bytes_per_token, blocks_per_sequence=per_sequence // block_bytes,
                   bytes_per_sequence=per_sequence, context_len=request.context_len)
-
-
-def pool_exact_profile(paged):
-    """The exact bytes of a sequence in a pooled profile's own stored format, unpaged: ``paged``'s caches at their
-    pool rate, each group's tokens capped by its window, no block rounding and no block kept beyond a window.
-
-    Per group of a pooled ``paged`` profile (:attr:`planner.model.kv.KVProfile.pooled`: vLLM's DeepSeek-V4
-    ``fp8_ds_mla`` pool), ``page_bytes`` hold ``block`` tokens, so a layer costs ``page_bytes / block`` per token
-    held; the group is re-cut into blocks of ``g = block / gcd(block, page_bytes)`` tokens, the fewest whose share
-    of a page is whole bytes (V4-Flash: the compressed group's 1,051,776 B per 256 tokens -> 8,217 B per 2
-    tokens, so a sequence is rounded up by at most one token there; the sliding and compressor-state groups'
-    pages divide by their blocks, ``g = 1``). ``bytes_per_sequence_fixed``, the page vLLM keeps beyond a window
-    (``+ 1`` block in :mod:`planner.engines.vllm_deepseek_v4` note 4), is dropped: a contiguous reservation
-    holds the window's tokens only. The naive scheme and the used bytes of :mod:`planner.traffic.allocation`
-    price a V4 sequence with this, so all three schemes count the one cache vLLM stores (it never stores V4's
-    exact bf16 or plain fp8 cache: note 2). A :class:`planner.serving.features.ShiftedProfile` keeps its
-    extra tokens; a profile that is not pooled comes back unchanged.
-
-    Sources: :mod:`planner.engines.vllm_deepseek_v4` notes 2-4 (vLLM v0.22.0
-    vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_config_deepseek_v4``); :class:`planner.model.kv.KVGroup`.
-    """
-    inner = getattr(paged, "inner", paged)
-    if not inner.pooled:
-        return paged
-    groups = []
-    for g in inner.groups:
-        block = g.block_size or inner.block_size
-        page = g.block_bytes(block)
-        step = block // gcd(block, page)
-        groups.append(KVGroup(num_layers=g.num_layers, bytes_per_token=page // block, max_tokens=g.max_tokens,
-                              bytes_per_sequence_fixed=0, block_size=step,
-                              page_bytes=0 if step == 1 else page * step // block))
-    exact = KVProfile(groups=tuple(groups), block_size=1)
-    return exact if inner is paged else replace(paged, inner=exact)
 
 
 def exact_cache_label(exact_dtype: str, stored_dtype: str, *, inside_brackets: bool = False) -> str:

@@ -32,7 +32,7 @@ Design notes (assumptions):
        ``wasted = reserved - used``.
     4. Budgets are per GPU, from :func:`planner.budget.plan`.
     5. A pooled paged profile (DeepSeek-V4: vLLM stores its cache only as ``fp8_ds_mla`` pool pages) prices the
-       naive reservation and the used bytes in that format too (:func:`planner.pool_kv.pool_exact_profile`:
+       naive reservation and the used bytes in that format too (:func:`planner.model.kv.pool_exact_profile`:
        each cache at its pool rate, windows and compressor states at their caps, no block rounding), so no
        scheme is priced in a cache vLLM never stores (its exact bf16 figure is twice the pool's per token). A
        window's and a compressor state's tokens count as used; the block vLLM keeps beyond each window counts
@@ -52,8 +52,7 @@ from dataclasses import dataclass, field
 
 from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
-from planner.model.kv import KVProfile
-from planner.pool_kv import pool_exact_profile
+from planner.model.kv import KVProfile, pool_exact_profile
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
 from planner.text import count_noun
 from planner.units import MiB, ceil_div
