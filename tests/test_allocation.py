@@ -340,3 +340,29 @@ def test_every_catalog_model_pages_at_least_naive_users_within_the_budget():
             assert usage.reserved_bytes <= c.kv_cache_budget_bytes, (model_id, usage.scheme)
             assert usage.wasted_bytes >= 0, (model_id, usage.scheme)
     assert checked > 200
+
+
+def test_deepseek_v4_parallel_sampling_prices_no_paging_in_the_pool_format():
+    """The Parallel sampling tab priced V4's "without paging" in the exact bf16 cache (8,277 B a token) beside
+    paged figures in vLLM's fp8_ds_mla pool (4,109 B), so four samples without paging cost more than paged ones
+    that share nothing (stop 42, left from the Allocation fix). Without paging is now the pool's exact bytes,
+    as the naive scheme is: never above the paged figure, and the whole-prompt share is the only saving."""
+    from planner.budget import sequence_profiles
+
+    model, request, _ = _v4(8192)
+    exact, paged = sequence_profiles(model, V4_GPU_BYTES, request)
+    s = parallel_sampling(exact, paged, prompt_len=1000, output_len=200, num_samples=4)
+    assert s.bytes_without_paging == 4 * _pool_bytes(paged, 1200)  # 1,200 tokens: whole bytes per 2-token step
+    assert s.bytes_without_paging <= s.bytes_paged_unshared
+
+
+@pytest.mark.parametrize("model_id", ["openai/gpt-oss-120b", "Qwen/Qwen3.6-35B-A3B", "meta-llama/Meta-Llama-3-8B"])
+def test_parallel_sampling_without_paging_never_exceeds_unshared_pages(model_id):
+    """Paging rounds each sequence up to whole blocks, so k sequences without paging never cost more than k paged
+    sequences that share nothing (the exact cache of the same format)."""
+    from planner.budget import sequence_profiles
+
+    catalog = pytest.importorskip("model_catalog")
+    exact, paged = sequence_profiles(catalog.model_spec(model_id), V4_GPU_BYTES, PlanRequest(context_len=8192))
+    s = parallel_sampling(exact, paged, prompt_len=1000, output_len=200, num_samples=4)
+    assert 0 < s.bytes_without_paging <= s.bytes_paged_unshared

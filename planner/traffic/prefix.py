@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.model.kv import KVProfile
+from planner.model.kv import KVProfile, pool_exact_profile
 
 
 def shared_prefix_bytes(profile: KVProfile, prefix_len: int, seq_len: int) -> int:
@@ -234,11 +234,18 @@ def parallel_sampling(
     without 4 x 1,200 x 16 KiB = 75 MiB; paged 4 x 1,200 slots - 3 x 992 =
     1,824 slots x 16 KiB = 28.5 MiB.
 
+    A pooled ``paged`` profile (DeepSeek-V4: vLLM stores its cache only as ``fp8_ds_mla`` pool pages) prices
+    "without paging" in that format too (:func:`planner.model.kv.pool_exact_profile`), as
+    :func:`planner.traffic.allocation.compare_allocation` prices its naive scheme: ``exact`` is then the bf16
+    cache vLLM never stores.
+
     Raises:
         ValueError: ``num_samples < 1``, ``prompt_len < 1`` or ``output_len < 0``.
 
     Sources: Kwon et al. 2023 section 4.4; seed write-up 001 section 4.
     """
+    if getattr(paged, "pooled", False):
+        exact = pool_exact_profile(paged)
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     if prompt_len < 1 or output_len < 0:
