@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from planner.cli import main
+from tests.test_app import run_page
 
-ROOT = Path(__file__).resolve().parents[1]
 H100 = "nvidia-h100-sxm-80gb"
 
 CASES = {
@@ -33,10 +31,7 @@ BARE_RATIO = re.compile(r"\d\.\d\dx(?! concurrency)")
 
 
 def _home_try_lines(params: dict) -> list[str]:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("app.py", params)
     assert not at.exception
     verdict = next(w.value for w in at.warning if w.value.startswith("**Does not fit**"))
     lines = verdict.split("**Try:**\n", 1)[1].splitlines()

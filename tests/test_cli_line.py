@@ -13,25 +13,21 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry
 from model_catalog.custom import read_custom_config
 from model_catalog.custom_gpu import custom_gpu
 from model_catalog.share_codec import encode_gpu, encode_model
 from planner.cli import main
+from tests.test_app import run_page
 from ui import cli_line
 
-ROOT = Path(__file__).resolve().parents[1]
 NEMO = "mistralai/Mistral-Nemo-Base-2407"
 CONFIG = dict(get_model_entry(NEMO).config)
 
 
 def _home_snippet(params: dict) -> str:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("app.py", params)
     assert not at.exception, [e.value for e in at.exception]
     return next(c.value for c in at.code if "python -m planner plan" in c.value)
 

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from model_catalog import model_spec
 from tests.lazy_tabs import open_tab
+from tests.test_app import run_page
 from ui import data
 from ui.format import format_tokens_short
 
@@ -45,10 +46,7 @@ def test_a_10m_model_curve_reaches_its_limit_with_bounded_points():
 
 def test_concurrency_chart_and_table_end_at_the_model_limit():
     limit = model_spec(SCOUT).max_position_embeddings
-    at = AppTest.from_file(str(ROOT / "pages/3_Concurrency.py"), default_timeout=60)
-    for key, value in dict(model=SCOUT, num_gpus="8", gpus=GPUS, context_len="1000000").items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("pages/3_Concurrency.py", dict(model=SCOUT, num_gpus="8", gpus=GPUS, context_len="1000000"))
     assert not at.exception and not at.error
     assert max(max(t["x"]) for t in _chart(at)["data"]) == limit
     table = open_tab(at, "concurrency_section", "Table by context length").table[0].value
@@ -58,10 +56,7 @@ def test_concurrency_chart_and_table_end_at_the_model_limit():
 def test_allocation_curve_ends_where_the_memory_curves_do():
     """QA: the Allocation page's curve stopped at 1,048,576 tokens (its own ``CURVE_MAX_TOKENS = 1 << 20``) where the
     Memory curves and Concurrency pages reach the model's limit; it ends at the same :func:`ui.data.curve_top` now."""
-    at = AppTest.from_file(str(ROOT / "pages/6_Allocation.py"), default_timeout=60)
-    for key, value in dict(model=SCOUT, gpu="nvidia-h200-sxm", num_gpus="8").items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("pages/6_Allocation.py", dict(model=SCOUT, gpu="nvidia-h200-sxm", num_gpus="8"))
     assert not at.exception and not at.error
     curve = next(s for s in (json.loads(el.proto.spec) for el in at.get("plotly_chart"))
                  if "max_model_len" in s["layout"]["xaxis"]["title"].get("text", ""))

@@ -9,18 +9,17 @@ catalog entry and ``python -m planner plan --config`` give 57.30 GiB: the page's
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_model_entry
 from planner.cli import main
+from tests.test_app import run_page
 from tests.tiles import metric_tiles
 from ui import custom_panel
 from ui.format import format_bytes_exact
 
-ROOT = Path(__file__).resolve().parents[1]
 QWEN = "Qwen/Qwen3.6-35B-A3B"
 QWEN_TEXT = json.dumps(dict(get_model_entry(QWEN).config))  # the reference config.json QA pasted, less its notes
 PARAMS = {"gpu": "nvidia-h200-sxm", "context_len": "65536"}
@@ -33,11 +32,7 @@ def _cli_budget(capsys, *model: str) -> int:
 
 
 def _home(params: dict) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    return at
+    return run_page("app.py", params)
 
 
 def _budget_help(at: AppTest) -> str:

@@ -8,7 +8,6 @@ from the Hub is served under its repo id and gets none.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -16,18 +15,15 @@ from streamlit.testing.v1 import AppTest
 from model_catalog import get_model_entry
 from model_catalog.custom import read_custom_config
 from model_catalog.share_codec import encode_model
+from tests.test_app import run_page
 
-ROOT = Path(__file__).resolve().parents[1]
 NEMO = get_model_entry("mistralai/Mistral-Nemo-Base-2407").config
 
 
 def _run(page: str, source: str) -> AppTest:
     model = read_custom_config(NEMO, "custom-model", source=source)
-    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
-    for key, value in {"model": "custom", "gpu": "nvidia-h100-sxm-80gb",
-                       "custom_model": encode_model(model)}.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page(page, {"model": "custom", "gpu": "nvidia-h100-sxm-80gb",
+                       "custom_model": encode_model(model)})
     assert not at.exception
     return at
 

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from model_catalog import get_model_entry
 from model_catalog.custom import parse_config_json, read_custom_config
 from model_catalog.share_codec import decode_model, encode_model
+from tests.test_app import run_page
 from ui import catalog, custom_panel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,10 +26,7 @@ BROKEN = '{"model_type": "mistral", "hidden_size": 5120, "name": "unterminated}'
 
 
 def home(params: dict) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("app.py", params)
     at.session_state[custom_panel.PANEL_KEY] = True  # the user unfolds the panel
     return at.run()
 

@@ -9,9 +9,6 @@ Find's engine note uses (one constant, :data:`planner.engines.types.PREFILL_PEAK
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
 
 from model_catalog import get_gpu, model_spec
 from planner.budget import PlanRequest, plan
@@ -19,8 +16,8 @@ from planner.engines.types import PREFILL_PEAK_REASON, EngineRequest
 from planner.fixes import checked_fixes
 from planner.traffic.find_types import FindRequest
 from planner.traffic.reverse import find_setups
+from tests.test_app import run_page
 
-ROOT = Path(__file__).resolve().parents[1]
 GPT_OSS = "openai/gpt-oss-120b"
 H100 = "nvidia-h100-sxm-80gb"
 
@@ -45,10 +42,7 @@ def test_a_batch_fix_above_the_printed_concurrency_says_why():
 
 
 def test_home_s_try_list_says_why_three_users_fit_beside_2_75x():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in {"model": GPT_OSS, "gpu": H100, "context_len": "32768", "batch_size": "8"}.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("app.py", {"model": GPT_OSS, "gpu": H100, "context_len": "32768", "batch_size": "8"})
     assert not at.exception
     text = next(w.value for w in at.warning if "Does not fit" in w.value)
     line = next(item for item in text.split("\n- ") if "lower batch_size to 3" in item)

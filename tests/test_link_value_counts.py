@@ -7,23 +7,17 @@ one-model page, the first box said "Remove some in the sidebar", where there is 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
 
 from model_catalog import model_ids
+from tests.test_app import run_page
 from ui.inputs import MAX_MODELS
 from ui.link_guard import MAX_VALUES_PER_KEY
 
-ROOT = Path(__file__).resolve().parents[1]
 FORTY = list(model_ids())[:40]
 
 
 def _messages(page: str, **params) -> list[str]:
-    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page(page, params)
     assert not at.exception, [e.value for e in at.exception]
     return [w.value for w in at.warning] + [e.value for e in at.error]
 

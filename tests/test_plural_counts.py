@@ -9,7 +9,6 @@ scale lines) use :func:`planner.text.count_noun`.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 from streamlit.testing.v1 import AppTest
@@ -19,9 +18,8 @@ from planner.traffic.allocation import _naive_note
 from planner.traffic.find_advice import setup_words
 from planner.traffic.find_types import FindRequest
 from planner.traffic.reverse import find_setups
+from tests.test_app import run_page
 from ui.allocation_view import prefix_metric_values, simulation_metric_values
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _texts(at: AppTest) -> list[str]:
@@ -30,11 +28,8 @@ def _texts(at: AppTest) -> list[str]:
 
 
 def test_disaggregation_s_link_note_says_one_concurrent_user():
-    at = AppTest.from_file(str(ROOT / "pages/8_Disaggregation.py"), default_timeout=120)
-    for key, value in {"model": "meta-llama/Llama-4-Scout-17B-16E-Instruct", "gpu": "nvidia-h100-sxm-80gb",
-                       "num_gpus": "4", "context_len": "1000000", "batch_size": "1"}.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("pages/8_Disaggregation.py", {"model": "meta-llama/Llama-4-Scout-17B-16E-Instruct", "gpu": "nvidia-h100-sxm-80gb",
+                       "num_gpus": "4", "context_len": "1000000", "batch_size": "1"})
     assert not at.exception
     said = [t for t in _texts(at) if "From the link" in t]
     assert said and all("1 concurrent user" in t and "1 concurrent users" not in t for t in said), said

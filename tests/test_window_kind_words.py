@@ -8,15 +8,12 @@ batched tokens in its sliding-window layers)". Llama 4 has chunked local attenti
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from model_catalog import model_spec
 from planner.model.kv import windowed_layer_kinds
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_app import run_page
 
 
 @pytest.mark.parametrize(("model_id", "kinds"), [
@@ -35,10 +32,7 @@ def test_windowed_layer_kinds(model_id, kinds):
     ({"model": "openai/gpt-oss-120b", "gpu": "nvidia-h200-sxm", "context_len": "32768", "batch_size": "1"},
      "in its sliding-window layers", "chunked")], ids=["llama-4", "gpt-oss"])
 def test_home_s_prefill_share_names_the_model_s_window_kind(params, words, not_words):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = run_page("app.py", params)
     assert not at.exception
     text = next(s.value for s in at.success if s.value.startswith("**Fits.**"))
     share = text[text.index("only while"):]
