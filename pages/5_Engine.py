@@ -53,8 +53,8 @@ engine.engine_verdict(result, fixes)
 if not result.stopped_at_config_check:
     engine.engine_metrics(result)
 else:
-    st.info("No memory figures: the engine stops at its configuration check, before it loads weights or "
-            "allocates a cache. The figures below are the arithmetic for this split, not what would happen.",
+    st.info("No memory figures: the engine stops at a check before it loads weights or allocates a cache (the "
+            "refusal above). The figures below are the arithmetic for this launch, not what would happen.",
             icon=":material/info:")
 if serving_line := feature_line.engine_line(result, features, form.model_id):  # why its concurrency differs (issue 27)
     st.caption(serving_line)

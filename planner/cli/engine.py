@@ -227,8 +227,10 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
         ("engine says  " + "\n             ".join(result.engine_log_lines)) if result.engine_log_lines
         else "engine says  nothing about memory at startup" if result.starts
         else "engine says  nothing: it stops before allocating",
-        f"max len      {result.engine_max_model_len:,} tokens: the largest --max-model-len the engine would accept "
-        f"with this memory (this launch: {result.max_model_len:,})",
+        (f"max len      none: the engine stops before it profiles memory (this launch: {result.max_model_len:,})"
+         if result.stopped_at_config_check else
+         f"max len      {result.engine_max_model_len:,} tokens: the largest --max-model-len the engine would accept "
+         f"with this memory (this launch: {result.max_model_len:,})"),
         f"starts       {'yes' if result.starts else 'no'}",
     ]
     if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large

@@ -45,7 +45,7 @@ from planner.engines.serving import with_serving
 from planner.engines.sglang import plan_sglang
 from planner.engines.tgi import plan_tgi
 from planner.engines.trtllm import plan_trtllm
-from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget, stopped_before_load
 from planner.engines.vllm import plan_vllm
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
@@ -190,11 +190,7 @@ def _refused_at_config_check(model: ModelSpec, request: EngineRequest, result: E
               f"size ({tp}), and num_key_value_heads ({model.num_key_value_heads}) divisible by it or dividing it; "
               "choose a tensor_parallel_size that divides the heads")
     return EnginePlan._from_parts(vars(result), {  # dataclasses.replace, without the frozen __init__
-        "starts": False, "stopped_at_config_check": True, "reasons": (reason, *result.reasons),
-        "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0, "max_concurrency": 0.0,
-        "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0, "engine_log_lines": (),
-        "max_concurrency_decoding": None if result.max_concurrency_decoding is None else 0.0,
-        "requests_held_ratio": None if result.requests_held_ratio is None else (0, 1)})
+        "starts": False, "reasons": (reason, *result.reasons), **stopped_before_load(vars(result))})
 
 
 def reproduce_printed(model: ModelSpec, request: EngineRequest, available_kv_bytes: int,

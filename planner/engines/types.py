@@ -319,6 +319,19 @@ class RankBudget:
         return tuple(out)
 
 
+def stopped_before_load(values: dict) -> dict:
+    """The fields of an :class:`EnginePlan` (its field dict ``values``) whose engine stops before loading weights: no
+    blocks, tokens, concurrency, accepted length or print; the per-rank arithmetic stays. Three refusals stop there:
+    heads the tensor-parallel size cannot split (:func:`planner.engines.dispatch._refused_at_config_check`), a shared
+    GPU short of free memory (the worker's startup check: :mod:`planner.engines.shared_gpu` note 1), no DeepSeek-V4
+    kernel (chosen as the model is built: :mod:`planner.engines.vllm_deepseek_v4` note 9; QA, stop 42: V4 on an
+    A100 showed its refusal above "Model loading took 19.34 GiB ... Available KV cache memory: 50.18 GiB")."""
+    return {"stopped_at_config_check": True, "engine_log_lines": (), "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0,
+            "max_concurrency": 0.0, "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0,
+            "max_concurrency_decoding": None if values.get("max_concurrency_decoding") is None else 0.0,
+            "requests_held_ratio": None if values.get("requests_held_ratio") is None else (0, 1)}
+
+
 PREFILL_PEAK_REASON = ("users are the requests its pool holds while they decode, beside one prefill chunk: for "
                        "windowed models more than its printed concurrency, which counts each request at its prefill "
                        "peak")
@@ -373,8 +386,8 @@ class EnginePlan:
         engine_log_lines: The startup lines the engine would print.
         overhead_formula: The overhead model's arithmetic.
         launch_command: A ready-to-run command for this plan.
-        stopped_at_config_check: True when the engine stops before loading weights (tensor
-            parallel size that cannot split the heads): the printed figures are then 0.
+        stopped_at_config_check: True when the engine stops before loading weights (:func:`stopped_before_load`:
+            heads the tensor-parallel size cannot split, a shared GPU, no kernel): the printed figures are then 0.
         serving: What the request's serving features cost under this engine
             (:func:`planner.engines.serving.with_serving`), None without features (then not in the JSON).
         known_misses: Kinds of launch the cold-start bench measured but could not count

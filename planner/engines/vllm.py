@@ -41,7 +41,7 @@ from planner.engines.profiles import EngineProfile, batch_limits_clamp_below, vl
 from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines import vllm_deepseek_v4 as deepseek_v4
-from planner.engines.types import EnginePlan, EngineRequest, RankBudget
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget, stopped_before_load
 from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
 from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
 from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
@@ -162,6 +162,7 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     values["reasons"] = tuple(reasons)
     values["engine_log_lines"] = log
     values["launch_command"] = launch
+    values.update(stopped_before_load(values) if st.stops_before_profile else {})  # shared GPU, no V4 kernel
     return EnginePlan._from_dict(values)
 
 
@@ -180,15 +181,14 @@ class _StaticPlan:
         log_head: The first engine log lines (weights, available memory).
         launch_around_length: The launch command before and after its ``--max-model-len`` value
             (:func:`planner.engines.launch.vllm_command_around_length`).
-        full_attention: ``(block_size, groups, bytes per block over all layers)`` when the one stage
-            holds only full-attention pages of one block size, else None. A request of ``L`` tokens
-            then needs ``ceil(L / B)`` blocks in every group and every layer
-            (:meth:`planner.engines.pages.FullAttentionPages.blocks_per_request`), so
-            ``KVLayout.blocks_per_request`` is ``groups x ceil(L / B)`` and ``KVLayout.needed_bytes``
-            is ``ceil(L / B) x`` that byte count.
-        reason_tails: ``(over_limit, memory)``: the end of the "greater than the derived
-            max_model_len" refusal after its length, and per stage the end of the "To serve at least
-            one request" refusal after its GiB figure (:func:`_reason_tails`; both are static).
+        full_attention: ``(block_size, groups, bytes per block over all layers)`` when the one stage holds only
+            full-attention pages of one block size, else None. A request of ``L`` tokens then needs ``ceil(L / B)``
+            blocks in every group and every layer (:meth:`planner.engines.pages.FullAttentionPages.blocks_per_request`),
+            so ``KVLayout.blocks_per_request`` is ``groups x ceil(L / B)`` and ``KVLayout.needed_bytes`` is
+            ``ceil(L / B) x`` that byte count.
+        reason_tails: ``(over_limit, memory)``: the ends of the "greater than the derived max_model_len" refusal and,
+            per stage, of the "To serve at least one request" one, after their figures (:func:`_reason_tails`).
+        stops_before_profile: The worker stops before loading weights (:func:`.types.stopped_before_load`).
     """
 
     plan_fields: dict
@@ -202,6 +202,7 @@ class _StaticPlan:
     launch_around_length: tuple[str, str]
     full_attention: tuple[int, int, int] | None = None
     reason_tails: tuple[str, tuple[str, ...]] = ("", ())
+    stops_before_profile: bool = False
 
 
 _LENGTH_FREE_FIELDS = itemgetter(*(f.name for f in fields(EngineRequest) if f.name != "max_model_len"))
@@ -342,6 +343,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         log_head=tuple(_log_head(profile, ranks, graph_lines)), launch_around_length=launch,
         full_attention=_full_attention_terms(layouts),
         reason_tails=_reason_tails(model, ranks, engine_max_len),
+        stops_before_profile=bool(shared),
     )
 
 
