@@ -39,7 +39,7 @@ def test_gemma3_sliding_layers_decode_twice_the_printed_concurrency():
     assert plan.max_concurrency == round(plan.num_gpu_blocks / 5510, 2)
     assert plan.max_concurrency_decoding == round((plan.num_gpu_blocks - 5510 + 2438) / 2438, 2)
     assert plan.max_concurrency_decoding > 2 * plan.max_concurrency
-    assert "22.62 requests of 32,768 tokens decode at once" in plan.decoding_note
+    assert "22 requests of 32,768 tokens decode at once (22.62x)" in plan.decoding_note
     assert "10.57x counts each request at its prefill peak" in plan.decoding_note
 
 
@@ -97,7 +97,8 @@ def test_cli_json_and_table_carry_the_decoding_figure(capsys):
     assert serving is not None and round(expected, 2) < 22.62
     assert data["engine_plan"]["max_concurrency_decoding"] == round(expected, 2)
     main(args)
-    assert f"decoding     {expected:.2f} requests of 32,768 tokens decode at once" in capsys.readouterr().out
+    assert (f"decoding     {int(expected)} requests of 32,768 tokens decode at once ({expected:.2f}x)"
+            in capsys.readouterr().out)
 
 
 def _replay(window: int, block: int, length: int, batched: int, num_blocks: int) -> int:
@@ -136,7 +137,7 @@ def test_a_pool_holding_more_than_max_num_seqs_says_the_scheduler_caps_it():
     assert plan.max_num_seqs == 1024 and plan.requests_held > 2000
     note = plan.scheduler_cap_note
     assert note.startswith("vllm runs at most 1,024 sequences at once (--max-num-seqs)")
-    assert f"{plan.requests_held:,.2f} requests of 2,048 tokens" in note
+    assert f"{int(plan.requests_held):,} requests of 2,048 tokens ({plan.requests_held:,.2f}x)" in note
     raised = _plan("openai/gpt-oss-20b", 2048, max_num_seqs=4096)
     assert raised.requests_held < 4096 and raised.scheduler_cap_note == ""
 

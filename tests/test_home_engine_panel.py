@@ -170,4 +170,4 @@ def test_home_reads_the_links_max_num_seqs_as_the_engine_page_does():
             assert not said, said
         else:
             decoding = next(t.value for t in metric_tiles(engine) if t.label == DECODING_LABEL)
-            assert len(said) == 1 and expected in said[0] and f"holds {decoding} requests" in said[0], (said, decoding)
+            assert len(said) == 1 and expected in said[0] and f"tokens ({decoding}x)" in said[0], (said, decoding)

@@ -296,8 +296,9 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
             f"Prompts one replica prefills at once: what its KV pools hold, each only its prompt's tokens, at most "
             f"{_seq_cap(pool)} a rank (its launch's cap, as the decode pool's); vLLM prints "
             f"{d['max_concurrency_by_memory']:,.2f}x for requests of {format_int(d['max_model_len'])} tokens"
-            if pool.role == "prefill" else f"Memory alone holds {d['max_concurrency_by_memory']:,.2f} requests of "
-                                            f"{format_int(d['max_model_len'])} tokens per replica")),
+            if pool.role == "prefill" else f"Memory alone holds {int(d['max_concurrency_by_memory']):,} requests of "
+                                            f"{format_int(d['max_model_len'])} tokens per replica "
+                                            f"({d['max_concurrency_by_memory']:,.2f}x)")),
         step_label: (f"{d[step_key]:,.2f} ms", "Roofline upper bound: peak bandwidth and FLOPS"),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
                             format_bytes_exact(d["available_kv_cache_bytes"])),

@@ -320,12 +320,10 @@ class RankBudget:
 
 
 def stopped_before_load(values: dict) -> dict:
-    """The fields of an :class:`EnginePlan` (its field dict ``values``) whose engine stops before loading weights: no
-    blocks, tokens, concurrency, accepted length or print; the per-rank arithmetic stays. Three refusals stop there:
-    heads the tensor-parallel size cannot split (:func:`planner.engines.dispatch._refused_at_config_check`), a shared
-    GPU short of free memory (the worker's startup check: :mod:`planner.engines.shared_gpu` note 1), no DeepSeek-V4
-    kernel (chosen as the model is built: :mod:`planner.engines.vllm_deepseek_v4` note 9; QA, stop 42: V4 on an
-    A100 showed its refusal above "Model loading took 19.34 GiB ... Available KV cache memory: 50.18 GiB")."""
+    """The fields of an :class:`EnginePlan` (field dict ``values``) whose engine stops before loading weights: no
+    blocks, tokens, concurrency, accepted length or print (the per-rank arithmetic stays). Refusals that stop there:
+    heads tensor parallelism cannot split (:mod:`~planner.engines.dispatch`), a shared GPU short of free memory
+    (:mod:`~planner.engines.shared_gpu` note 1), no DeepSeek-V4 kernel (:mod:`~planner.engines.vllm_deepseek_v4`)."""
     return {"stopped_at_config_check": True, "engine_log_lines": (), "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0,
             "max_concurrency": 0.0, "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0,
             "max_concurrency_decoding": None if values.get("max_concurrency_decoding") is None else 0.0,
@@ -473,8 +471,9 @@ class EnginePlan:
         flag = _SEQUENCE_LIMIT_FLAGS.get(self.family)
         if flag is None or not self.starts or self.requests_held <= self.max_num_seqs:
             return ""
-        return (f"{self.engine} runs at most {count_noun(self.max_num_seqs, 'sequence')} at once ({flag}); the pool holds "
-                f"{self.requests_held:,.2f} requests of {self.max_model_len:,} tokens: raise {flag} to serve them all")
+        return (f"{self.engine} runs at most {count_noun(self.max_num_seqs, 'sequence')} at once ({flag}); the pool "
+                f"holds {int(self.requests_held):,} requests of {self.max_model_len:,} tokens "
+                f"({self.requests_held:,.2f}x): raise {flag} to serve them all")
 
     @property
     def requests_at_prefill_peak(self) -> int:
@@ -491,11 +490,11 @@ class EnginePlan:
         they agree (:attr:`decodes_more_than_printed`)."""
         if not self.decodes_more_than_printed:
             return ""
-        return (f"{self.max_concurrency_decoding:,.2f} requests of {self.max_model_len:,} tokens decode at once "
-                f"beside one prefill chunk; the printed {self.max_concurrency:,.2f}x counts each request at its "
-                f"prefill peak (its window plus {self.max_num_batched_tokens:,} batched tokens, at most the whole "
-                "length, in every sliding-window or local-attention cache), and the scheduler frees the blocks a "
-                "window has left behind before each step")
+        return (f"{int(self.max_concurrency_decoding):,} requests of {self.max_model_len:,} tokens decode at once "
+                f"({self.max_concurrency_decoding:,.2f}x) beside one prefill chunk; the printed "
+                f"{self.max_concurrency:,.2f}x counts each request at its prefill peak (its window plus "
+                f"{self.max_num_batched_tokens:,} batched tokens, at most the whole length, in every sliding-window or "
+                "local-attention cache), and the scheduler frees the blocks a window has left behind before each step")
 
     @property
     def limiting_rank(self) -> RankBudget:
