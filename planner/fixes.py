@@ -237,7 +237,22 @@ def try_texts(base: Plan, fixes: list[CheckedFix] | None) -> list[str]:
     """
     if fixes is None:
         return [str(s) for s in base.suggestions]
-    return [*(f.help for f in fixes), *(str(s) for s in base.suggestions if not isinstance(s, Fix))]
+    return [*_reason_once([f.help for f in fixes]), *(str(s) for s in base.suggestions if not isinstance(s, Fix))]
+
+
+PEAK_REASON_AGAIN = " (more users than its printed concurrency, for the reason given above)"
+"""What a fix's text in the "Try:" list says in place of :data:`~planner.engines.types.PREFILL_PEAK_REASON` when
+an earlier fix in the list gave it (QA: the same 30-word sentence repeated under each of two fixes)."""
+
+
+def _reason_once(texts: list[str]) -> list[str]:
+    """``texts`` with the prefill-peak reason kept in the first that has it and shortened in the others
+    (:data:`PEAK_REASON_AGAIN`); each fix's own help, on its button, keeps the whole sentence."""
+    reason, out, seen = f" ({PREFILL_PEAK_REASON})", [], False
+    for text in texts:
+        out.append(text.replace(reason, PEAK_REASON_AGAIN) if seen else text)
+        seen = seen or reason in text
+    return out
 
 
 def no_single_fix_text(base: Plan) -> str:

@@ -111,3 +111,25 @@ def test_a_json_flag_names_the_format_flag(capsys, argv):
         main([*argv, "--json"])
     assert stop.value.code == 2
     assert "unrecognized arguments: --json; did you mean --format json?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model,batch", [("google/gemma-3-27b-it", "60"), ("openai/gpt-oss-120b", "40")])
+def test_the_prefill_peak_reason_is_given_once_in_the_try_list(capsys, model, batch):
+    """QA (stop 42 leftover): Gemma 3 27B at 32,768 x 60 on one H100 listed two fixes that each carried the same
+    30-word reason why users exceed the printed concurrency. The first keeps it; a later one refers back to it;
+    each button's own help keeps the whole sentence."""
+    from planner.engines.types import PREFILL_PEAK_REASON
+    from planner.fixes import PEAK_REASON_AGAIN
+
+    args = ["plan", "--model", model, "--gpu", "nvidia-h100", "--context-len", "32768", "--batch-size", batch,
+            "--engine", "vllm"]
+    main(args)
+    tried = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  try: ")]
+    assert sum(PREFILL_PEAK_REASON in line for line in tried) == 1, tried
+    first = next(i for i, line in enumerate(tried) if PREFILL_PEAK_REASON in line)
+    assert any(PEAK_REASON_AGAIN in line for line in tried[first + 1:]), tried
+    at = run_page("app.py", {"model": model, "context_len": "32768", "batch_size": batch, "gpu": "nvidia-h100"})
+    verdict = next(w.value for w in at.warning if "Try:" in w.value)
+    assert verdict.count(PREFILL_PEAK_REASON) == 1
+    helps = [b.help for b in at.button if b.help and "starts with" in b.help]
+    assert sum(PREFILL_PEAK_REASON in h for h in helps) >= 2
