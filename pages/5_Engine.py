@@ -73,6 +73,8 @@ if result.engine_log_lines:
     right.code("\n".join(result.engine_log_lines), language="text", wrap_lines=True)
     if note := engine.log_note(result):
         right.caption(note)
+elif result.stopped_at_config_check:
+    right.caption(f"{result.engine} stops before it prints any memory line (the refusal above).")
 else:
     right.caption(f"{result.engine} prints no memory lines at startup.")
 views.static_table(engine.rank_table(result))  # static: no data-grid chunk to load (issue 27 speed)

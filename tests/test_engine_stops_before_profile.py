@@ -54,3 +54,4 @@ def test_engine_page_shows_no_started_log_under_the_refusal():
     assert any("would refuse to start" in w.value for w in at.warning)
     assert not any("Model loading took" in c.value or "Available KV cache memory" in c.value for c in at.code)
     assert any(i.value.startswith("No memory figures") for i in at.info)
+    assert any("stops before it prints any memory line" in c.value for c in at.caption)
