@@ -67,4 +67,5 @@ views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
-engine_home.home_engine_view(model, form, engine_name, engine_plan, features)
+engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
+                             gap=engine_home.budget_gap(engine_plan, result, request, gpu))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.budget import Plan, PlanRequest, profile_pass_tokens
 from planner.engines import plan_engine
+from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import USAGE_CONTEXTS
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
@@ -127,20 +129,30 @@ def backend_note(plan: EnginePlan | str) -> None:
 
 
 def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: EnginePlan | str,
-                     features: ServingFeatures | None = None) -> None:
+                     features: ServingFeatures | None = None, gap: str = "") -> None:
     """The Home page's engine panel for ``plan`` (:func:`home_engine_plan`'s answer), priced with the page's
-    serving ``features``."""
+    serving ``features``; ``gap``: :func:`budget_gap`."""
     if isinstance(plan, str):
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
     budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)
     home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv,
-               command_note=custom_panel.launch_name_note(form.model_id))
+               command_note=custom_panel.launch_name_note(form.model_id), gap=gap)
+
+
+def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu) -> str:
+    """Why the engine's whole requests differ from the budget's users (the CLI's note:
+    :func:`planner.engines.budget_gap.budget_gap_text`), "" when they agree or the engine cannot plan the inputs;
+    ``gpu``: the catalog GPU."""
+    if isinstance(plan, str):
+        return ""
+    return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
+                           budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id))
 
 
 def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None,
-               command_note: str | None = None) -> None:
+               command_note: str | None = None, gap: str = "") -> None:
     """A compact engine view for the Home page (no metrics; text from planner fields); ``features_line``: the
     serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures;
     ``budget_kv_dtype``: the KV dtype the figures above price, named when the engine stores another (vLLM keeps
@@ -167,12 +179,14 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                   f"{budget_kv_dtype}, so its tokens per GiB differ; "
                   if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
         st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
-                   "(its loaded weights, profile pass, CUDA graphs and runner state), so for it the KV budgets agree; "
+                   "under `vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for that "
+                   "launch the KV budgets agree; "
                    "another engine or version loads the weights, profiles and captures graphs its own way. "
                    + (f"Concurrency: {md_message(plan.decoding_note)}; the users above are the requests decoding "
                       "at once beside one prefill chunk, as the newest vLLM pages them."
                       if plan.decodes_more_than_printed else "The concurrency here is the figure the engine prints.")
-                   + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else ""))
+                   + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else "")
+                   + (f" {md_message(gap)}" if gap else ""))
         st.code("\n".join(plan.engine_log_lines), language="text")
         st.code(format_command(plan.launch_command), language="bash")
         if command_note:  # a custom model's name (ui.custom_panel.launch_name_note)

@@ -235,7 +235,7 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
     ]
     if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large
         lines.insert(2, f"KV error     {reason}")
-    if result.decoding_note:
+    if result.decoding_note and result.starts:  # a refused launch decodes nothing
         lines.insert(-2, f"decoding     {result.decoding_note}")
     if result.scheduler_cap_note:
         lines.insert(-2, f"running      {result.scheduler_cap_note}")

@@ -20,7 +20,14 @@ import sys
 from dataclasses import replace
 from typing import Sequence
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, Plan, PlanRequest, plan
+from planner.budget import (
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    Plan,
+    PlanRequest,
+    plan,
+    profile_pass_tokens,
+)
 from planner.cli import engine as cli_engine
 from planner.cli import scale as cli_scale
 from planner.cli import serving as cli_serving
@@ -38,6 +45,7 @@ from planner.cli.args import (
     with_catalog_id,
 )
 from planner.engines import EnginePlan
+from planner.engines.budget_gap import budget_gap_text
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pool_kv import exact_cache_label
@@ -206,6 +214,7 @@ def _run_plans(args: argparse.Namespace):
     else:
         engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
+    args.budget_batched_tokens = profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id)  # budget_gap
     args.checked_fixes = None if pp > 1 or scale is not None else _checked_fixes(args, model, gpu, request, result)
     return result, engine, gpu
 
@@ -394,6 +403,10 @@ def _output(args: argparse.Namespace) -> str:
                           | cli_scale.scale_json(args), indent=2)
     shown = tuple(result.serving["notes"]) if result.serving is not None else ()  # printed by the serving block
     extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype, shown) if engine else []
+    if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences,
+                                          budget_context_len=result.context_len,
+                                          budget_batched_tokens=args.budget_batched_tokens)):
+        extra_lines.append(f"  note: {gap}")
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)
     extra_lines += cli_serving.model_table_lines(args.model_keys)

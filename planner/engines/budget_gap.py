@@ -1,0 +1,59 @@
+"""Why an engine's users differ from the budget's, in one sentence for Home's engine panel and the CLI.
+
+The budget (:func:`planner.budget.plan`, the headline users of Home and of ``python -m planner plan``) prices the
+newest vLLM under ``vllm serve``: its loaded weights, a profile pass of the scheduler's default
+``max_num_batched_tokens`` for the GPU, CUDA graphs and runner state (:data:`planner.overhead.OVERHEAD_PROFILE`).
+The engine section prices every flag of the launch. Two causes move the engine's users away from the budget's:
+
+1. Another profile (an older vLLM, SGLang, llama.cpp ...) loads weights, profiles and captures graphs its own way.
+2. A longer profile pass: the offline ``LLM`` class (``--usage-context llm``) takes 16,384 tokens on a large
+   datacenter GPU where ``vllm serve`` takes 8,192 (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``;
+   :func:`planner.engines.profiles.vllm_scheduler_defaults`), or ``--max-num-batched-tokens`` sets it. The pass's
+   activation grows with it, and so does the prefill peak of the one request a windowed or compressed model holds
+   beside the decoding ones (a window plus a whole chunk: :mod:`planner.engines.pages` design note 6).
+
+QA (stop 43): DeepSeek-V4-Flash on 2 x GH200 at 30,000 tokens with ``--usage-context llm`` printed "max users 45"
+above an engine section in which 20 requests decode at once, and nothing said why.
+"""
+
+from __future__ import annotations
+
+from planner.engines.types import EnginePlan
+from planner.overhead import OVERHEAD_PROFILE
+
+
+def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: int, budget_batched_tokens: int) -> str:
+    """The sentence that says why ``plan`` holds another number of whole requests than the budget (or does not start
+    where the budget fits), or "" when they hold the same, or the engine stops at a check before loading weights.
+
+    Args:
+        plan: The engine plan of the launch (its :attr:`~EnginePlan.requests_held`: requests decoding at once).
+        budget_users: The budget's users (``Plan.max_concurrent_sequences``) at ``budget_context_len`` [tokens]; a
+            length other than the launch's ``max_model_len`` gets "" (the two count different requests).
+        budget_batched_tokens: The budget's profile-pass tokens (:func:`planner.budget.profile_pass_tokens`).
+
+    Returns:
+        For example "The budget above holds 45 users of 30,000 tokens; this launch decodes 20 at once: its profile
+        pass is 16,384 tokens where the budget's is 8,192 (vllm serve's default on this GPU), which takes more
+        activation memory and a longer prefill peak in each windowed or compressed cache."
+    """
+    engine_users = int(plan.requests_held) if plan.starts else 0
+    if engine_users == budget_users or budget_context_len != plan.max_model_len or plan.stopped_at_config_check:
+        return ""
+    causes = []
+    if plan.engine != OVERHEAD_PROFILE:
+        causes.append(f"{plan.engine} (models {plan.engine_version}) loads the weights, profiles and captures CUDA "
+                      "graphs its own way, where the budget prices the newest vLLM")
+    if plan.max_num_batched_tokens != budget_batched_tokens:
+        more = plan.max_num_batched_tokens > budget_batched_tokens
+        peak = (" and a longer prefill peak in each windowed or compressed cache" if plan.decodes_more_than_printed
+                else "")
+        causes.append(f"its profile pass is {plan.max_num_batched_tokens:,} tokens where the budget's is "
+                      f"{budget_batched_tokens:,} (`vllm serve`'s default on this GPU)"
+                      + (f", which takes more activation memory{peak}" if more else ""))
+    if not causes:
+        causes.append("the engine section prices every flag of this launch (block size, prefix caching, graph "
+                      "capture), the budget the newest vLLM's defaults for the flags it does not share")
+    outcome = f"decodes {engine_users:,} at once" if plan.starts else "does not start"
+    return (f"The budget above holds {budget_users:,} users of {plan.max_model_len:,} tokens; this launch {outcome}: "
+            + "; ".join(causes) + ".")

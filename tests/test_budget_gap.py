@@ -1,0 +1,53 @@
+"""Why an engine section holds another number of users than the budget above it (planner.engines.budget_gap).
+
+QA (stop 43): DeepSeek-V4-Flash on 2 x GH200 at 30,000 tokens with ``--usage-context llm`` (case N11's flags)
+printed "max users 45" above an engine section in which 20 requests decode at once, and nothing said why; Home's
+engine panel said "for it the KV budgets agree", which is false when the launch profiles 16,384 tokens where
+``vllm serve`` profiles 8,192.
+"""
+
+import re
+
+from planner.cli import main
+from tests.test_app import run_page
+
+N11 = ["--engine", "vllm-v0.28", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--gpu", "nvidia-gh200-96gb",
+       "--num-gpus", "2", "--tensor-parallel-size", "2", "--max-model-len", "30000", "--kv-cache-dtype", "fp8",
+       "--block-size", "256", "--gpu-memory-utilization", "0.95", "--usage-context", "llm", "--enable-prefix-caching"]
+
+
+def _table(capsys, args):
+    main(["plan", *args])
+    return capsys.readouterr().out
+
+
+def test_cli_says_why_the_engine_holds_fewer_users(capsys):
+    out = _table(capsys, N11)
+    users = int(re.search(r"^max users\s+([\d,]+) at 30,000 tokens", out, re.M).group(1).replace(",", ""))
+    decoding = int(re.search(r"^decoding\s+([\d,]+) requests", out, re.M).group(1).replace(",", ""))
+    assert users != decoding
+    note = next(line for line in out.splitlines() if "The budget above holds" in line)
+    assert f"holds {users:,} users of 30,000 tokens; this launch decodes {decoding:,} at once" in note
+    assert "vllm-v0.28" in note and "profile pass is 16,384 tokens where the budget's is 8,192" in note
+
+
+def test_usage_context_alone_is_named_and_an_agreeing_launch_gets_no_note(capsys):
+    llm = ["--engine", "vllm", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--gpu", "nvidia-gh200-96gb",
+           "--num-gpus", "2", "--max-model-len", "30000", "--kv-cache-dtype", "fp8", "--usage-context", "llm"]
+    out = _table(capsys, llm)
+    note = next(line for line in out.splitlines() if "The budget above holds" in line)
+    assert "this launch does not start: its profile pass is 16,384 tokens" in note and "loads the weights" not in note
+    assert "decoding     0 requests" not in out  # a refused launch decodes nothing
+    serve = [a for a in llm if a not in ("--usage-context", "llm")]
+    assert "The budget above holds" not in _table(capsys, serve)
+
+
+def test_home_panel_gives_the_same_sentence():
+    at = run_page("app.py", {"engine": "vllm-v0.28", "model": "deepseek-ai/DeepSeek-V4-Flash",
+                             "gpu": "nvidia-gh200-96gb", "num_gpus": "2", "context_len": "30000",
+                             "kv_cache_dtype": "fp8", "block_size": "256", "gpu_memory_utilization": "0.95",
+                             "usage_context": "llm", "enable_prefix_caching": "true"})
+    assert not at.exception
+    why = next(c.value for c in at.caption if c.value.startswith("Why these can differ"))
+    assert "under `vllm serve`" in why
+    assert re.search(r"The budget above holds [\d,]+ users of 30,000 tokens; this launch decodes [\d,]+ at once", why)
