@@ -133,7 +133,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         max_seqs = at_context = 0
     elif per_seq_gpu_paged:
         max_seqs = (budget - prefill_extra) // per_seq_gpu_paged
-        at_context = (budget - prefill_extra) * context // per_seq_gpu_paged  # vLLM's concurrency x length
+        at_context = _tokens_at_context(budget - prefill_extra, per_seq_gpu_paged, context,
+                                        base.plan_fields["block_size"])
     else:
         max_seqs = at_context = 0
 
@@ -302,6 +303,20 @@ _KNOBS_BUT_CONTEXT_AND_BATCH = itemgetter(*(f.name for f in fields(PlanRequest)
                                              if f.name not in ("context_len", "batch_size")))
 """Every :class:`PlanRequest` field but ``context_len`` and ``batch_size``, read from the request's ``__dict__``
 as one tuple (part of the base's key; by name from the dict: cheaper than ``attrgetter``)."""
+
+
+def _tokens_at_context(pool_bytes: int, per_seq_bytes: int, context: int, block_size: int) -> int:
+    """Tokens ``pool_bytes`` hold as ``context``-token sequences decoding at once, as vLLM prints them:
+    ``int(num_blocks / blocks_per_request x context)`` of whole blocks (vllm/v1/core/kv_cache_utils.py, the "GPU KV
+    cache size" and "Maximum concurrency" lines). A sequence whose bytes are ``ceil(context / block_size)`` equal
+    rows (every layer keeps every token) is floored to whole rows first: Llama-3-8B on an H100 held "441,955" here
+    where the whole-block capacity and the engine both say 441,952 (QA, stop 43). Other layouts (windows, recurrent
+    states, pool blocks) keep the byte ratio, within one row of it."""
+    rows = -(-context // block_size)
+    row_bytes, ragged = divmod(per_seq_bytes, rows)
+    if not ragged and row_bytes:
+        return pool_bytes // row_bytes * context // rows
+    return pool_bytes * context // per_seq_bytes
 
 
 def plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:

@@ -71,3 +71,21 @@ def test_readme_does_not_call_the_capacity_vllm_s_print():
     sentence = " ".join(readme[start:readme.index("`allocation`'s JSON", start)].split())
     assert "within one block of its print" not in sentence
     assert "prefill peak" in sentence
+
+
+@pytest.mark.parametrize("gpu,kv,context", [("nvidia-h100-sxm-80gb", "auto", 8192),
+                                            ("nvidia-a100-pcie-80gb", "fp8", 2500)])
+def test_capacity_at_context_is_whole_blocks_as_vllm_prints_it(capsys, gpu, kv, context):
+    """QA (stop 43): Llama-3-8B on an H100 printed "capacity 441,955 tokens" where the JSON's whole-block capacity
+    and Home said 441,952; on an A100 PCIe with fp8 KV at 2,500 tokens it printed 897,513 beside the engine
+    section's "GPU KV cache size: 897,500 tokens". A full-attention model's figure is now vLLM's:
+    int(num_blocks / blocks_per_request x context) of whole blocks."""
+    args = ["plan", "--model", "meta-llama/Meta-Llama-3-8B", "--gpu", gpu, "--kv-cache-dtype", kv,
+            "--context-len", str(context), "--engine", "vllm"]
+    main([*args, "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    blocks = data["kv_cache_capacity_tokens"] // data["block_size"]
+    per_request = -(-context // data["block_size"])
+    assert data["kv_cache_capacity_tokens_at_context"] == blocks * context // per_request
+    printed = data["engine_plan"]["engine_kv_cache_tokens"]
+    assert abs(data["kv_cache_capacity_tokens_at_context"] - printed) <= 1  # the engine's own budget: same here
