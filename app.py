@@ -48,7 +48,8 @@ engine_request = None if isinstance(engine_plan, str) else asked  # None: the en
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
-views.verdict(result, gpu.name, fixes, refusing_engine=engine_home.refusing_engine(engine_plan), model=model)
+views.verdict(result, gpu.name, fixes, refusing_engine=engine_home.refusing_engine(engine_plan, engine_name),
+              model=model)
 engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts

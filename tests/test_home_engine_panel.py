@@ -171,3 +171,18 @@ def test_home_reads_the_links_max_num_seqs_as_the_engine_page_does():
         else:
             decoding = next(t.value for t in metric_tiles(engine) if t.label == DECODING_LABEL)
             assert len(said) == 1 and expected in said[0] and f"tokens ({decoding}x)" in said[0], (said, decoding)
+
+
+def test_home_is_not_green_for_a_kv_dtype_its_engine_does_not_offer():
+    """QA (stop 43): ``/?model=meta-llama/Meta-Llama-3-8B&kv_cache_dtype=q4_0&engine=vllm`` read "Fits ... up to
+    191 concurrent sequences" in green beside an info line, where the Engine page shows an error and the CLI exits
+    with "vllm does not offer KV-cache dtype 'q4_0'". Under llama.cpp, which offers q4_0, it stays green."""
+    from tests.test_app import run_page
+
+    refused = run_page("app.py", {"model": "meta-llama/Meta-Llama-3-8B", "kv_cache_dtype": "q4_0", "engine": "vllm"})
+    assert not refused.exception and not refused.success
+    assert any(w.value.startswith("**Fits the budget; vllm would not start") for w in refused.warning)
+    assert any("does not offer KV-cache dtype `q4_0`" in i.value for i in refused.info)
+    offered = run_page("app.py", {"model": "meta-llama/Meta-Llama-3-8B", "kv_cache_dtype": "q4_0",
+                                  "engine": "llama.cpp"})
+    assert any(s.value.startswith("**Fits.**") for s in offered.success)

@@ -92,9 +92,14 @@ def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePla
         return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
-def refusing_engine(plan: EnginePlan | str) -> str | None:
-    """The engine's name when its plan would refuse to start (the Home verdict is then not green), else None."""
-    return None if isinstance(plan, str) or plan.starts else plan.engine
+def refusing_engine(plan: EnginePlan | str, engine: str) -> str | None:
+    """The engine's name (``engine``, the sidebar's) when its plan would refuse to start, or when it cannot run
+    these inputs at all (``plan`` is then :func:`home_engine_plan`'s sentence: a KV-cache or weight dtype the engine
+    does not offer, said below the verdict): the Home verdict is then not green; else None. QA (stop 43): q4_0 KV
+    under vllm read "Fits ... 191 concurrent sequences" in green, where the Engine page and the CLI refuse it."""
+    if isinstance(plan, str):
+        return engine
+    return None if plan.starts else plan.engine
 
 
 def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
