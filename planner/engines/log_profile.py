@@ -6,6 +6,10 @@ log, and the family alone is no reason to name another profile. Within the famil
 - vLLM states its version at startup ("vLLM API server version 0.28.0", "LLM engine (v0.6.4)", read by
   :mod:`planner.engines.logparse`); :func:`planner.engines.reconcile.suggest_engine` maps it to the profile
   that models that release, and a different one is named.
+- A profile whose release cannot load the model is never named: vLLM before v0.11 for a sparse-MLA model
+  (DeepSeek-V3.2, GLM-5: :func:`planner.engines.vllm_kv_formats.too_old_for_sparse_mla`), before v0.22 for
+  DeepSeek-V4 (:func:`planner.engines.vllm_deepseek_v4.predates`). A log whose version line names such a release
+  gets no hint; the nearest-pool rule below leaves such profiles out of its candidates.
 - SGLang's lines that the parser reads ("Load weight end. ... mem usage", "KV Cache is allocated. #tokens",
   "max_total_num_tokens=") state no version. The pool it printed (K + V size) is then compared with what each
   profile of the family predicts at the same settings, and the nearest is named when it is not the chosen
@@ -25,6 +29,8 @@ from planner.engines.logparse import LogFigures
 from planner.engines.profiles import ENGINE_PROFILES, resolve_engine_name
 from planner.engines.reconcile import measured_available_bytes, suggest_engine
 from planner.engines.types import EngineRequest
+from planner.engines.vllm_deepseek_v4 import predates as predates_deepseek_v4
+from planner.engines.vllm_kv_formats import too_old_for_sparse_mla
 from planner.model import ModelSpec
 from planner.units import GiB
 
@@ -49,6 +55,13 @@ def _family(engine: str) -> str | None:
     return None if profile is None else profile.family
 
 
+def loads_model(model: ModelSpec, engine: str) -> bool:
+    """False when ``engine``'s release cannot load ``model`` (module docstring), else True."""
+    if _family(engine) != "vllm":
+        return True
+    return not (too_old_for_sparse_mla(model, engine) or predates_deepseek_v4(model, engine))
+
+
 def profile_hint(figures: LogFigures, model: ModelSpec, gpu_memory_bytes: int,
                  request: EngineRequest) -> ProfileHint | None:
     """The profile the log matches when it is not ``request.engine`` (module docstring), or None.
@@ -67,7 +80,7 @@ def profile_hint(figures: LogFigures, model: ModelSpec, gpu_memory_bytes: int,
             f"The log looks like `{suggested}`{f' (vLLM {figures.version})' if figures.version else ''}; pick that "
             "engine in the sidebar so the token and concurrency lines are printed the same way."))
     if figures.version and figures.engine == "vllm":
-        if suggested == chosen:
+        if suggested == chosen or not loads_model(model, suggested):
             return None
         return ProfileHint(profile=suggested, same_family=True, message=(
             f"The log states vLLM {figures.version}, which profile `{suggested}` models "
@@ -86,7 +99,7 @@ def _nearest_in_family(figures: LogFigures, model: ModelSpec, gpu_memory_bytes: 
     family = _family(chosen)
     predicted = {}
     for engine, profile in ENGINE_PROFILES.items():
-        if profile.family != family:
+        if profile.family != family or (engine != chosen and not loads_model(model, engine)):
             continue
         try:
             predicted[engine] = plan_engine(model, gpu_memory_bytes, replace(request, engine=engine,

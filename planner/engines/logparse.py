@@ -16,8 +16,17 @@ Limits: a paste over :data:`MAX_LOG_CHARS` is refused unread; each line is read 
 :data:`MAX_LINE_CHARS`; every pattern is bounded, so the time is linear in the paste's
 length (``scripts/bench_logparse.py`` measures it).
 
+vLLM's refusal of a ``max_model_len`` that does not fit, "To serve at least one request with the models's max
+seq len (L), (N GiB KV cache is needed, which is larger than the available KV cache memory (A GiB). Based on
+the available memory, the estimated maximum model length is M.", always states the available memory ``A`` of
+the worker it refused on (``_check_enough_kv_cache_memory``, run per worker by ``get_kv_cache_configs``, both
+vllm/v1/core/kv_cache_utils.py; ``format_gib``: 2 decimals of GiB): it is read as
+``refusal_available_kv_gib``, apart from the workers' own "Available KV cache memory" lines so that a log
+holding both is not read as one more worker. Its "No available memory for the cache blocks" refusal states no
+figure (same function, and V0's ``raise_if_cache_size_invalid``); nothing is read from it.
+
 Sources (log formats): vLLM vllm/v1/worker/gpu_worker.py,
-vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``), vllm/worker/worker.py
+vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``, ``_check_enough_kv_cache_memory``), vllm/worker/worker.py
 (V0 "Memory profiling results"), vllm/executor/executor_base.py ("# GPU blocks");
 SGLang python/sglang/srt/mem_cache/memory_pool.py, managers/scheduler.py,
 model_executor/model_runner.py; llama.cpp src/llama-kv-cache.cpp,
@@ -101,6 +110,8 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("cudagraph_gib", "vllm", "GiB", r"Graph capturing finished in [0-9.]+ secs?, took" + _SP + _NUM + _SP + "GiB", 1),
     ("cudagraph_gib", "vllm", "GiB", r"CUDA ?[Gg]raph memory:?" + _SP + "(-?" + _NUM[1:] + _SP + "GiB", 1),
     ("needed_kv_gib", "vllm", "GiB", r"\(" + _NUM + _SP + r"GiB KV cache is needed", 1),
+    ("refusal_available_kv_gib", "vllm", "GiB",
+     r"larger than the available KV cache memory \(" + _NUM + _SP + r"GiB\)", 1),
     ("estimated_max_model_len", "vllm", "tokens", r"estimated maximum model length is" + _SP + _NUM, 1),
     ("max_model_len", "vllm", "tokens", r"max seq len \(" + _NUM + r"\)", 1),
     ("max_model_len", "vllm", "tokens", r"Using max model len" + _SP + _NUM, 1),
@@ -200,7 +211,9 @@ LABELS: dict[str, str] = {
     "activation_gib": "Activation peak", "peak_torch_gib": "Peak torch memory (incl. weights)",
     "non_torch_gib": "Non-torch memory", "total_gpu_gib": "Total GPU memory",
     "gpu_memory_utilization": "gpu_memory_utilization", "cudagraph_gib": "CUDA graph memory",
-    "needed_kv_gib": "KV needed for one max-length request", "estimated_max_model_len": "Estimated max model length",
+    "needed_kv_gib": "KV needed for one max-length request",
+    "refusal_available_kv_gib": "Available KV cache memory (in the refusal)",
+    "estimated_max_model_len": "Estimated max model length",
     "max_model_len": "max_model_len", "max_num_batched_tokens": "max_num_batched_tokens",
     "block_size": "Block size", "sglang_tokens": "SGLang #tokens", "sglang_k_gib": "SGLang K size",
     "sglang_v_gib": "SGLang V size", "sglang_kv_gib": "SGLang KV size (MLA)",
@@ -220,7 +233,8 @@ LABELS: dict[str, str] = {
 """Display label of each figure name."""
 
 _KEY_FIGURES: dict[str, tuple[str, ...]] = {
-    "vllm": ("available_kv_gib", "weights_gib", "kv_cache_tokens|num_gpu_blocks", "max_concurrency"),
+    "vllm": ("available_kv_gib|refusal_available_kv_gib", "weights_gib", "kv_cache_tokens|num_gpu_blocks",
+             "max_concurrency"),
     "sglang": ("sglang_tokens", "sglang_k_gib|sglang_kv_gib", "sglang_max_total_tokens"),
     "llama.cpp": ("llamacpp_kv_mib|llamacpp_rs_mib", "llamacpp_cells|llamacpp_rs_mib"),
     "trtllm": ("trtllm_tokens", "trtllm_alloc_gib"),
@@ -370,9 +384,21 @@ def _detect(figures: list[LogFigure]) -> str | None:
     return max(counts, key=counts.get) if counts else None
 
 
+_AFTER_SIZING: frozenset[str] = frozenset({"kv_cache_tokens|num_gpu_blocks", "max_concurrency"})
+"""vLLM's key figures printed only once the cache is sized (``_report_kv_cache_config``, after the memory check of
+``get_kv_cache_configs``, vllm/v1/core/kv_cache_utils.py): a launch refused at that check never prints them."""
+
+_REFUSAL_FIGURES: frozenset[str] = frozenset({"needed_kv_gib", "refusal_available_kv_gib"})
+"""Figures of vLLM's "To serve at least one request ..." refusal: a log holding one stops before
+:data:`_AFTER_SIZING`'s lines."""
+
+
 def _missing(engine: str, figures: list[LogFigure]) -> list[str]:
     names = {f.name for f in figures}
-    return [key for key in _KEY_FIGURES.get(engine, ()) if not any(k in names for k in key.split("|"))]
+    keys = _KEY_FIGURES.get(engine, ())
+    if engine == "vllm" and names & _REFUSAL_FIGURES:
+        keys = tuple(key for key in keys if key not in _AFTER_SIZING)
+    return [key for key in keys if not any(k in names for k in key.split("|"))]
 
 
 def _message(engine: str | None, figures: list[LogFigure]) -> str:

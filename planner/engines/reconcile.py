@@ -71,7 +71,8 @@ def reconcile(plan: EnginePlan, figures: LogFigures) -> tuple[ReconcileRow, ...]
         _row("Activation peak", "GiB", rank.activation_bytes / GiB, g("activation_gib")),
         _row("Non-torch memory", "GiB", rank.non_torch_bytes / GiB, g("non_torch_gib")),
         _row("CUDA graph memory", "GiB", rank.cudagraph_bytes / GiB, g("cudagraph_gib")),
-        _row("Available KV cache memory", "GiB", plan.available_kv_cache_bytes / GiB, g("available_kv_gib")),
+        _row("Available KV cache memory", "GiB", plan.available_kv_cache_bytes / GiB,
+             g("available_kv_gib") or g("refusal_available_kv_gib")),
         _row("# GPU blocks", "count", plan.num_gpu_blocks, g("num_gpu_blocks")),
         _row("GPU KV cache size", "tokens", plan.engine_kv_cache_tokens, g("kv_cache_tokens")),
         _row("Maximum concurrency", "x", plan.max_concurrency, g("max_concurrency")),
@@ -220,9 +221,10 @@ def implausible_figures(figures: LogFigures, *, gpu_memory_bytes: int, tensor_pa
     """
     out = []
     card = f"this GPU's {gpu_memory_bytes / GiB:,.2f} GiB"
-    for name, what in (("weights_gib", "weights per GPU (%s) are"), ("available_kv_gib",
-                                                                     "available KV cache memory per GPU (%s) is")):
-        found = [f for f in figures.all(name) if f.bytes > gpu_memory_bytes]
+    available = ("available_kv_gib", "refusal_available_kv_gib")
+    for names, what in ((("weights_gib",), "weights per GPU (%s) are"),
+                        (available, "available KV cache memory per GPU (%s) is")):
+        found = [f for name in names for f in figures.all(name) if f.bytes > gpu_memory_bytes]
         if found:
             out.append(f"The log's {what % f'{found[0].value:,.2f} GiB'} more than {card}: it comes from "
                        f"another GPU or more GPUs per layer than tensor parallel {tensor_parallel_size}; set those "
@@ -238,11 +240,15 @@ def measured_available_bytes(figures: LogFigures) -> int | None:
     """The engine's own KV memory per GPU from a log [bytes], or None.
 
     vLLM: the smallest "Available KV cache memory" of the workers (the engine
-    equalises to the minimum); SGLang: K + V size; TensorRT-LLM: the allocation;
+    equalises to the minimum), and the available memory its "To serve at least one request" refusal states
+    (one worker's, from ``_check_enough_kv_cache_memory``, vllm/v1/core/kv_cache_utils.py: a refused launch
+    prints no later line); SGLang: K + V size; TensorRT-LLM: the allocation;
     llama.cpp: the KV size plus the recurrent-state size.
     """
     if figures.engine == "vllm":
-        return figures.min_bytes("available_kv_gib")
+        found = [size for size in (figures.min_bytes("available_kv_gib"), figures.min_bytes("refusal_available_kv_gib"))
+                 if size is not None]
+        return min(found) if found else None
     if figures.engine == "sglang":
         total = _sum_kv(figures)
         return None if total is None else int(round(total.value * GiB))
@@ -337,7 +343,7 @@ def residual_overhead_bytes(plan: EnginePlan, figures: LogFigures) -> int | None
     took" and "Available KV cache memory" (V1 prints no breakdown at INFO
     level). Case V07: 0.25 x 79.25 - 14.2488 - 5.01 = 0.55 GiB.
     """
-    weights, available = figures.min_bytes("weights_gib"), figures.min_bytes("available_kv_gib")
+    weights, available = figures.min_bytes("weights_gib"), measured_available_bytes(figures)
     if figures.engine != "vllm" or weights is None or available is None:
         return None
     rank = plan.limiting_rank

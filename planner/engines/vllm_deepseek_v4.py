@@ -170,6 +170,14 @@ def stored_name(model: ModelSpec, profile_id: str, name: str) -> str:
     return "fp8_ds_mla" if applies(model, profile_id) else name
 
 
+def predates(model: ModelSpec, profile_id: str) -> bool:
+    """True when ``profile_id`` is a vLLM profile older than v0.22 and ``model`` is a DeepSeek-V4 model (compressed
+    layers): that release cannot load it (:data:`ESTIMATE_NOTE`; the model's code, vllm/models/deepseek_v4, is
+    first in v0.22.0). Only vLLM profile ids are asked; another engine's id is no vLLM release (False)."""
+    return (profile_id.startswith("vllm") and profile_id not in PROFILES
+            and any(isinstance(layer, CompressedAttention) for layer in model.layers))
+
+
 def applies(model: ModelSpec, profile_id: str) -> bool:
     """True when vLLM (this profile) prices ``model`` with this allocator: a DeepSeek-V4 model (compressed
     layers) under a profile of v0.22 or later, built as DeepSeek-V4 is, with one K=V head per layer.
