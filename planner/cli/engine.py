@@ -203,9 +203,12 @@ def _graphs_charged(result: EnginePlan) -> bool:
 
 
 def _expected_error_text(result: EnginePlan) -> str:
-    """`` (+-X GiB expected error)`` of a cold-start figure, "" for a printed one
-    (:func:`planner.engines.expected_error.expected_error_bytes`)."""
+    """`` (+-X GiB expected error)`` of a cold-start figure, "" for a printed one, `` (expected error not
+    measured)`` for a group the bench never measured (:func:`planner.engines.expected_error.expected_error_bytes`,
+    design note 3: no borrowed figure)."""
     error = expected_error_bytes(result)
+    if error is None:
+        return " (expected error not measured)"
     return f" (±{error / GiB:,.2f} GiB expected error)" if error else ""
 
 

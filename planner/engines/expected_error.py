@@ -17,8 +17,14 @@ Design notes (assumptions):
     2. A figure the engine printed (``available_kv_from_log``: a pasted log or
        ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
        is below every measured error).
-    3. A group the bench has no counted cold start for takes the largest maximum of its family,
-       else the largest of all groups (:func:`group_error`), and says so.
+    3. A group the bench has no counted cold start for has no expected error: :func:`group_error` gives
+       None and a basis that begins "not measured", the JSON key is null, and the page and the CLI say
+       "expected error not measured". A figure borrowed from another group would be a false precision: the
+       largest of all groups (+-0.23 GiB, QA) was put on ``trtllm-engine``, whose activation buffers follow
+       build flags no row states, and a family's figure on a release whose memory model the bench never
+       checked (``vllm``, v0.29+: only N03, uncounted). Its close call (:func:`close_call`) still warns when
+       the margin is within the largest miss of the family's measured releases, saying that its own error is
+       not measured and naming no +-.
     4. Some launches the bench ran but could not count, because a cause it showed is not priced yet:
        DeepSeek-V4's forward pass under vLLM (N11) and vLLM on unified memory (N03). A plan of the same
        kind is not promised its group's figure: its expected error is at least the miss that row showed
@@ -139,9 +145,9 @@ a stated GPU, the flags the budget depends on, the model itself in the catalog).
 bench's first table, rounded up to 0.01 %; ``tests/test_expected_error.py`` recomputes them."""
 
 
-def group_error(engine: str) -> tuple[float, str]:
-    """``(max error, basis)`` for a profile id: its own measured group, else its family's largest,
-    else the largest of all groups (design note 3); ``basis`` names where it came from.
+def group_error(engine: str) -> tuple[float | None, str]:
+    """``(max error, basis)`` for a profile id: its own measured group, else ``(None, "not measured: ...")``
+    (design note 3); ``basis`` names where the figure comes from.
 
     Raises:
         ValueError: an unknown profile id.
@@ -151,26 +157,34 @@ def group_error(engine: str) -> tuple[float, str]:
     own = COLD_START_ERROR.get(engine)
     if own is not None:
         return own.max, f"measured on {', '.join(own.cases)}"
+    return None, f"not measured: scripts/bench_engine_cases.py counts no cold start of {engine}"
+
+
+def family_error(engine: str) -> float | None:
+    """The largest measured error of ``engine``'s family [fraction], or None when none of its releases is measured:
+    only the close call of an unmeasured group compares with it (design note 3); it is never shown as a +-."""
     family = ENGINE_PROFILES[engine].family
-    kin = [g.max for name, g in COLD_START_ERROR.items() if ENGINE_PROFILES[name].family == family]
-    if kin:
-        return max(kin), f"not measured for {engine}: the largest of the {family} groups"
-    return max(g.max for g in COLD_START_ERROR.values()), f"not measured for {engine}: the largest of all groups"
+    return max((g.max for name, g in COLD_START_ERROR.items() if ENGINE_PROFILES[name].family == family),
+               default=None)
 
 
-def expected_error_bytes(plan) -> int:
-    """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes].
+def expected_error_bytes(plan) -> int | None:
+    """``available_kv_cache_bytes_expected_error`` of an :class:`planner.engines.EnginePlan` [bytes], or None when
+    not measured.
 
     0 when the available memory is the engine's own print; else the group's largest error times
     ``max(available, 10 GiB)`` (design notes 1-2), and never less than a known miss of its kind in bytes
-    (design note 4). Worked example: ``vllm-v0.28`` at 11.57 GiB with the group's 3.51 % maximum:
+    (design note 4); None for a group the bench never measured with no known miss of its kind (design note 3).
+    Worked example: ``vllm-v0.28`` at 11.57 GiB with the group's 3.51 % maximum:
     ``0.0351 x 11.57 GiB`` = 436,054,071 B.
     """
     if plan.available_kv_from_log:
         return 0
     fraction, _ = group_error(plan.engine)
-    own = round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES))
-    return max([own] + [KNOWN_MISSES[k].miss_bytes for k in plan.known_misses])
+    found = [KNOWN_MISSES[k].miss_bytes for k in plan.known_misses]
+    if fraction is not None:
+        found.append(round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES)))
+    return max(found) if found else None
 
 
 def _setting_miss(plan) -> KnownMiss | None:
@@ -214,13 +228,18 @@ def close_call(plan) -> str:
 
     Examples: "starts, but the margin (0.40 GiB) is within this estimate's expected error
     (+-1.10 GiB): paste a startup log or leave headroom"; for a refusal "refuses, but the shortfall
-    (...) is within ...: it may start; paste a startup log to be sure". Plans that stop at the
-    configuration check, and plans from a printed figure, have no caveat.
+    (...) is within ...: it may start; paste a startup log to be sure". A group the bench never measured
+    is compared with its family's largest measured miss (:func:`family_error`, design note 3): "starts, but
+    the margin (0.40 GiB) is within the largest miss of the measured vllm releases (1.88 % of the pool; this
+    release's expected error is not measured): ..."; with no measured release in its family, no caveat. Plans
+    that stop at the configuration check, and plans from a printed figure, have no caveat.
     """
     error = expected_error_bytes(plan)
     if error == 0 or plan.stopped_at_config_check or plan.kv_cache_bytes_needed_per_request <= 0:
         return ""
     margin = start_margin_bytes(plan)
+    if error is None:
+        return _unmeasured_close_call(plan, margin)
     if abs(margin) > error:
         return ""
     if plan.starts:
@@ -230,9 +249,24 @@ def close_call(plan) -> str:
             f"(±{_gib(error)}): it may start; paste a startup log to be sure")
 
 
+def _unmeasured_close_call(plan, margin: int) -> str:
+    """:func:`close_call` of a group the bench never measured: the margin against its family's largest measured
+    miss, named as a share, never as a +- of this plan (design note 3)."""
+    fraction = family_error(plan.engine)
+    if fraction is None or abs(margin) > round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES)):
+        return ""
+    family = ENGINE_PROFILES[plan.engine].family
+    within = (f"is within the largest miss of the measured {family} releases ({fraction:.2%} of the pool; "
+              f"{plan.engine}'s own expected error is not measured)")
+    if plan.starts:
+        return f"starts, but the margin ({_gib(margin)}) {within}: paste a startup log or leave headroom"
+    return f"refuses, but the shortfall ({_gib(margin)}) {within}: it may start; paste a startup log to be sure"
+
+
 def expected_error_fields(plan) -> dict:
     """The JSON keys an engine plan adds (``EnginePlan.to_dict``): ``available_kv_cache_bytes_expected_error``
-    [bytes], ``available_kv_cache_expected_error_basis`` (where the figure comes from) and
+    [bytes; null when not measured, design note 3], ``available_kv_cache_expected_error_basis`` (where the
+    figure comes from; "not measured: ..." when it is not) and
     ``close_call`` (:func:`close_call`, "" when the answer is not close)."""
     basis = "the engine's own figure" if plan.available_kv_from_log else group_error(plan.engine)[1]
     if not plan.available_kv_from_log and plan.known_misses:
