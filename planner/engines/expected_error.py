@@ -17,14 +17,14 @@ Design notes (assumptions):
     2. A figure the engine printed (``available_kv_from_log``: a pasted log or
        ``--available-kv-memory-gib``) has no estimation error: 0 (its print rounding, 0.005 GiB,
        is below every measured error).
-    3. A group the bench has no counted cold start for has no expected error: :func:`group_error` gives
-       None and a basis that begins "not measured", the JSON key is null, and the page and the CLI say
-       "expected error not measured". A figure borrowed from another group would be a false precision: the
-       largest of all groups (+-0.23 GiB, QA) was put on ``trtllm-engine``, whose activation buffers follow
-       build flags no row states, and a family's figure on a release whose memory model the bench never
-       checked (``vllm``, v0.29+: only N03, uncounted). Its close call (:func:`close_call`) still warns when
-       the margin is within the largest miss of the family's measured releases, saying that its own error is
-       not measured and naming no +-.
+    3. A release the bench has no counted cold start for takes the largest miss of its family's measured
+       releases, and its basis says so ("vllm itself not measured: the largest miss of the measured vllm
+       releases (vllm-v0.11, on V20, V21, N01)"): issue 25 asks an expected error per engine family and
+       version group, and the newest vLLM (only N03, uncounted) is the default of every page. A family the
+       bench never measured (TensorRT-LLM, TGI, transformers) has none: :func:`group_error` gives None and a
+       basis that begins "not measured", the JSON key is null, and the page and the CLI say "expected error not
+       measured". Another family's figure would be a false precision: the largest of all groups (+-0.23 GiB,
+       QA) was put on ``trtllm-engine``, whose activation buffers follow build flags no row states.
     4. Some launches the bench ran but could not count, because a cause it showed is not priced yet:
        DeepSeek-V4's forward pass under vLLM (N11) and vLLM on unified memory (N03). A plan of the same
        kind is not promised its group's figure: its expected error is at least the miss that row showed
@@ -157,15 +157,13 @@ def group_error(engine: str) -> tuple[float | None, str]:
     own = COLD_START_ERROR.get(engine)
     if own is not None:
         return own.max, f"measured on {', '.join(own.cases)}"
-    return None, f"not measured: scripts/bench_engine_cases.py counts no cold start of {engine}"
-
-
-def family_error(engine: str) -> float | None:
-    """The largest measured error of ``engine``'s family [fraction], or None when none of its releases is measured:
-    only the close call of an unmeasured group compares with it (design note 3); it is never shown as a +-."""
     family = ENGINE_PROFILES[engine].family
-    return max((g.max for name, g in COLD_START_ERROR.items() if ENGINE_PROFILES[name].family == family),
-               default=None)
+    measured = [(name, g) for name, g in COLD_START_ERROR.items() if ENGINE_PROFILES[name].family == family]
+    if not measured:
+        return None, f"not measured: scripts/bench_engine_cases.py counts no cold start of {engine} or its family"
+    name, worst = max(measured, key=lambda item: item[1].max)
+    return worst.max, (f"{engine} itself not measured: the largest miss of the measured {family} releases "
+                       f"({name}, on {', '.join(worst.cases)})")
 
 
 def expected_error_bytes(plan) -> int | None:
@@ -228,39 +226,20 @@ def close_call(plan) -> str:
 
     Examples: "starts, but the margin (0.40 GiB) is within this estimate's expected error
     (+-1.10 GiB): paste a startup log or leave headroom"; for a refusal "refuses, but the shortfall
-    (...) is within ...: it may start; paste a startup log to be sure". A group the bench never measured
-    is compared with its family's largest measured miss (:func:`family_error`, design note 3): "starts, but
-    the margin (0.40 GiB) is within the largest miss of the measured vllm releases (1.88 % of the pool; this
-    release's expected error is not measured): ..."; with no measured release in its family, no caveat. Plans
-    that stop at the configuration check, and plans from a printed figure, have no caveat.
+    (...) is within ...: it may start; paste a startup log to be sure". A family the bench never measured has
+    no caveat (design note 3), nor do plans that stop at the configuration check or take a printed figure.
     """
     error = expected_error_bytes(plan)
     if error == 0 or plan.stopped_at_config_check or plan.kv_cache_bytes_needed_per_request <= 0:
         return ""
     margin = start_margin_bytes(plan)
-    if error is None:
-        return _unmeasured_close_call(plan, margin)
-    if abs(margin) > error:
+    if error is None or abs(margin) > error:  # None: a family the bench never measured (design note 3)
         return ""
     if plan.starts:
         return (f"starts, but the margin ({_gib(margin)}) is within this estimate's expected error "
                 f"(±{_gib(error)}): paste a startup log or leave headroom")
     return (f"refuses, but the shortfall ({_gib(margin)}) is within this estimate's expected error "
             f"(±{_gib(error)}): it may start; paste a startup log to be sure")
-
-
-def _unmeasured_close_call(plan, margin: int) -> str:
-    """:func:`close_call` of a group the bench never measured: the margin against its family's largest measured
-    miss, named as a share, never as a +- of this plan (design note 3)."""
-    fraction = family_error(plan.engine)
-    if fraction is None or abs(margin) > round(fraction * max(plan.available_kv_cache_bytes, COLD_START_FLOOR_BYTES)):
-        return ""
-    family = ENGINE_PROFILES[plan.engine].family
-    within = (f"is within the largest miss of the measured {family} releases ({fraction:.2%} of the pool; "
-              f"{plan.engine}'s own expected error is not measured)")
-    if plan.starts:
-        return f"starts, but the margin ({_gib(margin)}) {within}: paste a startup log or leave headroom"
-    return f"refuses, but the shortfall ({_gib(margin)}) {within}: it may start; paste a startup log to be sure"
 
 
 def expected_error_fields(plan) -> dict:
