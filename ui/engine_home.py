@@ -170,7 +170,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
             f"at {format_tokens(plan.max_model_len)}"
             f"{' as printed' if plan.concurrency_printed else f' (computed: {plan.engine} prints no concurrency line)'}"
-            f"{f' ({plan.max_concurrency_decoding:,.2f} once decoding)' if plan.decodes_more_than_printed else ''}; "
+            f"{f' ({plan.max_concurrency_decoding:,.2f}x once decoding)' if plan.decodes_more_than_printed else ''}; "
             f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
         if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
             st.caption(md_message(reason))

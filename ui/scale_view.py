@@ -452,9 +452,9 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
 
 
 def _decoding_aside(plan) -> str:
-    """``", 60.12 once decoding"`` when a rank holds more decoding requests than vLLM prints (sliding-window
+    """``", 60.12x once decoding"`` when a rank holds more decoding requests than vLLM prints (sliding-window
     layers free their passed blocks: :attr:`planner.scale.ScalePlan.requests_held_per_rank`), else ""."""
-    return f", {plan.requests_held_per_rank:,.2f} once decoding" if plan.decodes_more_than_printed else ""
+    return f", {plan.requests_held_per_rank:,.2f}x once decoding" if plan.decodes_more_than_printed else ""
 
 
 def scale_users_line(plan) -> str:
