@@ -73,6 +73,7 @@ from model_catalog.custom_gpu import (  # noqa: F401  (re-exported: the panel, C
     CustomGPU,
     custom_gpu,
 )
+from model_catalog.weight_hint import WEIGHT_DTYPE_BY_TORCH_DTYPE, weight_dtype_hint  # noqa: F401  (re-exported)
 from planner.model import ModelSpec
 
 REMOTE_CODE_KEYS: tuple[str, ...] = ("auto_map", "trust_remote_code", "custom_pipelines")
@@ -113,11 +114,6 @@ GENERIC_IGNORED_ARCH_KEYS: tuple[str, ...] = (
 )
 """Architecture keys the generic reading cannot price (design notes 2 and 3)."""
 
-WEIGHT_DTYPE_BY_TORCH_DTYPE: dict[str, str] = {
-    "bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "bf16": "bf16", "fp16": "fp16",
-}
-"""Unquantized checkpoints: serving dtype by config ``torch_dtype`` (fp32 is served in 16 bits)."""
-
 
 # --------------------------------------------------------------------------
 # Result types
@@ -135,8 +131,10 @@ class CustomModel:
         source: Where it came from: ``pasted config.json``, ``hf:ORG/NAME@SHA``,
             ``gguf:FILE``.
         notes: Caveats to show beside the plan.
-        weight_dtype_hint: Weight dtype that matches the checkpoint (a key of
-            ``planner.model.dtypes.WEIGHT_DTYPES``), or None when unknown.
+        weight_dtype_hint: Weight dtype the panel puts in the sidebar on "Use" (a key of
+            ``planner.model.dtypes.WEIGHT_DTYPES``): ``auto`` wherever auto reads the checkpoint (its
+            quantization scheme, or its torch_dtype), the config's closest dtype (:func:`weight_dtype_hint`)
+            only for a quantization_config the planner cannot read, None when nothing fits.
         tensors: GGUF tensor groups for the share link (name, shape, count,
             kind, ggml type); empty for config.json models.
         hf_quant_config: The repository's ``hf_quant_config.json`` read beside
@@ -182,7 +180,7 @@ def load_config_file(path: str | Path, *, name: str | None = None,
     quant = _read_json_file(quant_path) if hf_quant_config is not None or quant_path.is_file() else None
     default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     try:
-        model = read_custom_config(raw, name or default, source=f"file:{path.name}", hf_quant_config=quant)
+        model = read_custom_config(raw, name or default, source=f"file:{path.name}", hf_quant_config=quant, cli=True)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     if quant is not None:
@@ -226,57 +224,6 @@ def strip_remote_code(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str
         else:
             config[key] = value
     return config, tuple(dropped)
-
-
-def weight_dtype_hint(config: Mapping[str, Any]) -> tuple[str | None, str]:
-    """The weight dtype that matches the checkpoint, from ``quantization_config`` or ``torch_dtype``.
-
-    Returns:
-        ``(dtype or None, explanation)``; dtype is a key of
-        ``planner.model.dtypes.WEIGHT_DTYPES``.
-
-    Sources: quant_method names of transformers' quantizers
-    (transformers/utils/quantization_config.py: GPTQ/AWQ ``bits``, FP8
-    ``fp8``, ``mxfp4``, bitsandbytes ``load_in_4bit``/``load_in_8bit``,
-    compressed-tensors ``config_groups.*.weights.num_bits/type``).
-    """
-    quant = config.get("quantization_config")
-    if isinstance(quant, Mapping):
-        method = str(quant.get("quant_method", "")).lower()
-        bits = quant.get("bits") or quant.get("w_bit")
-        if method in ("gptq", "awq", "autoround", "auto-round") and bits in (4, 8):
-            return ("int4" if bits == 4 else "int8"), f"quantization_config: {method} {bits}-bit"
-        if method in ("fp8", "fbgemm_fp8"):
-            return "fp8", f"quantization_config: {method}"
-        if method == "mxfp4":
-            return "mxfp4", "quantization_config: mxfp4"
-        if method == "bitsandbytes":
-            if quant.get("load_in_4bit"):
-                return "int4", "quantization_config: bitsandbytes 4-bit (NF4/FP4 is about 4.1-4.5 bits; int4 is close)"
-            if quant.get("load_in_8bit"):
-                return "int8", "quantization_config: bitsandbytes 8-bit"
-        if method == "compressed-tensors":
-            for group in (quant.get("config_groups") or {}).values():
-                weights = group.get("weights") if isinstance(group, Mapping) else None
-                if isinstance(weights, Mapping):
-                    num_bits, kind = weights.get("num_bits"), weights.get("type")
-                    if num_bits == 8:
-                        return ("fp8" if kind == "float" else "int8"), f"quantization_config: compressed-tensors {kind} 8-bit"
-                    if num_bits == 4 and kind == "int":
-                        return "int4", "quantization_config: compressed-tensors int 4-bit"
-        from model_catalog.quantization import Scheme, resolve_scheme
-
-        try:
-            scheme = resolve_scheme(quant)
-        except ValueError:
-            scheme = None
-        if isinstance(scheme, Scheme):
-            return "auto", f"quantization_config: {scheme.method} (weight dtype auto counts each tensor as shipped)"
-        return None, f"quantization_config {method or '(no quant_method)'} has no matching weight dtype here; pick one"
-    torch_dtype = config.get("torch_dtype") or config.get("dtype")
-    if isinstance(torch_dtype, str) and torch_dtype in WEIGHT_DTYPE_BY_TORCH_DTYPE:
-        return WEIGHT_DTYPE_BY_TORCH_DTYPE[torch_dtype], f"torch_dtype {torch_dtype}"
-    return None, "config states no torch_dtype or quantization_config"
 
 
 def _require_positive_int(config: Mapping[str, Any], key: str, example: str) -> int:
@@ -432,20 +379,25 @@ def _class_defaults(config_class):
 
 def read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                        source: str = "pasted config.json",
-                       hf_quant_config: Mapping[str, Any] | None = None) -> CustomModel:
+                       hf_quant_config: Mapping[str, Any] | None = None, cli: bool = False) -> CustomModel:
     """Plan any config.json safely (module docstring: three readings), then check what it built.
 
     First bounds every number, list and object of ``raw`` and ``hf_quant_config`` (:func:`check_sizes`). Besides
     :func:`_read_custom_config`'s errors, refuses a non-positive ``max_position_embeddings`` and
     KV heads that do not divide the attention heads, and notes a ``quantization_config`` it cannot read
-    (:func:`_checked`).
+    (:func:`_checked`; ``cli``: the note names ``--weight-dtype`` instead of the sidebar).
     """
     model = _read_custom_config(raw, name, source=source, hf_quant_config=hf_quant_config)
-    return _checked(model, raw)
+    return _checked(model, raw, cli=cli)
 
 
-def _checked(model: CustomModel, raw: Mapping[str, Any]) -> CustomModel:
-    """``model`` with a note for an unread ``quantization_config``; raises for impossible geometry.
+def _checked(model: CustomModel, raw: Mapping[str, Any], *, cli: bool = False) -> CustomModel:
+    """``model`` with its :attr:`CustomModel.weight_dtype_hint` and a note for an unread ``quantization_config``;
+    raises for impossible geometry.
+
+    Weight dtype ``auto`` is what ``plan --config`` and the catalog use: it prices each tensor in the format the
+    checkpoint ships it (``ParamGroup.checkpoint``), which no single dtype does (Kimi-K2.5's int4 experts beside
+    bf16 attention, DeepSeek-V3.2's 128 x 128 block FP8), so it is the hint wherever the scheme was read.
 
     Raises:
         ValueError: ``max_position_embeddings`` <= 0 (naming the key and the fix), or
@@ -469,12 +421,23 @@ def _checked(model: CustomModel, raw: Mapping[str, Any]) -> CustomModel:
                          f"(e.g. {heads} for MHA, 1 for MQA)")
     quantization = raw.get("quantization_config")
     read = spec.checkpoint_quantization
-    if quantization is not None and (not read or read.startswith("unsupported")):
-        method = quantization.get("quant_method") if isinstance(quantization, Mapping) else quantization
-        note = (f"quantization_config ({method!r}) is not a scheme the planner reads: weight dtype auto counts "
-                "the weights at torch_dtype; pick the weight dtype in the sidebar")
-        return replace(model, notes=(*model.notes, note))
-    return model
+    if quantization is None or (read and not read.startswith("unsupported")):
+        return replace(model, weight_dtype_hint="auto")
+    method = quantization.get("quant_method") if isinstance(quantization, Mapping) else quantization
+    hint, reason = weight_dtype_hint(raw)
+    hint = None if hint == "auto" else hint
+    if cli:
+        advice = f"pass --weight-dtype {hint} ({reason})" if hint else "pass the checkpoint's format as --weight-dtype"
+    else:
+        advice = "pick the weight dtype in the sidebar" + (f" ({hint}: {reason})" if hint else "")
+    why = ""
+    if str(method).lower().startswith("modelopt"):  # model_catalog.quantization design note 6
+        why = f" ({read.removeprefix('unsupported: ').split(': weight dtype auto', 1)[0]})" if read else ""
+        advice += (", or put the repository's hf_quant_config.json beside the config file" if cli else
+                   ", or give the repository's hf_quant_config.json as the second file")
+    note = (f"quantization_config ({method!r}) is not a scheme the planner reads{why}: weight dtype auto counts "
+            f"the weights at torch_dtype; {advice}")
+    return replace(model, notes=(*model.notes, note), weight_dtype_hint=hint)
 
 
 def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
@@ -522,11 +485,8 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     if config.get("is_encoder_decoder") is True:
         raise ValueError(f"config key 'is_encoder_decoder' is true ({model_type!r}); only decoder-only "
                          "language models are planned")
-    hint, hint_reason = weight_dtype_hint(config)
-    if hf_quant_config is not None:
-        if not isinstance(hf_quant_config, Mapping):
-            raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
-        hint = "auto"
+    if hf_quant_config is not None and not isinstance(hf_quant_config, Mapping):
+        raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
     if model_type in SUPPORTED_MODEL_TYPES:
         missing = unstated_core_keys(config)
         if missing:
@@ -534,7 +494,7 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                          "stand in for them; paste the whole config.json for the real model")
         spec = model_spec_from_config(config, name, hf_quant_config=hf_quant_config)
         return CustomModel(spec=spec, config=config, reading="family", source=source, notes=tuple(notes),
-                           weight_dtype_hint=hint, hf_quant_config=hf_quant_config)
+                           hf_quant_config=hf_quant_config)
     if hf_quant_config is not None:
         raise ValueError(f"hf_quant_config.json is read only beside a config.json whose model_type has an adapter; "
                          f"{model_type!r} has none: remove the second file")
@@ -544,7 +504,7 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         notes.append(f"model_type {model_type!r} wraps a {text_config['model_type']!r} text model: only the "
                      "text model is planned (vision/audio towers are not counted)")
         return CustomModel(spec=replace(spec, model_type=f"{model_type}/{spec.model_type}"), config=config,
-                           reading="text_config", source=source, notes=tuple(notes), weight_dtype_hint=hint)
+                           reading="text_config", source=source, notes=tuple(notes))
     if transformers_knows(model_type):
         from model_catalog.generic import generic_spec
 
@@ -556,8 +516,7 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         notes.insert(0, f"model_type {model_type!r} has no family adapter here: read through transformers' own "
                         f"{model_type!r} config class (generic reading)")
         notes.extend(generic_notes)
-        return CustomModel(spec=spec, config=config, reading="generic", source=source, notes=tuple(notes),
-                           weight_dtype_hint=hint)
+        return CustomModel(spec=spec, config=config, reading="generic", source=source, notes=tuple(notes))
     try:
         generic, generic_notes = generic_config(config)
     except ValueError as exc:
@@ -571,7 +530,7 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                     "the standard keys; parameter counts are an estimate")
     notes.extend(generic_notes)
     return CustomModel(spec=replace(spec, model_type=model_type), config=config, reading="generic",
-                       source=source, notes=tuple(notes), weight_dtype_hint=hint)
+                       source=source, notes=tuple(notes))
 
 
 def transformers_knows(model_type: str) -> bool:
@@ -585,6 +544,10 @@ def transformers_knows(model_type: str) -> bool:
 
 
 def hint_text(model: CustomModel) -> str:
-    """One line on the weight dtype the checkpoint suggests, for the panel."""
+    """Why the panel sets :attr:`CustomModel.weight_dtype_hint`, in one line."""
+    if model.weight_dtype_hint == "auto":
+        read = model.spec.checkpoint_quantization
+        return (f"each tensor as the checkpoint ships it, {read.split(':', 1)[0]}" if read else
+                f"the checkpoint's torch_dtype, {model.spec.torch_dtype or 'not stated: bf16'}")
     hint, reason = weight_dtype_hint(model.config)
     return f"weights look like {hint} ({reason})" if hint else reason

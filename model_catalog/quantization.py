@@ -52,6 +52,19 @@ Design notes (assumptions):
        ``quant_algo`` is not one of :data:`MODELOPT_ALGOS` is refused with a message;
        an unknown ``quant_method`` in ``quantization_config`` is reported as
        unsupported and ``auto`` then counts the weights at ``torch_dtype``.
+    6. A config.json ``quantization_config`` whose ``quant_method`` is ``modelopt`` is read
+       with ModelOpt's keys, as vLLM reads it: ``quant_algo``, ``ignore`` (hf_quant_config.json's
+       ``exclude_modules``), ``kv_cache_scheme`` (float 8-bit = FP8, for the description)
+       and, for ``MIXED_PRECISION``, the per-layer ``quantized_layers`` map: the same data
+       as hf_quant_config.json; its ``config_groups`` (compressed-tensors' style, which
+       lists a mixed checkpoint's layers in two groups) is not needed. One the planner
+       cannot price (an unknown ``quant_algo``, MIXED_PRECISION without ``quantized_layers``)
+       is unsupported, as in note 5, and the repository's hf_quant_config.json can be given
+       instead. Source: vLLM vllm/model_executor/layers/quantization/modelopt.py
+       (``ModelOptQuantConfigBase.from_config``: without a ``quantization`` object the keys
+       are read from config.json's quantization_config; ``ModelOptMixedPrecisionConfig``:
+       ``quantized_layers`` from config.json's quantization_config, "preferred", or the
+       legacy hf_quant_config.json; a layer it does not list stays unquantized).
 
 Sources: transformers 5.24 quantizers/quantizer_mxfp4.py, integrations/mxfp4.py,
 quantizers/quantizer_finegrained_fp8.py and integrations/finegrained_fp8.py (``FP8Experts``:
@@ -220,7 +233,15 @@ def _modelopt(quant: Mapping[str, Any], *, widen: bool, where: str) -> Scheme:
     if widen:
         per_module = {_LAYER_INDEX.sub(".*", k): v for k, v in per_module.items()}
     return Scheme(method=f"modelopt {algo}", default=MODELOPT_ALGOS[algo], excluded=globs, regex_excluded=regexes,
-                  per_module=per_module, kv_cache=quant.get("kv_cache_quant_algo"))
+                  per_module=per_module, kv_cache=quant.get("kv_cache_quant_algo") or _kv_cache_scheme(quant))
+
+
+def _kv_cache_scheme(quant: Mapping[str, Any]) -> str | None:
+    """config.json's ``kv_cache_scheme`` as ModelOpt's ``kv_cache_quant_algo`` (design note 6): float 8-bit -> FP8."""
+    scheme = quant.get("kv_cache_scheme")
+    if isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+        return "FP8"
+    return None
 
 
 def _compressed_tensors(config: Mapping[str, Any], *, widen: bool) -> Scheme | None:
@@ -297,9 +318,14 @@ def resolve_scheme(quantization_config: Mapping[str, Any] | None, hf_quant_confi
     if not isinstance(quantization_config, Mapping) or not quantization_config:
         return None
     config = quantization_config
+    method = str(config.get("quant_method", "")).lower()
+    if method.startswith("modelopt"):  # design note 6: ModelOpt's own keys, whatever config_groups says
+        try:
+            return _modelopt(config, widen=widen, where="quantization_config")
+        except ValueError as exc:
+            return f"unsupported: {exc}"
     if config.get("quant_algo") in MODELOPT_ALGOS and not config.get("config_groups"):
         return _modelopt(config, widen=widen, where="quantization_config")
-    method = str(config.get("quant_method", "")).lower()
     if method in ("compressed-tensors", "modelopt") or config.get("config_groups"):
         scheme = _compressed_tensors(config, widen=widen)
         if scheme is not None:

@@ -202,7 +202,7 @@ def test_success_reads_config_and_exact_counts(fake_hub):
     assert got.checkpoint_bytes == 2 * 8_030_261_248
     assert got.model.spec.num_parameters == 8_030_261_248 and got.notes == ()
     assert got.model.source == f"hf:acme/good@{SHA[:12]}"
-    assert got.quantization_config is None and got.model.weight_dtype_hint == "bf16"
+    assert got.quantization_config is None and got.model.weight_dtype_hint == "auto"  # auto = its torch_dtype
     paths = [path for path, _ in fake_hub.requests]
     assert len(paths) == 2
     assert paths[0].startswith("/api/models/acme/good?") and "expand=safetensors" in paths[0]
@@ -257,7 +257,7 @@ def test_resolve_token_prefers_secrets_then_env(monkeypatch):
 
 def test_quantized_repo_gives_a_dtype_hint_and_a_packing_note(fake_hub):
     got = fetch(fake_hub, "acme/gptq")
-    assert got.model.weight_dtype_hint == "int4"
+    assert got.model.weight_dtype_hint == "auto"  # auto reads GPTQ (its group scales and zeros), as plan --config
     assert got.quantization_config["quant_method"] == "gptq"
     assert got.checkpoint_bytes == 4 * 900_000_000 + 2 * 1_300_000_000
     assert any("packed integer tensors" in note for note in got.notes)
