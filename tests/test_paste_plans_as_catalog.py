@@ -163,3 +163,13 @@ def test_the_panel_sets_a_dtype_only_where_auto_cannot_read_the_checkpoint():
     assert not at.exception and at.query_params.get("weight_dtype") == "int4"
     for stem in ("Qwen__Qwen2.5-7B", "moonshotai__Kimi-K2.5", "deepseek-ai__DeepSeek-V3.2"):
         assert read_custom_config(reference(stem), stem).weight_dtype_hint == "auto", stem
+
+
+def test_home_labels_the_parameter_count_not_the_bytes():
+    """QA (stop 43): "Weights: exact." beside a pasted checkpoint whose bytes the planner could not read from its
+    quantization config read as exact bytes; the label names what is exact: the parameter count."""
+    from tests.test_app import run_page
+
+    at = run_page("app.py", {"model": "meta-llama/Llama-3.1-8B-Instruct"})
+    labels = [c.value for c in at.caption if "Parameter count:" in c.value or c.value.startswith("Weights:")]
+    assert labels and all(v.startswith("Parameter count: ") for v in labels), labels

@@ -500,9 +500,10 @@ def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
 
 
 def weights_source_note(model: ModelSpec) -> str:
-    """The Home page's label on the weights: ``exact`` / ``by source`` / ``estimate (+-N%)``, as ``plan --format
-    json`` reports it (``params_source``: planner/cli/serving.py ``model_keys``); :func:`tower_panel` names the
-    towers."""
+    """The Home page's label on the weights' parameter count: ``exact`` / ``by source`` / ``estimate (+-N%)``, as
+    ``plan --format json`` reports it (``params_source``: planner/cli/serving.py ``model_keys``); :func:`tower_panel`
+    names the towers. It names the count, not the bytes (QA, stop 43: "Weights: exact." beside a pasted ModelOpt
+    checkpoint priced at bf16 read as exact bytes)."""
     from model_catalog import catalog_id_or_none
     from model_catalog.verification import load_verification
 
@@ -519,7 +520,7 @@ def weights_source_note(model: ModelSpec) -> str:
         kind = model.model_type.rsplit("/", 1)[-1]
         source = ("by source" if kind in BY_SOURCE_MODEL_TYPES else "exact" if kind in ADAPTERS
                   else f"estimate (expected error: {PARAMS_EXPECTED_ERROR})")
-    return f"Weights: {source}."
+    return f"Parameter count: {source}; the bytes follow the weight dtype and the checkpoint's formats."
 
 
 def tower_figures(model: ModelSpec, gpu, request: PlanRequest, result: Plan,
