@@ -5,20 +5,23 @@ import streamlit as st
 
 from planner.scale import plan_disagg
 from planner.scale.deploy import disagg_values_yaml
-from ui import catalog, feature_line, inputs, scale_view, serving, traffic, views
-from ui.format import count_noun, format_int, md_text
+from ui import catalog, disagg_knobs, feature_line, inputs, scale_view, serving, traffic, views
+from ui.format import count_noun, format_command, format_int, md_text
 
 views.setup_page("Disaggregation", "🔀",
                  "Separate prefill and decode pools for N users: each pool's GPUs, replicas and per-GPU budget, "
                  "the KV each request moves between them, and how to launch them (roofline upper bound).")
-form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=(), advanced=())
+form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("gpu_memory_utilization",),
+                                       advanced=("block_size",))
 knobs, more = scale_view.disagg_inputs()
+problems.extend(more)
+engine_values, more = disagg_knobs.knob_inputs(knobs.engine)  # the Engine page's knobs, both pools
 problems.extend(more)
 problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
 inputs.show_problems(problems)
-feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
+feature_line.show_users_line(None, left_out=disagg_knobs.left_out(feature_line.link_features_left_out(
     "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "
-    "Concurrency and Allocation apply them", applied=("language_model_only",)))  # the pools serve text only
+    "Concurrency and Allocation apply them", applied=("language_model_only",))))  # the pools serve text only
 if carried := scale_view.load_defaults_from_link()[1]:
     st.caption(carried)
 
@@ -27,8 +30,9 @@ gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 if missing := scale_view.roofline_gap(gpu):  # a custom GPU: no TFLOPS figure to time the prefill with
     st.warning(md_text(missing), icon=":material/speed:")
     st.stop()
+engine_fields = disagg_knobs.request_fields(form, engine_values, knobs.engine)
 prefill, decode = views.guarded(scale_view.pool_requests, form, knobs, gpu, text_only=model.language_model_only,
-                                what="reading the inputs")
+                                engine_fields=engine_fields, what="reading the inputs")
 n = knobs.numbers
 result = views.guarded(
     plan_disagg, model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,
@@ -71,6 +75,9 @@ views.lazy_tabs({"KV transfer between the pools": kv_transfer, "llm-d model-serv
                 key="disaggregation_section")
 for note in result.sizing_notes:  # they size both pools, whichever tab is open
     st.caption(note)
+st.markdown("**The same plan from the command line**")
+st.code(format_command(disagg_knobs.cli_command(form, knobs.engine, n, knobs.switches, knobs.link, engine_values,
+                                                engine_fields, text_only=model.language_model_only)), language="bash")
 st.caption("Sizing: decode batch per rank = the fewer of what its KV pool holds and what meets the TPOT target; "
            "prefill = 2 x active parameters FLOPs per prompt token; arrivals = users / (TTFT + output x TPOT). "
            "Same figures as `python -m planner disagg` and `deploy --target llm-d`. Sources: "

@@ -225,18 +225,20 @@ def roofline_gap(gpu) -> str | None:
             "catalog GPU in the sidebar (each states its TFLOPS), or use the Engine page for this card's budget.")
 
 
-def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu, *,
-                  text_only: bool = False) -> tuple[PoolRequest, PoolRequest]:
+def pool_requests(form: PlanInputs, knobs: DisaggInputs, gpu, *, text_only: bool = False,
+                  engine_fields: dict | None = None) -> tuple[PoolRequest, PoolRequest]:
     """``(prefill, decode)`` requests on ``gpu`` (a catalog GPU): the shared flags, each pool's own sizes where
     given, DCP on decode only, the memory nvidia-smi reports (SGLang's default fraction reads it) and what the
     engine does unasked (vLLM's default encoder profile for a vision model, none for a ``text_only`` server:
-    :func:`planner.serving.features.with_engine_defaults`), as ``python -m planner disagg`` builds them."""
+    :func:`planner.serving.features.with_engine_defaults`) and the engine knobs both pools take (``engine_fields``,
+    :func:`ui.disagg_knobs.request_fields`), as ``python -m planner disagg`` builds them."""
     n = knobs.numbers
     engine = EngineRequest(engine=knobs.engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
                            tensor_parallel_size=n["tensor_parallel_size"] or 1, gpu_name=gpu.name,
                            gpu_memory_reported_bytes=reported_memory_bytes(gpu),
                            serving=with_engine_defaults(None, engine=knobs.engine,  # vLLM's default encoder profile
                                                         raw_config=raw_config(form.model_id), text_only=text_only))
+    engine = replace(engine, **(engine_fields or {}))
     shared_auto = n["tensor_parallel_size"] is None  # empty: the fewest GPUs (planner.scale.disagg note 6)
     if knobs.family == "vllm":
         scale = ScaleRequest(data_parallel_size=n["data_parallel_size"] or 1,

@@ -1,0 +1,143 @@
+"""The engine knobs of the Disaggregation page, what it leaves out of a shared link, and its CLI line.
+
+A link from Home, Allocation, Find or the Engine page carries the engine's memory knobs; ``python -m planner
+disagg`` takes them as flags (planner/cli/scale.py builds both pools from ``planner.cli.engine.engine_request``),
+so the page applies each one to both pools as the CLI does: the shared sidebar's ``gpu_memory_utilization`` and
+``block_size`` (passed when the link or the sidebar sets them, else the engine's default, as Home's engine view
+does: :func:`ui.engine_home.home_request`), and the Engine page's scheduler and CUDA-graph knobs under the same
+URL keys. What no pool can take is named in the page's "Left out" line (:func:`left_out`). Its
+:func:`cli_command` is the ``python -m planner disagg`` line of the page's inputs, so "same figures as the CLI"
+can be checked by running it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from planner.engines.profiles import ENGINE_PROFILES, USAGE_CONTEXTS
+from ui import engine_graphs, inputs
+from ui.engine import ENGINE_FIELDS
+from ui.format import gib_to_bytes, shorten
+
+NUMBERS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_in_use_gib")
+"""The Engine page's numbers each pool takes (``--max-num-seqs``, ``--max-num-batched-tokens``,
+``--gpu-memory-in-use-gib``)."""
+
+SWITCHES = {"enforce_eager": "Enforce eager (no CUDA graphs)", "enable_prefix_caching": "Prefix caching",
+            "warm_compile_cache": "Compile cache warm (a relaunch)", "use_deep_gemm": "DeepGEMM MoE kernels"}
+"""The Engine page's switches each pool takes, with its labels (their help is on the Engine page)."""
+
+SHARED = ("gpu_memory_utilization", "block_size")
+"""The shared sidebar's engine inputs (Home, Concurrency, Allocation, Find)."""
+
+NOT_APPLIED = {
+    "max_model_len": "each pool's max_model_len is its prompt + output length",
+    "available_kv_memory_gib": "a startup log's figure for one launch; each pool picks its own tensor-parallel size",
+    "pipeline_parallel_size": "the pools split by tensor and data parallel only",
+    "num_nodes": "the pools split by tensor and data parallel only",
+    "overhead_gib": "Home's overhead override; each pool prices its engine's own profile pass, as the Engine page does",
+}
+"""Carried keys no pool can take, and why (named in the "Left out" line when set to other than the default)."""
+
+_DEFAULTS = {"pipeline_parallel_size": "1", "num_nodes": "1"}
+"""Values of :data:`NOT_APPLIED` keys that change nothing (not named)."""
+
+
+def knob_inputs(engine: str) -> tuple[dict, list[str]]:
+    """The "Engine knobs (both pools)" block and the CUDA-graph block (vLLM), URL-bound under the Engine page's
+    keys, and the link problems of their values.
+
+    Returns:
+        ``(values by URL key, problems)``; an empty number is the engine's default.
+    """
+    problems = inputs.check_link({"usage_context": (USAGE_CONTEXTS, None, "start mode", "serve")}, {}, NUMBERS)
+    carried = any(k in st.query_params for k in (*NUMBERS, *SWITCHES, "usage_context"))
+    values: dict = {}
+    with st.sidebar.expander("Engine knobs (both pools)", expanded=carried):
+        values["usage_context"] = st.selectbox(
+            "Start mode (usage context)", USAGE_CONTEXTS, key="usage_context", bind="query-params",
+            help="`--usage-context`: `serve` (`vllm serve`) or `llm` (the offline class); see the Engine page.")
+        for key in NUMBERS:
+            field = ENGINE_FIELDS[key]
+            kind = float if field.is_float else int
+            values[key] = st.number_input(field.label, min_value=kind(field.min_value),
+                                          max_value=kind(field.max_value), value=None, step=kind(field.step),
+                                          format="%.2f" if field.is_float else None, key=key, help=field.help,
+                                          bind="query-params")
+        for key, label in SWITCHES.items():
+            values[key] = st.toggle(label, key=key, bind="query-params",
+                                    help=f"`--{key.replace('_', '-')}`, as on the Engine page.")
+    graphs, more = engine_graphs.cudagraph_inputs(engine)
+    return values | graphs, problems + more
+
+
+def request_fields(form: inputs.PlanInputs, values: dict, engine: str) -> dict:
+    """The :class:`planner.engines.types.EngineRequest` fields of the knobs, as ``engine_request`` of the CLI sets
+    them from the flags: the shared utilization and block size only when the link or sidebar sets them."""
+    explicit = st.query_params
+    fields = {"gpu_memory_utilization": form.gpu_memory_utilization if SHARED[0] in explicit else None,
+              "block_size": form.block_size if SHARED[1] in explicit else None,
+              "max_num_seqs": values["max_num_seqs"], "max_num_batched_tokens": values["max_num_batched_tokens"],
+              "memory_in_use_bytes": gib_to_bytes(values["gpu_memory_in_use_gib"] or 0),
+              "usage_context": values["usage_context"]}
+    fields |= {key: bool(values[key]) for key in SWITCHES}
+    if ENGINE_PROFILES[engine].family == "vllm":  # ui.engine_graphs.with_cudagraph_knobs
+        fields |= {"cudagraph_mode": values.get("cudagraph_mode"),
+                   "optimization_level": values.get("optimization_level")}
+    return fields
+
+
+def left_out(features: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """``features`` (the serving features the page leaves out: :func:`ui.feature_line.link_features_left_out`), then
+    ``(what, why)`` for each carried key of :data:`NOT_APPLIED`, for :func:`ui.feature_line.users_line`."""
+    out = list(features)
+    for key, why in NOT_APPLIED.items():
+        raw = st.query_params.get(key, "")
+        if raw and raw != _DEFAULTS.get(key):
+            out.append((f"`{key}={shorten(raw).replace('`', chr(39))}`", why))
+    return out
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _text(value) -> str:
+    """A flag's value as the CLI reads it back: ``2000`` for 2000.0, ``0.85``; whole numbers in full."""
+    return f"{value:.10g}" if isinstance(value, float) else str(value)
+
+
+def cli_command(form: inputs.PlanInputs, engine: str, numbers: dict, switches: dict, link: str, values: dict,
+                fields: dict, *, text_only: bool) -> str:
+    """The ``python -m planner disagg`` line of the page's inputs (one line; :func:`ui.format.format_command`
+    lays it out).
+
+    Args:
+        form: The shared sidebar.
+        engine, numbers, switches, link: The page's :class:`ui.scale_view.DisaggInputs` fields.
+        values, fields: :func:`knob_inputs`' values and :func:`request_fields` of them.
+        text_only: The pools serve the language model only (``--language-model-only``).
+    """
+    from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports the sidebar
+
+    model, gpu, comments = source_flags(form.model_id, form.gpu_id)
+    parts = ["python -m planner disagg", model, gpu, f"--engine {engine}", f"--weight-dtype {form.weight_dtype}",
+             f"--kv-cache-dtype {form.kv_cache_dtype}"]
+    parts += [f"{_flag(k)} {_text(numbers[k])}" for k in ("users", "prompt_len", "output_len", "ttft_ms", "tpot_ms")]
+    parts.append(f"--link {link}")
+    parts += [f"{_flag(k)} {v}" for k, v in numbers.items()
+              if k.endswith(("parallel_size", "dp_size", "ep_size")) and v is not None and (v != 1 or "tensor" in k)]
+    parts += [_flag(k) for k, on in switches.items() if on]
+    knobs = {k: fields[k] for k in SHARED} | {k: values[k] for k in (*NUMBERS, *SWITCHES)}
+    knobs |= {k: fields.get(k) for k in ("cudagraph_mode", "optimization_level")}  # vLLM's only
+    if values["usage_context"] != "serve":
+        knobs["usage_context"] = values["usage_context"]
+    for key, value in knobs.items():
+        if value is None or value is False:
+            continue
+        parts.append(_flag(key) if value is True else f"{_flag(key)} {_text(value)}")
+    if text_only:
+        parts.append("--language-model-only")
+    return "".join(f"{c}\n" for c in comments) + " ".join(parts)
