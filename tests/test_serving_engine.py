@@ -80,7 +80,7 @@ def test_vllm_eagle_head_joins_the_block_pool():
     parts = {label: size for label, _, size in q.serving_parts}
     assert parts["Draft KV cache"] == q.num_blocks * LAYER_BLOCK  # the drafter's page of every block
     assert eagle.serving["speculative"]["draft_kv_cache_bytes_per_token_per_gpu"] == 4096
-    assert '"method": "eagle", "num_speculative_tokens": 3' in eagle.launch_command
+    assert '"method": "eagle", "model": "EAGLE_DRAFT_REPO", "num_speculative_tokens": 3' in eagle.launch_command
 
 
 def test_sglang_draft_pool_rule():

@@ -53,7 +53,9 @@ def test_home_serving_tiles_and_flags_fit():
     flags = [c.value for c in at.code if c.value.startswith("--")]  # the per-engine launch flags
     assert len(flags) >= 2
     assert all(line.strip().startswith("--") for block in flags for line in block.splitlines())  # one a line
-    long_lines = [line for c in at.code for line in c.value.splitlines() if len(line) > CODE_LINE_CHARS]
+    # a block that wraps shows a long line whole (the launch's --speculative-config names the EAGLE-3 head's repo)
+    long_lines = [line for c in at.code if not c.proto.wrap_lines for line in c.value.splitlines()
+                  if len(line) > CODE_LINE_CHARS]
     assert not long_lines, long_lines
 
 

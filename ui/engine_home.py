@@ -193,7 +193,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
                    + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else "")
                    + (f" {md_message(gap)}" if gap else ""))
         st.code("\n".join(plan.engine_log_lines), language="text")
-        st.code(format_command(plan.launch_command), language="bash")
+        # wrapped: a --speculative-config naming its head runs past the column (QA D6: EAGLE3_DRAFT_REPO)
+        st.code(format_command(plan.launch_command), language="bash", wrap_lines=True)
         if command_note:  # a custom model's name (ui.custom_panel.launch_name_note)
             st.caption(command_note)
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",

@@ -36,6 +36,7 @@ from planner.serving.features import engine_family, with_engine_defaults
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import (
+    DRAFT_PLACEHOLDERS,
     PASSTHROUGH_KEYS,
     SPECULATIVE_METHODS,
     SpeculativeConfig,
@@ -248,9 +249,14 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
     model_id = spec.get("model") or ""
     if method == "[ngram]":
         method = "ngram"  # vLLM's other spelling
+    placeholder_of = {name: head for head, name in DRAFT_PLACEHOLDERS.items()}
+    placeholder = model_id in placeholder_of and method in (None, placeholder_of[model_id])
+    if placeholder:  # the planner's own launch command: a head still to be named, priced from the target's shapes
+        method, model_id = placeholder_of[model_id], ""
     if method is None or (method == "draft_model" and model_id):
         method = infer_method(model_id, _draft_config(model_id))  # as vLLM detects it (speculative.py)
-    if method in HEAD_METHODS and not model_id and getattr(args, "speculative_config", None) is not None:
+    if (method in HEAD_METHODS and not model_id and not placeholder
+            and getattr(args, "speculative_config", None) is not None):
         raise ValueError(f"--speculative-config asks for {method} without its head: vLLM stops with \"num_speculative_"
                          "tokens was provided but without speculative model\" (vllm/config/speculative.py); add "
                          "\"model\": the head's repo (for example yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), or plan the "
@@ -273,7 +279,7 @@ def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None)
                              passthrough=passthrough)
 
 
-HEAD_METHODS = frozenset({"eagle", "eagle3"})
+HEAD_METHODS = frozenset(DRAFT_PLACEHOLDERS)
 """Methods whose draft is a head checkpoint vLLM must be given (``"model"``)."""
 
 

@@ -44,7 +44,7 @@ from planner.serving import ServingFeatures, serving_effects
 from planner.serving.features import ServingEffects, launch_flags
 from planner.serving.lora import lora_slots
 from planner.serving.multimodal import encoder_chunk_budget
-from planner.serving.speculative import speculative_cost
+from planner.serving.speculative import draft_placeholder, placeholder_comment, speculative_cost
 
 MODELLED_FAMILIES = ("vllm", "sglang", "llama.cpp")
 """Engine families whose serving-feature memory is priced; the others get notes."""
@@ -241,6 +241,12 @@ def _insert_flags(command: str, flags: str) -> str:
     return f"{head} {flags}{sep}{comment}"
 
 
+def _with_comment(command: str, note: str) -> str:
+    """``command`` with ``note`` first in its trailing ``  # comment`` (one comment: bash ends the line there)."""
+    head, sep, comment = command.partition("  # ")
+    return f"{head}  # {note}" + (f"; {comment}" if sep else "")
+
+
 def with_serving(model: ModelSpec, request: EngineRequest, profile: EngineProfile, result: EnginePlan) -> EnginePlan:
     """``result`` with the ``serving`` JSON block, the features' notes and their launch flags.
 
@@ -268,6 +274,9 @@ def with_serving(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     out["engine_launch_flags"] = flags
     out["notes"] = list(terms.notes)
     notes = (*result.notes, *terms.notes)
-    return EnginePlan._from_parts(vars(result), {
-        "serving": out, "notes": notes, "launch_command": _insert_flags(result.launch_command, flags)})
+    command = _insert_flags(result.launch_command, flags)
+    spec = features.speculative if features is not None else None
+    if (name := draft_placeholder(spec)) and name in flags:  # the EAGLE head's repo to fill in (vLLM stops without)
+        command = _with_comment(command, placeholder_comment(spec))
+    return EnginePlan._from_parts(vars(result), {"serving": out, "notes": notes, "launch_command": command})
 

@@ -454,8 +454,8 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
                      f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"
                      + (f", its own lm_head over {config.draft_vocab_size:,} draft tokens" if config.method == "eagle3"
                         else " and lm_head shared")
-                     + ("; vLLM needs the head's repo: add \"model\" to --speculative-config before launching"
-                        if not config.draft_model_id else ""))
+                     + (f"; vLLM needs the head's repo: replace {draft_placeholder(config)} in the launch "
+                        "command's --speculative-config with it" if not config.draft_model_id else ""))
     return SpeculativeCost(method=config.method, num_speculative_tokens=config.num_speculative_tokens,
                            draft_params=params, weights_bytes=weights,
                            kv_model=_layers_model(model, layers, config.method),
@@ -465,6 +465,31 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
 PASSTHROUGH_KEYS = frozenset({"prompt_lookup_max", "prompt_lookup_min"})
 """vLLM ``--speculative-config`` keys the planner accepts and writes back but does not price: the n-gram
 proposer's lookup window (vllm/config/speculative.py) holds no device memory."""
+
+DRAFT_PLACEHOLDERS = {"eagle": "EAGLE_DRAFT_REPO", "eagle3": "EAGLE3_DRAFT_REPO"}
+"""The ``"model"`` a vLLM launch names for an EAGLE / EAGLE-3 head the user did not give, to be replaced.
+
+vLLM's ``SpeculativeConfig.__post_init__`` (vllm/config/speculative.py) fills a missing ``model`` only for
+``mtp`` (the target's own checkpoint), ``ngram`` and the other proposers without weights; any other method given
+``num_speculative_tokens`` without ``model`` stops with "num_speculative_tokens was provided but without
+speculative model". Of the planner's methods that leaves ``eagle`` and ``eagle3`` (``draft_model`` always names
+its draft: :meth:`SpeculativeConfig.validate`). The planner prices such a head from the target's shapes
+(:func:`drafter_groups`); the CLI reads a placeholder back as no repo (planner/cli/serving.py)."""
+
+
+def draft_placeholder(config: SpeculativeConfig | None) -> str:
+    """:data:`DRAFT_PLACEHOLDERS`' name for ``config`` when it is an EAGLE head without a repo, else ``""``."""
+    if config is None or config.draft_model_id:
+        return ""
+    return DRAFT_PLACEHOLDERS.get(config.method, "")
+
+
+def placeholder_comment(config: SpeculativeConfig | None) -> str:
+    """The shell comment a vLLM launch with a :func:`draft_placeholder` carries (``""`` without one)."""
+    name = draft_placeholder(config)
+    head = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}.get(config.method, "") if name else ""
+    return f"replace {name} with the {head} head's repo trained for this model" if name else ""
+
 
 def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     """The engine's own flags for this speculative request.
@@ -476,7 +501,8 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     """
     k = config.num_speculative_tokens
     draft = config.draft_model_id
-    if engine == "vllm":
+    if engine == "vllm":  # an EAGLE head without its repo names DRAFT_PLACEHOLDERS' name (vLLM needs a model)
+        draft = draft or draft_placeholder(config)
         model = f', "model": "{draft}"' if draft else ""
         extra = "".join(f', "{key}": {value}' for key, value in config.passthrough)
         return (f"--speculative-config '{{\"method\": \"{config.method}\"{model}, \"num_speculative_tokens\": {k}"
