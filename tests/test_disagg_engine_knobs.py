@@ -14,6 +14,8 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
+
 from streamlit.testing.v1 import AppTest
 
 from planner.cli import main
@@ -131,3 +133,19 @@ def test_every_carried_engine_knob_is_applied_or_named(capsys):
     out = _cli(capsys, _argv(line))
     assert _headline(at).startswith(f"{out['gpus']} GPUs for 256 users: prefill {out['prefill']['gpus']} + "
                                     f"decode {out['decode']['gpus']}")
+
+
+@pytest.mark.parametrize("flag", ["--max-model-len", "--context-len"])
+def test_cli_disagg_refuses_a_length_flag_it_would_drop(capsys, flag):
+    """QA (stop 43): ``disagg --max-model-len 8000`` planned as if the flag were absent: each pool launches with
+    prompt + output. It is now refused with the length the pools use; ``deploy`` without --users still reads it."""
+    from planner.cli import main
+
+    args = ["--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100", "--users", "64", "--prompt-len", "2000",
+            "--output-len", "200"]
+    assert main(["disagg", *args, flag, "8000"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} does not apply here" in err and "(2,200 tokens)" in err
+    assert main(["deploy", "--target", "commands", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100",
+                 "--max-model-len", "8000"]) == 0
+    assert "--max-model-len 8000" in capsys.readouterr().out

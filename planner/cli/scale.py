@@ -297,7 +297,17 @@ def _pool(args: argparse.Namespace, gpu, role: str) -> PoolRequest:
 
 
 def _disagg(args: argparse.Namespace, model, gpu):
-    """:func:`planner.scale.plan_disagg` for the parsed flags."""
+    """:func:`planner.scale.plan_disagg` for the parsed flags.
+
+    Raises:
+        ValueError: ``--max-model-len`` / ``--context-len`` given: each pool launches with ``--max-model-len``
+            prompt + output, so the flag would be dropped without a word (QA, stop 43; the page names it on its
+            "Left out" line)."""
+    given = [flag for flag, value in (("--max-model-len", getattr(args, "max_model_len", None)),
+                                      ("--context-len", getattr(args, "context_len", None))) if value]
+    if given:
+        raise ValueError(f"{' / '.join(given)} does not apply here: each pool launches with --max-model-len "
+                         f"--prompt-len + --output-len ({args.prompt_len + args.output_len:,} tokens); drop it")
     return plan_disagg(model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,
                        bf16_dense_tflops=getattr(gpu, "bf16_dense_tflops", None),
                        prefill=_pool(args, gpu, "prefill"), decode=_pool(args, gpu, "decode"), users=args.users,
