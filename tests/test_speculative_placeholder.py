@@ -90,3 +90,16 @@ def test_readme_names_the_placeholders_the_code_emits():
     assert set(DRAFT_PLACEHOLDERS) == {"eagle", "eagle3"}  # vLLM's head methods (module docstring)
     for placeholder in DRAFT_PLACEHOLDERS.values():
         assert f"`{placeholder}`" in readme
+
+
+def test_sglang_eagle_launch_names_the_heads_path_placeholder(capsys):
+    """QA (stop 43): SGLang's EAGLE-3 launch had no --speculative-draft-model-path, which its EAGLE workers load the
+    head from (SGLang docs, Speculative Decoding: EAGLE needs a draft model; NEXTN / NGRAM do not)."""
+    from planner.cli import main
+
+    base = ["plan", "--engine", "sglang", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100", "--format", "json"]
+    main([*base, "--speculative-method", "eagle3", "--num-speculative-tokens", "2"])
+    command = json.loads(capsys.readouterr().out)["engine_plan"]["launch_command"]
+    assert "--speculative-draft-model-path EAGLE3_DRAFT_REPO" in command and "# replace EAGLE3_DRAFT_REPO" in command
+    main([*base, "--speculative-method", "ngram", "--num-speculative-tokens", "2"])
+    assert "--speculative-draft-model-path" not in json.loads(capsys.readouterr().out)["engine_plan"]["launch_command"]

@@ -454,8 +454,8 @@ def speculative_cost(model: ModelSpec, config: SpeculativeConfig, *, weight_dtyp
                      f"intermediate {model.intermediate_size or 4 * model.hidden_size:,}); embeddings shared"
                      + (f", its own lm_head over {config.draft_vocab_size:,} draft tokens" if config.method == "eagle3"
                         else " and lm_head shared")
-                     + (f"; vLLM needs the head's repo: replace {draft_placeholder(config)} in the launch "
-                        "command's --speculative-config with it" if not config.draft_model_id else ""))
+                     + (f"; the engine needs the head's repo: replace {draft_placeholder(config)} in the launch "
+                        "command with it" if not config.draft_model_id else ""))
     return SpeculativeCost(method=config.method, num_speculative_tokens=config.num_speculative_tokens,
                            draft_params=params, weights_bytes=weights,
                            kv_model=_layers_model(model, layers, config.method),
@@ -509,6 +509,7 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
                 f"{extra}}}'")
     if engine == "sglang":
         flags = f"--speculative-algorithm {SGLANG_ALGORITHMS[config.method]}"
+        draft = draft or draft_placeholder(config)  # SGLang's EAGLE workers load the head from this path too
         if draft:
             flags += f" --speculative-draft-model-path {draft}"
         if config.method != "ngram":
