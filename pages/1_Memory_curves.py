@@ -17,7 +17,8 @@ form, problems = inputs.sidebar_inputs(
     numbers=("num_gpus", "batch_size", "gpu_memory_utilization"), advanced=("overhead_gib",))
 inputs.show_problems(problems)
 feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
-    "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them"))
+    "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
+    num_gpus=form.num_gpus))
 views.require(form.model_ids, "model")
 views.require(form.gpu_ids, "GPU")
 

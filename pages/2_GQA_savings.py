@@ -30,7 +30,8 @@ st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, gpu.n
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
                       f"{plans[0][1].weights_label}, {data.kv_dtypes_text(plans)}, "
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
-feature_line.show_users_line(features, form.model_id, what="Every variant's users", left_out=feature_line.link_left_out())
+feature_line.show_users_line(features, form.model_id, what="Every variant's users",
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:

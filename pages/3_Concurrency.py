@@ -32,7 +32,7 @@ if too_long:
 st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
-feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out())
+feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
 views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
 
 

@@ -7,6 +7,7 @@ from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
 from planner.fixes import engine_fixes
 from ui import catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
+from ui import engine_home  # the node warning, one wording with Home's engine panel
 from ui.engine_metrics import batch_short_text
 from ui.format import count_noun, format_command, md_message, md_text
 
@@ -50,6 +51,8 @@ fixes = [] if launch is not None else views.guarded(  # [] when it starts; the f
 if launch is not None:
     st.markdown(scale_view.scale_users_line(launch))
 engine.engine_verdict(result, fixes)
+if launch is None:  # one replica wider than a node: the launch across nodes that runs (vLLM's mp stays on one)
+    views.guarded(engine_home.node_warning, model, gpu, request, result, what="planning the launch across nodes")
 if not result.stopped_at_config_check:
     engine.engine_metrics(result)
 else:

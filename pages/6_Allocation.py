@@ -50,7 +50,7 @@ c = view.comparison
 
 st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
 feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
-                             left_out=feature_line.link_left_out(read_keys=("swap_space_gib",)),
+                             left_out=feature_line.link_left_out(read_keys=("swap_space_gib",), num_gpus=form.num_gpus),
                              same_as=traffic.users_same_as(c))
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:

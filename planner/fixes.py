@@ -44,9 +44,10 @@ from planner.model.params import model_weight_bytes
 SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
                "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization",
                "tensor_parallel_size": "Tensor parallel", "prefill_tensor_parallel_size": "Prefill TP",
-               "decode_tensor_parallel_size": "Decode TP"}
-"""Button names of the knobs a fix sets (the long wording stays in the help text); the last three: the
-Disaggregation page's pools (:attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`)."""
+               "decode_tensor_parallel_size": "Decode TP", "num_nodes": "Nodes"}
+"""Button names of the knobs a fix sets (the long wording stays in the help text); the tensor-parallel three: the
+Disaggregation page's pools (:attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`); ``num_nodes``: the
+Engine page's nodes per replica (:mod:`planner.engines.replica_layout`)."""
 
 ENGINE_FIELDS = {"context_len": "max_model_len", "max_model_len": "max_model_len", "num_gpus": "tensor_parallel_size",
                  "kv_cache_dtype": "kv_cache_dtype", "weight_dtype": "weight_dtype",
@@ -199,7 +200,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         if engine_request is not None:
             field = ENGINE_FIELDS.get(fix.key)
             if field:
-                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {field: fix.value})
+                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request,
+                                                 {field: _engine_value(engine_request, field, fix.value)})
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
             engine = resolve_engine_name(engine_request.engine)
@@ -219,6 +221,14 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             found += [f for f in engine_start_fixes(model, gpu_memory_bytes, request, engine_request, refused,
                                                     gpu_id=gpu_id) if (f.fix.key, f.fix.value) not in have]
     return _order(found)
+
+
+def _engine_value(engine_request: EngineRequest, field: str, value):
+    """A budget fix's value as the engine request's ``field`` takes it: a ``num_gpus`` fix names GPUs per replica,
+    which pipeline stages split (tensor parallel = GPUs / stages, ``--num-gpus`` = tp x pp in planner/cli), so Home's
+    "use num_gpus 16" on a link of 2 stages is checked as 2 stages of 8, not 2 of 16; any other value as it is."""
+    pp = engine_request.pipeline_parallel_size
+    return value // pp if field == "tensor_parallel_size" and pp > 1 and value % pp == 0 else value
 
 
 def try_texts(base: Plan, fixes: list[CheckedFix] | None) -> list[str]:

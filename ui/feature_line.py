@@ -74,7 +74,28 @@ def _extras_text(features: ServingFeatures | None) -> str:
     return " + ".join(["its text", *parts]) if parts else ""
 
 
-def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[tuple[str, str]]:
+def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
+    """``[(the split, why)]`` when the link splits the GPUs into pipeline stages (the Engine page's
+    ``pipeline_parallel_size``) and this page, which plans ``num_gpus`` GPUs per replica with the budget, plans them
+    as one tensor-parallel group (the budget has no pipeline model: :mod:`planner.engines.replica_layout`); empty
+    without stages, or with a value the Engine page rejects (it says why)."""
+    if not st.query_params.get("pipeline_parallel_size", ""):
+        return []
+    from ui.engine import ENGINE_FIELDS  # noqa: PLC0415 - the engine inputs load with the pages that carry them
+    from ui.traffic import link_whole_number  # noqa: PLC0415
+
+    pp = link_whole_number("pipeline_parallel_size", ENGINE_FIELDS["pipeline_parallel_size"])
+    if pp is None or pp <= 1:
+        return []
+    gpus = pp if num_gpus == 1 else num_gpus
+    split = f"{pp} stages of {gpus // pp}" if gpus % pp == 0 else f"{pp} stages"
+    return [(f"the pipeline split `pipeline_parallel_size={pp}`",
+             f"this page plans the {count_noun(num_gpus, 'GPU')} per replica as one tensor-parallel group; the Engine "
+             f"page and Home's engine panel run {split}")]
+
+
+def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
+                  num_gpus: int | None = None) -> list[tuple[str, str]]:
     """``(what, why)`` for the serving inputs the link carries that this page does not apply.
 
     Args:
@@ -82,8 +103,10 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm") -> list[t
             swap space); the others, when set, are named.
         engine: The engine whose rules the page counts users and prices the features under (the newest vLLM's
             budget; Find: the link's engine); a link's other ``engine`` is named, with or without features.
+        num_gpus: The page's GPUs per replica when it plans them with the budget: the link's pipeline stages are
+            then named (:func:`link_pipeline_left_out`).
     """
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
     if carried:
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
@@ -103,20 +126,23 @@ FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request"
 """Link keys that switch a serving feature on (:func:`link_features_left_out`)."""
 
 
-def link_features_left_out(why: str, applied: Sequence[str] = ()) -> list[tuple[str, str]]:
+def link_features_left_out(why: str, applied: Sequence[str] = (),
+                           num_gpus: int | None = None) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
     Args:
         why: Why the page leaves them out (``"these curves are the bare models' memory"``).
         applied: Keys of :data:`FEATURE_SWITCH_KEYS` the page does apply (Disaggregation: the text-only switch).
+        num_gpus: As :func:`link_left_out` (Memory curves: its GPUs per replica).
     """
     carried = []
     for key in (k for k in FEATURE_SWITCH_KEYS if k not in applied):
         value = st.query_params.get(key, "")
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
-    return [("the serving features " + ", ".join(carried), why)] if carried else []
+    stages = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
+    return [("the serving features " + ", ".join(carried), why)] + stages if carried else stages
 
 
 def users_line(features: ServingFeatures | None, model_id: str | None = None, *,

@@ -46,9 +46,11 @@ from planner.cli.args import (
 )
 from planner.engines import EnginePlan
 from planner.engines.budget_gap import budget_gap_text
+from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pool_kv import exact_cache_label
+from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.text import count_noun
 from planner.units import GiB
 
@@ -213,6 +215,11 @@ def _run_plans(args: argparse.Namespace):
         engine = scale.engine_view()
     else:
         engine = cli_engine.run_engine(args, model, gpu) if cli_engine.engine_requested(args) else None
+    if pp > 1 and engine is not None and engine.starts and int(engine.requests_held) >= args.batch_size:
+        result = replace(result, suggestions=())  # the stages start and hold the batch: no fix is needed
+    args.node_advice = None if scale is not None or engine is None else node_advice(
+        model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
+        args.gpus_per_node or DEFAULT_GPUS_PER_NODE)  # a one-node launch wider than a node
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
     args.budget_batched_tokens = profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id)  # budget_gap
     args.checked_fixes = None if pp > 1 or scale is not None else _checked_fixes(args, model, gpu, request, result)
@@ -300,7 +307,7 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         _capacity_line(result, engine),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
-        f"fits         {'yes' if result.fits else 'no'}",
+        f"fits         {'yes' if result.fits else 'no'}{_stages_clause(result, engine)}",
     ]
     lines += [f"  reason: {r}" for r in result.reasons]
     tried = try_texts(result, fixes)  # Home's "Try:" list, one rule (planner/fixes.py)
@@ -309,6 +316,40 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         lines.append(f"  try: no single change fits. {no_single_fix_text(result)}")
     lines += [f"  note: {n}" for n in result.notes]
     return "\n".join(lines)
+
+
+def _stages_clause(result: Plan, engine: EnginePlan | None) -> str:
+    """`` for the whole model on each tensor-parallel group of 8 GPUs (...); the engine section's 2 pipeline stages of
+    8 GPUs: vllm starts with 40.04x at 32,768 tokens (40 requests at once), its verdict for this layout``: what the
+    fits line plans where the engine section splits the layers into stages (the budget has no pipeline model:
+    :mod:`planner.engines.replica_layout`), so a "no" above a launch that starts names both (QA: "fits no" and
+    "try: use weight_dtype fp8" above "starts yes ... 40.04x"); "" without stages."""
+    stages = pipeline_stages_text(engine) if engine is not None else ""
+    if not stages:
+        return ""
+    tp = engine.tensor_parallel_size
+    return (f" for the whole model on each tensor-parallel group of {count_noun(tp, 'GPU')} (this section plans no "
+            f"pipeline split); the engine section's {stages}, its verdict for this layout")
+
+
+def _node_lines(advice: NodeAdvice | None, given: int | None) -> list[str]:
+    """The warning under the launch when one replica needs more GPUs than a node holds
+    (:func:`planner.engines.replica_layout.node_advice`; ``given``: ``--gpus-per-node``)."""
+    if advice is None:
+        return []
+    source = "--gpus-per-node" if given else f"--gpus-per-node, default {DEFAULT_GPUS_PER_NODE}"
+    return [f"  warning: {advice.text(f'--num-nodes {advice.num_nodes}', source)}"]
+
+
+def _node_json(advice: NodeAdvice | None, given: int | None) -> dict:
+    """The ``multi_node`` key: the launch across nodes that runs (:func:`_node_lines`), {} when none is needed."""
+    if advice is None:
+        return {}
+    p = advice.plan
+    return {"multi_node": {"num_nodes": advice.num_nodes, "gpus_per_node": advice.gpus_per_node,
+                           "distributed_executor_backend": "ray", "launch_command": p.launch_command,
+                           "starts": p.starts, "max_concurrency": p.max_concurrency,
+                           "warning": _node_lines(advice, given)[0].removeprefix("  warning: ")}}
 
 
 def _capacity_line(result: Plan, engine: EnginePlan | None = None) -> str:
@@ -400,9 +441,10 @@ def _output(args: argparse.Namespace) -> str:
         out = with_catalog_id(result.to_dict(), catalog_id(args))
         out |= {} if result.fits else {"fixes": _fixes_json(args.checked_fixes)}  # a fitting plan's JSON as before
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
-                          | cli_scale.scale_json(args), indent=2)
+                          | cli_scale.scale_json(args) | _node_json(args.node_advice, args.gpus_per_node), indent=2)
     shown = tuple(result.serving["notes"]) if result.serving is not None else ()  # printed by the serving block
     extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype, shown) if engine else []
+    extra_lines += _node_lines(args.node_advice, args.gpus_per_node)
     if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences,
                                           budget_context_len=result.context_len,
                                           budget_batched_tokens=args.budget_batched_tokens)):

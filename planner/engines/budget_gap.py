@@ -3,7 +3,7 @@
 The budget (:func:`planner.budget.plan`, the headline users of Home and of ``python -m planner plan``) prices the
 newest vLLM under ``vllm serve``: its loaded weights, a profile pass of the scheduler's default
 ``max_num_batched_tokens`` for the GPU, CUDA graphs and runner state (:data:`planner.overhead.OVERHEAD_PROFILE`).
-The engine section prices every flag of the launch. Two causes move the engine's users away from the budget's:
+The engine section prices every flag of the launch. Three causes move the engine's users away from the budget's:
 
 1. Another profile (an older vLLM, SGLang, llama.cpp ...) loads weights, profiles and captures graphs its own way.
 2. A longer profile pass: the offline ``LLM`` class (``--usage-context llm``) takes 16,384 tokens on a large
@@ -11,6 +11,8 @@ The engine section prices every flag of the launch. Two causes move the engine's
    :func:`planner.engines.profiles.vllm_scheduler_defaults`), or ``--max-num-batched-tokens`` sets it. The pass's
    activation grows with it, and so does the prefill peak of the one request a windowed or compressed model holds
    beside the decoding ones (a window plus a whole chunk: :mod:`planner.engines.pages` design note 6).
+3. Pipeline stages (``--pipeline-parallel-size``): the engine splits the layers over them, the budget has no
+   pipeline model (:mod:`planner.engines.replica_layout`).
 
 QA (stop 43): DeepSeek-V4-Flash on 2 x GH200 at 30,000 tokens with ``--usage-context llm`` printed "max users 45"
 above an engine section in which 20 requests decode at once, and nothing said why.
@@ -41,6 +43,9 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
     if engine_users == budget_users or budget_context_len != plan.max_model_len or plan.stopped_at_config_check:
         return ""
     causes = []
+    if plan.pipeline_parallel_size > 1:  # the budget has no pipeline model (planner/engines/replica_layout.py)
+        causes.append(f"its layers are split over {plan.pipeline_parallel_size} pipeline stages of "
+                      f"{plan.tensor_parallel_size} GPUs each, which the budget does not model")
     if plan.engine != OVERHEAD_PROFILE:
         causes.append(f"{plan.engine} (models {plan.engine_version}) loads the weights, profiles and captures CUDA "
                       "graphs its own way, where the budget prices the newest vLLM")

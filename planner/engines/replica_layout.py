@@ -1,0 +1,100 @@
+"""A replica laid out beyond one tensor-parallel group on one node: pipeline stages and more than one node.
+
+1. Pipeline stages. The budget (:func:`planner.budget.plan`, the headline of Home and of ``python -m planner
+   plan``) has no pipeline model: Home plans ``num_gpus`` as one tensor-parallel group, the CLI the whole model on
+   each tensor-parallel group (planner/cli/entry.py). The engine plan splits the layers over the stages (vLLM
+   ``--pipeline-parallel-size``), so its figures are the layout's; :func:`pipeline_stages_text` words them for the
+   budget's readers.
+2. Nodes. vLLM picks its executor in ``ParallelConfig.__post_init__`` (vllm/config/parallel.py): with no
+   ``--distributed-executor-backend`` and a world size (tensor x pipeline parallel) above 1 it takes ``mp``, whose
+   workers run on this host; where the host has fewer GPUs than the world size it stops at startup and asks for
+   ``--distributed-executor-backend ray`` (or, in the newest builds, ``--nnodes`` for its multi-node ``mp`` mode).
+   The planner's multi-node launch is the Ray one (:attr:`planner.engines.types.EngineRequest.num_nodes`, which
+   also prices the NCCL buffers per node). :func:`node_advice` re-plans a one-node request that needs more GPUs
+   than a node has across ``ceil(world / gpus_per_node)`` nodes with that backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.engines.dispatch import plan_engine
+from planner.engines.profiles import ENGINE_PROFILES
+from planner.engines.types import EnginePlan, EngineRequest
+from planner.model import ModelSpec
+from planner.text import count_noun
+
+RAY_HEAD_PORT = 6379
+"""The port ``ray start --head`` listens on by default (Ray's documented default, the GCS server)."""
+
+
+def starts_text(plan: EnginePlan) -> str:
+    """``"starts with 40.04x at 32,768 tokens (40 requests at once)"``, or ``"would refuse to start"``: an engine
+    plan's verdict and the concurrency it prints (vLLM's "Maximum concurrency for N tokens per request",
+    vllm/v1/core/kv_cache_utils.py), with the whole requests it decodes at once (:attr:`EnginePlan.requests_held`)."""
+    if not plan.starts:
+        return "would refuse to start"
+    return (f"starts with {plan.max_concurrency:.2f}x at {plan.max_model_len:,} tokens "
+            f"({count_noun(int(plan.requests_held), 'request')} at once)")
+
+
+def pipeline_stages_text(plan: EnginePlan, where: str = "") -> str:
+    """``"2 pipeline stages of 8 GPUs: vllm starts with 40.04x at 32,768 tokens (40 requests at once)"``: the
+    engine plan's pipeline layout and verdict, "" for a plan without pipeline stages; ``where`` follows the
+    layout (``" (Engine page)"``)."""
+    pp = plan.pipeline_parallel_size
+    if pp <= 1:
+        return ""
+    return (f"{pp} pipeline stages of {count_noun(plan.tensor_parallel_size, 'GPU')}{where}: "
+            f"{plan.engine} {starts_text(plan)}")
+
+
+@dataclass(frozen=True)
+class NodeAdvice:
+    """A one-node launch wider than a node, and the launch across nodes that runs.
+
+    Attributes:
+        gpus_per_node: GPUs in one node the advice assumed [GPUs].
+        num_nodes: Nodes the replica needs (``ceil(tp x pp / gpus_per_node)``).
+        plan: The engine plan across ``num_nodes`` nodes with the Ray backend.
+    """
+
+    gpus_per_node: int
+    num_nodes: int
+    plan: EnginePlan
+
+    def text(self, how: str, node_source: str) -> str:
+        """The warning: why the one-node launch stops, and the command that runs.
+
+        Args:
+            how: How the reader sets the nodes (``"--num-nodes 2"``, ``"Nodes per replica 2"``).
+            node_source: Where the node size comes from (``"--gpus-per-node, default 8"``).
+        """
+        p = self.plan
+        world = p.tensor_parallel_size * p.pipeline_parallel_size
+        return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {p.tensor_parallel_size} x pipeline "
+                f"{p.pipeline_parallel_size}) on one node, where a node holds {self.gpus_per_node} ({node_source}): "
+                f"vLLM's default `mp` executor keeps the workers on one node and stops at startup when the node has "
+                f"fewer GPUs than that (vllm/config/parallel.py). Across {self.num_nodes} nodes ({how}) it runs with "
+                f"the Ray backend: start a Ray cluster over them (`ray start --head` on the first, `ray start "
+                f"--address=HEAD_IP:{RAY_HEAD_PORT}` on the others), then run on the first `{p.launch_command}`, "
+                f"which {starts_text(p)}")
+
+
+def node_advice(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+                gpus_per_node: int) -> NodeAdvice | None:
+    """The multi-node launch of a vLLM ``request`` planned on one node with the ``mp`` executor whose ``tp x pp``
+    GPUs are more than ``gpus_per_node`` (module docstring, 2; the callers' default is
+    ``planner.scale.layout.DEFAULT_GPUS_PER_NODE``, an HGX board's 8); None when the request fits a node, already
+    spans nodes or names the Ray backend, or another engine family plans it.
+
+    Raises:
+        ValueError: as :func:`planner.engines.plan_engine`.
+    """
+    world = request.tensor_parallel_size * request.pipeline_parallel_size
+    if (ENGINE_PROFILES[request.engine].family != "vllm" or world <= gpus_per_node or request.num_nodes > 1
+            or request.distributed_executor_backend != "mp"):
+        return None
+    nodes = -(-world // gpus_per_node)
+    across = replace(request, num_nodes=nodes, distributed_executor_backend="ray")
+    return NodeAdvice(gpus_per_node=gpus_per_node, num_nodes=nodes, plan=plan_engine(model, gpu_memory_bytes, across))

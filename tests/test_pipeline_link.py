@@ -1,0 +1,189 @@
+"""A link that splits its GPUs into pipeline stages, and a replica wider than one node (QA, stop 41).
+
+1. The Engine page writes ``pipeline_parallel_size`` into the link. Home read ``num_gpus=16`` as one
+   tensor-parallel group of 16 in its budget *and* in its engine panel ("19.37x", ``--tensor-parallel-size 16``,
+   "KV heads are replicated") while the Engine page, on the same link, planned 2 stages of 8 (40.04x). The CLI's
+   headline said "fits no" and "try: use weight_dtype fp8" above an engine section that starts. The budget has no
+   pipeline model: Home's panel now plans the link's layout, Home says what its budget plans beside the engine's
+   figure, the CLI's fits line names both, and the other pages that read ``num_gpus`` name the split they leave out.
+2. vLLM's default ``mp`` executor keeps a replica on one node (vllm/config/parallel.py, ``ParallelConfig.
+   __post_init__``); 16 GPUs per replica on 8-GPU nodes started "yes" with a one-node command and no word.
+
+Expected figures come from :func:`planner.engines.plan_engine` of the layout, never from the page under test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model_catalog import get_gpu, model_spec
+from planner.cli import main
+from planner.engines import plan_engine
+from planner.engines.shared_gpu import reported_memory_bytes
+from planner.engines.types import EngineRequest
+from tests.test_app import run_page
+
+MODEL = "meta-llama/Meta-Llama-3.1-405B"
+GPU = "nvidia-h100-sxm-80gb"
+LINK = {"model": MODEL, "gpu": GPU, "num_gpus": "16", "context_len": "32768", "kv_cache_dtype": "fp8"}
+PP_LINK = {**LINK, "pipeline_parallel_size": "2"}
+CLI = ["plan", "--model", MODEL, "--gpu", GPU, "--num-gpus", "16", "--context-len", "32768",
+       "--kv-cache-dtype", "fp8"]
+
+
+def _engine(tp: int, pp: int = 1, **more):
+    gpu = get_gpu(GPU)
+    return plan_engine(model_spec(MODEL), gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm", kv_cache_dtype="fp8", tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        max_model_len=32768, gpu_name=gpu.name, gpu_memory_reported_bytes=reported_memory_bytes(gpu), **more))
+
+
+def _texts(at) -> list[str]:
+    assert not at.exception, [e.value for e in at.exception]
+    return [e.value for kind in ("error", "warning", "success", "info", "caption", "markdown")
+            for e in getattr(at, kind)]
+
+
+def _codes(at) -> list[str]:
+    return [c.value for c in at.code]
+
+
+def _launch(at) -> str:
+    return next(c for c in _codes(at) if c.startswith("vllm serve"))
+
+
+# --------------------------------------------------------------------------
+# 1. Home
+# --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def home_pp():
+    return run_page("app.py", PP_LINK)
+
+
+@pytest.fixture(scope="module")
+def engine_pp():
+    return run_page("pages/5_Engine.py", PP_LINK)
+
+
+def test_home_engine_panel_plans_the_links_pipeline_stages(home_pp, engine_pp):
+    staged = _engine(8, 2)
+    panel = next(t for t in _texts(home_pp) if "concurrency at" in t and "would allocate" not in t)
+    assert f"{staged.max_concurrency:.2f}x concurrency" in panel, panel
+    assert "--pipeline-parallel-size 2" in _launch(home_pp) and "--tensor-parallel-size 8" in _launch(home_pp)
+    assert _launch(home_pp) == _launch(engine_pp)  # one layout, one command
+
+
+def test_home_says_its_budget_plans_one_tensor_parallel_group_beside_the_engines_stages(home_pp):
+    staged = _engine(8, 2)
+    said = [t for t in _texts(home_pp) if "pipeline stages" in t]
+    assert said, _texts(home_pp)
+    assert "2 pipeline stages of 8" in said[0] and "one tensor-parallel group" in said[0]
+    assert f"{staged.max_concurrency:.2f}x" in said[0]
+    # Tensor parallel 8 shards Llama 405B's 8 KV heads: no note says they are replicated as a fact of the layout
+    assert not any(t.startswith("num_gpus 16 \\> num_key_value_heads") for t in _texts(home_pp))
+
+
+def test_home_without_stages_keeps_its_tensor_parallel_panel():
+    at = run_page("app.py", LINK)
+    assert "--tensor-parallel-size 16" in _launch(at) and "--pipeline-parallel-size" not in _launch(at)
+    assert not any("pipeline stages" in t for t in _texts(at))
+    assert any("KV heads are replicated" in t for t in _texts(at))  # true of tensor parallel 16
+
+
+def test_home_names_stages_that_do_not_divide_its_gpus():
+    at = run_page("app.py", {**LINK, "pipeline_parallel_size": "3"})
+    assert any("`pipeline_parallel_size=3`" in e.value for e in at.error), [e.value for e in at.error]
+    assert "--tensor-parallel-size 16" in _launch(at)
+
+
+def test_home_panel_reads_the_links_replicas_and_nodes():
+    at = run_page("app.py", {**PP_LINK, "data_parallel_size": "2", "num_nodes": "2"})
+    engine = run_page("pages/5_Engine.py", {**PP_LINK, "data_parallel_size": "2", "num_nodes": "2"})
+    assert "--data-parallel-size 2" in _launch(at) and "--distributed-executor-backend ray" in _launch(at)
+    assert _launch(at) == _launch(engine)
+
+
+@pytest.mark.parametrize("page", ["pages/1_Memory_curves.py", "pages/2_GQA_savings.py", "pages/3_Concurrency.py",
+                                  "pages/6_Allocation.py"])
+def test_pages_that_read_num_gpus_name_the_split_they_leave_out(page):
+    at = run_page(page, PP_LINK)
+    line = [c.value for c in at.caption if "Left out" in c.value and "pipeline_parallel_size=2" in c.value]
+    assert line, [c.value for c in at.caption]
+    assert "one tensor-parallel group" in line[0]
+    plain = run_page(page, LINK)
+    assert not any("pipeline_parallel_size" in c.value for c in plain.caption)
+
+
+# --------------------------------------------------------------------------
+# 1. CLI
+# --------------------------------------------------------------------------
+def _cli(capsys, *extra: str) -> str:
+    assert main([*CLI, *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_headline_defers_to_the_engine_section_for_pipeline_stages(capsys):
+    out = _cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2")
+    staged = _engine(8, 2)
+    assert staged.starts
+    fits = next(line for line in out.splitlines() if line.startswith("fits "))
+    assert fits.split()[1].rstrip(",;:") == "no"  # the headline's own layout: the whole model on 8 GPUs
+    assert "engine section" in fits and f"{staged.max_concurrency:.2f}x" in fits and "2 pipeline stages" in fits
+    assert "try:" not in out  # weight_dtype fp8 is not needed where the engine section starts
+    gap = next((line for line in out.splitlines() if "The budget above holds" in line), "")
+    assert "pipeline stages" in gap  # the reason the engine's users differ, not "block size, prefix caching"
+
+
+def test_cli_json_drops_the_unneeded_suggestions_and_keeps_its_keys(capsys):
+    out = json.loads(_cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2",
+                          "--format", "json"))
+    assert out["fits"] is False and out["suggestions"] == [] and out["engine_plan"]["starts"]
+    assert {"num_gpus", "fits", "reasons", "notes", "max_concurrent_sequences", "fixes"} <= set(out)
+
+
+def test_cli_without_stages_keeps_its_fixes(capsys):
+    out = _cli(capsys, "--num-gpus", "8", "--engine", "vllm")  # 8 GPUs: the whole model does not fit in bf16
+    assert "try:" in out
+
+
+# --------------------------------------------------------------------------
+# 3. A replica wider than one node
+# --------------------------------------------------------------------------
+def test_cli_warns_when_a_replica_spans_more_than_one_node(capsys):
+    out = _cli(capsys, "--tensor-parallel-size", "16", "--engine", "vllm")
+    across = _engine(16, num_nodes=2, distributed_executor_backend="ray")
+    warning = next((line for line in out.splitlines() if "mp" in line and "node" in line and "warning" in line), "")
+    assert warning, out
+    assert "--num-nodes 2" in warning and across.launch_command in warning
+    assert f"{across.max_concurrency:.2f}x" in warning
+
+
+def test_cli_node_warning_follows_the_nodes_and_gpus_per_node(capsys):
+    for extra in (["--num-nodes", "2"], ["--gpus-per-node", "16"]):
+        out = _cli(capsys, "--tensor-parallel-size", "16", "--engine", "vllm", *extra)
+        assert "`mp` executor" not in out, extra
+    out = json.loads(_cli(capsys, "--tensor-parallel-size", "16", "--engine", "vllm", "--format", "json"))
+    assert out["multi_node"]["num_nodes"] == 2 and "ray" in out["multi_node"]["launch_command"]
+    small = json.loads(_cli(capsys, "--num-gpus", "8", "--engine", "vllm", "--format", "json"))
+    assert "multi_node" not in small
+
+
+def test_engine_page_warns_when_a_replica_spans_more_than_one_node():
+    at = run_page("pages/5_Engine.py", LINK)
+    across = _engine(16, num_nodes=2, distributed_executor_backend="ray")
+    warned = [w.value for w in at.warning if "node" in w.value and "`mp`" in w.value]
+    assert warned, [w.value for w in at.warning]
+    assert "--distributed-executor-backend ray" in warned[0] and f"{across.max_concurrency:.2f}x" in warned[0]
+    assert not any("`mp`" in w.value for w in run_page("pages/5_Engine.py", {**LINK, "num_nodes": "2"}).warning)
+    assert not any("`mp`" in w.value for w in run_page("pages/5_Engine.py", {**LINK, "num_gpus": "8"}).warning)
+
+
+def test_home_checks_a_gpu_fix_on_the_links_stages():
+    """8 GPUs in 2 stages of 4 hold no bf16 Llama 405B; "use num_gpus 16" is checked as 2 stages of 8 (the
+    Engine page's reading of 16 GPUs per replica), not as tensor parallel 16 in each of 2 stages (32 GPUs)."""
+    at = run_page("app.py", {**PP_LINK, "num_gpus": "8"})
+    fix = next(w.value for w in at.warning if "Does not fit" in w.value)
+    staged = _engine(8, 2)
+    assert "use num_gpus 16" in fix and f"{staged.max_concurrency:.2f}x concurrency" in fix, fix
