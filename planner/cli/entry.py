@@ -46,7 +46,7 @@ from planner.cli.args import (
 )
 from planner.engines import EnginePlan
 from planner.engines.budget_gap import budget_gap_text
-from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text
+from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pool_kv import exact_cache_label
@@ -220,6 +220,8 @@ def _run_plans(args: argparse.Namespace):
     args.node_advice = None if scale is not None or engine is None else node_advice(
         model, gpu.framework_memory_bytes, cli_engine.engine_request(args, gpu),
         args.gpus_per_node or DEFAULT_GPUS_PER_NODE)  # a one-node launch wider than a node
+    if engine is not None:  # that launch does not start on one node: its verdict, not a "yes" above the warning
+        engine = refused_on_one_node(engine, args.node_advice)
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
     args.budget_batched_tokens = profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id)  # budget_gap
     args.checked_fixes = None if pp > 1 or scale is not None else _checked_fixes(args, model, gpu, request, result)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from planner.engines.dispatch import plan_engine
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.types import EnginePlan, EngineRequest, stopped_before_load
 from planner.model import ModelSpec
 from planner.text import count_noun
 
@@ -98,3 +98,19 @@ def node_advice(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     nodes = -(-world // gpus_per_node)
     across = replace(request, num_nodes=nodes, distributed_executor_backend="ray")
     return NodeAdvice(gpus_per_node=gpus_per_node, num_nodes=nodes, plan=plan_engine(model, gpu_memory_bytes, across))
+
+
+def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePlan:
+    """``plan`` as the one-node launch runs: refused before it loads weights where ``advice`` (:func:`node_advice`)
+    says the replica needs more GPUs than a node holds, else ``plan`` unchanged. A node of 8 GPUs cannot hold 16
+    workers whatever the executor: vLLM's ``mp`` stops at startup (vllm/config/parallel.py), and a Ray launch waits
+    for GPUs no node has until a cluster spans the nodes. QA (stop 43): DeepSeek-V3 on tensor parallel 8 x pipeline
+    2 "starts yes" above a warning that said the same launch stops; the advice's launch is the one that runs."""
+    if advice is None:
+        return plan
+    world = plan.tensor_parallel_size * plan.pipeline_parallel_size
+    reason = (f"{count_noun(world, 'GPU')} per replica (tensor parallel {plan.tensor_parallel_size} x pipeline "
+              f"{plan.pipeline_parallel_size}) do not fit one node of {advice.gpus_per_node}: the launch needs "
+              f"{advice.num_nodes} nodes and the Ray backend ({plan.engine} {starts_text(advice.plan)} there)")
+    return EnginePlan._from_parts(vars(plan), {"starts": False, "reasons": (reason, *plan.reasons),
+                                               **stopped_before_load(vars(plan))})
