@@ -306,7 +306,7 @@ def _disagg(args: argparse.Namespace, model, gpu):
     given = [flag for flag, value in (("--max-model-len", getattr(args, "max_model_len", None)),
                                       ("--context-len", getattr(args, "context_len", None))) if value]
     if given:
-        raise ValueError(f"{' / '.join(given)} does not apply here: each pool launches with --max-model-len "
+        raise ValueError(f"{' / '.join(given)} does not apply here: each pool launches with --max-model-len = "
                          f"--prompt-len + --output-len ({args.prompt_len + args.output_len:,} tokens); drop it")
     return plan_disagg(model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s or 0,
                        bf16_dense_tflops=getattr(gpu, "bf16_dense_tflops", None),
