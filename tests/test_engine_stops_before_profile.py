@@ -55,3 +55,18 @@ def test_engine_page_shows_no_started_log_under_the_refusal():
     assert not any("Model loading took" in c.value or "Available KV cache memory" in c.value for c in at.code)
     assert any(i.value.startswith("No memory figures") for i in at.info)
     assert any("stops before it prints any memory line" in c.value for c in at.caption)
+
+
+def test_a_v1_launch_its_kv_check_refuses_prints_no_cache_size_or_concurrency(capsys):
+    """QA (stop 43): Qwen3-8B at 40,960 tokens and utilization 0.24 on an H100 "printed" "GPU KV cache size: 9,696
+    tokens" and "Maximum concurrency ... 0.24x" under "starts no". vLLM V1 checks the KV memory before those lines
+    (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs raises first): the log ends at "Available KV cache
+    memory", the figure the refusal quotes."""
+    args = ["--engine", "vllm", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100", "--gpu-memory-utilization",
+            "0.24", "--max-model-len", "40960"]
+    engine = json.loads(_plan(capsys, args, "--format", "json"))["engine_plan"]
+    assert engine["starts"] is False and engine["reasons"]
+    assert engine["engine_log_lines"][-1].startswith("Available KV cache memory")
+    assert not any(line.startswith(("GPU KV cache size", "Maximum concurrency")) for line in engine["engine_log_lines"])
+    started = json.loads(_plan(capsys, [a if a != "40960" else "4096" for a in args], "--format", "json"))
+    assert started["engine_plan"]["starts"] and started["engine_plan"]["engine_log_lines"][-1].startswith("Maximum")

@@ -1,7 +1,6 @@
 """vLLM (V0 and every V1 era): per-rank budget -> blocks -> printed tokens and concurrency.
 
-Chain, per GPU (pipeline stage ``s``; every tensor-parallel GPU of a stage is alike, except
-V0's driver worker, which alone samples):
+Chain, per GPU (pipeline stage ``s``; every tensor-parallel GPU of a stage is alike, except V0's driver worker):
 
     requested = floor(total x gpu_memory_utilization)
     available = requested - weights - activation_peak - non_torch [- cudagraph on >= v0.21]
@@ -139,7 +138,8 @@ def plan_vllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, p
     # checks run only above it.
     reasons = () if max_model_len <= engine_max_len else _start_reasons(model, profile, st, max_model_len, needs)
     conc_text = f"{conc:.2f}"  # vLLM prints 2 decimals
-    log = st.log_head + _log_tail(profile, num_blocks, tokens, conc_text, max_model_len)
+    log = st.log_head + (() if reasons and profile.start_check != "v0_tokens" else  # V1 refuses before these lines
+                         _log_tail(profile, num_blocks, tokens, conc_text, max_model_len))
     launch_head, launch_tail = st.launch_around_length
     launch = f"{launch_head}{engine_max_len if reasons and engine_max_len > 0 else max_model_len}{launch_tail}"
     # round(conc, 2), read back from the printed digits: both round the float's exact value to 2 decimals
@@ -584,10 +584,10 @@ def _log_head(profile: EngineProfile, ranks: list[RankBudget], graph_lines: tupl
     return lines
 
 
-def _log_tail(profile: EngineProfile, num_blocks: int, tokens: int, conc: str,
-              max_model_len: int) -> tuple[str, str]:
-    """The startup lines after :func:`_log_head`: the KV cache size and the maximum concurrency
-    (``conc`` already formatted with 2 decimals, as vLLM prints it)."""
+def _log_tail(profile: EngineProfile, num_blocks: int, tokens: int, conc: str, max_model_len: int) -> tuple[str, str]:
+    """The startup lines after :func:`_log_head`: the KV cache size and the maximum concurrency (``conc`` formatted
+    with 2 decimals, as vLLM prints it). V1 prints neither for a launch its KV check refuses: it raises first
+    (vllm/v1/core/kv_cache_utils.py ``get_kv_cache_configs``); V0 prints its blocks, then refuses."""
     if profile.token_print == "blocks":
         size = f"# GPU blocks: {num_blocks}"
     else:
