@@ -149,3 +149,19 @@ def test_cli_disagg_refuses_a_length_flag_it_would_drop(capsys, flag):
     assert main(["deploy", "--target", "commands", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100",
                  "--max-model-len", "8000"]) == 0
     assert "--max-model-len 8000" in capsys.readouterr().out
+
+
+def test_a_shared_gpu_pool_gets_the_utilization_fix_not_smaller_weights(capsys):
+    """QA (stop 43): on an H100 with 20 GiB held by other processes both pools said "use smaller weights than its
+    bf16 ... or a GPU with more memory", while vLLM's startup check refuses them whatever the weights and a
+    utilization of at most 0.74 starts them. The reason keeps vLLM's fix; no note contradicts it."""
+    from planner.cli import main
+
+    args = ["disagg", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100-sxm-80gb", "--users", "64",
+            "--prompt-len", "2000", "--output-len", "200", "--gpu-memory-in-use-gib", "20"]
+    main(args)
+    out = json.loads(capsys.readouterr().out)
+    assert any("Decrease gpu_memory_utilization to at most 0.74" in r for r in out["reasons"])
+    assert not any("smaller weights" in n for n in out["notes"]), out["notes"]
+    main([*args, "--gpu-memory-utilization", "0.7"])
+    assert json.loads(capsys.readouterr().out)["fits"] is True

@@ -64,6 +64,8 @@ import math
 from dataclasses import dataclass, replace
 
 from planner.engines.launch import with_max_num_seqs
+from planner.engines.profiles import ENGINE_PROFILES
+from planner.engines.shared_gpu import shared_gpu_refusal
 from planner.engines.types import EngineRequest
 from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
@@ -363,9 +365,20 @@ def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolR
     engine = replace(pool.engine, max_model_len=length)
     plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
     tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
-    note = "" if plan.starts or tp is not None else refusal_note(model, role, pool.scale.gpus_per_node,
-                                                                          pool.engine.weight_dtype)
+    note = ("" if plan.starts or tp is not None or _shared_gpu_short(gpu_memory_bytes, engine)
+            else refusal_note(model, role, pool.scale.gpus_per_node, pool.engine.weight_dtype))
     return engine, plan, note, tp
+
+
+def _shared_gpu_short(gpu_memory_bytes: int, engine: EngineRequest) -> bool:
+    """True when vLLM refuses the pool at its startup memory check, before any size matters: other processes leave
+    less free than ``total x gpu_memory_utilization`` (:func:`planner.engines.shared_gpu.shared_gpu_refusal`, whose
+    reason gives the fix: a lower utilization or a free GPU). QA (stop 43): a shared H100 got "use smaller weights
+    ... or a GPU with more memory" for a Qwen3-8B pool that utilization 0.74 starts."""
+    profile = ENGINE_PROFILES[engine.engine]
+    util = engine.gpu_memory_utilization or profile.default_memory_fraction
+    return profile.family == "vllm" and bool(
+        shared_gpu_refusal(gpu_memory_bytes, engine.memory_in_use_bytes, util, int(gpu_memory_bytes * util)))
 
 
 def refusal_note(model: ModelSpec, role: str, gpus_per_node: int, weight_dtype: str = AUTO_WEIGHT_DTYPE) -> str:
