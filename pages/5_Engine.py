@@ -5,7 +5,9 @@ import streamlit as st
 from planner.budget import weights_label
 from planner.engines import plan_engine
 from planner.engines.logparse import MAX_LOG_CHARS
+from planner.engines.replica_layout import on_one_node
 from planner.fixes import engine_fixes
+from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from ui import catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
 from ui import engine_home  # the node warning, one wording with Home's engine panel
 from ui.engine_metrics import batch_short_text
@@ -50,6 +52,9 @@ fixes = [] if launch is not None else views.guarded(  # [] when it starts; the f
     context_key="max_model_len" if knobs.max_model_len else "context_len", what="checking the fixes")
 if launch is not None:
     st.markdown(scale_view.scale_users_line(launch))
+else:  # one replica wider than a node does not start on one: the verdict says so, the warning below how it runs
+    result = views.guarded(on_one_node, model, gpu.framework_memory_bytes, request, result, DEFAULT_GPUS_PER_NODE,
+                           what="checking the node size")
 engine.engine_verdict(result, fixes)
 if launch is None:  # one replica wider than a node: the launch across nodes that runs (vLLM's mp stays on one)
     views.guarded(engine_home.node_warning, model, gpu, request, result, what="planning the launch across nodes")

@@ -204,3 +204,17 @@ def test_cli_a_replica_wider_than_a_node_does_not_start_on_one(capsys):
     assert engine["starts"] is False and engine["engine_log_lines"] == []
     assert "do not fit one node of 8: the launch needs 2 nodes" in engine["reasons"][0]
     assert across["starts"] is True and across["num_nodes"] == 2
+
+
+def test_engine_page_verdict_for_a_replica_wider_than_a_node_is_a_refusal_with_the_nodes_button():
+    """QA (stop 43): the Engine page showed a green "vllm starts ... 99.09x" above the warning that the one-node
+    launch stops. The verdict now refuses it; the warning and its "Nodes → 2" button give the launch that runs."""
+    at = run_page("pages/5_Engine.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
+                                        "pipeline_parallel_size": "2"})
+    texts = _texts(at)
+    assert not at.success
+    assert any("would refuse to start" in t and "do not fit one node of 8" in t for t in texts)
+    assert any(b.label == "Nodes → 2" for b in at.button)
+    across = run_page("pages/5_Engine.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
+                                            "pipeline_parallel_size": "2", "num_nodes": "2"})
+    assert any("vllm starts" in s.value for s in across.success), _texts(across)

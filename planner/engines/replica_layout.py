@@ -114,3 +114,14 @@ def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePl
               f"{advice.num_nodes} nodes and the Ray backend ({plan.engine} {starts_text(advice.plan)} there)")
     return EnginePlan._from_parts(vars(plan), {"starts": False, "reasons": (reason, *plan.reasons),
                                                **stopped_before_load(vars(plan))})
+
+
+def on_one_node(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, plan: EnginePlan,
+                gpus_per_node: int) -> EnginePlan:
+    """``plan`` (of ``request``) as it runs on one node: :func:`refused_on_one_node` of :func:`node_advice`, for the
+    pages, whose GPUs carry no node size (``gpus_per_node``: the CLI's default, 8).
+
+    Raises:
+        ValueError: as :func:`planner.engines.plan_engine`.
+    """
+    return refused_on_one_node(plan, node_advice(model, gpu_memory_bytes, request, gpus_per_node))
