@@ -20,11 +20,9 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
                                                     gpu=serving.page_gpu(form.gpu_id))
-in_use_bytes, in_use_problems = engine_home.link_memory_in_use()  # the Engine page's shared GPU, if carried
-usage_context, usage_problems = engine_home.link_usage_context()  # and its start mode
+knobs, knob_problems = engine_home.link_knobs(engine_name)  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
-inputs.show_problems([*problems, *engine_problems, *serving_problems, *in_use_problems, *usage_problems,
-                      *layout_problems])
+inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
@@ -44,7 +42,7 @@ st.caption(md_message(
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 asked = engine_home.home_request(form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features,
-                                 in_use_bytes, usage_context, layout)
+                                 knobs, layout)
 engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
@@ -52,7 +50,7 @@ fixes = None if result.fits else views.guarded(  # each fix re-planned, kept whe
     what="checking the fixes")
 views.verdict(engine_home.budget_shown(result, model, layout), gpu.name, fixes,
               refusing_engine=engine_home.refusing_engine(engine_plan, engine_name), model=model)
-engine_home.pipeline_note(result, model, engine_plan)  # the link's stages: the engine's figure, what the budget plans
+pipeline_said = engine_home.pipeline_note(result, model, engine_plan)  # the link's stages: engine's figure, budget's
 engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts
@@ -72,5 +70,6 @@ st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk f
 serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
-                             gap=engine_home.budget_gap(engine_plan, result, request, gpu),
-                             nodes=engine_home.node_note(model, gpu, asked, engine_plan)[0])
+                             gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),
+                             nodes=engine_home.node_note(model, gpu, asked, engine_plan)[0],
+                             left_out=engine_home.knobs_left_out(engine_name, form.context_len))

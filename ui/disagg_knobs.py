@@ -12,11 +12,12 @@ can be checked by running it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
 from planner.engines.profiles import ENGINE_PROFILES, USAGE_CONTEXTS
+from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES
 from ui import engine_graphs, inputs
 from ui.engine import ENGINE_FIELDS
 from ui.format import gib_to_bytes, shorten
@@ -43,6 +44,46 @@ NOT_APPLIED = {
 
 _DEFAULTS = {"pipeline_parallel_size": "1", "num_nodes": "1"}
 """Values of :data:`NOT_APPLIED` keys that change nothing (not named)."""
+
+HOME_NOT_APPLIED = {
+    "max_model_len": "Home's engine panel plans the sidebar's context length, as its budget and fixes do",
+    "available_kv_memory_gib": "a startup log's figure, which the Engine page sets in place of the overhead model",
+}
+"""Carried Engine-page keys Home's engine panel does not take, and why (:func:`left_out`)."""
+
+GRAPH_KEYS = ("cudagraph_mode", "optimization_level")
+"""vLLM's CUDA-graph knobs (:mod:`ui.engine_graphs`): no other engine takes them."""
+
+
+def link_values(engine: str, where: str = "Home's engine panel") -> tuple[dict, list[str]]:
+    """:func:`knob_inputs`' values read from the link alone, for a page without those widgets (Home): a switch is
+    on for ``true`` (Streamlit's reading of a bound toggle), a number in its Engine-page range, else the engine's
+    default; and one message per bad value, which ``where`` then leaves out."""
+    params, problems = st.query_params, []
+    values: dict = {"usage_context": params.get("usage_context") or "serve"}
+    if values["usage_context"] not in USAGE_CONTEXTS:
+        problems.append(f"Link parameter `usage_context={shorten(values['usage_context'])}` is not one of "
+                        f"{', '.join(USAGE_CONTEXTS)}, so {where} plans `serve`: set the start mode on the Engine "
+                        "page.")
+        values["usage_context"] = "serve"
+    wrong = {key: what for key, what, _ in inputs.link_number_problems(NUMBERS, ENGINE_FIELDS)}
+    problems += [f"{what}, so {where} leaves it out: set it on the Engine page." for what in wrong.values()]
+    for key in NUMBERS:
+        raw = params.get(key)
+        kind = float if ENGINE_FIELDS[key].is_float else int
+        values[key] = None if key in wrong or not raw else kind(float(raw))
+    values |= {key: (params.get(key) or "").lower() == "true" for key in SWITCHES}
+    problems += [f"Link parameter `{key}={shorten(raw)}` is neither true nor false, so {where} leaves it off: set it "
+                 "on the Engine page." for key in SWITCHES if (raw := params.get(key) or "").lower() not in
+                 ("", "true", "false")]
+    mode, level = (params.get(key) or "" for key in GRAPH_KEYS)
+    values["cudagraph_mode"] = mode.upper() if mode.upper() in CUDAGRAPH_MODES else None
+    values["optimization_level"] = int(level) if level in engine_graphs.LEVELS else None
+    for key, raw, value in zip(GRAPH_KEYS, (mode, level), (values["cudagraph_mode"], values["optimization_level"])):
+        if raw and value is None:
+            problems.append(f"Link parameter `{key}={shorten(raw)}` is not a value vLLM takes, so {where} plans "
+                            "the version's default: set it on the Engine page.")
+    return values, problems
 
 
 def knob_inputs(engine: str) -> tuple[dict, list[str]]:
@@ -89,13 +130,16 @@ def request_fields(form: inputs.PlanInputs, values: dict, engine: str) -> dict:
     return fields
 
 
-def left_out(features: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+def left_out(features: Sequence[tuple[str, str]] = (), not_applied: Mapping[str, str] = NOT_APPLIED,
+             same: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """``features`` (the serving features the page leaves out: :func:`ui.feature_line.link_features_left_out`), then
-    ``(what, why)`` for each carried key of :data:`NOT_APPLIED`, for :func:`ui.feature_line.users_line`."""
-    out = list(features)
-    for key, why in NOT_APPLIED.items():
+    ``(what, why)`` for each carried key of ``not_applied`` (the pools': :data:`NOT_APPLIED`; Home's panel:
+    :data:`HOME_NOT_APPLIED`), for :func:`ui.feature_line.users_line`; ``same``: key -> the link value that changes
+    nothing on this page (Home: ``max_model_len`` = its context length), besides :data:`_DEFAULTS`."""
+    out, same = list(features), _DEFAULTS | dict(same or {})
+    for key, why in not_applied.items():
         raw = st.query_params.get(key, "")
-        if raw and raw != _DEFAULTS.get(key):
+        if raw and raw != same.get(key):
             out.append((f"`{key}={shorten(raw).replace('`', chr(39))}`", why))
     return out
 

@@ -16,14 +16,15 @@ from planner.diagnose import Fix, kv_heads_replicated_note
 from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
-from planner.engines.profiles import USAGE_CONTEXTS
+from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.replica_layout import node_advice, pipeline_stages_text
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
+from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.serving import ServingFeatures
-from ui import custom_panel, feature_line, inputs, nav, views
+from ui import custom_panel, disagg_knobs, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix
 from ui.expected_error import available_kv_text
@@ -32,37 +33,30 @@ from ui.format import (
     format_command,
     format_int,
     format_tokens,
-    gib_to_bytes,
     md_message,
-    md_text,
     quoted,
+    shorten,
 )
 from ui.inputs import PlanInputs
 
 
-IN_USE_KEY = "gpu_memory_in_use_gib"
-"""The Engine page's "Memory other processes hold" (``--gpu-memory-in-use-gib``), carried by the navigation."""
+def link_knobs(engine: str) -> tuple[dict, list[str]]:
+    """The Engine page's knobs the link carries (start mode, scheduler sizes, memory other processes hold, the
+    switches and vLLM's CUDA-graph knobs), read as the Disaggregation page reads them
+    (:func:`ui.disagg_knobs.link_values`: Home has no input of its own for them), and one message per bad value, which
+    the engine panel leaves out. QA (stop 41): ``enforce_eager=true`` gave 53.95x here, 54.80x on the Engine page."""
+    return disagg_knobs.link_values(engine)
 
 
-def link_usage_context() -> tuple[str, list[str]]:
-    """The Engine page's start mode (``usage_context``: ``serve`` or ``llm``) from the link, carried by the
-    navigation, and a message for a value that is neither (then ``serve``, vLLM's default)."""
-    raw = st.query_params.get("usage_context")
-    if raw is None or raw in USAGE_CONTEXTS:
-        return raw or "serve", []
-    return "serve", [f"Link parameter `usage_context={md_text(raw[:60])}` is not one of {', '.join(USAGE_CONTEXTS)}, "
-                     "so the engine panel plans `serve`: set the start mode on the Engine page."]
-
-
-def link_memory_in_use() -> tuple[int, list[str]]:
-    """Memory other processes hold on each GPU [bytes], from the link (0 without it), and one message per bad
-    value: Home has no input of its own for it, so a bad value is named and left out of the engine panel."""
-    wrong = inputs.link_number_problems((IN_USE_KEY,))
-    raw = st.query_params.get(IN_USE_KEY)
-    if wrong or raw is None:
-        return 0, [f"{what}, so the engine panel leaves it out: set it on the Engine page (its sidebar's "
-                   "\"Memory other processes hold\")." for _, what, _ in wrong]
-    return gib_to_bytes(float(raw)), []
+def knobs_left_out(engine: str, context_len: int) -> list[tuple[str, str]]:
+    """``(what, why)`` for each Engine-page key the link carries that Home's engine panel does not apply
+    (:data:`ui.disagg_knobs.HOME_NOT_APPLIED`; a ``max_model_len`` equal to the context length changes nothing), and
+    vLLM's CUDA-graph knobs under another engine, which takes none."""
+    out = disagg_knobs.left_out(not_applied=disagg_knobs.HOME_NOT_APPLIED, same={"max_model_len": str(context_len)})
+    if ENGINE_PROFILES[engine].family != "vllm":
+        out += [(f"`{key}={shorten(raw).replace('`', chr(39))}`", f"{engine} has no such knob")
+                for key in disagg_knobs.GRAPH_KEYS if (raw := st.query_params.get(key, ""))]
+    return out
 
 
 LAYOUT_KEYS = ("pipeline_parallel_size", "data_parallel_size", "num_nodes")
@@ -105,39 +99,27 @@ def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,
-                 features: ServingFeatures | None = None, memory_in_use_bytes: int = 0,
-                 usage_context: str = "serve", layout: LinkLayout | None = None) -> EngineRequest:
-    """The Home page's engine request: the home inputs, the engine's own defaults otherwise.
+                 features: ServingFeatures | None = None, knobs: dict | None = None,
+                 layout: LinkLayout | None = None) -> EngineRequest:
+    """The Home page's engine request: the home inputs, the link's engine knobs, the engine's own defaults otherwise.
 
-    The home utilization and block size are passed only when the link sets them. ``features`` (the page's
-    serving features, :func:`ui.serving.serving_inputs`) are priced under the engine's rules, as the Engine
-    page's :func:`engine_request` does, so Home's engine view and every fix it previews give the Engine
-    page's figures for the same link. ``memory_in_use_bytes``: :func:`link_memory_in_use`; ``usage_context``:
-    :func:`link_usage_context`; ``layout``: :func:`link_layout` (None: the GPUs as one tensor-parallel group), so
-    the panel plans the Engine page's stages, replicas and nodes (QA: 19.37x and ``--tensor-parallel-size 16`` on
-    Home beside the Engine page's 40.04x for 2 stages of 8).
+    ``features`` (the page's serving features, :func:`ui.serving.serving_inputs`) are priced under the engine's
+    rules, as the Engine page's :func:`engine_request` does, so Home's engine view and every fix it previews give
+    the Engine page's figures for the same link. ``knobs``: :func:`link_knobs`' values (None: none carried), turned
+    into request fields by :func:`ui.disagg_knobs.request_fields` (the home utilization and block size only when the
+    link sets them); ``layout``: :func:`link_layout` (None: the GPUs as one tensor-parallel group), so the panel
+    plans the Engine page's stages, replicas and nodes (QA: 19.37x and ``--tensor-parallel-size 16`` on Home beside
+    the Engine page's 40.04x for 2 stages of 8).
     """
-    explicit = st.query_params
     layout = layout or LinkLayout(tensor_parallel_size=form.num_gpus)
+    fields = disagg_knobs.request_fields(form, disagg_knobs.link_values(engine)[0] if knobs is None else knobs, engine)
     return EngineRequest(
         engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
         tensor_parallel_size=layout.tensor_parallel_size, pipeline_parallel_size=layout.pipeline_parallel_size,
         data_parallel_size=layout.data_parallel_size, num_nodes=layout.num_nodes,
         distributed_executor_backend="ray" if layout.num_nodes > 1 else "mp", max_model_len=form.context_len,
-        gpu_memory_utilization=form.gpu_memory_utilization if "gpu_memory_utilization" in explicit else None,
-        block_size=form.block_size if "block_size" in explicit else None, gpu_name=gpu_name,
-        gpu_memory_reported_bytes=reported_bytes, serving=features,  # nvidia-smi's total (SGLang's capacity)
-        memory_in_use_bytes=memory_in_use_bytes, usage_context=usage_context, max_num_seqs=link_max_num_seqs())
-
-
-def link_max_num_seqs() -> int | None:
-    """The link's ``max_num_seqs`` (the Engine page's input) when it is a whole number in that input's range, else
-    None (the engine's default): Home's engine view and its scheduler-cap line read the link's cap, as the Engine
-    page does (QA: a link with ``max_num_seqs=2048`` read "runs at most 1,024" on Home). A bad value is the Engine
-    page's to report."""
-    from ui.traffic import link_whole_number  # noqa: PLC0415 - the traffic inputs load with their pages
-
-    return link_whole_number("max_num_seqs", ENGINE_FIELDS["max_num_seqs"])
+        gpu_name=gpu_name, gpu_memory_reported_bytes=reported_bytes,  # nvidia-smi's total (SGLang's capacity)
+        serving=features, **fields)
 
 
 def budget_shown(result: Plan, model: ModelSpec, layout: LinkLayout) -> Plan:
@@ -152,22 +134,29 @@ def budget_shown(result: Plan, model: ModelSpec, layout: LinkLayout) -> Plan:
     return replace(result, notes=tuple(n for n in result.notes if n != replicated))
 
 
-def pipeline_note(result: Plan, model: ModelSpec, plan: EnginePlan | str) -> None:
+def pipeline_note(result: Plan, model: ModelSpec, plan: EnginePlan | str) -> bool:
     """Beside the budget's users, where the link splits the GPUs into pipeline stages: the engine's figure for
     that layout, and that the budget above plans the GPUs as one tensor-parallel group (it has no pipeline model:
     :mod:`planner.engines.replica_layout`). QA: Home's "up to 19 concurrent sequences" and "KV heads are
-    replicated" beside the Engine page's 40.04x for 2 stages of 8."""
+    replicated" beside the Engine page's 40.04x for 2 stages of 8. Their users "differ" only where they do (QA, stop
+    41: a budget of 0 users beside a launch that refuses to start). True when the note is shown, so the engine
+    panel's :func:`budget_gap` does not say it again."""
     stages = "" if isinstance(plan, str) else pipeline_stages_text(plan, " (Engine page)")
     if not stages:
-        return
+        return False
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
     budget = (f"all {format_int(result.num_gpus)} as one tensor-parallel group" if result.num_gpus > 1
               else "one GPU")
     replicated = kv_heads_replicated_note(model, result.num_gpus)
     heads = (f" (where num_gpus {result.num_gpus} > num_key_value_heads {model.num_key_value_heads} replicates the "
              "KV heads)" if replicated and not kv_heads_replicated_note(model, plan.tensor_parallel_size) else "")
+    engine_users = int(plan.requests_held) if plan.starts else 0  # planner.engines.budget_gap's count
+    users = result.max_concurrent_sequences
+    outcome = (", so its users differ" if engine_users != users
+               else ": neither holds a user" if users == 0 else f", and holds the same {format_int(users)} users")
     st.info(md_message(f"The link splits the {count_noun(gpus, 'GPU')} into {stages}; the budget above plans "
-                       f"{budget}{heads}, so its users differ."), icon=":material/account_tree:")
+                       f"{budget}{heads}{outcome}."), icon=":material/account_tree:")
+    return True
 
 
 def node_note(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | str,
@@ -224,11 +213,24 @@ def engine_start_warning(fits: bool, plan: EnginePlan | str) -> None:
     lead = f"**But {plan.engine} would refuse to start** with these inputs"
     said = ([f"{lead}. It would print:", *quoted(plan.reasons[:1])]
             if plan.reasons else [f"{lead}: its own figures leave no room."])
-    lines = ["\n".join(said), "The budget above prices the newest vLLM; see what this engine version would "
-             "allocate and print, at the bottom."]
+    lines = ["\n".join(said), _where_said(plan)]
     if caveat := close_call(plan):
         lines.append(f"**Close call:** {plan.engine} {md_message(caveat)}.")
     st.warning("\n\n".join(lines), icon=":material/warning:")
+
+
+def _where_said(plan: EnginePlan) -> str:
+    """Where the warning sends the reader: the newest vLLM the budget prices (:data:`planner.overhead.
+    OVERHEAD_PROFILE`) against another engine's figures, or, for that engine itself, its check before loading
+    weights or its own figures (QA, stop 41: "see what this engine version would allocate" under ``vllm``)."""
+    if plan.engine != OVERHEAD_PROFILE:
+        told = ("why this engine version stops before loading weights" if plan.stopped_at_config_check
+                else "what this engine version would allocate and print")
+        return f"The budget above prices the newest vLLM; see {told}, at the bottom."
+    if plan.stopped_at_config_check:
+        return ("It stops at a check before it loads the weights, which the budget above does not make; more at the "
+                "bottom.")
+    return "Its own figures for this launch are at the bottom."
 
 
 def backend_note(plan: EnginePlan | str) -> None:
@@ -246,65 +248,62 @@ def backend_note(plan: EnginePlan | str) -> None:
 
 
 def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: EnginePlan | str,
-                     features: ServingFeatures | None = None, gap: str = "", nodes: str = "") -> None:
+                     features: ServingFeatures | None = None, gap: str = "", nodes: str = "",
+                     left_out: list[tuple[str, str]] | None = None) -> None:
     """The Home page's engine panel for ``plan`` (:func:`home_engine_plan`'s answer), priced with the page's
-    serving ``features``; ``gap``: :func:`budget_gap`; ``nodes``: :func:`node_note`."""
+    serving ``features``; ``gap``: :func:`budget_gap`; ``nodes``: :func:`node_note`; ``left_out``:
+    :func:`knobs_left_out`, named under the figures."""
     if isinstance(plan, str):
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
     budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)
-    home_panel(plan, feature_line.engine_line(plan, features, form.model_id), budget_kv_dtype=budget_kv,
-               command_note=custom_panel.launch_name_note(form.model_id), gap=gap, nodes=nodes)
+    line = " ".join(t for t in (feature_line.engine_line(plan, features, form.model_id),
+                                feature_line.users_line(None, left_out=left_out or ())) if t)
+    home_panel(plan, line, budget_kv_dtype=budget_kv, command_note=custom_panel.launch_name_note(form.model_id),
+               gap=gap, nodes=nodes)
 
 
-def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu) -> str:
+def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, pipeline_said: bool = False) -> str:
     """Why the engine's whole requests differ from the budget's users (the CLI's note:
     :func:`planner.engines.budget_gap.budget_gap_text`), "" when they agree or the engine cannot plan the inputs;
-    ``gpu``: the catalog GPU."""
+    ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already."""
     if isinstance(plan, str):
         return ""
     return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
-                           budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id))
+                           budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
+                           pipeline_said=pipeline_said)
 
 
 def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None,
                command_note: str | None = None, gap: str = "", nodes: str = "") -> None:
     """A compact engine view for the Home page (no metrics; text from planner fields); ``features_line``: the
-    serving features it was priced with (:func:`ui.feature_line.engine_line`), shown under the figures;
-    ``budget_kv_dtype``: the KV dtype the figures above price, named when the engine stores another (vLLM keeps
-    DeepSeek-V3.2 as ``fp8_ds_mla`` under ``auto``, the budget bf16); ``command_note``: a line under the launch
-    command (:func:`ui.custom_panel.launch_name_note`); ``nodes``: a warning under it (:func:`node_note`)."""
+    serving features it was priced with (:func:`ui.feature_line.engine_line`) and the knobs it leaves out, shown
+    under the figures; ``budget_kv_dtype``: the KV dtype the figures above price, named when the engine stores
+    another (vLLM keeps DeepSeek-V3.2 as ``fp8_ds_mla`` under ``auto``, the budget bf16); ``command_note``: a line
+    under the launch command (:func:`ui.custom_panel.launch_name_note`); ``nodes``: a warning under it
+    (:func:`node_note`). A launch that stops at a check before loading weights prints no memory line, so it shows
+    no figures (QA, stop 41: "0 tokens as printed, 0.00x concurrency" and an empty log box)."""
     with st.expander(f"What {plan.engine} would allocate and print", icon=":material/memory:", expanded=False):
-        state = "starts" if plan.starts else "would refuse to start"
-        st.markdown(
-            f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
-            f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
-            f"at {format_tokens(plan.max_model_len)}"
-            f"{' as printed' if plan.concurrency_printed else f' (computed: {plan.engine} prints no concurrency line)'}"
-            f"{f' ({plan.max_concurrency_decoding:,.2f}x once decoding)' if plan.decodes_more_than_printed else ''}; "
-            f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
-        if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
-            st.caption(md_message(reason))
+        if plan.stopped_at_config_check:
+            st.markdown(f"**{plan.engine_label}** stops before loading weights: it prints no memory line, so it "
+                        "has no KV cache, tokens or concurrency to show.")
+        else:
+            st.markdown(_figures_text(plan))
+            if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
+                st.caption(md_message(reason))
         if features_line:
             st.caption(features_line)
         if plan.reasons:
             st.markdown("\n".join(["It would print:", *quoted(plan.reasons)]))
         if caveat := close_call(plan):
             st.warning(f"**Close call:** {plan.engine} {md_message(caveat)}.", icon=":material/warning:")
-        stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
-                  f"{budget_kv_dtype}, so its tokens per GiB differ; "
-                  if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
-        st.caption(f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM "
-                   "under `vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for that "
-                   "launch the KV budgets agree; "
-                   "another engine or version loads the weights, profiles and captures graphs its own way. "
-                   + (f"Concurrency: {md_message(plan.decoding_note)}; the users above are the requests decoding "
-                      "at once beside one prefill chunk, as the newest vLLM pages them."
-                      if plan.decodes_more_than_printed else "The concurrency here is the figure the engine prints.")
-                   + (f" {md_message(plan.scheduler_cap_note)}." if plan.scheduler_cap_note else "")
-                   + (f" {md_message(gap)}" if gap else ""))
-        st.code("\n".join(plan.engine_log_lines), language="text")
+        if not plan.stopped_at_config_check:
+            st.caption(_why_text(plan, budget_kv_dtype, gap))
+        if plan.engine_log_lines:
+            st.code("\n".join(plan.engine_log_lines), language="text")
+        elif plan.starts:
+            st.caption(f"{plan.engine} prints no memory lines at startup.")
         # wrapped: a --speculative-config naming its head runs past the column (QA D6: EAGLE3_DRAFT_REPO)
         st.code(format_command(plan.launch_command), language="bash", wrap_lines=True)
         if command_note:  # a custom model's name (ui.custom_panel.launch_name_note)
@@ -313,3 +312,38 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.warning(md_message(nodes), icon=":material/lan:")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
                  icon=":material/arrow_forward:")
+
+
+def _figures_text(plan: EnginePlan) -> str:
+    """The panel's figures: the available KV, tokens, concurrency (printed or computed) and longest length."""
+    state = "starts" if plan.starts else "would refuse to start"
+    printed = " as printed" if plan.concurrency_printed else f" (computed: {plan.engine} prints no concurrency line)"
+    decoding = f" ({plan.max_concurrency_decoding:,.2f}x once decoding)" if plan.decodes_more_than_printed else ""
+    return (f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
+            f"{format_int(plan.engine_kv_cache_tokens)} tokens as printed, {plan.max_concurrency:.2f}x concurrency "
+            f"at {format_tokens(plan.max_model_len)}{printed}{decoding}; "
+            f"largest max_model_len accepted: {format_int(plan.engine_max_model_len)}.")
+
+
+def _why_text(plan: EnginePlan, budget_kv_dtype: str | None, gap: str) -> str:
+    """The "Why these can differ" caption: each cause once. Another engine's own way of loading, profiling and
+    capturing is the ``gap`` sentence's (:func:`planner.engines.budget_gap.budget_gap_text`) where it has one; the
+    concurrency is called printed only when the engine prints it (:attr:`EnginePlan.concurrency_printed`)."""
+    stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
+              f"{budget_kv_dtype}, so its tokens per GiB differ; "
+              if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
+    engine_said = bool(gap) and plan.engine != OVERHEAD_PROFILE  # the gap names this engine's own way
+    parts = [f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM under "
+             "`vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for that launch the "
+             "KV budgets agree" + ("." if engine_said else "; another engine or version loads the weights, profiles "
+                                   "and captures graphs its own way.")]
+    if plan.decodes_more_than_printed:
+        parts.append(f"Concurrency: {md_message(plan.decoding_note)}; the users above are the requests decoding at "
+                     "once beside one prefill chunk, as the newest vLLM pages them.")
+    elif plan.concurrency_printed:
+        parts.append("The concurrency here is the figure the engine prints.")
+    if plan.scheduler_cap_note:
+        parts.append(f"{md_message(plan.scheduler_cap_note)}.")
+    if gap:
+        parts.append(md_message(gap))
+    return " ".join(parts)

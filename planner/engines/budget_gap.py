@@ -24,7 +24,8 @@ from planner.engines.types import EnginePlan
 from planner.overhead import OVERHEAD_PROFILE
 
 
-def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: int, budget_batched_tokens: int) -> str:
+def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: int, budget_batched_tokens: int,
+                    pipeline_said: bool = False) -> str:
     """The sentence that says why ``plan`` holds another number of whole requests than the budget (or does not start
     where the budget fits), or "" when they hold the same, or the engine stops at a check before loading weights.
 
@@ -33,6 +34,8 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
         budget_users: The budget's users (``Plan.max_concurrent_sequences``) at ``budget_context_len`` [tokens]; a
             length other than the launch's ``max_model_len`` gets "" (the two count different requests).
         budget_batched_tokens: The budget's profile-pass tokens (:func:`planner.budget.profile_pass_tokens`).
+        pipeline_said: The reader was told of cause 3 already (Home's pipeline box above its verdict): it is left
+            out, and where it is the only cause the sentence is "" (QA, stop 41: the box and the panel said it twice).
 
     Returns:
         For example "The budget above holds 45 users of 30,000 tokens; this launch decodes 20 at once: its profile
@@ -43,7 +46,8 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
     if engine_users == budget_users or budget_context_len != plan.max_model_len or plan.stopped_at_config_check:
         return ""
     causes = []
-    if plan.pipeline_parallel_size > 1:  # the budget has no pipeline model (planner/engines/replica_layout.py)
+    staged = plan.pipeline_parallel_size > 1
+    if staged and not pipeline_said:  # the budget has no pipeline model (planner/engines/replica_layout.py)
         causes.append(f"its layers are split over {plan.pipeline_parallel_size} pipeline stages of "
                       f"{plan.tensor_parallel_size} GPUs each, which the budget does not model")
     if plan.engine != OVERHEAD_PROFILE:
@@ -56,6 +60,8 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
         causes.append(f"its profile pass is {plan.max_num_batched_tokens:,} tokens where the budget's is "
                       f"{budget_batched_tokens:,} (`vllm serve`'s default on this GPU)"
                       + (f", which takes more activation memory{peak}" if more else ""))
+    if not causes and staged and pipeline_said:
+        return ""
     if not causes:
         causes.append("the engine section prices every flag of this launch (block size, prefix caching, graph "
                       "capture), the budget the newest vLLM's defaults for the flags it does not share")
