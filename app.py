@@ -53,7 +53,8 @@ views.verdict(engine_home.budget_shown(result, model, layout), gpu.name, fixes,
 pipeline_said = engine_home.pipeline_note(result, model, engine_plan)  # the link's stages: engine's figure, budget's
 engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launch command sets, or why none
-start_fixes = [] if engine_request is None or not result.fits else views.guarded(  # [] when the engine starts
+node_text, node_count = engine_home.node_note(model, gpu, asked, engine_plan)  # wider than a node: only nodes fix it
+start_fixes = [] if engine_request is None or not result.fits or node_count else views.guarded(  # [] when it starts
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
     what="checking the fixes")
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
@@ -71,5 +72,5 @@ serving.serving_panel(model, gpu, request, result, form.cli_command())
 views.formula_panel(result, model, form)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
                              gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),
-                             nodes=engine_home.node_note(model, gpu, asked, engine_plan)[0],
+                             nodes=node_text,
                              left_out=engine_home.knobs_left_out(engine_name, form.context_len))

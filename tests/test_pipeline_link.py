@@ -29,6 +29,8 @@ MODEL = "meta-llama/Meta-Llama-3.1-405B"
 GPU = "nvidia-h100-sxm-80gb"
 LINK = {"model": MODEL, "gpu": GPU, "num_gpus": "16", "context_len": "32768", "kv_cache_dtype": "fp8"}
 PP_LINK = {**LINK, "pipeline_parallel_size": "2"}
+PP_NODES_LINK = {**PP_LINK, "num_nodes": "2"}
+"""The 16 GPUs of 2 stages over 2 nodes of 8 (one node holds no 16 workers: section 3 below)."""
 CLI = ["plan", "--model", MODEL, "--gpu", GPU, "--num-gpus", "16", "--context-len", "32768",
        "--kv-cache-dtype", "fp8"]
 
@@ -59,16 +61,16 @@ def _launch(at) -> str:
 # --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def home_pp():
-    return run_page("app.py", PP_LINK)
+    return run_page("app.py", PP_NODES_LINK)
 
 
 @pytest.fixture(scope="module")
 def engine_pp():
-    return run_page("pages/5_Engine.py", PP_LINK)
+    return run_page("pages/5_Engine.py", PP_NODES_LINK)
 
 
 def test_home_engine_panel_plans_the_links_pipeline_stages(home_pp, engine_pp):
-    staged = _engine(8, 2)
+    staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
     panel = next(t for t in _texts(home_pp) if "concurrency at" in t and "would allocate" not in t)
     assert f"{staged.max_concurrency:.2f}x concurrency" in panel, panel
     assert "--pipeline-parallel-size 2" in _launch(home_pp) and "--tensor-parallel-size 8" in _launch(home_pp)
@@ -76,7 +78,7 @@ def test_home_engine_panel_plans_the_links_pipeline_stages(home_pp, engine_pp):
 
 
 def test_home_says_its_budget_plans_one_tensor_parallel_group_beside_the_engines_stages(home_pp):
-    staged = _engine(8, 2)
+    staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
     said = [t for t in _texts(home_pp) if "pipeline stages" in t]
     assert said, _texts(home_pp)
     assert "2 pipeline stages of 8" in said[0] and "one tensor-parallel group" in said[0]
@@ -218,3 +220,15 @@ def test_engine_page_verdict_for_a_replica_wider_than_a_node_is_a_refusal_with_t
     across = run_page("pages/5_Engine.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
                                             "pipeline_parallel_size": "2", "num_nodes": "2"})
     assert any("vllm starts" in s.value for s in across.success), _texts(across)
+
+
+def test_home_panel_refuses_a_replica_wider_than_a_node_and_offers_no_fix_that_ignores_it():
+    """QA (stop 43): Home showed a green "Fits." and "vllm starts with 99.09x" for DeepSeek-V3 on 16 H100 in 2
+    stages, the one-node stop only inside the folded panel. The engine's verdict is now the Engine page's refusal,
+    and no one-click fix is offered that leaves the replica on one node (utilization, weights, KV dtype, GPUs)."""
+    at = run_page("app.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
+                             "pipeline_parallel_size": "2"})
+    texts = _texts(at)
+    assert not at.success
+    assert any("would refuse to start" in t and "do not fit one node of 8" in t for t in texts)
+    assert not [b.label for b in at.button if b.key and b.key.startswith("start_fix")]

@@ -17,7 +17,7 @@ from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.replica_layout import node_advice, pipeline_stages_text
+from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
@@ -187,8 +187,9 @@ def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePla
     """The Home page's engine plan of ``request`` (:func:`home_request`: the page's inputs and serving features)
     on ``gpu``, or the sentence saying why the engine cannot plan it (an engine/dtype mismatch is a message, not
     an error)."""
-    try:
-        return plan_engine(model, gpu.framework_memory_bytes, request)
+    try:  # one replica wider than a node does not start on one (the Engine page's verdict; node_note says how)
+        return on_one_node(model, gpu.framework_memory_bytes, request,
+                           plan_engine(model, gpu.framework_memory_bytes, request), DEFAULT_GPUS_PER_NODE)
     except ValueError as exc:
         return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
