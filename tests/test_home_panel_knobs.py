@@ -144,3 +144,14 @@ def test_no_difference_is_claimed_between_two_zeros():
                              "pipeline_parallel_size": "2"})
     box = next(i for i in _texts(at, "info") if "pipeline stages of" in i)
     assert "would refuse to start" in box and "differ" not in box, box
+
+
+def test_a_refused_launch_shows_no_printed_tokens_or_concurrency():
+    """QA (stop 43): a launch vLLM V1 refuses at its KV check read "0 tokens as printed, 0.00x concurrency ... as
+    printed" in Home's panel, where vLLM raises before those lines (its log ends at the available memory). The panel
+    gives what the refusal compares instead: the available KV and what one request needs."""
+    at = run_page("app.py", {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090",
+                             "context_len": "40000"})
+    line = next(m.value for m in at.markdown if "would refuse to start:" in m.value)
+    assert "as printed" not in line and "concurrency" not in line, line
+    assert "where one request of 40,000 tokens needs" in line and "largest max_model_len accepted: 39,536" in line

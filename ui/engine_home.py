@@ -30,6 +30,7 @@ from ui.engine import ENGINE_FIELDS, kv_dtype_fix
 from ui.expected_error import available_kv_text
 from ui.format import (
     count_noun,
+    format_bytes,
     format_command,
     format_int,
     format_tokens,
@@ -317,7 +318,12 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
 
 def _figures_text(plan: EnginePlan) -> str:
     """The panel's figures: the available KV, tokens, concurrency (printed or computed) and longest length."""
-    state = "starts" if plan.starts else "would refuse to start"
+    if not plan.starts:  # vLLM V1 refuses before its token and concurrency lines (planner.engines.vllm._log_tail)
+        return (f"**{plan.engine_label}** would refuse to start: {available_kv_text(plan)} of KV per GPU, where one "
+                f"request of {format_tokens(plan.max_model_len)} needs "
+                f"{format_bytes(plan.kv_cache_bytes_needed_per_request)}; largest max_model_len accepted: "
+                f"{format_int(plan.engine_max_model_len)}.")
+    state = "starts"
     printed = " as printed" if plan.concurrency_printed else f" (computed: {plan.engine} prints no concurrency line)"
     decoding = f" ({plan.max_concurrency_decoding:,.2f}x once decoding)" if plan.decodes_more_than_printed else ""
     return (f"**{plan.engine_label}** {state}: {available_kv_text(plan)} of KV per GPU, "
