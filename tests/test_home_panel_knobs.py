@@ -155,3 +155,17 @@ def test_a_refused_launch_shows_no_printed_tokens_or_concurrency():
     line = next(m.value for m in at.markdown if "would refuse to start:" in m.value)
     assert "as printed" not in line and "concurrency" not in line, line
     assert "where one request of 40,000 tokens needs" in line and "largest max_model_len accepted: 39,536" in line
+
+
+def test_engine_page_calls_a_refused_launchs_tokens_unprinted():
+    """The Engine page's tile said "KV cache size [tokens, as printed]" for a launch vLLM V1 refuses before that
+    line; it is the pool's figure, labelled without "as printed" (a started launch keeps the label)."""
+    from tests.tiles import metric_tiles
+
+    refused = run_page("pages/5_Engine.py", {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090",
+                                             "context_len": "40000"})
+    labels = {t.label for t in metric_tiles(refused)}
+    assert "KV cache size [tokens]" in labels and "KV cache size [tokens, as printed]" not in labels
+    started = run_page("pages/5_Engine.py", {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090",
+                                             "context_len": "8192"})
+    assert "KV cache size [tokens, as printed]" in {t.label for t in metric_tiles(started)}
