@@ -232,3 +232,20 @@ def test_home_panel_refuses_a_replica_wider_than_a_node_and_offers_no_fix_that_i
     assert not at.success
     assert any("would refuse to start" in t and "do not fit one node of 8" in t for t in texts)
     assert not [b.label for b in at.button if b.key and b.key.startswith("start_fix")]
+
+
+def test_home_and_cli_say_which_stage_the_printed_available_memory_is(capsys):
+    """QA (stop 43): Home and the CLI showed the stages' smallest available KV beside a printed "Available KV cache
+    memory" of stage 0, and only the Engine page said why they differ."""
+    from planner.engines.replica_layout import stage_log_note
+
+    staged = plan_engine(model_spec("deepseek-ai/DeepSeek-V3"), get_gpu(GPU).framework_memory_bytes, EngineRequest(
+        engine="vllm", tensor_parallel_size=8, pipeline_parallel_size=2, num_nodes=2,
+        distributed_executor_backend="ray", max_model_len=8192, gpu_name=get_gpu(GPU).name))
+    note = stage_log_note(staged)
+    assert note and "stage 0's here" in note
+    out = _cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", *ACROSS_NODES)
+    assert "stage 0's here" in out or not stage_log_note(_engine(8, 2, num_nodes=2, distributed_executor_backend="ray"))
+    at = run_page("app.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
+                             "pipeline_parallel_size": "2", "num_nodes": "2"})
+    assert any("stage 0's here" in c.value for c in at.caption)

@@ -36,6 +36,7 @@ from planner.engines.reconcile import (
 from planner.engines.log_profile import ProfileHint, profile_hint
 from planner.engines.rank_bar import allocated_row_name, rank_bar
 from planner.pool_kv import exact_cache_label
+from planner.engines.replica_layout import stage_log_note
 from planner.engines.shared_gpu import reported_memory_bytes  # noqa: F401 - the pages read it from here
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
@@ -332,11 +333,10 @@ def _with_parts(row: dict, parts) -> dict:
 
 
 def log_note(plan: EnginePlan) -> str | None:
-    """Under the printed lines when vLLM's pipeline stages differ: which stage each line describes."""
-    if not plan.engine.startswith("vllm") or len({r.available_kv_cache_bytes for r in plan.ranks}) < 2:
-        return None
-    return ("As vLLM logs them: 'Available KV cache memory' is one worker's line (stage 0's here; every worker "
-            "prints its own), while the KV cache size and the concurrency follow the stage with the fewest blocks.")
+    """Under the printed lines when vLLM's pipeline stages differ: which stage each line describes
+    (:func:`planner.engines.replica_layout.stage_log_note`, Home's panel and the CLI say the same)."""
+    note = stage_log_note(plan)
+    return f"{note[0].upper()}{note[1:]}." if note else None
 
 
 def rank_table(plan: EnginePlan) -> list[dict]:

@@ -17,7 +17,7 @@ from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text
+from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stage_log_note
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
@@ -304,6 +304,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.caption(_why_text(plan, budget_kv_dtype, gap))
         if plan.engine_log_lines:
             st.code("\n".join(plan.engine_log_lines), language="text")
+            if stage_note := stage_log_note(plan):  # pipeline stages: which stage each printed line describes
+                st.caption(f"{stage_note[0].upper()}{stage_note[1:]}.")
         elif plan.starts:
             st.caption(f"{plan.engine} prints no memory lines at startup.")
         # wrapped: a --speculative-config naming its head runs past the column (QA D6: EAGLE3_DRAFT_REPO)

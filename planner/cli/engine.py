@@ -24,6 +24,7 @@ import argparse
 from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
+from planner.engines.replica_layout import stage_log_note
 from planner.engines.expected_error import close_call, expected_error_bytes, expected_error_reason
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
@@ -238,6 +239,8 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
     ]
     if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large
         lines.insert(2, f"KV error     {reason}")
+    if stage_note := stage_log_note(result):  # pipeline stages: which stage each printed line describes
+        lines.insert(lines.index(next(x for x in lines if x.startswith("engine says"))) + 1, f"  note: {stage_note}")
     if result.decoding_note and result.starts:  # a refused launch decodes nothing
         lines.insert(-2, f"decoding     {result.decoding_note}")
     if result.scheduler_cap_note:

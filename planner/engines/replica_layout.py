@@ -125,3 +125,15 @@ def on_one_node(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         ValueError: as :func:`planner.engines.plan_engine`.
     """
     return refused_on_one_node(plan, node_advice(model, gpu_memory_bytes, request, gpus_per_node))
+
+
+def stage_log_note(plan: EnginePlan) -> str:
+    """Which stage each printed vLLM line describes where the pipeline stages' available memory differs, else "":
+    each worker logs its own "Available KV cache memory" (the planner prints stage 0's, as a log's first such line),
+    while the cache size and the concurrency follow the stage with the fewest blocks (vllm/v1/core/kv_cache_utils.py
+    takes the minimum over workers). QA (stop 43): Home and the CLI showed "26.13 GiB of KV per GPU" beside a printed
+    "Available KV cache memory: 29.13 GiB" and said nothing; the Engine page did."""
+    if not plan.engine.startswith("vllm") or len({r.available_kv_cache_bytes for r in plan.ranks}) < 2:
+        return ""
+    return ("as vLLM logs them, 'Available KV cache memory' is one worker's line (stage 0's here; every worker "
+            "prints its own), while the KV cache size and the concurrency follow the stage with the fewest blocks")
