@@ -145,7 +145,8 @@ def test_cli_disagg_refuses_a_length_flag_it_would_drop(capsys, flag):
             "--output-len", "200"]
     assert main(["disagg", *args, flag, "8000"]) == 2
     err = capsys.readouterr().err
-    assert f"{flag} does not apply here" in err and "--max-model-len = --prompt-len + --output-len (2,200 tokens)" in err
+    assert f"{flag} does not apply here" in err
+    assert "--max-model-len = --prompt-len + --output-len (2,200 tokens)" in err
     assert main(["deploy", "--target", "commands", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100",
                  "--max-model-len", "8000"]) == 0
     assert "--max-model-len 8000" in capsys.readouterr().out

@@ -112,4 +112,5 @@ def test_an_eagle3_config_without_its_head_stops_as_vllm_does(capsys):
     assert main(["plan", *QWEN3_8B, "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}']) == 2
     assert 'add "model"' in capsys.readouterr().err
     plan = _plan(capsys, "--speculative-method", "eagle3", "--num-speculative-tokens", "2")
-    assert any("the engine needs the head's repo: replace EAGLE3_DRAFT_REPO in the launch command" in note for note in plan["serving"]["speculative"]["notes"])
+    said = "the engine needs the head's repo: replace EAGLE3_DRAFT_REPO in the launch command"
+    assert any(said in note for note in plan["serving"]["speculative"]["notes"])
