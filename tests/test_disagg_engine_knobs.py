@@ -166,3 +166,23 @@ def test_a_shared_gpu_pool_gets_the_utilization_fix_not_smaller_weights(capsys):
     assert not any("smaller weights" in n for n in out["notes"]), out["notes"]
     main([*args, "--gpu-memory-utilization", "0.7"])
     assert json.loads(capsys.readouterr().out)["fits"] is True
+
+
+def test_a_pool_wider_than_a_node_is_refused_as_the_engine_page_refuses_it(capsys):
+    """QA (stop 43): ``disagg --tensor-parallel-size 16`` on nodes of 8 sized "64 GPUs for 256 users" with one-node
+    commands, where the Engine page refuses a 16-GPU replica on one node. The pools split within a node."""
+    from planner.cli import main
+
+    args = ["disagg", "--model", "Qwen/Qwen3-8B", "--gpu", "nvidia-h100-sxm-80gb", "--users", "64",
+            "--prompt-len", "2000", "--output-len", "200"]
+    assert main([*args, "--tensor-parallel-size", "16"]) == 2
+    assert "where a node holds 8" in capsys.readouterr().err
+    assert main([*args, "--tensor-parallel-size", "16", "--gpus-per-node", "16"]) == 0
+    at = run_page_disagg({"model": "Qwen/Qwen3-8B", "gpu": "nvidia-h100-sxm-80gb", "num_gpus": "16"})
+    assert any("where a node holds 8" in e.value for e in at.error)
+
+
+def run_page_disagg(params):
+    from tests.test_app import run_page
+
+    return run_page("pages/8_Disaggregation.py", params)

@@ -284,6 +284,8 @@ def plan_disagg(model: ModelSpec, *, gpu_memory_bytes: int, bandwidth_gb_s: floa
         if target is not None and target <= 0:
             raise ValueError(f"{name} must be > 0 ms, got {target}")
     link_by_id(link_id)  # an unknown link fails before any plan
+    for role, pool in (("prefill", prefill), ("decode", decode)):
+        _check_one_node(role, pool)
     length = prompt_len + output_len  # both roles' --max-model-len (design note 3)
     launched = {role: _launches(model, gpu_memory_bytes, role, pool, length)
                 for role, pool in (("prefill", prefill), ("decode", decode))}
@@ -368,6 +370,24 @@ def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolR
     note = ("" if plan.starts or tp is not None or _shared_gpu_short(gpu_memory_bytes, engine)
             else refusal_note(model, role, pool.scale.gpus_per_node, pool.engine.weight_dtype))
     return engine, plan, note, tp
+
+
+def _check_one_node(role: str, pool: PoolRequest) -> None:
+    """Refuse a pool whose one replica (tensor x pipeline parallel) is wider than a node: the pools split by tensor
+    and data parallel within a node (design note 5), and vLLM's default ``mp`` executor keeps a replica's workers on
+    one node (vllm/config/parallel.py; :mod:`planner.engines.replica_layout`). QA (stop 43): tensor parallel 16 on
+    nodes of 8 sized "64 GPUs for 256 users" with one-node commands, where the Engine page refuses that replica.
+
+    Raises:
+        ValueError: the replica's GPUs exceed ``pool.scale.gpus_per_node``.
+    """
+    world = pool.engine.tensor_parallel_size * pool.engine.pipeline_parallel_size
+    if world > pool.scale.gpus_per_node:
+        raise ValueError(f"the {role} pool's replica needs {world} GPUs (tensor parallel "
+                         f"{pool.engine.tensor_parallel_size}) where a node holds {pool.scale.gpus_per_node}: the "
+                         f"pools split by tensor parallel within a node and add data-parallel replicas; set the "
+                         f"tensor-parallel size to at most {pool.scale.gpus_per_node} (or leave it empty for the "
+                         "fewest GPUs)")
 
 
 def _shared_gpu_short(gpu_memory_bytes: int, engine: EngineRequest) -> bool:
