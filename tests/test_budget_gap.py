@@ -51,3 +51,18 @@ def test_home_panel_gives_the_same_sentence():
     why = next(c.value for c in at.caption if c.value.startswith("Why these can differ"))
     assert "under `vllm serve`" in why
     assert re.search(r"The budget above holds [\d,]+ users of 30,000 tokens; this launch decodes [\d,]+ at once", why)
+
+
+def test_the_catch_all_cause_names_a_kv_difference_or_the_paging():
+    """QA (stop 43): two nodes of DeepSeek-V3 (27.88 GiB available against the budget's 26.48 GiB) and Gemma 4 with
+    images (equal KV, 39 against 41 users) were both blamed on "block size, prefix caching, graph capture", which
+    neither link sets."""
+    nodes = run_page("app.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": "nvidia-h100-sxm-80gb", "num_gpus": "16",
+                                "num_nodes": "2"})
+    why = next(c.value for c in nodes.caption if c.value.startswith("Why these can differ"))
+    assert "its available KV is 27.88 GiB per GPU where the budget's is 26.48 GiB" in why, why
+    assert "block size, prefix caching" not in why and "so for such a launch with its defaults" in why
+    images = run_page("app.py", {"model": "google/gemma-4-26B-A4B", "gpu": "nvidia-h100-sxm-80gb",
+                                 "images_per_request": "2"})
+    why = next(c.value for c in images.caption if c.value.startswith("Why these can differ"))
+    assert "with the same KV memory, the engine pages each request its own way" in why, why

@@ -204,7 +204,7 @@ def test_cli_a_replica_wider_than_a_node_does_not_start_on_one(capsys):
     out = json.loads(_cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", "--format", "json"))
     engine, across = out["engine_plan"], out["multi_node"]
     assert engine["starts"] is False and engine["engine_log_lines"] == []
-    assert "do not fit one node of 8: the launch needs 2 nodes" in engine["reasons"][0]
+    assert "is larger than the 8 GPUs of this node" in engine["reasons"][0]
     assert across["starts"] is True and across["num_nodes"] == 2
 
 
@@ -215,7 +215,7 @@ def test_engine_page_verdict_for_a_replica_wider_than_a_node_is_a_refusal_with_t
                                         "pipeline_parallel_size": "2"})
     texts = _texts(at)
     assert not at.success
-    assert any("would refuse to start" in t and "do not fit one node of 8" in t for t in texts)
+    assert any("would refuse to start" in t and "is larger than the 8 GPUs of this node" in t for t in texts)
     assert any(b.label == "Nodes → 2" for b in at.button)
     across = run_page("pages/5_Engine.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
                                             "pipeline_parallel_size": "2", "num_nodes": "2"})
@@ -230,7 +230,7 @@ def test_home_panel_refuses_a_replica_wider_than_a_node_and_offers_no_fix_that_i
                              "pipeline_parallel_size": "2"})
     texts = _texts(at)
     assert not at.success
-    assert any("would refuse to start" in t and "do not fit one node of 8" in t for t in texts)
+    assert any("would refuse to start" in t and "is larger than the 8 GPUs of this node" in t for t in texts)
     assert not [b.label for b in at.button if b.key and b.key.startswith("start_fix")]
 
 

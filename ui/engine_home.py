@@ -274,7 +274,7 @@ def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, 
         return ""
     return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
                            budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
-                           pipeline_said=pipeline_said)
+                           pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes)
 
 
 def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None,
@@ -343,9 +343,10 @@ def _why_text(plan: EnginePlan, budget_kv_dtype: str | None, gap: str) -> str:
               if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
     engine_said = bool(gap) and plan.engine != OVERHEAD_PROFILE  # the gap names this engine's own way
     parts = [f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM under "
-             "`vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for that launch the "
-             "KV budgets agree" + ("." if engine_said else "; another engine or version loads the weights, profiles "
-                                   "and captures graphs its own way.")]
+             "`vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for such a launch with "
+             "its defaults the KV budgets agree"
+             + ("." if engine_said else "; another engine or version loads the weights, profiles and captures graphs "
+                "its own way.")]
     if plan.decodes_more_than_printed:
         parts.append(f"Concurrency: {md_message(plan.decoding_note)}; the users above are the requests decoding at "
                      "once beside one prefill chunk, as the newest vLLM pages them.")

@@ -449,7 +449,8 @@ def _output(args: argparse.Namespace) -> str:
     extra_lines += _node_lines(args.node_advice, args.gpus_per_node)
     if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences,
                                           budget_context_len=result.context_len,
-                                          budget_batched_tokens=args.budget_batched_tokens)):
+                                          budget_batched_tokens=args.budget_batched_tokens,
+                                          budget_kv_bytes=result.kv_cache_budget_bytes)):
         extra_lines.append(f"  note: {gap}")
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)

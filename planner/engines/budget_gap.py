@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from planner.engines.types import EnginePlan
 from planner.overhead import OVERHEAD_PROFILE
+from planner.units import GiB
 
 
 def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: int, budget_batched_tokens: int,
-                    pipeline_said: bool = False) -> str:
+                    pipeline_said: bool = False, budget_kv_bytes: int | None = None) -> str:
     """The sentence that says why ``plan`` holds another number of whole requests than the budget (or does not start
     where the budget fits), or "" when they hold the same, or the engine stops at a check before loading weights.
 
@@ -36,6 +37,9 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
         budget_batched_tokens: The budget's profile-pass tokens (:func:`planner.budget.profile_pass_tokens`).
         pipeline_said: The reader was told of cause 3 already (Home's pipeline box above its verdict): it is left
             out, and where it is the only cause the sentence is "" (QA, stop 41: the box and the panel said it twice).
+        budget_kv_bytes: The budget's KV memory per GPU [bytes], to name a difference from the engine's available KV
+            where no other cause applies (QA, stop 43: 27.88 against 26.48 GiB across two nodes was blamed on "block
+            size, prefix caching"); None leaves it out.
 
     Returns:
         For example "The budget above holds 45 users of 30,000 tokens; this launch decodes 20 at once: its profile
@@ -62,9 +66,14 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
                       + (f", which takes more activation memory{peak}" if more else ""))
     if not causes and staged and pipeline_said:
         return ""
+    kv_differs = budget_kv_bytes is not None and abs(plan.available_kv_cache_bytes - budget_kv_bytes) >= GiB // 100
+    if not causes and kv_differs:
+        causes.append(f"its available KV is {plan.available_kv_cache_bytes / GiB:,.2f} GiB per GPU where the budget's "
+                      f"is {budget_kv_bytes / GiB:,.2f} GiB: the engine section prices this launch's own memory terms "
+                      "(its nodes, flags and non-torch memory)")
     if not causes:
-        causes.append("the engine section prices every flag of this launch (block size, prefix caching, graph "
-                      "capture), the budget the newest vLLM's defaults for the flags it does not share")
+        causes.append("with the same KV memory, the engine pages each request its own way (whole blocks per KV-cache "
+                      "group, image and draft-token slots)")
     outcome = f"decodes {engine_users:,} at once" if plan.starts else "does not start"
     return (f"The budget above holds {budget_users:,} users of {plan.max_model_len:,} tokens; this launch {outcome}: "
             + "; ".join(causes) + ".")

@@ -102,16 +102,17 @@ def node_advice(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
 
 def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePlan:
     """``plan`` as the one-node launch runs: refused before it loads weights where ``advice`` (:func:`node_advice`)
-    says the replica needs more GPUs than a node holds, else ``plan`` unchanged. A node of 8 GPUs cannot hold 16
+    says the replica needs more GPUs than a node holds, else ``plan`` unchanged. The reason is worded as vLLM's stop
+    (its figures, not the planner's: the two-node launch and its concurrency are the warning's, QA stop 43). A node of 8 GPUs cannot hold 16
     workers whatever the executor: vLLM's ``mp`` stops at startup (vllm/config/parallel.py), and a Ray launch waits
     for GPUs no node has until a cluster spans the nodes. QA (stop 43): DeepSeek-V3 on tensor parallel 8 x pipeline
     2 "starts yes" above a warning that said the same launch stops; the advice's launch is the one that runs."""
     if advice is None:
         return plan
     world = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    reason = (f"{count_noun(world, 'GPU')} per replica (tensor parallel {plan.tensor_parallel_size} x pipeline "
-              f"{plan.pipeline_parallel_size}) do not fit one node of {advice.gpus_per_node}: the launch needs "
-              f"{advice.num_nodes} nodes and the Ray backend ({plan.engine} {starts_text(advice.plan)} there)")
+    reason = (f"World size ({world}: tensor parallel {plan.tensor_parallel_size} x pipeline "
+              f"{plan.pipeline_parallel_size}) is larger than the {advice.gpus_per_node} GPUs of this node; set "
+              "--distributed-executor-backend ray over a cluster of enough nodes")
     return EnginePlan._from_parts(vars(plan), {"starts": False, "reasons": (reason, *plan.reasons),
                                                **stopped_before_load(vars(plan))})
 
