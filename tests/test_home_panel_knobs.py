@@ -169,3 +169,13 @@ def test_engine_page_calls_a_refused_launchs_tokens_unprinted():
     started = run_page("pages/5_Engine.py", {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-rtx-4090",
                                              "context_len": "8192"})
     assert "KV cache size [tokens, as printed]" in {t.label for t in metric_tiles(started)}
+
+
+def test_every_fix_in_homes_try_list_gets_a_button():
+    """QA (stop 43): Qwen2.5-32B at 32,768 tokens on one H100 listed five fixes and showed four buttons ("use
+    num_gpus 2" had none): the buttons were cut at four. They now run four a row."""
+    at = run_page("app.py", {"model": "Qwen/Qwen2.5-32B", "gpu": "nvidia-h100-sxm-80gb", "context_len": "32768"})
+    tried = next(w.value for w in at.warning if "**Try:**" in w.value).split("**Try:**")[1]
+    knob_fixes = [line for line in tried.split("\n- ") if line.strip()]
+    labels = [b.label for b in at.button if b.key and b.key.startswith("apply_fix")]
+    assert len(labels) == len(knob_fixes) >= 5 and "GPUs → 2" in labels, (labels, knob_fixes)

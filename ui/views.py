@@ -182,9 +182,11 @@ def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:
              for f in fixes if isinstance(f, (Fix, CheckedFix))]
     if not items:
         return
-    for col, (i, item) in zip(st.columns(min(len(items), 4)), enumerate(items[:4])):
-        col.button(item.label, key=f"{key_prefix}_{i}", on_click=_apply_fix, args=(item.fix.key, item.fix.value),
-                   icon=":material/build:", help=item.help)
+    for row in range(0, len(items), 4):  # four a row, every fix (QA: a fifth "use num_gpus 2" had no button)
+        chunk = items[row:row + 4]
+        for col, (i, item) in zip(st.columns(4 if len(items) > 4 else len(chunk)), enumerate(chunk, start=row)):
+            col.button(item.label, key=f"{key_prefix}_{i}", on_click=_apply_fix, args=(item.fix.key, item.fix.value),
+                       icon=":material/build:", help=item.help)
 
 
 def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str, engine_plan=None) -> None:
