@@ -20,7 +20,7 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
                                                     gpu=serving.page_gpu(form.gpu_id))
-knobs, knob_problems = engine_home.link_knobs(engine_name)  # the Engine page's knobs, if carried
+knobs, knob_problems = engine_home.link_knobs()  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on

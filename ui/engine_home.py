@@ -17,7 +17,7 @@ from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stage_log_note
+from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
@@ -26,7 +26,7 @@ from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.serving import ServingFeatures
 from ui import custom_panel, disagg_knobs, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
-from ui.engine import ENGINE_FIELDS, kv_dtype_fix
+from ui.engine import ENGINE_FIELDS, kv_dtype_fix, log_note
 from ui.expected_error import available_kv_text
 from ui.format import (
     count_noun,
@@ -41,12 +41,12 @@ from ui.format import (
 from ui.inputs import PlanInputs
 
 
-def link_knobs(engine: str) -> tuple[dict, list[str]]:
+def link_knobs() -> tuple[dict, list[str]]:
     """The Engine page's knobs the link carries (start mode, scheduler sizes, memory other processes hold, the
     switches and vLLM's CUDA-graph knobs), read as the Disaggregation page reads them
     (:func:`ui.disagg_knobs.link_values`: Home has no input of its own for them), and one message per bad value, which
     the engine panel leaves out. QA (stop 41): ``enforce_eager=true`` gave 53.95x here, 54.80x on the Engine page."""
-    return disagg_knobs.link_values(engine)
+    return disagg_knobs.link_values()
 
 
 def knobs_left_out(engine: str, context_len: int) -> list[tuple[str, str]]:
@@ -113,7 +113,7 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
     the Engine page's 40.04x for 2 stages of 8).
     """
     layout = layout or LinkLayout(tensor_parallel_size=form.num_gpus)
-    fields = disagg_knobs.request_fields(form, disagg_knobs.link_values(engine)[0] if knobs is None else knobs, engine)
+    fields = disagg_knobs.request_fields(form, disagg_knobs.link_values()[0] if knobs is None else knobs, engine)
     return EngineRequest(
         engine=engine, weight_dtype=form.weight_dtype, kv_cache_dtype=form.kv_cache_dtype,
         tensor_parallel_size=layout.tensor_parallel_size, pipeline_parallel_size=layout.pipeline_parallel_size,
@@ -304,8 +304,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.caption(_why_text(plan, budget_kv_dtype, gap))
         if plan.engine_log_lines:
             st.code("\n".join(plan.engine_log_lines), language="text")
-            if stage_note := stage_log_note(plan):  # pipeline stages: which stage each printed line describes
-                st.caption(f"{stage_note[0].upper()}{stage_note[1:]}.")
+            if stage_note := log_note(plan):  # pipeline stages: which stage each printed line describes
+                st.caption(stage_note)
         elif plan.starts:
             st.caption(f"{plan.engine} prints no memory lines at startup.")
         # wrapped: a --speculative-config naming its head runs past the column (QA D6: EAGLE3_DRAFT_REPO)

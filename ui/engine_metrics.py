@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engines.expected_error import expected_error_reason
+from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.rank_bar import rank_bar
 from planner.engines.types import EnginePlan
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
@@ -56,7 +57,7 @@ def engine_metric_values(plan: EnginePlan) -> dict[str, tuple[str, str]]:
 def _tokens_printed(plan: EnginePlan) -> bool:
     """False for a launch vLLM V1 refuses at its KV check: it stops before its "GPU KV cache size" line (V0 prints
     its blocks first; QA, stop 43: the tile said "as printed" for a line no log has)."""
-    return plan.starts or plan.family != "vllm" or plan.engine == "vllm-v0"
+    return plan.starts or plan.family != "vllm" or ENGINE_PROFILES[plan.engine].start_check == "v0_tokens"
 
 
 def _tokens_label(plan: EnginePlan) -> str:
