@@ -7,10 +7,10 @@ Run: ``streamlit run app.py``.
 
 import streamlit as st
 
-from planner.budget import plan
 from planner.fixes import checked_fixes, engine_start_fixes
+from planner.pipeline import plan_pipeline
 from planner.pool_kv import pool_kv
-from ui import budget_bar, catalog, engine, engine_home, feature_line, inputs, serving, views
+from ui import budget_bar, catalog, engine, engine_home, feature_line, formulas, inputs, serving, views
 from ui.format import format_bytes, format_gpus, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
@@ -28,8 +28,9 @@ request = serving.with_serving(form.request(), features)  # the form's request w
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
-result = views.guarded(plan, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
-                       what=f"planning {form.model_id} on {gpu.name}")
+stages = engine_home.budget_stages(form.num_gpus, layout)  # the link's pipeline stages split the GPUs: plan each
+result = views.guarded(plan_pipeline, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
+                       pipeline_parallel_size=stages, what=f"planning {form.model_id} on {gpu.name}")
 
 too_long = views.context_problem(model, form.context_len)
 if too_long:
@@ -48,9 +49,9 @@ engine_request = None if isinstance(engine_plan, str) else asked  # None: the en
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
-views.verdict(engine_home.budget_shown(result, model, layout), gpu.name, fixes,
+views.verdict(result, gpu.name, fixes,
               refusing_engine=engine_home.refusing_engine(engine_plan, engine_name), model=model)
-pipeline_said = engine_home.pipeline_note(result, model, engine_plan)  # the link's stages: engine's figure, budget's
+pipeline_said = engine_home.pipeline_note(result, model, engine_plan, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
 engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, engine_plan)  # wider than a node: only nodes fix it
@@ -69,7 +70,7 @@ views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
 serving.serving_panel(model, gpu, request, result, form.cli_command())
-views.formula_panel(result, model, form)
+formulas.formula_panel(result, model, form)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
                              gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),
                              nodes=node_text,

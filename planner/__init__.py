@@ -20,6 +20,7 @@ from planner.model.layers import (
     SlidingWindowAttention,
 )
 from planner.overhead import estimate_overhead
+from planner.pipeline import plan_pipeline
 from planner.units import GB, GiB, MiB
 
 __all__ = [
@@ -27,5 +28,5 @@ __all__ = [
     "CacheDtypes", "ChunkedLocalAttention", "FullAttention", "MLAAttention", "ModelSpec", "NoCache",
     "Plan", "PlanRequest", "RecurrentState", "SlidingWindowAttention", "attention_variants",
     "cache_dtypes", "estimate_overhead", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_token",
-    "max_context_len", "plan",
+    "max_context_len", "plan", "plan_pipeline",
 ]

@@ -393,6 +393,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "loading_bytes": overhead.loading_bytes,
         "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
+        "pipeline_parallel_size": 1, "pipeline_stage": 0,  # one stage; planner.pipeline sets them for more
     }
     fitting = ((), (), ())
     context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,

@@ -168,13 +168,6 @@ def _weights_do_not_fit(model: ModelSpec, request: PlanRequest, *, usable: int, 
     return found
 
 
-def kv_heads_replicated_note(model: ModelSpec, tp: int) -> str:
-    """The budget's note that tensor parallel ``tp`` replicates ``model``'s KV heads (``tp > num_key_value_heads``,
-    vLLM ``ModelConfig.get_num_kv_heads``), "" where ``tp`` shards them: the exact text the plan's notes carry, so a
-    page that plans another layout (pipeline stages of a smaller group) can tell it apart."""
-    return _tensor_parallel_messages(model, tp)[2]
-
-
 def _tensor_parallel_messages(model: ModelSpec, tp: int) -> tuple[str, str, str]:
     """``(reason, fix, note)`` about tensor parallel size ``tp``; empty strings where none applies.
 

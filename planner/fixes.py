@@ -40,6 +40,7 @@ from planner.engines.loaded import gpu_capability
 from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
+from planner.pipeline import plan_pipeline
 
 SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
                "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization",
@@ -187,7 +188,7 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
     for fix in base.suggestions:
         if not isinstance(fix, Fix) or not hasattr(request, fix.key):
             continue
-        fixed = plan(model, gpu_memory_bytes, replace(request, **{fix.key: fix.value}), gpu_id=gpu_id)
+        fixed = _budget_with(model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix)
         if not fixed.fits:
             continue
         if fix.key == "kv_cache_dtype":
@@ -279,7 +280,8 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
 
     Args:
         model, gpu_memory_bytes: As for :func:`planner.budget.plan` [bytes].
-        request: Home's budget request (its ``num_gpus`` is the tensor-parallel size: Home has no pipeline).
+        request: Home's budget request (its ``num_gpus``: every GPU of the replica, which the engine request's
+            pipeline stages split where ``tensor_parallel_size x pipeline_parallel_size`` is that many).
         engine_request: The engine request for the same inputs (``refused`` was planned from it).
         refused: ``plan_engine(model, gpu_memory_bytes, engine_request)``; [] when it starts.
         gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
@@ -290,12 +292,24 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
         126,848", "Utilization → 0.95", "KV dtype → fp8", "GPUs → 2". A utilization fix with which the engine
         starts only at a shorter max_model_len is dropped (applied alone it would still refuse).
     """
+    tp, pp = engine_request.tensor_parallel_size, engine_request.pipeline_parallel_size
+    stages = pp if request.num_gpus == tp * pp else 1  # the budget plans the link's stages where they split its GPUs
     out = []
     for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len"):
-        if f.starts and hasattr(request, f.fix.key) and plan(
-                model, gpu_memory_bytes, replace(request, **{f.fix.key: f.fix.value}), gpu_id=gpu_id).fits:
+        if f.starts and hasattr(request, f.fix.key) and _budget_with(
+                model, gpu_memory_bytes, request, stages, gpu_id, f.fix).fits:
             out.append(f)
     return out
+
+
+def _budget_with(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, stages: int, gpu_id: str,
+                 fix: Fix) -> Plan:
+    """The budget re-planned with ``fix`` applied, in ``stages`` pipeline stages where they still divide its GPUs
+    (:func:`planner.pipeline.plan_pipeline`: a "use num_gpus 16" on 2 stages is 2 stages of 8), else as one
+    tensor-parallel group."""
+    fixed = replace(request, **{fix.key: fix.value})
+    pp = stages if fixed.num_gpus % stages == 0 else 1
+    return plan_pipeline(model, gpu_memory_bytes, fixed, gpu_id, pipeline_parallel_size=pp)
 
 
 def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, refused: EnginePlan, *,

@@ -217,6 +217,12 @@ class Plan:
     suggestions: tuple[str, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
     serving: dict | None = None
+    pipeline_parallel_size: int = 1
+    """Pipeline stages the replica's :attr:`num_gpus` are split into, each stage on ``num_gpus //
+    pipeline_parallel_size`` tensor-parallel GPUs (:func:`planner.pipeline.plan_pipeline`); 1 without stages."""
+    pipeline_stage: int = 0
+    """The stage whose per-GPU figures these are: the one with the fewest users and KV tokens, which sizes every
+    stage's cache (vLLM takes the smallest worker's blocks); 0 without stages."""
 
     @property
     def kv_cache_bytes_per_sequence_paged_per_gpu(self) -> int:

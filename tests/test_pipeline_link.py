@@ -3,9 +3,10 @@
 1. The Engine page writes ``pipeline_parallel_size`` into the link. Home read ``num_gpus=16`` as one
    tensor-parallel group of 16 in its budget *and* in its engine panel ("19.37x", ``--tensor-parallel-size 16``,
    "KV heads are replicated") while the Engine page, on the same link, planned 2 stages of 8 (40.04x). The CLI's
-   headline said "fits no" and "try: use weight_dtype fp8" above an engine section that starts. The budget has no
-   pipeline model: Home's panel now plans the link's layout, Home says what its budget plans beside the engine's
-   figure, the CLI's fits line names both, and the other pages that read ``num_gpus`` name the split they leave out.
+   headline said "fits no" and "try: use weight_dtype fp8" above an engine section that starts. Home's panel now
+   plans the link's layout, and the budget of Home and the CLI plans its stages (planner.pipeline: each stage on
+   its tensor-parallel GPUs, 40 users as the engine's 40.85x); the other pages that read ``num_gpus`` name the split
+   they leave out.
 2. vLLM's default ``mp`` executor keeps a replica on one node (vllm/config/parallel.py, ``ParallelConfig.
    __post_init__``); 16 GPUs per replica on 8-GPU nodes started "yes" with a one-node command and no word.
 
@@ -77,14 +78,28 @@ def test_home_engine_panel_plans_the_links_pipeline_stages(home_pp, engine_pp):
     assert _launch(home_pp) == _launch(engine_pp)  # one layout, one command
 
 
-def test_home_says_its_budget_plans_one_tensor_parallel_group_beside_the_engines_stages(home_pp):
+def test_home_budget_plans_the_links_stages_and_holds_the_engines_users(home_pp):
+    """Home's budget plans the link's 2 stages of 8 (planner.pipeline), not one tensor-parallel group of 16, which
+    replicated Llama 405B's 8 KV heads and held half the users (19 beside the engine's 40.04x, QA stop 41)."""
     staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
     said = [t for t in _texts(home_pp) if "pipeline stages" in t]
     assert said, _texts(home_pp)
-    assert "2 pipeline stages of 8" in said[0] and "one tensor-parallel group" in said[0]
+    assert "2 pipeline stages of 8" in said[0] and "the same stages" in said[0]
     assert f"{staged.max_concurrency:.2f}x" in said[0]
+    assert f"holds the same {int(staged.requests_held)} users" in said[0]
     # Tensor parallel 8 shards Llama 405B's 8 KV heads: no note says they are replicated as a fact of the layout
     assert not any(t.startswith("num_gpus 16 \\> num_key_value_heads") for t in _texts(home_pp))
+    assert not any("KV heads are replicated" in t for t in _texts(home_pp))
+
+
+def test_home_formulas_are_of_the_stage_its_figures_are_of(home_pp):
+    """The formula panel's rows are the planned stage's: its 63 layers, one KV head each on 8 GPUs, summing to
+    the per-GPU figure shown (it listed 126 layers at tensor parallel 16 beside a stage's sum)."""
+    texts = _texts(home_pp)
+    intro = next(t for t in texts if t.startswith("**KV cache per token**"))
+    assert "pipeline stage 1 of 2 (its 63 layers; each stage on 8 tensor-parallel GPUs)" in intro, intro
+    table = next(t for t in texts if "| Layers |" in t)
+    assert "| 63 layers, full attention | 2 (K, V) × 1 KV heads × 128 head_dim" in table, table
 
 
 def test_home_without_stages_keeps_its_tensor_parallel_panel():
@@ -131,23 +146,27 @@ ACROSS_NODES = ("--num-nodes", "2", "--distributed-executor-backend", "ray")
 (section 3 below; QA, stop 43: it said "starts yes" above the warning that it stops)."""
 
 
-def test_cli_headline_defers_to_the_engine_section_for_pipeline_stages(capsys):
+def test_cli_headline_plans_the_stages_beside_the_engine_section(capsys):
     out = _cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", *ACROSS_NODES)
     staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
     assert staged.starts
     fits = next(line for line in out.splitlines() if line.startswith("fits "))
-    assert fits.split()[1].rstrip(",;:") == "no"  # the headline's own layout: the whole model on 8 GPUs
+    assert fits.split()[1].rstrip(",;:") == "yes"  # the budget's 2 stages of 8 (it said "no": the model on 8 GPUs)
     assert "engine section" in fits and f"{staged.max_concurrency:.2f}x" in fits and "2 pipeline stages" in fits
-    assert "try:" not in out  # weight_dtype fp8 is not needed where the engine section starts
-    gap = next((line for line in out.splitlines() if "The budget above holds" in line), "")
-    assert "pipeline stages" in gap  # the reason the engine's users differ, not "block size, prefix caching"
+    assert "try:" not in out
+    users = next(line for line in out.splitlines() if line.startswith("max users"))
+    assert users.split()[2] == str(int(staged.requests_held)), users  # one layout, one user count
+    assert "The budget above holds" not in out  # nothing to explain between two equal counts
 
 
-def test_cli_json_drops_the_unneeded_suggestions_and_keeps_its_keys(capsys):
+def test_cli_json_plans_the_stages_and_keeps_its_keys(capsys):
     out = json.loads(_cli(capsys, "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", *ACROSS_NODES,
                           "--format", "json"))
-    assert out["fits"] is False and out["suggestions"] == [] and out["engine_plan"]["starts"]
-    assert {"num_gpus", "fits", "reasons", "notes", "max_concurrent_sequences", "fixes"} <= set(out)
+    staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
+    assert out["fits"] is True and out["suggestions"] == [] and out["engine_plan"]["starts"]
+    assert {"num_gpus", "fits", "reasons", "notes", "max_concurrent_sequences"} <= set(out)  # "fixes": a no only
+    assert out["num_gpus"] == 16 and out["pipeline_parallel_size"] == 2
+    assert out["max_concurrent_sequences"] == int(staged.requests_held)
 
 
 def test_cli_without_stages_keeps_its_fixes(capsys):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from planner.budget import Plan, PlanRequest, profile_pass_tokens
-from planner.diagnose import Fix, kv_heads_replicated_note
+from planner.diagnose import Fix
 from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
@@ -123,40 +123,34 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         serving=features, **fields)
 
 
-def budget_shown(result: Plan, model: ModelSpec, layout: LinkLayout) -> Plan:
-    """The budget as Home's verdict shows it: where the link splits the GPUs into pipeline stages whose
-    tensor-parallel groups shard the KV heads, without the note that the budget's one group replicates them
-    (:func:`pipeline_note` says it of the budget instead); else ``result`` itself."""
-    replicated = kv_heads_replicated_note(model, result.num_gpus)
-    if layout.pipeline_parallel_size <= 1 or not replicated or replicated not in result.notes:
-        return result
-    if kv_heads_replicated_note(model, layout.tensor_parallel_size):  # replicated in the stages too
-        return result
-    return replace(result, notes=tuple(n for n in result.notes if n != replicated))
+def budget_stages(num_gpus: int, layout: LinkLayout) -> int:
+    """The pipeline stages Home's budget plans (:func:`planner.pipeline.plan_pipeline`): the link's stages where they
+    split Home's ``num_gpus`` GPUs per replica, else 1 (one GPU, whose link stages add GPUs: the budget plans the one
+    GPU Home shows, :func:`pipeline_note` gives the stages' figure beside it)."""
+    pp = layout.pipeline_parallel_size
+    return pp if pp > 1 and layout.tensor_parallel_size * pp == num_gpus else 1
 
 
-def pipeline_note(result: Plan, model: ModelSpec, plan: EnginePlan | str) -> bool:
+def pipeline_note(result: Plan, model: ModelSpec, plan: EnginePlan | str, stages_planned: int = 1) -> bool:
     """Beside the budget's users, where the link splits the GPUs into pipeline stages: the engine's figure for
-    that layout, and that the budget above plans the GPUs as one tensor-parallel group (it has no pipeline model:
-    :mod:`planner.engines.replica_layout`). QA: Home's "up to 19 concurrent sequences" and "KV heads are
-    replicated" beside the Engine page's 40.04x for 2 stages of 8. Their users "differ" only where they do (QA, stop
-    41: a budget of 0 users beside a launch that refuses to start). True when the note is shown, so the engine
-    panel's :func:`budget_gap` does not say it again."""
+    that layout, and what the budget above plans: the same stages (``stages_planned`` > 1, :func:`budget_stages`)
+    or the one GPU Home shows. QA: Home's "up to 19 concurrent sequences" and "KV heads are replicated" beside the
+    Engine page's 40.04x for 2 stages of 8, when the budget planned all 16 as one tensor-parallel group. Their users
+    "differ" only where they do (QA, stop 41: a budget of 0 users beside a launch that refuses to start). True when
+    the note is shown, so the engine panel's :func:`budget_gap` does not say it again."""
     stages = "" if isinstance(plan, str) else pipeline_stages_text(plan, " (Engine page)")
     if not stages:
         return False
     gpus = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    budget = (f"all {format_int(result.num_gpus)} as one tensor-parallel group" if result.num_gpus > 1
+    budget = ("the same stages, each on its tensor-parallel GPUs" if stages_planned > 1
+              else f"all {format_int(result.num_gpus)} as one tensor-parallel group" if result.num_gpus > 1
               else "one GPU")
-    replicated = kv_heads_replicated_note(model, result.num_gpus)
-    heads = (f" (where num_gpus {result.num_gpus} > num_key_value_heads {model.num_key_value_heads} replicates the "
-             "KV heads)" if replicated and not kv_heads_replicated_note(model, plan.tensor_parallel_size) else "")
     engine_users = int(plan.requests_held) if plan.starts else 0  # planner.engines.budget_gap's count
     users = result.max_concurrent_sequences
     outcome = (", so its users differ" if engine_users != users
                else ": neither holds a user" if users == 0 else f", and holds the same {format_int(users)} users")
     st.info(md_message(f"The link splits the {count_noun(gpus, 'GPU')} into {stages}; the budget above plans "
-                       f"{budget}{heads}{outcome}."), icon=":material/account_tree:")
+                       f"{budget}{outcome}."), icon=":material/account_tree:")
     return True
 
 

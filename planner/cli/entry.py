@@ -49,9 +49,9 @@ from planner.engines.budget_gap import budget_gap_text
 from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.pipeline import plan_pipeline
 from planner.pool_kv import exact_cache_label
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
-from planner.text import count_noun
 from planner.units import GiB
 
 DEFAULT_CONTEXT_LEN = 8192
@@ -190,7 +190,7 @@ def _run_plans(args: argparse.Namespace):
     model = cli_serving.served_model(args, full_model)  # text only: no towers (planner/cli/serving.py)
     gpu = resolve_gpu(args)
     _, tp, pp = cli_engine.parallel_layout(args)
-    num_gpus = tp  # the v1 plan splits over tensor parallel GPUs; pipeline stages are the engine section's
+    num_gpus = tp * pp  # every GPU of the replica; the budget plans each pipeline stage on its tp GPUs
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
     extra = {} if args.max_num_batched_tokens is None else {"max_num_batched_tokens": args.max_num_batched_tokens}
     request = PlanRequest(
@@ -201,16 +201,11 @@ def _run_plans(args: argparse.Namespace):
         serving=cli_serving.serving_from_args(args),
     )
     scale = cli_scale.run_scale(args, model, gpu)  # None without a data / expert / context parallel flag
-    result = cli_scale.v1_result(plan(cli_scale.v1_model(model, scale), gpu.framework_memory_bytes, request,
-                                      gpu_id=gpu.id), model, scale)
-    if pp > 1:  # num_gpus stays the GPUs of one replica (the key's meaning); the sizing is per TP group
-        # A "use num_gpus N" with N <= tp x pp names GPUs the replica already has (the stages hold them).
-        kept = tuple(s for s in result.suggestions
-                     if not (getattr(s, "key", None) == "num_gpus" and getattr(s, "value", 0) <= tp * pp))
-        result = replace(result, num_gpus=tp * pp, suggestions=kept, notes=(*result.notes, (
-            f"pipeline_parallel_size {pp}: this section holds the whole model on each group of "
-            f"{count_noun(tp, 'tensor-parallel GPU')}, no pipeline split; the engine section splits the layers "
-            f"over the {pp} stages")))
+    if scale is None:  # the stages' budget, each stage on its tensor-parallel GPUs (planner/pipeline.py)
+        result = plan_pipeline(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id, pipeline_parallel_size=pp)
+    else:
+        result = cli_scale.v1_result(plan(cli_scale.v1_model(model, scale), gpu.framework_memory_bytes,
+                                          replace(request, num_gpus=tp), gpu_id=gpu.id), model, scale)
     if scale is not None:  # one rank as its engine plans it, with the launch's figures (planner/cli/scale.py)
         engine = scale.engine_view()
     else:
@@ -321,17 +316,16 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
 
 
 def _stages_clause(result: Plan, engine: EnginePlan | None) -> str:
-    """`` for the whole model on each tensor-parallel group of 8 GPUs (...); the engine section's 2 pipeline stages of
-    8 GPUs: vllm starts with 40.04x at 32,768 tokens (40 requests at once), its verdict for this layout``: what the
-    fits line plans where the engine section splits the layers into stages (the budget has no pipeline model:
-    :mod:`planner.engines.replica_layout`), so a "no" above a launch that starts names both (QA: "fits no" and
-    "try: use weight_dtype fp8" above "starts yes ... 40.04x"); "" without stages."""
+    """`` for 2 pipeline stages of 8 GPUs (the budget plans each stage on its tensor-parallel GPUs); the engine
+    section: vllm starts with 81.71x at 8,192 tokens (81 requests at once)``: where the engine section splits the
+    layers into stages, the fits line says the budget plans the same stages (:mod:`planner.pipeline`) and gives the
+    engine's verdict beside its own, so a "no" above a launch that starts, or the reverse (a replica wider than a
+    node), names both; "" without stages."""
     stages = pipeline_stages_text(engine) if engine is not None else ""
     if not stages:
         return ""
-    tp = engine.tensor_parallel_size
-    return (f" for the whole model on each tensor-parallel group of {count_noun(tp, 'GPU')} (this section plans no "
-            f"pipeline split); the engine section's {stages}, its verdict for this layout")
+    count, _, verdict = stages.partition(": ")
+    return f" for {count} (the budget plans each stage on its tensor-parallel GPUs); the engine section: {verdict}"
 
 
 def _node_lines(advice: NodeAdvice | None, given: int | None) -> list[str]:
