@@ -30,6 +30,7 @@ from planner.engines.reconcile import (
     implausible_figures,
     knobs_from_log,
     log_consistency,
+    log_refusal,
     reconcile,
     request_from_log,
 )
@@ -509,6 +510,7 @@ class LogView:
     adopted: tuple[str, ...] = ()
     inconsistent: ReconcileRow | None = None
     implausible: tuple[str, ...] = ()
+    refusal: str | None = None  # the refusal the log shows (planner.engines.reconcile.log_refusal)
 
 
 def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
@@ -538,8 +540,8 @@ def log_view(text: str, model: ModelSpec, gpu_memory_bytes: int, request: Engine
     inconsistent = log_consistency(pinned, figures)
     rows = reconcile(estimate, figures) + ((inconsistent,) if inconsistent else ())
     hint = profile_hint(figures, model, gpu_memory_bytes, base)  # a suggestion only: the sidebar is not changed
-    return LogView(figures=figures, hint=hint, rows=rows, plans=plans,
-                   adopted=adopted, inconsistent=inconsistent, implausible=implausible)
+    return LogView(figures=figures, hint=hint, rows=rows, plans=plans, adopted=adopted,
+                   inconsistent=inconsistent, implausible=implausible, refusal=log_refusal(figures, estimate))
 
 
 def log_message(view: LogView) -> None:
@@ -549,7 +551,7 @@ def log_message(view: LogView) -> None:
         st.warning(view.figures.message, icon=":material/help:")
         return
     (st.success if view.figures.complete else st.warning)(view.figures.message, icon=":material/receipt_long:")
-    for sentence in view.implausible:
+    for sentence in filter(None, (view.refusal, *view.implausible)):  # the engine's own refusal first
         st.warning(md_message(sentence), icon=":material/rule:")
     if view.inconsistent is not None:
         row = view.inconsistent

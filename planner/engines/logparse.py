@@ -23,7 +23,14 @@ the worker it refused on (``_check_enough_kv_cache_memory``, run per worker by `
 vllm/v1/core/kv_cache_utils.py; ``format_gib``: 2 decimals of GiB): it is read as
 ``refusal_available_kv_gib``, apart from the workers' own "Available KV cache memory" lines so that a log
 holding both is not read as one more worker. Its "No available memory for the cache blocks" refusal states no
-figure (same function, and V0's ``raise_if_cache_size_invalid``); nothing is read from it.
+figure (same function, and V0's ``raise_if_cache_size_invalid``); the figure that causes it is the worker's
+available memory, which vLLM prints as ``requested - non-KV memory`` and so below zero when the weights and the
+profile's peak exceed ``gpu_memory_utilization`` x total (V1 vllm/v1/worker/gpu_worker.py
+``determine_available_memory``; V0 vllm/worker/worker.py ``determine_num_available_blocks``: "kv_cache_size=",
+"the rest of the memory reserved for KV Cache is"): those lines are read with their sign. V0's length refusal,
+"The model's max seq len (L) is larger than the maximum number of tokens that can be stored in KV cache (T)"
+(``raise_if_cache_size_invalid``: ``T = block_size x num_gpu_blocks``), gives ``max_model_len`` and
+``refusal_kv_tokens``.
 
 Sources (log formats): vLLM vllm/v1/worker/gpu_worker.py,
 vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``, ``_check_enough_kv_cache_memory``), vllm/worker/worker.py
@@ -74,6 +81,8 @@ suffixes ("_unified", "_iswa", "_unified_iswa") are at most 13. Bounded for the 
 as :data:`_MAX_GAP` (``\\w*`` would swallow a run of repeated names)."""
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+_SIGNED = r"(-?" + _NUM[1:]
+"""A number that may be negative: vLLM's available KV memory and CUDA-graph estimate (module docstring)."""
 _SP = r"\s*"
 
 
@@ -87,7 +96,7 @@ def _gap(anchor: str) -> str:
 
 # name, engine family, unit ("GiB", "MiB", "tokens", "count", "x", "bytes"), pattern, group
 _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
-    ("available_kv_gib", "vllm", "GiB", r"Available KV cache memory:" + _SP + _NUM + _SP + r"GiB", 1),
+    ("available_kv_gib", "vllm", "GiB", r"Available KV cache memory:" + _SP + _SIGNED + _SP + r"GiB", 1),
     ("kv_cache_tokens", "vllm", "tokens", r"GPU KV cache size:" + _SP + _NUM + _SP + r"tokens", 1),
     ("concurrency_len", "vllm", "tokens", r"Maximum concurrency for " + _NUM + r" tokens per request", 1),
     ("max_concurrency", "vllm", "x", r"Maximum concurrency for [0-9,]+ tokens per request:" + _SP + _NUM + r"x", 1),
@@ -103,17 +112,20 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("peak_torch_gib", "vllm", "GiB", r"peak_torch_memory=" + _NUM + r"GiB", 1),
     ("non_torch_gib", "vllm", "GiB", r"non_torch_memory(?:=|\s+takes\s+)" + _NUM + _SP + r"GiB", 1),
     ("non_torch_gib", "vllm", "GiB", r"non-torch (?:forward increase )?memory:?" + _SP + _NUM + _SP + r"GiB", 1),
-    ("available_kv_gib", "vllm", "GiB", r"kv_cache_size=" + _NUM + r"GiB", 1),
-    ("available_kv_gib", "vllm", "GiB", r"the rest of the memory reserved for KV Cache is" + _SP + _NUM + _SP + "GiB", 1),
+    ("available_kv_gib", "vllm", "GiB", r"kv_cache_size=" + _SIGNED + r"GiB", 1),
+    ("available_kv_gib", "vllm", "GiB",
+     r"the rest of the memory reserved for KV Cache is" + _SP + _SIGNED + _SP + "GiB", 1),
     ("total_gpu_gib", "vllm", "GiB", r"total_gpu_memory(?:=| \()" + _NUM + r"GiB", 1),
     ("gpu_memory_utilization", "vllm", "x", r"gpu_memory_utilization(?:=| \()" + _NUM, 1),
     ("cudagraph_gib", "vllm", "GiB", r"Graph capturing finished in [0-9.]+ secs?, took" + _SP + _NUM + _SP + "GiB", 1),
-    ("cudagraph_gib", "vllm", "GiB", r"CUDA ?[Gg]raph memory:?" + _SP + "(-?" + _NUM[1:] + _SP + "GiB", 1),
+    ("cudagraph_gib", "vllm", "GiB", r"CUDA ?[Gg]raph memory:?" + _SP + _SIGNED + _SP + "GiB", 1),
     ("needed_kv_gib", "vllm", "GiB", r"\(" + _NUM + _SP + r"GiB KV cache is needed", 1),
     ("refusal_available_kv_gib", "vllm", "GiB",
      r"larger than the available KV cache memory \(" + _NUM + _SP + r"GiB\)", 1),
     ("estimated_max_model_len", "vllm", "tokens", r"estimated maximum model length is" + _SP + _NUM, 1),
     ("max_model_len", "vllm", "tokens", r"max seq len \(" + _NUM + r"\)", 1),
+    ("refusal_kv_tokens", "vllm", "tokens",
+     r"maximum number of tokens that can be stored in KV cache \(" + _NUM + r"\)", 1),
     ("max_model_len", "vllm", "tokens", r"Using max model len" + _SP + _NUM, 1),
     ("max_num_batched_tokens", "vllm", "tokens", r"max_num_batched_tokens=" + _NUM, 1),
     ("block_size", "vllm", "tokens", r"[Ff]orcing kv cache block size to" + _SP + _NUM, 1),
@@ -214,6 +226,7 @@ LABELS: dict[str, str] = {
     "needed_kv_gib": "KV needed for one max-length request",
     "refusal_available_kv_gib": "Available KV cache memory (in the refusal)",
     "estimated_max_model_len": "Estimated max model length",
+    "refusal_kv_tokens": "KV cache tokens (in the refusal)",
     "max_model_len": "max_model_len", "max_num_batched_tokens": "max_num_batched_tokens",
     "block_size": "Block size", "sglang_tokens": "SGLang #tokens", "sglang_k_gib": "SGLang K size",
     "sglang_v_gib": "SGLang V size", "sglang_kv_gib": "SGLang KV size (MLA)",
@@ -233,8 +246,8 @@ LABELS: dict[str, str] = {
 """Display label of each figure name."""
 
 _KEY_FIGURES: dict[str, tuple[str, ...]] = {
-    "vllm": ("available_kv_gib|refusal_available_kv_gib", "weights_gib", "kv_cache_tokens|num_gpu_blocks",
-             "max_concurrency"),
+    "vllm": ("available_kv_gib|refusal_available_kv_gib", "weights_gib",
+             "kv_cache_tokens|num_gpu_blocks|refusal_kv_tokens", "max_concurrency"),
     "sglang": ("sglang_tokens", "sglang_k_gib|sglang_kv_gib", "sglang_max_total_tokens"),
     "llama.cpp": ("llamacpp_kv_mib|llamacpp_rs_mib", "llamacpp_cells|llamacpp_rs_mib"),
     "trtllm": ("trtllm_tokens", "trtllm_alloc_gib"),
@@ -384,19 +397,21 @@ def _detect(figures: list[LogFigure]) -> str | None:
     return max(counts, key=counts.get) if counts else None
 
 
-_AFTER_SIZING: frozenset[str] = frozenset({"kv_cache_tokens|num_gpu_blocks", "max_concurrency"})
+_AFTER_SIZING: frozenset[str] = frozenset({"kv_cache_tokens|num_gpu_blocks|refusal_kv_tokens", "max_concurrency"})
 """vLLM's key figures printed only once the cache is sized (``_report_kv_cache_config``, after the memory check of
 ``get_kv_cache_configs``, vllm/v1/core/kv_cache_utils.py): a launch refused at that check never prints them."""
 
 _REFUSAL_FIGURES: frozenset[str] = frozenset({"needed_kv_gib", "refusal_available_kv_gib"})
 """Figures of vLLM's "To serve at least one request ..." refusal: a log holding one stops before
-:data:`_AFTER_SIZING`'s lines."""
+:data:`_AFTER_SIZING`'s lines. So does a log whose available memory is not above zero (the "No available memory
+for the cache blocks" refusal of the same check)."""
 
 
 def _missing(engine: str, figures: list[LogFigure]) -> list[str]:
     names = {f.name for f in figures}
     keys = _KEY_FIGURES.get(engine, ())
-    if engine == "vllm" and names & _REFUSAL_FIGURES:
+    no_memory = any(f.value <= 0 for f in figures if f.name == "available_kv_gib")
+    if engine == "vllm" and (names & _REFUSAL_FIGURES or no_memory):
         keys = tuple(key for key in keys if key not in _AFTER_SIZING)
     return [key for key in keys if not any(k in names for k in key.split("|"))]
 

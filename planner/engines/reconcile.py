@@ -46,8 +46,9 @@ class ReconcileRow:
 
     @property
     def relative_error(self) -> float | None:
-        """``(estimate - actual) / actual``, None when actual is 0."""
-        return None if self.actual == 0 else self.difference / self.actual
+        """``(estimate - actual) / |actual|``, None when actual is 0: the sign is the difference's, also for a
+        negative printed figure (vLLM's available memory of a launch it refuses, :mod:`planner.engines.logparse`)."""
+        return None if self.actual == 0 else self.difference / abs(self.actual)
 
 
 def _row(label: str, unit: str, estimate: float, figure: LogFigure | None) -> ReconcileRow | None:
@@ -79,6 +80,7 @@ def reconcile(plan: EnginePlan, figures: LogFigures) -> tuple[ReconcileRow, ...]
         _row("KV needed for one max-length request", "GiB", plan.kv_cache_bytes_needed_per_request / GiB,
              g("needed_kv_gib")),
         _row("Estimated max model length", "tokens", plan.engine_max_model_len, g("estimated_max_model_len")),
+        _row("KV cache tokens (V0 refusal)", "tokens", plan.engine_kv_cache_tokens, g("refusal_kv_tokens")),
         _row("SGLang #tokens", "tokens", plan.engine_kv_cache_tokens, g("sglang_tokens")),
         _row("SGLang K + V size", "GiB", plan.available_kv_cache_bytes / GiB, _sum_kv(figures)),
         _row("llama.cpp KV size", "MiB", plan.available_kv_cache_bytes / MiB, _llamacpp_total(figures)),
@@ -124,8 +126,10 @@ def _llamacpp_cells(figures: LogFigures) -> LogFigure | None:
 PRINTED_TOKENS: tuple[tuple[str, str], ...] = (
     ("kv_cache_tokens", "GPU KV cache size"), ("sglang_tokens", "SGLang #tokens"),
     ("trtllm_tokens", "TensorRT-LLM tokens"), ("tgi_max_total_tokens", "TGI max batch total tokens"),
+    ("refusal_kv_tokens", "KV cache tokens of V0's refusal"),
 )
-"""Token figures an engine prints after sizing its cache, and their labels, in the order looked for."""
+"""Token figures an engine prints after sizing its cache, and their labels, in the order looked for (V0's length
+refusal states ``block_size x num_gpu_blocks``, vllm/worker/worker.py ``raise_if_cache_size_invalid``)."""
 
 MEMORY_PRINT_STEP_BYTES = GiB // 100
 """The print step of "Available KV cache memory" and its kin (two decimals of GiB) [bytes]: the printed
@@ -195,6 +199,55 @@ def log_consistency(pinned: EnginePlan, figures: LogFigures) -> ReconcileRow | N
         return None
     return ReconcileRow(quantity=f"{label} at the log's own available memory", unit="tokens",
                         estimate=pinned.engine_kv_cache_tokens, actual=figure.value, line=figure.line)
+
+
+def log_refusal(figures: LogFigures, estimate: EnginePlan) -> str | None:
+    """One sentence when the log shows vLLM refusing the launch, with what the overhead model predicts; else None.
+
+    The refusals, each read from the figures the log printed (formats: :mod:`planner.engines.logparse`):
+
+    - no memory for the cache: the smallest printed available memory is <= 0 (V1 vllm/v1/worker/gpu_worker.py and
+      V0 vllm/worker/worker.py print ``requested - non-KV memory``); V1's ``_check_enough_kv_cache_memory``
+      (vllm/v1/core/kv_cache_utils.py) and V0's ``raise_if_cache_size_invalid`` (0 blocks) then raise "No
+      available memory for the cache blocks";
+    - V0's length refusal: ``max_model_len`` above the ``block_size x num_gpu_blocks`` tokens it states
+      (``raise_if_cache_size_invalid``);
+    - V1's length refusal: one request of ``max_model_len`` needs more KV memory than the worker has
+      (``_check_enough_kv_cache_memory``).
+
+    Args:
+        figures: The parsed log.
+        estimate: The overhead model's plan at the log's own knobs (the plan :func:`reconcile` compares).
+    """
+    if figures.engine != "vllm":
+        return None
+    memory = f"{estimate.available_kv_cache_bytes / GiB:,.2f} GiB of KV memory"
+    workers, tokens = figures.all("available_kv_gib"), figures.get("refusal_kv_tokens")
+    needed, available = figures.get("needed_kv_gib"), figures.get("refusal_available_kv_gib")
+    if workers and (low := min(workers, key=lambda f: f.value)).value <= 0:
+        said = (f"its available KV cache memory is {low.value:,.2f} GiB (line {low.line_number:,}), so no cache "
+                'block fits: "No available memory for the cache blocks"')
+        planned = memory
+    elif tokens is not None:
+        said = (f"max_model_len{_length_on(figures, tokens)} is more than the {tokens.value:,.0f} tokens its KV cache "
+                f"can store (line {tokens.line_number:,})")
+        planned = f"{estimate.engine_kv_cache_tokens:,} tokens"
+    elif available is not None:
+        need = f": {needed.value:,.2f} GiB" if needed is not None else ""
+        said = (f"one request of max_model_len{_length_on(figures, available)} needs more KV cache than the "
+                f"{available.value:,.2f} GiB available (line {available.line_number:,}{need})")
+        planned = memory
+    else:
+        return None
+    verdict = "predicts a refusal too" if not estimate.starts else "predicts that it starts"
+    return (f"vLLM refused this launch: {said}. The overhead model {verdict} ({planned} here); the table below "
+            "compares the figures.")
+
+
+def _length_on(figures: LogFigures, figure: LogFigure) -> str:
+    """`` L``: the ``max_model_len`` a refusal line states beside ``figure`` ("max seq len (L)"), or ""."""
+    length = next((f.value for f in figures.all("max_model_len") if f.line_number == figure.line_number), None)
+    return f" {length:,.0f}" if length else ""
 
 
 # --- re-plan -------------------------------------------------------------------------
@@ -273,6 +326,11 @@ def request_from_log(request: EngineRequest, figures: LogFigures, *, pin_availab
     When the log has no activation breakdown (vLLM V1 at INFO level) and
     ``plan`` is given, the activation becomes the residual
     ``requested - weights - available - non_torch`` (:func:`residual_overhead_bytes`).
+
+    A negative printed memory (a launch vLLM refuses, :func:`log_refusal`) is pinned as 0: vLLM treats every
+    figure <= 0 alike, no block and "No available memory for the cache blocks" (vllm/v1/core/kv_cache_utils.py
+    ``_check_enough_kv_cache_memory``; V0 vllm/worker/worker.py clamps its blocks to 0), and a request holds no
+    negative size. The residual above keeps the sign, so the measured-overheads plan reproduces the figure.
     """
     updates: dict = {}
     weights = figures.min_bytes("weights_gib")
@@ -297,8 +355,8 @@ def request_from_log(request: EngineRequest, figures: LogFigures, *, pin_availab
             updates.setdefault("non_torch_bytes", non_torch)
     available = measured_available_bytes(figures)
     if pin_available and available is not None:
-        updates["available_kv_memory_bytes"] = available
-        workers = [f.bytes for f in figures.all("available_kv_gib")] if figures.engine == "vllm" else []
+        updates["available_kv_memory_bytes"] = max(available, 0)
+        workers = [max(f.bytes, 0) for f in figures.all("available_kv_gib")] if figures.engine == "vllm" else []
         if len(workers) > 1 and len(workers) == request.tensor_parallel_size * request.pipeline_parallel_size:
             # one line per worker, in the order the workers logged them (the pool takes the smallest)
             updates["available_kv_memory_per_rank_bytes"] = tuple(workers)
