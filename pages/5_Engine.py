@@ -10,8 +10,9 @@ from planner.fixes import engine_fixes
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from ui import catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
 from ui import engine_home  # the node warning, one wording with Home's engine panel
+from ui import engine_nodes
 from ui.engine_metrics import batch_short_text
-from ui.format import count_noun, format_command, md_message, md_text
+from ui.format import count_noun, md_message, md_text
 
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
@@ -91,7 +92,7 @@ st.caption(f"{result.overhead_formula}. Every term can be replaced by a measured
            "Sources: vLLM gpu_worker.py and kv_cache_utils.py; SGLang model_runner_kv_cache_mixin.py; "
            "llama.cpp llama-kv-cache.cpp.")
 st.markdown("**Launch command**")
-st.code(format_command(result.launch_command), language="bash")
+engine_nodes.launch_code(result.launch_command)  # SGLang over nodes: one command per node
 if name_note := custom_panel.launch_name_note(form.model_id):  # a pasted config's name is no checkpoint
     st.caption(name_note)
 engine.serving_section(result)

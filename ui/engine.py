@@ -85,8 +85,8 @@ ENGINE_FIELDS: dict[str, NumberField] = {
                          "chunked_prefill_size, TGI max_batch_prefill_tokens (`--max-num-batched-tokens`)."),
         NumberField(key="num_nodes", label="Nodes per replica", min_value=1, max_value=1024, default=1, step=1,
                     unit="nodes",
-                    help="Machines the GPUs of one replica span (`--num-nodes`); more than 1 runs vLLM with "
-                         "`--distributed-executor-backend ray`, whose NCCL traffic crosses the network."),
+                    help="Machines the GPUs of one replica span (`--num-nodes`): vLLM runs them with `--distributed-"
+                         "executor-backend ray`, SGLang with `--nnodes`, a command per node; NCCL spans the network."),
         NumberField(key="available_kv_memory_gib", label="Engine's available KV memory [GiB per GPU]",
                     min_value=0.0, max_value=4096.0, default=None, step=0.5, is_float=True, unit="GiB",
                     help="What the engine printed ('Available KV cache memory'); skips the overhead model "

@@ -24,14 +24,13 @@ from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.serving import ServingFeatures
-from ui import custom_panel, disagg_knobs, feature_line, inputs, nav, views
+from ui import custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix, log_note
 from ui.expected_error import available_kv_text
 from ui.format import (
     count_noun,
     format_bytes,
-    format_command,
     format_int,
     format_tokens,
     md_message,
@@ -303,7 +302,7 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
         elif plan.starts:
             st.caption(f"{plan.engine} prints no memory lines at startup.")
         # wrapped: a --speculative-config naming its head runs past the column (QA D6: EAGLE3_DRAFT_REPO)
-        st.code(format_command(plan.launch_command), language="bash", wrap_lines=True)
+        engine_nodes.launch_code(plan.launch_command, wrap_lines=True)  # SGLang over nodes: a command per node
         if command_note:  # a custom model's name (ui.custom_panel.launch_name_note)
             st.caption(command_note)
         if nodes:  # one replica wider than a node: the launch across nodes that runs

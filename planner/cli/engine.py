@@ -26,6 +26,7 @@ from planner.cli.serving import serving_from_args
 from planner.engines import plan_engine
 from planner.engines.replica_layout import stage_log_note
 from planner.engines.expected_error import close_call, expected_error_bytes, expected_error_reason
+from planner.engines.launch import node_commands
 from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
@@ -190,10 +191,13 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
 
 
 def engine_json(result: EnginePlan) -> dict:
-    """The keys merged into the ``plan`` JSON."""
+    """The keys merged into the ``plan`` JSON; ``launch_commands`` (every node's, node 0's first: the same as
+    ``launch_command``) only for an SGLang launch over nodes, which runs one command per node."""
     plan = result.to_dict()  # with available_kv_cache_bytes_expected_error (planner/engines/expected_error.py)
+    commands = node_commands(result.launch_command)
     return result.cli_keys() | {"available_kv_cache_bytes_expected_error":
-                                plan["available_kv_cache_bytes_expected_error"], "engine_plan": plan}
+                                plan["available_kv_cache_bytes_expected_error"], "engine_plan": plan} | (
+        {"launch_commands": commands} if len(commands) > 1 else {})
 
 
 def _graphs_charged(result: EnginePlan) -> bool:
@@ -254,7 +258,7 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
     lines += [f"  warning: {w}" for w in result.warnings]
     if backend_note := fp8_kv_note_of(result.notes):  # the command's VLLM_ATTENTION_BACKEND, or why it has none
         lines.append(f"  note: {backend_note}")
-    lines.append(f"launch       {result.launch_command}")
+    lines += [f"launch       {command}" for command in node_commands(result.launch_command)]  # SGLang: each node's
     if result.serving is not None:
         lines += engine_serving_lines(result, shown_notes)
     return lines

@@ -46,6 +46,7 @@ from planner.cli.args import (
 )
 from planner.engines import EnginePlan
 from planner.engines.budget_gap import budget_gap_text
+from planner.engines.launch import node_commands
 from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -338,13 +339,16 @@ def _node_lines(advice: NodeAdvice | None, given: int | None) -> list[str]:
 
 
 def _node_json(advice: NodeAdvice | None, given: int | None) -> dict:
-    """The ``multi_node`` key: the launch across nodes that runs (:func:`_node_lines`), {} when none is needed."""
+    """The ``multi_node`` key: the launch across nodes that runs (:func:`_node_lines`), {} when none is needed. SGLang
+    runs one command per node (``launch_commands``, node 0's first and in ``launch_command``) and has no executor
+    backend (None)."""
     if advice is None:
         return {}
     p = advice.plan
+    sglang = {"launch_commands": node_commands(p.launch_command)} if p.family == "sglang" else {}
     return {"multi_node": {"num_nodes": advice.num_nodes, "gpus_per_node": advice.gpus_per_node,
-                           "distributed_executor_backend": "ray", "launch_command": p.launch_command,
-                           "starts": p.starts, "max_concurrency": p.max_concurrency,
+                           "distributed_executor_backend": None if sglang else "ray",
+                           "launch_command": p.launch_command, **sglang, "starts": p.starts, "max_concurrency": p.max_concurrency,
                            "warning": _node_lines(advice, given)[0].removeprefix("  warning: ")}}
 
 

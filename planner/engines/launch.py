@@ -55,6 +55,9 @@ class LaunchSpec:
             when set (:func:`vllm_cudagraph_flags`).
         language_model_only: The plan leaves the vision / audio towers unloaded (text only): vLLM's flag for
             it is written (:func:`vllm_text_only_flags`).
+        num_nodes: Nodes one replica spans: SGLang's ``--nnodes`` with node 0's ``--node-rank`` and
+            ``--dist-init-addr`` (:func:`sglang_node_flags`), written when above 1 (vLLM spans nodes with its Ray
+            backend, ``distributed_executor_backend``).
     """
 
     engine: str
@@ -83,6 +86,7 @@ class LaunchSpec:
     optimization_level: int | None = None
     language_model_only: bool = False
     max_cudagraph_capture_size: int | None = None
+    num_nodes: int = 1
 
 
 def _join(parts: list[str]) -> str:
@@ -226,6 +230,8 @@ def sglang_command(spec: LaunchSpec) -> str:
         parts += ["--pp-size", str(spec.pipeline_parallel_size)]
     if spec.data_parallel_size > 1:
         parts += ["--dp", str(spec.data_parallel_size)]
+    if spec.num_nodes > 1:
+        parts += sglang_node_flags(spec.num_nodes, 0)
     parts += ["--context-length", str(spec.max_model_len)]
     if spec.gpu_memory_utilization is not None:
         parts += ["--mem-fraction-static", _fraction(spec.gpu_memory_utilization)]
@@ -237,6 +243,48 @@ def sglang_command(spec: LaunchSpec) -> str:
         parts += ["--page-size", str(spec.block_size)]
     flags, comment = weight_flags(spec.weight_dtype)
     return _join(parts + flags) + comment
+
+
+SGLANG_HEAD = "HEAD_IP"
+"""Where SGLang's multi-node commands name the first node's address (the reader fills it in)."""
+
+SGLANG_DIST_INIT_PORT = 20000
+"""The port of ``--dist-init-addr`` in SGLang's multi-node example (docs/references/multi_node_deployment/
+multi_node.md, Llama 3.1 405B on two nodes); any free port of the first node serves."""
+
+
+def sglang_node_flags(num_nodes: int, node_rank: int) -> list[str]:
+    """``--nnodes N --node-rank R --dist-init-addr HEAD_IP:20000``: the flags one node of an SGLang replica over
+    ``num_nodes`` nodes runs with (python/sglang/srt/server_args.py ``nnodes``, ``node_rank``, ``dist_init_addr``;
+    every node names the first node's address, the rendezvous of torch.distributed in ``ModelRunner.
+    init_torch_distributed``, python/sglang/srt/model_executor/model_runner.py)."""
+    return ["--nnodes", str(num_nodes), "--node-rank", str(node_rank), "--dist-init-addr",
+            f"{SGLANG_HEAD}:{SGLANG_DIST_INIT_PORT}"]
+
+
+_NODES = re.compile(r"(?<= )--nnodes (\d+) --node-rank 0(?= )")
+
+
+def node_commands(command: str) -> list[str]:
+    """Every node's command of an SGLang launch over nodes, node 0's first: ``command`` (node 0's, as
+    :func:`sglang_command` writes it, with any flags added after) with ``--node-rank`` 0, 1, ...; ``[command]`` for
+    a launch on one node or of another engine (a vLLM Ray launch runs one command, on the first node)."""
+    found = _NODES.search(command)
+    if found is None:
+        return [command]
+    head, tail = command[:found.start()], command[found.end():]
+    nodes = int(found.group(1))
+    return [f"{head}--nnodes {nodes} --node-rank {rank}{tail}" for rank in range(nodes)]
+
+
+def without_node_flags(command: str) -> str:
+    """``command`` without the node flags :func:`sglang_command` writes (a data / expert parallel launch writes its
+    own per node: ``planner.scale.deploy.node_commands``)."""
+    found = _NODES.search(command)
+    if found is None:
+        return command
+    rest = command[found.end():].removeprefix(f" --dist-init-addr {SGLANG_HEAD}:{SGLANG_DIST_INIT_PORT}")
+    return command[:found.start()].rstrip() + rest
 
 
 def llamacpp_command(spec: LaunchSpec) -> str:

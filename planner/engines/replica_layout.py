@@ -12,12 +12,17 @@
    The planner's multi-node launch is the Ray one (:attr:`planner.engines.types.EngineRequest.num_nodes`, which
    also prices the NCCL buffers per node). :func:`node_advice` re-plans a one-node request that needs more GPUs
    than a node has across ``ceil(world / gpus_per_node)`` nodes with that backend.
+3. SGLang places the ranks itself: with ``--nnodes 1`` a node runs every rank on GPU ids ``0 .. tp x pp - 1``, and a
+   rank whose id the node lacks stops at ``torch.cuda.set_device`` ("CUDA error: invalid device ordinal") before the
+   weights load; across nodes it takes ``--nnodes``, ``--node-rank`` and ``--dist-init-addr``, one command per node
+   (:mod:`planner.engines.sglang_nodes`). :func:`node_advice` re-plans it over the fewest nodes its rank layout fills.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from planner.engines import sglang_nodes
 from planner.engines.dispatch import plan_engine
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.types import EnginePlan, EngineRequest, stopped_before_load
@@ -55,8 +60,9 @@ class NodeAdvice:
 
     Attributes:
         gpus_per_node: GPUs in one node the advice assumed [GPUs].
-        num_nodes: Nodes the replica needs (``ceil(tp x pp / gpus_per_node)``).
-        plan: The engine plan across ``num_nodes`` nodes with the Ray backend.
+        num_nodes: Nodes the replica needs (``ceil(tp x pp / gpus_per_node)``; SGLang: the fewest its rank layout
+            fills, :func:`planner.engines.sglang_nodes.nodes_needed`).
+        plan: The engine plan across ``num_nodes`` nodes with the Ray backend (SGLang: its ``--nnodes`` launch).
     """
 
     gpus_per_node: int
@@ -71,6 +77,8 @@ class NodeAdvice:
             node_source: Where the node size comes from (``"--gpus-per-node, default 8"``).
         """
         p = self.plan
+        if p.family == "sglang":
+            return sglang_nodes.advice_text(p, self.gpus_per_node, self.num_nodes, how, node_source, starts_text(p))
         world = p.tensor_parallel_size * p.pipeline_parallel_size
         return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {p.tensor_parallel_size} x pipeline "
                 f"{p.pipeline_parallel_size}) on one node, where a node holds {self.gpus_per_node} ({node_source}): "
@@ -83,36 +91,43 @@ class NodeAdvice:
 
 def node_advice(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                 gpus_per_node: int) -> NodeAdvice | None:
-    """The multi-node launch of a vLLM ``request`` planned on one node with the ``mp`` executor whose ``tp x pp``
-    GPUs are more than ``gpus_per_node`` (module docstring, 2; the callers' default is
-    ``planner.scale.layout.DEFAULT_GPUS_PER_NODE``, an HGX board's 8); None when the request fits a node, already
-    spans nodes or names the Ray backend, or another engine family plans it.
+    """The multi-node launch of a vLLM ``request`` planned on one node with the ``mp`` executor, or of an SGLang one
+    on one node (``--nnodes 1``), whose ``tp x pp`` GPUs are more than ``gpus_per_node`` (module docstring, 2 and
+    3; the callers' default is ``planner.scale.layout.DEFAULT_GPUS_PER_NODE``, an HGX board's 8); None when the
+    request fits a node, already spans nodes or names the Ray backend, or another engine family plans it.
 
     Raises:
         ValueError: as :func:`planner.engines.plan_engine`.
     """
     world = request.tensor_parallel_size * request.pipeline_parallel_size
-    if (ENGINE_PROFILES[request.engine].family != "vllm" or world <= gpus_per_node or request.num_nodes > 1
+    family = ENGINE_PROFILES[request.engine].family
+    if (family not in ("vllm", "sglang") or world <= gpus_per_node or request.num_nodes > 1
             or request.distributed_executor_backend != "mp"):
         return None
-    nodes = -(-world // gpus_per_node)
+    nodes = (sglang_nodes.nodes_needed(request.tensor_parallel_size, request.pipeline_parallel_size, gpus_per_node)
+             if family == "sglang" else -(-world // gpus_per_node))
+    # SGLang ignores the backend; the request names Ray only because EngineRequest.validate asks it of every launch
+    # over nodes
     across = replace(request, num_nodes=nodes, distributed_executor_backend="ray")
     return NodeAdvice(gpus_per_node=gpus_per_node, num_nodes=nodes, plan=plan_engine(model, gpu_memory_bytes, across))
 
 
 def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePlan:
     """``plan`` as the one-node launch runs: refused before it loads weights where ``advice`` (:func:`node_advice`)
-    says the replica needs more GPUs than a node holds, else ``plan`` unchanged. The reason is worded as vLLM's stop
-    (its figures, not the planner's: the two-node launch and its concurrency are the warning's, QA stop 43). A node of 8 GPUs cannot hold 16
-    workers whatever the executor: vLLM's ``mp`` stops at startup (vllm/config/parallel.py), and a Ray launch waits
-    for GPUs no node has until a cluster spans the nodes. QA (stop 43): DeepSeek-V3 on tensor parallel 8 x pipeline
-    2 "starts yes" above a warning that said the same launch stops; the advice's launch is the one that runs."""
+    says the replica needs more GPUs than a node holds, else ``plan`` unchanged. The reason is worded as the engine's
+    stop, vLLM's or SGLang's "invalid device ordinal" (:func:`planner.engines.sglang_nodes.one_node_reason`), with
+    its figures, not the planner's: the two-node launch and its concurrency are the warning's (QA stop 43). A node
+    of 8 GPUs cannot hold 16 workers whatever the executor: vLLM's ``mp`` stops at startup (vllm/config/parallel.py),
+    and a Ray launch waits for GPUs no node has until a cluster spans the nodes. QA (stop 43): DeepSeek-V3 on tensor
+    parallel 8 x pipeline 2 "starts yes" above a warning that said the same launch stops; the advice's launch is the
+    one that runs."""
     if advice is None:
         return plan
     world = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    reason = (f"World size ({world}: tensor parallel {plan.tensor_parallel_size} x pipeline "
-              f"{plan.pipeline_parallel_size}) is larger than the {advice.gpus_per_node} GPUs of this node; set "
-              "--distributed-executor-backend ray over a cluster of enough nodes")
+    reason = sglang_nodes.one_node_reason(plan, advice.gpus_per_node) if plan.family == "sglang" else (
+        f"World size ({world}: tensor parallel {plan.tensor_parallel_size} x pipeline "
+        f"{plan.pipeline_parallel_size}) is larger than the {advice.gpus_per_node} GPUs of this node; set "
+        "--distributed-executor-backend ray over a cluster of enough nodes")
     return EnginePlan._from_parts(vars(plan), {"starts": False, "reasons": (reason, *plan.reasons),
                                                **stopped_before_load(vars(plan))})
 

@@ -61,6 +61,7 @@ from planner.engines.profiles import (
     sglang_memory_defaults,
 )
 from planner.engines.serving import DRAFT_KV, DRAFT_WEIGHTS, LORA_SLOTS, serving_terms
+from planner.engines.sglang_nodes import nodes_refusal
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
 from planner.engines.weight_tensors import vllm_weight_tensors
@@ -376,7 +377,7 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
            f"context_len={c.max_model_len}"]
     if terms is not None and terms.draft_weights_bytes:
         warnings += _sglang_draft_messages(ranks[-1], log, tokens, fraction, mla=mla)
-    return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
+    plan = engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
                  block_size=page, mnbt=mnbt, seqs=seqs, tokens=tokens, num_blocks=tokens // page,
                  concurrency=concurrency, engine_max_len=min(tokens, c.limit),
                  needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=warnings,
@@ -389,4 +390,5 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
                                    data_parallel_size=request.data_parallel_size, max_model_len=c.max_model_len,
                                    gpu_memory_utilization=fraction, kv_cache_dtype=request.kv_cache_dtype,
                                    max_num_seqs=seqs, max_num_batched_tokens=request.max_num_batched_tokens,
-                                   block_size=request.block_size))
+                                   block_size=request.block_size, num_nodes=request.num_nodes))
+    return nodes_refusal(plan, request.num_nodes)  # --nnodes that do not divide tp x pp (sglang_nodes.py)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from planner.engines import plan_engine
 from planner.engines.profiles import engine_profile
 from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.launch import without_node_flags
 from planner.engines.vllm_moe_dispatch import DataParallelMoE, MoeDispatchPeak, moe_dispatch_peak
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
@@ -210,8 +211,10 @@ def scale_launch_flags(request: ScaleRequest, layout: RankLayout) -> list[str]:
 
 
 def _launch(plan: EnginePlan, request: ScaleRequest, layout: RankLayout) -> str:
-    """The engine's launch command with this layout's flags (SGLang DP attention: ``--tp`` is the whole group)."""
-    command = plan.launch_command
+    """The engine's launch command with this layout's flags (SGLang DP attention: ``--tp`` is the whole group); an
+    SGLang rank planned over nodes loses the engine's node flags, which each node's command adds
+    (:func:`planner.scale.deploy.node_commands`)."""
+    command = without_node_flags(plan.launch_command)
     if layout.family == "sglang" and request.enable_dp_attention:
         command = command.replace(f" --tp {layout.attention_tp} ", f" --tp {layout.tensor_parallel_size} ", 1)
     return append_flags(command, scale_launch_flags(request, layout))
