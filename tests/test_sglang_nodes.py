@@ -161,6 +161,8 @@ def test_cli_two_nodes_start_with_one_command_per_node(capsys):
                  "2", "--tensor-parallel-size", "16", "--ep-size", "16", "--target", "commands"]) == 0
     deployed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("python")]
     assert len(deployed) == 2 and all(line.count("--nnodes") == 1 for line in deployed), deployed  # its own flags
+    port = next(w for w in across.launch_command.split() if w.startswith("HEAD_IP:")).split(":")[1]
+    assert all(f"--dist-init-addr $HEAD_IP:{port}" in line for line in deployed), deployed  # one rendezvous port
 
 
 # --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import json
 import re
 import shlex
 
+from planner.engines.launch import SGLANG_DIST_INIT_PORT
 from planner.scale.plan import ScalePlan, append_flags
 from planner.text import count_noun
 
@@ -217,7 +218,7 @@ def node_commands(plan: ScalePlan, role: str, *, disaggregated: bool, head: str 
     if layout.nodes <= 1:
         return [command]
     return [append_flags(command, ["--nnodes", str(layout.nodes), "--node-rank", str(node), "--dist-init-addr",
-                                   f"{head}:5000"]) for node in range(layout.nodes)]
+                                   f"{head}:{SGLANG_DIST_INIT_PORT}"]) for node in range(layout.nodes)]
 
 
 def model_volume_gib(model) -> int:
