@@ -69,7 +69,7 @@ feature_line.show_users_line(features, form.model_id, same_as="")
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-serving.serving_panel(model, gpu, request, result, form.cli_command())
+serving.serving_panel(model, gpu, request, result, form.cli_command(stages))
 formulas.formula_panel(result, model, form)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
                              gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),

@@ -100,6 +100,22 @@ def test_home_formulas_are_of_the_stage_its_figures_are_of(home_pp):
     assert "pipeline stage 1 of 2 (its 63 layers; each stage on 8 tensor-parallel GPUs)" in intro, intro
     table = next(t for t in texts if "| Layers |" in t)
     assert "| 63 layers, full attention | 2 (K, V) × 1 KV heads × 128 head_dim" in table, table
+    terms = next(t for t in texts if "| KV per sequence" in t)
+    assert "of the stage's layers ÷ 8 GPUs (tensor parallel splits the KV heads)" in terms, terms
+    assert "÷ 16 GPUs" not in terms and "÷ 8 GPUs (tensor parallel)" in terms  # the weights: the stage's on 8
+
+
+def test_home_command_line_plans_the_same_stages(home_pp, capsys):
+    """Home's "Same plan from the command line" carries the stages its budget planned, and that command holds
+    Home's users (without the flag the CLI planned one group of 16: another figure under the same link)."""
+    line = next(c for c in _codes(home_pp) if c.startswith("python -m planner plan"))
+    assert "--pipeline-parallel-size 2" in line, line
+    args = line.replace("\\\n", " ").split()[4:]
+    assert main(["plan", *args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    verdict = next(t for t in _texts(home_pp) if t.startswith("**Fits.**"))
+    assert out["pipeline_parallel_size"] == 2
+    assert f"up to {out['max_concurrent_sequences']} concurrent sequences" in verdict, verdict
 
 
 def test_home_without_stages_keeps_its_tensor_parallel_panel():

@@ -182,4 +182,4 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
                    "vllm/v1/worker/gpu_worker.py; "
                    "the README's Models section.")
         st.markdown("Same plan from the command line:")
-        st.code(inputs.cli_command(), language="bash")
+        st.code(inputs.cli_command(pp), language="bash")

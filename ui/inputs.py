@@ -100,9 +100,10 @@ class PlanInputs:
             block_size=self.block_size, overhead_bytes=overhead,
         )
 
-    def cli_command(self) -> str:
+    def cli_command(self, pipeline_parallel_size: int = 1) -> str:
         """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
-        the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`)."""
+        the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`); with the pipeline stages
+        Home's budget planned (:func:`planner.pipeline.plan_pipeline`) where there are more than one."""
         from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
 
         model, gpu, comments = source_flags(self.model_id, self.gpu_id)
@@ -114,6 +115,8 @@ class PlanInputs:
                  f"--block-size {self.block_size}"]
         if self.overhead_gib is not None:
             parts.append(f"--overhead-gib {self.overhead_gib:g}")
+        if pipeline_parallel_size > 1:
+            parts.append(f"--pipeline-parallel-size {pipeline_parallel_size}")
         return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 

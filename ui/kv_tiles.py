@@ -59,19 +59,25 @@ def exact_cache_suffix(plans: Sequence[tuple[object, Plan]], p: Plan) -> str:
 def kv_split_text(plan: Plan) -> str:
     """How a sequence's KV reaches one GPU, for Home's formula panel: ``÷ N GPUs`` only where tensor parallelism
     splits it (``Plan.kv_cache_bytes_per_token_per_gpu`` below ``kv_cache_bytes_per_token``: KV heads >= the
-    tensor-parallel size), else replicated on each GPU (one KV head, an MLA latent: DeepSeek-V3.2 and V4).
+    tensor-parallel size), else replicated on each GPU (one KV head, an MLA latent: DeepSeek-V3.2 and V4); for a
+    plan of pipeline stages (:func:`planner.pipeline.plan_pipeline`), the stage's layers on its tensor-parallel
+    group.
 
     Sources: :func:`planner.model.kv.kv_cache_bytes_per_token` (each layer's ``bytes_per_token(dtypes, tp)``).
     """
-    tp, whole, per_gpu = plan.num_gpus, plan.kv_cache_bytes_per_token, plan.kv_cache_bytes_per_token_per_gpu
+    pp, whole, per_gpu = (plan.pipeline_parallel_size, plan.kv_cache_bytes_per_token,
+                          plan.kv_cache_bytes_per_token_per_gpu)
+    tp = plan.num_gpus // pp
+    layers = " of the stage's layers" if pp > 1 else ""
     if tp == 1 or not per_gpu:
-        return ""
-    if per_gpu >= whole:
-        return f", replicated on each of the {tp} GPUs (one latent or fewer KV heads than GPUs: nothing to split)"
-    ways = round(whole / per_gpu)
+        return layers
+    ways = round(whole / (per_gpu * pp))  # the stages' layers are (about) equal shares of the model's
+    if ways <= 1:
+        return (f"{layers}, replicated on each of the {tp} GPUs (one latent or fewer KV heads than GPUs: nothing to "
+                "split)")
     if ways >= tp:
-        return f" ÷ {tp} GPUs (tensor parallel splits the KV heads)"
-    return f" ÷ {ways} (the KV heads split {ways} ways, each part replicated on {tp // ways} of the {tp} GPUs)"
+        return f"{layers} ÷ {tp} GPUs (tensor parallel splits the KV heads)"
+    return f"{layers} ÷ {ways} (the KV heads split {ways} ways, each part replicated on {tp // ways} of the {tp} GPUs)"
 
 
 def users_formula_text(plan: Plan, per_seq_paged: int) -> str:
