@@ -73,6 +73,12 @@ def qwen2_7b() -> ModelSpec:
     (VLLM_V1, "vllm", "cudagraph_gib", 0.5),
     (VLLM_V1, "vllm", "max_num_batched_tokens", 2048),
     (VLLM_V0, "vllm", "num_gpu_blocks", 1952),
+    # V0 from v0.7 logs the platform's dispatch key (vllm/executor/executor_base.py initialize_cache,
+    # "# %s blocks: %d, # CPU blocks: %d" with current_platform.dispatch_key); both spellings are in public logs
+    ("INFO 06-26 16:55:19 [executor_base.py:112] # cuda blocks: 41345, # CPU blocks: 21845", "vllm",
+     "num_gpu_blocks", 41_345),
+    ("INFO 05-30 16:23:28 executor_base.py:110] # CUDA blocks: 5519, # CPU blocks: 9362", "vllm",
+     "num_gpu_blocks", 5_519),
     (VLLM_V0, "vllm", "peak_torch_gib", 17.06),
     (VLLM_V0, "vllm", "non_torch_gib", 0.35),
     (VLLM_V0, "vllm", "available_kv_gib", 3.81),

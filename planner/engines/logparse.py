@@ -34,7 +34,8 @@ profile's peak exceed ``gpu_memory_utilization`` x total (V1 vllm/v1/worker/gpu_
 
 Sources (log formats): vLLM vllm/v1/worker/gpu_worker.py,
 vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``, ``_check_enough_kv_cache_memory``), vllm/worker/worker.py
-(V0 "Memory profiling results"), vllm/executor/executor_base.py ("# GPU blocks");
+(V0 "Memory profiling results"), vllm/executor/executor_base.py ("# GPU blocks"; from v0.7 "# CUDA blocks" or
+"# cuda blocks", the platform's dispatch key);
 SGLang python/sglang/srt/mem_cache/memory_pool.py, managers/scheduler.py,
 model_executor/model_runner.py; llama.cpp src/llama-kv-cache.cpp,
 src/llama-memory-recurrent.cpp (recurrent-state size and "RS buffer size"), src/llama-context.cpp; TensorRT-LLM cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp,
@@ -101,6 +102,8 @@ _PATTERNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("concurrency_len", "vllm", "tokens", r"Maximum concurrency for " + _NUM + r" tokens per request", 1),
     ("max_concurrency", "vllm", "x", r"Maximum concurrency for [0-9,]+ tokens per request:" + _SP + _NUM + r"x", 1),
     ("num_gpu_blocks", "vllm", "count", r"# GPU blocks:" + _SP + _NUM, 1),
+    ("num_gpu_blocks", "vllm", "count", r"# CUDA blocks:" + _SP + _NUM, 1),  # V0 v0.7+: the platform's dispatch key
+    ("num_gpu_blocks", "vllm", "count", r"# cuda blocks:" + _SP + _NUM, 1),  # (vllm/executor/executor_base.py)
     ("num_gpu_blocks", "vllm", "count", r"num_gpu_blocks is:" + _SP + _NUM, 1),
     ("weights_gib", "vllm", "GiB", r"Model loading took" + _SP + _NUM + _SP + r"Gi?B", 1),
     ("weights_gib", "vllm", "GiB", r"Loading model weights took" + _SP + _NUM + _SP + r"Gi?B", 1),
