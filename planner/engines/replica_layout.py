@@ -10,8 +10,11 @@
    workers run on this host; where the host has fewer GPUs than the world size it stops at startup and asks for
    ``--distributed-executor-backend ray`` (or, in the newest builds, ``--nnodes`` for its multi-node ``mp`` mode).
    The planner's multi-node launch is the Ray one (:attr:`planner.engines.types.EngineRequest.num_nodes`, which
-   also prices the NCCL buffers per node). :func:`node_advice` re-plans a one-node request that needs more GPUs
-   than a node has across ``ceil(world / gpus_per_node)`` nodes with that backend.
+   also prices the NCCL buffers per node). :func:`node_advice` re-plans a request that needs more GPUs than its
+   nodes have across ``ceil(world / gpus_per_node)`` nodes with that backend. Over Ray (the backend named, or more
+   than one node) a cluster with too few GPUs never grants the placement group of one GPU per worker: vLLM waits
+   ``PG_WAIT_TIMEOUT`` (1800 s) and stops with "Cannot provide a placement group" (vllm/v1/executor/ray_utils.py
+   ``_wait_until_pg_ready``) before any weight loads.
 3. SGLang places the ranks itself: with ``--nnodes 1`` a node runs every rank on GPU ids ``0 .. tp x pp - 1``, and a
    rank whose id the node lacks stops at ``torch.cuda.set_device`` ("CUDA error: invalid device ordinal") before the
    weights load; across nodes it takes ``--nnodes``, ``--node-rank`` and ``--dist-init-addr``, one command per node
@@ -31,6 +34,10 @@ from planner.text import count_noun
 
 RAY_HEAD_PORT = 6379
 """The port ``ray start --head`` listens on by default (Ray's documented default, the GCS server)."""
+
+PG_WAIT_TIMEOUT_S = 1800
+"""How long vLLM's Ray executor waits for its placement group before it stops (``PG_WAIT_TIMEOUT`` in
+vllm/v1/executor/ray_utils.py)."""
 
 
 def starts_text(plan: EnginePlan) -> str:
@@ -68,6 +75,16 @@ class NodeAdvice:
     gpus_per_node: int
     num_nodes: int
     plan: EnginePlan
+    given_nodes: int = 1
+    """The nodes the refused request named (its ``num_nodes``), which hold fewer GPUs than its ``tp x pp``."""
+    given_backend: str = "mp"
+    """The refused request's ``distributed_executor_backend``: vLLM's ``mp`` stops on one node, Ray waits."""
+
+    @property
+    def waits_for_ray(self) -> bool:
+        """True where vLLM's refused request runs over Ray (it named the Ray backend or more than one node): its
+        placement group waits for GPUs the nodes lack, not the ``mp`` executor's one-node stop."""
+        return self.plan.family != "sglang" and (self.given_nodes > 1 or self.given_backend != "mp")
 
     def text(self, how: str, node_source: str) -> str:
         """The warning: why the one-node launch stops, and the command that runs.
@@ -78,8 +95,19 @@ class NodeAdvice:
         """
         p = self.plan
         if p.family == "sglang":
-            return sglang_nodes.advice_text(p, self.gpus_per_node, self.num_nodes, how, node_source, starts_text(p))
+            return sglang_nodes.advice_text(p, self.gpus_per_node, self.num_nodes, how, node_source, starts_text(p),
+                                            given_nodes=self.given_nodes)
         world = p.tensor_parallel_size * p.pipeline_parallel_size
+        if self.waits_for_ray:
+            held = self.given_nodes * self.gpus_per_node
+            return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {p.tensor_parallel_size} x pipeline "
+                    f"{p.pipeline_parallel_size}) over {count_noun(self.given_nodes, 'node')} of {self.gpus_per_node} "
+                    f"({node_source}), which hold {held}: vLLM's Ray executor asks a placement group of one GPU per "
+                    f"worker, waits {PG_WAIT_TIMEOUT_S} s for it and stops with 'Cannot provide a placement group' "
+                    f"(vllm/v1/executor/ray_utils.py _wait_until_pg_ready). Across {self.num_nodes} nodes ({how}) "
+                    f"it runs: start a Ray cluster over them (`ray start --head` on the first, `ray start "
+                    f"--address=HEAD_IP:{RAY_HEAD_PORT}` on the others), then run on the first `{p.launch_command}`, "
+                    f"which {starts_text(p)}")
         return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {p.tensor_parallel_size} x pipeline "
                 f"{p.pipeline_parallel_size}) on one node, where a node holds {self.gpus_per_node} ({node_source}): "
                 f"vLLM's default `mp` executor keeps the workers on one node and stops at startup when the node has "
@@ -101,15 +129,15 @@ def node_advice(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     """
     world = request.tensor_parallel_size * request.pipeline_parallel_size
     family = ENGINE_PROFILES[request.engine].family
-    if (family not in ("vllm", "sglang") or world <= gpus_per_node or request.num_nodes > 1
-            or request.distributed_executor_backend != "mp"):
+    if family not in ("vllm", "sglang") or world <= request.num_nodes * gpus_per_node:
         return None
     nodes = (sglang_nodes.nodes_needed(request.tensor_parallel_size, request.pipeline_parallel_size, gpus_per_node)
              if family == "sglang" else -(-world // gpus_per_node))
     # SGLang ignores the backend; the request names Ray only because EngineRequest.validate asks it of every launch
     # over nodes
     across = replace(request, num_nodes=nodes, distributed_executor_backend="ray")
-    return NodeAdvice(gpus_per_node=gpus_per_node, num_nodes=nodes, plan=plan_engine(model, gpu_memory_bytes, across))
+    return NodeAdvice(gpus_per_node=gpus_per_node, num_nodes=nodes, plan=plan_engine(model, gpu_memory_bytes, across),
+                      given_nodes=request.num_nodes, given_backend=request.distributed_executor_backend)
 
 
 def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePlan:
@@ -124,10 +152,17 @@ def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePl
     if advice is None:
         return plan
     world = plan.tensor_parallel_size * plan.pipeline_parallel_size
-    reason = sglang_nodes.one_node_reason(plan, advice.gpus_per_node) if plan.family == "sglang" else (
-        f"World size ({world}: tensor parallel {plan.tensor_parallel_size} x pipeline "
-        f"{plan.pipeline_parallel_size}) is larger than the {advice.gpus_per_node} GPUs of this node; set "
-        "--distributed-executor-backend ray over a cluster of enough nodes")
+    if plan.family == "sglang":
+        reason = sglang_nodes.one_node_reason(plan, advice.gpus_per_node, advice.given_nodes)
+    elif advice.waits_for_ray:
+        reason = (f"Cannot provide a placement group of {world} GPU bundles within {PG_WAIT_TIMEOUT_S} seconds: "
+                  f"{count_noun(advice.given_nodes, 'node')} of {advice.gpus_per_node} GPUs hold "
+                  f"{advice.given_nodes * advice.gpus_per_node} (vllm/v1/executor/ray_utils.py _wait_until_pg_ready); "
+                  f"span {advice.num_nodes} nodes")
+    else:
+        reason = (f"World size ({world}: tensor parallel {plan.tensor_parallel_size} x pipeline "
+                  f"{plan.pipeline_parallel_size}) is larger than the {advice.gpus_per_node} GPUs of this node; set "
+                  "--distributed-executor-backend ray over a cluster of enough nodes")
     return EnginePlan._from_parts(vars(plan), {"starts": False, "reasons": (reason, *plan.reasons),
                                                **stopped_before_load(vars(plan))})
 

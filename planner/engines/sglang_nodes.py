@@ -49,32 +49,41 @@ def nodes_needed(tensor_parallel_size: int, pipeline_parallel_size: int, node_si
     return world
 
 
-def one_node_reason(plan: EnginePlan, node_size: int) -> str:
-    """SGLang's stop for ``plan`` on one node of ``node_size`` GPUs when ``tp x pp`` is more (module docstring 2)."""
+def one_node_reason(plan: EnginePlan, node_size: int, nnodes: int = 1) -> str:
+    """SGLang's stop for ``plan`` over ``nnodes`` nodes of ``node_size`` GPUs when a node gets more ranks than that
+    (module docstring 2: each node's ranks take GPU ids from 0, :func:`gpus_per_node`)."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
+    per_node = gpus_per_node(tp, pp, nnodes) or tp * pp
+    ranks = (f"the {tp * pp} ranks of tensor parallel {tp} x pipeline {pp}" if nnodes == 1 else
+             f"each of the {nnodes} nodes {per_node} of the {tp * pp} ranks of tensor parallel {tp} x pipeline {pp},")
     return (f"Scheduler hit an exception: CUDA error: invalid device ordinal (torch.cuda.set_device({node_size}) in "
-            f"init_torch_distributed): --nnodes 1 gives the {tp * pp} ranks of tensor parallel {tp} x pipeline {pp} "
-            f"the GPU ids 0-{tp * pp - 1} of this node, which has {count_noun(node_size, 'GPU')}; launch with "
+            f"init_torch_distributed): --nnodes {nnodes} gives {ranks} the GPU ids 0-{per_node - 1} of "
+            f"{'this node' if nnodes == 1 else 'its node'}, which has {count_noun(node_size, 'GPU')}; launch with "
             "--nnodes, --node-rank and --dist-init-addr over enough nodes")
 
 
-def advice_text(plan: EnginePlan, node_size: int, nodes: int, how: str, node_source: str, starts: str) -> str:
-    """The warning for a one-node SGLang launch wider than a node: why it stops, and each node's command of
-    ``plan`` (the launch over ``nodes`` nodes) with what it ``starts`` with.
+def advice_text(plan: EnginePlan, node_size: int, nodes: int, how: str, node_source: str, starts: str, *,
+                given_nodes: int = 1) -> str:
+    """The warning for an SGLang launch over ``given_nodes`` nodes that gives a node more ranks than its GPUs: why it
+    stops, and each node's command of ``plan`` (the launch over ``nodes`` nodes) with what it ``starts`` with.
 
     Args:
         how: How the reader sets the nodes (``"--num-nodes 2"``).
         node_source: Where the node size comes from (``"--gpus-per-node, default 8"``).
         starts: The verdict of ``plan`` (:func:`planner.engines.replica_layout.starts_text`).
+        given_nodes: The refused launch's ``--nnodes``.
     """
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
     world = tp * pp
+    per_node = gpus_per_node(tp, pp, given_nodes) or world
     commands = node_commands(plan.launch_command)
     runs = "; ".join(f"on node {rank}{' (HEAD_IP is its address)' if rank == 0 else ''} `{command}`"
                      for rank, command in enumerate(commands))
-    return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {tp} x pipeline {pp}) on one node, where a node "
-            f"holds {node_size} ({node_source}): with the default --nnodes 1 SGLang gives the ranks the GPU ids "
-            f"0-{world - 1} of this node (python/sglang/srt/entrypoints/engine.py), and the ranks past "
+    where = ("on one node" if given_nodes == 1 else f"over {given_nodes} nodes")
+    nnodes = "the default --nnodes 1" if given_nodes == 1 else f"--nnodes {given_nodes}"
+    return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {tp} x pipeline {pp}) {where}, where a node "
+            f"holds {node_size} ({node_source}): with {nnodes} SGLang gives a node's ranks the GPU ids "
+            f"0-{per_node - 1} of that node (python/sglang/srt/entrypoints/engine.py), and the ranks past "
             f"{node_size - 1} stop at startup with 'CUDA error: invalid device ordinal' before loading weights "
             f"(model_runner.py init_torch_distributed). Across {nodes} nodes ({how}) it runs "
             f"{count_noun(world // nodes, 'GPU')} on each, one command per node: {runs}; it {starts}")
