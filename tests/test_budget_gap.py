@@ -66,3 +66,20 @@ def test_the_catch_all_cause_names_a_kv_difference_or_the_paging():
                                  "images_per_request": "2"})
     why = next(c.value for c in images.caption if c.value.startswith("Why these can differ"))
     assert "with the same KV memory, the engine pages each request its own way" in why, why
+
+
+def test_stages_the_budget_plans_too_are_no_cause():
+    """With the budget planning the launch's stages (planner.pipeline), "its layers are split over 2 pipeline stages
+    ..., which the budget does not model" is false; a budget of one group (1 stage) beside it still names the split."""
+    from model_catalog import get_gpu, model_spec
+    from planner.engines import plan_engine
+    from planner.engines.budget_gap import budget_gap_text
+    from planner.engines.types import EngineRequest
+
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    staged = plan_engine(model_spec("meta-llama/Meta-Llama-3.1-8B"), gpu.framework_memory_bytes, EngineRequest(
+        engine="vllm-v0.28", tensor_parallel_size=2, pipeline_parallel_size=2, max_model_len=8192, gpu_name=gpu.name))
+    other = int(staged.requests_held) + 7  # any budget count that differs
+    kwargs = {"budget_users": other, "budget_context_len": 8192, "budget_batched_tokens": staged.max_num_batched_tokens}
+    assert "which the budget does not model" in budget_gap_text(staged, **kwargs)
+    assert "pipeline stages" not in budget_gap_text(staged, **kwargs, budget_stages=2)

@@ -267,7 +267,8 @@ def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, 
         return ""
     return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
                            budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
-                           pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes)
+                           pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes,
+                           budget_stages=budget.pipeline_parallel_size)
 
 
 def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str | None = None,

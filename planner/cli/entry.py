@@ -220,7 +220,7 @@ def _run_plans(args: argparse.Namespace):
         engine = refused_on_one_node(engine, args.node_advice)
     args.model_keys = cli_serving.model_keys(args, full_model, num_gpus)  # multimodal / params_source JSON keys
     args.budget_batched_tokens = profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id)  # budget_gap
-    args.checked_fixes = None if pp > 1 or scale is not None else _checked_fixes(args, model, gpu, request, result)
+    args.checked_fixes = None if scale is not None else _checked_fixes(args, model, gpu, request, result)
     return result, engine, gpu
 
 
@@ -448,7 +448,8 @@ def _output(args: argparse.Namespace) -> str:
     if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences,
                                           budget_context_len=result.context_len,
                                           budget_batched_tokens=args.budget_batched_tokens,
-                                          budget_kv_bytes=result.kv_cache_budget_bytes)):
+                                          budget_kv_bytes=result.kv_cache_budget_bytes,
+                                          budget_stages=result.pipeline_parallel_size)):
         extra_lines.append(f"  note: {gap}")
     if result.serving is not None:
         extra_lines += cli_serving.serving_table_lines(result.serving)

@@ -26,7 +26,7 @@ from planner.units import GiB
 
 
 def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: int, budget_batched_tokens: int,
-                    pipeline_said: bool = False, budget_kv_bytes: int | None = None) -> str:
+                    pipeline_said: bool = False, budget_kv_bytes: int | None = None, budget_stages: int = 1) -> str:
     """The sentence that says why ``plan`` holds another number of whole requests than the budget (or does not start
     where the budget fits), or "" when they hold the same, or the engine stops at a check before loading weights.
 
@@ -40,6 +40,8 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
         budget_kv_bytes: The budget's KV memory per GPU [bytes], to name a difference from the engine's available KV
             where no other cause applies (QA, stop 43: 27.88 against 26.48 GiB across two nodes was blamed on "block
             size, prefix caching"); None leaves it out.
+        budget_stages: The pipeline stages the budget planned (``Plan.pipeline_parallel_size``,
+            :func:`planner.pipeline.plan_pipeline`): where they are the launch's, the split is no cause.
 
     Returns:
         For example "The budget above holds 45 users of 30,000 tokens; this launch decodes 20 at once: its profile
@@ -51,7 +53,7 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
         return ""
     causes = []
     staged = plan.pipeline_parallel_size > 1
-    if staged and not pipeline_said:  # the budget has no pipeline model (planner/engines/replica_layout.py)
+    if staged and not pipeline_said and budget_stages != plan.pipeline_parallel_size:  # the budget's one group
         causes.append(f"its layers are split over {plan.pipeline_parallel_size} pipeline stages of "
                       f"{plan.tensor_parallel_size} GPUs each, which the budget does not model")
     if plan.engine != OVERHEAD_PROFILE:

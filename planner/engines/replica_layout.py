@@ -1,10 +1,8 @@
 """A replica laid out beyond one tensor-parallel group on one node: pipeline stages and more than one node.
 
-1. Pipeline stages. The budget (:func:`planner.budget.plan`, the headline of Home and of ``python -m planner
-   plan``) has no pipeline model: Home plans ``num_gpus`` as one tensor-parallel group, the CLI the whole model on
-   each tensor-parallel group (planner/cli/entry.py). The engine plan splits the layers over the stages (vLLM
-   ``--pipeline-parallel-size``), so its figures are the layout's; :func:`pipeline_stages_text` words them for the
-   budget's readers.
+1. Pipeline stages. The engine plan splits the layers over the stages (vLLM ``--pipeline-parallel-size``), and so
+   does the budget of Home and of ``python -m planner plan`` (:func:`planner.pipeline.plan_pipeline`);
+   :func:`pipeline_stages_text` words the engine's figures for the budget's readers.
 2. Nodes. vLLM picks its executor in ``ParallelConfig.__post_init__`` (vllm/config/parallel.py): with no
    ``--distributed-executor-backend`` and a world size (tensor x pipeline parallel) above 1 it takes ``mp``, whose
    workers run on this host; where the host has fewer GPUs than the world size it stops at startup and asks for
