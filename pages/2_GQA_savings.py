@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from planner.budget import plan
+from planner.pipeline import plan_pipeline
 from planner.model.kv import attention_variants
 from ui import catalog, charts, data, feature_line, inputs, serving, views
 from ui.format import count_noun, format_gpus, format_int, format_tokens, md_message, md_text
@@ -21,8 +21,9 @@ if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
-plans = [(v, views.guarded(plan, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
-                           what=f"planning the {v.name} variant")) for v in variants]
+stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
+plans = [(v, views.guarded(plan_pipeline, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
+                           pipeline_parallel_size=stages, what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
 
 st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, gpu.name)}, "
@@ -32,6 +33,7 @@ st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind};
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users",
                              left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
+feature_line.show_stages_line(stages, form.num_gpus, "every variant's users those of its stage that holds the fewest")
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:

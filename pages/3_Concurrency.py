@@ -21,9 +21,9 @@ views.require(form.gpu_ids, "GPU")
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = serving.with_serving(form.request(), features)
-series_of = data.concurrency_series if features is None else serving.concurrency_series
+stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
 contexts = data.concurrency_contexts(model)
-series = views.guarded(series_of, model, gpus, request, contexts, what="sweeping the GPUs")
+series = views.guarded(data.concurrency_series, model, gpus, request, contexts, stages, what="sweeping the GPUs")
 holds_nothing = views.no_fit_warnings(series, model.model_id)  # True: no chart to draw
 too_long = views.context_problem(model, form.context_len)
 if too_long:
@@ -33,7 +33,9 @@ st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
 feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
-views.guarded(feature_line.concurrency_headline, model, gpus, request, what="planning at the plan's context")
+feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
+                              "holds the fewest")
+views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, what="planning at the plan's context")
 
 
 def chart() -> None:
@@ -54,7 +56,7 @@ def table() -> None:
     """The same sweep at round context lengths, with its CSV."""
     columns = data.table_contexts(model)
     frame = data.concurrency_table(
-        views.guarded(series_of, model, gpus, request, columns, what="tabulating"), gpus, columns)
+        views.guarded(data.concurrency_series, model, gpus, request, columns, stages, what="tabulating"), gpus, columns)
     views.static_table(data.concurrency_display(frame))  # static: no data-grid chunk to load (issue 27 speed)
     st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")

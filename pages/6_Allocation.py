@@ -37,6 +37,7 @@ inputs.show_problems(problems)
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")  # parsed once
+stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
 workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
                          load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
 view = views.guarded(
@@ -44,7 +45,7 @@ view = views.guarded(
     serving.with_serving(form.request(context_len=alloc["max_model_len"]), features),
     mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
     workload=workload, users=load["users"], seed=load["seed"], num_samples=extra["num_samples"],
-    swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"],
+    swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"], pipeline_parallel_size=stages,
     what=f"comparing allocations for {form.model_id} on {gpu.name}")
 c = view.comparison
 
@@ -52,6 +53,8 @@ st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs pa
 feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
                              left_out=feature_line.link_left_out(read_keys=("swap_space_gib",), num_gpus=form.num_gpus),
                              same_as=traffic.users_same_as(c))
+feature_line.show_stages_line(stages, form.num_gpus, "every figure per GPU those of the stage that holds the fewest "
+                              "users")
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")

@@ -49,6 +49,47 @@ def stage_model(model: ModelSpec, stage: int, pipeline_parallel_size: int) -> Mo
     return memoized(model, ("stage_model", stage, pipeline_parallel_size), build)
 
 
+def pipeline_stages(model: ModelSpec, request: PlanRequest,
+                    pipeline_parallel_size: int) -> tuple[tuple[ModelSpec, PlanRequest], ...]:
+    """``(stage model, request)`` for each of ``pipeline_parallel_size`` stages of a replica of ``request.num_gpus``
+    GPUs: the stage's layers and parameters (:func:`stage_model`, vLLM ``get_pp_indices`` in
+    vllm/distributed/utils.py) and the request on its ``num_gpus // pipeline_parallel_size`` tensor-parallel GPUs;
+    ``((model, request),)`` for one stage. What :func:`plan_pipeline` plans, and the sweeps of the pages
+    (:mod:`planner.sweep`) evaluate per stage.
+
+    Raises:
+        ValueError: stages that do not divide ``num_gpus``, or more stages than the model has layers.
+    """
+    pp = pipeline_parallel_size
+    if pp == 1:
+        return ((model, request),)
+    if pp < 1 or request.num_gpus % pp:
+        raise ValueError(f"pipeline_parallel_size {pp} does not divide num_gpus {request.num_gpus}: make the GPUs "
+                         "per replica a multiple of the pipeline stages")
+    if pp > len(model.layers):
+        raise ValueError(f"pipeline_parallel_size {pp} is more than the {len(model.layers)} layers of "
+                         f"{model.model_id}: use at most {len(model.layers)} stages")
+    group = replace(request, num_gpus=request.num_gpus // pp)
+    return tuple((stage_model(model, s, pp), group) for s in range(pp))
+
+
+def planning_stage(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str = "", *,
+                   pipeline_parallel_size: int = 1) -> tuple[ModelSpec, PlanRequest]:
+    """The stage whose per-GPU figures :func:`plan_pipeline` reports (the fewest users, then KV tokens, then budget
+    bytes) and the request on its tensor-parallel GPUs, from :func:`pipeline_stages`; ``(model, request)`` itself
+    for one stage (no plan is made). A page that prices one GPU's KV budget in detail (the Allocation page's
+    schemes, traffic and sampling) prices it on that stage: vLLM sizes every stage's cache to the smallest worker's
+    KV blocks (``get_kv_cache_configs`` in vllm/v1/core/kv_cache_utils.py).
+
+    Raises:
+        ValueError: as :func:`plan_pipeline`.
+    """
+    if pipeline_parallel_size == 1:
+        return model, request
+    chosen = plan_pipeline(model, gpu_memory_bytes, request, gpu_id, pipeline_parallel_size=pipeline_parallel_size)
+    return pipeline_stages(model, request, pipeline_parallel_size)[chosen.pipeline_stage]
+
+
 def plan_pipeline(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str = "", *,
                   pipeline_parallel_size: int = 1) -> Plan:
     """Plan one replica of ``request.num_gpus`` GPUs split into ``pipeline_parallel_size`` stages of
@@ -77,17 +118,10 @@ def plan_pipeline(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
     pp = pipeline_parallel_size
     if pp == 1:
         return plan(model, gpu_memory_bytes, request, gpu_id)
-    if pp < 1 or request.num_gpus % pp:
-        raise ValueError(f"pipeline_parallel_size {pp} does not divide num_gpus {request.num_gpus}: make the GPUs "
-                         "per replica a multiple of the pipeline stages")
-    if pp > len(model.layers):
-        raise ValueError(f"pipeline_parallel_size {pp} is more than the {len(model.layers)} layers of "
-                         f"{model.model_id}: use at most {len(model.layers)} stages")
     from planner.engines.loaded import pipeline_layer_ranges  # noqa: PLC0415 - engines load lazily
 
     tp = request.num_gpus // pp
-    group = replace(request, num_gpus=tp)
-    stages = [plan(stage_model(model, s, pp), gpu_memory_bytes, group, gpu_id) for s in range(pp)]
+    stages = [plan(stage, gpu_memory_bytes, group, gpu_id) for stage, group in pipeline_stages(model, request, pp)]
     worst = min(range(pp), key=lambda s: (stages[s].max_concurrent_sequences, stages[s].kv_cache_capacity_tokens,
                                           stages[s].kv_cache_budget_bytes))
     chosen = stages[worst]

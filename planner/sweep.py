@@ -4,7 +4,12 @@ Each curve evaluates the same arithmetic as :func:`planner.budget.plan`, with
 the per-model parts (weights, KV profile, overhead) computed once per curve, so
 a sweep of every catalog model x GPU x 256 context points stays cheap.
 
-Sources: as planner.budget (vLLM kv_cache_utils; DOMAIN.md section 4).
+A replica split into pipeline stages (``pipeline_parallel_size``) is swept per stage, each stage's layers on its
+tensor-parallel GPUs (:func:`planner.pipeline.pipeline_stages`), as :func:`planner.pipeline.plan_pipeline` plans it;
+with one stage nothing else is computed.
+
+Sources: as planner.budget (vLLM kv_cache_utils; DOMAIN.md section 4); the stages: vLLM ``get_pp_indices``
+(vllm/distributed/utils.py) and ``get_kv_cache_configs`` (vllm/v1/core/kv_cache_utils.py).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
 from planner.model.params import model_weight_bytes
 from planner.overhead import overhead_bytes
+from planner.pipeline import pipeline_stages
 
 
 def context_points(min_tokens: int = 128, max_tokens: int = 131072, num_points: int = 64) -> tuple[int, ...]:
@@ -95,6 +101,21 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     )
 
 
+def stage_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int | None = None, gpu_name: str = "", *,
+                pipeline_parallel_size: int = 1) -> tuple[PerGPUCosts, ...]:
+    """:func:`per_gpu_costs` of each pipeline stage on its tensor-parallel GPUs
+    (:func:`planner.pipeline.pipeline_stages`: vLLM ``get_pp_indices`` in vllm/distributed/utils.py); one entry,
+    the whole model's on ``request.num_gpus``, for one stage.
+
+    Raises:
+        ValueError: as :func:`per_gpu_costs`; stages that do not split the GPUs or the layers.
+    """
+    if pipeline_parallel_size == 1:
+        return (per_gpu_costs(model, request, gpu_memory_bytes, gpu_name),)
+    return tuple(per_gpu_costs(stage, group, gpu_memory_bytes, gpu_name)
+                 for stage, group in pipeline_stages(model, request, pipeline_parallel_size))
+
+
 @dataclass(frozen=True, kw_only=True)
 class MemoryPoint:
     """Memory one GPU needs at one context length [bytes]."""
@@ -111,7 +132,8 @@ class MemoryPoint:
 
 
 def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ...],
-                 gpu_memory_bytes: int | None = None, gpu_name: str = "") -> tuple[MemoryPoint, ...]:
+                 gpu_memory_bytes: int | None = None, gpu_name: str = "", *,
+                 pipeline_parallel_size: int = 1) -> tuple[MemoryPoint, ...]:
     """Per-GPU memory for ``request.batch_size`` sequences at each context length.
 
     KV bytes are exact (no block rounding), windows and states applied. The overhead is
@@ -122,10 +144,18 @@ def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ..
     Args:
         model, request, contexts: The model, the knobs and the context lengths [tokens].
         gpu_memory_bytes, gpu_name: The GPU whose overhead to use; None = a large datacenter GPU.
+        pipeline_parallel_size: Stages splitting ``request.num_gpus`` (:func:`planner.pipeline.pipeline_stages`):
+            each point is then the stage whose GPUs hold the most bytes at that context (the first such stage), the
+            GPU that fills first; every stage's cache is sized to the smallest worker's (vLLM
+            ``get_kv_cache_configs``, vllm/v1/core/kv_cache_utils.py).
 
     Raises:
-        ValueError: invalid request fields or a negative context.
+        ValueError: invalid request fields or a negative context; stages that do not split the GPUs or the layers.
     """
+    if pipeline_parallel_size != 1:
+        curves = [memory_curve(stage, group, contexts, gpu_memory_bytes, gpu_name)
+                  for stage, group in pipeline_stages(model, request, pipeline_parallel_size)]
+        return tuple(max(points, key=lambda p: p.total_bytes) for points in zip(*curves))
     costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
     exact, chunk, batch = costs.profile_exact, costs.prefill_tokens, request.batch_size
     return tuple(
@@ -138,15 +168,24 @@ def memory_curve(model: ModelSpec, request: PlanRequest, contexts: tuple[int, ..
 
 
 def concurrency_curve(
-    model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, contexts: tuple[int, ...], gpu_name: str = ""
+    model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, contexts: tuple[int, ...], gpu_name: str = "", *,
+    pipeline_parallel_size: int = 1,
 ) -> tuple[int, ...]:
     """Max concurrent sequences at each context length (paged, per GPU budget).
 
-    Same arithmetic as ``plan(..., gpu_id=gpu_name).max_concurrent_sequences``.
+    Same arithmetic as ``plan(..., gpu_id=gpu_name).max_concurrent_sequences``; with ``pipeline_parallel_size``
+    stages, as :func:`planner.pipeline.plan_pipeline`'s: each stage's curve on its tensor-parallel GPUs
+    (:func:`planner.pipeline.pipeline_stages`), the replica's users at each context the fewest of any stage (vLLM
+    sizes every stage's cache to the smallest worker's KV blocks: ``get_kv_cache_configs`` in
+    vllm/v1/core/kv_cache_utils.py).
 
     Raises:
-        ValueError: invalid request fields or ``gpu_memory_bytes <= 0``.
+        ValueError: invalid request fields or ``gpu_memory_bytes <= 0``; stages that do not split the GPUs or the
+            layers.
     """
+    if pipeline_parallel_size != 1:
+        return tuple(map(min, *(concurrency_curve(stage, gpu_memory_bytes, group, contexts, gpu_name)
+                                for stage, group in pipeline_stages(model, request, pipeline_parallel_size))))
     if gpu_memory_bytes <= 0:
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
     costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)

@@ -5,8 +5,8 @@
    "KV heads are replicated") while the Engine page, on the same link, planned 2 stages of 8 (40.04x). The CLI's
    headline said "fits no" and "try: use weight_dtype fp8" above an engine section that starts. Home's panel now
    plans the link's layout, and the budget of Home and the CLI plans its stages (planner.pipeline: each stage on
-   its tensor-parallel GPUs, 40 users as the engine's 40.85x); the other pages that read ``num_gpus`` name the split
-   they leave out.
+   its tensor-parallel GPUs, 40 users as the engine's 40.85x); the other pages that read ``num_gpus`` plan the same
+   stages (tests/test_pipeline_pages.py) and name only a split that does not divide their GPUs.
 2. vLLM's default ``mp`` executor keeps a replica on one node (vllm/config/parallel.py, ``ParallelConfig.
    __post_init__``); 16 GPUs per replica on 8-GPU nodes started "yes" with a one-node command and no word.
 
@@ -140,13 +140,19 @@ def test_home_panel_reads_the_links_replicas_and_nodes():
 
 @pytest.mark.parametrize("page", ["pages/1_Memory_curves.py", "pages/2_GQA_savings.py", "pages/3_Concurrency.py",
                                   "pages/6_Allocation.py"])
-def test_pages_that_read_num_gpus_name_the_split_they_leave_out(page):
+def test_pages_that_read_num_gpus_plan_the_links_stages(page):
+    """One link, one answer: each page plans the link's 2 stages of 8 as Home does and says so (it named them as
+    left out, planning one tensor-parallel group of 16); stages that do not divide the GPUs stay named."""
     at = run_page(page, PP_LINK)
-    line = [c.value for c in at.caption if "Left out" in c.value and "pipeline_parallel_size=2" in c.value]
-    assert line, [c.value for c in at.caption]
-    assert "one tensor-parallel group" in line[0]
+    captions = [c.value for c in at.caption]
+    assert not any("Left out" in c and "pipeline_parallel_size" in c for c in captions), captions
+    line = [c for c in captions if "2 pipeline stages of 8" in c]
+    assert line and "as Home and the Engine page plan them" in line[0], captions
     plain = run_page(page, LINK)
-    assert not any("pipeline_parallel_size" in c.value for c in plain.caption)
+    assert not any("pipeline" in c.value for c in plain.caption)
+    odd = run_page(page, {**LINK, "pipeline_parallel_size": "3"})
+    left = [c.value for c in odd.caption if "Left out" in c.value and "pipeline_parallel_size=3" in c.value]
+    assert left and "one tensor-parallel group" in left[0], [c.value for c in odd.caption]
 
 
 # --------------------------------------------------------------------------

@@ -23,8 +23,9 @@ ALLOWED_PLANNER_IMPORTS = {
     "engines": {"planner.engines", "planner.model", "planner.units", "planner.text", "planner.diagnose",
                 "planner.overhead", "planner.serving"},
     "traffic": {"planner.traffic", "planner.engines", "planner.model", "planner.units", "planner.text",
-                "planner.budget", "planner.sweep", "planner.overhead", "planner.diagnose", "planner.serving",
-                "planner.roofline", "planner.scale"},  # the last: Find's setups at scale (traffic/find_scale.py)
+                "planner.budget", "planner.pipeline", "planner.sweep", "planner.overhead", "planner.diagnose",
+                "planner.serving", "planner.roofline", "planner.scale"},  # the last: Find's setups at scale
+    # (traffic/find_scale.py); planner.pipeline: the budget of a replica's pipeline stages (Allocation's schemes)
     "serving": {"planner.serving", "planner.model", "planner.units", "planner.text"},
     "scale": {"planner.scale", "planner.engines", "planner.roofline", "planner.model", "planner.units",
               "planner.text", "planner.serving", "planner.diagnose"},  # the last: the TP sizes a pool can split to

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from planner.budget import PlanRequest, sequence_profiles
 from planner.model import ModelSpec
+from planner.pipeline import planning_stage
 from planner.sweep import context_points
 from planner.traffic.allocation import (
     AllocationComparison,
@@ -90,15 +91,21 @@ class AllocationView:
 
 def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: int, prefix_len: int,
                     prefix_hit_fraction: float, workload: Workload, users: int, seed: int, num_samples: int,
-                    swap_space_gib: float, host_link_gb_s: float) -> AllocationView:
+                    swap_space_gib: float, host_link_gb_s: float, pipeline_parallel_size: int = 1) -> AllocationView:
     """Run every planner call of the Allocation page.
 
-    ``request.context_len`` is ``max_model_len``. Raises ValueError with the
+    ``request.context_len`` is ``max_model_len``. ``pipeline_parallel_size``: the link's stages
+    (:func:`ui.feature_line.link_stages`); every per-GPU figure is then the stage's that
+    :func:`planner.pipeline.plan_pipeline` reports (:func:`planner.pipeline.planning_stage`), as Home plans them,
+    and the host memory and recompute time stay the whole replica's. Raises ValueError with the
     planner's message when an input is out of range.
     """
+    pp = pipeline_parallel_size
     comparison = allocation_for_model(model, gpu.framework_memory_bytes, request, mean_len=mean_len,
-                                      prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction, gpu_id=gpu.id)
-    exact, paged = sequence_profiles(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)  # features on
+                                      prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction, gpu_id=gpu.id,
+                                      pipeline_parallel_size=pp)
+    stage, group = planning_stage(model, gpu.framework_memory_bytes, request, gpu.id, pipeline_parallel_size=pp)
+    exact, paged = sequence_profiles(stage, gpu.framework_memory_bytes, group, gpu_id=gpu.id)  # features on
     budget = comparison.kv_cache_budget_bytes
     top = max(data.curve_top([model]), request.context_len, mean_len)  # the Memory curves pages' end (QA: 1M)
     curve = allocation_curve(exact, paged, budget, mean_len=mean_len,
@@ -121,7 +128,7 @@ def allocation_view(model: ModelSpec, gpu, request: PlanRequest, *, mean_len: in
     sampling = parallel_sampling(exact, paged, prompt_len=prompt, output_len=output, num_samples=num_samples,
                                  budget_bytes=budget)
     kv_dtypes = compare_kv_dtypes(model, gpu.framework_memory_bytes, replace(request, context_len=mean_len),
-                                  gpu_id=gpu.id)
+                                  gpu_id=gpu.id, pipeline_parallel_size=pp)
     recompute = (prefill_seconds(active_parameters(model), mean_len, gpu.bf16_dense_tflops, request.num_gpus)
                  if gpu.bf16_dense_tflops else None)
     swap = swap_plan(kv_bytes_per_sequence_per_gpu=paged.bytes_per_sequence(mean_len),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -21,7 +21,8 @@ from planner.model import ModelSpec
 from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
-from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, per_gpu_costs
+from planner.pipeline import plan_pipeline
+from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, stage_costs
 from ui import catalog, kv_tiles
 from ui.format import bytes_to_gib, format_bytes, format_int, format_tokens, format_tokens_short
 
@@ -106,15 +107,19 @@ class CurveGroup:
 
 
 def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
-                        contexts: Sequence[int]) -> list[CurveGroup]:
+                        contexts: Sequence[int], pipeline_parallel_size: int = 1) -> list[CurveGroup]:
     """One curve per model and GPU class, so each GPU's line is crossed by the curve priced with that GPU's own
     overhead, as the table and the CLI price it (the newest vLLM's profile pass is sized by GPU class,
     :func:`planner.gpu_compare.profile_pass_tiers`). A class is the GPUs whose overhead is the same for every
     chosen model, numbered in the GPUs' order, so ``group`` (the line style) names the same GPUs for every model
     and each GPU's usable line can take the style of the curves priced for it (QA: a dotted curve priced for the
-    L40S read against the dotted H200 line)."""
-    costs = [[per_gpu_costs(m, request, g.framework_memory_bytes, g.id).overhead_bytes for g in gpus] for m in models]
-    classes: dict[tuple[int, ...], list] = {}
+    L40S read against the dotted H200 line). ``pipeline_parallel_size``: the link's stages
+    (:func:`ui.feature_line.link_stages`), each stage's overhead in the class and each curve the stage's GPU that
+    holds the most (:func:`planner.sweep.memory_curve`)."""
+    pp = pipeline_parallel_size
+    costs = [[tuple(c.overhead_bytes for c in stage_costs(m, request, g.framework_memory_bytes, g.id,
+                                                         pipeline_parallel_size=pp)) for g in gpus] for m in models]
+    classes: dict[tuple[tuple[int, ...], ...], list] = {}
     for j, g in enumerate(gpus):
         classes.setdefault(tuple(row[j] for row in costs), []).append(g)
     out: list[CurveGroup] = []
@@ -123,14 +128,22 @@ def memory_curve_groups(models: Sequence[ModelSpec], gpus: Sequence, request: Pl
             first = members[0]
             names = tuple(g.name for g in members)
             label = m.display_name if len(classes) == 1 else f"{m.display_name} · on {', '.join(names)}"
-            points = memory_curve(m, request, within_limit(contexts, m), first.framework_memory_bytes, first.id)
+            points = memory_curve(m, request, within_limit(contexts, m), first.framework_memory_bytes, first.id,
+                                  pipeline_parallel_size=pp)
             out.append(CurveGroup(label=label, model_id=m.model_id, gpu_names=names, points=points, group=i))
     return out
 
 
-def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest) -> dict[tuple[str, str], Plan]:
-    """``plan()`` for every model x GPU pair, keyed by (model id, GPU id)."""
-    return {(m.model_id, g.id): plan(m, g.framework_memory_bytes, request, gpu_id=g.id) for m in models for g in gpus}
+def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
+              pipeline_parallel_size: int = 1) -> dict[tuple[str, str], Plan]:
+    """``plan()`` for every model x GPU pair, keyed by (model id, GPU id); with the link's
+    ``pipeline_parallel_size`` stages, :func:`planner.pipeline.plan_pipeline`'s plan of them (Home's)."""
+    if pipeline_parallel_size == 1:
+        return {(m.model_id, g.id): plan(m, g.framework_memory_bytes, request, gpu_id=g.id) for m in models
+                for g in gpus}
+    return {(m.model_id, g.id): plan_pipeline(m, g.framework_memory_bytes, request, g.id,
+                                              pipeline_parallel_size=pipeline_parallel_size)
+            for m in models for g in gpus}
 
 
 def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec], gpus: Sequence) -> pd.DataFrame:
@@ -312,10 +325,19 @@ def table_contexts(model: ModelSpec) -> tuple[int, ...]:
     return tuple(chosen)
 
 
-def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
-                       contexts: Sequence[int]) -> dict[str, tuple[int, ...]]:
-    """GPU name -> max concurrent sequences at each context (planner.sweep.concurrency_curve)."""
-    return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts), g.id) for g in gpus}
+def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest, contexts: Sequence[int],
+                       pipeline_parallel_size: int = 1) -> dict[str, tuple[int, ...]]:
+    """GPU name -> max concurrent sequences at each context (:func:`planner.sweep.concurrency_curve`); with serving
+    features in ``request``, one :func:`planner.pipeline.plan_pipeline` per point (the sweep prices none). With the
+    link's ``pipeline_parallel_size`` stages (:func:`ui.feature_line.link_stages`), each point is
+    ``plan_pipeline``'s users of them, as Home plans them."""
+    pp = pipeline_parallel_size
+    if request.serving is None:
+        return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts), g.id,
+                                          pipeline_parallel_size=pp) for g in gpus}
+    return {g.name: tuple(plan_pipeline(model, g.framework_memory_bytes, replace(request, context_len=c), g.id,
+                                        pipeline_parallel_size=pp).max_concurrent_sequences for c in contexts)
+            for g in gpus}
 
 
 def concurrency_table(series: Mapping[str, Sequence[int]], gpus: Sequence, contexts: Sequence[int]) -> pd.DataFrame:

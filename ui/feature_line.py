@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from planner.budget import PlanRequest, plan
+from planner.budget import PlanRequest
 from planner.model import ModelSpec
+from planner.pipeline import plan_pipeline
 from planner.serving import ServingFeatures
 from planner.serving.summary import sequence_extras
 from ui.format import count_noun, format_bytes, format_int, md_message, md_text
@@ -74,12 +75,40 @@ def _extras_text(features: ServingFeatures | None) -> str:
     return " + ".join(["its text", *parts]) if parts else ""
 
 
+def link_stages(num_gpus: int) -> int:
+    """The pipeline stages a page that plans ``num_gpus`` GPUs per replica with the budget plans: Home's rule
+    (:func:`ui.engine_home.budget_stages` of :func:`ui.engine_home.link_layout`): the link's
+    ``pipeline_parallel_size`` where it splits the GPUs into stages of ``num_gpus // pipeline_parallel_size``
+    tensor-parallel GPUs, else 1 (no stages, a value that does not divide the GPUs, one GPU, a bad value). The
+    planner plans them with :func:`planner.pipeline.plan_pipeline` (layers per stage: vLLM ``get_pp_indices`` in
+    vllm/distributed/utils.py; users the smallest stage's: ``get_kv_cache_configs`` in
+    vllm/v1/core/kv_cache_utils.py)."""
+    if not st.query_params.get("pipeline_parallel_size", ""):
+        return 1
+    from ui import engine_home  # noqa: PLC0415 - the engine inputs load with the links that carry them
+
+    return engine_home.budget_stages(num_gpus, engine_home.link_layout(num_gpus)[0])
+
+
+def show_stages_line(stages: int, num_gpus: int,
+                     each: str = "the users those of the stage that holds the fewest") -> None:
+    """Under a page's users line, where it plans the link's ``stages`` (:func:`link_stages` > 1): a caption saying it
+    plans them as Home does, ``each``: what its figures are of the stages (Memory curves: ``"each curve the GPU of
+    the stage that holds the most bytes"``); nothing for one stage."""
+    if stages > 1:
+        st.caption(md_message(
+            f"Planned in the link's {stages} pipeline stages of {count_noun(num_gpus // stages, 'GPU')} "
+            f"(`pipeline_parallel_size={stages}`), as Home and the Engine page plan them: each stage's layers on its "
+            f"{count_noun(num_gpus // stages, 'tensor-parallel GPU')}, {each}."))
+
+
 def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
     """``[(the split, why)]`` when the link splits the GPUs into pipeline stages (the Engine page's
-    ``pipeline_parallel_size``) and this page, which plans ``num_gpus`` GPUs per replica with the budget, plans them
-    as one tensor-parallel group (the budget has no pipeline model: :mod:`planner.engines.replica_layout`); empty
-    without stages, or with a value the Engine page rejects (it says why)."""
-    if not st.query_params.get("pipeline_parallel_size", ""):
+    ``pipeline_parallel_size``) that this page, which plans ``num_gpus`` GPUs per replica with the budget, cannot
+    plan (:func:`link_stages` is 1: the stages do not divide the GPUs, or one GPU), so it plans them as one
+    tensor-parallel group; empty without stages, with stages it plans (:func:`show_stages_line` says so), or with a
+    value the Engine page rejects (it says why)."""
+    if not st.query_params.get("pipeline_parallel_size", "") or link_stages(num_gpus) > 1:
         return []
     from ui.engine import ENGINE_FIELDS  # noqa: PLC0415 - the engine inputs load with the pages that carry them
     from ui.traffic import link_whole_number  # noqa: PLC0415
@@ -224,17 +253,21 @@ HEADLINE_PER_ROW = 3
 "A100 SXM4 80GB" to "A100 SXM4 8..."; a third holds "RTX PRO 6000 Blackwell Server"."""
 
 
-def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest) -> None:
+def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
+                         pipeline_parallel_size: int = 1) -> None:
     """The Concurrency page's headline: users on each GPU at the plan's context (one :func:`planner.budget.plan`
-    each, the serving features in ``request``), and one line per smaller card that holds more users than a larger
-    one, with the profile-pass sizes that explain it (:func:`planner.gpu_compare.profile_inversions`).
+    each, the serving features in ``request``; with ``pipeline_parallel_size`` stages, :func:`link_stages`,
+    :func:`planner.pipeline.plan_pipeline`'s, as Home plans them), and one line per smaller card that holds more
+    users than a larger one, with the profile-pass sizes that explain it (:func:`planner.gpu_compare.
+    profile_inversions`).
 
     Raises:
-        ValueError: as :func:`planner.budget.plan`.
+        ValueError: as :func:`planner.pipeline.plan_pipeline`.
     """
     from planner.gpu_compare import profile_inversions, profile_pass_tiers  # noqa: PLC0415 - only this page
 
-    plans = [(g, plan(model, g.framework_memory_bytes, request, gpu_id=g.id)) for g in gpus]
+    plans = [(g, plan_pipeline(model, g.framework_memory_bytes, request, g.id,
+                               pipeline_parallel_size=pipeline_parallel_size)) for g in gpus]
     st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
                 "context length, in the sidebar)")
     show_tiles([Tile(g.name, format_int(p.max_concurrent_sequences),

@@ -20,7 +20,6 @@ return values (:func:`planner.budget.plan`, :attr:`planner.budget.Plan.serving`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 import streamlit as st
@@ -489,14 +488,6 @@ def serving_panel(model: ModelSpec, gpu, request: PlanRequest, result: Plan, cli
         st.markdown("Same plan from the command line:")
         st.code(f"{cli_command} \\\n  {format_command(cli_flags(request.serving))}", language="bash",
                 wrap_lines=True)
-
-
-def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest,
-                       contexts: Sequence[int]) -> dict[str, tuple[int, ...]]:
-    """GPU name -> max concurrent sequences at each context with the serving features on (one
-    :func:`planner.budget.plan` per point; the plain page uses :func:`ui.data.concurrency_series`)."""
-    return {g.name: tuple(plan(model, g.framework_memory_bytes, replace(request, context_len=c), gpu_id=g.id)
-                          .max_concurrent_sequences for c in contexts) for g in gpus}
 
 
 def weights_source_note(model: ModelSpec) -> str:

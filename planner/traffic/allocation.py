@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
 from planner.model.kv import KVProfile, pool_exact_profile
+from planner.pipeline import planning_stage
 from planner.traffic.prefix import max_sequences_with_sharing, shared_prefix_bytes
 from planner.text import count_noun
 from planner.units import MiB, ceil_div
@@ -325,18 +326,27 @@ def allocation_for_model(
     prefix_len: int = 0,
     prefix_hit_fraction: float = 1.0,
     gpu_id: str = "",
+    pipeline_parallel_size: int = 1,
 ) -> AllocationComparison:
     """:func:`compare_allocation` for a model on a GPU, budget from :func:`planner.budget.plan`.
 
     ``request.context_len`` is the engine's ``max_model_len``; its
     ``block_size``, dtypes, ``num_gpus``, overheads and serving features set the budget and
     profiles (:func:`planner.budget.sequence_profiles`: with features, each sequence also holds
-    their lookahead and image tokens, as on :func:`planner.budget.plan`).
+    their lookahead and image tokens, as on :func:`planner.budget.plan`). With ``pipeline_parallel_size``
+    stages splitting ``num_gpus``, every figure is one GPU's of the stage :func:`planner.pipeline.plan_pipeline`
+    reports (:func:`planner.pipeline.planning_stage`: the fewest users; vLLM sizes every stage's cache to the
+    smallest worker's, ``get_kv_cache_configs`` in vllm/v1/core/kv_cache_utils.py), so the plan's users are
+    ``plan_pipeline``'s.
 
     Raises:
         ValueError: invalid request fields or lengths, or a ``num_gpus`` that cannot
-            split the attention heads (no engine would start, so there is nothing to compare).
+            split the attention heads (no engine would start, so there is nothing to compare); stages that do not
+            split the GPUs or the layers.
     """
+    if pipeline_parallel_size != 1:
+        model, request = planning_stage(model, gpu_memory_bytes, request, gpu_id,
+                                        pipeline_parallel_size=pipeline_parallel_size)
     result = plan(model, gpu_memory_bytes, request, gpu_id=gpu_id)
     if result.max_context_len_limited_by == "tensor_parallel":
         reason = next(r for r in result.reasons if "cannot split" in r)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from planner.budget import PlanRequest, plan
+from planner.budget import PlanRequest
 from planner.model import ModelSpec
 from planner.model.dtypes import KV_CACHE_DTYPES
 from planner.model.kv import cache_dtypes
@@ -36,6 +36,7 @@ from planner.model.sparse import (
     fp8_ds_mla_bytes,
     indexed_mla_layer,
 )
+from planner.pipeline import plan_pipeline
 
 V4_LAYERS = (CompressedAttention, SharedKVSlidingAttention)
 """DeepSeek-V4's layer kinds, each with one K=V entry of ``head_dim`` values (:mod:`planner.model.sparse`)."""
@@ -114,6 +115,8 @@ def compare_kv_dtypes(
     request: PlanRequest,
     kv_cache_dtypes: tuple[str, ...] = DEFAULT_KV_DTYPES,
     gpu_id: str = "",
+    *,
+    pipeline_parallel_size: int = 1,
 ) -> tuple[KVQuantOption, ...]:
     """Users and capacity per KV dtype, each against the first (baseline).
 
@@ -126,8 +129,12 @@ def compare_kv_dtypes(
     first is vLLM's ``fp8_ds_mla`` (a sparse-MLA model under ``auto``), the
     model's 16-bit cache (vLLM's ``--kv-cache-dtype bfloat16``) comes first as the baseline.
 
+    With ``pipeline_parallel_size`` stages each dtype is :func:`planner.pipeline.plan_pipeline`'s plan of them (the
+    per-GPU figures those of the stage with the fewest users, vLLM ``get_kv_cache_configs`` in
+    vllm/v1/core/kv_cache_utils.py); with one stage, :func:`planner.budget.plan`'s.
+
     Raises:
-        ValueError: an unknown dtype or invalid request fields.
+        ValueError: an unknown dtype or invalid request fields; stages that do not split the GPUs or the layers.
 
     Sources: module docstring.
     """
@@ -143,7 +150,8 @@ def compare_kv_dtypes(
         resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
         if resolved in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
             continue
-        result = plan(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id=gpu_id)
+        result = plan_pipeline(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id,
+                               pipeline_parallel_size=pipeline_parallel_size)
         rows.setdefault(result.kv_cache_dtype, result)  # DeepSeek-V4: every name is vLLM's fp8_ds_mla pool
     base = next(iter(rows.values()))
     out = []
