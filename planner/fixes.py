@@ -99,6 +99,9 @@ class CheckedFix:
     change: float
     starts: bool | None
     engine_plan: EnginePlan | None = None
+    also: tuple[tuple[str, int], ...] = ()
+    """Other inputs the fix sets with its own: ``(("num_nodes", 4),)`` where its GPUs need more nodes than the
+    request has (:func:`_try_on_nodes`), so one click gives the launch that starts."""
 
 
 def short_label(key: str, value: int | float | str) -> str:
@@ -157,6 +160,33 @@ def _try_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         return None, str(exc)
 
 
+def _try_on_nodes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+                  changes: dict) -> tuple[EnginePlan | None, str, int]:
+    """:func:`_try_engine` of a change in GPUs per replica, as it runs on nodes of
+    :data:`~planner.scale.layout.DEFAULT_GPUS_PER_NODE`: where the GPUs outgrow the request's nodes, the launch
+    over the nodes that hold them (:func:`planner.engines.replica_layout.node_advice`: vLLM over Ray, SGLang's
+    ``--nnodes``); ``(plan, error, nodes)``, ``nodes`` above the request's only then. QA: "GPUs → 32" for
+    DeepSeek-V3.2 on 8 H200 said "starts with 16.98x", and the page it opened refused the one-node launch ("World
+    size (32 ...) is larger than the 8 GPUs of this node")."""
+    from planner.engines.replica_layout import node_advice  # noqa: PLC0415 - imports planner.engines.dispatch
+    from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
+
+    plan, error = _try_engine(model, gpu_memory_bytes, request, changes)
+    if plan is None:
+        return plan, error, request.num_nodes
+    try:
+        advice = node_advice(model, gpu_memory_bytes, replace(request, **changes), DEFAULT_GPUS_PER_NODE)
+    except ValueError as exc:
+        return None, str(exc), request.num_nodes
+    return (plan, error, request.num_nodes) if advice is None else (advice.plan, "", advice.num_nodes)
+
+
+def _nodes_words(nodes: int, before: int) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """``(" over 4 nodes", (("num_nodes", 4),))`` for a fix whose GPUs need ``nodes`` nodes where the request had
+    ``before``; ``("", ())`` where they fit those."""
+    return ("", ()) if nodes <= before else (f" over {nodes} nodes", (("num_nodes", nodes),))
+
+
 def _order(fixes: list[CheckedFix]) -> list[CheckedFix]:
     """Starting fixes first, then the smallest relative change (module docstring); stable for ties."""
     return sorted(fixes, key=lambda f: (f.starts is not True, f.change))
@@ -197,24 +227,29 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             change = 1 - fixed.weights_bytes / base.weights_bytes
         else:
             change = _relative(getattr(request, fix.key), fix.value)
-        engine_plan, error, outcome = None, "", "."
+        engine_plan, error, outcome, nodes = None, "", ".", ("", ())
         if engine_request is not None:
             field = ENGINE_FIELDS.get(fix.key)
-            if field:
+            if field == "tensor_parallel_size":  # more GPUs: on the nodes that hold them
+                engine_plan, error, count = _try_on_nodes(model, gpu_memory_bytes, engine_request,
+                                                          {field: _engine_value(engine_request, field, fix.value)})
+                nodes = _nodes_words(count, engine_request.num_nodes)
+            elif field:
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request,
                                                  {field: _engine_value(engine_request, field, fix.value)})
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
             engine = resolve_engine_name(engine_request.engine)
             users = fix.value if fix.key == "batch_size" else request.batch_size  # the batch the fix leaves
-            outcome = (f": {_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
+            outcome = (f": {nodes[0].strip() + ' it ' if nodes[0] else ''}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
                        f"{_kv_tokens(engine, engine_plan)}" if engine_plan is not None
                        else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
         if engine_plan is not None and not engine_plan.starts:
             continue  # the budget fits, the engine would refuse: not a fix
-        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value), help=f"{fix}{outcome}".rstrip(),
-                                change=max(change, 0.0),
-                                starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan))
+        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value) + nodes[0].replace(" over", ","),
+                                help=f"{fix}{outcome}".rstrip(), change=max(change, 0.0),
+                                starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan,
+                                also=nodes[1]))
     if engine_request is not None:
         refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})
         if refused is not None and not refused.starts:
@@ -340,13 +375,14 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     engine = refused.engine
     found: list[CheckedFix] = []
 
-    def keep(key: str, value, text: str, change: float, fixed: EnginePlan) -> None:
+    def keep(key: str, value, text: str, change: float, fixed: EnginePlan, nodes=("", ())) -> None:
         fix = Fix(text, key, value)
         # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
         help_text = (f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts
                      else f"{text}. {_engine_outcome(engine, fixed)}")
-        found.append(CheckedFix(fix=fix, label=short_label(key, value), help=help_text,
-                                change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed))
+        found.append(CheckedFix(fix=fix, label=short_label(key, value) + nodes[0].replace(" over", ","),
+                                help=help_text, change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed,
+                                also=nodes[1]))
 
     util = refused.gpu_memory_utilization
     if util is not None and util < UTILIZATION_FIX:
@@ -357,10 +393,11 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
             keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
     tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
     for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
-        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
+        fixed, _, count = _try_on_nodes(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
         if fixed is not None and fixed.starts:
-            keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}): {_starts_at(fixed)}",
-                 _relative(tp, size), fixed)
+            nodes = _nodes_words(count, request.num_nodes)
+            keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}){nodes[0]}: {_starts_at(fixed)}",
+                 _relative(tp, size), fixed, nodes)
             break
     shorter = refused.engine_max_model_len
     if 0 < shorter < refused.max_model_len:

@@ -230,11 +230,12 @@ def test_engine_page_warns_when_a_replica_spans_more_than_one_node():
 
 def test_home_checks_a_gpu_fix_on_the_links_stages():
     """8 GPUs in 2 stages of 4 hold no bf16 Llama 405B; "use num_gpus 16" is checked as 2 stages of 8 (the
-    Engine page's reading of 16 GPUs per replica), not as tensor parallel 16 in each of 2 stages (32 GPUs)."""
+    Engine page's reading of 16 GPUs per replica), not as tensor parallel 16 in each of 2 stages (32 GPUs), and over
+    the 2 nodes its 16 workers need (tests/test_fix_nodes.py)."""
     at = run_page("app.py", {**PP_LINK, "num_gpus": "8"})
     fix = next(w.value for w in at.warning if "Does not fit" in w.value)
-    staged = _engine(8, 2)
-    assert "use num_gpus 16" in fix and f"{staged.max_concurrency:.2f}x concurrency" in fix, fix
+    staged = _engine(8, 2, num_nodes=2, distributed_executor_backend="ray")
+    assert "use num_gpus 16" in fix and f"over 2 nodes it starts with {staged.max_concurrency:.2f}x" in fix, fix
 
 
 

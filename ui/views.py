@@ -151,8 +151,16 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
         st.info(md_message(note), icon=":material/info:")
 
 
-def _apply_fix(key: str, value) -> None:
+def _apply_fix(key: str, value, also: tuple = ()) -> None:
+    """Set the fix's input, and the inputs it sets ``also`` (:attr:`planner.fixes.CheckedFix.also`: the nodes a GPU
+    count needs): a widget of this page through its state, a value the page reads from the link (Home's
+    ``num_nodes``) in the URL."""
     st.session_state[key] = value
+    for other, number in also:
+        if other in st.session_state:
+            st.session_state[other] = number
+        else:
+            st.query_params[other] = str(number)
 
 
 def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:
@@ -166,8 +174,8 @@ def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:
     for row in range(0, len(items), 4):  # four a row, every fix (QA: a fifth "use num_gpus 2" had no button)
         chunk = items[row:row + 4]
         for col, (i, item) in zip(st.columns(4 if len(items) > 4 else len(chunk)), enumerate(chunk, start=row)):
-            col.button(item.label, key=f"{key_prefix}_{i}", on_click=_apply_fix, args=(item.fix.key, item.fix.value),
-                       icon=":material/build:", help=item.help)
+            col.button(item.label, key=f"{key_prefix}_{i}", on_click=_apply_fix,
+                       args=(item.fix.key, item.fix.value, item.also), icon=":material/build:", help=item.help)
 
 
 def seed_answer(plan: Plan, model: ModelSpec, gpu_label: str, engine_plan=None) -> None:

@@ -462,12 +462,12 @@ def _output(args: argparse.Namespace) -> str:
 def _fixes_json(fixes) -> list[dict] | None:
     """The ``fixes`` JSON key of a plan that does not fit: the checked fixes the table's "try:" lines print, in
     their order (``key``, ``value``: the flag's name with underscores and its value; ``text``: the fix; ``help``:
-    with what the engine does; ``starts``: the engine starts with it, null when it was not asked); null when not
-    checked."""
+    with what the engine does; ``starts``: the engine starts with it, null when it was not asked; ``also``: the other
+    flags it sets, ``{"num_nodes": 4}`` where its GPUs need more nodes, else ``{}``); null when not checked."""
     if fixes is None:
         return None
-    return [{"key": f.fix.key, "value": f.fix.value, "text": str(f.fix), "help": f.help, "starts": f.starts}
-            for f in fixes]
+    return [{"key": f.fix.key, "value": f.fix.value, "text": str(f.fix), "help": f.help, "starts": f.starts,
+             "also": dict(f.also)} for f in fixes]
 
 
 def _stdout_to_devnull() -> None:
