@@ -65,7 +65,7 @@ views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), engine_pl
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
-feature_line.show_users_line(features, form.model_id, same_as="")
+feature_line.show_users_line(features, form.model_id, same_as="", left_out=feature_line.link_scale_left_out())
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)

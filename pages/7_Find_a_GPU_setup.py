@@ -76,7 +76,7 @@ result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"sea
 st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")
 st.caption(workload.describe(media_tokens=launch_media_tokens(request)))  # the launches' --max-model-len
 feature_line.show_users_line(for_engine(features, engine_name), form.model_id, what="Every setup's users",
-                             left_out=feature_line.link_left_out(engine=engine_name))
+                             left_out=feature_line.link_left_out(engine=engine_name, scale=False))
 if result.fits:
     st.success(traffic.best_text(result), icon=":material/check_circle:")
 else:

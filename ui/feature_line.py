@@ -124,7 +124,7 @@ def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
 
 
 def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
-                  num_gpus: int | None = None) -> list[tuple[str, str]]:
+                  num_gpus: int | None = None, scale: bool = True) -> list[tuple[str, str]]:
     """``(what, why)`` for the serving inputs the link carries that this page does not apply.
 
     Args:
@@ -134,8 +134,11 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
             budget; Find: the link's engine); a link's other ``engine`` is named, with or without features.
         num_gpus: The page's GPUs per replica when it plans them with the budget: the link's pipeline stages are
             then named (:func:`link_pipeline_left_out`).
+        scale: Name the link's data / expert / context parallel flags (:func:`link_scale_left_out`); Find, which
+            searches those layouts itself, passes False.
     """
     out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
+    out += link_scale_left_out() if scale else []
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
     if carried:
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
@@ -155,6 +158,27 @@ FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request"
 """Link keys that switch a serving feature on (:func:`link_features_left_out`)."""
 
 
+SCALE_KEYS = ("decode_context_parallel_size", "enable_expert_parallel", "dp_size", "ep_size", "enable_dp_attention")
+"""Link keys of the Engine page's data / expert / context parallel section (ui/scale_view.py) that change what one
+GPU holds; the budget pages do not apply them (:func:`link_scale_left_out`)."""
+
+
+def link_scale_left_out() -> list[tuple[str, str]]:
+    """``[(the carried keys, why)]`` when the link sets data / expert / context parallel flags (:data:`SCALE_KEYS`)
+    that this page's budget does not apply: QA (stop 44), DeepSeek-V3.2 with ``decode_context_parallel_size=8``
+    held 57 users on the Engine page (each request's KV split along tokens over 8 GPUs, vLLM ``-dcp``) and 7 on
+    Home and Concurrency, which never named it; empty when none is set (a size of 1, a switch off)."""
+    carried = []
+    for key in SCALE_KEYS:
+        value = st.query_params.get(key, "")
+        if value and value.lower() not in ("false", OFF, "0", "1"):
+            carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
+    if not carried:
+        return []
+    return [(", ".join(carried), "the Engine page's data / expert / context parallel section and Find plan them; "
+             "this page's budget keeps each request's whole KV and its share of every expert on each GPU")]
+
+
 def link_features_left_out(why: str, applied: Sequence[str] = (),
                            num_gpus: int | None = None) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
@@ -170,7 +194,7 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
         value = st.query_params.get(key, "")
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
-    stages = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
+    stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus)), *link_scale_left_out()]
     return [("the serving features " + ", ".join(carried), why)] + stages if carried else stages
 
 
