@@ -38,6 +38,8 @@ nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:
     st.markdown(f"**{md_message(savings)}**")
+    if stored := data.savings_format_note(plans):  # the format's share of the saving, not a second headline
+        st.caption(md_message(stored))
 views.variant_metrics(plans)
 left, right = st.columns(2)
 charts.show(left, charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",

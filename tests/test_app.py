@@ -71,7 +71,7 @@ def check_home(at: AppTest) -> None:
     assert metrics(at) == {
         "Weights": format_bytes(p.weights_bytes_per_gpu),
         "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto"),
-        "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence),
+        "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence_paged_per_gpu),  # as the users count it
         "KV budget per GPU": format_bytes(p.kv_cache_budget_bytes),
         "Max concurrent sequences": format_int(p.max_concurrent_sequences),
         "Max context at batch 2 [tokens]": format_int(p.max_context_len),

@@ -95,7 +95,7 @@ def home_metrics_from_cli(result: dict) -> dict[str, str]:
     return {
         "Weights" + per_gpu: format_bytes(result["weights_bytes_per_gpu"]),
         "KV per token": format_bytes(result["kv_cache_bytes_per_token"], "auto"),
-        "KV per sequence": format_bytes(result["kv_cache_bytes_per_sequence"]),
+        "KV per sequence": format_bytes(result["kv_cache_bytes_per_sequence_paged_per_gpu"]),  # as users count it
         "KV budget per GPU": format_bytes(result["kv_cache_budget_bytes"]),
         "Max concurrent sequences": format_int(result["max_concurrent_sequences"]),
         f"Max context at batch {format_int(result['batch_size'])} [tokens]": format_int(result["max_context_len"]),

@@ -221,3 +221,24 @@ def test_allocation_says_why_paged_holds_fewer_than_naive_for_a_hybrid():
     plain = allocation_for_model(llama, gpu.framework_memory_bytes, PlanRequest(context_len=2500), mean_len=2000,
                                      gpu_id=gpu.id)
     assert not any("paged holds fewer" in n for n in plain.notes)
+
+
+def test_home_kv_per_sequence_tile_is_the_block_rounded_figure_the_users_count():
+    """QA (stop 44): Qwen3.5-397B-A17B-NVFP4 on 4 B200 at 262,144 tokens, batch 32: the tile said 1.92 GiB (before
+    the 2,112-token block rounding) beside the verdict's 61.88 GiB for 32 sequences and the CLI's 1.93 GiB."""
+    from model_catalog import get_gpu, model_spec
+    from planner.budget import PlanRequest, plan
+    from tests.test_app import run_page as run
+    from tests.tiles import metric_tiles
+    from ui.format import format_bytes
+
+    model, gpu = model_spec("nvidia/Qwen3.5-397B-A17B-NVFP4"), get_gpu("nvidia-b200")
+    link = {"model": model.model_id, "gpu": gpu.id, "num_gpus": "4", "context_len": "262144", "batch_size": "32",
+            "kv_cache_dtype": "fp8"}
+    at = run("app.py", link)
+    p = plan(model, gpu.framework_memory_bytes, PlanRequest(context_len=262144, batch_size=32, num_gpus=4,
+                                                             kv_cache_dtype="fp8"), gpu_id=gpu.id)
+    assert p.kv_cache_bytes_per_sequence_paged_per_gpu != p.kv_cache_bytes_per_sequence_per_gpu
+    tile = next(t for t in metric_tiles(at) if t.label.startswith("KV per sequence"))
+    assert tile.value == format_bytes(p.kv_cache_bytes_per_sequence_paged_per_gpu), tile.value
+    assert format_bytes(p.kv_cache_bytes_per_sequence_per_gpu) in tile.help  # the exact figure stays in the help

@@ -141,6 +141,19 @@ def test_a_bad_id_under_the_other_picker_key_is_said():
                for e in list(home.warning) + list(home.error)), [e.value for e in home.error]
 
 
+def test_a_one_gpu_link_plans_that_gpu_on_a_many_gpu_page_as_the_navigation_does():
+    """QA (stop 44): ``/Concurrency?...&gpu=nvidia-h200-sxm`` opened directly planned the H200 and four default GPUs
+    nobody picked, each with a "does not fit" warning; through the sidebar (``gpus=nvidia-h200-sxm``) the H200 alone.
+    Both now plan the link's GPU alone."""
+    link = {"model": "deepseek-ai/DeepSeek-V3.2", "num_gpus": "8", "context_len": "131072", "kv_cache_dtype": "fp8"}
+    direct = _run("pages/3_Concurrency.py", gpu="nvidia-h200-sxm", **link)
+    through = _run("pages/3_Concurrency.py", gpus="nvidia-h200-sxm", **link)
+    assert direct.multiselect(key="gpus").value == through.multiselect(key="gpus").value == ["nvidia-h200-sxm"]
+    assert not any("does not fit" in w.value for w in direct.warning), [w.value for w in direct.warning]
+    defaults = _run("pages/3_Concurrency.py", **link)
+    assert len(defaults.multiselect(key="gpus").value) > 1  # no GPU in the link: the page's comparison set
+
+
 def test_custom_under_the_other_picker_key_without_a_code_is_said():
     """QA: ``/Memory_curves?gpu=custom`` and ``?model=custom`` (no share code) drew the defaults in silence, where
     Home said the link carries no code; the other-form reading now says the same."""

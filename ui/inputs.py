@@ -441,9 +441,12 @@ def _other_form(key: str) -> list[str]:
 
 def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[str],
                    resolve: Callable[[str], str], problems: list[str] | None = None) -> list[str]:
-    """The page's defaults among ``options``, led by what the link carries under the other form of ``key``
-    (:func:`_other_form`). An id that is not known is left out and, with ``problems`` given, said there (QA:
-    ``/Memory_curves?gpu=nvidia-zzz`` drew the default GPUs in silence; the picker's own check reports a bad
+    """What the link carries under the other form of ``key`` (:func:`_other_form`) among ``options``, as the
+    navigation carries it (``gpu=X`` becomes ``gpus=X``, :func:`ui.nav.carried_params`); the page's defaults when
+    it carries none it knows. QA (stop 44): ``/Concurrency?gpu=nvidia-h200-sxm`` opened directly planned four
+    default GPUs nobody picked beside it, each with a "does not fit" warning, where the same link through the
+    sidebar planned the H200 alone. An id that is not known is left out and, with ``problems`` given, said there
+    (QA: ``/Memory_curves?gpu=nvidia-zzz`` drew the default GPUs in silence; the picker's own check reports a bad
     value of its own key)."""
     chosen = list(defaults)
     if key is not None:
@@ -462,7 +465,7 @@ def _carried_first(key: str | None, defaults: Sequence[str], options: Sequence[s
                            f"this page shows its default for `{key}`")
                 problems.append(f"Link parameter `{other}={shorten(raw)}`: {problem}. Instead, {instead}; pick in "
                                 "the sidebar.")
-        chosen = [*carried, *(d for d in chosen if d not in carried)]
+        chosen = carried or chosen
     return catalog.pick_existing(tuple(chosen), tuple(options))
 
 
