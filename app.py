@@ -8,7 +8,7 @@ Run: ``streamlit run app.py``.
 import streamlit as st
 
 from planner.fixes import checked_fixes, engine_start_fixes
-from planner.pipeline import plan_pipeline
+from planner.context_budget import plan_context_parallel
 from planner.pool_kv import pool_kv
 from ui import budget_bar, catalog, engine, engine_home, feature_line, formulas, inputs, serving, views
 from ui.format import format_bytes, format_gpus, md_message, md_text
@@ -29,8 +29,10 @@ full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {fo
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 stages = engine_home.budget_stages(form.num_gpus, layout)  # the link's pipeline stages split the GPUs: plan each
-result = views.guarded(plan_pipeline, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
-                       pipeline_parallel_size=stages, what=f"planning {form.model_id} on {gpu.name}")
+dcp = feature_line.link_dcp(model, form.num_gpus, stages, (gpu.id,), request.kv_cache_dtype)  # -dcp: (size, why not)
+result = views.guarded(plan_context_parallel, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
+                       decode_context_parallel_size=dcp[0], pipeline_parallel_size=stages,
+                       what=f"planning {form.model_id} on {gpu.name}")
 
 too_long = views.context_problem(model, form.context_len)
 if too_long:
@@ -65,7 +67,8 @@ views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), engine_pl
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
-feature_line.show_users_line(features, form.model_id, same_as="", left_out=feature_line.link_scale_left_out())
+feature_line.show_users_line(features, form.model_id, same_as="", left_out=feature_line.link_scale_left_out(dcp))
+feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)

@@ -22,8 +22,10 @@ model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, wh
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = serving.with_serving(form.request(), features)
 stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
+dcp = feature_line.link_dcp(model, form.num_gpus, stages, form.gpu_ids, request.kv_cache_dtype)  # -dcp, why not
 contexts = data.concurrency_contexts(model)
-series = views.guarded(data.concurrency_series, model, gpus, request, contexts, stages, what="sweeping the GPUs")
+series = views.guarded(data.concurrency_series, model, gpus, request, contexts, stages, dcp[0],
+                       what="sweeping the GPUs")
 holds_nothing = views.no_fit_warnings(series, model.model_id)  # True: no chart to draw
 too_long = views.context_problem(model, form.context_len)
 if too_long:
@@ -32,10 +34,13 @@ if too_long:
 st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
-feature_line.show_users_line(features, form.model_id, left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
+feature_line.show_users_line(features, form.model_id,
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp))
+feature_line.show_dcp_line(dcp[0])
 feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
                               "holds the fewest")
-views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, what="planning at the plan's context")
+views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, dcp[0],
+              what="planning at the plan's context")
 
 
 def chart() -> None:
@@ -56,7 +61,8 @@ def table() -> None:
     """The same sweep at round context lengths, with its CSV."""
     columns = data.table_contexts(model)
     frame = data.concurrency_table(
-        views.guarded(data.concurrency_series, model, gpus, request, columns, stages, what="tabulating"), gpus, columns)
+        views.guarded(data.concurrency_series, model, gpus, request, columns, stages, dcp[0], what="tabulating"), gpus,
+        columns)
     views.static_table(data.concurrency_display(frame))  # static: no data-grid chunk to load (issue 27 speed)
     st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")

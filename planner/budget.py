@@ -394,6 +394,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "overhead_overridden": overhead.overridden, "overhead_formula": overhead.formula,
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
         "pipeline_parallel_size": 1, "pipeline_stage": 0,  # one stage; planner.pipeline sets them for more
+        "decode_context_parallel_size": 1,  # each GPU keeps every token; planner.context_budget sets it for -dcp
     }
     fitting = ((), (), ())
     context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,

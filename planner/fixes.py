@@ -218,7 +218,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
     for fix in base.suggestions:
         if not isinstance(fix, Fix) or not hasattr(request, fix.key):
             continue
-        fixed = _budget_with(model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix)
+        fixed = _budget_with(model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix,
+                             base.decode_context_parallel_size)
         if not fixed.fits:
             continue
         if fix.key == "kv_cache_dtype":
@@ -338,12 +339,21 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
 
 
 def _budget_with(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, stages: int, gpu_id: str,
-                 fix: Fix) -> Plan:
+                 fix: Fix, dcp: int = 1) -> Plan:
     """The budget re-planned with ``fix`` applied, in ``stages`` pipeline stages where they still divide its GPUs
     (:func:`planner.pipeline.plan_pipeline`: a "use num_gpus 16" on 2 stages is 2 stages of 8), else as one
-    tensor-parallel group."""
+    tensor-parallel group; with ``dcp`` > 1 (the base plan's decode context parallel size) split along tokens as
+    the base was (:func:`planner.context_budget.plan_context_parallel`) where the fixed GPUs still allow it."""
     fixed = replace(request, **{fix.key: fix.value})
     pp = stages if fixed.num_gpus % stages == 0 else 1
+    if dcp > 1:
+        from planner.context_budget import plan_context_parallel  # noqa: PLC0415 - only a -dcp plan needs it
+
+        try:
+            return plan_context_parallel(model, gpu_memory_bytes, fixed, gpu_id, decode_context_parallel_size=dcp,
+                                         pipeline_parallel_size=pp)
+        except ValueError:  # the fixed GPUs do not allow the split: the plain budget
+            pass
     return plan_pipeline(model, gpu_memory_bytes, fixed, gpu_id, pipeline_parallel_size=pp)
 
 

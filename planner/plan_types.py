@@ -223,6 +223,10 @@ class Plan:
     pipeline_stage: int = 0
     """The stage whose per-GPU figures these are: the one with the fewest users and KV tokens, which sizes every
     stage's cache (vLLM takes the smallest worker's blocks); 0 without stages."""
+    decode_context_parallel_size: int = 1
+    """GPUs of the tensor-parallel group each request's KV is split over along tokens (vLLM ``-dcp``,
+    :func:`planner.context_budget.plan_context_parallel`): the per-GPU figures are then those of sequences of
+    ``ceil(context_len / decode_context_parallel_size)`` tokens; 1 without it."""
 
     @property
     def kv_cache_bytes_per_sequence_paged_per_gpu(self) -> int:

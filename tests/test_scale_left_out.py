@@ -2,15 +2,19 @@
 
 ``/?model=deepseek-ai/DeepSeek-V3.2&...&decode_context_parallel_size=8``: the Engine page planned vLLM ``-dcp 8``
 (each request's KV split along tokens over the 8 GPUs, 57.67x) while Home and Concurrency showed 7 users and never
-named the flag. Every page that counts users with the budget names the flags it leaves out on its one line
-(issue 27, item 4); Find, which searches those layouts itself, does not.
+named the flag. Home and Concurrency now apply a valid size (planner/context_budget.py: each GPU keeps
+ceil(L / d) tokens of a request) and say so; every other page that counts users with the budget names the flags it
+leaves out on its one line (issue 27, item 4); Find, which searches those layouts itself, does not.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.test_app import run_page
+from model_catalog import get_gpu, model_spec
+from planner.engines.types import EngineRequest
+from planner.scale import ScaleRequest, plan_scale
+from tests.test_app import metrics, run_page
 
 LINK = {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "num_gpus": "8", "context_len": "131072",
         "batch_size": "16", "kv_cache_dtype": "fp8", "decode_context_parallel_size": "8"}
@@ -21,8 +25,7 @@ def _left_out_lines(at) -> list[str]:
     return [c.value for c in at.caption if "Left out" in c.value]
 
 
-@pytest.mark.parametrize("page", ["app.py", "pages/1_Memory_curves.py", "pages/2_GQA_savings.py",
-                                  "pages/3_Concurrency.py", "pages/6_Allocation.py"])
+@pytest.mark.parametrize("page", ["pages/1_Memory_curves.py", "pages/2_GQA_savings.py", "pages/6_Allocation.py"])
 def test_budget_pages_name_the_links_context_parallel_size(page):
     lines = _left_out_lines(run_page(page, LINK))
     assert any("`decode_context_parallel_size=8`" in line for line in lines), lines
@@ -35,3 +38,42 @@ def test_a_size_of_one_is_no_flag_and_find_names_none():
     assert not any("decode_context_parallel_size" in line for line in one), one
     find = _left_out_lines(run_page("pages/7_Find_a_GPU_setup.py", {**LINK, "users": "16"}))
     assert not any("decode_context_parallel_size" in line for line in find), find
+
+
+def _engine_users(link: dict) -> int:
+    """``int(requests held)`` of the Engine view's ``-dcp`` launch of ``link`` (planner.scale, not the budget)."""
+    gpu = get_gpu(link["gpu"])
+    engine = EngineRequest(engine="vllm", tensor_parallel_size=int(link["num_gpus"]),
+                           max_model_len=int(link["context_len"]), kv_cache_dtype=link["kv_cache_dtype"],
+                           gpu_name=gpu.name)
+    scaled = plan_scale(model_spec(link["model"]), gpu.framework_memory_bytes, engine,
+                        ScaleRequest(decode_context_parallel_size=int(link["decode_context_parallel_size"])))
+    return int(scaled.engine_view().requests_held)
+
+
+def _applied_lines(at) -> list[str]:
+    return [c.value for c in at.caption if "decode context parallel 8" in c.value]
+
+
+def test_home_applies_the_links_context_parallel_size():
+    """Home holds the Engine page's 57 users (57.67x) where it held 7, says it applies the split, names it no more."""
+    at = run_page("app.py", LINK)
+    assert metrics(at)["Max concurrent sequences"] == f"{_engine_users(LINK):,}"
+    assert _applied_lines(at) and "split over 8 GPUs" in _applied_lines(at)[0]
+    assert not any("decode_context_parallel_size" in line for line in _left_out_lines(at))
+
+
+def test_concurrency_applies_the_links_context_parallel_size():
+    at = run_page("pages/3_Concurrency.py", LINK)
+    assert not at.exception, [e.value for e in at.exception]
+    assert _applied_lines(at)
+    assert not any("decode_context_parallel_size" in line for line in _left_out_lines(at))
+    assert metrics(at)[get_gpu(LINK["gpu"]).name] == f"{_engine_users(LINK):,}"  # the headline's H200 tile
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/3_Concurrency.py"])
+def test_a_size_the_budget_cannot_apply_stays_named_with_the_reason(page):
+    lines = _left_out_lines(run_page(page, {**LINK, "decode_context_parallel_size": "3"}))
+    assert any("`decode_context_parallel_size=3`" in line and "must divide" in line for line in lines), lines
+    bf16 = _left_out_lines(run_page(page, {**LINK, "kv_cache_dtype": "bf16"}))
+    assert any("`decode_context_parallel_size=8`" in line and "log-sum-exp" in line for line in bf16), bf16

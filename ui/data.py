@@ -21,6 +21,7 @@ from planner.model import ModelSpec
 from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
+from planner.context_budget import shard_contexts
 from planner.pipeline import plan_pipeline
 from planner.sweep import concurrency_curve, context_points, contexts_up_to, memory_curve, stage_costs
 from ui import catalog, kv_tiles
@@ -335,12 +336,16 @@ def table_contexts(model: ModelSpec) -> tuple[int, ...]:
 
 
 def concurrency_series(model: ModelSpec, gpus: Sequence, request: PlanRequest, contexts: Sequence[int],
-                       pipeline_parallel_size: int = 1) -> dict[str, tuple[int, ...]]:
+                       pipeline_parallel_size: int = 1,
+                       decode_context_parallel_size: int = 1) -> dict[str, tuple[int, ...]]:
     """GPU name -> max concurrent sequences at each context (:func:`planner.sweep.concurrency_curve`); with serving
     features in ``request``, one :func:`planner.pipeline.plan_pipeline` per point (the sweep prices none). With the
     link's ``pipeline_parallel_size`` stages (:func:`ui.feature_line.link_stages`), each point is
-    ``plan_pipeline``'s users of them, as Home plans them."""
+    ``plan_pipeline``'s users of them, as Home plans them. With the link's ``decode_context_parallel_size``
+    (:func:`ui.feature_line.link_dcp`), each point is the users of the share one GPU keeps
+    (:func:`planner.context_budget.shard_contexts`), as Home plans them."""
     pp = pipeline_parallel_size
+    contexts = shard_contexts(contexts, decode_context_parallel_size)
     if request.serving is None:
         return {g.name: concurrency_curve(model, g.framework_memory_bytes, request, tuple(contexts), g.id,
                                           pipeline_parallel_size=pp) for g in gpus}

@@ -262,9 +262,16 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
 def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, pipeline_said: bool = False) -> str:
     """Why the engine's whole requests differ from the budget's users (the CLI's note:
     :func:`planner.engines.budget_gap.budget_gap_text`), "" when they agree or the engine cannot plan the inputs;
-    ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already."""
+    ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already. Where the budget
+    splits each request's KV by the link's decode context parallel size (:func:`ui.feature_line.link_dcp`) and this
+    launch does not (Home's panel has no ``-dcp``), that is the difference, and the sentence says so."""
     if isinstance(plan, str):
         return ""
+    dcp = budget.decode_context_parallel_size
+    if dcp > 1:
+        return (f"The budget above splits each request's KV over {count_noun(dcp, 'GPU')} (decode context parallel "
+                f"{dcp}); this launch keeps every token of a request on each GPU. The Engine page plans "
+                f"`--decode-context-parallel-size {dcp}`.")
     return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
                            budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
                            pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes,

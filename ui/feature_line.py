@@ -16,7 +16,6 @@ import streamlit as st
 
 from planner.budget import PlanRequest
 from planner.model import ModelSpec
-from planner.pipeline import plan_pipeline
 from planner.serving import ServingFeatures
 from planner.serving.summary import sequence_extras
 from ui.format import count_noun, format_bytes, format_int, md_message, md_text
@@ -124,7 +123,8 @@ def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
 
 
 def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
-                  num_gpus: int | None = None, scale: bool = True) -> list[tuple[str, str]]:
+                  num_gpus: int | None = None, scale: bool = True,
+                  dcp: tuple[int, str] | None = None) -> list[tuple[str, str]]:
     """``(what, why)`` for the serving inputs the link carries that this page does not apply.
 
     Args:
@@ -136,9 +136,10 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
             then named (:func:`link_pipeline_left_out`).
         scale: Name the link's data / expert / context parallel flags (:func:`link_scale_left_out`); Find, which
             searches those layouts itself, passes False.
+        dcp: :func:`link_dcp` on a page that applies the link's decode context parallel size (Concurrency).
     """
     out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
-    out += link_scale_left_out() if scale else []
+    out += link_scale_left_out(dcp) if scale else []
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
     if carried:
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
@@ -160,23 +161,71 @@ FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request"
 
 SCALE_KEYS = ("decode_context_parallel_size", "enable_expert_parallel", "dp_size", "ep_size", "enable_dp_attention")
 """Link keys of the Engine page's data / expert / context parallel section (ui/scale_view.py) that change what one
-GPU holds; the budget pages do not apply them (:func:`link_scale_left_out`)."""
+GPU holds; the budget pages do not apply them (:func:`link_scale_left_out`), except Home and Concurrency, which
+apply a valid ``decode_context_parallel_size`` (:func:`link_dcp`)."""
+
+DCP_KEY = "decode_context_parallel_size"
+"""The link key of vLLM's ``-dcp`` (the Engine page's context parallel size)."""
 
 
-def link_scale_left_out() -> list[tuple[str, str]]:
+def link_dcp(model: ModelSpec, num_gpus: int, stages: int = 1, gpu_ids: Sequence[str] = ("",),
+             kv_cache_dtype: str = "auto") -> tuple[int, str]:
+    """``(size, why not)``: the link's ``decode_context_parallel_size`` where the budget applies it to ``model`` on
+    ``num_gpus`` GPUs per replica in ``stages`` pipeline stages on every GPU of ``gpu_ids``
+    (:func:`planner.context_budget.check_dcp_budget`: it divides the tensor-parallel GPUs, within ``tp / kv_heads``,
+    full-attention or MLA layers, an attention backend that returns the decode log-sum-exp), with ``""``; else
+    ``(1, the planner's reason)``; ``(1, "")`` without the key or with a size of 1 or not a whole number (the Engine
+    page says why)."""
+    raw = st.query_params.get(DCP_KEY, "")
+    if not raw.isdigit() or int(raw) <= 1:
+        return 1, ""
+    from planner.context_budget import check_dcp_budget  # noqa: PLC0415 - only a link with -dcp needs it
+
+    try:
+        for gpu_id in gpu_ids:
+            check_dcp_budget(model, num_gpus, int(raw), pipeline_parallel_size=stages, gpu_id=gpu_id,
+                             kv_cache_dtype=kv_cache_dtype)
+    except ValueError as exc:
+        return 1, str(exc)
+    return int(raw), ""
+
+
+def show_dcp_line(dcp: int) -> None:
+    """Under a page's users line, where its budget applies the link's decode context parallel size (:func:`link_dcp`
+    > 1): a caption saying so; nothing for 1."""
+    if dcp > 1:
+        st.caption(md_message(
+            f"Each request's KV split over {count_noun(dcp, 'GPU')} (decode context parallel {dcp}, "
+            f"`{DCP_KEY}={dcp}`), as the Engine page plans it: each GPU keeps 1/{dcp} of a request's tokens, so the "
+            "users are those of that share in the same KV budget."))
+
+
+def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, str]]:
     """``[(the carried keys, why)]`` when the link sets data / expert / context parallel flags (:data:`SCALE_KEYS`)
     that this page's budget does not apply: QA (stop 44), DeepSeek-V3.2 with ``decode_context_parallel_size=8``
     held 57 users on the Engine page (each request's KV split along tokens over 8 GPUs, vLLM ``-dcp``) and 7 on
-    Home and Concurrency, which never named it; empty when none is set (a size of 1, a switch off)."""
-    carried = []
+    Home and Concurrency, which never named it; empty when none is set (a size of 1, a switch off).
+
+    ``dcp``: :func:`link_dcp` on a page that applies the size: one it applies is not named (:func:`show_dcp_line`
+    says so), one it cannot apply is named with the planner's reason; None (the other pages): named as left out.
+    """
+    carried, out = [], []
     for key in SCALE_KEYS:
         value = st.query_params.get(key, "")
-        if value and value.lower() not in ("false", OFF, "0", "1"):
-            carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
-    if not carried:
-        return []
-    return [(", ".join(carried), "the Engine page's data / expert / context parallel section and Find plan them; "
-             "this page's budget keeps each request's whole KV and its share of every expert on each GPU")]
+        if not value or value.lower() in ("false", OFF, "0", "1"):
+            continue
+        named = f"`{key}={value[:60].replace('`', chr(39))}`"  # a code span: no Markdown inside
+        if key == DCP_KEY and dcp is not None and dcp[0] > 1:
+            continue
+        if key == DCP_KEY and dcp is not None and dcp[1]:
+            out.append((named, f"this page's budget does not split the KV: {md_text(dcp[1])}"))
+            continue
+        carried.append(named)
+    if carried:
+        out.insert(0, (", ".join(carried), "the Engine page's data / expert / context parallel section and Find plan "
+                       "them; this page's budget keeps each request's whole KV and its share of every expert on each "
+                       "GPU"))
+    return out
 
 
 def link_features_left_out(why: str, applied: Sequence[str] = (),
@@ -278,20 +327,24 @@ HEADLINE_PER_ROW = 3
 
 
 def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
-                         pipeline_parallel_size: int = 1) -> None:
+                         pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1) -> None:
     """The Concurrency page's headline: users on each GPU at the plan's context (one :func:`planner.budget.plan`
     each, the serving features in ``request``; with ``pipeline_parallel_size`` stages, :func:`link_stages`,
     :func:`planner.pipeline.plan_pipeline`'s, as Home plans them), and one line per smaller card that holds more
-    users than a larger one, with the profile-pass sizes that explain it (:func:`planner.gpu_compare.
-    profile_inversions`).
+    users than a larger one (with ``decode_context_parallel_size``, :func:`link_dcp`, each request's KV split over
+    that many GPUs: :func:`planner.context_budget.plan_context_parallel`), with the profile-pass sizes that explain
+    it (:func:`planner.gpu_compare.profile_inversions`).
 
     Raises:
         ValueError: as :func:`planner.pipeline.plan_pipeline`.
     """
     from planner.gpu_compare import profile_inversions, profile_pass_tiers  # noqa: PLC0415 - only this page
 
-    plans = [(g, plan_pipeline(model, g.framework_memory_bytes, request, g.id,
-                               pipeline_parallel_size=pipeline_parallel_size)) for g in gpus]
+    from planner.context_budget import plan_context_parallel  # noqa: PLC0415 - only this page
+
+    plans = [(g, plan_context_parallel(model, g.framework_memory_bytes, request, g.id,
+                                       decode_context_parallel_size=decode_context_parallel_size,
+                                       pipeline_parallel_size=pipeline_parallel_size)) for g in gpus]
     st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
                 "context length, in the sidebar)")
     show_tiles([Tile(g.name, format_int(p.max_concurrent_sequences),

@@ -205,8 +205,7 @@ def _run_plans(args: argparse.Namespace):
     if scale is None:  # the stages' budget, each stage on its tensor-parallel GPUs (planner/pipeline.py)
         result = plan_pipeline(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id, pipeline_parallel_size=pp)
     else:
-        result = cli_scale.v1_result(plan(cli_scale.v1_model(model, scale), gpu.framework_memory_bytes,
-                                          replace(request, num_gpus=tp), gpu_id=gpu.id), model, scale)
+        result = cli_scale.v1_result(cli_scale.v1_plan(model, gpu, replace(request, num_gpus=tp), scale), model, scale)
     if scale is not None:  # one rank as its engine plans it, with the launch's figures (planner/cli/scale.py)
         engine = scale.engine_view()
     else:

@@ -149,6 +149,21 @@ def v1_model(model, scale: ScalePlan | None):
     return model if scale is None else rank_model(model, scale.layout)
 
 
+def v1_plan(model, gpu, request, scale: ScalePlan):
+    """The engine-free plan of one rank of a scale launch (:func:`v1_model`), with the launch's decode context
+    parallel size applied (:func:`planner.context_budget.plan_context_parallel`: each GPU keeps ``ceil(L / dcp)``
+    tokens of a request) where the budget can apply it, else without it (:func:`v1_result` then says so)."""
+    from planner.budget import plan
+    from planner.context_budget import plan_context_parallel
+
+    rank = v1_model(model, scale)
+    try:
+        return plan_context_parallel(rank, gpu.framework_memory_bytes, request, gpu.id,
+                                     decode_context_parallel_size=scale.layout.decode_context_parallel_size)
+    except ValueError:  # a size the launch refuses (its reasons say why): the cache without the split
+        return plan(rank, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+
+
 def v1_result(result, model, scale: ScalePlan | None):
     """The engine-free plan of a scale launch, with ``params`` and ``weights_bytes`` back at the whole model's
     (the per-GPU keys stay the rank's) and a note saying what the section prices; unchanged without a scale plan.
@@ -164,7 +179,7 @@ def v1_result(result, model, scale: ScalePlan | None):
     from dataclasses import replace
 
     layout, notes = scale.layout, []
-    if scale.context is not None:
+    if scale.context is not None and result.decode_context_parallel_size == 1:
         notes.append(f"this section prices the cache without decode context parallel (each GPU keeps every token "
                      f"of its requests); -dcp {layout.decode_context_parallel_size} keeps 1/"
                      f"{layout.decode_context_parallel_size} of them: "
