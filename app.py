@@ -28,7 +28,7 @@ request = serving.with_serving(form.request(), features)  # the form's request w
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
-stages = engine_home.budget_stages(form.num_gpus, layout)  # the link's pipeline stages split the GPUs: plan each
+stages = engine_home.budget_stages(form.num_gpus, layout, (model,), warn=True)  # the link's stages: plan each
 dcp = feature_line.link_dcp(model, form.num_gpus, stages, (gpu.id,), request.kv_cache_dtype)  # -dcp: (size, why not)
 result = views.guarded(plan_context_parallel, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                        decode_context_parallel_size=dcp[0], pipeline_parallel_size=stages,
@@ -60,6 +60,8 @@ node_text, node_count = engine_home.node_note(model, gpu, asked, engine_plan)  #
 start_fixes = [] if engine_request is None or not result.fits or node_count else views.guarded(  # [] when it starts
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
     what="checking the fixes")
+if node_count:  # wider than its nodes: one click sets the nodes it needs (Home reads num_nodes from the link)
+    engine_home.node_button(node_count)
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
@@ -72,8 +74,9 @@ feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-serving.serving_panel(model, gpu, request, result, form.cli_command(stages))
-formulas.formula_panel(result, model, form)
+command = form.cli_command(stages, dcp[0], layout.num_nodes)  # the same plan, as the CLI takes it
+serving.serving_panel(model, gpu, request, result, command)
+formulas.formula_panel(result, model, form, command)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
                              gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),
                              nodes=node_text,

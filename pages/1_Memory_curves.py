@@ -16,16 +16,16 @@ form, problems = inputs.sidebar_inputs(
     default_gpus=("nvidia-rtx-4090", "nvidia-l40s", "nvidia-h100-sxm-80gb"),
     numbers=("num_gpus", "batch_size", "gpu_memory_utilization"), advanced=("overhead_gib",))
 inputs.show_problems(problems)
-stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
-feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
-    "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
-    num_gpus=form.num_gpus))
-feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
 views.require(form.model_ids, "model")
 views.require(form.gpu_ids, "GPU")
 
 models = [views.guarded(catalog.model_spec, m, what=f"loading {m}") for m in form.model_ids]
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
+stages = feature_line.link_stages(form.num_gpus, models)  # the link's pipeline stages, planned as Home plans them
+feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
+    "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
+    num_gpus=form.num_gpus, models=models))
+feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
 request = form.request()
 contexts = data.curve_contexts(models)
 curves = views.guarded(data.memory_curve_groups, models, gpus, request, contexts, stages, what="sweeping the models")

@@ -21,7 +21,7 @@ if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
 request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
-stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
+stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 plans = [(v, views.guarded(plan_pipeline, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                            pipeline_parallel_size=stages, what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
@@ -32,7 +32,7 @@ st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind};
                       f"{plans[0][1].weights_label}, {data.kv_dtypes_text(plans)}, "
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users",
-                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus))
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, models=(model,)))
 feature_line.show_stages_line(stages, form.num_gpus, "every variant's users those of its stage that holds the fewest")
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)

@@ -21,7 +21,7 @@ views.require(form.gpu_ids, "GPU")
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 request = serving.with_serving(form.request(), features)
-stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
+stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 dcp = feature_line.link_dcp(model, form.num_gpus, stages, form.gpu_ids, request.kv_cache_dtype)  # -dcp, why not
 contexts = data.concurrency_contexts(model)
 series = views.guarded(data.concurrency_series, model, gpus, request, contexts, stages, dcp[0],
@@ -35,7 +35,7 @@ st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
 feature_line.show_users_line(features, form.model_id,
-                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp))
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp, models=(model,)))
 feature_line.show_dcp_line(dcp[0])
 feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
                               "holds the fewest")

@@ -37,7 +37,7 @@ inputs.show_problems(problems)
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded CSV")  # parsed once
-stages = feature_line.link_stages(form.num_gpus)  # the link's pipeline stages, planned as Home plans them
+stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
                          load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
 view = views.guarded(
@@ -51,7 +51,8 @@ c = view.comparison
 
 st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
 feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
-                             left_out=feature_line.link_left_out(read_keys=("swap_space_gib",), num_gpus=form.num_gpus),
+                             left_out=feature_line.link_left_out(read_keys=("swap_space_gib",), num_gpus=form.num_gpus,
+                                                                 models=(model,)),
                              same_as=traffic.users_same_as(c))
 feature_line.show_stages_line(stages, form.num_gpus, "every figure per GPU those of the stage that holds the fewest "
                               "users")

@@ -133,6 +133,7 @@ def estimate_overhead(
     profile_id: str = OVERHEAD_PROFILE,
     speculative_method: str | None = None,
     num_speculative_tokens: int = 0,
+    pipeline_parallel_size: int = 1,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -170,6 +171,8 @@ def estimate_overhead(
             V1 runner, whose sampler, CUDA graphs and state differ from V2's).
         num_speculative_tokens: Its draft tokens per step k: V2's structured-output state holds 1 + k rows per
             sequence slot (:func:`planner.engines.vllm_runner.v2_state_bytes`).
+        pipeline_parallel_size: Stages of the replica whose one stage this is: the pipeline group's buffers join
+            the non-torch memory (:func:`planner.engines.overheads.vllm_non_torch_bytes`).
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -185,19 +188,22 @@ def estimate_overhead(
     """
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
-           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens)
+           max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
+           pipeline_parallel_size)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
-            gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens))
+            gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
+            pipeline_parallel_size))
     return estimate
 
 
 def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tensor_parallel_size: int,
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
-                       speculative_method: str | None = None, num_speculative_tokens: int = 0) -> OverheadEstimate:
+                       speculative_method: str | None = None, num_speculative_tokens: int = 0,
+                       pipeline_parallel_size: int = 1) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
@@ -227,17 +233,21 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     runner = model_runner(model, profile.id, engine_request if speculative_method is None else replace(
         engine_request, serving=ServingFeatures(engine=profile.id, speculative=SpeculativeConfig(
             method=speculative_method))))  # the method alone picks the runner; the drafter's costs are the features'
+    # a pipeline stage samples only as the last one, which holds the LM head (planner.engines.loaded.stage_params;
+    # the Engine view's last_stage, planner/engines/vllm.py _rank_budget)
+    last = pipeline_parallel_size == 1 or any(g.kind == "lm_head" for g in model.params)
     act = activation_estimate(
         model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
-        tensor_parallel_size=tp)
+        tensor_parallel_size=tp, last_stage=last)
     if gpu_name:  # the Engine view's rule by topology (NVLink or PCIe, NVLS on NVSwitch boards), one node
-        runtime = vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp, pipeline_parallel_size=1,
-                                       num_nodes=1, gpu_name=gpu_name)
+        runtime = vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
+                                       pipeline_parallel_size=pipeline_parallel_size, num_nodes=1, gpu_name=gpu_name)
     else:  # no GPU named: one NVLink node's process group
-        runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp > 1 else 0)
+        runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp * pipeline_parallel_size > 1
+                                             else 0)
     runner_bytes = first_compile_bytes(engine_request, runner) + (
-        v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens,
+        v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens, last_stage=last,
                        num_speculative_tokens=num_speculative_tokens) if runner == "v2" else 0)
     charged = graphs_charged(profile, runner)
     graphs = request_cudagraphs(model, engine_request, profile.id, num_layers=model.num_layers,
@@ -292,7 +302,8 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
     overhead = estimate_overhead(model, dtypes.state.bytes_for(1), tensor_parallel_size, request.max_num_batched_tokens,
                                  gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name,
                                  speculative_method=None if spec is None else spec.method,
-                                 num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens)
+                                 num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens,
+                                 pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1))
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead

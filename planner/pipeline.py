@@ -69,7 +69,8 @@ def pipeline_stages(model: ModelSpec, request: PlanRequest,
     if pp > len(model.layers):
         raise ValueError(f"pipeline_parallel_size {pp} is more than the {len(model.layers)} layers of "
                          f"{model.model_id}: use at most {len(model.layers)} stages")
-    group = replace(request, num_gpus=request.num_gpus // pp)
+    # each stage on its tensor-parallel GPUs; its GPUs also hold the pipeline group's buffers (the overhead reads pp)
+    group = replace(request, num_gpus=request.num_gpus // pp, pipeline_parallel_size=pp)
     return tuple((stage_model(model, s, pp), group) for s in range(pp))
 
 

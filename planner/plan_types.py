@@ -58,6 +58,10 @@ class PlanRequest:
     max_num_batched_tokens: int | None = None
     overhead_bytes: int | None = None
     serving: ServingFeatures | None = None
+    pipeline_parallel_size: int = 1
+    """Pipeline stages of the replica whose one stage these ``num_gpus`` GPUs are: :func:`planner.pipeline.
+    plan_pipeline` sets it on each stage's request, and only the process groups' memory reads it (a stage's GPUs
+    also hold the pipeline group's NCCL buffers, :func:`planner.engines.overheads.vllm_non_torch_bytes`)."""
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for the first out-of-range field.
@@ -67,6 +71,8 @@ class PlanRequest:
         self.validate_context_and_batch()
         if not self.num_gpus >= 1:
             raise ValueError(f"num_gpus must be at least 1, got {self.num_gpus}")
+        if not self.pipeline_parallel_size >= 1:
+            raise ValueError(f"pipeline_parallel_size must be at least 1, got {self.pipeline_parallel_size}")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if not self.block_size >= 1:

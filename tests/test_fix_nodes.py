@@ -64,3 +64,16 @@ def test_engine_page_gpu_fix_sets_its_nodes_knob():
     assert not at.exception, [e.value for e in at.exception]
     refused = [w.value for w in at.warning if "refuse to start" in w.value or "World size" in w.value]
     assert not refused, refused
+
+
+def test_home_offers_the_nodes_a_replica_wider_than_its_nodes_needs():
+    """QA (stop 44): ``/?...&num_gpus=32&num_nodes=2`` refused the launch ("span 4 nodes") with no button on Home,
+    where the Engine page offers "Nodes → 4"; one click now sets the link's nodes and the launch starts."""
+    at = run_page("app.py", {"model": "meta-llama/Meta-Llama-3.1-405B", "gpu": "nvidia-h100-sxm-80gb",
+                             "num_gpus": "32", "num_nodes": "2"})
+    button = next(b for b in at.button if b.label.startswith("Nodes →"))
+    assert button.label == "Nodes → 4", button.label
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert str(at.query_params["num_nodes"]) == "4"
+    assert not any("Cannot provide a placement group" in w.value for w in at.warning), [w.value for w in at.warning]

@@ -82,3 +82,8 @@ def test_engine_page_refuses_too_few_nodes_and_offers_enough():
     said = " ".join(e.value for kind in ("error", "warning") for e in getattr(at, kind))
     assert "Cannot provide a placement group" in said, said
     assert any("4" in b.label and "Nodes" in b.label for b in at.button), [b.label for b in at.button]
+
+
+def test_one_node_holds_in_the_singular(capsys):
+    text = _cli(capsys, "--engine", "vllm", "--tensor-parallel-size", "16", "--distributed-executor-backend", "ray")
+    assert "1 node of 8 GPUs holds 8" in text and "which holds 8" in text, text

@@ -40,13 +40,17 @@ def test_each_gpu_holds_its_stages_layers_with_the_kv_heads_sharded():
     assert staged.max_concurrent_sequences >= 2 * one_group.max_concurrent_sequences
 
 
+MINIMAX = model_spec("MiniMaxAI/MiniMax-M2.5")
+
+
 @pytest.mark.parametrize(("model", "num_gpus", "pp", "nodes"), [
-    (LLAMA_405B, 16, 2, 2), (LLAMA_8B, 3, 3, 1), (LLAMA_8B, 4, 2, 1)])
+    (LLAMA_405B, 16, 2, 2), (LLAMA_8B, 3, 3, 1), (LLAMA_8B, 4, 2, 1), (LLAMA_8B, 2, 2, 1), (MINIMAX, 8, 8, 1)])
 def test_the_budgets_users_are_the_engine_views_for_the_same_stages(model, num_gpus, pp, nodes):
     """Two code paths, one answer: the budget's stages and vLLM's view of the same launch (whose cache is sized
-    to the smallest worker's blocks) hold the same users, within 1 % (the engine view adds what its process
-    groups hold per topology, :func:`planner.engines.overheads.non_torch_bytes_by_topology`: 260 against 259 for
-    2 stages of 2)."""
+    to the smallest worker's blocks) hold the same users on one node. Each stage's GPUs hold the pipeline group's
+    NCCL buffers and only the last stage samples (QA, stop 44: Llama 3.1 8B in 2 stages of 1 GPU held 123 beside
+    the engine's 122.32x, MiniMax-M2.5 in 8 stages 164 beside 166.62x). Across nodes the budget keeps one node's
+    process groups (the engine view prices the network's): within 1 %."""
     staged = _plan(model, num_gpus, pp)
     engine = plan_engine(model, GPU.framework_memory_bytes, EngineRequest(
         engine="vllm", tensor_parallel_size=num_gpus // pp, pipeline_parallel_size=pp, max_model_len=8192,
@@ -54,7 +58,11 @@ def test_the_budgets_users_are_the_engine_views_for_the_same_stages(model, num_g
         gpu_memory_reported_bytes=reported_memory_bytes(GPU)))
     assert engine.starts
     held = int(engine.requests_held)
-    assert abs(staged.max_concurrent_sequences - held) <= max(1, held // 100), (staged.max_concurrent_sequences, held)
+    if nodes == 1:
+        assert staged.max_concurrent_sequences == held
+    else:
+        assert abs(staged.max_concurrent_sequences - held) <= max(1, held // 100), (staged.max_concurrent_sequences,
+                                                                                    held)
 
 
 def test_the_layers_split_as_vllm_splits_them():

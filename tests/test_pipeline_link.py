@@ -110,9 +110,11 @@ def test_home_command_line_plans_the_same_stages(home_pp, capsys):
     Home's users (without the flag the CLI planned one group of 16: another figure under the same link)."""
     line = next(c for c in _codes(home_pp) if c.startswith("python -m planner plan"))
     assert "--pipeline-parallel-size 2" in line, line
+    assert "--num-nodes 2 --distributed-executor-backend ray" in line, line  # QA (stop 44): it refused on one node
     args = line.replace("\\\n", " ").split()[4:]
     assert main(["plan", *args, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["engine_plan"]["starts"], out["engine_plan"]["reasons"]
     verdict = next(t for t in _texts(home_pp) if t.startswith("**Fits.**"))
     assert out["pipeline_parallel_size"] == 2
     assert f"up to {out['max_concurrent_sequences']} concurrent sequences" in verdict, verdict
@@ -153,6 +155,7 @@ def test_pages_that_read_num_gpus_plan_the_links_stages(page):
     odd = run_page(page, {**LINK, "pipeline_parallel_size": "3"})
     left = [c.value for c in odd.caption if "Left out" in c.value and "pipeline_parallel_size=3" in c.value]
     assert left and "one tensor-parallel group" in left[0], [c.value for c in odd.caption]
+    assert "the Engine page refuses 16 GPUs in 3 stages" in left[0], left[0]  # it said the Engine page runs them
 
 
 # --------------------------------------------------------------------------
@@ -291,3 +294,17 @@ def test_home_and_cli_say_which_stage_the_printed_available_memory_is(capsys):
     at = run_page("app.py", {"model": "deepseek-ai/DeepSeek-V3", "gpu": GPU, "num_gpus": "16",
                              "pipeline_parallel_size": "2", "num_nodes": "2"})
     assert any("stage 0's here" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/1_Memory_curves.py", "pages/2_GQA_savings.py",
+                                  "pages/3_Concurrency.py", "pages/6_Allocation.py"])
+def test_more_stages_than_layers_plan_one_group_and_say_why(page):
+    """QA (stop 44): 32 stages of Llama 3.2 1B's 16 layers stopped every budget page with "Could not finish planning
+    ... Change the inputs in the sidebar" (Home has no stages input). vLLM gives every stage a layer
+    (``get_pp_indices``): the pages plan one tensor-parallel group and say why, as for stages that do not divide."""
+    link = {"model": "meta-llama/Llama-3.2-1B-Instruct", "gpu": "nvidia-l4", "num_gpus": "32",
+            "pipeline_parallel_size": "32", "num_nodes": "4"}
+    at = run_page(page, link)
+    assert not at.exception and not any("Could not finish" in e.value for e in at.error), [e.value for e in at.error]
+    said = " ".join(e.value for kind in ("warning", "caption") for e in getattr(at, kind))
+    assert "16 layers" in said, said

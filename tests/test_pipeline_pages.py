@@ -77,7 +77,7 @@ def test_memory_curve_of_the_stages_is_the_fullest_gpu_and_holds_home_users():
     users = _home().max_concurrent_sequences
     request = PlanRequest(context_len=8192, num_gpus=16, batch_size=users)
     staged = memory_curve(MODEL, request, CONTEXTS, GPU.framework_memory_bytes, GPU.id, pipeline_parallel_size=2)
-    group = replace(request, num_gpus=8)
+    group = replace(request, num_gpus=8, pipeline_parallel_size=2)  # a stage's request (planner.pipeline)
     stages = [memory_curve(stage_model(MODEL, s, 2), group, CONTEXTS, GPU.framework_memory_bytes, GPU.id)
               for s in range(2)]
     assert [p.total_bytes for p in staged] == [max(s[i].total_bytes for s in stages) for i in range(len(CONTEXTS))]

@@ -77,3 +77,17 @@ def test_a_size_the_budget_cannot_apply_stays_named_with_the_reason(page):
     assert any("`decode_context_parallel_size=3`" in line and "must divide" in line for line in lines), lines
     bf16 = _left_out_lines(run_page(page, {**LINK, "kv_cache_dtype": "bf16"}))
     assert any("`decode_context_parallel_size=8`" in line and "log-sum-exp" in line for line in bf16), bf16
+
+
+def test_homes_command_line_carries_the_context_parallel_size_it_applied(capsys):
+    """The copied ``python -m planner plan`` line gives Home's users: it carries ``--decode-context-parallel-size``."""
+    import json
+
+    from planner.cli import main
+
+    at = run_page("app.py", LINK)
+    line = next(c.value for c in at.code if c.value.startswith("python -m planner plan"))
+    assert "--decode-context-parallel-size 8" in line, line
+    assert main(["plan", *line.replace("\\\n", " ").split()[4:], "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert metrics(at)["Max concurrent sequences"] == f"{out['max_concurrent_sequences']:,}"

@@ -7,6 +7,7 @@ fix it previews (:mod:`planner.fixes`) give the Engine page's figures.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import streamlit as st
@@ -122,12 +123,25 @@ def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: i
         serving=features, **fields)
 
 
-def budget_stages(num_gpus: int, layout: LinkLayout) -> int:
+def budget_stages(num_gpus: int, layout: LinkLayout, models: Sequence[ModelSpec] = (), *, warn: bool = False) -> int:
     """The pipeline stages Home's budget plans (:func:`planner.pipeline.plan_pipeline`): the link's stages where they
     split Home's ``num_gpus`` GPUs per replica, else 1 (one GPU, whose link stages add GPUs: the budget plans the one
-    GPU Home shows, :func:`pipeline_note` gives the stages' figure beside it)."""
+    GPU Home shows, :func:`pipeline_note` gives the stages' figure beside it), and 1 where a model of ``models`` has
+    fewer layers than stages (vLLM ``get_pp_indices`` gives every stage a layer; QA, stop 44: 32 stages of a 16-layer
+    model stopped every page with "Could not finish planning"), said in a warning when ``warn``."""
     pp = layout.pipeline_parallel_size
-    return pp if pp > 1 and layout.tensor_parallel_size * pp == num_gpus else 1
+    if pp <= 1 or layout.tensor_parallel_size * pp != num_gpus:
+        return 1
+    short = [m for m in models if len(m.layers) < pp]
+    if short:
+        if warn:
+            st.warning(md_message(f"Link parameter `pipeline_parallel_size={pp}` is more than the "
+                                  f"{count_noun(len(short[0].layers), 'layer')} of {short[0].model_id}, and vLLM gives "
+                                  "every stage at least one: the budget plans the GPUs as one tensor-parallel group. "
+                                  f"Use at most {len(short[0].layers)} stages on the Engine page."),
+                       icon=":material/link_off:")
+        return 1
+    return pp
 
 
 def pipeline_note(result: Plan, model: ModelSpec, plan: EnginePlan | str, stages_planned: int = 1) -> bool:
@@ -166,6 +180,13 @@ def node_note(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | 
         return "", 0
     return advice.text(f"Nodes per replica {advice.num_nodes} {where}", "the planner's default node size"), \
         advice.num_nodes
+
+
+def node_button(nodes: int) -> None:
+    """Home's one-click fix for a replica wider than its nodes (QA, stop 44: the Engine page had "Nodes → 4", Home
+    only the words): it sets the link's ``num_nodes``, which Home's engine panel reads (:func:`link_layout`)."""
+    views.fix_buttons([Fix(f"use num_nodes {nodes} (Nodes per replica, over Ray)", "num_nodes", nodes)],
+                      key_prefix="home_node_fix")
 
 
 def node_warning(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan) -> None:

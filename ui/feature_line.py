@@ -74,7 +74,7 @@ def _extras_text(features: ServingFeatures | None) -> str:
     return " + ".join(["its text", *parts]) if parts else ""
 
 
-def link_stages(num_gpus: int) -> int:
+def link_stages(num_gpus: int, models: Sequence = ()) -> int:
     """The pipeline stages a page that plans ``num_gpus`` GPUs per replica with the budget plans: Home's rule
     (:func:`ui.engine_home.budget_stages` of :func:`ui.engine_home.link_layout`): the link's
     ``pipeline_parallel_size`` where it splits the GPUs into stages of ``num_gpus // pipeline_parallel_size``
@@ -86,7 +86,8 @@ def link_stages(num_gpus: int) -> int:
         return 1
     from ui import engine_home  # noqa: PLC0415 - the engine inputs load with the links that carry them
 
-    return engine_home.budget_stages(num_gpus, engine_home.link_layout(num_gpus)[0])
+    return engine_home.budget_stages(num_gpus, engine_home.link_layout(num_gpus)[0], models)  # ``models``: their
+    # layers bound the stages
 
 
 def show_stages_line(stages: int, num_gpus: int,
@@ -101,13 +102,13 @@ def show_stages_line(stages: int, num_gpus: int,
             f"{count_noun(num_gpus // stages, 'tensor-parallel GPU')}, {each}."))
 
 
-def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
+def link_pipeline_left_out(num_gpus: int, models: Sequence = ()) -> list[tuple[str, str]]:
     """``[(the split, why)]`` when the link splits the GPUs into pipeline stages (the Engine page's
     ``pipeline_parallel_size``) that this page, which plans ``num_gpus`` GPUs per replica with the budget, cannot
     plan (:func:`link_stages` is 1: the stages do not divide the GPUs, or one GPU), so it plans them as one
     tensor-parallel group; empty without stages, with stages it plans (:func:`show_stages_line` says so), or with a
     value the Engine page rejects (it says why)."""
-    if not st.query_params.get("pipeline_parallel_size", "") or link_stages(num_gpus) > 1:
+    if not st.query_params.get("pipeline_parallel_size", "") or link_stages(num_gpus, models) > 1:
         return []
     from ui.engine import ENGINE_FIELDS  # noqa: PLC0415 - the engine inputs load with the pages that carry them
     from ui.traffic import link_whole_number  # noqa: PLC0415
@@ -116,14 +117,21 @@ def link_pipeline_left_out(num_gpus: int) -> list[tuple[str, str]]:
     if pp is None or pp <= 1:
         return []
     gpus = pp if num_gpus == 1 else num_gpus
-    split = f"{pp} stages of {gpus // pp}" if gpus % pp == 0 else f"{pp} stages"
+    short = [m for m in models if len(m.layers) < pp]
+    if short:  # vLLM gives every stage a layer (get_pp_indices)
+        engines = (f"{short[0].model_id} has {count_noun(len(short[0].layers), 'layer')}, fewer than the stages, "
+                   "which the Engine page refuses")
+    elif gpus % pp:  # QA (stop 44): the line said the Engine page runs 3 stages, which it refuses for 8 GPUs
+        engines = (f"the Engine page refuses {count_noun(gpus, 'GPU')} in {pp} stages and Home's engine panel plans "
+                   "one tensor-parallel group")
+    else:
+        engines = f"the Engine page and Home's engine panel run {pp} stages of {gpus // pp}"
     return [(f"the pipeline split `pipeline_parallel_size={pp}`",
-             f"this page plans the {count_noun(num_gpus, 'GPU')} per replica as one tensor-parallel group; the Engine "
-             f"page and Home's engine panel run {split}")]
+             f"this page plans the {count_noun(num_gpus, 'GPU')} per replica as one tensor-parallel group; {engines}")]
 
 
 def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
-                  num_gpus: int | None = None, scale: bool = True,
+                  num_gpus: int | None = None, scale: bool = True, models: Sequence = (),
                   dcp: tuple[int, str] | None = None) -> list[tuple[str, str]]:
     """``(what, why)`` for the serving inputs the link carries that this page does not apply.
 
@@ -138,7 +146,7 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
             searches those layouts itself, passes False.
         dcp: :func:`link_dcp` on a page that applies the link's decode context parallel size (Concurrency).
     """
-    out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus)
+    out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus, models)
     out += link_scale_left_out(dcp) if scale else []
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
     if carried:
@@ -229,7 +237,7 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
 
 
 def link_features_left_out(why: str, applied: Sequence[str] = (),
-                           num_gpus: int | None = None) -> list[tuple[str, str]]:
+                           num_gpus: int | None = None, models: Sequence = ()) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
@@ -243,7 +251,7 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
         value = st.query_params.get(key, "")
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
-    stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus)), *link_scale_left_out()]
+    stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus, models)), *link_scale_left_out()]
     return [("the serving features " + ", ".join(carried), why)] + stages if carried else stages
 
 

@@ -124,7 +124,7 @@ def _new_kind_line(layer, count: int, dtypes, tp: int, per_layer: str) -> str | 
     return None
 
 
-def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
+def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs, command: str | None = None) -> None:
     """An expander that shows the arithmetic with the user's numbers (values from the planner): for a plan of
     pipeline stages (:func:`planner.pipeline.plan_pipeline`), the stage its per-GPU figures are of, its layers and
     parameters on its tensor-parallel group."""
@@ -182,4 +182,4 @@ def formula_panel(plan: Plan, model: ModelSpec, inputs: PlanInputs) -> None:
                    "vllm/v1/worker/gpu_worker.py; "
                    "the README's Models section.")
         st.markdown("Same plan from the command line:")
-        st.code(inputs.cli_command(pp), language="bash")
+        st.code(command or inputs.cli_command(pp), language="bash")  # Home's: with its stages, -dcp and nodes

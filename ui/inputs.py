@@ -100,10 +100,13 @@ class PlanInputs:
             block_size=self.block_size, overhead_bytes=overhead,
         )
 
-    def cli_command(self, pipeline_parallel_size: int = 1) -> str:
+    def cli_command(self, pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1,
+                    num_nodes: int = 1) -> str:
         """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
         the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`); with the pipeline stages
-        Home's budget planned (:func:`planner.pipeline.plan_pipeline`) where there are more than one."""
+        and the decode context parallel size Home's budget planned (:func:`planner.context_budget.
+        plan_context_parallel`) and the link's nodes (over Ray), where they are more than one, so the copied command
+        gives Home's figures (QA, stop 44: without ``--num-nodes 2`` it refused a launch Home said starts)."""
         from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
 
         model, gpu, comments = source_flags(self.model_id, self.gpu_id)
@@ -117,6 +120,10 @@ class PlanInputs:
             parts.append(f"--overhead-gib {self.overhead_gib:g}")
         if pipeline_parallel_size > 1:
             parts.append(f"--pipeline-parallel-size {pipeline_parallel_size}")
+        if decode_context_parallel_size > 1:
+            parts.append(f"--decode-context-parallel-size {decode_context_parallel_size}")
+        if num_nodes > 1:
+            parts.append(f"--num-nodes {num_nodes} --distributed-executor-backend ray")
         return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 

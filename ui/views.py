@@ -155,12 +155,11 @@ def _apply_fix(key: str, value, also: tuple = ()) -> None:
     """Set the fix's input, and the inputs it sets ``also`` (:attr:`planner.fixes.CheckedFix.also`: the nodes a GPU
     count needs): a widget of this page through its state, a value the page reads from the link (Home's
     ``num_nodes``) in the URL."""
-    st.session_state[key] = value
-    for other, number in also:
-        if other in st.session_state:
-            st.session_state[other] = number
-        else:
-            st.query_params[other] = str(number)
+    for name, number in ((key, value), *also):
+        if name in st.session_state:  # a widget of this page (drawn before any button can be clicked)
+            st.session_state[name] = number
+        else:  # a value this page reads from the link only (Home's num_nodes)
+            st.query_params[name] = str(number)
 
 
 def fix_buttons(fixes, key_prefix: str = "apply_fix") -> None:

@@ -100,7 +100,8 @@ class NodeAdvice:
             held = self.given_nodes * self.gpus_per_node
             return (f"{count_noun(world, 'GPU')} per replica (tensor parallel {p.tensor_parallel_size} x pipeline "
                     f"{p.pipeline_parallel_size}) over {count_noun(self.given_nodes, 'node')} of {self.gpus_per_node} "
-                    f"({node_source}), which hold {held}: vLLM's Ray executor asks a placement group of one GPU per "
+                    f"({node_source}), which {'holds' if self.given_nodes == 1 else 'hold'} {held}: vLLM's Ray "
+                    "executor asks a placement group of one GPU per "
                     f"worker, waits {PG_WAIT_TIMEOUT_S} s for it and stops with 'Cannot provide a placement group' "
                     f"(vllm/v1/executor/ray_utils.py _wait_until_pg_ready). Across {self.num_nodes} nodes ({how}) "
                     f"it runs: start a Ray cluster over them (`ray start --head` on the first, `ray start "
@@ -154,7 +155,8 @@ def refused_on_one_node(plan: EnginePlan, advice: NodeAdvice | None) -> EnginePl
         reason = sglang_nodes.one_node_reason(plan, advice.gpus_per_node, advice.given_nodes)
     elif advice.waits_for_ray:
         reason = (f"Cannot provide a placement group of {world} GPU bundles within {PG_WAIT_TIMEOUT_S} seconds: "
-                  f"{count_noun(advice.given_nodes, 'node')} of {advice.gpus_per_node} GPUs hold "
+                  f"{count_noun(advice.given_nodes, 'node')} of {advice.gpus_per_node} GPUs "
+                  f"{'holds' if advice.given_nodes == 1 else 'hold'} "
                   f"{advice.given_nodes * advice.gpus_per_node} (vllm/v1/executor/ray_utils.py _wait_until_pg_ready); "
                   f"span {advice.num_nodes} nodes")
     else:
