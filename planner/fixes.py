@@ -402,6 +402,17 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
                     if fixed.starts else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
             keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
     tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
+    if refused.family == "sglang" and request.num_nodes > 1 and (tp * pp) % request.num_nodes:
+        # --nnodes that do not divide tp x pp (check_server_args): the same GPUs over the nodes SGLang lays them out
+        # on (QA, stop 44: 16 GPUs over 3 nodes offered only "GPUs → 32, 4 nodes")
+        from planner.engines.sglang_nodes import nodes_needed  # noqa: PLC0415
+        from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
+
+        nodes = nodes_needed(tp, pp, DEFAULT_GPUS_PER_NODE)
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"num_nodes": nodes})
+        if fixed is not None and fixed.starts:
+            keep("num_nodes", nodes, f"{nodes} nodes (--nnodes {nodes}): {_starts_at(fixed)}",
+                 _relative(request.num_nodes, nodes), fixed)
     for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
         fixed, _, count = _try_on_nodes(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
         if fixed is not None and fixed.starts:

@@ -196,3 +196,16 @@ def test_home_engine_panel_refuses_sglang_on_one_node_and_warns_with_the_nodes()
     texts = _texts(at)
     assert any("would refuse to start" in t and ORDINAL in t for t in texts), texts
     assert any("--node-rank 1" in w.value and "--dist-init-addr" in w.value for w in at.warning), texts
+
+
+def test_nodes_that_do_not_divide_get_the_nodes_that_do_as_a_fix():
+    """QA (stop 44): SGLang's 16 GPUs over --nnodes 3 ("tp_size must be divisible by number of nodes") offered only
+    "GPUs → 32, 4 nodes"; the same 16 GPUs over 2 nodes start (SGLang's own figure, from plan_engine)."""
+    link = {"model": "meta-llama/Meta-Llama-3.1-405B", "gpu": "nvidia-h100-sxm-80gb", "engine": "sglang",
+            "num_gpus": "16", "num_nodes": "3"}
+    at = run_page("pages/5_Engine.py", link)
+    assert not at.exception, [e.value for e in at.exception]
+    button = next((b for b in at.button if b.label == "Nodes → 2"), None)
+    assert button is not None, [b.label for b in at.button]
+    button.click().run()
+    assert not any("divisible by number of nodes" in w.value for w in at.warning), [w.value for w in at.warning]
