@@ -206,6 +206,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        pipeline_parallel_size: int = 1) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
+    from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
     from planner.engines.types import EngineRequest  # noqa: PLC0415
     from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
@@ -240,9 +241,14 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
         model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
         tensor_parallel_size=tp, last_stage=last)
-    if gpu_name:  # the Engine view's rule by topology (NVLink or PCIe, NVLS on NVSwitch boards), one node
+    if gpu_name:  # the Engine view's rule by topology (NVLink or PCIe, NVLS on NVSwitch boards), on the fewest
+        # nodes of DEFAULT_GPUS_PER_NODE that hold the replica: one wider than a node runs only across nodes
+        # (planner.engines.replica_layout), where its groups use the network (DeepSeek-V3 on 16 H100: 26.48 GiB of
+        # KV per GPU priced on one node, 27.88 in the engine view over the 2 nodes it needs)
+        nodes = max(1, -(-tp * pipeline_parallel_size // DEFAULT_GPUS_PER_NODE))
         runtime = vllm_non_torch_bytes(profile.non_torch_bytes, tensor_parallel_size=tp,
-                                       pipeline_parallel_size=pipeline_parallel_size, num_nodes=1, gpu_name=gpu_name)
+                                       pipeline_parallel_size=pipeline_parallel_size, num_nodes=nodes,
+                                       gpu_name=gpu_name)
     else:  # no GPU named: one NVLink node's process group
         runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp * pipeline_parallel_size > 1
                                              else 0)
