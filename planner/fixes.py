@@ -187,6 +187,12 @@ def _nodes_words(nodes: int, before: int) -> tuple[str, tuple[tuple[str, int], .
     return ("", ()) if nodes <= before else (f" over {nodes} nodes", (("num_nodes", nodes),))
 
 
+def _fix_label(key: str, value, also: tuple[tuple[str, int], ...]) -> str:
+    """:func:`short_label`, with the nodes a GPU-count fix also sets: ``"GPUs → 32, 4 nodes"``."""
+    nodes = dict(also).get("num_nodes")
+    return short_label(key, value) + (f", {nodes} nodes" if nodes else "")
+
+
 def _order(fixes: list[CheckedFix]) -> list[CheckedFix]:
     """Starting fixes first, then the smallest relative change (module docstring); stable for ties."""
     return sorted(fixes, key=lambda f: (f.starts is not True, f.change))
@@ -247,7 +253,7 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                        else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
         if engine_plan is not None and not engine_plan.starts:
             continue  # the budget fits, the engine would refuse: not a fix
-        found.append(CheckedFix(fix=fix, label=short_label(fix.key, fix.value) + nodes[0].replace(" over", ","),
+        found.append(CheckedFix(fix=fix, label=_fix_label(fix.key, fix.value, nodes[1]),
                                 help=f"{fix}{outcome}".rstrip(), change=max(change, 0.0),
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan,
                                 also=nodes[1]))
@@ -390,7 +396,7 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
         # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
         help_text = (f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts
                      else f"{text}. {_engine_outcome(engine, fixed)}")
-        found.append(CheckedFix(fix=fix, label=short_label(key, value) + nodes[0].replace(" over", ","),
+        found.append(CheckedFix(fix=fix, label=_fix_label(key, value, nodes[1]),
                                 help=help_text, change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed,
                                 also=nodes[1]))
 

@@ -139,9 +139,6 @@ def plan_grid(models: Sequence[ModelSpec], gpus: Sequence, request: PlanRequest,
               pipeline_parallel_size: int = 1) -> dict[tuple[str, str], Plan]:
     """``plan()`` for every model x GPU pair, keyed by (model id, GPU id); with the link's
     ``pipeline_parallel_size`` stages, :func:`planner.pipeline.plan_pipeline`'s plan of them (Home's)."""
-    if pipeline_parallel_size == 1:
-        return {(m.model_id, g.id): plan(m, g.framework_memory_bytes, request, gpu_id=g.id) for m in models
-                for g in gpus}
     return {(m.model_id, g.id): plan_pipeline(m, g.framework_memory_bytes, request, g.id,
                                               pipeline_parallel_size=pipeline_parallel_size)
             for m in models for g in gpus}
