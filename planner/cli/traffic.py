@@ -34,7 +34,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, plan
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest
 from planner.cli.args import (
     add_gpu_arguments,
     catalog_id,
@@ -57,6 +57,7 @@ from planner.cli.engine import engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
+from planner.pipeline import plan_pipeline
 from planner.traffic.allocation import allocation_for_model
 from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import (
@@ -142,7 +143,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-model-len", type=positive_int, default=8192, help="engine limit per sequence, tokens")
     p.add_argument("--mean-len", type=positive_int, required=True, help="average tokens a sequence holds")
     p.add_argument("--block-size", type=positive_int, default=DEFAULT_BLOCK_SIZE, help="KV page size in tokens")
-    p.add_argument("--num-gpus", type=positive_int, default=1, help="GPUs per replica (tensor parallel)")
+    p.add_argument("--num-gpus", type=positive_int, default=None,
+                   help="GPUs per replica (tensor parallel x pipeline stages; default 1 per stage)")
+    p.add_argument("--pipeline-parallel-size", type=positive_int, default=None,
+                   help="pipeline stages splitting --num-gpus, each planned on its tensor-parallel GPUs as `plan` "
+                        "and the Allocation page plan a link's stages (default 1)")
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_DTYPES), default="auto")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPE_CHOICES, default="auto")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
@@ -256,23 +261,39 @@ def _catalog_gpus() -> list:
 
 def run_allocation(args: argparse.Namespace) -> dict:
     """Resolve ids (or the ``--gpu-memory-gib`` GPU) and run :func:`planner.traffic.allocation.allocation_for_model`;
-    the JSON dict."""
+    the JSON dict.
+
+    ``--pipeline-parallel-size`` splits ``--num-gpus`` into stages as ``plan`` does (:func:`planner.cli.engine.
+    parallel_layout`: ``--num-gpus`` a multiple of the stages, one GPU per stage without it): every per-GPU figure is
+    then the stage's that :func:`planner.pipeline.plan_pipeline` reports (vLLM sizes every stage's cache to the
+    smallest worker's, ``get_kv_cache_configs`` in vllm/v1/core/kv_cache_utils.py), as the Allocation page plans a
+    link's stages (:func:`ui.allocation_view.allocation_view`), so the page and the CLI give one answer.
+
+    Raises:
+        ValueError: ``--num-gpus`` the stages do not split, or as :func:`allocation_for_model`.
+    """
     model = _catalog_model(args.model)
     gpu = resolve_gpu(args)
+    pp = args.pipeline_parallel_size or 1
+    if args.num_gpus is not None and args.num_gpus % pp:
+        raise ValueError(f"--num-gpus {args.num_gpus} is not a multiple of --pipeline-parallel-size {pp}")
+    num_gpus = args.num_gpus or pp  # plan's rule (planner/cli/engine.py parallel_layout): one GPU per stage
     overhead = None if args.overhead_gib is None else int(args.overhead_gib * GiB)
     # what vLLM does unasked, as `plan` charges it: its default encoder profile for a vision model (the budget)
     request = PlanRequest(
         context_len=args.max_model_len, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
-        num_gpus=args.num_gpus, gpu_memory_utilization=args.gpu_memory_utilization,
+        num_gpus=num_gpus, gpu_memory_utilization=args.gpu_memory_utilization,
         block_size=args.block_size, overhead_bytes=overhead, serving=serving_from_args(args))
     result = allocation_for_model(
         model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
-        prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id)
+        prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id,
+        pipeline_parallel_size=pp)
     # the cache the budget's users are counted in, as the plan command names it (fp8_ds_mla for a sparse-MLA model
-    # under auto, and for DeepSeek-V4's pool), and the cache of the exact per-token figure beside it
-    priced = plan(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
+    # under auto, and for DeepSeek-V4's pool), and the cache of the exact per-token figure beside it (the stage's)
+    priced = plan_pipeline(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id, pipeline_parallel_size=pp)
     return result.to_dict() | {key: getattr(priced, key) for key in (
-        "kv_cache_dtype", "kv_cache_exact_dtype", "kv_cache_pool_bytes_per_token")}
+        "kv_cache_dtype", "kv_cache_exact_dtype", "kv_cache_pool_bytes_per_token")} | {
+        "num_gpus": num_gpus, "pipeline_parallel_size": pp}
 
 
 def find_workload(args: argparse.Namespace) -> Workload | None:
@@ -392,6 +413,10 @@ def _allocation_table(d: dict) -> str:
             f"{g(d[f'{key}_wasted_bytes']):>14}{d[f'{key}_unused_fraction']:>9.1%}{d[f'{key}_max_sequences']:>10,}")
     lines.append(f"plan users   {d['max_concurrent_sequences']:,} at {d['max_model_len']:,} tokens (as `plan` and "
                  "Home count them)")
+    if d.get("pipeline_parallel_size", 1) > 1:
+        pp = d["pipeline_parallel_size"]
+        lines.append(f"stages       {pp} pipeline stages of {d['num_gpus'] // pp} tensor-parallel GPUs: every figure "
+                     "per GPU is the stage's that holds the fewest users")
     lines += [f"  note: {n}" for n in (*d["notes"], *([d["naive_note"]] if d["naive_note"] else []))]
     return "\n".join(lines)
 
