@@ -59,7 +59,7 @@ engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launc
 node_text, node_count = engine_home.node_note(model, gpu, asked, engine_plan)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count else views.guarded(  # [] when it starts
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
-    what="checking the fixes")
+    decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes")  # as planned
 if node_count:  # wider than its nodes: one click sets the nodes it needs (Home reads num_nodes from the link)
     engine_home.node_button(node_count)
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting

@@ -85,7 +85,8 @@ class CheckedFix:
 
     Attributes:
         fix: The :class:`~planner.diagnose.Fix` (its text, knob ``key`` and ``value``).
-        label: Short button text, under 24 characters ("GPUs → 2", "Context → 87,200").
+        label: Short button text, under 24 characters ("GPUs → 2", "Context → 87,200"; a GPU count with the
+            nodes it needs or the ``-dcp`` it drops is longer: "GPUs → 10, 2 nodes, no -dcp").
         help: The fix's text plus what the engine does with it.
         change: Relative change of the request (module docstring), >= 0 [fraction].
         starts: True when the engine plan with the fix starts; False when it still refuses; None when the
@@ -261,8 +262,9 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})
         if refused is not None and not refused.starts:
             have = {(f.fix.key, f.fix.value) for f in found}
-            found += [f for f in engine_start_fixes(model, gpu_memory_bytes, request, engine_request, refused,
-                                                    gpu_id=gpu_id) if (f.fix.key, f.fix.value) not in have]
+            found += [f for f in engine_start_fixes(
+                model, gpu_memory_bytes, request, engine_request, refused, gpu_id=gpu_id,
+                decode_context_parallel_size=base.decode_context_parallel_size) if (f.fix.key, f.fix.value) not in have]
     return _order(found)
 
 
@@ -316,7 +318,8 @@ def no_single_fix_text(base: Plan) -> str:
 
 
 def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
-                       refused: EnginePlan, *, gpu_id: str = "") -> list[CheckedFix]:
+                       refused: EnginePlan, *, gpu_id: str = "",
+                       decode_context_parallel_size: int = 1) -> list[CheckedFix]:
     """Home's fixes for a plan whose budget fits (or not) while the engine refuses: :func:`engine_fixes` with
     the Home page's context key, kept when the engine starts with it *and* the budget re-planned with it fits.
 
@@ -327,6 +330,11 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
         engine_request: The engine request for the same inputs (``refused`` was planned from it).
         refused: ``plan_engine(model, gpu_memory_bytes, engine_request)``; [] when it starts.
         gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
+        decode_context_parallel_size: The budget's ``-dcp`` (``Plan.decode_context_parallel_size`` of Home's plan,
+            :func:`planner.context_budget.plan_context_parallel`); neither request carries it (Home's engine panel
+            has no ``-dcp``). Each fix's budget is re-planned with it, as the page plans the fix; a GPU count whose
+            tensor-parallel size it does not divide (vLLM refuses: ``tp_size ... must be divisible by dcp_size``,
+            ``ParallelConfig`` in vllm/config/parallel.py) is planned without it, and its label and help say so.
 
     Returns:
         :class:`CheckedFix` list in :func:`_order` (every ``starts`` True). Example: gpt-oss-120b at 131,072
@@ -336,12 +344,24 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
     """
     tp, pp = engine_request.tensor_parallel_size, engine_request.pipeline_parallel_size
     stages = pp if request.num_gpus == tp * pp else 1  # the budget plans the link's stages where they split its GPUs
-    out = []
+    dcp, out = decode_context_parallel_size, []
     for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len"):
         if f.starts and hasattr(request, f.fix.key) and _budget_with(
-                model, gpu_memory_bytes, request, stages, gpu_id, f.fix).fits:
-            out.append(f)
+                model, gpu_memory_bytes, request, stages, gpu_id, f.fix, dcp).fits:
+            out.append(_drops_dcp(f, dcp, stages) if f.fix.key == "num_gpus" else f)
     return out
+
+
+def _drops_dcp(f: CheckedFix, dcp: int, stages: int) -> CheckedFix:
+    """A GPU-count fix of a plan under ``-dcp dcp`` whose tensor-parallel size (GPUs / ``stages``) ``dcp`` does not
+    divide: vLLM refuses that split (``tp_size ... must be divisible by dcp_size``, ``ParallelConfig`` in
+    vllm/config/parallel.py), so the page plans the fix without it (:func:`_budget_with`, ui.feature_line.link_dcp);
+    the label and help say the DCP is dropped. Any other fix as it is."""
+    tp = f.fix.value // stages if f.fix.value % stages == 0 else f.fix.value
+    if dcp <= 1 or tp % dcp == 0:
+        return f
+    return replace(f, label=f"{f.label}, no -dcp", help=(
+        f"{f.help} The budget drops decode context parallel {dcp}: it must divide the tensor-parallel size {tp}."))
 
 
 def _budget_with(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, stages: int, gpu_id: str,
