@@ -125,6 +125,8 @@ def plan_context_parallel(model: ModelSpec, gpu_memory_bytes: int, request: Plan
     elif limited_by == "model":  # the shard reached the limit; d x it is past it
         max_ctx = limit
     reasons, suggestions = _messages(shard, whole, length, local, dcp, max_ctx)
+    suggestions = tuple(_gpu_fix(fix, model, gpu_memory_bytes, replace(request, context_len=local), gpu_id, dcp, pp)
+                        if getattr(fix, "key", None) == "num_gpus" else fix for fix in suggestions)
     note = (f"decode_context_parallel_size {dcp}: each request's KV split along tokens over {dcp} tensor-parallel "
             f"GPUs (vLLM -dcp, token t on GPU t mod {dcp}); one GPU keeps {local:,} of a request's {length:,} tokens, "
             "so the users and the KV per GPU are those of that shard in the same budget")
@@ -163,3 +165,45 @@ def _messages(shard: Plan, whole: Plan, length: int, local: int, dcp: int,
             fix = Fix(f"lower context_len to {max_ctx:,} (fits this batch)", "context_len", max_ctx)
         suggestions.append(fix)
     return tuple(reasons), tuple(suggestions)
+
+
+def _gpu_fix(fix: Fix, model: ModelSpec, gpu_memory_bytes: int, shard: PlanRequest, gpu_id: str, dcp: int,
+             pp: int) -> Fix | str:
+    """The shard plan's GPU-count ``fix`` (:func:`planner.diagnose.gpus_for_batch`, per stage x ``pp``) as a count
+    that keeps ``-dcp dcp``: vLLM refuses a tensor-parallel size the DCP size does not divide ("tp_size ... must be
+    divisible by dcp_size", ``ParallelConfig._validate_parallel_config`` in vllm/config/parallel.py), and the range
+    of :func:`check_dcp_budget` holds. The smallest valid tensor-parallel size at or above the fix's that ``dcp``
+    divides and whose shard plan (``shard``: the request at ``ceil(L / dcp)`` tokens) holds the batch, worded with
+    the DCP it keeps; where none up to 64 does, the smallest such size (at or above the fix's count, so it holds
+    the weights), worded as :func:`planner.diagnose._for_this_batch` words it; where none is left, the replicas
+    advice.
+    Example: GLM-4.7-Flash, 33 x 131,072 tokens on 4 H100 with ``-dcp 4``: "use num_gpus 5" became "use num_gpus
+    20" (tensor parallel 5 and 10 do not split over 4; 20 holds 39 users)."""
+    from planner.diagnose import valid_tensor_parallel_sizes  # noqa: PLC0415 - only a -dcp GPU fix needs it
+
+    sizes = []
+    for n in valid_tensor_parallel_sizes(model, 64):
+        if n * pp < fix.value or n % dcp:
+            continue
+        try:
+            check_dcp_budget(model, n * pp, dcp, pipeline_parallel_size=pp, gpu_id=gpu_id,
+                             kv_cache_dtype=shard.kv_cache_dtype)
+        except ValueError:
+            continue
+        sizes.append(n)
+    split = f"decode context parallel {dcp} kept"
+    for n in sizes:
+        if plan_pipeline(model, gpu_memory_bytes, replace(shard, num_gpus=n * pp), gpu_id,
+                         pipeline_parallel_size=pp).fits:
+            return Fix(f"use num_gpus {n * pp} ({_group_words(n, pp)}, {split}; the smallest such count that holds "
+                       "this batch)", "num_gpus", n * pp)
+    if sizes:  # at or above the fix's count, so it holds the weights
+        n = sizes[0]
+        return Fix(f"use num_gpus {n * pp} ({_group_words(n, pp)}, {split}; it holds the weights but not this batch: "
+                   "there, lower batch_size or context_len, or add replicas)", "num_gpus", n * pp)
+    return "add replicas (each holds part of the batch) or a GPU with more memory"
+
+
+def _group_words(tp: int, pp: int) -> str:
+    """``"tensor parallel 20"``, or ``"2 stages of 20 tensor-parallel GPUs"`` in pipeline stages."""
+    return f"tensor parallel {tp}" if pp == 1 else f"{pp} stages of {tp} tensor-parallel GPUs"

@@ -198,7 +198,26 @@ def v1_result(result, model, scale: ScalePlan | None):
                          "section counts them")
         result = replace(result, params=model.num_parameters,
                          weights_bytes=model_weight_bytes(model, result.weight_dtype))
+    if layout.family == "vllm" and layout.attention_dp > 1:
+        result = replace(result, suggestions=tuple(_per_rank_fix(s, layout.attention_dp) for s in result.suggestions))
     return replace(result, notes=(*result.notes, *notes)) if notes else result
+
+
+def _per_rank_fix(fix, dp: int):
+    """A GPU-count fix of the section's one-rank plan under vLLM ``--data-parallel-size dp`` (each rank its own
+    ``--tensor-parallel-size`` GPUs, KV pool and scheduler: vllm/config/parallel.py ``world_size_across_dp`` =
+    tp x pp x dp), worded as what it is: the tensor-parallel size of each rank, ``dp`` x it GPUs in all, the
+    smallest at which one rank alone holds the section's whole batch, which the ranks share (QA: "use num_gpus 2
+    (tensor parallel; the smallest count that holds this batch)" for Llama 3.1 8B, 20 x 32,768 tokens on 4 ranks of
+    one H100, whose 4 ranks already hold 52); any other suggestion as it is."""
+    if getattr(fix, "key", None) != "num_gpus":
+        return fix
+    from planner.diagnose import Fix  # noqa: PLC0415
+
+    n = fix.value
+    return Fix(f"use num_gpus {n} per data-parallel rank (tensor parallel {n} in each of the {dp} ranks, {n * dp} "
+               f"GPUs; the smallest count at which one rank alone holds this batch, which the {dp} ranks share: "
+               "scale users)", "num_gpus", n)
 
 
 def scale_json(args: argparse.Namespace) -> dict:
