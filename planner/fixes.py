@@ -247,6 +247,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                                                  {field: _engine_value(engine_request, field, fix.value)})
             else:  # the batch: the engine's startup does not depend on it
                 engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
+            engine_plan = _dcp_view(model, gpu_memory_bytes, engine_request, field, fix.value, nodes[1], engine_plan,
+                                    base.decode_context_parallel_size)
             engine = resolve_engine_name(engine_request.engine)
             users = fix.value if fix.key == "batch_size" else request.batch_size  # the batch the fix leaves
             outcome = (f": {nodes[0].strip() + ' it ' if nodes[0] else ''}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
@@ -260,12 +262,41 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                                 also=nodes[1]))
     if engine_request is not None:
         refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})
-        if refused is not None and not refused.starts:
+        dcp_view = _dcp_view(model, gpu_memory_bytes, engine_request, None, None, (), refused,
+                             base.decode_context_parallel_size)
+        if refused is not None and not refused.starts and not dcp_view.starts:
             have = {(f.fix.key, f.fix.value) for f in found}
             found += [f for f in engine_start_fixes(
                 model, gpu_memory_bytes, request, engine_request, refused, gpu_id=gpu_id,
                 decode_context_parallel_size=base.decode_context_parallel_size) if (f.fix.key, f.fix.value) not in have]
     return _order(found)
+
+
+def _dcp_view(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRequest, field: str | None, value,
+              also: tuple[tuple[str, int], ...], fixed: EnginePlan | None, dcp: int) -> EnginePlan | None:
+    """``fixed`` (the engine plan of a fix, ``field`` set to ``value`` in ``engine_request`` plus the nodes in
+    ``also``) as the ``-dcp dcp`` launch the fixed budget plans prints it: its concurrency, KV tokens, accepted
+    length and verdict are those of :func:`planner.scale.context.apply_dcp` (one GPU keeps ``ceil(L / dcp)`` of a
+    request's tokens, ``max_memory_usage_bytes`` in vllm/v1/kv_cache_interface.py), as the Engine page shows them.
+    QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with ``-dcp 8``: "Batch → 57 ... starts with 7.21x" where the
+    Engine page prints 57.67x. ``fixed`` as it is without a split, or where ``dcp`` does not divide the fix's
+    tensor-parallel size (the budget drops the split there, :func:`_drops_dcp`) or the engine has no ``-dcp``."""
+    if fixed is None or dcp <= 1:
+        return fixed
+    from planner.scale.context import apply_dcp  # noqa: PLC0415 - planner.scale imports this module's callers
+
+    nodes = dict(also)  # across nodes: the Ray launch :func:`_try_on_nodes` planned (replica_layout.node_advice)
+    request = replace(engine_request, **({field: _engine_value(engine_request, field, value)} if field else {}),
+                      **nodes, **({"distributed_executor_backend": "ray"} if nodes else {}))
+    if request.tensor_parallel_size % dcp:
+        return fixed
+    try:
+        cp = apply_dcp(model, gpu_memory_bytes, request, fixed, dcp)
+    except ValueError:
+        return fixed
+    return replace(fixed, max_concurrency=cp.max_concurrency, engine_kv_cache_tokens=cp.engine_kv_cache_tokens,
+                   engine_max_model_len=cp.engine_max_model_len, starts=cp.starts, reasons=cp.reasons,
+                   max_concurrency_decoding=cp.max_concurrency_decoding)
 
 
 def _engine_value(engine_request: EngineRequest, field: str, value):

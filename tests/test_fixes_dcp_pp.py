@@ -115,14 +115,15 @@ def test_engine_start_fixes_check_the_budget_as_the_page_plans_it_under_dcp():
 
 
 def test_checked_fixes_pass_the_plans_dcp_to_the_engine_start_fixes():
-    """A plan under ``-dcp 4`` that does not fit (batch 4 of 3 users) while vLLM refuses: the engine's own fixes
-    appended by :func:`planner.fixes.checked_fixes` are those whose budget fits with the split."""
+    """A plan under ``-dcp 4`` that does not fit (batch 4) while vLLM refuses even with the split (utilization
+    0.24; at 0.34 the ``-dcp 4`` launch starts, so no engine fix is needed): the engine's own fixes appended by
+    :func:`planner.fixes.checked_fixes` are those whose budget fits with the split."""
     from planner.fixes import checked_fixes
 
-    request = _glm_request(batch_size=4)
+    request = _glm_request(batch_size=4, gpu_memory_utilization=0.24)
     base = plan_context_parallel(GLM, H100.framework_memory_bytes, request, H100.id, decode_context_parallel_size=4)
     engine_request = EngineRequest(engine="vllm", tensor_parallel_size=4, max_model_len=202_752,
-                                   gpu_memory_utilization=0.34, gpu_name=H100.name)
+                                   gpu_memory_utilization=0.24, gpu_name=H100.name)
     assert not base.fits
     fixes = checked_fixes(GLM, H100.framework_memory_bytes, request, base, engine_request, gpu_id=H100.id)
     assert any(f.fix.key == "weight_dtype" for f in fixes), [f.label for f in fixes]
@@ -198,3 +199,32 @@ def test_home_offers_the_start_fixes_its_dcp_budget_keeps():
     assert not at.exception, [e.value for e in at.exception]
     labels = [b.label for b in at.button]
     assert "KV dtype → fp8" in labels and "Utilization → 0.95" in labels, labels
+
+
+# --------------------------------------------------------------------------
+# 5. The engine figures a fix quotes under -dcp
+# --------------------------------------------------------------------------
+def test_home_fix_quotes_the_dcp_launch_the_engine_page_plans():
+    """QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens, batch 64, fp8, ``-dcp 8``: Home's "Batch → 57" said "starts
+    with 7.21x" (the launch without the split) where the Engine page prints 57.67x, and "GPUs → 16, 2 nodes" said
+    14.05x where the 16-GPU launch prints 112.44x. Each fix now quotes the concurrency of
+    :func:`planner.scale.context.apply_dcp` of its own launch, as the Engine page and ``plan -dcp`` show it."""
+    from planner.scale.context import apply_dcp
+
+    h200, model_id = get_gpu("nvidia-h200-sxm"), "deepseek-ai/DeepSeek-V3.2"
+    at = run_page("app.py", {"model": model_id, "gpu": h200.id, "num_gpus": "8", "kv_cache_dtype": "fp8",
+                             "context_len": "131072", "batch_size": "64", "decode_context_parallel_size": "8"})
+    helps = {b.label: b.help for b in at.button}
+    model = model_spec(model_id)
+
+    def printed(tp: int, nodes: int) -> str:
+        request = EngineRequest(engine="vllm", max_model_len=131072, tensor_parallel_size=tp, num_nodes=nodes,
+                                kv_cache_dtype="fp8", gpu_name=h200.name,
+                                distributed_executor_backend="ray" if nodes > 1 else "mp")
+        launch = plan_engine(model, h200.framework_memory_bytes, request)
+        return f"{apply_dcp(model, h200.framework_memory_bytes, request, launch, 8).max_concurrency:.2f}x"
+
+    batch = next(label for label in helps if label.startswith("Batch"))
+    gpus = next(label for label in helps if label.startswith("GPUs"))
+    assert printed(8, 1) in helps[batch] and printed(16, 2) in helps[gpus]
+    assert float(printed(8, 1)[:-1]) > 50  # the split's figure, not the whole-request launch's 7.21x
