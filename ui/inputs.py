@@ -33,7 +33,8 @@ from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT
 from planner.text import quote
 from ui import catalog, picker_search
 from ui.format import gib_to_bytes, md_message, shorten
-from ui.number_fields import NUMBER_FIELDS, NumberField, link_number_problems, number_problem  # noqa: F401 - re-exported
+from ui.number_fields import (  # noqa: F401 - re-exported
+    NUMBER_FIELDS, NumberField, link_default, link_number_problems, number_problem)
 
 DTYPE_OPTIONS: dict[str, tuple[str, ...]] = {
     "weight_dtype": tuple(WEIGHT_DTYPES),
@@ -558,8 +559,8 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
             bind="query-params",
             help="auto = the model's compute dtype; "
                  + "; ".join(f"{k}: {v.label}" for k, v in KV_CACHE_DTYPES.items()))
-    for key in numbers:
-        values[key] = _number_widget(bar, key)
+    for key in numbers:  # a link from the Engine page gives the context length as max_model_len
+        values[key] = _number_widget(bar, key, link_default(key))
     if advanced:
         with bar.expander("Advanced"):
             for key in advanced:

@@ -145,3 +145,24 @@ def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] 
             out.append((key, f"Link parameter `{key}={shorten(values[-1])}` {problem}",
                         _number_fix(fields[key], (shown or {}).get(key))))
     return out
+
+
+LINK_FALLBACKS = {"context_len": "max_model_len"}
+"""Sidebar number -> the Engine page's key that gives its value where a link lacks it: a link from the Engine page
+with ``max_model_len=65536`` and no ``context_len`` plans 65,536 tokens on every page (QA: Kimi-K2.5 on 8 H200 showed
+24.03x at 65,536 on the Engine page, and Home, one click on, planned its default 8,192 and named the length left out
+only inside its folded engine panel). The engine serves ``max_model_len`` per request, the budget's context length
+(``--context-len``)."""
+
+
+def link_default(key: str) -> int | None:
+    """The default of the sidebar number ``key`` that a link gives under another name (:data:`LINK_FALLBACKS`):
+    that key's value where the link carries it, not ``key`` itself, and it is a whole number in ``key``'s range;
+    else None (the field's own default; a bad value is reported by the page that reads that key)."""
+    other = LINK_FALLBACKS.get(key)
+    if other is None or key in st.query_params or other not in st.query_params:
+        return None
+    raw, field = st.query_params.get_all(other)[-1].strip(), NUMBER_FIELDS[key]
+    if not raw.isdigit() or not field.min_value <= int(raw) <= field.max_value:
+        return None
+    return int(raw)
