@@ -217,6 +217,17 @@ def disagg_inputs() -> tuple[DisaggInputs, list[str]]:
     return DisaggInputs(engine=engine, link=link, numbers=numbers, switches=switches), problems
 
 
+def prefill_dcp_left_out(knobs: DisaggInputs) -> list[tuple[str, str]]:
+    """``[(what, why)]`` naming a decode context parallel size > 1 on the prefill pool, which
+    :func:`pool_requests` launches without it (the decode pool runs it); empty otherwise."""
+    dcp = knobs.numbers.get("decode_context_parallel_size") or 1
+    if dcp <= 1:
+        return []
+    return [(f"`decode_context_parallel_size={dcp}` on the prefill pool",
+             "DCP splits the KV of decoding requests: the decode pool runs it; each prefill GPU keeps every token "
+             "of its prompts")]
+
+
 def roofline_gap(gpu) -> str | None:
     """Why ``gpu`` cannot be sized here (no bandwidth or bf16 TFLOPS figure, e.g. a custom GPU), else None."""
     if getattr(gpu, "bf16_dense_tflops", None) and getattr(gpu, "bandwidth_gb_s", None):
