@@ -33,6 +33,7 @@ from ui.format import (
     format_bytes,
     format_bytes_exact,
     format_command,
+    format_duration,
     format_int,
     format_ms,
     md_message,
@@ -312,7 +313,8 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
             if pool.role == "prefill" else f"Memory alone holds {int(d['max_concurrency_by_memory']):,} requests of "
                                             f"{format_int(d['max_model_len'])} tokens per replica "
                                             f"({d['max_concurrency_by_memory']:,.2f}x)")),
-        step_label: (f"{d[step_key]:,.2f} ms", "Roofline upper bound: peak bandwidth and FLOPS"),
+        step_label: (format_duration(d[step_key]),
+                     f"{format_ms(d[step_key])}; roofline upper bound: peak bandwidth and FLOPS"),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
                             format_bytes_exact(d["available_kv_cache_bytes"])),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), format_bytes_exact(d["weights_bytes_per_gpu"])),
