@@ -19,9 +19,10 @@ engine_values, more = disagg_knobs.knob_inputs(knobs.engine)  # the Engine page'
 problems.extend(more)
 problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
 inputs.show_problems(problems)
-feature_line.show_users_line(None, left_out=disagg_knobs.left_out(feature_line.link_features_left_out(
+feature_line.show_users_line(None, left_out=disagg_knobs.left_out([*feature_line.link_features_left_out(
     "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "
-    "Concurrency and Allocation apply them", applied=("language_model_only",))))  # the pools serve text only
+    "Concurrency and Allocation apply them", applied=("language_model_only",),  # the pools serve text only
+    scale=False), *scale_view.prefill_dcp_left_out(knobs)]))  # the sidebar reads the parallel flags
 if carried := scale_view.load_defaults_from_link()[1]:
     st.caption(carried)
 

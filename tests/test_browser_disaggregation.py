@@ -58,3 +58,45 @@ def test_both_pools_and_their_bars_are_drawn_without_overlaps(streamlit_server, 
                     bar["frame"]["w"] + 8, ("label cut: outside its pool's column", text, bar["frame"])
     finally:
         context.close()
+
+
+TILE_ROWS_JS = """() => [...document.querySelectorAll('[data-tiles]')].map((grid) =>
+  [...grid.querySelectorAll('[data-tile]')].map((tile) => {
+    const value = tile.querySelector('[data-part="value"]'), label = tile.querySelector('[data-part="label"]');
+    const mark = label.querySelector('[title]'), box = value.getBoundingClientRect();
+    const walk = document.createTreeWalker(label, NodeFilter.SHOW_TEXT);
+    let last = null, node;
+    while ((node = walk.nextNode())) { if (node.textContent.trim() && !(mark && mark.contains(node))) last = node; }
+    const range = document.createRange();
+    range.setStart(last, last.textContent.trimEnd().length - 1);
+    range.setEnd(last, last.textContent.trimEnd().length);
+    const word = range.getBoundingClientRect(), at = mark ? mark.getBoundingClientRect() : null;
+    return {label: tile.dataset.label, valueTop: box.top,
+            valueLines: Math.round(box.height / parseFloat(getComputedStyle(value).lineHeight)),
+            markOnWordLine: at ? Math.abs((at.top + at.bottom) / 2 - (word.top + word.bottom) / 2) < word.height / 2
+                               : true};
+  }))"""
+
+
+@pytest.mark.parametrize("users", [64, 16])
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_the_pools_metric_rows_line_up(streamlit_server, chromium_browser, users, width):
+    """QA: at 1,280 px the prefill pool's "1,266.92 ms" wrapped to two lines and the "?" of "Concurrency per
+    replica" fell to a line of its own, so the two pools' rows no longer lined up (fine at 1,400 px)."""
+    context = chromium_browser.new_context(viewport={"width": width, "height": 1000})
+    context.add_init_script(OBSERVER_JS)
+    try:
+        page = context.new_page()
+        link = {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "num_gpus": 8,
+                "kv_cache_dtype": "fp8", "context_len": 131072, "batch_size": users,
+                "decode_context_parallel_size": 8}
+        open_settled(page, streamlit_server.base_url + "/Disaggregation" + query(**link))
+        assert not collect(page)["exceptions"]
+        prefill, decode = page.evaluate(TILE_ROWS_JS)
+        assert len(prefill) == len(decode) == 8
+        for tile in (*prefill, *decode):
+            assert tile["valueLines"] == 1 and tile["markOnWordLine"], tile
+        for a, b in zip(prefill, decode):
+            assert abs(a["valueTop"] - b["valueTop"]) < 1, (a, b)
+    finally:
+        context.close()

@@ -91,3 +91,18 @@ def test_homes_command_line_carries_the_context_parallel_size_it_applied(capsys)
     assert main(["plan", *line.replace("\\\n", " ").split()[4:], "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert metrics(at)["Max concurrent sequences"] == f"{out['max_concurrent_sequences']:,}"
+
+
+@pytest.mark.parametrize("users", ["16", "64"])
+def test_disaggregation_names_no_flag_its_pools_apply(users):
+    """QA: the Disaggregation page's line said "Left out: `decode_context_parallel_size=8` (... this page's budget
+    keeps each request's whole KV ...)" while its decode pool ran ``-dcp 8`` (57 requests a replica, the launch's
+    ``--decode-context-parallel-size 8``); its sidebar reads the link's data / expert / context parallel flags. Only
+    the prefill pool, which the page launches without the split, is named."""
+    at = run_page("pages/8_Disaggregation.py", {**LINK, "batch_size": users, "enable_expert_parallel": "true"})
+    lines = _left_out_lines(at)
+    assert not any("whole KV" in line or "enable_expert_parallel" in line for line in lines), lines
+    assert any("`decode_context_parallel_size=8` on the prefill pool" in line for line in lines), lines
+    launches = [c.value for c in at.code if "vllm serve" in c.value]
+    assert len(launches) == 2 and "decode-context-parallel-size" not in launches[0], launches
+    assert "--decode-context-parallel-size 8" in launches[1], launches[1]

@@ -237,7 +237,8 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
 
 
 def link_features_left_out(why: str, applied: Sequence[str] = (),
-                           num_gpus: int | None = None, models: Sequence = ()) -> list[tuple[str, str]]:
+                           num_gpus: int | None = None, models: Sequence = (),
+                           scale: bool = True) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
@@ -245,13 +246,18 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
         why: Why the page leaves them out (``"these curves are the bare models' memory"``).
         applied: Keys of :data:`FEATURE_SWITCH_KEYS` the page does apply (Disaggregation: the text-only switch).
         num_gpus: As :func:`link_left_out` (Memory curves: its GPUs per replica).
+        scale: Name the link's data / expert / context parallel flags (:func:`link_scale_left_out`).
+            Disaggregation, whose sidebar reads them for its pools (or says the chosen engine does not), passes
+            False: QA, its line said the budget "keeps each request's whole KV" for ``decode_context_parallel_size=8``
+            while its decode pool ran ``-dcp 8``.
     """
     carried = []
     for key in (k for k in FEATURE_SWITCH_KEYS if k not in applied):
         value = st.query_params.get(key, "")
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
-    stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus, models)), *link_scale_left_out()]
+    stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus, models)),
+              *(link_scale_left_out() if scale else [])]
     return [("the serving features " + ", ".join(carried), why)] + stages if carried else stages
 
 
@@ -357,7 +363,8 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
                 "context length, in the sidebar)")
     show_tiles([Tile(g.name, format_int(p.max_concurrent_sequences),
                      f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
-                     f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} of overhead")
+                     f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} of "
+                     "overhead")
                 for g, p in plans], HEADLINE_PER_ROW)
     names = {g.id: g.name for g in gpus}
     for inv in profile_inversions([(g.id, g.framework_memory_bytes, p) for g, p in plans], request):

@@ -147,6 +147,12 @@ def format_ms(milliseconds: float, digits: int = 2) -> str:
     return f"{milliseconds:,.{digits}f} ms"
 
 
+def format_duration(milliseconds: float) -> str:
+    """A step time short enough for a half-width tile: ``"27.12 ms"`` below a second, ``"1.27 s"`` from one (QA:
+    "1,266.92 ms" wrapped to two lines in a pool's tile at 1,280 px); the exact figure goes in its help."""
+    return format_ms(milliseconds) if milliseconds < 999.995 else f"{milliseconds / 1000:,.2f} s"
+
+
 def decimal_format(digits: int) -> str:
     """The printf-style format of a ``st.column_config.NumberColumn`` at ``digits`` decimals: ``"%.2f"``."""
     return f"%.{digits}f"

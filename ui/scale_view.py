@@ -33,6 +33,7 @@ from ui.format import (
     format_bytes,
     format_bytes_exact,
     format_command,
+    format_duration,
     format_int,
     format_ms,
     md_message,
@@ -217,6 +218,17 @@ def disagg_inputs() -> tuple[DisaggInputs, list[str]]:
     return DisaggInputs(engine=engine, link=link, numbers=numbers, switches=switches), problems
 
 
+def prefill_dcp_left_out(knobs: DisaggInputs) -> list[tuple[str, str]]:
+    """``[(what, why)]`` naming a decode context parallel size > 1 on the prefill pool, which
+    :func:`pool_requests` launches without it (the decode pool runs it); empty otherwise."""
+    dcp = knobs.numbers.get("decode_context_parallel_size") or 1
+    if dcp <= 1:
+        return []
+    return [(f"`decode_context_parallel_size={dcp}` on the prefill pool",
+             "DCP splits the KV of decoding requests: the decode pool runs it; each prefill GPU keeps every token "
+             "of its prompts")]
+
+
 def roofline_gap(gpu) -> str | None:
     """Why ``gpu`` cannot be sized here (no bandwidth or bf16 TFLOPS figure, e.g. a custom GPU), else None."""
     if getattr(gpu, "bf16_dense_tflops", None) and getattr(gpu, "bandwidth_gb_s", None):
@@ -301,7 +313,8 @@ def pool_metric_values(pool) -> dict[str, tuple[str, str]]:
             if pool.role == "prefill" else f"Memory alone holds {int(d['max_concurrency_by_memory']):,} requests of "
                                             f"{format_int(d['max_model_len'])} tokens per replica "
                                             f"({d['max_concurrency_by_memory']:,.2f}x)")),
-        step_label: (f"{d[step_key]:,.2f} ms", "Roofline upper bound: peak bandwidth and FLOPS"),
+        step_label: (format_duration(d[step_key]),
+                     f"{format_ms(d[step_key])}; roofline upper bound: peak bandwidth and FLOPS"),
         "KV pool per GPU": (format_bytes(d["available_kv_cache_bytes"]),
                             format_bytes_exact(d["available_kv_cache_bytes"])),
         "Weights per GPU": (format_bytes(d["weights_bytes_per_gpu"]), format_bytes_exact(d["weights_bytes_per_gpu"])),

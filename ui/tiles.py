@@ -74,13 +74,18 @@ def _tile_html(tile: Tile, border: bool, reserve_note: bool = False) -> str:
             if reserve_note else "")
     if tile.note:
         attrs += f' data-note="{html.escape(_plain(tile.note))}"'
-        note = (f'<div data-part="note" style="font-size:0.875rem;color:{_MUTED};overflow-wrap:anywhere;margin-top:0.15rem">'
-                f"{html.escape(_plain(tile.note))}</div>")
+        note = (f'<div data-part="note" style="font-size:0.875rem;color:{_MUTED};overflow-wrap:anywhere;'
+                f'margin-top:0.15rem">{html.escape(_plain(tile.note))}</div>')
+    if help_mark:  # the "?" kept on the line of the label's last letter (QA: alone on a line at 1,280 px)
+        raw = _plain(tile.label)
+        help_mark = f'<span style="white-space:nowrap">{html.escape(raw[-1:])}{help_mark}</span>'
+        label = html.escape(raw[:-1])
     return (f'<div {attrs} style="{box}">'
             f'<div data-part="label" style="font-size:0.875rem;color:{_TEXT};overflow-wrap:anywhere;line-height:1.4;'
             f'flex:1 0 auto">{label}{help_mark}'
             f"</div>"
-            f'<div data-part="value" style="font-size:2.25rem;color:{_TEXT};line-height:1.25;overflow-wrap:anywhere">{value}</div>'
+            f'<div data-part="value" style="font-size:2.25rem;color:{_TEXT};line-height:1.25;overflow-wrap:anywhere">'
+            f"{value}</div>"
             f"{note}</div>")
 
 

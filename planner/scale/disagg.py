@@ -19,10 +19,11 @@ upper-bound estimate at peak bandwidth and FLOPS, no communication or scheduling
 Design notes:
     1. KV per sequence is taken at the mean decode context ``prompt + output // 2`` (as
        :func:`planner.traffic.throughput.estimate_throughput` does), split by decode context parallel.
-    2. ``kv_transfer_bytes_per_gpu`` is what the prefill engine holds for one prompt on one GPU (its own
-       per-request need at a length of ``prompt``: whole blocks, its KV layout and dtype); it sets the
-       time, the shards moving in parallel. ``kv_transfer_bytes_per_request`` counts each distinct shard
-       once: ``x min(attention TP, KV heads)`` (an MLA latent once, not once per GPU).
+    2. ``kv_transfer_bytes_per_gpu`` is what one prefill GPU sends for one prompt (whole blocks: the prefill
+       engine's own need at a length of ``prompt``, its KV layout and dtype; a model with windows or states: its
+       window's blocks and its share of every state); it sets the time, the shards moving in parallel.
+       ``kv_transfer_bytes_per_request`` is the request's distinct bytes: every KV head and an MLA latent once,
+       every Mamba / DeltaNet state whole (:func:`planner.scale.transfer.transfer_bytes`).
     3. Both roles launch with the same ``--max-model-len`` = prompt + output. A P/D proxy sends the whole
        request to a prefill instance with ``max_tokens`` 1 and the decode instance gets it back with its
        own ``max_tokens`` (vLLM tests/v1/kv_connector/nixl_integration/toy_proxy_server.py,
@@ -70,12 +71,11 @@ from planner.engines.types import EngineRequest
 from planner.diagnose import tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.dtypes import AUTO_WEIGHT_DTYPE, WEIGHT_DTYPES, StorageFormat, checkpoint_dtype
-from planner.model.kv import cache_dtypes, kv_profile
-from planner.model.memo import memoized
 from planner.scale.deploy import node_commands
 from planner.scale.layout import ScaleRequest
 from planner.scale.links import DEFAULT_LINK, LINKS, link_by_id, transfer_ms
-from planner.scale.plan import ScalePlan, _kv_heads, plan_scale
+from planner.scale.plan import ScalePlan, plan_scale
+from planner.scale.transfer import capped_kv, kv_sequence_bytes, transfer_bytes
 from planner.roofline import UPPER_BOUND_LABEL, active_parameters, prefill_seconds, time_per_output_token
 from planner.text import count_noun
 
@@ -213,18 +213,11 @@ def _start_reasons(prefill_plan: ScalePlan, decode_plan: ScalePlan) -> list[str]
     return [f"{' and '.join(roles)}: {reason}" for reason, roles in out.items()]
 
 
-def _kv_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tokens: int) -> int:
-    """KV of one sequence of ``tokens`` on one of ``tp`` GPUs, in whole blocks [bytes]."""
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
-    return kv_profile(model, dtypes, tp, block).bytes_per_sequence(tokens)
-
-
 def decode_kv_per_sequence(plan: ScalePlan, model: ModelSpec, request: EngineRequest, tokens: int) -> int:
     """KV one decoding sequence of ``tokens`` keeps on one GPU of the decode pool, split by ``-dcp`` [bytes]."""
     layout = plan.layout
-    capped = memoized(model, ("disagg_capped_kv",), lambda: bool(model.sliding_windows or model.has_recurrent_state))
-    if capped:  # windows capped, states constant: the model's profile
-        kv_seq = _kv_bytes(model, request, layout.attention_tp, 1, tokens)
+    if capped_kv(model):  # windows capped, states constant: the model's profile
+        kv_seq = kv_sequence_bytes(model, request, layout.attention_tp, 1, tokens)
     else:  # the engine's own bytes per token (its KV layout, e.g. vLLM's FP8 latent of DeepSeek-V3.2)
         kv_seq = plan.engine.limiting_rank.kv_cache_bytes_per_token * tokens
     return -(-kv_seq // layout.decode_context_parallel_size)
@@ -493,7 +486,8 @@ def fix_sentences(fixes) -> list[str]:
 
 
 def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan, *, prompt_plan: ScalePlan,
-               decode_engine: EngineRequest, bandwidth_gb_s: float, bf16_dense_tflops: float, users: int, prompt_len: int, output_len: int,
+               decode_engine: EngineRequest, bandwidth_gb_s: float, bf16_dense_tflops: float, users: int,
+               prompt_len: int, output_len: int,
                ttft_ms: float | None = None, tpot_ms: float | None = None,
                link_id: str = DEFAULT_LINK, prefill_sizes_tried: bool = False) -> DisaggPlan:
     """The pools' replicas, times and transfer for ``users`` (module docstring), from their planned launches.
@@ -507,7 +501,8 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
         decode_plan: One decode replica (its ``max_model_len`` = prompt + output).
         prompt_plan: The prefill launch planned at a length of the prompt: the prompts a rank holds and one
             prompt's KV bytes (design note 3).
-        decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV).
+        decode_engine: The decode pool's engine request (its dtypes price a sliding-window model's KV and the
+            KV a request moves: both pools use one dtype, design note 4).
         bandwidth_gb_s, bf16_dense_tflops: The GPU's roofline figures [GB/s, TFLOPS].
         users, prompt_len, output_len, ttft_ms, tpot_ms, link_id: As :func:`plan_disagg`'s.
         prefill_sizes_tried: The prefill launch was chosen among every size up to a node (design note 6): a missed
@@ -536,8 +531,7 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     layout = prefill_plan.layout
     gpus_per_rank = max(1, layout.num_gpus // layout.attention_dp)
     t_prefill = prefill_seconds(active_parameters(model), prompt_len, bf16_dense_tflops, gpus_per_rank)
-    shard = prompt_plan.engine.kv_cache_bytes_needed_per_request  # one prompt on one GPU, in the engine's blocks
-    whole = shard * min(layout.attention_tp, _kv_heads(model))  # distinct shards: replicated heads move once
+    whole, shard = transfer_bytes(model, decode_engine, prompt_plan, prompt_len)
     by_link = {x.id: round(transfer_ms(shard, x), 3) for x in LINKS}
     ttft_s = t_prefill + transfer_ms(shard, link) / 1e3
     arrivals = users / (ttft_s + output_len * step_s)
@@ -563,8 +557,9 @@ def size_pools(model: ModelSpec, prefill_plan: ScalePlan, decode_plan: ScalePlan
     return DisaggPlan(
         model_id=model.model_id, users=users, prompt_len=prompt_len, output_len=output_len, ttft_ms_target=ttft_ms,
         tpot_ms_target=tpot_ms, link=link.id,
-        prefill=Pool(role="prefill", plan=prefill_plan, replicas=prefill_replicas, max_concurrency=held * layout.attention_dp,
-                     step_ms=round(t_prefill * 1e3, 3), meets_target=ttft_ok),
+        prefill=Pool(role="prefill", plan=prefill_plan, replicas=prefill_replicas,
+                     max_concurrency=held * layout.attention_dp, step_ms=round(t_prefill * 1e3, 3),
+                     meets_target=ttft_ok),
         decode=Pool(role="decode", plan=decode_plan, replicas=decode_replicas, max_concurrency=per_replica,
                     step_ms=round(step_s * 1e3, 3), meets_target=tpot_ok),
         kv_transfer_bytes_per_request=whole, kv_transfer_bytes_per_gpu=shard, kv_transfer_ms=by_link,

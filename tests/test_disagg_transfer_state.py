@@ -1,0 +1,77 @@
+"""The KV a request moves from the prefill to the decode pool counts a hybrid model's whole recurrent state (QA).
+
+``disagg --model Qwen/Qwen3.5-397B-A17B ... --prompt-len 130572`` reported 2,059,960,320 B per request: 2 x the
+per-GPU shard, the shard multiplied by min(tensor parallel, KV heads) as if all of it were replicated attention KV.
+The 45 Gated DeltaNet states are split over all 8 GPUs, so that left out 6/8 of them (193,167,360 B per sequence,
+as ``plan`` reports). Nemotron-3-Super at tp 4: 221,511,680 B where ``plan`` gives 302,120,960 B for one sequence.
+
+Expected figures here come from ``python -m planner plan`` (the budget's whole-model bytes of one sequence), not
+from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model_catalog import get_gpu, model_spec
+from planner.cli import main
+from planner.engines.types import EngineRequest
+from planner.scale import ScaleRequest, plan_scale
+from planner.scale.links import LINKS, transfer_ms
+
+CASES = [
+    ("Qwen/Qwen3.5-397B-A17B", "nvidia-h200-sxm", [], 64, 130_572, 500),
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nvidia-h100-sxm-80gb", ["--tensor-parallel-size", "4"], 32,
+     32_000, 1_000),
+]
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("model", "gpu", "flags", "users", "prompt", "output"), CASES)
+def test_the_request_moves_every_recurrent_state_and_each_kv_head_once(capsys, model, gpu, flags, users, prompt,
+                                                                       output):
+    out = _json(capsys, ["disagg", "--model", model, "--gpu", gpu, *flags, "--kv-cache-dtype", "fp8", "--users",
+                         str(users), "--prompt-len", str(prompt), "--output-len", str(output), "--format", "json"])
+    whole = _json(capsys, ["plan", "--model", model, "--gpu", gpu, "--kv-cache-dtype", "fp8", "--context-len",
+                           str(prompt), "--format", "json"])
+    tp = out["prefill"]["tensor_parallel_size"]
+    launch = plan_scale(model_spec(model), get_gpu(gpu).framework_memory_bytes,
+                        EngineRequest(gpu_name=get_gpu(gpu).name, tensor_parallel_size=tp, max_model_len=prompt,
+                                      kv_cache_dtype="fp8"), ScaleRequest())
+    block = launch.engine.block_size
+    exact = whole["kv_cache_bytes_per_sequence"]  # every KV head and every state once, token-exact
+    # the connector moves whole blocks: at most one block of every full-attention layer's KV more
+    assert exact <= out["kv_transfer_bytes_per_request"] < exact + block * whole["kv_cache_bytes_per_token"], (
+        out["kv_transfer_bytes_per_request"], exact)
+    # the time is one GPU's shard, which holds its share of the states (the GPUs send in parallel)
+    shard = _json(capsys, ["plan", "--model", model, "--gpu", gpu, "--kv-cache-dtype", "fp8", "--context-len",
+                           str(prompt), "--tensor-parallel-size", str(tp), "--num-gpus", str(tp), "--format",
+                           "json"])["kv_cache_bytes_per_sequence_per_gpu"]
+    assert out["kv_transfer_bytes_per_gpu"] >= shard
+    assert out["kv_transfer_ms"] == {x.id: round(transfer_ms(out["kv_transfer_bytes_per_gpu"], x), 3) for x in LINKS}
+
+
+@pytest.mark.parametrize(("model", "tp"), [("google/gemma-3-27b-it", 2), ("openai/gpt-oss-120b", 2)])
+def test_a_sliding_window_moves_its_window_not_the_prefill_peak(capsys, model, tp):
+    """A GPU sends its blocks of the finished prompt, a sliding-window layer only the window's last blocks (vLLM's
+    connectors clip such a group, ``get_sw_clipped_blocks``), not the window plus a prefill chunk that the engine's
+    start check reserves: Gemma 3 27B at tp 2 and 32,000 tokens sent 3,579,576,320 B per GPU, more than the whole
+    request holds (``plan``: 3,057,647,616 B once every layer keeps its window)."""
+    gpu = "nvidia-h100-sxm-80gb"
+    out = _json(capsys, ["disagg", "--model", model, "--gpu", gpu, "--tensor-parallel-size", str(tp), "--users",
+                         "32", "--prompt-len", "32000", "--output-len", "1000", "--format", "json"])
+    args = ["plan", "--model", model, "--gpu", gpu, "--context-len", "32000", "--format", "json"]
+    whole = _json(capsys, args)
+    shard = _json(capsys, [*args, "--tensor-parallel-size", str(tp), "--num-gpus", str(tp)])
+    block = 16 * whole["kv_cache_bytes_per_token"]  # a 16-token block of every layer: the rounding's bound
+    assert whole["kv_cache_bytes_per_sequence"] <= out["kv_transfer_bytes_per_request"] < (
+        whole["kv_cache_bytes_per_sequence"] + block)
+    assert shard["kv_cache_bytes_per_sequence_per_gpu"] <= out["kv_transfer_bytes_per_gpu"] < (
+        shard["kv_cache_bytes_per_sequence_per_gpu"] + block)
+    assert out["kv_transfer_bytes_per_gpu"] < out["kv_transfer_bytes_per_request"]
