@@ -76,7 +76,8 @@ def test_the_qa_link_gives_the_engine_pages_54_80x():
 
 
 def test_home_names_the_engine_knobs_its_panel_leaves_out():
-    at = run_page("app.py", {**LLAMA, "max_model_len": "16384", "available_kv_memory_gib": "30"})
+    # a context_len beside it: without one, Home plans the link's max_model_len (tests/test_link_max_model_len.py)
+    at = run_page("app.py", {**LLAMA, "context_len": "8192", "max_model_len": "16384", "available_kv_memory_gib": "30"})
     said = [c for c in _texts(at, "caption") if "Left out" in c]
     assert said and "`max_model_len=16384`" in said[0] and "`available_kv_memory_gib=30`" in said[0], said
     same = run_page("app.py", {**LLAMA, "context_len": "16384", "max_model_len": "16384"})
