@@ -10,7 +10,7 @@ import streamlit as st
 from planner.fixes import checked_fixes, engine_start_fixes
 from planner.context_budget import plan_context_parallel
 from planner.pool_kv import pool_kv
-from ui import budget_bar, catalog, engine, engine_home, feature_line, formulas, inputs, serving, views
+from ui import budget_bar, budget_knobs, catalog, engine, engine_home, feature_line, formulas, inputs, serving, views
 from ui.format import format_bytes, format_gpus, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
@@ -23,7 +23,7 @@ features, serving_problems = serving.serving_inputs(engine_name, form.model_id, 
 knobs, knob_problems = engine_home.link_knobs()  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
-request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs)  # as the panel plans
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
@@ -74,7 +74,7 @@ feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-command = form.cli_command(stages, dcp[0], layout.num_nodes)  # the same plan, as the CLI takes it
+command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs)  # as the CLI
 serving.serving_panel(model, gpu, request, result, command)
 formulas.formula_panel(result, model, form, command)
 engine_home.home_engine_view(model, form, engine_name, engine_plan, features,

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.gpu_compare import profile_pass_tiers
 
-from ui import catalog, charts, data, feature_line, inputs, views
+from ui import budget_knobs, catalog, charts, data, feature_line, inputs, views
 
 views.setup_page("Memory vs context length", "📈",
                  "Weights + overhead + KV cache per GPU as the context grows; the grey lines are each GPU's "
@@ -26,7 +26,7 @@ feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
     num_gpus=form.num_gpus, models=models))
 feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
-request = form.request()
+request = budget_knobs.with_link_knobs(form.request())  # the link's engine knobs
 contexts = data.curve_contexts(models)
 curves = views.guarded(data.memory_curve_groups, models, gpus, request, contexts, stages, what="sweeping the models")
 grid = views.guarded(data.plan_grid, models, gpus, request, stages, what="planning every model on every GPU")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.pipeline import plan_pipeline
 from planner.model.kv import attention_variants
-from ui import catalog, charts, data, feature_line, inputs, serving, views
+from ui import budget_knobs, catalog, charts, data, feature_line, inputs, serving, views
 from ui.format import count_noun, format_gpus, format_int, format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
@@ -20,7 +20,7 @@ too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
-request = serving.with_serving(form.request(), features)  # the form's request when no feature is on
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features))  # and the engine knobs
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 plans = [(v, views.guarded(plan_pipeline, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                            pipeline_parallel_size=stages, what=f"planning the {v.name} variant")) for v in variants]

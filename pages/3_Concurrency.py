@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.budget import weights_label
-from ui import catalog, charts, data, downloads, feature_line, inputs, serving, views
+from ui import budget_knobs, catalog, charts, data, downloads, feature_line, inputs, serving, views
 from ui.format import md_message, md_text
 
 views.setup_page("Concurrency", "👥",
@@ -20,7 +20,7 @@ views.require(form.gpu_ids, "GPU")
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
-request = serving.with_serving(form.request(), features)
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features))  # the link's engine knobs
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 dcp = feature_line.link_dcp(model, form.num_gpus, stages, form.gpu_ids, request.kv_cache_dtype)  # -dcp, why not
 contexts = data.concurrency_contexts(model)

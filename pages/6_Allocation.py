@@ -3,7 +3,7 @@ KV quantization and swap, for one model on one GPU type."""
 
 import streamlit as st
 
-from ui import catalog, charts, feature_line, inputs, serving, traffic, views
+from ui import budget_knobs, catalog, charts, feature_line, inputs, serving, traffic, views
 from ui.format import format_bytes, format_int, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
@@ -42,7 +42,7 @@ workload = views.guarded(traffic.build_workload, load["prompt_len"], load["promp
                          load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
 view = views.guarded(
     traffic.allocation_view, model, gpu,
-    serving.with_serving(form.request(context_len=alloc["max_model_len"]), features),
+    budget_knobs.with_link_knobs(serving.with_serving(form.request(context_len=alloc["max_model_len"]), features)),
     mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
     workload=workload, users=load["users"], seed=load["seed"], num_samples=extra["num_samples"],
     swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"], pipeline_parallel_size=stages,

@@ -472,13 +472,15 @@ def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
 def profile_pass_tokens(request: PlanRequest, gpu_memory_bytes: int, gpu_id: str) -> int:
     """Tokens of the profile pass the overhead estimate assumes: ``max_num_batched_tokens``, else what
-    ``vllm serve`` picks for this GPU (:func:`planner.overhead.estimate_overhead`) [tokens]."""
+    ``vllm serve`` (or the ``LLM`` class, ``usage_context="llm"``) picks for this GPU
+    (:func:`planner.overhead.estimate_overhead`) [tokens]."""
     if request.max_num_batched_tokens is not None:
         return request.max_num_batched_tokens
     from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
     from planner.overhead import OVERHEAD_PROFILE  # noqa: PLC0415
 
-    return vllm_scheduler_defaults(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id, 0)[0]
+    return vllm_scheduler_defaults(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id, 0,
+                                   request.usage_context)[0]
 
 
 def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu, overhead, profiles):

@@ -40,6 +40,45 @@ OVERHEAD_PROFILE = "vllm"
 (planner.engines.profiles). Any vLLM profile id can be passed to :func:`estimate_overhead`."""
 
 
+UNCLAMPED_LENGTH = 1 << 24
+"""A ``max_model_len`` past vLLM's clamp of a defaulted token budget to ``max_num_seqs x max_model_len``
+(:func:`planner.engines.profiles.vllm_batch_limits`), for the context-free overhead [tokens]."""
+
+
+@dataclass(frozen=True)
+class EngineKnobs:
+    """vLLM's launch knobs besides the scheduler sizes that change its non-KV memory, as the Engine view reads them
+    from :class:`planner.engines.types.EngineRequest` (same names and defaults: ``vllm serve``'s own).
+
+    Attributes:
+        usage_context: ``serve`` (``vllm serve``) or ``llm`` (the offline class): the default token budget
+            (:func:`planner.engines.profiles.vllm_scheduler_defaults`).
+        enforce_eager, cudagraph_mode, optimization_level, max_cudagraph_capture_size: The CUDA graphs captured
+            (:func:`planner.engines.vllm_cudagraph.resolve_cudagraph_mode`, ``cudagraph_estimate``); none eager
+            or at ``-O0``, when V2 also compiles nothing (:func:`planner.engines.vllm_runner.first_compile_bytes`).
+        warm_compile_cache: vLLM's compile cache already holds the model: no first compile on V2.
+    """
+
+    usage_context: str = "serve"
+    enforce_eager: bool = False
+    cudagraph_mode: str | None = None
+    optimization_level: int | None = None
+    max_cudagraph_capture_size: int | None = None
+    warm_compile_cache: bool = False
+
+    @classmethod
+    def of(cls, request: "PlanRequest") -> EngineKnobs:
+        """The knobs of a :class:`planner.budget.PlanRequest` (its fields of the same names)."""
+        return cls(usage_context=request.usage_context, enforce_eager=request.enforce_eager,
+                   cudagraph_mode=request.cudagraph_mode, optimization_level=request.optimization_level,
+                   max_cudagraph_capture_size=request.max_cudagraph_capture_size,
+                   warm_compile_cache=request.warm_compile_cache)
+
+
+DEFAULT_KNOBS = EngineKnobs()
+"""``vllm serve`` with none of the knobs set: the plan's overhead as before they were taken."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class OverheadEstimate:
     """Memory per GPU that is neither weights nor KV cache.
@@ -134,6 +173,7 @@ def estimate_overhead(
     speculative_method: str | None = None,
     num_speculative_tokens: int = 0,
     pipeline_parallel_size: int = 1,
+    knobs: EngineKnobs = DEFAULT_KNOBS,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -173,6 +213,14 @@ def estimate_overhead(
             sequence slot (:func:`planner.engines.vllm_runner.v2_state_bytes`).
         pipeline_parallel_size: Stages of the replica whose one stage this is: the pipeline group's buffers join
             the non-torch memory (:func:`planner.engines.overheads.vllm_non_torch_bytes`).
+        knobs: The launch's other vLLM knobs (:class:`EngineKnobs`), each taken as the Engine view takes it: the
+            start mode picks the scheduler defaults, a defaulted ``max_num_seqs`` is at most the token budget
+            (:func:`planner.engines.profiles.vllm_batch_limits`), ``--enforce-eager`` / ``cudagraph_mode`` /
+            ``-O`` / ``max_cudagraph_capture_size`` size the CUDA graphs
+            (:func:`planner.engines.vllm_cudagraph.request_cudagraphs`) and, with a warm compile cache, V2's first
+            compile (:func:`planner.engines.vllm_runner.first_compile_bytes`). QA: Kimi-K2.5 on 8 H200 at 65,536
+            tokens with ``--max-num-seqs 64``: 51.53 GiB of KV per GPU in the Engine view, 50.38 in the budget
+            before the budget took the knobs.
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -189,13 +237,13 @@ def estimate_overhead(
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
            max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-           pipeline_parallel_size)
+           pipeline_parallel_size, knobs)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
             gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-            pipeline_parallel_size))
+            pipeline_parallel_size, knobs))
     return estimate
 
 
@@ -203,11 +251,11 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
                        speculative_method: str | None = None, num_speculative_tokens: int = 0,
-                       pipeline_parallel_size: int = 1) -> OverheadEstimate:
+                       pipeline_parallel_size: int = 1, knobs: EngineKnobs = DEFAULT_KNOBS) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
-    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
+    from planner.engines.profiles import engine_profile, vllm_batch_limits  # noqa: PLC0415 - import cycle
     from planner.engines.types import EngineRequest  # noqa: PLC0415
     from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
     from planner.serving.features import ServingFeatures  # noqa: PLC0415
@@ -223,14 +271,18 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     profile = engine_profile(profile_id)
     if profile.family != "vllm":
         raise ValueError(f"the plan's overhead follows a vLLM profile; {profile_id!r} is {profile.family}")
-    if gpu_memory_bytes is None:
-        default_tokens, default_seqs = vllm_scheduler_defaults(profile, 80 * GiB, "", 0)
-    else:
-        default_tokens, default_seqs = vllm_scheduler_defaults(profile, gpu_memory_bytes, gpu_name, 0)
-    tokens = max_num_batched_tokens or default_tokens
-    seqs = max_num_seqs or default_seqs
+    # the Engine view's limits (planner/engines/vllm.py _static_plan_at) at a length past every clamp on the tokens:
+    # the plan's overhead does not depend on its context (plan_base is shared between lengths)
+    memory, name = (80 * GiB, "") if gpu_memory_bytes is None else (gpu_memory_bytes, gpu_name)
+    tokens, seqs = vllm_batch_limits(profile, memory, name, UNCLAMPED_LENGTH, knobs.usage_context,
+                                     max_num_batched_tokens=max_num_batched_tokens or None,
+                                     max_num_seqs=max_num_seqs or None)
     tp, e = tensor_parallel_size, activation_bytes_per_element
-    engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp)
+    engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp,
+                                   usage_context=knobs.usage_context, enforce_eager=knobs.enforce_eager,
+                                   cudagraph_mode=knobs.cudagraph_mode, optimization_level=knobs.optimization_level,
+                                   max_cudagraph_capture_size=knobs.max_cudagraph_capture_size,
+                                   warm_compile_cache=knobs.warm_compile_cache)
     runner = model_runner(model, profile.id, engine_request if speculative_method is None else replace(
         engine_request, serving=ServingFeatures(engine=profile.id, speculative=SpeculativeConfig(
             method=speculative_method))))  # the method alone picks the runner; the drafter's costs are the features'
@@ -309,7 +361,8 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
                                  gpu_memory_bytes=gpu_memory_bytes, gpu_name=gpu_name,
                                  speculative_method=None if spec is None else spec.method,
                                  num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens,
-                                 pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1))
+                                 pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1),
+                                 max_num_seqs=request.max_num_seqs, knobs=EngineKnobs.of(request))
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead

@@ -44,6 +44,11 @@ class PlanRequest:
         max_num_batched_tokens: Largest forward pass, for the activation estimate
             [tokens]; None = what ``vllm serve`` picks for the GPU (:func:`estimate_overhead`).
         overhead_bytes: Per-GPU overhead override [bytes]; None = estimate.
+        max_num_seqs, enforce_eager, cudagraph_mode, optimization_level, max_cudagraph_capture_size, usage_context,
+            warm_compile_cache: vLLM's engine knobs that change its non-KV memory, under the CLI flags' names and the
+            Engine page's URL keys (:class:`planner.engines.types.EngineRequest` has the same fields); the defaults
+            (None, False, ``serve``) are ``vllm serve``'s own, so a request without them plans as before. The
+            overhead takes each through the Engine view's functions (:func:`planner.overhead.estimate_overhead`).
         serving: Production serving features (LoRA slots, speculative decoding, multimodal
             inputs, KV offload; :mod:`planner.serving`); None = none, every number as without it.
     """
@@ -58,6 +63,13 @@ class PlanRequest:
     max_num_batched_tokens: int | None = None
     overhead_bytes: int | None = None
     serving: ServingFeatures | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    cudagraph_mode: str | None = None
+    optimization_level: int | None = None
+    max_cudagraph_capture_size: int | None = None
+    usage_context: str = "serve"
+    warm_compile_cache: bool = False
     pipeline_parallel_size: int = 1
     """Pipeline stages of the replica whose one stage these ``num_gpus`` GPUs are: :func:`planner.pipeline.
     plan_pipeline` sets it on each stage's request, and only the process groups' memory reads it (a stage's GPUs
@@ -81,6 +93,7 @@ class PlanRequest:
             raise ValueError(f"max_num_batched_tokens must be at least 1, got {self.max_num_batched_tokens}")
         if not (self.overhead_bytes is None or self.overhead_bytes >= 0):
             raise ValueError(f"overhead must be >= 0 bytes, got {self.overhead_bytes}")
+        self.validate_engine_knobs()
         if self.weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
@@ -88,6 +101,30 @@ class PlanRequest:
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
         if self.serving is not None:
             self.serving.validate()
+
+    def validate_engine_knobs(self) -> None:
+        """Check the vLLM knobs (``max_num_seqs`` ... ``usage_context``) against the values vLLM takes
+        (:data:`planner.engines.vllm_cudagraph.CUDAGRAPH_MODES`, ``OPTIMIZATION_LEVELS``,
+        :data:`planner.engines.profiles.USAGE_CONTEXTS`).
+
+        Raises:
+            ValueError: naming the field and the value given.
+        """
+        from planner.engines.profiles import USAGE_CONTEXTS  # noqa: PLC0415 - planner.engines imports the budget
+        from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS  # noqa: PLC0415
+
+        for name in ("max_num_seqs", "max_cudagraph_capture_size"):
+            value = getattr(self, name)
+            if not (value is None or value >= 1):
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        if not (self.cudagraph_mode is None or self.cudagraph_mode in CUDAGRAPH_MODES):
+            raise ValueError(f"unknown cudagraph_mode {self.cudagraph_mode!r}; "
+                             f"choose one of {', '.join(CUDAGRAPH_MODES)}")
+        if not (self.optimization_level is None or self.optimization_level in OPTIMIZATION_LEVELS):
+            raise ValueError(f"optimization_level must be one of {', '.join(map(str, OPTIMIZATION_LEVELS))}, "
+                             f"got {self.optimization_level}")
+        if self.usage_context not in USAGE_CONTEXTS:
+            raise ValueError(f"unknown usage_context {self.usage_context!r}; choose one of {', '.join(USAGE_CONTEXTS)}")
 
     def validate_context_and_batch(self) -> None:
         """The first checks of :meth:`validate`: ``context_len`` in [1, 2^24] and ``batch_size`` >= 1.

@@ -28,18 +28,26 @@ def test_cli_says_why_the_engine_holds_fewer_users(capsys):
     assert users != decoding
     note = next(line for line in out.splitlines() if "The budget above holds" in line)
     assert f"holds {users:,} users of 30,000 tokens; this launch decodes {decoding:,} at once" in note
-    assert "vllm-v0.28" in note and "profile pass is 16,384 tokens where the budget's is 8,192" in note
+    # the budget takes `--usage-context llm` too (its profile pass is the launch's 16,384 tokens), so what is left
+    # is the release
+    assert "vllm-v0.28" in note and "profile pass" not in note
 
 
-def test_usage_context_alone_is_named_and_an_agreeing_launch_gets_no_note(capsys):
+def _gib(out: str, label: str) -> str:
+    return re.search(rf"^{label}\s+([\d,.]+) GiB per GPU", out, re.M).group(1)
+
+
+def test_usage_context_is_the_budgets_too_and_an_agreeing_launch_gets_no_note(capsys):
+    """The budget used to profile `vllm serve`'s 8,192 tokens under `--usage-context llm` and the note named that
+    gap; now the budget plans the launch's start mode (planner.overhead.EngineKnobs), so the two agree."""
     llm = ["--engine", "vllm", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--gpu", "nvidia-gh200-96gb",
            "--num-gpus", "2", "--max-model-len", "30000", "--kv-cache-dtype", "fp8", "--usage-context", "llm"]
-    out = _table(capsys, llm)
-    note = next(line for line in out.splitlines() if "The budget above holds" in line)
-    assert "this launch does not start: its profile pass is 16,384 tokens" in note and "loads the weights" not in note
-    assert "decoding     0 requests" not in out  # a refused launch decodes nothing
     serve = [a for a in llm if a not in ("--usage-context", "llm")]
-    assert "The budget above holds" not in _table(capsys, serve)
+    for args in (llm, serve):
+        out = _table(capsys, args)
+        assert _gib(out, "KV budget") == _gib(out, "engine KV"), out
+        assert "The budget above holds" not in out
+    assert _gib(_table(capsys, llm), "KV budget") != _gib(_table(capsys, serve), "KV budget")
 
 
 def test_home_panel_gives_the_same_sentence():

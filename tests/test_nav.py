@@ -125,3 +125,22 @@ def test_the_start_mode_travels_and_home_s_engine_panel_applies_it():
     # the LLM class's 16,384 batched tokens: 8.83 GiB available and a close call (2.17 GiB margin); `serve` plans
     # 9.72 GiB and no close call (`plan --usage-context llm` / `serve`, same flags)
     assert any("margin (2.17 GiB)" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_the_engine_pages_switches_and_graph_knobs_travel_to_home():
+    """The Engine page's switches and CUDA-graph selects (`enforce_eager`, `cudagraph_mode`, ...) were not plan keys:
+    a sidebar link from the Engine page to Home dropped them, although Home's engine panel and budget read them."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    knobs = {"enforce_eager": "true", "cudagraph_mode": "NONE", "optimization_level": "1",
+             "enable_prefix_caching": "true", "warm_compile_cache": "true", "use_deep_gemm": "true"}
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "5_Engine.py"), default_timeout=60)
+    for key, value in {"model": LLAMA, "gpu": "nvidia-h100-sxm-80gb", **knobs}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    carried = dict(at.session_state["_nav_carried"])
+    assert {key: carried.get(key) for key in knobs} == {key: [value] for key, value in knobs.items()}
+    assert "enforce_eager" not in _carried({"model": LLAMA})  # an untouched switch stays on its page

@@ -55,11 +55,11 @@ GRAPH_KEYS = ("cudagraph_mode", "optimization_level")
 """vLLM's CUDA-graph knobs (:mod:`ui.engine_graphs`): no other engine takes them."""
 
 
-def link_values() -> tuple[dict, list[str]]:
+def link_values(where: str = "Home's engine panel") -> tuple[dict, list[str]]:
     """:func:`knob_inputs`' values read from the link alone, for a page without those widgets (Home): a switch is
     on for ``true`` (Streamlit's reading of a bound toggle), a number in its Engine-page range, else the engine's
-    default; and one message per bad value, which Home's engine panel then leaves out."""
-    params, problems, where = st.query_params, [], "Home's engine panel"
+    default; and one message per bad value, which ``where`` (the part of the page that reads them) leaves out."""
+    params, problems = st.query_params, []
     values: dict = {"usage_context": params.get("usage_context") or "serve"}
     if values["usage_context"] not in USAGE_CONTEXTS:
         problems.append(f"Link parameter `usage_context={shorten(values['usage_context'])}` is not one of "

@@ -79,9 +79,13 @@ SELECT_KEYS = frozenset({"speculative_method", "speculative_model", "kv_offloadi
                          "usage_context"})  # the last: the Engine page's start mode, which Home's panel applies
 """Keys of selectboxes outside the shared sidebar (serving features, ui/serving.py); ids and words."""
 
+ENGINE_PAGE_KEYS = frozenset({"cudagraph_mode", "optimization_level", "enable_prefix_caching", "enforce_eager",
+                              "warm_compile_cache", "use_deep_gemm"})
+"""The Engine page's CUDA-graph selects and switches (Disaggregation has them too; Home's engine panel and budget read
+them from the link): the navigation carries them (:data:`ui.nav.PLAN_KEYS`)."""
+
 PAGE_KEYS = frozenset({"model", "gpu", "weight_dtype", "kv_cache_dtype", "engine", "search", "link",
-                       "cudagraph_mode", "optimization_level", "enable_prefix_caching", "enforce_eager",
-                       "warm_compile_cache", "use_deep_gemm", "language_model_only"})
+                       "language_model_only"}) | ENGINE_PAGE_KEYS
 """Keys of the shared sidebar and the Engine page's selects and switches (besides the sets above)."""
 
 SECTION_KEYS = frozenset({"memory_curves_section", "concurrency_section", "catalog_section", "allocation_section",

@@ -190,6 +190,18 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
     return request
 
 
+def budget_knobs(args: argparse.Namespace) -> dict:
+    """The :class:`planner.budget.PlanRequest` fields of the engine flags that change vLLM's non-KV memory, as
+    :func:`engine_request` reads them, so ``plan``'s budget prices the launch its engine section plans (QA:
+    ``--max-num-seqs 64`` left the budget at 50.38 GiB beside "engine KV 51.53 GiB" for Kimi-K2.5 on 8 H200)."""
+    return {"max_num_seqs": args.max_num_seqs, "enforce_eager": bool(args.enforce_eager),
+            "cudagraph_mode": getattr(args, "cudagraph_mode", None),
+            "optimization_level": getattr(args, "optimization_level", None),
+            "max_cudagraph_capture_size": getattr(args, "max_cudagraph_capture_size", None),
+            "warm_compile_cache": bool(getattr(args, "warm_compile_cache", None)),
+            "usage_context": args.usage_context or "serve"}
+
+
 def engine_json(result: EnginePlan) -> dict:
     """The keys merged into the ``plan`` JSON; ``launch_commands`` (every node's, node 0's first: the same as
     ``launch_command``) only for an SGLang launch over nodes, which runs one command per node."""

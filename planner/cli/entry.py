@@ -199,7 +199,7 @@ def _run_plans(args: argparse.Namespace):
         kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
         gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
-        serving=cli_serving.serving_from_args(args),
+        serving=cli_serving.serving_from_args(args), **cli_engine.budget_knobs(args),
     )
     scale = cli_scale.run_scale(args, model, gpu)  # None without a data / expert / context parallel flag
     if scale is None:  # the stages' budget, each stage on its tensor-parallel GPUs (planner/pipeline.py)
