@@ -154,4 +154,5 @@ def test_a_budget_page_names_a_bad_knob_value():
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert any("`max_num_seqs=lots`" in e and "this page's budget" in e for e in errors), errors
-    assert any("`enforce_eager=yes`" in e for e in errors), errors
+    said = errors + [w.value for w in at.warning]  # a switch's bad value: the link guard's warning, on every page
+    assert any("`enforce_eager=yes`" in e for e in said), said

@@ -162,3 +162,18 @@ def test_custom_under_the_other_picker_key_without_a_code_is_said():
         assert not at.exception
         said = " ".join(w.value for w in list(at.warning) + list(at.error))
         assert f"`{key}=custom`" in said and f"carries no `{code}` code" in said, said
+
+
+def test_engine_switches_take_true_or_false_on_every_page():
+    """QA: ``/Engine?enforce_eager=maybe`` (and Disaggregation's copy of the switches) planned the switch off with no
+    word, while Home said the value was neither true nor false. The guard drops such a value on every page with one
+    message that points at the Engine page's switch."""
+    from tests.test_serving_app import run
+
+    for page in ("pages/5_Engine.py", "pages/8_Disaggregation.py", "app.py", "pages/3_Concurrency.py"):
+        at = run(page, {"enforce_eager": "maybe", "use_deep_gemm": "on"})
+        said = [w.value for w in [*at.warning, *at.error]]
+        for key, value in (("enforce_eager", "maybe"), ("use_deep_gemm", "on")):
+            assert sum(f"`{key}={value}`" in s for s in said) == 1, (page, said)
+        assert any("switch on the Engine page" in s for s in said), (page, said)
+        assert not at.exception

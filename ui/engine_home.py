@@ -47,7 +47,7 @@ def link_knobs() -> tuple[dict, list[str]]:
     (:func:`ui.disagg_knobs.link_values`: Home has no input of its own for them), and one message per bad value, which
     the engine panel and the budget leave out (:func:`ui.budget_knobs.with_link_knobs`). QA (stop 41):
     ``enforce_eager=true`` gave 53.95x here, 54.80x on the Engine page."""
-    return disagg_knobs.link_values("Home's budget and engine panel")
+    return disagg_knobs.link_values("Home's engine panel (and its budget)")
 
 
 def knobs_left_out(engine: str, context_len: int) -> list[tuple[str, str]]:

@@ -56,7 +56,9 @@ MAX_VALUES_PER_KEY = 16
 """Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
 
 BOOLEAN_KEYS = frozenset({"log_y", "enable_lora", "language_model_only",
-                          "enable_expert_parallel", "enable_dp_attention"})  # the last two: Disaggregation
+                          "enable_expert_parallel", "enable_dp_attention",  # these two: Disaggregation
+                          # the Engine page's switches (QA: /Engine?enforce_eager=maybe planned it off in silence)
+                          "enforce_eager", "enable_prefix_caching", "warm_compile_cache", "use_deep_gemm"})
 """Switches: ``true`` or ``false`` (what Streamlit writes for a bound toggle)."""
 
 NUMBER_KEYS = frozenset({
@@ -170,7 +172,8 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
         if key in BOOLEAN_KEYS and values and values[0].strip().lower() not in ("true", "false"):
             result.problems.append(
                 f"Link parameter `{key}={shorten(values[0], ECHO_CHARS)}` is not `true` or `false`, so it was ignored and "
-                "the switch is off. Use the switch on the page, or write `true` or `false`.")
+                f"the switch is off. Use the switch on the {'Engine page' if key in ENGINE_PAGE_KEYS else 'page'}, "
+                "or write `true` or `false`.")
             values = []
         if values != list(raw):
             result.changes[key] = values or None
