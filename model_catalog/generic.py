@@ -180,7 +180,8 @@ def generic_layers(cfg: Any) -> tuple[tuple[LayerSpec, ...], tuple[str, ...]]:
             if state is None:
                 raise ValueError(f"config key 'layer_types' lists a {quote(layer_type)} layer, but none of the "
                                  "recurrent-state keys the planner reads is set (mamba_num_heads + mamba_head_dim + "
-                                 "ssm_state_size, linear_num_value_heads + linear_key_head_dim + ..., expand + state_size)")
+                                 "ssm_state_size, linear_num_value_heads + linear_key_head_dim + ..., expand + "
+                                 "state_size)")
             specs.append(state)
             continue
         if layer_type not in ATTENTION_TYPES:
