@@ -127,6 +127,21 @@ LAYER_SEQUENCE_KEYS: frozenset[str] = frozenset({
 """Lists (and pattern strings) with at most one entry per layer (:data:`MAX_LAYER_SEQUENCE`)."""
 
 
+MAX_CONFIG_NAME_CHARS = 128
+"""Longest name a config states under a key of :data:`NAME_KEYS` [characters]: 3x the longest published
+(``architectures`` MiniMaxM3SparseForConditionalGeneration: 39; ``model_type`` llama4_vision_model: 19;
+``layer_types`` deepseek_sparse_attention: 25). A name is compared and quoted back, never computed with,
+so a longer one is a paste gone wrong."""
+
+NAME_KEYS: frozenset[str] = frozenset({
+    "model_type", "architectures", "torch_dtype", "dtype", "quant_method", "quant_algo", "kv_cache_quant_algo",
+    "layer_types", "layers_block_type", "mtp_layers_block_type", "mlp_layer_types", "indexer_types",
+    "kv_sharing_modes", "expert_dtype",
+})
+"""Keys whose text (or list of texts) names a type, a dtype, a method or a layer kind
+(:data:`MAX_CONFIG_NAME_CHARS`)."""
+
+
 @dataclass(frozen=True)
 class KeyRange:
     """Accepted values of one config key, in the key's own unit.
@@ -281,7 +296,8 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
     lists at most :data:`MAX_LIST_ITEMS` long (:data:`MAX_LAYER_SEQUENCE` for per-layer lists and pattern
     strings, :data:`MAX_MODULE_LIST_ITEMS` in quantization metadata); objects at most :data:`MAX_OBJECT_KEYS`
     keys (:data:`MAX_MODULE_LIST_ITEMS` in quantization metadata); nesting at most :data:`MAX_CONFIG_DEPTH`
-    levels. Costs one pass over the config.
+    levels; a name under a key of :data:`NAME_KEYS` at most :data:`MAX_CONFIG_NAME_CHARS` characters. Costs one
+    pass over the config.
 
     Args:
         config: The config dict.
@@ -310,6 +326,10 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
                 bound = CONFIG_KEY_RANGES[key]
                 values.append((path, f"{label} {quote(path)} is the text {quote(node[:40])}; expected {bound.what}, "
                                      "a number: fix the value"))
+            if key in NAME_KEYS and len(node) > MAX_CONFIG_NAME_CHARS:
+                raise ValueError(f"{label} {quote(path)} is {quote(node)}; at most {MAX_CONFIG_NAME_CHARS} "
+                                 "characters are accepted (published names are under 40, e.g. 'llama', "
+                                 "'bfloat16'): paste the model's own config.json")
             if key in LAYER_SEQUENCE_KEYS and len(node) > MAX_LAYER_SEQUENCE:
                 raise ValueError(f"{label} {quote(path)} is {len(node):,} characters long; at most "
                                  f"{MAX_LAYER_SEQUENCE:,} (one per layer) are accepted: paste the model's own "
@@ -351,5 +371,7 @@ def _raise_all(problems: list[tuple[str, str]]) -> None:
         raise ValueError(texts[0])
     shown = texts[:MAX_PROBLEMS_SHOWN]
     rest = [path for path, _ in problems[len(shown):]]
-    more = f"; and {', '.join(quote(p) for p in rest)}" if rest else ""
-    raise ValueError(f"{len(texts)} values to fix: " + "; ".join(shown) + more)
+    more = f"; and {', '.join(quote(p) for p in rest[:MAX_PROBLEMS_SHOWN])}" if rest else ""
+    if len(rest) > MAX_PROBLEMS_SHOWN:
+        more += f" and {len(rest) - MAX_PROBLEMS_SHOWN:,} more"
+    raise ValueError(f"{len(texts):,} values to fix: " + "; ".join(shown) + more)

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from model_catalog.config_bounds import check_sizes
+from model_catalog.config_values import check_values
 from model_catalog.config_json import (  # noqa: F401  (re-exported: the CLI, hub and tests import them here)
     HF_QUANT_CONFIG_NAME,
     JSON_INFINITIES,
@@ -75,6 +76,7 @@ from model_catalog.custom_gpu import (  # noqa: F401  (re-exported: the panel, C
 )
 from model_catalog.weight_hint import WEIGHT_DTYPE_BY_TORCH_DTYPE, weight_dtype_hint  # noqa: F401  (re-exported)
 from planner.model import ModelSpec
+from planner.text import echo, quote
 
 REMOTE_CODE_KEYS: tuple[str, ...] = ("auto_map", "trust_remote_code", "custom_pipelines")
 """Keys that point transformers at a repository's Python files; always dropped."""
@@ -202,7 +204,7 @@ def clean_name(name: str) -> str:
     if not text:
         raise ValueError("the custom model needs a name, e.g. my-org/my-finetune")
     if len(text) > MAX_NAME_CHARS or not text.isprintable():
-        raise ValueError(f"custom model name must be 1-{MAX_NAME_CHARS} printable characters, got {text[:40]!r}...")
+        raise ValueError(f"custom model name must be 1-{MAX_NAME_CHARS} printable characters, got {quote(text)}")
     return text
 
 
@@ -231,7 +233,7 @@ def _require_positive_int(config: Mapping[str, Any], key: str, example: str) -> 
     if value is None:
         raise ValueError(f"config key '{key}' is missing; expected a positive integer ({example})")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config key '{key}' is {value!r}; expected a positive integer ({example})")
+        raise ValueError(f"config key '{key}' is {echo(value)}; expected a positive integer ({example})")
     return value
 
 
@@ -282,7 +284,7 @@ def generic_config(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, .
     for key in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
         if key in source:
             if not isinstance(source[key], bool):
-                raise ValueError(f"config key '{key}' is {source[key]!r}; expected true or false")
+                raise ValueError(f"config key '{key}' is {echo(source[key])}; expected true or false")
             config[key] = source[key]
     for key in ("torch_dtype", "dtype"):
         if isinstance(source.get(key), str):
@@ -435,7 +437,7 @@ def _checked(model: CustomModel, raw: Mapping[str, Any], *, cli: bool = False) -
         why = f" ({read.removeprefix('unsupported: ').split(': weight dtype auto', 1)[0]})" if read else ""
         advice += (", or put the repository's hf_quant_config.json beside the config file" if cli else
                    ", or give the repository's hf_quant_config.json as the second file")
-    note = (f"quantization_config ({method!r}) is not a scheme the planner reads{why}: weight dtype auto counts "
+    note = (f"quantization_config ({echo(method)}) is not a scheme the planner reads{why}: weight dtype auto counts "
             f"the weights at torch_dtype; {advice}")
     return replace(model, notes=(*model.notes, note), weight_dtype_hint=hint)
 
@@ -464,14 +466,15 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     Example:
         ``read_custom_config(json.loads(text), "my-org/my-llama").spec.num_parameters``
     """
-    from model_catalog.hf_config import SUPPORTED_MODEL_TYPES, model_spec_from_config
-
     name = clean_name(name)
     if not isinstance(raw, Mapping):
         raise ValueError(f"config.json must be a JSON object, got {type(raw).__name__}")
     check_sizes(raw)  # first: every later step may loop over, multiply or nest what the config states
     if isinstance(hf_quant_config, Mapping):
         check_sizes(hf_quant_config, label="hf_quant_config.json key", module_lists=True)
+    check_values(raw)  # dtype and GPTQ / AWQ values: refused here, before transformers is imported (seconds)
+    from model_catalog.hf_config import SUPPORTED_MODEL_TYPES, model_spec_from_config
+
     config, dropped = strip_remote_code(raw)
     notes: list[str] = []
     if dropped:
@@ -481,9 +484,9 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         raise ValueError("config key 'model_type' is missing; expected a string such as \"llama\" "
                          "(copy the whole config.json)")
     if not isinstance(model_type, str) or not model_type:
-        raise ValueError(f"config key 'model_type' is {model_type!r}; expected a string such as \"llama\"")
+        raise ValueError(f"config key 'model_type' is {echo(model_type)}; expected a string such as \"llama\"")
     if config.get("is_encoder_decoder") is True:
-        raise ValueError(f"config key 'is_encoder_decoder' is true ({model_type!r}); only decoder-only "
+        raise ValueError(f"config key 'is_encoder_decoder' is true ({quote(model_type)}); only decoder-only "
                          "language models are planned")
     if hf_quant_config is not None and not isinstance(hf_quant_config, Mapping):
         raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
@@ -497,11 +500,11 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
                            hf_quant_config=hf_quant_config)
     if hf_quant_config is not None:
         raise ValueError(f"hf_quant_config.json is read only beside a config.json whose model_type has an adapter; "
-                         f"{model_type!r} has none: remove the second file")
+                         f"{quote(model_type)} has none: remove the second file")
     text_config = _text_config_reading(config)
     if text_config is not None:
         spec = model_spec_from_config(text_config, name)
-        notes.append(f"model_type {model_type!r} wraps a {text_config['model_type']!r} text model: only the "
+        notes.append(f"model_type {quote(model_type)} wraps a {quote(text_config['model_type'])} text model: only the "
                      "text model is planned (vision/audio towers are not counted)")
         return CustomModel(spec=replace(spec, model_type=f"{model_type}/{spec.model_type}"), config=config,
                            reading="text_config", source=source, notes=tuple(notes))
@@ -511,20 +514,20 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         try:
             spec, generic_notes = generic_spec(config, name)
         except ValueError as exc:
-            raise ValueError(f"{name}: model_type {model_type!r} has no family adapter here, so it was read through "
-                             f"transformers' own {model_type!r} config class: {exc}") from None
-        notes.insert(0, f"model_type {model_type!r} has no family adapter here: read through transformers' own "
-                        f"{model_type!r} config class (generic reading)")
+            raise ValueError(f"{name}: model_type {quote(model_type)} has no family adapter here, so it was read "
+                             f"through transformers' own {quote(model_type)} config class: {exc}") from None
+        notes.insert(0, f"model_type {quote(model_type)} has no family adapter here: read through transformers' own "
+                        f"{quote(model_type)} config class (generic reading)")
         notes.extend(generic_notes)
         return CustomModel(spec=spec, config=config, reading="generic", source=source, notes=tuple(notes))
     try:
         generic, generic_notes = generic_config(config)
     except ValueError as exc:
-        raise ValueError(f"{name}: model_type {model_type!r} is not known to transformers (its config class is "
+        raise ValueError(f"{name}: model_type {quote(model_type)} is not known to transformers (its config class is "
                          f"remote code, which is never run) and has no adapter here, so the standard keys are "
                          f"read: {exc}") from None
     spec = model_spec_from_config(generic, name)
-    notes.insert(0, f"model_type {model_type!r} has no adapter here and transformers has no config class for it "
+    notes.insert(0, f"model_type {quote(model_type)} has no adapter here and transformers has no config class for it "
                     "(remote code is never run): read as a generic "
                     f"{'Mixtral-style MoE' if generic['model_type'] == 'mixtral' else 'Llama-style'} decoder from "
                     "the standard keys; parameter counts are an estimate")

@@ -29,6 +29,7 @@ from planner.model.params import (
     norm,
     router,
 )
+from planner.text import echo
 
 Groups = tuple[ParamGroup, ...]
 
@@ -82,7 +83,7 @@ def config_int(cfg: Any, key: str) -> int:
     """
     value = getattr(cfg, key, None)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config key {key!r} must be a positive integer, got {value!r}")
+        raise ValueError(f"config key {key!r} must be a positive integer, got {echo(value)}")
     return value
 
 

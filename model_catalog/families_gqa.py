@@ -44,6 +44,7 @@ from model_catalog.families import (
 )
 from planner.model.layers import FullAttention, LayerSpec, NoCache, SlidingWindowAttention
 from planner.model.params import ParamGroup, linear, moe_experts, norm, router
+from planner.text import quote
 
 
 def _attention_spec(layer_type: str, *, kv_heads: int, head_dim: int, window: int | None,
@@ -56,7 +57,7 @@ def _attention_spec(layer_type: str, *, kv_heads: int, head_dim: int, window: in
                                       sliding_window=window)
     if layer_type == "full_attention":
         return FullAttention(num_key_value_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim)
-    raise ValueError(f"config key 'layer_types' holds {layer_type!r}, which has no cache spec here")
+    raise ValueError(f"config key 'layer_types' holds {quote(layer_type)}, which has no cache spec here")
 
 
 def _gemma4(cfg: Any) -> FamilyParts:

@@ -52,6 +52,7 @@ from model_catalog.families import (
 from planner.model.dtypes import BF16, FP16, FP32, StorageFormat
 from planner.model.layers import FullAttention, LayerSpec, MLAAttention, NoCache, RecurrentState
 from planner.model.params import ParamGroup, attention, linear, mla_attention, moe_experts, norm, router
+from planner.text import echo
 
 _STATE_FORMATS: dict[str, StorageFormat] = {"float32": FP32, "bfloat16": BF16, "float16": FP16}
 """Config dtype names a recurrent state may be fixed to (design note 1)."""
@@ -68,7 +69,8 @@ def state_format(cfg: Any, *keys: str) -> StorageFormat | None:
         if value in (None, "auto"):
             continue
         if value not in _STATE_FORMATS:
-            raise ValueError(f"config key {key!r} is {value!r}; expected one of {', '.join(_STATE_FORMATS)} or auto")
+            raise ValueError(f"config key {key!r} is {echo(value)}; expected one of {', '.join(_STATE_FORMATS)} "
+                             "or auto")
         return _STATE_FORMATS[value]
     return None
 
@@ -192,7 +194,7 @@ def _nemotron_h(cfg: Any) -> FamilyParts:
     block_types = list(cfg.layers_block_type)
     for block in block_types:
         if block not in mixers:
-            raise ValueError(f"config key 'hybrid_override_pattern' names block {block!r}; "
+            raise ValueError(f"config key 'hybrid_override_pattern' names block {echo(block)}; "
                              "Nemotron-H blocks are M (Mamba2), * (attention), - (MLP) and E (MoE)")
 
     def layer(index: int) -> Groups:
@@ -327,7 +329,7 @@ def _nemotron_nas(cfg: Any) -> FamilyParts:
             group = attn_cfg.get("n_heads_in_group")
             if not isinstance(group, int) or group < 1 or heads % group:
                 raise ValueError(f"config key 'block_configs[{index}].attention.n_heads_in_group' must divide "
-                                 f"num_attention_heads ({heads}), got {group!r}")
+                                 f"num_attention_heads ({heads}), got {echo(group)}")
             kv_heads = heads // group
             kv_seen.add(kv_heads)
             groups += [*attention(_ATTN, hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv_heads,
@@ -337,7 +339,8 @@ def _nemotron_nas(cfg: Any) -> FamilyParts:
         if not ffn_cfg.get("no_op"):
             mult = ffn_cfg.get("ffn_mult")
             if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
-                raise ValueError(f"config key 'block_configs[{index}].ffn.ffn_mult' must be a positive number, got {mult!r}")
+                raise ValueError(f"config key 'block_configs[{index}].ffn.ffn_mult' must be a positive number, "
+                                 f"got {echo(mult)}")
             groups += [*_swiglu(cfg, _MLP, nas_intermediate_size(float(mult), hidden), bias=bool(cfg.mlp_bias)),
                        *_layer_norms(cfg, "post_attention_layernorm")]
         return tuple(groups)

@@ -55,6 +55,7 @@ from typing import Any
 
 from planner.model.params import ParamGroup
 from planner.serving.multimodal import tower_linear, tower_norm, vision_from_config, vision_tower_groups
+from planner.text import reason
 
 QWEN_VISION_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"})
 """Wrapper ``model_type``s whose ``model.visual`` :func:`planner.serving.multimodal.vision_tower_groups` builds."""
@@ -182,7 +183,7 @@ def tower_groups(raw_config: Mapping[str, Any], full: Any) -> tuple[ParamGroup, 
         return tuple(builder(full))
     except (AttributeError, TypeError) as exc:
         raise ValueError(f"config key 'vision_config' of a {model_type!r} config lacks a field its tower needs "
-                         f"({exc}); paste the whole config.json") from None
+                         f"({reason(exc)}); paste the whole config.json") from None
     except ArithmeticError as exc:  # a zero patch or an overflowing size that reached the builder unchecked
         raise ValueError(f"config key 'vision_config' of a {model_type!r} config gives a size its tower cannot be "
                          f"built from ({type(exc).__name__}); check its patch, merge and layer sizes") from None

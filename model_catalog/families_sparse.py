@@ -45,6 +45,7 @@ from model_catalog.families import (
 from planner.model.layers import FullAttention, LayerSpec
 from planner.model.params import ParamGroup, linear, merge_groups, norm
 from planner.model.sparse import CompressedAttention, IndexedAttention, IndexedMLAAttention, SharedKVSlidingAttention
+from planner.text import quote
 
 
 def _deepseek_dsa(cfg: Any) -> FamilyParts:
@@ -82,7 +83,7 @@ def _deepseek_dsa(cfg: Any) -> FamilyParts:
         elif layer_type == "full_attention":
             layers.append(latent)
         else:
-            raise ValueError(f"config key 'layer_types' holds {layer_type!r}, which has no cache spec here")
+            raise ValueError(f"config key 'layer_types' holds {quote(layer_type)}, which has no cache spec here")
     indexer_layers = tuple(i for i, own in enumerate(runs_indexer) if own)
     param_layers = {**parts.param_layers, **{(g.name, g.shape, g.kind): indexer_layers for g in indexer}}
     return replace(parts, params=merge_groups((*parts.params, *indexer)), layers=tuple(layers),
@@ -171,7 +172,7 @@ def _deepseek_v4(cfg: Any) -> FamilyParts:
             extra = hca
             specs.append(CompressedAttention(**kv, sliding_window=window, compress_ratio=hca_ratio))
         else:
-            raise ValueError(f"config key 'layer_types' holds {layer_type!r}, which DeepSeek-V4 does not define")
+            raise ValueError(f"config key 'layer_types' holds {quote(layer_type)}, which DeepSeek-V4 does not define")
         return (*attn, *extra, *mlp, *_layer_norms(cfg, *_PRE_POST),
                 *_v4_hyper_connection("layers.*.attn_hc", cfg), *_v4_hyper_connection("layers.*.ffn_hc", cfg))
 
@@ -219,7 +220,8 @@ def _minimax_m3(cfg: Any) -> FamilyParts:
         elif cfg.layer_types[index] == "full_attention":
             specs.append(FullAttention(num_key_value_heads=kv_heads, head_dim=head_dim))
         else:
-            raise ValueError(f"config key 'layer_types' holds {cfg.layer_types[index]!r}, which has no cache spec here")
+            raise ValueError(f"config key 'layer_types' holds {quote(cfg.layer_types[index])}, which has no cache "
+                             "spec here")
         if cfg.mlp_layer_types[index] == "sparse":
             mlp = (*_routed_moe(cfg, _MLP, num_experts=experts, intermediate_size=config_int(cfg, "intermediate_size")),
                    *fused_mlp(f"{_MLP}.shared_experts", config_int(cfg, "shared_intermediate_size")))

@@ -59,6 +59,7 @@ from planner.model.layers import (
 )
 from planner.model.params import ParamGroup, attention, embedding, gated_mlp, linear, merge_groups, mla_attention, norm
 from planner.model.sparse import AttentionWithState, IndexedAttention, IndexedMLAAttention
+from planner.text import quote, reason
 
 PARAMS_EXPECTED_ERROR = ("median 0.4%, 90th percentile 37% over 227 transformers model types; non-gated MLPs "
                          "read about 25% high, Mamba hybrids up to 2-3x")
@@ -101,13 +102,13 @@ def read_any_config(raw: Mapping[str, Any]) -> tuple[Any, Any]:
 
     model_type = raw.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
-        raise ValueError(f"transformers has no config class for model_type {model_type!r}")
+        raise ValueError(f"transformers has no config class for model_type {quote(model_type)}")
     kwargs = {key: copy.deepcopy(value) for key, value in raw.items() if key != "model_type"}
     try:
         with _quiet_transformers():
             config = AutoConfig.for_model(model_type, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the class's own validation, named in one line
-        raise ValueError(f"transformers' {model_type!r} config class rejected it: {' '.join(str(exc).split())}") from None
+        raise ValueError(f"transformers' {quote(model_type)} config class rejected it: {reason(exc)}") from None
     return config.get_text_config(), config
 
 
@@ -177,14 +178,15 @@ def generic_layers(cfg: Any) -> tuple[tuple[LayerSpec, ...], tuple[str, ...]]:
         if layer_type in STATE_TYPES:
             state = state or recurrent_state(cfg)
             if state is None:
-                raise ValueError(f"config key 'layer_types' lists a {layer_type!r} layer, but none of the recurrent-state "
-                                 "keys the planner reads is set (mamba_num_heads + mamba_head_dim + ssm_state_size, "
-                                 "linear_num_value_heads + linear_key_head_dim + ..., expand + state_size)")
+                raise ValueError(f"config key 'layer_types' lists a {quote(layer_type)} layer, but none of the "
+                                 "recurrent-state keys the planner reads is set (mamba_num_heads + mamba_head_dim + "
+                                 "ssm_state_size, linear_num_value_heads + linear_key_head_dim + ..., expand + "
+                                 "state_size)")
             specs.append(state)
             continue
         if layer_type not in ATTENTION_TYPES:
-            raise ValueError(f"config key 'layer_types' holds {layer_type!r}, which the generic reading has no cache "
-                             "spec for; the model needs a family adapter")
+            raise ValueError(f"config key 'layer_types' holds {quote(layer_type)}, which the generic reading has no "
+                             "cache spec for; the model needs a family adapter")
         indexed = layer_type in ("indexed_attention", "minimax_m3_sparse") and index_dim
         if kv_lora and rope:
             latent = {"kv_lora_rank": kv_lora, "qk_rope_head_dim": rope}

@@ -147,7 +147,7 @@ def ggml_storage(type_name: str) -> StorageFormat:
         qtype = GGMLQuantizationType[type_name]
         block_size, type_size = GGML_QUANT_SIZES[qtype]
     except KeyError:
-        raise ValueError(f"unknown ggml tensor type {type_name!r}") from None
+        raise ValueError(f"unknown ggml tensor type {quote(type_name)}") from None
     bits = Fraction(8 * type_size, block_size)
     return StorageFormat(name=f"gguf:{type_name}", bits_per_element=bits,
                          is_float=type_name in ("F32", "F16", "BF16", "F64"),

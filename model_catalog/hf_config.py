@@ -65,6 +65,7 @@ from model_catalog.families_sparse import SPARSE_FAMILIES
 from model_catalog.quantization import checkpoint_formats
 from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, LayerSpec, NoCache, SlidingWindowAttention
+from planner.text import echo, quote, reason
 
 LEGACY_MODEL_TYPES: dict[str, str] = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
 """Old ``model_type`` names -> the name transformers 5 registers."""
@@ -194,10 +195,10 @@ def _normalized(raw_config: Mapping[str, Any]) -> tuple[str, dict[str, Any], ByS
     """``(model_type to read with, kwargs, by-source mapping or None)`` (design notes 1 and 5)."""
     model_type = raw_config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
-        raise ValueError(f"config.json needs a 'model_type' string, got {model_type!r}")
+        raise ValueError(f"config.json needs a 'model_type' string, got {echo(model_type)}")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ValueError(
-            f"config key 'model_type' is {model_type!r}, which the planner cannot read yet; "
+            f"config key 'model_type' is {quote(model_type)}, which the planner cannot read yet; "
             f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     model_type = LEGACY_MODEL_TYPES.get(model_type, model_type)
@@ -257,10 +258,10 @@ def read_config(raw_config: Mapping[str, Any]) -> ConfigReading:
         with _quiet_transformers():
             config = AutoConfig.for_model(read_as, **kwargs)
     except (ValueError, TypeError, KeyError, StrictDataclassError) as exc:
-        raise ValueError(f"transformers' {read_as!r} config class rejected it: {exc}") from exc
+        raise ValueError(f"transformers' {read_as!r} config class rejected it: {reason(exc)}") from exc
     except ArithmeticError as exc:  # e.g. num_attention_heads 0 -> ZeroDivisionError inside the class
         raise ValueError(
-            f"transformers' {read_as!r} config class could not derive its sizes ({exc}); check that "
+            f"transformers' {read_as!r} config class could not derive its sizes ({reason(exc)}); check that "
             "hidden_size, num_attention_heads and num_key_value_heads are positive integers") from exc
     return ConfigReading(text=config.get_text_config(), full=config, model_type=raw_type, by_source=by_source)
 
@@ -363,7 +364,7 @@ def layer_specs(cfg: Any, parts: FamilyParts) -> tuple[LayerSpec, ...]:
         elif layer_type in NO_CACHE_LAYER_TYPES:
             specs.append(NoCache())
         else:
-            raise ValueError(f"config key 'layer_types' holds {layer_type!r}, which has no cache spec here")
+            raise ValueError(f"config key 'layer_types' holds {quote(layer_type)}, which has no cache spec here")
     return tuple(specs)
 
 
@@ -416,8 +417,8 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
         adapter = ADAPTERS.get(reading.model_type) if reading.by_source else None
         adapter = adapter or ADAPTERS.get(cfg.model_type)
         if adapter is None:
-            raise ValueError(f"config key 'model_type' is {reading.model_type!r}, whose text model "
-                             f"{cfg.model_type!r} has no family adapter here")
+            raise ValueError(f"config key 'model_type' is {quote(reading.model_type)}, whose text model "
+                             f"{quote(cfg.model_type)} has no family adapter here")
         parts = adapter(cfg)
         params, quantization = checkpoint_formats(parts.params, _raw_quantization_config(raw_config),
                                                   hf_quant_config, parts.param_layers)
@@ -445,7 +446,8 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
     except ValueError as exc:
         raise ValueError(f"{model_id}: {exc}") from exc
     except (TypeError, AttributeError, KeyError) as exc:
-        raise ValueError(f"{model_id}: config.json is missing or mistypes a key the planner needs ({exc!r})") from exc
+        raise ValueError(f"{model_id}: config.json is missing or mistypes a key the planner needs "
+                         f"({reason(exc)})") from exc
     except ArithmeticError as exc:  # a zero divisor or an overflowing size the bounds did not catch
         raise ValueError(f"{model_id}: config.json gives a size the planner cannot compute with "
                          f"({type(exc).__name__}); check for a zero, negative or huge size or count") from exc

@@ -87,6 +87,7 @@ from typing import Any
 
 from planner.model.dtypes import FP8_BLOCK128, WEIGHT_DTYPES, StorageFormat
 from planner.model.params import ParamGroup
+from planner.text import echo, quote
 
 _LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
 
@@ -214,7 +215,7 @@ def _modelopt(quant: Mapping[str, Any], *, widen: bool, where: str) -> Scheme:
     """A ModelOpt scheme from ``hf_quant_config.json``'s ``quantization`` (or a config carrying it)."""
     algo = quant.get("quant_algo")
     if algo not in MODELOPT_ALGOS:
-        raise ValueError(f"{where} key 'quant_algo' is {algo!r}, which the planner cannot price; supported: "
+        raise ValueError(f"{where} key 'quant_algo' is {echo(algo)}, which the planner cannot price; supported: "
                          f"{', '.join(MODELOPT_ALGOS)} (remove the file to count the weights at torch_dtype)")
     per_module: dict[str, StorageFormat] = {}
     layers = quant.get("quantized_layers") or {}
@@ -224,7 +225,8 @@ def _modelopt(quant: Mapping[str, Any], *, widen: bool, where: str) -> Scheme:
         layer_algo = spec.get("quant_algo") if isinstance(spec, Mapping) else None
         fmt = MODELOPT_ALGOS.get(layer_algo)
         if fmt is None:
-            raise ValueError(f"{where} key 'quantized_layers.{module}.quant_algo' is {layer_algo!r}; supported: "
+            raise ValueError(f"{where} key {quote(f'quantized_layers.{module}.quant_algo')} is {echo(layer_algo)}; "
+                             "supported: "
                              f"{', '.join(a for a in MODELOPT_ALGOS if a != 'MIXED_PRECISION')}")
         per_module[normalize_module(module)] = fmt
     if algo == "MIXED_PRECISION" and not per_module:
@@ -275,6 +277,56 @@ def _compressed_tensors(config: Mapping[str, Any], *, widen: bool) -> Scheme | N
                   per_module=per_module)
 
 
+AWQ_BITS: tuple[int, ...] = (4,)
+"""``bits`` / ``w_bit`` vLLM's AWQ loads (awq.py ``AWQConfig``; awq_marlin.py ``AWQMarlinConfig.TYPE_MAP``)."""
+
+GPTQ_BITS: tuple[int, ...] = (2, 3, 4, 8)
+"""``bits`` vLLM's GPTQ loads (gptq.py ``GPTQConfig``)."""
+
+PER_CHANNEL_GROUP = -1
+"""``group_size`` meaning one group per input row (per-channel scales; gptq.py / awq_marlin.py)."""
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_quantization_values(quant: Mapping[str, Any], where: str = "quantization_config") -> None:
+    """Refuse GPTQ / AWQ ``bits`` and ``group_size`` that vLLM refuses when it builds the quantization config.
+
+    Sources: vllm/model_executor/layers/quantization/awq.py ``AWQConfig.__init__`` refuses any ``weight_bits``
+    but 4 (awq_marlin.py ``AWQMarlinConfig.TYPE_MAP`` holds only 4 too); gptq.py ``GPTQConfig.__init__`` refuses
+    any ``weight_bits`` outside 2, 3, 4, 8. Both divide the input width by ``group_size``
+    (``input_size_per_partition % group_size``, ``input_size // group_size``); -1 stands for the whole input
+    row (``group_size = input_size``: one scale per output channel), so 0 or another negative divides by zero
+    or counts negative groups. Reads the keys vLLM reads: AWQ ``w_bit`` or ``bits``, ``q_group_size`` or
+    ``group_size`` (``AWQConfig.from_config``); GPTQ ``bits`` and ``group_size`` (``GPTQConfig.from_config``).
+    Other methods pass unchecked.
+
+    Raises:
+        ValueError: naming the dotted key, the value and what vLLM accepts.
+    """
+    method = str(quant.get("quant_method", "")).lower()
+    if method not in ("awq", "gptq"):
+        return
+    name, accepted = ("AWQ", AWQ_BITS) if method == "awq" else ("GPTQ", GPTQ_BITS)
+    bit_keys = ("w_bit", "bits") if method == "awq" else ("bits", "w_bit")
+    group_keys = ("q_group_size", "group_size") if method == "awq" else ("group_size", "q_group_size")
+    for key in bit_keys:
+        if key in quant and (not _whole(quant[key]) or quant[key] not in accepted):
+            choices = (f"{accepted[0]}-bit weights only" if len(accepted) == 1 else
+                       f"{', '.join(map(str, accepted[:-1]))} or {accepted[-1]} bits")
+            raise ValueError(f"config key '{where}.{key}' is {echo(quant[key])}; vLLM's {name} loads {choices} "
+                             f"(vllm/model_executor/layers/quantization/{method}.py): fix the value, or check "
+                             "that quant_method names the checkpoint's scheme")
+    for key in group_keys:
+        value = quant.get(key)
+        if key in quant and value is not None and (not _whole(value) or (value <= 0 and value != PER_CHANNEL_GROUP)):
+            raise ValueError(f"config key '{where}.{key}' is {echo(value)}; vLLM's {name} takes a positive group "
+                             f"size such as 128 (inputs per scale), or {PER_CHANNEL_GROUP} for one scale per "
+                             "output channel")
+
+
 def _format_for(config: Mapping[str, Any]) -> StorageFormat | None:
     """The storage format of quantized tensors for one ``quantization_config`` (design note 3)."""
     method = str(config.get("quant_method", "")).lower()
@@ -290,9 +342,10 @@ def _format_for(config: Mapping[str, Any]) -> StorageFormat | None:
         return replace(FP8_BLOCK128, name=f"fp8_block{rows}x{cols}", block_shape=(rows, cols),
                        label=f"FP8 e4m3 + one fp32 scale per {rows} x {cols} block")
     if method in ("gptq", "awq"):
+        check_quantization_values(config)  # vLLM's own limits on bits and group_size
         bits = int(config.get("bits", config.get("w_bit", 4)))
         group = int(config.get("group_size", config.get("q_group_size", 128)))
-        if group <= 0:  # act-order / per-channel GPTQ: one scale + zero per output row
+        if group == PER_CHANNEL_GROUP:  # per-channel GPTQ / AWQ: one scale + zero per output row
             return StorageFormat(name=f"{method}-int{bits}", bits_per_element=Fraction(bits),
                                  per_channel_scale_bytes=2, label=f"{method} int{bits}, per-channel scale")
         return StorageFormat(name=f"{method}-int{bits}-g{group}",
@@ -330,10 +383,10 @@ def resolve_scheme(quantization_config: Mapping[str, Any] | None, hf_quant_confi
         scheme = _compressed_tensors(config, widen=widen)
         if scheme is not None:
             return scheme
-        return f"unsupported quantization_config ({method or config.get('quant_algo') or 'config_groups'})"
+        return f"unsupported quantization_config ({echo(method or config.get('quant_algo') or 'config_groups')})"
     fmt = _format_for(config)
     if fmt is None:
-        return f"unsupported quant_method {config.get('quant_method', '?')!r}"
+        return f"unsupported quant_method {echo(config.get('quant_method', '?'))}"
     globs, regexes = _patterns(config.get("modules_to_not_convert") or config.get("ignore")
                                or config.get("ignored_layers"), widen=widen)
     experts = MXFP4 if method == "fp8" and config.get("expert_dtype") == "fp4" else None

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.text import quote
+
 WEIGHT_DTYPE_BY_TORCH_DTYPE: dict[str, str] = {
     "bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "bf16": "bf16", "fp16": "fp16",
 }
@@ -63,7 +65,8 @@ def weight_dtype_hint(config: Mapping[str, Any]) -> tuple[str | None, str]:
             scheme = None
         if isinstance(scheme, Scheme):
             return "auto", f"quantization_config: {scheme.method} (weight dtype auto counts each tensor as shipped)"
-        return None, f"quantization_config {method or '(no quant_method)'} has no matching weight dtype here; pick one"
+        named = quote(method) if method else "(no quant_method)"
+        return None, f"quantization_config {named} has no matching weight dtype here; pick one"
     torch_dtype = config.get("torch_dtype") or config.get("dtype")
     if isinstance(torch_dtype, str) and torch_dtype in WEIGHT_DTYPE_BY_TORCH_DTYPE:
         return WEIGHT_DTYPE_BY_TORCH_DTYPE[torch_dtype], f"torch_dtype {torch_dtype}"

@@ -38,6 +38,40 @@ def quote(value: object, limit: int = ECHO_CHARS) -> str:
     return f"'{escaped}…' ({length:,} characters)"
 
 
+def reason(exc: BaseException, limit: int = ECHO_CHARS) -> str:
+    """Why a library refused user data, for a message: ``TypeError: ...`` with the last line of its text (where
+    a nested validation error states the cause), cut to ``limit`` characters: a library's message may quote the
+    user's value whole (transformers' ``layer_types`` check lists every entry). Never raises."""
+    try:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        text = " ".join(lines[-1].split()) if lines else ""
+    except Exception:  # noqa: BLE001 -- a message must never fail on odd input
+        text = ""
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text):,} characters)"
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """Any value of user data for a message: a string as :func:`quote` writes it; anything else (a number, a
+    list, an object) as its ``repr``, cut to ``limit`` characters with ``…`` and its length said.
+
+    Example: ``echo(5)`` is ``5``; ``echo("llama")`` is ``'llama'``; ``echo([1] * 10_000)`` keeps the first 60
+    characters of ``[1, 1, 1, ...`` and adds ``… (30,000 characters)``. Never raises.
+    """
+    if isinstance(value, str):
+        return quote(value, limit)
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 -- a message must never fail on odd input
+        text = object.__repr__(value)
+    if len(text) <= limit:
+        return text
+    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[:limit])
+    return f"{shown}… ({len(text):,} characters)"
+
+
 def count_noun(count: int, singular: str, plural: str | None = None) -> str:
     """``count`` with thousands separators and its noun in the right number: ``"1 GPU"``, ``"2,475 replicas"``.
 

@@ -98,3 +98,24 @@ def test_a_failed_use_is_one_line_at_the_top_of_the_page_and_keeps_the_paste():
 
     at = use_pasted(at, json.dumps(MISTRAL_NEMO))  # a "Use" that works ends it
     assert not [t for t in _main_errors(at) if "could not be used" in t]
+
+
+GENERIC = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 512,
+           "vocab_size": 1000, "max_position_embeddings": 2048}
+
+
+def _texts(at: AppTest) -> str:
+    return "\n".join(str(e.value) for kind in ("caption", "error", "warning", "info", "success", "markdown")
+                     for e in getattr(at, kind))
+
+
+@pytest.mark.parametrize("length", [100, 200_000])
+def test_a_long_model_type_is_quoted_at_most_60_characters_in_the_panel(length):
+    """QA: a 200,000-character model_type was rendered whole in a caption (the browser then took ~50 s)."""
+    at = use_pasted(home({}), json.dumps({"model_type": "A" * length, **GENERIC}))
+    assert not at.exception
+    shown = _texts(at)
+    assert "A" * 61 not in shown, f"{len(shown):,} characters shown"
+    assert f"({length:,} characters)" in shown
+    if length > 128:  # model_catalog.config_bounds.MAX_CONFIG_NAME_CHARS
+        assert "at most 128" in shown

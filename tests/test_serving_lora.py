@@ -212,3 +212,49 @@ def test_serving_budget_cost_is_the_adapter_weights_plus_the_profile_pass():
     assert cost == (served.weights_bytes_per_gpu - plain.weights_bytes_per_gpu
                     + served.overhead_bytes - plain.overhead_bytes)
     assert serving_budget_cost_bytes(plain, plain) == 0
+
+
+# --- --lora-target-modules: bounded, quoted short, de-duplicated (QA stop 41) ---------------------------------
+MAX_LORA_TARGET_MODULES = 64  # planner.serving.lora.MAX_TARGET_MODULES, written out for the old code
+
+
+def test_thousands_of_unknown_target_modules_are_refused_in_one_short_line():
+    names = tuple(f"mod_{i}" for i in range(20_000))
+    with pytest.raises(ValueError) as info:
+        LoRAConfig(target_modules=names).validate()
+    message = str(info.value)
+    assert len(message) < 600 and "20,000" in message and f"at most {MAX_LORA_TARGET_MODULES}" in message, message[:300]
+
+
+def test_unknown_target_modules_quote_the_first_five_and_count_the_rest():
+    names = tuple(f"mod_{i}" for i in range(40))
+    with pytest.raises(ValueError) as info:
+        LoRAConfig(target_modules=("q_proj", *names)).validate()
+    message = str(info.value)
+    assert "'mod_0', 'mod_1', 'mod_2', 'mod_3', 'mod_4' and 35 more" in message, message
+    assert "'mod_5'" not in message and "q_proj, qkv_proj" in message
+
+
+def test_a_long_unknown_target_module_is_quoted_short():
+    with pytest.raises(ValueError) as info:
+        LoRAConfig(target_modules=("z" * 10_000,)).validate()
+    assert "z" * 61 not in str(info.value) and "(10,000 characters)" in str(info.value)
+
+
+def test_repeated_target_modules_reach_the_sglang_flags_once():
+    config = LoRAConfig(target_modules=("q_proj", "q_proj", "v_proj", "q_proj"))
+    config.validate()
+    assert launch_flags(config, "sglang").endswith("--lora-target-modules q_proj v_proj")
+
+
+def test_the_cli_refuses_thousands_of_target_modules_in_one_short_line(capsys):
+    from planner.cli import main
+
+    argv = ["plan", "--model", "Qwen/Qwen2.5-0.5B", "--gpu", "nvidia-h100-sxm-80gb", "--engine", "sglang",
+            "--enable-lora", "--lora-target-modules", *(f"mod_{i}" for i in range(20_000))]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err) < 600 and f"at most {MAX_LORA_TARGET_MODULES}" in err, err[:300]
+    assert main([*argv[:8], "--lora-target-modules", "q_proj", "q_proj", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert "--lora-target-modules q_proj q_proj" not in out and "--lora-target-modules q_proj" in out

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
 from planner.serving.features import engine_family, with_engine_defaults
+from planner.serving.lora import MAX_TARGET_MODULES
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import (
@@ -65,7 +66,8 @@ def add_serving_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-dtype", choices=tuple(LORA_DTYPE_NAMES), default=None,
                    help="adapter dtype (default auto = the model's activation dtype)")
     g.add_argument("--lora-target-modules", nargs="+", default=None, metavar="MODULE",
-                   help="SGLang only: modules with slots (default all); vLLM allocates every supported module")
+                   help=f"SGLang only: modules with slots (default all; at most {MAX_TARGET_MODULES} names, a repeat "
+                        "counts once); vLLM allocates every supported module")
     g.add_argument("--speculative-config", default=None, metavar="JSON",
                    help='vLLM\'s speculative config, e.g. \'{"method": "eagle3", "num_speculative_tokens": 3}\' '
                         f"(methods: {', '.join(SPECULATIVE_METHODS)})")

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 
 from planner.model import ModelSpec
 from planner.model.dtypes import WEIGHT_DTYPES, StorageFormat
+from planner.text import quote
 from planner.units import ceil_div
 
 LORA_ENGINES = ("vllm", "sglang", "llama.cpp")
@@ -87,6 +88,17 @@ SGLANG_MODULES = frozenset({"q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", 
 """Projections SGLang's LoRA layers wrap (python/sglang/srt/lora/utils.py ``get_hidden_dim``);
 ``all`` in ``--lora-target-modules`` means these."""
 
+SGLANG_TARGET_NAMES = SGLANG_MODULES | {"all", "embed_tokens", "lm_head"}
+"""Every name SGLang's ``--lora-target-modules`` takes (python/sglang/srt/server_args.py: the projections,
+``all``, and the embedding adapters' ``embed_tokens`` / ``lm_head``): 12 distinct names."""
+
+MAX_TARGET_MODULES = 64
+"""Most ``target_modules`` names read [names], repeats included: 5x the 12 distinct names SGLang takes
+(:data:`SGLANG_TARGET_NAMES`), so a longer list is a paste gone wrong."""
+
+MAX_NAMES_QUOTED = 5
+"""Unknown target module names one message quotes (the count of the rest follows)."""
+
 SGLANG_ROW_PARALLEL = frozenset({"o_proj", "down_proj"})
 """SGLang ``ROW_PARALLELISM_LINEAR_LORA_NAMES`` (python/sglang/srt/lora/utils.py)."""
 
@@ -105,8 +117,9 @@ class LoRAConfig:
         max_cpu_loras: Adapters cached in host memory (vLLM ``--max-cpu-loras``, SGLang
             ``--max-loaded-loras``); None = ``max_loras`` (vLLM's default).
         lora_dtype: ``auto`` (the model's activation dtype), ``bf16`` or ``fp16``.
-        target_modules: SGLang ``--lora-target-modules`` (module names or ``all``); None = all.
-            vLLM ignores it: it allocates every supported module.
+        target_modules: SGLang ``--lora-target-modules`` (module names or ``all``, at most
+            :data:`MAX_TARGET_MODULES`; a repeated name counts once); None = all. vLLM ignores it: it allocates
+            every supported module.
     """
 
     max_loras: int = VLLM_DEFAULT_MAX_LORAS
@@ -127,11 +140,17 @@ class LoRAConfig:
         if self.lora_dtype not in LORA_DTYPES:
             raise ValueError(f"unknown lora_dtype {self.lora_dtype!r}; choose one of {', '.join(LORA_DTYPES)}")
         if self.target_modules is not None:
-            bad = [m for m in self.target_modules if m not in SGLANG_MODULES | {"all", "embed_tokens", "lm_head"}]
+            choices = f"choose from all, {', '.join(sorted(SGLANG_MODULES))}, embed_tokens, lm_head"
+            if len(self.target_modules) > MAX_TARGET_MODULES:
+                raise ValueError(f"lora target modules lists {len(self.target_modules):,} names; at most "
+                                 f"{MAX_TARGET_MODULES} are accepted (SGLang takes 12 distinct names): {choices}")
+            bad = list(dict.fromkeys(m for m in self.target_modules if m not in SGLANG_TARGET_NAMES))
             if bad or not self.target_modules:
-                what = f"unknown lora target module{'s' if len(bad) > 1 else ''} {bad}" if bad else "no lora target module"
-                raise ValueError(f"{what}; choose from all, "
-                                 f"{', '.join(sorted(SGLANG_MODULES))}, embed_tokens, lm_head")
+                shown = ", ".join(quote(m) for m in bad[:MAX_NAMES_QUOTED])
+                more = f" and {len(bad) - MAX_NAMES_QUOTED:,} more" if len(bad) > MAX_NAMES_QUOTED else ""
+                what = (f"unknown lora target module{'s' if len(bad) > 1 else ''} {shown}{more}" if bad else
+                        "no lora target module")
+                raise ValueError(f"{what}; {choices}")
 
     @property
     def cpu_loras(self) -> int:
@@ -412,7 +431,7 @@ def lora_slots(model: ModelSpec, config: LoRAConfig, *, engine: str = "vllm", te
             if rank not in VLLM_MAX_LORA_RANKS:
                 notes.append(f"vLLM accepts --max-lora-rank in {VLLM_MAX_LORA_RANKS}; {rank} would be refused")
             if model.model_type not in VLLM_EMBEDDING_LORA_MODEL_TYPES:
-                notes.append(f"no embed_tokens / lm_head slots: vLLM's {model.model_type} class declares no "
+                notes.append(f"no embed_tokens / lm_head slots: vLLM's {quote(model.model_type)} class declares no "
                              "embedding_modules (only the Llama / Mistral classes do)")
         else:
             modules = _sglang_modules(model, tp, rank, _sglang_targets(config))
@@ -433,7 +452,8 @@ def launch_flags(config: LoRAConfig, engine: str) -> str:
     Sources: vLLM engine arguments (vllm/engine/arg_utils.py: ``--enable-lora --max-loras
     --max-lora-rank --max-cpu-loras --lora-dtype``); SGLang server arguments
     (python/sglang/srt/server_args.py: ``--enable-lora --max-loras-per-batch --max-lora-rank
-    --max-loaded-loras --lora-target-modules``); llama.cpp ``--lora FNAME`` (common/arg.cpp).
+    --max-loaded-loras --lora-target-modules``); llama.cpp ``--lora FNAME`` (common/arg.cpp). A target module
+    named twice is written once.
     """
     if engine == "vllm":
         flags = f"--enable-lora --max-loras {config.max_loras} --max-lora-rank {config.max_lora_rank}"
@@ -444,7 +464,7 @@ def launch_flags(config: LoRAConfig, engine: str) -> str:
         return flags
     if engine == "sglang":
         flags = (f"--enable-lora --max-loras-per-batch {config.max_loras} --max-lora-rank {config.max_lora_rank} "
-                 f"--lora-target-modules {' '.join(config.target_modules or ('all',))}")
+                 f"--lora-target-modules {' '.join(dict.fromkeys(config.target_modules or ('all',)))}")
         if config.max_cpu_loras is not None:
             flags += f" --max-loaded-loras {config.max_cpu_loras}"
         return flags
