@@ -29,8 +29,14 @@ from model_catalog.config_bounds import MAX_CONFIG_DEPTH, MODULE_LIST_SCOPES
 from model_catalog.quantization import check_quantization_values
 from planner.text import quote
 
-CONFIG_DTYPES: tuple[str, ...] = ("bfloat16", "float16", "float32")
-"""``torch_dtype`` / ``dtype`` values accepted: what transformers saves for a checkpoint's weights."""
+SAVED_DTYPES: tuple[str, ...] = ("bfloat16", "float16", "float32")
+"""The dtypes transformers saves for a checkpoint's weights: the ones a refusal suggests."""
+
+CONFIG_DTYPES: tuple[str, ...] = (*SAVED_DTYPES, "half", "float", "float64", "double", "float8_e4m3fn", "float8_e5m2")
+"""``torch_dtype`` / ``dtype`` values accepted: :data:`SAVED_DTYPES` and the other torch dtype names transformers
+resolves with ``getattr(torch, value)`` (torch's aliases half / float / double, and its fp8 dtypes, which some
+quantized checkpoints state), all of which planned before this check; "fp16" or "float128" raised inside
+transformers."""
 
 DTYPE_KEYS: tuple[str, ...] = ("torch_dtype", "dtype")
 """The keys that state a config's dtype (``dtype`` is the name transformers writes since 4.56)."""
@@ -48,7 +54,7 @@ def check_dtypes(config: Mapping[str, Any], where: str = "", depth: int = 0) -> 
         value = config.get(key)
         if isinstance(value, str) and value not in CONFIG_DTYPES:
             raise ValueError(f"config key '{where}{key}' is {quote(value)}, which is not a dtype the planner reads: "
-                             f"use {', '.join(CONFIG_DTYPES[:-1])} or {CONFIG_DTYPES[-1]} (the dtype the checkpoint's "
+                             f"use {', '.join(SAVED_DTYPES[:-1])} or {SAVED_DTYPES[-1]} (the dtype the checkpoint's "
                              "weights are saved in, as transformers writes it)")
     if depth >= MAX_CONFIG_DEPTH:
         return

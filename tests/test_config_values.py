@@ -125,7 +125,9 @@ def test_the_dtypes_hf_configs_use_still_plan():
         config = qwen(dtype=value)
         config.pop("torch_dtype")
         assert read_custom_config(config, "q").spec.torch_dtype == value
-    assert "bfloat16, float16 or float32" in message_of(qwen(torch_dtype="float64"))
+    for value in ("half", "float", "float64", "float8_e4m3fn"):  # torch's names, which transformers resolves
+        read_custom_config(qwen(torch_dtype=value), "q")  # planned before the check: still planned
+    assert "bfloat16, float16 or float32" in message_of(qwen(torch_dtype="fp16"))
 
 
 # --------------------------------------------------------------------------
