@@ -156,3 +156,19 @@ def test_a_budget_page_names_a_bad_knob_value():
     assert any("`max_num_seqs=lots`" in e and "this page's budget" in e for e in errors), errors
     said = errors + [w.value for w in at.warning]  # a switch's bad value: the link guard's warning, on every page
     assert any("`enforce_eager=yes`" in e for e in said), said
+
+
+@pytest.mark.parametrize(("flags", "link"), [(["--max-num-seqs", "64"], {"max_num_seqs": "64"}),
+                                             (["--enforce-eager"], {"enforce_eager": "true"})])
+def test_cli_allocation_takes_the_knobs_the_page_takes(capsys, flags, link):
+    """The Allocation page plans a link's engine knobs; ``allocation`` had no flag for them, so the same link gave
+    23 naive users in the CLI beside the page's 24 (Kimi-K2.5 on 8 H200 at 65,536 tokens, fp8)."""
+    at = run_page("pages/6_Allocation.py", {**KIMI, **link})
+    shown = {t.label: t.value for t in metric_tiles(at)}
+    mean_len = at.number_input(key="mean_len").value
+    assert main(["allocation", "--model", KIMI["model"], "--gpu", KIMI["gpu"], "--num-gpus", "8",
+                 "--kv-cache-dtype", "fp8", "--max-model-len", "65536", "--mean-len", str(mean_len), *flags,
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert f"{out['naive_max_sequences']:,}" == shown["Naive: users"]
+    assert f"{out['paged_max_sequences']:,}" == shown["Paged: users"]

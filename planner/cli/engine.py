@@ -74,10 +74,6 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tensor-parallel-size", type=positive_int, default=None,
                    help="GPUs each layer is split over (default: --num-gpus / --pipeline-parallel-size)")
     p.add_argument("--pipeline-parallel-size", type=positive_int, default=None, help="pipeline stages (default 1)")
-    p.add_argument("--max-num-batched-tokens", type=positive_int, default=None,
-                   help="tokens in the engine's profile pass (default: the engine's)")
-    p.add_argument("--max-num-seqs", type=positive_int, default=None,
-                   help="sequences per step / llama.cpp slots (default: the engine's)")
     p.add_argument("--max-model-len", type=token_count, default=None,
                    help="engine max_model_len (llama.cpp n_ctx); default: --context-len")
     p.add_argument("--available-kv-memory-gib", type=gib_per_rank, default=None,
@@ -87,6 +83,26 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="vLLM executor: mp (one node, default) or ray (needed to span nodes)")
     p.add_argument("--num-nodes", type=positive_int, default=None,
                    help="nodes the GPUs of one replica span (default 1; more than 1 needs the ray backend)")
+    p.add_argument("--use-deep-gemm", action="store_const", const=True, default=None,
+                   help="vLLM runs FP8 MoE layers on DeepGEMM (VLLM_USE_DEEP_GEMM=1 with the deep_gemm package "
+                        "installed, Hopper / datacenter Blackwell; v0.11's default when installed): its workspaces "
+                        "size a data-parallel MoE rank's profile pass on vllm-v0.10 / vllm-v0.11; default: Triton")
+    p.add_argument("--gpu-memory-in-use-gib", type=gib_amount, default=None,
+                   help="device memory other processes already hold on each GPU, GiB (a shared card): vLLM "
+                        "refuses when its utilization x total is more than is free, SGLang sizes from what is free")
+    p.add_argument("--enable-prefix-caching", action="store_const", const=True, default=None,
+                   help="vLLM --enable-prefix-caching (on an attention + Mamba hybrid each request holds two "
+                        "state pages per Mamba layer in the 2026 builds)")
+    add_budget_knob_arguments(p)
+
+
+def add_budget_knob_arguments(p: argparse.ArgumentParser) -> None:
+    """Register the vLLM flags that change its non-KV memory, which the budget takes too (:func:`budget_knobs`):
+    ``plan`` (through :func:`add_engine_arguments`) and ``allocation``, whose page applies a link's knobs."""
+    p.add_argument("--max-num-batched-tokens", type=positive_int, default=None,
+                   help="tokens in the engine's profile pass (default: the engine's)")
+    p.add_argument("--max-num-seqs", type=positive_int, default=None,
+                   help="sequences per step / llama.cpp slots (default: the engine's)")
     p.add_argument("--enforce-eager", action="store_const", const=True, default=None,
                    help="vLLM --enforce-eager: no CUDA graphs, so no CUDA-graph memory")
     p.add_argument("--cudagraph-mode", type=cudagraph_mode, default=None, metavar="{" + ",".join(CUDAGRAPH_MODES) + "}",
@@ -104,16 +120,6 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="vLLM's torch.compile cache already holds this model (a relaunch on the same machine): "
                         "leave out the 0.41 GiB a first launch's compile adds to the profile pass (Model Runner V2, "
                         "measured on a public vLLM 0.27.1 log); default: plan a first launch")
-    p.add_argument("--use-deep-gemm", action="store_const", const=True, default=None,
-                   help="vLLM runs FP8 MoE layers on DeepGEMM (VLLM_USE_DEEP_GEMM=1 with the deep_gemm package "
-                        "installed, Hopper / datacenter Blackwell; v0.11's default when installed): its workspaces "
-                        "size a data-parallel MoE rank's profile pass on vllm-v0.10 / vllm-v0.11; default: Triton")
-    p.add_argument("--gpu-memory-in-use-gib", type=gib_amount, default=None,
-                   help="device memory other processes already hold on each GPU, GiB (a shared card): vLLM "
-                        "refuses when its utilization x total is more than is free, SGLang sizes from what is free")
-    p.add_argument("--enable-prefix-caching", action="store_const", const=True, default=None,
-                   help="vLLM --enable-prefix-caching (on an attention + Mamba hybrid each request holds two "
-                        "state pages per Mamba layer in the 2026 builds)")
     p.add_argument("--usage-context", choices=USAGE_CONTEXTS, default=None,
                    help="how vLLM is started: serve (vllm serve, default) or llm (the offline LLM class); "
                         "their default max_num_batched_tokens / max_num_seqs differ")

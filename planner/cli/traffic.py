@@ -53,7 +53,7 @@ from planner.cli.args import (
     share,
     with_catalog_id,
 )
-from planner.cli.engine import engine_name
+from planner.cli.engine import add_budget_knob_arguments, budget_knobs, engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
@@ -153,6 +153,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory-utilization", type=fraction, default=DEFAULT_GPU_MEMORY_UTILIZATION)
     p.add_argument("--overhead-gib", type=gib_amount, default=None,
                    help="per-GPU activation + runtime overhead in GiB (default: estimate)")
+    add_budget_knob_arguments(p)  # the vLLM knobs the Allocation page takes from a link (ui/budget_knobs.py)
     p.add_argument("--num-sequences", type=positive_int, default=None,
                    help="batch compared (default: what naive allocation admits)")
     p.add_argument("--prefix-len", type=non_negative_int, default=0, help="shared prompt prefix, tokens")
@@ -283,7 +284,8 @@ def run_allocation(args: argparse.Namespace) -> dict:
     request = PlanRequest(
         context_len=args.max_model_len, weight_dtype=args.weight_dtype, kv_cache_dtype=args.kv_cache_dtype,
         num_gpus=num_gpus, gpu_memory_utilization=args.gpu_memory_utilization,
-        block_size=args.block_size, overhead_bytes=overhead, serving=serving_from_args(args))
+        block_size=args.block_size, overhead_bytes=overhead, serving=serving_from_args(args),
+        max_num_batched_tokens=args.max_num_batched_tokens, **budget_knobs(args))
     result = allocation_for_model(
         model, gpu.framework_memory_bytes, request, mean_len=args.mean_len, num_sequences=args.num_sequences,
         prefix_len=args.prefix_len, prefix_hit_fraction=args.prefix_hit_fraction, gpu_id=gpu.id,
