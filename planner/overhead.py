@@ -283,9 +283,12 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                                    cudagraph_mode=knobs.cudagraph_mode, optimization_level=knobs.optimization_level,
                                    max_cudagraph_capture_size=knobs.max_cudagraph_capture_size,
                                    warm_compile_cache=knobs.warm_compile_cache)
-    runner = model_runner(model, profile.id, engine_request if speculative_method is None else replace(
-        engine_request, serving=ServingFeatures(engine=profile.id, speculative=SpeculativeConfig(
-            method=speculative_method))))  # the method alone picks the runner; the drafter's costs are the features'
+    if speculative_method is not None:  # the method picks the runner and the draft tokens the CUDA-graph sizes
+        # (request_cudagraphs: uniform-decode batches of 1 + k tokens a sequence); the drafter's costs are the features'
+        speculative = SpeculativeConfig(method=speculative_method,
+                                        num_speculative_tokens=max(num_speculative_tokens, 1))
+        engine_request = replace(engine_request, serving=ServingFeatures(engine=profile.id, speculative=speculative))
+    runner = model_runner(model, profile.id, engine_request)
     # a pipeline stage samples only as the last one, which holds the LM head (planner.engines.loaded.stage_params;
     # the Engine view's last_stage, planner/engines/vllm.py _rank_budget)
     last = pipeline_parallel_size == 1 or any(g.kind == "lm_head" for g in model.params)
