@@ -17,7 +17,8 @@ from ui.format import count_noun, md_message, md_text
 views.setup_page("Engine", "⚙️",
                  "What vLLM, SGLang, TensorRT-LLM, TGI, llama.cpp or transformers would allocate for this model, "
                  "per GPU, and the lines it would print. Paste a startup log to compare.")
-form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=())
+form, problems = inputs.sidebar_inputs(model="one", gpu="one", numbers=("num_gpus", "context_len"), advanced=(),
+                                      reads_max_model_len=True)
 knobs, more = engine.engine_inputs()
 problems.extend(more)
 graph_knobs, more = engine_graphs.cudagraph_inputs(knobs.engine)  # vLLM cudagraph_mode and -O

@@ -40,3 +40,13 @@ def test_context_len_wins_and_a_bad_max_model_len_is_not_taken():
     assert both.number_input(key="context_len").value == 16384
     bad = run("app.py", {**LINK, "max_model_len": "0"})
     assert bad.number_input(key="context_len").value == 8192  # the field's default
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/3_Concurrency.py", "pages/2_GQA_savings.py"])
+def test_a_bad_max_model_len_is_named_where_the_context_would_take_it(page):
+    """QA: ``/Concurrency?max_model_len=4096.5`` planned 8,192 tokens with no word (the Engine page names it)."""
+    at = run(page, {**LINK, "max_model_len": "4096.5"})
+    said = [e.value for e in at.error if "`max_model_len=4096.5`" in e.value]
+    assert len(said) == 1 and "8,192" in said[0], [e.value for e in at.error]
+    engine = run("pages/5_Engine.py", {**LINK, "max_model_len": "4096.5"})
+    assert sum("`max_model_len=4096.5`" in e.value for e in engine.error) == 1  # its own input's message, once

@@ -34,7 +34,7 @@ from planner.text import quote
 from ui import catalog, picker_search
 from ui.format import gib_to_bytes, md_message, shorten
 from ui.number_fields import (  # noqa: F401 - re-exported
-    NUMBER_FIELDS, NumberField, link_default, link_number_problems, number_problem)
+    NUMBER_FIELDS, NumberField, link_default, link_default_problem, link_number_problems, number_problem)
 
 DTYPE_OPTIONS: dict[str, tuple[str, ...]] = {
     "weight_dtype": tuple(WEIGHT_DTYPES),
@@ -481,7 +481,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                    default_models: Sequence[str] = (), default_gpus: Sequence[str] = (),
                    numbers: Sequence[str] = ("num_gpus", "context_len", "batch_size", "gpu_memory_utilization"),
                    advanced: Sequence[str] = ("block_size", "overhead_gib"),
-                   dtypes: bool = True) -> tuple[PlanInputs, list[str]]:
+                   dtypes: bool = True, reads_max_model_len: bool = False) -> tuple[PlanInputs, list[str]]:
     """Build this page's sidebar (validated against the link first) and read it.
 
     Args:
@@ -492,6 +492,8 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
         numbers: Numeric keys shown in the main sidebar block, in order.
         advanced: Numeric keys shown under "Advanced".
         dtypes: Show ``weight_dtype`` and ``kv_cache_dtype``.
+        reads_max_model_len: The page has its own ``max_model_len`` input, which names a bad link value (the Engine
+            page); else a bad one, which the context length would otherwise take, is named here.
 
     Returns:
         The inputs, and the link problems to show (see :func:`show_problems`).
@@ -561,6 +563,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
                  + "; ".join(f"{k}: {v.label}" for k, v in KV_CACHE_DTYPES.items()))
     for key in numbers:  # a link from the Engine page gives the context length as max_model_len
         values[key] = _number_widget(bar, key, link_default(key))
+        problems += [p for p in (link_default_problem(key),) if p and not reads_max_model_len]
     if advanced:
         with bar.expander("Advanced"):
             for key in advanced:

@@ -166,3 +166,16 @@ def link_default(key: str) -> int | None:
     if not raw.isdigit() or not field.min_value <= int(raw) <= field.max_value:
         return None
     return int(raw)
+
+
+def link_default_problem(key: str) -> str | None:
+    """Why the link's value under :data:`LINK_FALLBACKS`' other name was not taken as ``key``'s default, or None
+    (QA: ``/Concurrency?max_model_len=4096.5`` planned 8,192 tokens with no word, where the Engine page names it)."""
+    other = LINK_FALLBACKS.get(key)
+    if other is None or key in st.query_params or other not in st.query_params or link_default(key) is not None:
+        return None
+    raw, field = st.query_params.get_all(other)[-1], NUMBER_FIELDS[key]
+    why = number_problem(field, raw) or "is not a whole number"
+    return (f"Link parameter `{other}={shorten(raw)}` {why}, so this page plans its default context length "
+            f"{_show(field, field.default)}: set the context length in the sidebar, or write a whole number of "
+            f"tokens from {_show(field, field.min_value)} to {_show(field, field.max_value)} in the link.")
