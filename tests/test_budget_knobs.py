@@ -184,3 +184,17 @@ def test_the_budget_sizes_speculative_cuda_graphs_as_the_engine(capsys, method):
                  "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kv_cache_budget_bytes"] == out["available_kv_cache_bytes"]
+
+
+def test_more_sequences_than_batched_tokens_is_refused_as_vllm_refuses_it(capsys):
+    """vLLM stops at startup when ``max_num_batched_tokens`` is below ``max_num_seqs`` (vllm/config/scheduler.py:
+    "must be greater than or equal to max_num_seqs"); QA: ``--max-num-seqs 4096 --max-num-batched-tokens 2048``
+    planned "starts yes", and a link with ``max_num_seqs=65536`` (the defaulted budget is 8,192 tokens on an H100)
+    planned 18 users on every page. Both are now a one-line error that says what to change."""
+    for flags in (["--max-num-seqs", "4096", "--max-num-batched-tokens", "2048"], ["--max-num-seqs", "65536"]):
+        assert main(["plan", "--model", LLAMA, "--gpu", H100, "--context-len", "8192", "--engine", "vllm",
+                     *flags]) == 2
+        err = capsys.readouterr().err
+        assert "max_num_seqs" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    at = run_page("app.py", {"model": LLAMA, "gpu": H100, "max_num_seqs": "65536"})
+    assert not at.exception and any("max_num_seqs" in e.value for e in at.error)

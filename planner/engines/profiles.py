@@ -1,11 +1,9 @@
 """Serving-engine profiles: how each engine (and each vLLM era) budgets and prints its KV cache.
 
-A profile is plain data: the memory base its fraction applies to, its default
-knobs, which layers it prices separately (sliding windows, Mamba), how it
-prints tokens and concurrency, and the overhead constants it was calibrated
-with. The arithmetic lives in :mod:`planner.engines.pages` (vLLM-style page specs),
-:mod:`planner.engines.overheads` (activation / non-torch / CUDA-graph terms) and
-:mod:`planner.engines` (the per-rank plan).
+A profile is plain data: the memory base its fraction applies to, its default knobs, which layers it prices
+separately (sliding windows, Mamba), how it prints tokens and concurrency, and the overhead constants it was
+calibrated with. The arithmetic lives in :mod:`planner.engines.pages` (vLLM-style page specs),
+:mod:`planner.engines.overheads` (activation / non-torch / CUDA-graph terms) and :mod:`planner.engines` (the plan).
 
 Design notes (assumptions):
     1. vLLM changed what it prints several times; each era is its own profile
@@ -438,12 +436,12 @@ def vllm_batch_limits(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: s
     :func:`vllm_scheduler_defaults`, and on the 2026 builds a defaulted token budget at most
     ``max_num_seqs x max_model_len`` and a defaulted sequence limit at most the token budget.
 
-    Worked example (``vllm``, H100, ``serve``): ``--max-num-seqs 1 --max-model-len 4096`` profiles
-    min(1 x 4096, 8192) = 4,096 tokens; ``--max-num-batched-tokens 512`` caps the defaulted 1,024
-    sequences at 512.
+    Worked example (``vllm``, H100, ``serve``): ``--max-num-seqs 1 --max-model-len 4096`` profiles min(1 x 4096,
+    8192) = 4,096 tokens; ``--max-num-batched-tokens 512`` caps the defaulted 1,024 sequences at 512.
 
     Raises:
-        ValueError: an unknown ``usage_context``.
+        ValueError: an unknown ``usage_context``; tokens below sequences, which vLLM refuses at startup
+            (vllm/config/scheduler.py: "max_num_batched_tokens ... must be greater than or equal to max_num_seqs").
 
     Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``
     (2026 source: "Ensure max_num_batched_tokens does not exceed model limit").
@@ -456,6 +454,9 @@ def vllm_batch_limits(profile: EngineProfile, gpu_memory_bytes: int, gpu_name: s
         tokens = min(seqs * max_model_len, tokens)
     if max_num_seqs is None and profile.id in CLAMPING_PROFILES:
         seqs = min(seqs, tokens)
+    if tokens < seqs:
+        raise ValueError(f"vLLM refuses max_num_batched_tokens ({tokens}) below max_num_seqs ({seqs}) (vllm/config/"
+                         f"scheduler.py): lower max_num_seqs to {tokens:,} or less, or raise max_num_batched_tokens")
     return tokens, seqs
 
 
