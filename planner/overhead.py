@@ -45,40 +45,6 @@ UNCLAMPED_LENGTH = 1 << 24
 (:func:`planner.engines.profiles.vllm_batch_limits`), for the context-free overhead [tokens]."""
 
 
-@dataclass(frozen=True)
-class EngineKnobs:
-    """vLLM's launch knobs besides the scheduler sizes that change its non-KV memory, as the Engine view reads them
-    from :class:`planner.engines.types.EngineRequest` (same names and defaults: ``vllm serve``'s own).
-
-    Attributes:
-        usage_context: ``serve`` (``vllm serve``) or ``llm`` (the offline class): the default token budget
-            (:func:`planner.engines.profiles.vllm_scheduler_defaults`).
-        enforce_eager, cudagraph_mode, optimization_level, max_cudagraph_capture_size: The CUDA graphs captured
-            (:func:`planner.engines.vllm_cudagraph.resolve_cudagraph_mode`, ``cudagraph_estimate``); none eager
-            or at ``-O0``, when V2 also compiles nothing (:func:`planner.engines.vllm_runner.first_compile_bytes`).
-        warm_compile_cache: vLLM's compile cache already holds the model: no first compile on V2.
-    """
-
-    usage_context: str = "serve"
-    enforce_eager: bool = False
-    cudagraph_mode: str | None = None
-    optimization_level: int | None = None
-    max_cudagraph_capture_size: int | None = None
-    warm_compile_cache: bool = False
-
-    @classmethod
-    def of(cls, request: "PlanRequest") -> EngineKnobs:
-        """The knobs of a :class:`planner.budget.PlanRequest` (its fields of the same names)."""
-        return cls(usage_context=request.usage_context, enforce_eager=request.enforce_eager,
-                   cudagraph_mode=request.cudagraph_mode, optimization_level=request.optimization_level,
-                   max_cudagraph_capture_size=request.max_cudagraph_capture_size,
-                   warm_compile_cache=request.warm_compile_cache)
-
-
-DEFAULT_KNOBS = EngineKnobs()
-"""``vllm serve`` with none of the knobs set: the plan's overhead as before they were taken."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class OverheadEstimate:
     """Memory per GPU that is neither weights nor KV cache.
@@ -173,7 +139,7 @@ def estimate_overhead(
     speculative_method: str | None = None,
     num_speculative_tokens: int = 0,
     pipeline_parallel_size: int = 1,
-    knobs: EngineKnobs = DEFAULT_KNOBS,
+    knobs: tuple[tuple[str, object], ...] = (),
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -213,7 +179,11 @@ def estimate_overhead(
             sequence slot (:func:`planner.engines.vllm_runner.v2_state_bytes`).
         pipeline_parallel_size: Stages of the replica whose one stage this is: the pipeline group's buffers join
             the non-torch memory (:func:`planner.engines.overheads.vllm_non_torch_bytes`).
-        knobs: The launch's other vLLM knobs (:class:`EngineKnobs`), each taken as the Engine view takes it: the
+        knobs: ``(field, value)`` of the launch's other vLLM knobs set off their default
+            (:meth:`planner.budget.PlanRequest.engine_knobs`: ``usage_context``, ``enforce_eager``, ``cudagraph_mode``,
+            ``optimization_level``, ``max_cudagraph_capture_size``, ``warm_compile_cache``, fields of the
+            :class:`planner.engines.types.EngineRequest` the overhead plans with), each taken as the Engine view
+            takes it: the
             start mode picks the scheduler defaults, a defaulted ``max_num_seqs`` is at most the token budget
             (:func:`planner.engines.profiles.vllm_batch_limits`), ``--enforce-eager`` / ``cudagraph_mode`` /
             ``-O`` / ``max_cudagraph_capture_size`` size the CUDA graphs
@@ -251,7 +221,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
                        speculative_method: str | None = None, num_speculative_tokens: int = 0,
-                       pipeline_parallel_size: int = 1, knobs: EngineKnobs = DEFAULT_KNOBS) -> OverheadEstimate:
+                       pipeline_parallel_size: int = 1, knobs: tuple[tuple[str, object], ...] = ()) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
@@ -274,15 +244,13 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     # the Engine view's limits (planner/engines/vllm.py _static_plan_at) at a length past every clamp on the tokens:
     # the plan's overhead does not depend on its context (plan_base is shared between lengths)
     memory, name = (80 * GiB, "") if gpu_memory_bytes is None else (gpu_memory_bytes, gpu_name)
-    tokens, seqs = vllm_batch_limits(profile, memory, name, UNCLAMPED_LENGTH, knobs.usage_context,
+    engine_knobs = dict(knobs)
+    usage = engine_knobs.get("usage_context", "serve")
+    tokens, seqs = vllm_batch_limits(profile, memory, name, UNCLAMPED_LENGTH, usage,
                                      max_num_batched_tokens=max_num_batched_tokens or None,
                                      max_num_seqs=max_num_seqs or None)
     tp, e = tensor_parallel_size, activation_bytes_per_element
-    engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp,
-                                   usage_context=knobs.usage_context, enforce_eager=knobs.enforce_eager,
-                                   cudagraph_mode=knobs.cudagraph_mode, optimization_level=knobs.optimization_level,
-                                   max_cudagraph_capture_size=knobs.max_cudagraph_capture_size,
-                                   warm_compile_cache=knobs.warm_compile_cache)
+    engine_request = EngineRequest(engine=profile.id, gpu_name=gpu_name, tensor_parallel_size=tp, **engine_knobs)
     if speculative_method is not None:  # the method picks the runner and the draft tokens the CUDA-graph sizes
         # (request_cudagraphs: uniform-decode batches of 1 + k tokens a sequence); the drafter's costs are the features'
         speculative = SpeculativeConfig(method=speculative_method,
@@ -365,7 +333,7 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
                                  speculative_method=None if spec is None else spec.method,
                                  num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens,
                                  pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1),
-                                 max_num_seqs=request.max_num_seqs, knobs=EngineKnobs.of(request))
+                                 max_num_seqs=request.max_num_seqs, knobs=request.engine_knobs())
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead

@@ -27,6 +27,13 @@ MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-context search when the model states no limit [tokens]."""
 
 
+ENGINE_KNOB_FIELDS = ("usage_context", "enforce_eager", "cudagraph_mode", "optimization_level",
+                      "max_cudagraph_capture_size", "warm_compile_cache")
+"""The :class:`PlanRequest` fields that are :class:`planner.engines.types.EngineRequest` fields of the same name and
+default, passed to it as they are (:meth:`PlanRequest.engine_knobs`); ``max_num_seqs`` and
+``max_num_batched_tokens`` go to the profile-pass sizes instead."""
+
+
 @fast_frozen_init  # the same constructor, without object.__setattr__ per field (planner/model/fastinit.py)
 @dataclass(frozen=True, kw_only=True)
 class PlanRequest:
@@ -101,6 +108,13 @@ class PlanRequest:
                              f"choose one of {', '.join(KV_CACHE_DTYPE_CHOICES)}")
         if self.serving is not None:
             self.serving.validate()
+
+    def engine_knobs(self) -> tuple[tuple[str, object], ...]:
+        """``(field, value)`` of :data:`ENGINE_KNOB_FIELDS` set off their default, in that order: the
+        :class:`planner.engines.types.EngineRequest` fields of the same names the overhead plans with
+        (:func:`planner.overhead.estimate_overhead`); ``()`` for ``vllm serve`` with none set."""
+        return tuple((name, getattr(self, name)) for name in ENGINE_KNOB_FIELDS
+                     if getattr(self, name) != _KNOB_DEFAULTS[name])
 
     def validate_engine_knobs(self) -> None:
         """Check the vLLM knobs (``max_num_seqs`` ... ``usage_context``) against the values vLLM takes
@@ -346,3 +360,7 @@ _PLAN_FIELD_COUNT = len(fields(Plan))
 
 def _weights_label(requested: str, resolved: str) -> str:
     return f"auto → {resolved}" if requested == "auto" else resolved
+
+
+_KNOB_DEFAULTS = {f.name: f.default for f in fields(PlanRequest) if f.name in ENGINE_KNOB_FIELDS}
+"""The defaults of :data:`ENGINE_KNOB_FIELDS` (``vllm serve``'s own)."""

@@ -39,7 +39,7 @@ def _gib(out: str, label: str) -> str:
 
 def test_usage_context_is_the_budgets_too_and_an_agreeing_launch_gets_no_note(capsys):
     """The budget used to profile `vllm serve`'s 8,192 tokens under `--usage-context llm` and the note named that
-    gap; now the budget plans the launch's start mode (planner.overhead.EngineKnobs), so the two agree."""
+    gap; now the budget plans the launch's start mode (planner.budget.PlanRequest.engine_knobs), so the two agree."""
     llm = ["--engine", "vllm", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--gpu", "nvidia-gh200-96gb",
            "--num-gpus", "2", "--max-model-len", "30000", "--kv-cache-dtype", "fp8", "--usage-context", "llm"]
     serve = [a for a in llm if a not in ("--usage-context", "llm")]

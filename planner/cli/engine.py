@@ -31,6 +31,7 @@ from planner.engines.shared_gpu import reported_memory_bytes
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
+from planner.plan_types import ENGINE_KNOB_FIELDS
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.units import GiB
 
@@ -200,12 +201,8 @@ def budget_knobs(args: argparse.Namespace) -> dict:
     """The :class:`planner.budget.PlanRequest` fields of the engine flags that change vLLM's non-KV memory, as
     :func:`engine_request` reads them, so ``plan``'s budget prices the launch its engine section plans (QA:
     ``--max-num-seqs 64`` left the budget at 50.38 GiB beside "engine KV 51.53 GiB" for Kimi-K2.5 on 8 H200)."""
-    return {"max_num_seqs": args.max_num_seqs, "enforce_eager": bool(args.enforce_eager),
-            "cudagraph_mode": getattr(args, "cudagraph_mode", None),
-            "optimization_level": getattr(args, "optimization_level", None),
-            "max_cudagraph_capture_size": getattr(args, "max_cudagraph_capture_size", None),
-            "warm_compile_cache": bool(getattr(args, "warm_compile_cache", None)),
-            "usage_context": args.usage_context or "serve"}
+    given = {name: getattr(args, name) for name in ENGINE_KNOB_FIELDS}  # None: unset, the request's default
+    return {"max_num_seqs": args.max_num_seqs, **{name: value for name, value in given.items() if value is not None}}
 
 
 def engine_json(result: EnginePlan) -> dict:
