@@ -20,7 +20,7 @@ from typing import Any
 from model_catalog.config_bounds import SIZE_LIMITS
 from model_catalog.custom import MAX_NAME_CHARS
 from model_catalog.share_codec import MAX_CODE_CHARS, MAX_JSON_BYTES
-from planner.text import ECHO_CHARS, quote
+from planner.text import ECHO_CHARS, plain_or_quoted, quote
 
 MAX_HEADER_BYTES = 256 * 2**20
 """Most header bytes scanned: file start to the end of the tensor infos [bytes] (256 MiB).
@@ -202,7 +202,7 @@ def _shown(text: str) -> str:
 
     At most ``ECHO_CHARS`` (60) characters of it appear (:func:`planner.text.quote`).
     """
-    return text if len(text) <= ECHO_CHARS and text.isprintable() else quote(text)
+    return plain_or_quoted(text, ECHO_CHARS)
 
 
 def _printable(text: str, what: str) -> str:

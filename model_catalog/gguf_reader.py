@@ -90,7 +90,7 @@ from model_catalog.gguf_header import (
 from model_catalog.share_codec import MAX_TENSOR_ROWS, pack
 from planner.model.dtypes import StorageFormat
 from planner.model.params import ParamGroup, merge_groups
-from planner.text import quote
+from planner.text import plain_or_quoted, quote, reason
 
 SWA_PATTERNS: dict[str, int] = {"gemma2": 2, "gemma3": 6, "cohere2": 4}
 """llama.cpp's sliding-window period per architecture (every n-th layer is full attention)."""
@@ -366,36 +366,36 @@ def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
         ``read_gguf("Meta-Llama-3-8B-Instruct.Q4_K_M.gguf").weight_bytes``
     """
     path = Path(path)
+    file = plain_or_quoted(path.name)  # at most 60 characters of the name in a message (planner/text.py)
     try:
         reader = scan_header(path)
     except _CutShort as exc:
-        raise ValueError(f"{path.name}: cannot read the GGUF header ({exc}); {_CUT_SHORT}") from None
+        raise ValueError(f"{file}: cannot read the GGUF header ({exc}); {_CUT_SHORT}") from None
     except _NotGGUF:
-        raise ValueError(f"{path.name}: not a GGUF file (no 'GGUF' magic at the start)") from None
+        raise ValueError(f"{file}: not a GGUF file (no 'GGUF' magic at the start)") from None
     except _HeaderError as exc:
-        raise ValueError(f"{path.name}: cannot read the GGUF header ({exc})") from None
+        raise ValueError(f"{file}: cannot read the GGUF header ({exc})") from None
     except ValueError as exc:  # a declared size over a limit: already one sentence
-        raise ValueError(f"{path.name}: {exc}") from None
+        raise ValueError(f"{file}: {exc}") from None
     except OSError as exc:
-        raise ValueError(f"{path.name}: cannot read the GGUF header ({type(exc).__name__}: "
-                         f"{str(exc)[:120]})") from None
+        raise ValueError(f"{file}: cannot read the GGUF header ({reason(exc)})") from None
     if "general.architecture" not in reader.fields:
-        raise ValueError(f"{path.name}: GGUF header has no 'general.architecture'")
+        raise ValueError(f"{file}: GGUF header has no 'general.architecture'")
     arch = _value(reader, "general.architecture")
     if not isinstance(arch, str) or not _ARCHITECTURE.fullmatch(arch):
         shown = quote(arch) if isinstance(arch, str) else repr(arch)
-        raise ValueError(f"{path.name}: GGUF key 'general.architecture' is {shown}; expected an architecture "
+        raise ValueError(f"{file}: GGUF key 'general.architecture' is {shown}; expected an architecture "
                          f"name of 1-{MAX_ARCHITECTURE_CHARS} characters a-z, 0-9, '-' or '_' such as 'llama' or "
                          f"'qwen2' (GGUF spec): {_ADVICE}")
     tensors = list(reader.tensor_infos)
     if not tensors:
-        raise ValueError(f"{path.name}: GGUF header lists no tensors (a vocabulary-only file?)")
+        raise ValueError(f"{file}: GGUF header lists no tensors (a vocabulary-only file?)")
     try:
         config, notes = _config_from_header(reader, arch, tensors)
         rows, by_type = _rows(tensors)
         _check_shareable(rows, len(tensors))
     except ValueError as exc:
-        raise ValueError(f"{path.name}: {exc}") from None
+        raise ValueError(f"{file}: {exc}") from None
     header_name, name_note = _header_name(reader)
     model_name = clean_name(name or header_name or _plain_text(path.stem, MAX_NAME_CHARS) or "gguf-model")
     if name is None and name_note:

@@ -72,6 +72,18 @@ def echo(value: object, limit: int = ECHO_CHARS) -> str:
     return f"{shown}… ({len(text):,} characters)"
 
 
+def plain_or_quoted(text: str, limit: int = ECHO_CHARS) -> str:
+    """A name the user chose (a file's, a header key's) for a message: as it is when it is at most ``limit``
+    characters of printable text, else as :func:`quote` writes it (quoted, cut, its length said).
+
+    Example: ``plain_or_quoted("model.gguf")`` is ``model.gguf``; a 205-character file name keeps its first 60
+    characters and adds ``(205 characters)``. Never raises.
+    """
+    if isinstance(text, str) and len(text) <= limit and text.isprintable():
+        return text
+    return quote(text, limit)
+
+
 def count_noun(count: int, singular: str, plural: str | None = None) -> str:
     """``count`` with thousands separators and its noun in the right number: ``"1 GPU"``, ``"2,475 replicas"``.
 

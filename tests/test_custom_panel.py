@@ -282,3 +282,16 @@ def test_a_custom_link_without_a_code_says_so_and_where_to_define_one():
     texts = " ".join(e.value for e in at.error)
     assert "carries no `custom_model` code" in texts and "carries no `custom_gpu` code" in texts, texts
     assert "Custom model & GPU" in texts and "says why" not in texts
+
+
+def test_a_long_gguf_upload_name_is_cut_in_the_message():
+    """The panel put the uploaded file's name whole into the reader's message; other readers quote at most 60
+    characters of what they were given (planner/text.py)."""
+    at = run()
+    uploader = next(u for u in at.get("file_uploader") if u.proto.id.endswith("custom_gguf_file"))
+    uploader.set_value(("q" * 300 + ".gguf", b"not a gguf file at all", "application/octet-stream"))
+    at.button(key="custom_use_gguf").click().run()
+    assert not at.exception
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert "q" * 61 not in message and "qqq" in message and "(305 characters)" in message, message

@@ -583,3 +583,23 @@ def test_architecture_must_be_a_short_plain_name(tmp_path):
     message = _refusal(tmp_path, _model_header(arch="a" * 1000))
     assert "GGUF key 'general.architecture' is 'aaa" in message and "(1,000 characters)" in message
     assert "a" * 61 not in message and "such as 'llama' or 'qwen2'" in message
+
+
+def test_a_long_file_name_and_key_are_echoed_cut_to_60_characters(tmp_path, capsys):
+    """Every other reader quotes at most 60 characters of what it was given (planner/text.py); the GGUF reader put
+    the file's name whole before each of its messages (a 205-character name, on every line of the CLI and the
+    panel)."""
+    path = tmp_path / ("m" * 200 + ".gguf")
+    path.write_bytes(_model_header(extra=(gguf_kv("k" * 5_000, 13, b""),)))
+    message = _refusal_at(path)
+    assert "m" * 61 not in message and "k" * 61 not in message, message
+    assert "(205 characters)" in message and "(5,000 characters)" in message
+    assert main(["plan", "--gguf", str(path), "--gpu", "nvidia-h100-sxm-80gb"]) != 0
+    assert "m" * 61 not in capsys.readouterr().err
+
+
+def _refusal_at(path: Path) -> str:
+    """The ValueError message of :func:`read_gguf` for the file at ``path``."""
+    with pytest.raises(ValueError) as caught:
+        read_gguf(path)
+    return str(caught.value)

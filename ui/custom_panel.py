@@ -51,6 +51,7 @@ import streamlit as st
 from model_catalog import custom, hub, share_codec
 from model_catalog.custom import CustomGPU, CustomModel
 from planner.model import ModelSpec
+from planner.text import plain_or_quoted
 from ui import catalog
 from ui.format import format_bytes, format_int, md_message, md_text, shorten
 
@@ -315,8 +316,9 @@ def _use_gguf() -> None:
             name = st.session_state.get("custom_model_name") or None
             try:
                 read = read_gguf(path, name=name)
-            except ValueError as exc:  # name the user's file, not the temporary copy
-                text = str(exc).replace(path, uploaded.name).replace(os.path.basename(path), uploaded.name)
+            except ValueError as exc:  # name the user's file (at most 60 characters of it), not the temporary copy
+                shown = plain_or_quoted(uploaded.name)
+                text = str(exc).replace(path, shown).replace(os.path.basename(path), shown)
                 raise ValueError(text) from None
         finally:
             os.unlink(path)
