@@ -106,3 +106,28 @@ def test_a_sliding_window_group_moves_one_block_past_its_window(capsys, model, t
     moved = 16 * per_token * (full * blocks + sliding * min(blocks, -(-window // 16) + 1))
     assert out["kv_transfer_bytes_per_request"] == moved
     assert out["kv_transfer_bytes_per_gpu"] == moved // tp  # each GPU sends its heads' share
+
+
+def test_a_gated_deltanet_state_moves_as_the_engine_stores_it_without_the_page_padding(capsys):
+    """vLLM's NIXL worker reads a Mamba / Gated DeltaNet block as its conv sub-projections and its SSM state, each
+    descriptor as long as the state's own bytes (``derive_mamba_conv_split``'s ``ssm_sizes``, from ``MambaSpec``'s
+    shapes: vllm/distributed/kv_transfer/kv_connector/v1/ssm_conv_transfer_utils.py, nixl/base_worker.py
+    ``_build_mamba_local``), stepping a whole page between blocks: the padding that unifies the state's page with
+    the attention page is not moved, and the conv state holds ``d_conv - 1`` columns
+    (vllm/model_executor/layers/mamba/mamba_utils.py ``gated_delta_net_state_shape``). The plan counted
+    transformers' 4 columns.
+
+    Qwen3.5-397B-A17B (config.json: 60 layers, full_attention_interval 4 -> 15 attention and 45 DeltaNet layers,
+    2 KV heads of 256; linear_num_key_heads 16 x 128, linear_num_value_heads 64 x 128, linear_conv_kernel_dim 4,
+    mamba_ssm_dtype float32) in fp8 at tp 8, 130,572 tokens in the engine's 1,056-token blocks (124 blocks): conv
+    (2 x 16 x 128 + 64 x 128) x 3 x 2 B = 73,728 B and SSM 64 x 128 x 128 x 4 B = 4,194,304 B a layer; one GPU
+    holds 1/8 of it, 533,504 B, in a page padded to 1,056 x 2 x 1 x 256 x 1 B = 540,672 B.
+    """
+    out = _json(capsys, ["disagg", "--model", "Qwen/Qwen3.5-397B-A17B", "--gpu", "nvidia-h200-sxm", "--kv-cache-dtype",
+                         "fp8", "--users", "64", "--prompt-len", "130572", "--output-len", "500", "--format", "json"])
+    assert out["prefill"]["tensor_parallel_size"] == 8
+    tokens = 124 * 1_056
+    state = (2 * 16 * 128 + 64 * 128) * 3 * 2 + 64 * 128 * 128 * 4
+    assert out["kv_transfer_bytes_per_request"] == tokens * 15 * 2 * 2 * 256 + 45 * state
+    assert out["kv_transfer_bytes_per_gpu"] == tokens * 15 * 2 * 1 * 256 + 45 * (state // 8)
+    assert state // 8 < 540_672  # the padded page, which the connector does not read whole

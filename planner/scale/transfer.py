@@ -14,7 +14,7 @@ from __future__ import annotations
 from planner.engines.types import EngineRequest
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
-from planner.model.layers import CacheDtypes, SlidingWindowAttention
+from planner.model.layers import CacheDtypes, RecurrentState, SlidingWindowAttention
 from planner.model.memo import memoized
 from planner.scale.plan import ScalePlan, _kv_heads
 from planner.units import ceil_div
@@ -29,8 +29,8 @@ def kv_sequence_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: 
 
 def moved_sequence_bytes(model: ModelSpec, request: EngineRequest, tp: int, block: int, tokens: int) -> int:
     """KV the connector reads for one finished prompt of ``tokens`` on one of ``tp`` GPUs [bytes]:
-    :func:`kv_sequence_bytes` with each sliding-window layer's blocks as the connector picks them
-    (:func:`_connector_extra`)."""
+    :func:`kv_sequence_bytes` with each sliding-window layer's blocks and each recurrent state as the connector
+    reads them (:func:`_connector_extra`)."""
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
     return kv_sequence_bytes(model, request, tp, block, tokens) + _connector_extra(model, dtypes, tp, block, tokens)
 
@@ -46,8 +46,18 @@ def _connector_extra(model: ModelSpec, dtypes: CacheDtypes, tp: int, block: int,
     ``cdiv(min(tokens, window), block)``, one block fewer past the window. Only sliding-window layers: a
     chunked-local group (``ChunkedLocalAttentionSpec``) is not clipped there, and the profile keeps pricing it.
 
-    Worked example: Gemma 3 27B (52 sliding layers, window 1,024, block 16) at 32,000 tokens on one GPU:
-    52 x (65 - 64) blocks x 16 tokens x 8,192 B = 6,815,744 B.
+    A Mamba / Gated DeltaNet layer moves its state as the engine stores it, and no more: the worker reads each
+    state block as its conv sub-projections and its SSM state, descriptors as long as the state's own bytes
+    (``derive_mamba_conv_split``'s ``ssm_sizes`` from ``MambaSpec``'s shapes:
+    vllm/distributed/kv_transfer/kv_connector/v1/ssm_conv_transfer_utils.py; ``_build_mamba_local`` in
+    nixl/base_worker.py steps a whole page between blocks), so the padding that unifies the state's page with the
+    attention page (:mod:`planner.engines.pages` ``_unify_pages``) stays behind; and the conv state holds
+    ``d_conv - 1`` columns (:meth:`planner.model.layers.RecurrentState.engine_bytes_per_sequence`), where the
+    profile counts transformers' ``d_conv``.
+
+    Worked examples: Gemma 3 27B (52 sliding layers, window 1,024, block 16) at 32,000 tokens on one GPU:
+    52 x (65 - 64) blocks x 16 tokens x 8,192 B = 6,815,744 B. Qwen3.5-397B-A17B on one GPU: 45 DeltaNet
+    layers x (4,268,032 - 4,292,608) B = -1,105,920 B (one conv column of 12,288 channels in bf16 each).
     """
     last = ceil_div(tokens, block)
     extra = 0
@@ -56,6 +66,8 @@ def _connector_extra(model: ModelSpec, dtypes: CacheDtypes, tp: int, block: int,
             held = ceil_div(min(tokens, layer.sliding_window), block)
             sent = min(last, ceil_div(layer.sliding_window, block) + 1)
             extra += (sent - held) * block * layer.bytes_per_token(dtypes, tp)
+        elif isinstance(layer, RecurrentState):
+            extra += layer.engine_bytes_per_sequence(dtypes, tp) - layer.bytes_per_sequence(0, dtypes, tp)
     return extra
 
 
@@ -87,8 +99,9 @@ def transfer_bytes(model: ModelSpec, request: EngineRequest, prompt_plan: ScaleP
 
     Worked example: Qwen3.5-397B-A17B in fp8 at tensor parallel 8, 130,572 tokens: 15 full-attention layers x 2 x 2
     KV heads x 256 x 1 B = 15,360 B per token in blocks of 1,056 tokens (124 blocks, 2,011,299,840 B) plus 45 Gated
-    DeltaNet states of 4,292,608 B = 2,204,467,200 B per request; one GPU: 1 KV head (7,680 B per token) and 1/8 of
-    each state, 1,029,795,840 B.
+    DeltaNet states of 4,268,032 B as vLLM stores them (conv 73,728 B, SSM 4,194,304 B) = 2,203,361,280 B per
+    request; one GPU: 1 KV head (7,680 B per token) and 1/8 of each state (533,504 B, not its 540,672 B padded
+    page), 1,029,657,600 B.
     """
     layout, block = prompt_plan.layout, prompt_plan.engine.block_size
     if not capped_kv(model):
