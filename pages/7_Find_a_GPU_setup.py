@@ -14,6 +14,7 @@ from ui import (
     custom_panel,
     downloads,
     engine,
+    engine_graphs,
     feature_line,
     find_scale_view,
     find_table,
@@ -54,6 +55,7 @@ problems.extend(more)
 features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
 problems.extend(more)
 problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
+problems.extend(engine_graphs.link_graph_problems("the setups are sized at the version's default"))
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))

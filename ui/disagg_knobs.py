@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 import streamlit as st
 
 from planner.engines.profiles import ENGINE_PROFILES, USAGE_CONTEXTS
-from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES
 from ui import engine_graphs, inputs
 from ui.engine import ENGINE_FIELDS
 from ui.format import gib_to_bytes, shorten
@@ -51,7 +50,7 @@ HOME_NOT_APPLIED = {
 }
 """Carried Engine-page keys Home's engine panel does not take, and why (:func:`left_out`)."""
 
-GRAPH_KEYS = ("cudagraph_mode", "optimization_level")
+GRAPH_KEYS = engine_graphs.GRAPH_KEYS
 """vLLM's CUDA-graph knobs (:mod:`ui.engine_graphs`): no other engine takes them."""
 
 
@@ -76,13 +75,11 @@ def link_values(where: str = "Home's engine panel") -> tuple[dict, list[str]]:
     problems += [f"Link parameter `{key}={shorten(raw)}` is neither true nor false, so {where} leaves it off: set it "
                  "on the Engine page." for key in SWITCHES if (raw := params.get(key) or "").lower() not in
                  ("", "true", "false")]
-    mode, level = (params.get(key) or "" for key in GRAPH_KEYS)
-    values["cudagraph_mode"] = mode.upper() if mode.upper() in CUDAGRAPH_MODES else None
-    values["optimization_level"] = int(level) if level in engine_graphs.LEVELS else None
-    for key, raw, value in zip(GRAPH_KEYS, (mode, level), (values["cudagraph_mode"], values["optimization_level"])):
-        if raw and value is None:
-            problems.append(f"Link parameter `{key}={shorten(raw)}` is not a value vLLM takes, so {where} plans "
-                            "the version's default: set it on the Engine page.")
+    for key in GRAPH_KEYS:
+        raw = params.get(key) or ""
+        values[key] = engine_graphs.graph_value(key, raw)
+        if raw and values[key] is None:
+            problems.append(engine_graphs.graph_problem(key, raw, f"{where} plans the version's default"))
     return values, problems
 
 

@@ -15,6 +15,7 @@ from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.types import EngineRequest
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from ui import inputs
+from ui.format import shorten
 
 LEVELS = tuple(str(level) for level in OPTIMIZATION_LEVELS)
 """``-O`` values as the URL carries them."""
@@ -27,6 +28,41 @@ MODE_HELP = ("vLLM `cudagraph_mode` (`--cudagraph-mode`; vLLM's `-cc.cudagraph_m
 LEVEL_HELP = ("vLLM `-O` (`--optimization-level` from v0.12): 0 captures no CUDA graphs, 1 PIECEWISE, 2 and 3 "
               "FULL_AND_PIECEWISE. On v0.10 and earlier `-O` is the compilation level and only 3 (the default) "
               "captures graphs. A CUDA graph mode set above wins over it.")
+
+
+GRAPH_KEYS = ("cudagraph_mode", "optimization_level")
+"""The two knobs' URL keys (the CLI flags with underscores)."""
+
+_ACCEPTED = {"cudagraph_mode": ("a CUDA graph mode", CUDAGRAPH_MODES), "optimization_level": ("an -O level", LEVELS)}
+"""Per key: the noun for a bad value, and the values vLLM takes."""
+
+
+def graph_value(key: str, raw: str) -> str | int | None:
+    """A link value of one of :data:`GRAPH_KEYS` as a request holds it (a mode in capitals, a level as a number), or
+    None when it is empty or not a value vLLM takes."""
+    if key == "cudagraph_mode":
+        return raw.upper() if raw.upper() in CUDAGRAPH_MODES else None
+    return int(raw) if raw in LEVELS else None
+
+
+def graph_problem(key: str, raw: str, outcome: str) -> str:
+    """The one line for a bad link value ``raw`` of ``key`` (one of :data:`GRAPH_KEYS`): what is wrong, the values
+    vLLM takes, ``outcome`` (what the page does instead) and where to set it."""
+    noun, accepted = _ACCEPTED[key]
+    return (f"Link parameter `{key}={shorten(raw)}` is not {noun} vLLM takes ({', '.join(accepted)}), so {outcome}: "
+            "set it on the Engine page.")
+
+
+def link_graph_problems(outcome: str = "this page leaves it out") -> list[str]:
+    """:func:`graph_problem` for each bad value of :data:`GRAPH_KEYS` in the link, for a page that neither shows nor
+    plans these knobs (Catalog, Find a GPU setup): a link carries them between pages (:data:`ui.nav.PLAN_KEYS`), and
+    a bad one was passed on in silence (QA: ``/Catalog?cudagraph_mode=BOGUS``)."""
+    out = []
+    for key in GRAPH_KEYS:
+        raw = st.query_params.get(key) or ""
+        if raw and graph_value(key, raw) is None:
+            out.append(graph_problem(key, raw, outcome))
+    return out
 
 
 def cudagraph_inputs(engine: str) -> tuple[dict, list[str]]:
