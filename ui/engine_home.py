@@ -18,7 +18,7 @@ from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text
+from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stages_apart
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
@@ -317,6 +317,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.markdown(_figures_text(plan))
             if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
                 st.caption(md_message(reason))
+        if stages := stage_kv_text(plan):
+            st.caption(stages)
         if features_line:
             st.caption(features_line)
         if plan.reasons:
@@ -339,6 +341,21 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.warning(md_message(nodes), icon=":material/lan:")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
                  icon=":material/arrow_forward:")
+
+
+def stage_kv_text(plan: EnginePlan) -> str:
+    """Under the panel's figures, where its available KV (the least of the pipeline stages') is not the stage that
+    sizes the cache (:func:`planner.engines.replica_layout.stages_apart`): which stage each figure is, and that the
+    budget above shows the sizing one; "" otherwise. QA: Kimi-K2.5 on 8 H200 in 2 stages, 52.21 GiB in Home's budget
+    beside 51.55 GiB in its panel for the same 1,569,920 tokens."""
+    if plan.stopped_at_config_check or not (apart := stages_apart(plan)):
+        return ""
+    least, sizing = apart
+    return (f"Per stage: {format_bytes(least.available_kv_cache_bytes)} of KV per GPU is stage {least.stage}'s, the "
+            f"least of the {plan.pipeline_parallel_size} stages; stage {sizing.stage}'s "
+            f"{format_bytes(sizing.available_kv_cache_bytes)} holds the fewest blocks "
+            f"({format_int(sizing.num_blocks)}), which {plan.engine} gives every stage, so the tokens are its"
+            + (" and the budget above shows that stage." if plan.engine == OVERHEAD_PROFILE else "."))
 
 
 def _figures_text(plan: EnginePlan) -> str:
