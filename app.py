@@ -23,7 +23,8 @@ features, serving_problems = serving.serving_inputs(engine_name, form.model_id, 
 knobs, knob_problems = engine_home.link_knobs()  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
-request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs)  # as the panel plans
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs,  # as the panel plans
+                                       engine=engine_name)
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
@@ -70,12 +71,14 @@ views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), launch)
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
-feature_line.show_users_line(features, form.model_id, same_as="", left_out=feature_line.link_scale_left_out(dcp))
+feature_line.show_users_line(features, form.model_id, same_as="", left_out=[  # and the vLLM knobs it leaves out
+    *feature_line.link_scale_left_out(dcp), *budget_knobs.not_taken(knobs, engine_name)])
 feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs)  # as the CLI
+command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs,  # as the CLI
+                                      engine_name)
 serving.serving_panel(model, gpu, request, result, command)
 formulas.formula_panel(result, model, form, command)
 engine_home.home_engine_view(model, form, engine_name, launch, features,

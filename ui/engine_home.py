@@ -25,7 +25,7 @@ from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.serving import ServingFeatures
-from ui import custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
+from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix, log_note
 from ui.expected_error import available_kv_text
@@ -36,7 +36,6 @@ from ui.format import (
     format_tokens,
     md_message,
     quoted,
-    shorten,
 )
 from ui.inputs import PlanInputs
 
@@ -53,12 +52,9 @@ def link_knobs() -> tuple[dict, list[str]]:
 def knobs_left_out(engine: str, context_len: int) -> list[tuple[str, str]]:
     """``(what, why)`` for each Engine-page key the link carries that Home's engine panel does not apply
     (:data:`ui.disagg_knobs.HOME_NOT_APPLIED`; a ``max_model_len`` equal to the context length changes nothing), and
-    vLLM's CUDA-graph knobs under another engine, which takes none."""
+    the vLLM-only knobs under another engine, which takes none (:func:`ui.budget_knobs.not_taken`)."""
     out = disagg_knobs.left_out(not_applied=disagg_knobs.HOME_NOT_APPLIED, same={"max_model_len": str(context_len)})
-    if ENGINE_PROFILES[engine].family != "vllm":
-        out += [(f"`{key}={shorten(raw).replace('`', chr(39))}`", f"{engine} has no such knob")
-                for key in disagg_knobs.GRAPH_KEYS if (raw := st.query_params.get(key, ""))]
-    return out
+    return out + [(what, f"{engine} has no such knob") for what, _ in budget_knobs.not_taken(link_knobs()[0], engine)]
 
 
 LAYOUT_KEYS = ("pipeline_parallel_size", "data_parallel_size", "num_nodes")
