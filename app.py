@@ -23,7 +23,8 @@ features, serving_problems = serving.serving_inputs(engine_name, form.model_id, 
 knobs, knob_problems = engine_home.link_knobs()  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
-request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs)  # as the panel plans
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs,  # as the panel plans
+                                       engine=engine_name)
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
@@ -46,18 +47,19 @@ st.caption(md_message(
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 asked = engine_home.home_request(form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features,
                                  knobs, layout)
-engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link
+engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link, without -dcp
+launch = engine_home.dcp_launch(model, gpu, asked, engine_plan, dcp[0])  # under the link's -dcp, as the Engine page
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
 views.verdict(result, gpu.name, fixes,
-              refusing_engine=engine_home.refusing_engine(engine_plan, engine_name), model=model)
-pipeline_said = engine_home.pipeline_note(result, model, engine_plan, stages)  # the stages: the engine's figure
-engine_home.engine_start_warning(result.fits, engine_plan)  # "fits" here, but the engine view would refuse
-engine_home.backend_note(engine_plan)  # fp8 KV on Ampere: the backend its launch command sets, or why none
-node_text, node_count = engine_home.node_note(model, gpu, asked, engine_plan)  # wider than a node: only nodes fix it
-start_fixes = [] if engine_request is None or not result.fits or node_count else views.guarded(  # [] when it starts
+              refusing_engine=engine_home.refusing_engine(launch, engine_name), model=model)
+pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
+engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
+engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
+node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
+start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(
     engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
     decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes")  # as planned
 if node_count:  # wider than its nodes: one click sets the nodes it needs (Home reads num_nodes from the link)
@@ -65,19 +67,21 @@ if node_count:  # wider than its nodes: one click sets the nodes it needs (Home 
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
     st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
     views.fix_buttons(start_fixes, key_prefix="start_fix")
-views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), engine_plan)
+views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), launch)
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
-feature_line.show_users_line(features, form.model_id, same_as="", left_out=feature_line.link_scale_left_out(dcp))
+feature_line.show_users_line(features, form.model_id, same_as="", left_out=[  # and the vLLM knobs it leaves out
+    *feature_line.link_scale_left_out(dcp), *budget_knobs.not_taken(knobs, engine_name)])
 feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs)  # as the CLI
+command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs,  # as the CLI
+                                      engine_name)
 serving.serving_panel(model, gpu, request, result, command)
 formulas.formula_panel(result, model, form, command)
-engine_home.home_engine_view(model, form, engine_name, engine_plan, features,
-                             gap=engine_home.budget_gap(engine_plan, result, request, gpu, pipeline_said),
+engine_home.home_engine_view(model, form, engine_name, launch, features,
+                             gap=engine_home.budget_gap(launch, result, request, gpu, pipeline_said, engine_plan),
                              nodes=node_text,
                              left_out=engine_home.knobs_left_out(engine_name, form.context_len))

@@ -24,7 +24,7 @@ gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids
 stages = feature_line.link_stages(form.num_gpus, models)  # the link's pipeline stages, planned as Home plans them
 feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
-    num_gpus=form.num_gpus, models=models))
+    num_gpus=form.num_gpus, models=models, knobs=True))
 feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
 request = budget_knobs.with_link_knobs(form.request())  # the link's engine knobs
 contexts = data.curve_contexts(models)

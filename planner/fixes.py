@@ -363,7 +363,8 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
         gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
         decode_context_parallel_size: The budget's ``-dcp`` (``Plan.decode_context_parallel_size`` of Home's plan,
             :func:`planner.context_budget.plan_context_parallel`); neither request carries it (Home's engine panel
-            has no ``-dcp``). Each fix's budget is re-planned with it, as the page plans the fix; a GPU count whose
+            adds it through :func:`planner.scale.plan_scale` and asks for these fixes only when that launch
+            refuses too). Each fix's budget is re-planned with it, as the page plans the fix; a GPU count whose
             tensor-parallel size it does not divide (vLLM refuses: ``tp_size ... must be divisible by dcp_size``,
             ``ParallelConfig`` in vllm/config/parallel.py) is planned without it, and its label and help say so.
 

@@ -11,7 +11,7 @@ the result fields are :func:`planner.budget.plan`'s, whose docstring gives the c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
@@ -31,7 +31,11 @@ ENGINE_KNOB_FIELDS = ("usage_context", "enforce_eager", "cudagraph_mode", "optim
                       "max_cudagraph_capture_size", "warm_compile_cache")
 """The :class:`PlanRequest` fields that are :class:`planner.engines.types.EngineRequest` fields of the same name and
 default, passed to it as they are (:meth:`PlanRequest.engine_knobs`); ``max_num_seqs`` and
-``max_num_batched_tokens`` go to the profile-pass sizes instead."""
+``max_num_batched_tokens`` go to the profile-pass sizes instead. Each is a vLLM flag (``--usage-context``,
+``--enforce-eager``, ``-cc.cudagraph_mode``, ``-O``, ``--max-cudagraph-capture-size``, the compile cache of
+``VLLM_CACHE_ROOT``) that no other engine takes (:meth:`PlanRequest.for_engine_family`), where the other engines
+take the two sizes under their own flags (SGLang ``--max-running-requests`` / ``--chunked-prefill-size``, llama.cpp
+``-np`` for the sequences; planner/engines/launch.py)."""
 
 
 @fast_frozen_init  # the same constructor, without object.__setattr__ per field (planner/model/fastinit.py)
@@ -115,6 +119,17 @@ class PlanRequest:
         (:func:`planner.overhead.estimate_overhead`); ``()`` for ``vllm serve`` with none set."""
         return tuple((name, getattr(self, name)) for name in ENGINE_KNOB_FIELDS
                      if getattr(self, name) != _KNOB_DEFAULTS[name])
+
+    def for_engine_family(self, family: str) -> tuple[PlanRequest, tuple[str, ...]]:
+        """This request as the budget plans it beside a launch of an engine of ``family`` (``vllm``, ``sglang``,
+        ``llama.cpp``, ...: :attr:`planner.engines.profiles.EngineProfile.family`), and the names of the knobs it
+        drops: :data:`ENGINE_KNOB_FIELDS` are vLLM flags, so under another engine they are at their default (the
+        launch has no such flag); ``(self, ())`` for vLLM or with none set. QA: ``engine=sglang`` with
+        ``enforce_eager=true`` moved Home's budget with no word."""
+        dropped = () if family == "vllm" else tuple(name for name, _ in self.engine_knobs())
+        if not dropped:
+            return self, ()
+        return replace(self, **{name: _KNOB_DEFAULTS[name] for name in dropped}), dropped
 
     def validate_engine_knobs(self) -> None:
         """Check the vLLM knobs (``max_num_seqs`` ... ``usage_context``) against the values vLLM takes

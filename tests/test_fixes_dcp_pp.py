@@ -3,7 +3,8 @@
 * ``allocation`` had no ``--pipeline-parallel-size``: Llama 3.1 405B on 16 H100 with ``pipeline_parallel_size=2``
   held 81 users at 8,192 tokens on the Allocation page (2 stages of 8) and 41 in the CLI (one group of 16).
 * Home's fixes for a plan that fits while the engine refuses were re-checked without the plan's ``-dcp``: GLM-4.7-Flash
-  at 202,752 tokens, batch 3, utilization 0.34 on 4 H100 with ``-dcp 4`` was offered only "Utilization → 0.95".
+  at 202,752 tokens, batch 3, utilization 0.34 on 4 H100 with ``-dcp 4`` was offered only "Utilization → 0.95" (Home's
+  engine panel now plans that ``-dcp 4`` launch, which starts: no fix is offered).
 * The budget's GPU-count fix under ``-dcp`` ignored vLLM's rule that the DCP size divides the tensor-parallel size
   (``ParallelConfig._validate_parallel_config`` in vllm/config/parallel.py: "tp_size=... must be divisible by
   dcp_size=..."): GLM-4.7-Flash, 33 x 131,072 tokens on 4 H100 with ``-dcp 4`` was told "use num_gpus 5".
@@ -190,15 +191,19 @@ def test_cli_data_parallel_gpu_fix_is_per_rank(capsys):
     assert "per data-parallel rank" in fix and "4 ranks" in fix, fix
 
 
-def test_home_offers_the_start_fixes_its_dcp_budget_keeps():
-    """Home (app.py) plans the link's ``-dcp 4`` and passes it to the start fixes: the fp8 KV button, with which
-    vLLM starts and the budget with the split fits, is offered (before, only "Utilization → 0.95")."""
-    at = run_page("app.py", {"model": GLM.model_id, "gpu": H100.id, "num_gpus": "4", "context_len": "202752",
-                             "batch_size": "3", "gpu_memory_utilization": "0.34",
-                             "decode_context_parallel_size": "4"})
-    assert not at.exception, [e.value for e in at.exception]
-    labels = [b.label for b in at.button]
-    assert "KV dtype → fp8" in labels and "Utilization → 0.95" in labels, labels
+def test_home_plans_the_dcp_launch_that_starts_and_needs_no_start_fix():
+    """Home (app.py) plans the link's ``-dcp 4`` in its budget and, since then, in its engine panel too (as the Engine
+    page): at utilization 0.34 the ``-dcp 4`` launch starts (each GPU keeps 50,688 of a request's tokens), so there
+    is no "would refuse to start" warning and no start fix. Before, the panel planned the launch without the split,
+    which refuses, and offered fixes for a refusal the Engine page does not show (this test then asked for them)."""
+    link = {"model": GLM.model_id, "gpu": H100.id, "num_gpus": "4", "context_len": "202752", "batch_size": "3",
+            "gpu_memory_utilization": "0.34", "decode_context_parallel_size": "4"}
+    at = run_page("app.py", link)
+    engine = run_page("pages/5_Engine.py", link)
+    assert not at.exception and not engine.exception
+    assert not any("would refuse to start" in w.value for w in engine.warning)  # the premise: it starts there
+    assert not any("would refuse to start" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not [b.label for b in at.button if b.key and "start_fix" in b.key], [b.label for b in at.button]
 
 
 # --------------------------------------------------------------------------

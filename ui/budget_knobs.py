@@ -8,15 +8,22 @@ link from the Engine page carries them under its URL keys; Home's engine panel r
 while its budget did not (QA: Kimi-K2.5 on 8 H200 at 65,536 tokens with ``max_num_seqs=64``: 50.38 GiB and 23 users
 in the budget, 51.53 GiB and 24.03x in the panel and on the Engine page). :func:`with_link_knobs` sets them on a
 page's :class:`planner.budget.PlanRequest`, as ``python -m planner plan`` sets them from its flags
-(planner/cli/entry.py), and :func:`with_cli_flags` adds those flags to Home's command line.
+(planner/cli/entry.py), and :func:`with_cli_flags` adds those flags to Home's command line. Under a link whose
+engine is not vLLM the vLLM-only ones (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`) are left out, as that launch
+has no such flag (:meth:`planner.budget.PlanRequest.for_engine_family`), and :func:`not_taken` names them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import streamlit as st
+
 from planner.budget import PlanRequest
+from planner.engines import DEFAULT_ENGINE
+from planner.engines.profiles import ENGINE_PROFILES, resolve_engine_name
 from ui import disagg_knobs, inputs
+from ui.format import shorten
 
 BUDGET_KNOBS = ("max_num_seqs", "max_num_batched_tokens", "usage_context", "enforce_eager", "cudagraph_mode",
                 "optimization_level", "warm_compile_cache")
@@ -43,28 +50,57 @@ def budget_fields(knobs: dict) -> dict:
     return fields
 
 
-def with_link_knobs(request: PlanRequest, knobs: dict | None = None, where: str = "this page's budget") -> PlanRequest:
+def link_engine() -> str:
+    """The link's ``engine`` (an alias resolved), or the default engine where it names none or an unknown one (the
+    engine selector says so on the pages that have one)."""
+    try:
+        return resolve_engine_name(st.query_params.get("engine") or DEFAULT_ENGINE)
+    except ValueError:
+        return DEFAULT_ENGINE
+
+
+def _family(engine: str | None) -> str:
+    return ENGINE_PROFILES[engine or link_engine()].family
+
+
+def with_link_knobs(request: PlanRequest, knobs: dict | None = None, where: str = "this page's budget",
+                    engine: str | None = None) -> PlanRequest:
     """``request`` with the link's engine knobs (``knobs``: :func:`link_knobs`' values, whose problems the caller
-    shows: Home; None: read from the link here, each bad value shown as a link problem and left at the default)."""
+    shows: Home; None: read from the link here, each bad value shown as a link problem and left at the default).
+    ``engine``: the page's engine (None: the link's, :func:`link_engine`); under one that is not vLLM the vLLM-only
+    knobs are left out, which the page's "left out" line names (:func:`not_taken`)."""
     if knobs is None:
         knobs, problems = link_knobs(where)
         inputs.show_problems(problems)
-    return replace(request, **budget_fields(knobs))
+    return replace(request, **budget_fields(knobs)).for_engine_family(_family(engine))[0]
 
 
-def cli_flags(knobs: dict) -> list[str]:
-    """``python -m planner plan``'s flags for the knobs set (``--max-num-seqs 64``, ``--enforce-eager``)."""
+def not_taken(knobs: dict | None = None, engine: str | None = None) -> list[tuple[str, str]]:
+    """``(what, why)`` for each vLLM-only knob of ``knobs`` (:func:`link_knobs`' values; None: the link's) set off its
+    default under an ``engine`` (None: the link's) that does not take it, which the budget leaves out
+    (:func:`with_link_knobs`): for a page's "left out" line (:func:`ui.feature_line.users_line`)."""
+    engine = engine or link_engine()
+    knobs = link_knobs("this page's budget")[0] if knobs is None else knobs
+    _, dropped = PlanRequest(context_len=1, **budget_fields(knobs)).for_engine_family(_family(engine))
+    return [(f"`{key}={shorten(st.query_params.get(key) or '').replace('`', chr(39))}`",
+             f"{engine} has no such knob, so the budget leaves it out") for key in dropped]
+
+
+def cli_flags(knobs: dict, engine: str = DEFAULT_ENGINE) -> list[str]:
+    """``python -m planner plan``'s flags for the knobs set (``--max-num-seqs 64``, ``--enforce-eager``); the
+    vLLM-only ones only under a vLLM ``engine`` (the CLI refuses them for another, planner/cli/engine.py)."""
+    dropped = set(PlanRequest(context_len=1, **budget_fields(knobs)).for_engine_family(_family(engine))[1])
     flags = []
     for key, value in budget_fields(knobs).items():
-        if value is None or value is False or value == _DEFAULTS.get(key):
+        if value is None or value is False or value == _DEFAULTS.get(key) or key in dropped:
             continue
         flag = "--" + key.replace("_", "-")
         flags.append(flag if value is True else f"{flag} {value}")
     return flags
 
 
-def with_cli_flags(command: str, knobs: dict) -> str:
+def with_cli_flags(command: str, knobs: dict, engine: str = DEFAULT_ENGINE) -> str:
     """Home's ``plan`` command line (:meth:`ui.inputs.PlanInputs.cli_command`) with the knobs' flags, on a line of
     their own as that command lays its parts out, so the copied command prints Home's budget."""
-    flags = cli_flags(knobs)
+    flags = cli_flags(knobs, engine)
     return command + " \\\n  " + " ".join(flags) if flags else command

@@ -18,14 +18,14 @@ from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text
+from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stages_apart
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.serving import ServingFeatures
-from ui import custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
+from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix, log_note
 from ui.expected_error import available_kv_text
@@ -36,7 +36,6 @@ from ui.format import (
     format_tokens,
     md_message,
     quoted,
-    shorten,
 )
 from ui.inputs import PlanInputs
 
@@ -53,12 +52,9 @@ def link_knobs() -> tuple[dict, list[str]]:
 def knobs_left_out(engine: str, context_len: int) -> list[tuple[str, str]]:
     """``(what, why)`` for each Engine-page key the link carries that Home's engine panel does not apply
     (:data:`ui.disagg_knobs.HOME_NOT_APPLIED`; a ``max_model_len`` equal to the context length changes nothing), and
-    vLLM's CUDA-graph knobs under another engine, which takes none."""
+    the vLLM-only knobs under another engine, which takes none (:func:`ui.budget_knobs.not_taken`)."""
     out = disagg_knobs.left_out(not_applied=disagg_knobs.HOME_NOT_APPLIED, same={"max_model_len": str(context_len)})
-    if ENGINE_PROFILES[engine].family != "vllm":
-        out += [(f"`{key}={shorten(raw).replace('`', chr(39))}`", f"{engine} has no such knob")
-                for key in disagg_knobs.GRAPH_KEYS if (raw := st.query_params.get(key, ""))]
-    return out
+    return out + [(what, f"{engine} has no such knob") for what, _ in budget_knobs.not_taken(link_knobs()[0], engine)]
 
 
 LAYOUT_KEYS = ("pipeline_parallel_size", "data_parallel_size", "num_nodes")
@@ -210,6 +206,27 @@ def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePla
         return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
+def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | str, dcp: int) -> EnginePlan | str:
+    """The launch the Engine page plans for the link's valid decode context parallel size ``dcp``
+    (:func:`ui.feature_line.link_dcp`, the size Home's budget applies): :func:`planner.scale.plan_scale` of
+    ``request`` with ``-dcp dcp`` (its printed tokens and concurrency under the split, the command with
+    ``--decode-context-parallel-size``), as :func:`ui.scale_view.plan_launch` plans it there. ``plan``
+    (:func:`home_engine_plan` of ``request``) as it is for ``dcp`` 1, an engine other than vLLM (the Engine page
+    offers ``-dcp`` to vLLM only), pipeline stages, or what the planner refuses (the Engine page then plans one
+    tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with ``-dcp 8``: 57 users in Home's
+    tiles beside 7.21x in its panel, 57.67x on the Engine page."""
+    if (isinstance(plan, str) or dcp <= 1 or ENGINE_PROFILES[request.engine].family != "vllm"
+            or request.pipeline_parallel_size > 1):
+        return plan
+    from planner.scale import ScaleRequest, plan_scale  # noqa: PLC0415 - only a link with -dcp needs it
+
+    try:
+        return plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest(
+            data_parallel_size=request.data_parallel_size, decode_context_parallel_size=dcp)).engine_view()
+    except ValueError:
+        return plan
+
+
 def refusing_engine(plan: EnginePlan | str, engine: str) -> str | None:
     """The engine's name (``engine``, the sidebar's) when its plan would refuse to start, or when it cannot run
     these inputs at all (``plan`` is then :func:`home_engine_plan`'s sentence: a KV-cache or weight dtype the engine
@@ -281,19 +298,22 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
                gap=gap, nodes=nodes)
 
 
-def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, pipeline_said: bool = False) -> str:
+def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, pipeline_said: bool = False,
+               plain: EnginePlan | str | None = None) -> str:
     """Why the engine's whole requests differ from the budget's users (the CLI's note:
     :func:`planner.engines.budget_gap.budget_gap_text`), "" when they agree or the engine cannot plan the inputs;
-    ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already. Where the budget
-    splits each request's KV by the link's decode context parallel size (:func:`ui.feature_line.link_dcp`) and this
-    launch does not (Home's panel has no ``-dcp``), that is the difference, and the sentence says so."""
+    ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already; ``plain``: the
+    launch without ``-dcp`` (:func:`home_engine_plan`), which ``plan`` is unless :func:`dcp_launch` split it.
+    Where the budget splits each request's KV by the link's decode context parallel size
+    (:func:`ui.feature_line.link_dcp`) and this launch does not (an engine without ``-dcp``, or pipeline stages),
+    that is the difference, and the sentence says so."""
     if isinstance(plan, str):
         return ""
     dcp = budget.decode_context_parallel_size
-    if dcp > 1:
+    if dcp > 1 and (plain is None or plan is plain):
         return (f"The budget above splits each request's KV over {count_noun(dcp, 'GPU')} (decode context parallel "
                 f"{dcp}); this launch keeps every token of a request on each GPU. The Engine page plans "
-                f"`--decode-context-parallel-size {dcp}`.")
+                f"`--decode-context-parallel-size {dcp}` under vLLM without pipeline stages.")
     return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
                            budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
                            pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes,
@@ -317,6 +337,8 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.markdown(_figures_text(plan))
             if reason := expected_error_reason(plan):  # why the +- beside the available KV is that large
                 st.caption(md_message(reason))
+        if stages := stage_kv_text(plan):
+            st.caption(stages)
         if features_line:
             st.caption(features_line)
         if plan.reasons:
@@ -339,6 +361,21 @@ def home_panel(plan: EnginePlan, features_line: str = "", budget_kv_dtype: str |
             st.warning(md_message(nodes), icon=":material/lan:")
         nav.link("pages/5_Engine.py", label="Per-rank breakdown, other engines and your own logs",
                  icon=":material/arrow_forward:")
+
+
+def stage_kv_text(plan: EnginePlan) -> str:
+    """Under the panel's figures, where its available KV (the least of the pipeline stages') is not the stage that
+    sizes the cache (:func:`planner.engines.replica_layout.stages_apart`): which stage each figure is, and that the
+    budget above shows the sizing one; "" otherwise. QA: Kimi-K2.5 on 8 H200 in 2 stages, 52.21 GiB in Home's budget
+    beside 51.55 GiB in its panel for the same 1,569,920 tokens."""
+    if plan.stopped_at_config_check or not (apart := stages_apart(plan)):
+        return ""
+    least, sizing = apart
+    return (f"Per stage: {format_bytes(least.available_kv_cache_bytes)} of KV per GPU is stage {least.stage}'s, the "
+            f"least of the {plan.pipeline_parallel_size} stages; stage {sizing.stage}'s "
+            f"{format_bytes(sizing.available_kv_cache_bytes)} holds the fewest blocks "
+            f"({format_int(sizing.num_blocks)}), which {plan.engine} gives every stage, so the tokens are its"
+            + (" and the budget above shows that stage." if plan.engine == OVERHEAD_PROFILE else "."))
 
 
 def _figures_text(plan: EnginePlan) -> str:

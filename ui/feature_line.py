@@ -159,7 +159,9 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
         out.append((f"the link's engine ({md_text(chosen)})",
                     f"this page {priced} under {'the newest vLLM' if engine == 'vllm' else engine}'s rules; the "
                     f"Engine page and Home's engine panel under {md_text(chosen)}'s"))
-    return out
+    from ui.budget_knobs import not_taken  # noqa: PLC0415 - ui.budget_knobs reads the sidebar, which imports this
+
+    return out + not_taken()  # vLLM's knobs under another link engine: no budget takes them
 
 
 FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request", "videos_per_request",
@@ -238,7 +240,7 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
 
 def link_features_left_out(why: str, applied: Sequence[str] = (),
                            num_gpus: int | None = None, models: Sequence = (),
-                           scale: bool = True) -> list[tuple[str, str]]:
+                           scale: bool = True, knobs: bool = False) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
@@ -250,6 +252,8 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
             Disaggregation, whose sidebar reads them for its pools (or says the chosen engine does not), passes
             False: QA, its line said the budget "keeps each request's whole KV" for ``decode_context_parallel_size=8``
             while its decode pool ran ``-dcp 8``.
+        knobs: Name the link's vLLM-only knobs its engine does not take (:func:`ui.budget_knobs.not_taken`): a page
+            whose budget takes the link's knobs (Memory curves).
     """
     carried = []
     for key in (k for k in FEATURE_SWITCH_KEYS if k not in applied):
@@ -258,6 +262,10 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
     stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus, models)),
               *(link_scale_left_out() if scale else [])]
+    if knobs:
+        from ui.budget_knobs import not_taken  # noqa: PLC0415 - ui.budget_knobs reads the sidebar, which imports this
+
+        stages += not_taken()
     return [("the serving features " + ", ".join(carried), why)] + stages if carried else stages
 
 

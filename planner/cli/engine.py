@@ -28,10 +28,11 @@ from planner.engines.replica_layout import stage_log_note
 from planner.engines.expected_error import close_call, expected_error_bytes, expected_error_reason
 from planner.engines.launch import node_commands
 from planner.engines.shared_gpu import reported_memory_bytes
-from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, USAGE_CONTEXTS, resolve_engine_name
+from planner.engines.profiles import (DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_CHOICES, ENGINE_PROFILES, USAGE_CONTEXTS,
+                                      resolve_engine_name)
 from planner.engines.types import EXECUTOR_BACKENDS, EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
-from planner.plan_types import ENGINE_KNOB_FIELDS
+from planner.plan_types import ENGINE_KNOB_FIELDS, PlanRequest
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.units import GiB
 
@@ -200,9 +201,24 @@ def engine_request(args: argparse.Namespace, gpu) -> EngineRequest:
 def budget_knobs(args: argparse.Namespace) -> dict:
     """The :class:`planner.budget.PlanRequest` fields of the engine flags that change vLLM's non-KV memory, as
     :func:`engine_request` reads them, so ``plan``'s budget prices the launch its engine section plans (QA:
-    ``--max-num-seqs 64`` left the budget at 50.38 GiB beside "engine KV 51.53 GiB" for Kimi-K2.5 on 8 H200)."""
+    ``--max-num-seqs 64`` left the budget at 50.38 GiB beside "engine KV 51.53 GiB" for Kimi-K2.5 on 8 H200).
+
+    Raises:
+        ValueError: a vLLM-only flag (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`: ``--enforce-eager``,
+            ``--usage-context llm``, ``--warm-compile-cache``, the CUDA-graph flags) set for another ``--engine``,
+            which has no such flag (QA: ``--engine sglang --enforce-eager`` moved the budget with no word).
+    """
     given = {name: getattr(args, name) for name in ENGINE_KNOB_FIELDS}  # None: unset, the request's default
-    return {"max_num_seqs": args.max_num_seqs, **{name: value for name, value in given.items() if value is not None}}
+    knobs = {"max_num_seqs": args.max_num_seqs, **{name: value for name, value in given.items() if value is not None}}
+    engine = getattr(args, "engine", None)  # None: no engine section, the budget's newest vLLM
+    _, foreign = PlanRequest(context_len=1, **knobs).for_engine_family(ENGINE_PROFILES[engine].family if engine
+                                                                        else "vllm")
+    if foreign:  # as planner.engines.dispatch refuses --cudagraph-mode under another engine: no silent budget change
+        flags = ", ".join("-O" if name == "optimization_level" else "--" + name.replace("_", "-") for name in foreign)
+        raise ValueError(f"{flags} {'are vLLM flags' if len(foreign) > 1 else 'is a vLLM flag'}; {engine} does not "
+                         f"take {'them' if len(foreign) > 1 else 'it'} (drop {'them' if len(foreign) > 1 else 'it'}, "
+                         "or pick a vLLM engine)")
+    return knobs
 
 
 def engine_json(result: EnginePlan) -> dict:

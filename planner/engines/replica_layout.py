@@ -2,7 +2,8 @@
 
 1. Pipeline stages. The engine plan splits the layers over the stages (vLLM ``--pipeline-parallel-size``), and so
    does the budget of Home and of ``python -m planner plan`` (:func:`planner.pipeline.plan_pipeline`);
-   :func:`pipeline_stages_text` words the engine's figures for the budget's readers.
+   :func:`pipeline_stages_text` words the engine's figures for the budget's readers; :func:`stages_apart` names the
+   stage behind its available KV where that is not the stage that sizes the cache.
 2. Nodes. vLLM picks its executor in ``ParallelConfig.__post_init__`` (vllm/config/parallel.py): with no
    ``--distributed-executor-backend`` and a world size (tensor x pipeline parallel) above 1 it takes ``mp``, whose
    workers run on this host; where the host has fewer GPUs than the world size it stops at startup and asks for
@@ -26,7 +27,7 @@ from dataclasses import dataclass, replace
 from planner.engines import sglang_nodes
 from planner.engines.dispatch import plan_engine
 from planner.engines.profiles import ENGINE_PROFILES
-from planner.engines.types import EnginePlan, EngineRequest, stopped_before_load
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget, stopped_before_load
 from planner.model import ModelSpec
 from planner.text import count_noun
 
@@ -57,6 +58,23 @@ def pipeline_stages_text(plan: EnginePlan, where: str = "") -> str:
         return ""
     return (f"{pp} pipeline stages of {count_noun(plan.tensor_parallel_size, 'GPU')}{where}: "
             f"{plan.engine} {starts_text(plan)}")
+
+
+def stages_apart(plan: EnginePlan) -> tuple[RankBudget, RankBudget] | None:
+    """``(least, sizing)``: the rank with the least available KV (:attr:`EnginePlan.available_kv_cache_bytes`, the
+    minimum over GPUs) and the rank with the fewest blocks, whose blocks every stage gets (vLLM
+    ``get_kv_cache_configs`` in vllm/v1/core/kv_cache_utils.py sets each worker's ``num_blocks`` to the smallest of
+    all workers'; each worker prints its own "Available KV cache memory", vllm/v1/worker/gpu_worker.py), where they
+    are different pipeline stages; else None. The budget's stage is the sizing one
+    (:func:`planner.pipeline.plan_pipeline`: the fewest users, then tokens). Example: Kimi-K2.5 on 8 H200 in 2
+    stages: stage 1, which also profiles the sampler and keeps the runner's sampling state (vLLM's profile run samples
+    on the last pipeline rank only, vllm/v1/worker/gpu_model_runner.py), has 51.55 GiB; stage 0, 52.21 GiB in fewer
+    blocks (its layers keep more KV a token), sizes the cache."""
+    if plan.pipeline_parallel_size <= 1 or not plan.ranks:
+        return None
+    least = min(plan.ranks, key=lambda r: r.available_kv_cache_bytes)
+    sizing = min(plan.ranks, key=lambda r: (r.num_blocks, r.available_kv_cache_bytes))
+    return None if least.stage == sizing.stage else (least, sizing)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,60 @@
+"""Home's engine panel plans the link's decode context parallel size, as the Engine page does (one link, one answer).
+
+QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens, batch 64, ``decode_context_parallel_size=8``: Home's tiles and fixes
+planned ``-dcp 8`` (57 users) while its folded "What vllm would allocate" panel planned the launch without it
+(7.21x, a command with no ``--decode-context-parallel-size``) and only said so in a sentence; the Engine page printed
+57.67x for the same link.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.test_app import run_page
+from tests.tiles import metric_tiles
+
+V32 = {"model": "deepseek-ai/DeepSeek-V3.2", "gpu": "nvidia-h200-sxm", "num_gpus": "8", "context_len": "131072",
+       "batch_size": "64", "decode_context_parallel_size": "8"}
+
+
+def _panel(params: dict) -> tuple[str, str, str]:
+    """Home's engine panel: (its figures line, its launch command, its captions joined)."""
+    at = run_page("app.py", params)
+    assert not at.exception, [e.value for e in at.exception]
+    panel = next(e for e in at.expander if "would allocate" in e.label)
+    figures = next(m.value for m in panel.markdown if "concurrency" in m.value)
+    command = next(c.value for c in panel.code if c.value.startswith("vllm serve"))
+    return figures, command, " ".join(c.value for c in panel.caption)
+
+
+def _engine_page(params: dict) -> tuple[str, str]:
+    """The Engine page's printed concurrency tile and its launch command."""
+    at = run_page("pages/5_Engine.py", params)
+    assert not at.exception, [e.value for e in at.exception]
+    tiles = {t.label: t.value for t in metric_tiles(at)}
+    command = next(c.value for c in at.code if c.value.startswith("vllm serve"))
+    return tiles["Max concurrency"], command
+
+
+def test_home_panel_plans_the_links_dcp_as_the_engine_page():
+    figures, command, captions = _panel(V32)
+    concurrency, engine_command = _engine_page(V32)
+    assert f"{concurrency} concurrency" in figures, (figures, concurrency)
+    assert "--decode-context-parallel-size 8" in command and command == engine_command
+    assert "keeps every token of a request on each GPU" not in captions, captions
+
+
+def test_home_users_agree_with_the_panels_launch():
+    """The tiles' users are the whole requests of the panel's printed concurrency (both plan ``-dcp 8``)."""
+    at = run_page("app.py", V32)
+    users = int(next(t.value for t in metric_tiles(at) if t.label == "Max concurrent sequences"))
+    figures, _, _ = _panel(V32)
+    printed = float(re.search(r"([\d.]+)x concurrency", figures).group(1))
+    assert users == int(printed), (users, figures)
+
+
+def test_an_invalid_dcp_keeps_the_launch_without_it():
+    """3 does not divide the 8 tensor-parallel GPUs: the budget drops it (:func:`ui.feature_line.link_dcp`), and so
+    does the panel's launch."""
+    _, command, _ = _panel({**V32, "decode_context_parallel_size": "3"})
+    assert "--decode-context-parallel-size" not in command
