@@ -11,10 +11,10 @@ from planner.traffic.find_engine import launch_media_tokens
 from ui import (
     catalog,
     charts,
+    budget_knobs,
     custom_panel,
     downloads,
     engine,
-    engine_graphs,
     feature_line,
     find_scale_view,
     find_table,
@@ -55,7 +55,8 @@ problems.extend(more)
 features, more = serving.serving_inputs(model_id=form.model_id)  # every setup carries them (and their flags)
 problems.extend(more)
 problems.extend(traffic.carried_number_problems(("context_len", "batch_size"), "its own users and lengths"))
-problems.extend(engine_graphs.link_graph_problems("the setups are sized at the version's default"))
+engine_knobs, more = budget_knobs.find_knobs(engine_name)  # the link's knobs, as Home and the Engine page plan them
+problems.extend(more)
 inputs.show_problems(problems)
 
 model = serving.served_model(views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}"))
@@ -72,7 +73,7 @@ if features is not None:
 if gpu_ids:
     request = replace(request, gpu_ids=gpu_ids)
 request = replace(request, engine=engine_name, alternative_weight_dtype="fp8",  # fp8 weights: searched for a hint
-                  setup_kinds=setup_kinds, link=link)
+                  setup_kinds=setup_kinds, link=link, engine_knobs=engine_knobs)
 result = views.guarded(traffic.run_find, model, search_gpus, request, what=f"searching setups for {model.model_id}")
 
 st.subheader(f"{md_text(model.display_name)}: {count_noun(load['users'], 'user')}")

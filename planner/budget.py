@@ -61,6 +61,7 @@ from planner.units import MiB, largest_fitting
 from planner.plan_types import (  # noqa: F401 - re-exported: the request and result types live there
     DEFAULT_BLOCK_SIZE,
     DEFAULT_GPU_MEMORY_UTILIZATION,
+    ENGINE_KNOB_FIELDS,
     MAX_CONTEXT_SEARCH_LIMIT,
     Plan,
     PlanRequest,

@@ -75,6 +75,19 @@ def with_link_knobs(request: PlanRequest, knobs: dict | None = None, where: str 
     return replace(request, **budget_fields(knobs)).for_engine_family(_family(engine))[0]
 
 
+def find_knobs(engine: str, where: str = "the setups' sizing") -> tuple[tuple[tuple[str, object], ...], list[str]]:
+    """The link's knobs as :attr:`planner.traffic.find_types.FindRequest.engine_knobs` under the Find page's
+    ``engine`` (its vLLM-only ones left out under another, as :func:`with_link_knobs` leaves them out of a budget),
+    and one message per bad value, which ``where`` plans at the engine's default. QA:
+    ``/Find_a_GPU_setup?enforce_eager=true`` ranked setups by the default CUDA-graph memory while Home and the
+    Engine page applied the flag."""
+    knobs, problems = link_knobs(where)
+    request = with_link_knobs(PlanRequest(context_len=1), knobs, engine=engine)
+    sizes = tuple((name, getattr(request, name)) for name in ("max_num_seqs", "max_num_batched_tokens")
+                  if getattr(request, name) is not None)
+    return sizes + request.engine_knobs(), problems
+
+
 def not_taken(knobs: dict | None = None, engine: str | None = None) -> list[tuple[str, str]]:
     """``(what, why)`` for each vLLM-only knob of ``knobs`` (:func:`link_knobs`' values; None: the link's) set off its
     default under an ``engine`` (None: the link's) that does not take it, which the budget leaves out

@@ -22,8 +22,9 @@ Examples::
         --engine sglang
 
 ``find`` sizes every setup as ``--engine`` does (default vLLM, as the app: its loaded weights, profile pass
-and block rules; ``--engine budget`` = the budget arithmetic alone, as before the flag), and searches fp8
-weights beside a 16-bit checkpoint for a hint (``--no-weight-hint`` skips it).
+and block rules; ``--engine budget`` = the budget arithmetic alone, as before the flag), with ``plan``'s engine
+knob flags (``--max-num-seqs``, ``--enforce-eager``, ``--cudagraph-mode`` ...: the Find page's link keys), and
+searches fp8 weights beside a 16-bit checkpoint for a hint (``--no-weight-hint`` skips it).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from planner.traffic.allocation import allocation_for_model
 from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.traffic.find_types import (
     DEFAULT_FIND_KV_DTYPES,
+    FIND_KNOB_FIELDS,
     FIND_KV_DTYPE_CHOICES,
     SETUP_KINDS,
     FindRequest,
@@ -216,6 +218,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="do not search fp8 weights beside a 16-bit checkpoint for a cheaper setup (the hint note)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     add_serving_arguments(p)  # serving features (planner/cli/serving.py)
+    add_budget_knob_arguments(p)  # the engine knobs the Find page takes from a link (ui/budget_knobs.py find_knobs)
+
+
+def find_knobs(args: argparse.Namespace) -> tuple[tuple[str, object], ...]:
+    """:attr:`FindRequest.engine_knobs` of ``plan``'s knob flags (:func:`planner.cli.engine.budget_knobs`, which
+    refuses a vLLM-only flag under another ``--engine``; ``--engine budget`` is the newest vLLM's arithmetic)."""
+    engine = None if args.engine == BUDGET_ONLY else args.engine
+    given = budget_knobs(argparse.Namespace(**{**vars(args), "engine": engine}))
+    given["max_num_batched_tokens"] = args.max_num_batched_tokens
+    return tuple((name, given[name]) for name in FIND_KNOB_FIELDS if given.get(name) is not None)
 
 
 def run(args: argparse.Namespace) -> str | None:
@@ -368,7 +380,8 @@ def run_find(args: argparse.Namespace) -> FindResult:
         max_preemption_probability=args.preemption_probability, seed=args.seed, top=args.top,
         serving=serving_from_args(args, engine="vllm"), gpu_ids=find_gpu_ids(args, custom),
         engine=None if args.engine == BUDGET_ONLY else args.engine,
-        alternative_weight_dtype="fp8" if args.weight_hint else None, setup_kinds=args.setup_kinds, link=args.link)
+        alternative_weight_dtype="fp8" if args.weight_hint else None, setup_kinds=args.setup_kinds, link=args.link,
+        engine_knobs=find_knobs(args))
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     ignored = [flag for flag, value in (("--prompt-len", args.prompt_len), ("--output-len", args.output_len),
                                         ("--prompt-p95", args.prompt_p95), ("--output-p95", args.output_p95))

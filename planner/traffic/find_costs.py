@@ -72,7 +72,7 @@ def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
             plan_request = PlanRequest(context_len=workload.max_model_len, weight_dtype=request.weight_dtype,
                                        kv_cache_dtype=kv, num_gpus=tp, block_size=request.block_size,
                                        gpu_memory_utilization=request.gpu_memory_utilization,
-                                       overhead_bytes=request.overhead_bytes)
+                                       overhead_bytes=request.overhead_bytes, **dict(request.engine_knobs))
             c = per_gpu_costs(model, plan_request)
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}

@@ -26,7 +26,9 @@ Design notes (assumptions):
        ``max_num_batched_tokens``, the block size unless the request sets one other than 16, the memory
        fraction unless the request sets one other than 0.9), as the Engine page does with an untouched
        sidebar, so Find's users for a setup are the Engine page's for the same model, GPU, tensor-parallel
-       size, dtypes and ``max_model_len``.
+       size, dtypes and ``max_model_len``. The engine knobs a link or the CLI sets
+       (``FindRequest.engine_knobs``: ``max_num_seqs``, ``enforce_eager``, the CUDA-graph knobs ...) are
+       planned as the Engine page plans them, and the launch commands write them (:func:`launch_knobs`).
     2. An explicit per-GPU overhead (``overhead_bytes``) stands for the engine's activation peak, with no
        non-torch or CUDA-graph memory beside it (the budget arithmetic's meaning of the override).
     3. A KV dtype the engine does not offer (llama.cpp has no fp8 cache) is skipped and named in a note.
@@ -139,7 +141,8 @@ def engine_request_for(request, gpu, tensor_parallel_size: int, kv_cache_dtype: 
                                 else request.gpu_memory_utilization),
         block_size=None if request.block_size == DEFAULT_BLOCK_SIZE else request.block_size,
         activation_bytes=overhead, non_torch_bytes=None if overhead is None else 0,
-        cudagraph_bytes=None if overhead is None else 0, gpu_name=gpu.name, serving=serving)
+        cudagraph_bytes=None if overhead is None else 0, gpu_name=gpu.name, serving=serving,
+        **dict(request.engine_knobs))
 
 
 def engine_capacity(model: ModelSpec, gpu, request, tensor_parallel_size: int, kv_cache_dtype: str,
@@ -183,13 +186,32 @@ def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> 
         weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests, kv_cache_dtype=p.kv_cache_dtype)
 
 
+LAUNCH_KNOBS = ("max_num_batched_tokens", "enforce_eager", "cudagraph_mode", "optimization_level",
+                "max_cudagraph_capture_size")
+"""The knobs of ``FindRequest.engine_knobs`` a launch command writes as flags (:class:`LaunchSpec` fields:
+``--max-num-batched-tokens``, ``--enforce-eager``, ``-O``, the compilation config, the capture size);
+``max_num_seqs`` is written as every launch's ``--max-num-seqs`` (:func:`launch_max_num_seqs`); ``usage_context``
+and ``warm_compile_cache`` are how the engine is started (the offline class, a relaunch), not flags."""
+
+
+def launch_knobs(request) -> dict:
+    """The :class:`LaunchSpec` fields of ``request.engine_knobs`` (:data:`LAUNCH_KNOBS`)."""
+    return {name: value for name, value in request.engine_knobs if name in LAUNCH_KNOBS}
+
+
+def launch_max_num_seqs(request, users: int) -> int:
+    """A launch's ``--max-num-seqs``: the request's knob where set (the value its setups were planned with),
+    else the users of one replica (or rank)."""
+    return request.knob("max_num_seqs") or users
+
+
 def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel_size: int, data_parallel_size: int,
                           kv_cache_dtype: str, weight_dtype: str, max_num_seqs: int, block_size: int | None,
-                          extra: str = "", language_model_only: bool = False) -> str:
+                          extra: str = "", language_model_only: bool = False, knobs: dict | None = None) -> str:
     """The launch command of a setup under a non-vLLM engine (:func:`planner.engines.launch.launch_command`),
     its capacity flags written out (the resolved memory fraction included); ``extra``: serving-feature flags;
     ``language_model_only``: a text-only plan (vLLM writes its flag:
-    :func:`planner.engines.launch.vllm_text_only_flags`)."""
+    :func:`planner.engines.launch.vllm_text_only_flags`); ``knobs``: :func:`launch_knobs`."""
     shared = cap.family == "llama.cpp"  # -c is n_ctx for all -np slots, in one unified cache (-kvu)
     spec = LaunchSpec(engine=cap.engine, family=cap.family, model_id=model_id,
                       tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size,
@@ -197,6 +219,6 @@ def engine_launch_command(cap: EngineCapacity, model_id: str, *, tensor_parallel
                       gpu_memory_utilization=cap.gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
                       weight_dtype=weight_dtype, max_num_seqs=max_num_seqs, kv_unified=shared,
                       block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size,
-                      language_model_only=language_model_only)
+                      language_model_only=language_model_only, **(knobs or {}))
     command = launch_command(spec)
     return f"{command} {extra}" if extra else command

@@ -57,7 +57,14 @@ from planner.scale.layout import DEFAULT_GPUS_PER_NODE, ScaleRequest
 from planner.scale.plan import ScalePlan, append_flags, plan_scale, scale_launch_flags
 from planner.text import count_noun
 from planner.traffic.find_costs import launch_kv_flag
-from planner.traffic.find_engine import EngineCapacity, engine_launch_command, engine_request_for, launch_max_model_len
+from planner.traffic.find_engine import (
+    EngineCapacity,
+    engine_launch_command,
+    engine_request_for,
+    launch_knobs,
+    launch_max_model_len,
+    launch_max_num_seqs,
+)
 from planner.traffic.find_types import FindRequest, Setup
 from planner.traffic.throughput import cost_per_million_tokens
 from planner.traffic.workload import Workload
@@ -206,8 +213,8 @@ def _launch_command(model: ModelSpec, request: FindRequest, plan: ScalePlan, sha
     command = engine_launch_command(
         cap, model.model_id, tensor_parallel_size=plan.layout.tensor_parallel_size,
         data_parallel_size=shape.ranks * replicas, kv_cache_dtype=kv, weight_dtype=request.weight_dtype,
-        max_num_seqs=per_rank * (shape.ranks if sglang else 1), block_size=request.block_size,
-        language_model_only=model.language_model_only)
+        max_num_seqs=launch_max_num_seqs(request, per_rank * (shape.ranks if sglang else 1)),
+        block_size=request.block_size, language_model_only=model.language_model_only, knobs=launch_knobs(request))
     command = append_flags(command, scale_launch_flags(plan.request, plan.layout))
     return append_flags(command, [extra]) if extra else command
 

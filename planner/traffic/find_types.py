@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
-from planner.engines.profiles import resolve_engine_name
+from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, ENGINE_KNOB_FIELDS, PlanRequest
+from planner.engines.profiles import ENGINE_PROFILES, resolve_engine_name
 from planner.model.dtypes import WEIGHT_DTYPES
 from planner.scale.links import DEFAULT_LINK, LINKS
 from planner.serving.features import ServingFeatures
@@ -83,6 +83,12 @@ def setup_rank(s: Setup) -> tuple:
             SETUP_KINDS.index(s.kind))
 
 
+FIND_KNOB_FIELDS = ("max_num_seqs", "max_num_batched_tokens", *ENGINE_KNOB_FIELDS)
+"""The engine knobs a Find search takes (:attr:`FindRequest.engine_knobs`): ``plan``'s ``--max-num-seqs`` and
+``--max-num-batched-tokens`` and vLLM's own (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`), each a field of the same
+name of :class:`planner.engines.types.EngineRequest` and :class:`planner.budget.PlanRequest`."""
+
+
 class GPULike(Protocol):
     """The GPU fields the search reads (``model_catalog.gpus.GPU`` has them)."""
 
@@ -128,6 +134,14 @@ class FindRequest:
             searched for MoE and MLA models under vLLM or SGLang only.
         link: The link between the prefill and decode pools of disaggregated setups (an id of
             :data:`planner.scale.links.LINKS`, ``--link``).
+        engine_knobs: ``(field, value)`` of the engine knobs set (:data:`FIND_KNOB_FIELDS`; the page's link keys,
+            the CLI's ``plan`` flags), passed to every setup's engine request and to the budget arithmetic's
+            :class:`planner.budget.PlanRequest`, so a setup is sized as Home and the Engine page size that launch
+            (QA: ``enforce_eager=true`` moved Home's and the Engine page's users, not Find's); each launch command
+            writes their flags, and with ``max_num_seqs`` set a replica (vLLM: a data-parallel rank) holds at most
+            that many users at once (vllm/v1/core/sched/scheduler.py runs ``max_num_seqs`` requests a step).
+            vLLM's own knobs (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`) only under a vLLM ``engine`` (or the
+            budget arithmetic, the newest vLLM's).
     """
 
     users: int
@@ -152,6 +166,11 @@ class FindRequest:
     alternative_weight_dtype: str | None = None
     setup_kinds: tuple[str, ...] = SETUP_KINDS
     link: str = DEFAULT_LINK
+    engine_knobs: tuple[tuple[str, object], ...] = ()
+
+    def knob(self, name: str):
+        """The value of knob ``name`` in :attr:`engine_knobs`, None where it is not set."""
+        return dict(self.engine_knobs).get(name)
 
     def resolved_workload(self) -> Workload:
         """The workload searched: ``workload`` or fixed ``prompt_len + output_len``."""
@@ -200,6 +219,19 @@ class FindRequest:
             self.serving.validate()
         if self.engine is not None:
             resolve_engine_name(self.engine)  # ValueError naming the engines
+        self._validate_knobs()
+
+    def _validate_knobs(self) -> None:
+        """:attr:`engine_knobs`: known names, values vLLM takes, vLLM's own only under a vLLM engine."""
+        unknown = [name for name, _ in self.engine_knobs if name not in FIND_KNOB_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown engine knob {unknown[0]!r}; choose among {', '.join(FIND_KNOB_FIELDS)}")
+        knobs = PlanRequest(context_len=1, **dict(self.engine_knobs))
+        knobs.validate_engine_knobs()
+        family = "vllm" if self.engine is None else ENGINE_PROFILES[resolve_engine_name(self.engine)].family
+        foreign = knobs.for_engine_family(family)[1]
+        if foreign:
+            raise ValueError(f"{', '.join(foreign)}: vLLM knobs, which {self.engine} does not take")
 
 
 @dataclass(frozen=True, kw_only=True)

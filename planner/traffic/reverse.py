@@ -67,7 +67,9 @@ from planner.traffic.find_engine import (
     EngineCapacity,
     engine_capacity,
     engine_launch_command,
+    launch_knobs,
     launch_max_model_len,
+    launch_max_num_seqs,
     launch_media_tokens,
     offers_kv_dtype,
 )
@@ -103,6 +105,7 @@ def vllm_serve_command(
     block_size: int = DEFAULT_BLOCK_SIZE,
     language_model_only: bool = False,
     attention_backend: str | None = None,
+    knobs: dict | None = None,
 ) -> str:
     """A ``vllm serve`` command line for a setup, via :func:`planner.engines.launch.launch_command`.
 
@@ -111,7 +114,8 @@ def vllm_serve_command(
     fp8`` for online fp8; a comment for int4/int8/MXFP4, which need a pre-quantized checkpoint the command cannot
     name); ``--language-model-only`` for a text-only model (``ModelSpec.language_model_only``);
     ``attention_backend``: the ``VLLM_ATTENTION_BACKEND`` to set (:func:`planner.engines.vllm_fp8_kv.fp8_kv_backend`
-    names FLASHINFER for an fp8 cache on Ampere under pre-v0.11 releases). Example: ``vllm serve
+    names FLASHINFER for an fp8 cache on Ampere under pre-v0.11 releases); ``knobs``: the engine knobs' flags
+    (:func:`planner.traffic.find_engine.launch_knobs`). Example: ``vllm serve
     meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 4 --max-model-len 2500 --gpu-memory-utilization 0.9
     --kv-cache-dtype fp8 --max-num-seqs 200``.
 
@@ -122,7 +126,7 @@ def vllm_serve_command(
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype, max_num_seqs=max_num_seqs,
         block_size=None if block_size == DEFAULT_BLOCK_SIZE else block_size, weight_dtype=weight_dtype,
-        language_model_only=language_model_only, attention_backend=attention_backend)
+        language_model_only=language_model_only, attention_backend=attention_backend, **(knobs or {}))
     return launch_command(spec)
 
 
@@ -424,7 +428,11 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
-    if per_replica > DEFAULT_MAX_NUM_SEQS:
+    scheduler = request.knob("max_num_seqs")  # the link's or the flag's: a replica runs at most that many at once
+    if scheduler is not None and per_replica > scheduler:
+        reasons.append(f"{count_noun(per_replica, 'user')} per replica; --max-num-seqs {scheduler:,} runs at most "
+                       f"{count_noun(scheduler, 'sequence')} at once")
+    elif scheduler is None and per_replica > DEFAULT_MAX_NUM_SEQS:
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
@@ -454,7 +462,8 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
             replace(request.serving, engine=engine.engine)).get(engine.engine, "")
         command = engine_launch_command(engine, model.model_id, tensor_parallel_size=tp, data_parallel_size=dp,
                                         kv_cache_dtype=c.kv_flag, weight_dtype=request.weight_dtype,
-                                        max_num_seqs=per_replica, block_size=request.block_size, extra=extra)
+                                        max_num_seqs=launch_max_num_seqs(request, per_replica),
+                                        block_size=request.block_size, extra=extra, knobs=launch_knobs(request))
     else:
         # vLLM's -dp couples an MoE model's ranks into one launch (planner/engines/vllm_moe_dispatch.py), the
         # DP+EP kind, not independent replicas: an MoE TP row is one server per replica behind a load balancer
@@ -463,7 +472,8 @@ def _with_tp_command(model: ModelSpec, gpu, request: FindRequest, workload: Work
             model.model_id, tensor_parallel_size=tp, data_parallel_size=1 if coupled else dp,
             kv_cache_dtype=launch_kv_flag(model, request, c.kv_flag),
             weight_dtype=request.weight_dtype, max_model_len=launch_max_model_len(request, workload.max_model_len),
-            max_num_seqs=per_replica, gpu_memory_utilization=request.gpu_memory_utilization,
+            max_num_seqs=launch_max_num_seqs(request, per_replica), knobs=launch_knobs(request),
+            gpu_memory_utilization=request.gpu_memory_utilization,
             block_size=request.block_size, language_model_only=model.language_model_only,
             attention_backend=_fp8_backend(request, gpu, cap, c.kv_name).env_backend)
         if c.launch_extra:  # serving features: their vllm serve flags

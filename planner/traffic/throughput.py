@@ -248,7 +248,8 @@ def setup_throughput(model: ModelSpec, setup: Setup, request: FindRequest, workl
     plan_request = PlanRequest(context_len=setup.max_model_len, weight_dtype=setup.weight_dtype, kv_cache_dtype=kv,
                                num_gpus=setup.tensor_parallel_size,
                                gpu_memory_utilization=request.gpu_memory_utilization,
-                               block_size=request.block_size, overhead_bytes=request.overhead_bytes)
+                               block_size=request.block_size, overhead_bytes=request.overhead_bytes,
+                               **dict(request.engine_knobs))
     return estimate_throughput(
         model, plan_request, gpu_memory_bytes=gpu_memory_bytes, bandwidth_gb_s=bandwidth_gb_s,
         bf16_dense_tflops=bf16_dense_tflops, price_usd_per_gpu_hour=price_usd_per_gpu_hour,
