@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.test_app import run_page
 from tests.tiles import metric_tiles
 
@@ -58,3 +60,16 @@ def test_an_invalid_dcp_keeps_the_launch_without_it():
     does the panel's launch."""
     _, command, _ = _panel({**V32, "decode_context_parallel_size": "3"})
     assert "--decode-context-parallel-size" not in command
+
+
+@pytest.mark.parametrize("layout", [{}, {"num_gpus": "4", "data_parallel_size": "2", "decode_context_parallel_size": "4"}],
+                         ids=["tp8-dcp8", "tp4-dp2-dcp4"])
+def test_home_panel_plans_the_links_expert_parallel_beside_its_dcp(layout):
+    """A link with ``-dcp`` and ``enable_expert_parallel=true``: Home's panel planned the split without the flag (on
+    ``-tp 4 -dp 2 -dcp 4``: 25.54x beside the Engine page's 25.42x, whose ranks spread the experts over all 8 GPUs);
+    it now plans the Engine page's request, with the same printed concurrency and command."""
+    params = {**V32, **layout, "enable_expert_parallel": "true"}
+    figures, command, _ = _panel(params)
+    concurrency, engine_command = _engine_page(params)
+    assert f"{concurrency} concurrency" in figures, (figures, concurrency)
+    assert "--enable-expert-parallel" in command and command == engine_command

@@ -214,7 +214,10 @@ def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan |
     (:func:`home_engine_plan` of ``request``) as it is for ``dcp`` 1, an engine other than vLLM (the Engine page
     offers ``-dcp`` to vLLM only), pipeline stages, or what the planner refuses (the Engine page then plans one
     tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with ``-dcp 8``: 57 users in Home's
-    tiles beside 7.21x in its panel, 57.67x on the Engine page."""
+    tiles beside 7.21x in its panel, 57.67x on the Engine page. The link's ``enable_expert_parallel`` joins the
+    split as the Engine page's request has it (:func:`ui.scale_view.engine_scale_inputs`: ``-dp`` from the replicas,
+    ``--enable-expert-parallel``, ``-dcp``; QA: ``-tp 4 -dp 2 -dcp 4`` with expert parallel printed 25.54x here,
+    25.42x on the Engine page, and the command lacked the flag)."""
     if (isinstance(plan, str) or dcp <= 1 or ENGINE_PROFILES[request.engine].family != "vllm"
             or request.pipeline_parallel_size > 1):
         return plan
@@ -222,9 +225,15 @@ def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan |
 
     try:
         return plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest(
-            data_parallel_size=request.data_parallel_size, decode_context_parallel_size=dcp)).engine_view()
+            data_parallel_size=request.data_parallel_size, enable_expert_parallel=link_expert_parallel(),
+            decode_context_parallel_size=dcp)).engine_view()
     except ValueError:
         return plan
+
+
+def link_expert_parallel() -> bool:
+    """The link's ``enable_expert_parallel`` switch as the Engine page's bound toggle reads it (``true``)."""
+    return (st.query_params.get("enable_expert_parallel") or "").lower() == "true"
 
 
 def refusing_engine(plan: EnginePlan | str, engine: str) -> str | None:
