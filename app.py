@@ -60,8 +60,9 @@ engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the en
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(
-    engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, engine_plan, gpu_id=gpu.id,
-    decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes")  # as planned
+    engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, launch, gpu_id=gpu.id,
+    decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes",  # as planned,
+    scale=engine_home.launch_scale(asked, engine_plan, launch, dcp[0]))  # on the launch that refused (-dcp too)
 if node_count:  # wider than its nodes: one click sets the nodes it needs (Home reads num_nodes from the link)
     engine_home.node_button(node_count)
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting

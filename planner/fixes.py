@@ -153,16 +153,23 @@ def _engine_outcome(engine: str, fixed: EnginePlan | None, error: str = "") -> s
 
 
 def _try_engine(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
-                changes: dict) -> tuple[EnginePlan | None, str]:
-    """``plan_engine`` with ``changes`` applied; ``(None, message)`` when the engine cannot plan it."""
+                changes: dict, scale=None) -> tuple[EnginePlan | None, str]:
+    """``plan_engine`` with ``changes`` applied; ``(None, message)`` when the engine cannot plan it. ``scale``: a
+    :class:`planner.scale.ScaleRequest` (``-dcp``, ``--enable-expert-parallel``) the launch keeps, planned by
+    :func:`planner.scale.plan_scale` as the Engine page plans it (its :meth:`~planner.scale.ScalePlan.engine_view`:
+    the printed tokens and concurrency under the split)."""
     try:
-        return plan_engine(model, gpu_memory_bytes, replace(request, **changes)), ""
+        if scale is None:
+            return plan_engine(model, gpu_memory_bytes, replace(request, **changes)), ""
+        from planner.scale import plan_scale  # noqa: PLC0415 - planner.scale imports the engines
+
+        return plan_scale(model, gpu_memory_bytes, replace(request, **changes), scale).engine_view(), ""
     except ValueError as exc:
         return None, str(exc)
 
 
 def _try_on_nodes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
-                  changes: dict) -> tuple[EnginePlan | None, str, int]:
+                  changes: dict, scale=None) -> tuple[EnginePlan | None, str, int]:
     """:func:`_try_engine` of a change in GPUs per replica, as it runs on nodes of
     :data:`~planner.scale.layout.DEFAULT_GPUS_PER_NODE`: where the GPUs outgrow the request's nodes, the launch
     over the nodes that hold them (:func:`planner.engines.replica_layout.node_advice`: vLLM over Ray, SGLang's
@@ -172,14 +179,20 @@ def _try_on_nodes(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
     from planner.engines.replica_layout import node_advice  # noqa: PLC0415 - imports planner.engines.dispatch
     from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
 
-    plan, error = _try_engine(model, gpu_memory_bytes, request, changes)
+    plan, error = _try_engine(model, gpu_memory_bytes, request, changes, scale)
     if plan is None:
         return plan, error, request.num_nodes
     try:
         advice = node_advice(model, gpu_memory_bytes, replace(request, **changes), DEFAULT_GPUS_PER_NODE)
     except ValueError as exc:
         return None, str(exc), request.num_nodes
-    return (plan, error, request.num_nodes) if advice is None else (advice.plan, "", advice.num_nodes)
+    if advice is None:
+        return plan, error, request.num_nodes
+    if scale is None:
+        return advice.plan, "", advice.num_nodes
+    across = {**changes, "num_nodes": advice.num_nodes, "distributed_executor_backend": "ray"}  # as node_advice
+    plan, error = _try_engine(model, gpu_memory_bytes, request, across, scale)
+    return plan, error, advice.num_nodes
 
 
 def _nodes_words(nodes: int, before: int) -> tuple[str, tuple[tuple[str, int], ...]]:
@@ -350,7 +363,7 @@ def no_single_fix_text(base: Plan) -> str:
 
 def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
                        refused: EnginePlan, *, gpu_id: str = "",
-                       decode_context_parallel_size: int = 1) -> list[CheckedFix]:
+                       decode_context_parallel_size: int = 1, scale=None) -> list[CheckedFix]:
     """Home's fixes for a plan whose budget fits (or not) while the engine refuses: :func:`engine_fixes` with
     the Home page's context key, kept when the engine starts with it *and* the budget re-planned with it fits.
 
@@ -367,6 +380,12 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
             refuses too). Each fix's budget is re-planned with it, as the page plans the fix; a GPU count whose
             tensor-parallel size it does not divide (vLLM refuses: ``tp_size ... must be divisible by dcp_size``,
             ``ParallelConfig`` in vllm/config/parallel.py) is planned without it, and its label and help say so.
+        scale: The :class:`planner.scale.ScaleRequest` of Home's launch when it plans the link's ``-dcp`` (and
+            ``--enable-expert-parallel``) through :func:`planner.scale.plan_scale` (``refused`` is then that
+            launch's :meth:`~planner.scale.ScalePlan.engine_view`): each fix is searched on that launch
+            (:func:`engine_fixes`), so its figures are the Engine page's after the fix (QA: DeepSeek-V3 on 8 H200
+            under vllm-v0.11 at 131,072 tokens, utilization 0.61, ``-dcp 8``: "Utilization → 0.95: starts with
+            5.56x", the launch without the split). None: ``engine_request`` as it is.
 
     Returns:
         :class:`CheckedFix` list in :func:`_order` (every ``starts`` True). Example: gpt-oss-120b at 131,072
@@ -377,7 +396,7 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
     tp, pp = engine_request.tensor_parallel_size, engine_request.pipeline_parallel_size
     stages = pp if request.num_gpus == tp * pp else 1  # the budget plans the link's stages where they split its GPUs
     dcp, out = decode_context_parallel_size, []
-    for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len"):
+    for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len", scale=scale):
         if f.starts and hasattr(request, f.fix.key) and _budget_with(
                 model, gpu_memory_bytes, request, stages, gpu_id, f.fix, dcp).fits:
             out.append(_drops_dcp(f, dcp, stages) if f.fix.key == "num_gpus" else f)
@@ -416,7 +435,7 @@ def _budget_with(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, 
 
 
 def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, refused: EnginePlan, *,
-                 context_key: str = "max_model_len") -> list[CheckedFix]:
+                 context_key: str = "max_model_len", scale=None) -> list[CheckedFix]:
     """One-knob changes for an engine plan that refuses to start, each re-planned, in :func:`_order`.
 
     Candidates: GPU memory utilization :data:`UTILIZATION_FIX` (kept when it starts, or when it makes the
@@ -434,6 +453,9 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
         refused: ``plan_engine(model, gpu_memory_bytes, request)`` (``starts`` False).
         context_key: The input that sets max_model_len on the caller's page (``context_len`` or
             ``max_model_len``); the fix's ``key``.
+        scale: A :class:`planner.scale.ScaleRequest` the launch keeps (``refused`` is its
+            :meth:`~planner.scale.ScalePlan.engine_view`); every fix is planned through
+            :func:`planner.scale.plan_scale` with it. None: :func:`planner.engines.plan_engine`.
 
     Returns:
         :class:`CheckedFix` list; ``num_gpus`` fixes carry GPUs per replica (tensor parallel x pipeline stages).
@@ -454,7 +476,8 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
 
     util = refused.gpu_memory_utilization
     if util is not None and util < UTILIZATION_FIX:
-        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"gpu_memory_utilization": UTILIZATION_FIX})
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"gpu_memory_utilization": UTILIZATION_FIX},
+                                scale)
         if fixed is not None and (fixed.starts or fixed.engine_max_model_len > refused.engine_max_model_len):
             text = (f"utilization {UTILIZATION_FIX:g}: {_starts_at(fixed)}"
                     if fixed.starts else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
@@ -472,7 +495,7 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
             keep("num_nodes", nodes, f"{nodes} nodes (--nnodes {nodes}): {_starts_at(fixed)}",
                  _relative(request.num_nodes, nodes), fixed)
     for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
-        fixed, _, count = _try_on_nodes(model, gpu_memory_bytes, request, {"tensor_parallel_size": size})
+        fixed, _, count = _try_on_nodes(model, gpu_memory_bytes, request, {"tensor_parallel_size": size}, scale)
         if fixed is not None and fixed.starts:
             nodes = _nodes_words(count, request.num_nodes)
             keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}){nodes[0]}: {_starts_at(fixed)}",
@@ -480,17 +503,17 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
             break
     shorter = refused.engine_max_model_len
     if 0 < shorter < refused.max_model_len:
-        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"max_model_len": shorter})
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"max_model_len": shorter}, scale)
         if fixed is not None and fixed.starts:
             keep(context_key, shorter, f"max_model_len {shorter:,}: {_starts_at(fixed)}",
                  _relative(refused.max_model_len, shorter), fixed)
     offered = ENGINE_PROFILES[resolve_engine_name(request.engine)].kv_cache_dtypes
     if refused.kv_cache_dtype in ("auto", "bf16", "fp16") and "fp8" in offered:
-        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"kv_cache_dtype": "fp8"})
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"kv_cache_dtype": "fp8"}, scale)
         if fixed is not None and fixed.starts and refused.ranks and fixed.ranks:
             old, new = refused.ranks[0].kv_cache_bytes_per_token, fixed.ranks[0].kv_cache_bytes_per_token
             keep("kv_cache_dtype", "fp8", f"KV dtype fp8: {_starts_at(fixed)}", 1 - new / old if old else 1.0, fixed)
-    weight = _weight_fix(model, gpu_memory_bytes, request)
+    weight = _weight_fix(model, gpu_memory_bytes, request, scale)
     if weight is not None:
         name, saving, fixed = weight
         how = "--quantization fp8" if name == "fp8" else "a checkpoint quantized to int4, AWQ / GPTQ"
@@ -498,8 +521,8 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     return _order(found)
 
 
-def _weight_fix(model: ModelSpec, gpu_memory_bytes: int,
-                request: EngineRequest) -> tuple[str, float, EnginePlan] | None:
+def _weight_fix(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
+                scale=None) -> tuple[str, float, EnginePlan] | None:
     """The first of :data:`WEIGHT_FIXES` with which the engine starts: ``(dtype, share of weight bytes removed,
     plan)``, or None. Skipped: a dtype removing under :data:`MIN_WEIGHT_SAVING` of the weights, fp8 on a GPU
     older than :data:`FP8_WEIGHTS_MIN_CAPABILITY`, one the engine cannot plan."""
@@ -512,7 +535,7 @@ def _weight_fix(model: ModelSpec, gpu_memory_bytes: int,
         saving = 1 - model_weight_bytes(model, name, tp) / old if old else 0.0
         if saving < MIN_WEIGHT_SAVING:
             continue
-        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"weight_dtype": name})
+        fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"weight_dtype": name}, scale)
         if fixed is not None and fixed.starts:
             return name, saving, fixed
     return None

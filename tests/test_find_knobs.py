@@ -90,9 +90,9 @@ def test_find_page_ranks_by_the_links_enforce_eager_as_the_engine_page_shows():
     assert not at.exception and not at.error, [e.value for e in at.error]
     row = at.dataframe[0].value.iloc[0]
     assert "--enforce-eager" in row["Launch command"]
+    kv = "auto" if row["KV dtype"] in ("bf16", "fp16") else row["KV dtype"]
     engine = run_page(ENGINE_PAGE, {"model": OSS, "gpu": H100, "num_gpus": str(row["TP"]), "context_len": "2500",
-                                    "enforce_eager": "true",
-                                    "kv_cache_dtype": "auto" if row["KV dtype"] in ("bf16", "fp16") else row["KV dtype"]})
+                                    "enforce_eager": "true", "kv_cache_dtype": kv})
     assert not engine.exception
     shown = {m.label: m.value for m in metric_tiles(engine)}
     assert row["Max users"] == int(float(shown["Requests decoding at once"])) * row["replicas"]

@@ -62,8 +62,8 @@ def test_an_invalid_dcp_keeps_the_launch_without_it():
     assert "--decode-context-parallel-size" not in command
 
 
-@pytest.mark.parametrize("layout", [{}, {"num_gpus": "4", "data_parallel_size": "2", "decode_context_parallel_size": "4"}],
-                         ids=["tp8-dcp8", "tp4-dp2-dcp4"])
+@pytest.mark.parametrize("layout", [{}, {"num_gpus": "4", "data_parallel_size": "2",
+                                         "decode_context_parallel_size": "4"}], ids=["tp8-dcp8", "tp4-dp2-dcp4"])
 def test_home_panel_plans_the_links_expert_parallel_beside_its_dcp(layout):
     """A link with ``-dcp`` and ``enable_expert_parallel=true``: Home's panel planned the split without the flag (on
     ``-tp 4 -dp 2 -dcp 4``: 25.54x beside the Engine page's 25.42x, whose ranks spread the experts over all 8 GPUs);
@@ -73,3 +73,29 @@ def test_home_panel_plans_the_links_expert_parallel_beside_its_dcp(layout):
     concurrency, engine_command = _engine_page(params)
     assert f"{concurrency} concurrency" in figures, (figures, concurrency)
     assert "--enable-expert-parallel" in command and command == engine_command
+
+
+V3_REFUSED = {"model": "deepseek-ai/DeepSeek-V3", "gpu": "nvidia-h200-sxm", "num_gpus": "8", "context_len": "131072",
+              "batch_size": "1", "gpu_memory_utilization": "0.61", "decode_context_parallel_size": "8",
+              "engine": "vllm-v0.11"}
+"""The budget fits 1 user under ``-dcp 8`` while vLLM 0.11's ``-dcp 8`` launch refuses (0.10 GiB of KV per GPU for
+a 1.07 GiB shard): Home offers start fixes."""
+
+
+def test_start_fixes_quote_the_dcp_launch_the_engine_page_plans_after_each():
+    """Each start fix's quoted concurrency is the Engine page's after that fix is applied (QA: the fixes were
+    searched on the launch without ``-dcp``: "Utilization → 0.95: starts with 5.56x", the Engine page then 44.45x)."""
+    at = run_page("app.py", V3_REFUSED)
+    assert not at.exception, [e.value for e in at.exception]
+    fixes = [b for b in at.button if (b.key or "").startswith("start_fix")]
+    assert len(fixes) >= 2, [b.label for b in at.button]
+    for button in fixes:
+        quoted = re.search(r"starts with ([\d.,]+x) concurrency", button.help).group(1)
+        fixed = run_page("app.py", V3_REFUSED)
+        fixed.button(key=button.key).click().run()
+        params = {key: fixed.query_params[key] for key in fixed.query_params}
+        params = {key: value[0] if isinstance(value, list) else value for key, value in params.items()}
+        assert params != V3_REFUSED, button.label
+        concurrency, command = _engine_page(params)
+        assert "--decode-context-parallel-size 8" in command, (button.label, command)
+        assert concurrency == quoted, (button.label, params, concurrency, quoted)

@@ -218,17 +218,34 @@ def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan |
     split as the Engine page's request has it (:func:`ui.scale_view.engine_scale_inputs`: ``-dp`` from the replicas,
     ``--enable-expert-parallel``, ``-dcp``; QA: ``-tp 4 -dp 2 -dcp 4`` with expert parallel printed 25.54x here,
     25.42x on the Engine page, and the command lacked the flag)."""
-    if (isinstance(plan, str) or dcp <= 1 or ENGINE_PROFILES[request.engine].family != "vllm"
-            or request.pipeline_parallel_size > 1):
+    scale = dcp_scale(request, dcp)
+    if isinstance(plan, str) or scale is None:
         return plan
-    from planner.scale import ScaleRequest, plan_scale  # noqa: PLC0415 - only a link with -dcp needs it
+    from planner.scale import plan_scale  # noqa: PLC0415 - only a link with -dcp needs it
 
     try:
-        return plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest(
-            data_parallel_size=request.data_parallel_size, enable_expert_parallel=link_expert_parallel(),
-            decode_context_parallel_size=dcp)).engine_view()
+        return plan_scale(model, gpu.framework_memory_bytes, request, scale).engine_view()
     except ValueError:
         return plan
+
+
+def dcp_scale(request: EngineRequest, dcp: int):
+    """The :class:`planner.scale.ScaleRequest` :func:`dcp_launch` plans ``request`` with (the Engine page's for the
+    link's ``-dcp``, ``-dp`` and expert parallel), or None where it plans none (``dcp`` 1, an engine other than
+    vLLM, pipeline stages)."""
+    if dcp <= 1 or ENGINE_PROFILES[request.engine].family != "vllm" or request.pipeline_parallel_size > 1:
+        return None
+    from planner.scale import ScaleRequest  # noqa: PLC0415 - only a link with -dcp needs it
+
+    return ScaleRequest(data_parallel_size=request.data_parallel_size, enable_expert_parallel=link_expert_parallel(),
+                        decode_context_parallel_size=dcp)
+
+
+def launch_scale(request: EngineRequest, plain: EnginePlan | str, launch: EnginePlan | str, dcp: int):
+    """The scale request behind ``launch`` (:func:`dcp_launch` of ``plain``, :func:`home_engine_plan`'s), for
+    :func:`planner.fixes.engine_start_fixes` to search its fixes on the same launch; None where ``launch`` is
+    ``plain`` (no split planned)."""
+    return None if launch is plain else dcp_scale(request, dcp)
 
 
 def link_expert_parallel() -> bool:
