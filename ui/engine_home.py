@@ -17,6 +17,7 @@ from planner.diagnose import Fix
 from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
+from planner.engines.node_split import uneven_nodes_text
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stages_apart
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
@@ -75,7 +76,8 @@ class LinkLayout:
 def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
     """The link's layout for Home's ``num_gpus`` GPUs per replica, as the Engine page reads it (``Pipeline
     stages`` split the GPUs; with 1 GPU the stages add GPUs), and one message per value Home leaves out (a bad
-    number, stages that do not divide the GPUs, more nodes than GPUs): the engine panel then plans without it."""
+    number, stages that do not divide the GPUs, more nodes than GPUs or nodes that do not split them evenly): the
+    engine panel then plans without it."""
     wrong = {key: what for key, what, _ in inputs.link_number_problems(LAYOUT_KEYS, ENGINE_FIELDS)}
     problems = [f"{what}, so Home's engine panel leaves it out: set it on the Engine page." for what in wrong.values()]
     value = {key: (1 if key in wrong else int(st.query_params.get(key) or 1)) for key in LAYOUT_KEYS}
@@ -91,6 +93,10 @@ def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
     if nodes > gpus:
         problems.append(f"Link parameter `num_nodes={nodes}` is more than the {count_noun(gpus, 'GPU')} per replica, "
                         "so Home's engine panel plans one node: set it on the Engine page.")
+        nodes = 1
+    elif uneven := uneven_nodes_text(gpus, nodes):  # vLLM and SGLang refuse it (planner/engines/node_split.py)
+        problems.append(f"Link parameter `num_nodes={nodes}`: {uneven}, so Home's engine panel plans one node: set "
+                        "it on the Engine page.")
         nodes = 1
     return LinkLayout(tensor_parallel_size=gpus // pp, pipeline_parallel_size=pp,
                       data_parallel_size=value["data_parallel_size"], num_nodes=nodes), problems
