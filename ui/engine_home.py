@@ -14,6 +14,7 @@ import streamlit as st
 
 from planner.budget import Plan, PlanRequest, profile_pass_tokens
 from planner.diagnose import Fix
+from planner.fixes import short_label
 from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
@@ -25,6 +26,7 @@ from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
+from planner.scale.replicas import replica_batch, replicas_verdict, spread_batch_fix, spread_plan
 from planner.serving import ServingFeatures
 from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
@@ -100,6 +102,39 @@ def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
         nodes = 1
     return LinkLayout(tensor_parallel_size=gpus // pp, pipeline_parallel_size=pp,
                       data_parallel_size=value["data_parallel_size"], num_nodes=nodes), problems
+
+
+def replica_request(request: PlanRequest, layout: LinkLayout) -> PlanRequest:
+    """Home's budget request for one of the link's ``data_parallel_size`` replicas: its share of the batch,
+    ``ceil(batch / replicas)`` (:func:`planner.scale.replicas.replica_batch`: vLLM's API server spreads the requests
+    over the data-parallel engines, each with its own KV cache), as ``python -m planner plan --data-parallel-size``
+    plans it; ``request`` as it is with one replica."""
+    if layout.data_parallel_size <= 1:
+        return request
+    return replace(request, batch_size=replica_batch(request.batch_size, layout.data_parallel_size))
+
+
+def replicas_line(result: Plan, batch_size: int, layout: LinkLayout) -> str:
+    """The verdict's line on the batch over the link's replicas (:func:`planner.scale.replicas.replicas_verdict`,
+    the CLI's ``fits`` line), "" with one replica."""
+    return replicas_verdict(batch_size, layout.data_parallel_size, result.max_concurrent_sequences,
+                            result.context_len)
+
+
+def whole_batch(result: Plan, fixes, layout: LinkLayout):
+    """``(result, fixes)`` for Home's verdict with each batch fix of one replica's plan restated for the link's whole
+    batch over its replicas (:func:`planner.scale.replicas.spread_plan`, ``spread_batch_fix``: a button sets
+    ``batch_size=256``, not the 64 one replica holds); unchanged with one replica."""
+    replicas = layout.data_parallel_size
+    if fixes is None or replicas <= 1:
+        return spread_plan(result, replicas), fixes
+    out = []
+    for checked in fixes:  # each checked against one replica; its text, button and help restated for the batch
+        whole = spread_batch_fix(checked.fix, replicas)
+        out.append(checked if whole is checked.fix else replace(
+            checked, fix=whole, label=short_label("batch_size", whole.value),
+            help=checked.help.replace(str(checked.fix), str(whole), 1)))
+    return spread_plan(result, replicas), out
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,
