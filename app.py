@@ -25,6 +25,7 @@ layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipe
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
 request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs,  # as the panel plans
                                        engine=engine_name)
+request = engine_home.replica_request(request, layout)  # one replica's share of the batch (data_parallel_size)
 
 full_model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")
 model = serving.served_model(full_model)  # without the towers when the text-only switch is on
@@ -53,8 +54,9 @@ engine_request = None if isinstance(engine_plan, str) else asked  # None: the en
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes")
-views.verdict(result, gpu.name, fixes,
-              refusing_engine=engine_home.refusing_engine(launch, engine_name), model=model)
+shown, shown_fixes = engine_home.whole_batch(result, fixes, layout)  # a batch fix names the whole batch
+views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing_engine(launch, engine_name),
+              model=model, replicas=engine_home.replicas_line(result, form.batch_size, layout))
 pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
@@ -78,8 +80,8 @@ feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")
 st.html(budget_bar.budget_bar_html(result, gpu.name))  # HTML: no Plotly chunk for Home (ui/budget_bar.py)
-command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes), knobs,  # as the CLI
-                                      engine_name)
+command = budget_knobs.with_cli_flags(form.cli_command(stages, dcp[0], layout.num_nodes, layout.data_parallel_size),
+                                      knobs, engine_name)  # as the CLI
 serving.serving_panel(model, gpu, request, result, command)
 formulas.formula_panel(result, model, form, command)
 engine_home.home_engine_view(model, form, engine_name, launch, features,

@@ -40,7 +40,7 @@ feature_line.show_dcp_line(dcp[0])
 feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
                               "holds the fewest")
 views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, dcp[0],
-              what="planning at the plan's context")
+              feature_line.link_replicas(), what="planning at the plan's context")  # per replica, x the link's
 
 
 def chart() -> None:

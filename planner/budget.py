@@ -52,6 +52,7 @@ from planner.model.params import (
 from planner.overhead import (  # noqa: F401 - estimate_overhead re-exported (planner.sweep's docstrings)
     OverheadEstimate,
     estimate_overhead,
+    budget_max_model_len,
     plan_overhead,
 )
 from planner.serving.features import ServingEffects, ShiftedProfile, serving_effects
@@ -331,7 +332,8 @@ def plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu
         ValueError: as :meth:`PlanRequest.validate`, or ``gpu_memory_bytes <= 0``.
     """
     memo = model_memo(model)
-    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request.__dict__))
+    key = ("plan_base", gpu_memory_bytes, gpu_id, _KNOBS_BUT_CONTEXT_AND_BATCH(request.__dict__),
+           budget_max_model_len(request, gpu_memory_bytes, gpu_id))  # the context, where vLLM caps the profile pass
     try:
         base = memo.get(key)
     except TypeError:  # an unhashable knob (a caller's list, say): validate() names it
@@ -473,15 +475,17 @@ def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
 def profile_pass_tokens(request: PlanRequest, gpu_memory_bytes: int, gpu_id: str) -> int:
     """Tokens of the profile pass the overhead estimate assumes: ``max_num_batched_tokens``, else what
-    ``vllm serve`` (or the ``LLM`` class, ``usage_context="llm"``) picks for this GPU
-    (:func:`planner.overhead.estimate_overhead`) [tokens]."""
+    ``vllm serve`` (or the ``LLM`` class, ``usage_context="llm"``) picks for this GPU, capped at
+    ``max_num_seqs x context_len`` where the newest vLLM caps it (:func:`planner.overhead.budget_max_model_len`,
+    the Engine view's :func:`planner.engines.profiles.vllm_batch_limits`) [tokens]."""
     if request.max_num_batched_tokens is not None:
         return request.max_num_batched_tokens
-    from planner.engines.profiles import engine_profile, vllm_scheduler_defaults  # noqa: PLC0415 - import cycle
+    from planner.engines.profiles import engine_profile, vllm_batch_limits  # noqa: PLC0415 - import cycle
     from planner.overhead import OVERHEAD_PROFILE  # noqa: PLC0415
 
-    return vllm_scheduler_defaults(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id, 0,
-                                   request.usage_context)[0]
+    return vllm_batch_limits(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id,
+                             budget_max_model_len(request, gpu_memory_bytes, gpu_id), request.usage_context,
+                             max_num_seqs=request.max_num_seqs)[0]
 
 
 def _apply_serving(model, request, gpu_memory_bytes, gpu_id, dtypes, weights_gpu, overhead, profiles):

@@ -15,6 +15,7 @@ Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.p
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from planner.model import ModelSpec
@@ -43,6 +44,39 @@ OVERHEAD_PROFILE = "vllm"
 UNCLAMPED_LENGTH = 1 << 24
 """A ``max_model_len`` past vLLM's clamp of a defaulted token budget to ``max_num_seqs x max_model_len``
 (:func:`planner.engines.profiles.vllm_batch_limits`), for the context-free overhead [tokens]."""
+
+
+@lru_cache(maxsize=4096)
+def _clamp_below(profile_id: str, gpu_memory_bytes: int, gpu_name: str, usage_context: str,
+                 max_num_batched_tokens: int | None, max_num_seqs: int | None) -> int:
+    from planner.engines.profiles import batch_limits_clamp_below, engine_profile  # noqa: PLC0415 - import cycle
+
+    return batch_limits_clamp_below(engine_profile(profile_id), gpu_memory_bytes, gpu_name, usage_context,
+                                    max_num_batched_tokens, max_num_seqs)
+
+
+def budget_max_model_len(request: "PlanRequest", gpu_memory_bytes: int | None, gpu_name: str,
+                         profile_id: str = OVERHEAD_PROFILE) -> int:
+    """The ``max_model_len`` the budget's overhead hands :func:`planner.engines.profiles.vllm_batch_limits`, the
+    one rule the Engine view applies too [tokens]: the plan's ``context_len`` (the launch's ``--max-model-len``, as
+    Home's engine panel and ``plan`` launch it) where it is below the length at which the profile clamps a defaulted
+    ``max_num_batched_tokens`` to ``max_num_seqs x max_model_len``, else :data:`UNCLAMPED_LENGTH`, so every longer
+    plan shares one context-free overhead.
+
+    Worked example: ``--max-num-seqs 1`` at 2,048 tokens on an H100 under the newest vLLM profiles 1 x 2,048 =
+    2,048 tokens, not the 8,192 ``vllm serve`` defaults to (QA: the budget charged an 8,192-token pass, the Engine
+    view 2,048). Profiles without the clamp (``vllm-v0.11`` and older) are left as they are.
+
+    Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (2026
+    source: only a defaulted token budget is capped by ``max_num_seqs x max_model_len``); the v0.10 / v0.11 source
+    set the default in ``_set_default_args_v1`` with no cap, and vllm/config.py ``SchedulerConfig.__post_init__``
+    capped only a budget still unset, which the V1 defaults had already set
+    (:data:`planner.engines.profiles.CLAMPING_PROFILES`).
+    """
+    memory, name = (80 * GiB, "") if gpu_memory_bytes is None else (gpu_memory_bytes, gpu_name)
+    below = _clamp_below(profile_id, memory, name, request.usage_context, request.max_num_batched_tokens,
+                         request.max_num_seqs)
+    return request.context_len if request.context_len < below else UNCLAMPED_LENGTH
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +174,7 @@ def estimate_overhead(
     num_speculative_tokens: int = 0,
     pipeline_parallel_size: int = 1,
     knobs: tuple[tuple[str, object], ...] = (),
+    max_model_len: int = UNCLAMPED_LENGTH,
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -191,6 +226,8 @@ def estimate_overhead(
             compile (:func:`planner.engines.vllm_runner.first_compile_bytes`). QA: Kimi-K2.5 on 8 H200 at 65,536
             tokens with ``--max-num-seqs 64``: 51.53 GiB of KV per GPU in the Engine view, 50.38 in the budget
             before the budget took the knobs.
+        max_model_len: The launch's ``max_model_len`` for vLLM's cap of a defaulted token budget
+            (:func:`budget_max_model_len`); the default is past every cap.
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -207,13 +244,13 @@ def estimate_overhead(
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
            max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-           pipeline_parallel_size, knobs)
+           pipeline_parallel_size, knobs, max_model_len)
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
             gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-            pipeline_parallel_size, knobs))
+            pipeline_parallel_size, knobs, max_model_len))
     return estimate
 
 
@@ -221,7 +258,8 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        max_num_batched_tokens: int | None, max_num_seqs: int | None, gpu_memory_bytes: int | None,
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
                        speculative_method: str | None = None, num_speculative_tokens: int = 0,
-                       pipeline_parallel_size: int = 1, knobs: tuple[tuple[str, object], ...] = ()) -> OverheadEstimate:
+                       pipeline_parallel_size: int = 1, knobs: tuple[tuple[str, object], ...] = (),
+                       max_model_len: int = UNCLAMPED_LENGTH) -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
@@ -241,12 +279,12 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     profile = engine_profile(profile_id)
     if profile.family != "vllm":
         raise ValueError(f"the plan's overhead follows a vLLM profile; {profile_id!r} is {profile.family}")
-    # the Engine view's limits (planner/engines/vllm.py _static_plan_at) at a length past every clamp on the tokens:
-    # the plan's overhead does not depend on its context (plan_base is shared between lengths)
+    # the Engine view's limits (planner/engines/vllm.py _static_plan_at), at max_model_len: budget_max_model_len's
+    # length where the profile caps a defaulted token budget, else one past every cap (one overhead for all lengths)
     memory, name = (80 * GiB, "") if gpu_memory_bytes is None else (gpu_memory_bytes, gpu_name)
     engine_knobs = dict(knobs)
     usage = engine_knobs.get("usage_context", "serve")
-    tokens, seqs = vllm_batch_limits(profile, memory, name, UNCLAMPED_LENGTH, usage,
+    tokens, seqs = vllm_batch_limits(profile, memory, name, max_model_len, usage,
                                      max_num_batched_tokens=max_num_batched_tokens or None,
                                      max_num_seqs=max_num_seqs or None)
     tp, e = tensor_parallel_size, activation_bytes_per_element
@@ -333,7 +371,8 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
                                  speculative_method=None if spec is None else spec.method,
                                  num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens,
                                  pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1),
-                                 max_num_seqs=request.max_num_seqs, knobs=request.engine_knobs())
+                                 max_num_seqs=request.max_num_seqs, knobs=request.engine_knobs(),
+                                 max_model_len=budget_max_model_len(request, gpu_memory_bytes, gpu_name))
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
     if not loading:
         return overhead

@@ -184,9 +184,11 @@ def test_engine_gpu_fix_that_drops_the_dcp_says_so():
 
 def test_cli_data_parallel_gpu_fix_is_per_rank(capsys):
     """Under ``--data-parallel-size 4`` the budget section prices one rank: its GPU fix is that rank's tensor
-    parallel size, and says so (it said "tensor parallel; the smallest count that holds this batch")."""
+    parallel size, and says so (it said "tensor parallel; the smallest count that holds this batch"). The batch is
+    one whose share, ceil(100 / 4) = 25, one rank of one H100 does not hold (20 fit: 5 a rank, of 13)."""
     out = _json(capsys, ["plan", "--model", "meta-llama/Meta-Llama-3.1-8B", "--gpu", H100.id, "--num-gpus", "1",
-                         "--data-parallel-size", "4", "--context-len", "32768", "--batch-size", "20"])
+                         "--data-parallel-size", "4", "--context-len", "32768", "--batch-size", "100"])
+    assert out["data_parallel"]["batch_size_per_replica"] > out["max_concurrent_sequences"]
     fix = next(s for s in out["suggestions"] if s.startswith("use num_gpus"))
     assert "per data-parallel rank" in fix and "4 ranks" in fix, fix
 

@@ -14,9 +14,11 @@ import streamlit as st
 
 from planner.budget import Plan, PlanRequest, profile_pass_tokens
 from planner.diagnose import Fix
+from planner.fixes import short_label
 from planner.engines import plan_engine
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.expected_error import close_call, expected_error_reason
+from planner.engines.node_split import uneven_nodes_text
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stages_apart
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
@@ -24,6 +26,7 @@ from planner.engines.vllm_fp8_kv import fp8_kv_note_of
 from planner.overhead import OVERHEAD_PROFILE
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
+from planner.scale.replicas import replica_batch, replicas_verdict, spread_batch_fix, spread_plan
 from planner.serving import ServingFeatures
 from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
 from ui.data import priced_kv_name
@@ -75,7 +78,8 @@ class LinkLayout:
 def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
     """The link's layout for Home's ``num_gpus`` GPUs per replica, as the Engine page reads it (``Pipeline
     stages`` split the GPUs; with 1 GPU the stages add GPUs), and one message per value Home leaves out (a bad
-    number, stages that do not divide the GPUs, more nodes than GPUs): the engine panel then plans without it."""
+    number, stages that do not divide the GPUs, more nodes than GPUs or nodes that do not split them evenly): the
+    engine panel then plans without it."""
     wrong = {key: what for key, what, _ in inputs.link_number_problems(LAYOUT_KEYS, ENGINE_FIELDS)}
     problems = [f"{what}, so Home's engine panel leaves it out: set it on the Engine page." for what in wrong.values()]
     value = {key: (1 if key in wrong else int(st.query_params.get(key) or 1)) for key in LAYOUT_KEYS}
@@ -92,8 +96,45 @@ def link_layout(num_gpus: int) -> tuple[LinkLayout, list[str]]:
         problems.append(f"Link parameter `num_nodes={nodes}` is more than the {count_noun(gpus, 'GPU')} per replica, "
                         "so Home's engine panel plans one node: set it on the Engine page.")
         nodes = 1
+    elif uneven := uneven_nodes_text(gpus, nodes):  # vLLM and SGLang refuse it (planner/engines/node_split.py)
+        problems.append(f"Link parameter `num_nodes={nodes}`: {uneven}, so Home's engine panel plans one node: set "
+                        "it on the Engine page.")
+        nodes = 1
     return LinkLayout(tensor_parallel_size=gpus // pp, pipeline_parallel_size=pp,
                       data_parallel_size=value["data_parallel_size"], num_nodes=nodes), problems
+
+
+def replica_request(request: PlanRequest, layout: LinkLayout) -> PlanRequest:
+    """Home's budget request for one of the link's ``data_parallel_size`` replicas: its share of the batch,
+    ``ceil(batch / replicas)`` (:func:`planner.scale.replicas.replica_batch`: vLLM's API server spreads the requests
+    over the data-parallel engines, each with its own KV cache), as ``python -m planner plan --data-parallel-size``
+    plans it; ``request`` as it is with one replica."""
+    if layout.data_parallel_size <= 1:
+        return request
+    return replace(request, batch_size=replica_batch(request.batch_size, layout.data_parallel_size))
+
+
+def replicas_line(result: Plan, batch_size: int, layout: LinkLayout) -> str:
+    """The verdict's line on the batch over the link's replicas (:func:`planner.scale.replicas.replicas_verdict`,
+    the CLI's ``fits`` line), "" with one replica."""
+    return replicas_verdict(batch_size, layout.data_parallel_size, result.max_concurrent_sequences,
+                            result.context_len)
+
+
+def whole_batch(result: Plan, fixes, layout: LinkLayout):
+    """``(result, fixes)`` for Home's verdict with each batch fix of one replica's plan restated for the link's whole
+    batch over its replicas (:func:`planner.scale.replicas.spread_plan`, ``spread_batch_fix``: a button sets
+    ``batch_size=256``, not the 64 one replica holds); unchanged with one replica."""
+    replicas = layout.data_parallel_size
+    if fixes is None or replicas <= 1:
+        return spread_plan(result, replicas), fixes
+    out = []
+    for checked in fixes:  # each checked against one replica; its text, button and help restated for the batch
+        whole = spread_batch_fix(checked.fix, replicas)
+        out.append(checked if whole is checked.fix else replace(
+            checked, fix=whole, label=short_label("batch_size", whole.value),
+            help=checked.help.replace(str(checked.fix), str(whole), 1)))
+    return spread_plan(result, replicas), out
 
 
 def home_request(form: PlanInputs, engine: str, gpu_name: str, reported_bytes: int | None = None,

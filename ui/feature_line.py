@@ -348,14 +348,28 @@ HEADLINE_PER_ROW = 3
 "A100 SXM4 80GB" to "A100 SXM4 8..."; a third holds "RTX PRO 6000 Blackwell Server"."""
 
 
+def link_replicas() -> int:
+    """The link's ``data_parallel_size`` (the Engine page's and Home's replicas, the CLI's ``--data-parallel-size``),
+    1 when absent or not a valid count (the Engine page names a bad one)."""
+    from ui.engine import ENGINE_FIELDS  # noqa: PLC0415 - the Engine page's fields, only this page
+    from ui.number_fields import link_number_problems  # noqa: PLC0415
+
+    if link_number_problems(("data_parallel_size",), ENGINE_FIELDS):
+        return 1
+    return int(st.query_params.get("data_parallel_size") or 1)
+
+
 def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
-                         pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1) -> None:
+                         pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1,
+                         replicas: int = 1) -> None:
     """The Concurrency page's headline: users on each GPU at the plan's context (one :func:`planner.budget.plan`
     each, the serving features in ``request``; with ``pipeline_parallel_size`` stages, :func:`link_stages`,
     :func:`planner.pipeline.plan_pipeline`'s, as Home plans them), and one line per smaller card that holds more
     users than a larger one (with ``decode_context_parallel_size``, :func:`link_dcp`, each request's KV split over
     that many GPUs: :func:`planner.context_budget.plan_context_parallel`), with the profile-pass sizes that explain
-    it (:func:`planner.gpu_compare.profile_inversions`).
+    it (:func:`planner.gpu_compare.profile_inversions`). With ``replicas`` (:func:`link_replicas`) each tile is one
+    replica's users and names what the replicas hold together (:func:`planner.scale.replicas.replicas_users_text`,
+    Home's verdict and the CLI's ``fits`` line count a batch over them).
 
     Raises:
         ValueError: as :func:`planner.pipeline.plan_pipeline`.
@@ -367,12 +381,16 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
     plans = [(g, plan_context_parallel(model, g.framework_memory_bytes, request, g.id,
                                        decode_context_parallel_size=decode_context_parallel_size,
                                        pipeline_parallel_size=pipeline_parallel_size)) for g in gpus]
-    st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each** (the plan's "
+    from planner.scale.replicas import replicas_users_text  # noqa: PLC0415 - only this page
+
+    per = f" per replica, of the link's {replicas:,} data-parallel replicas" if replicas > 1 else ""
+    st.markdown(f"**Max concurrent sequences at {format_int(request.context_len)} tokens each{per}** (the plan's "
                 "context length, in the sidebar)")
     show_tiles([Tile(g.name, format_int(p.max_concurrent_sequences),
                      f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
                      f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} of "
-                     "overhead")
+                     "overhead" + (f"; {all_of}" if (all_of := replicas_users_text(p.max_concurrent_sequences,
+                                                                                     replicas)) else ""))
                 for g, p in plans], HEADLINE_PER_ROW)
     names = {g.id: g.name for g in gpus}
     for inv in profile_inversions([(g.id, g.framework_memory_bytes, p) for g, p in plans], request):

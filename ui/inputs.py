@@ -102,7 +102,7 @@ class PlanInputs:
         )
 
     def cli_command(self, pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1,
-                    num_nodes: int = 1) -> str:
+                    num_nodes: int = 1, data_parallel_size: int = 1) -> str:
         """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
         the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`); with the pipeline stages
         and the decode context parallel size Home's budget planned (:func:`planner.context_budget.
@@ -125,6 +125,8 @@ class PlanInputs:
             parts.append(f"--decode-context-parallel-size {decode_context_parallel_size}")
         if num_nodes > 1:
             parts.append(f"--num-nodes {num_nodes} --distributed-executor-backend ray")
+        if data_parallel_size > 1:  # the link's replicas: the CLI splits the batch over them as Home does
+            parts.append(f"--data-parallel-size {data_parallel_size}")
         return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 

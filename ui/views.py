@@ -112,15 +112,18 @@ def prefill_share(plan: Plan, model: ModelSpec | None = None) -> str:
 
 
 def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None,
-            model: ModelSpec | None = None) -> None:
+            model: ModelSpec | None = None, replicas: str = "") -> None:
     """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
 
     ``fixes``: :func:`planner.fixes.checked_fixes` of ``plan`` (checked against the chosen engine and
     ordered); None = the plan's own suggestions, unchecked. ``refusing_engine``: the chosen engine when its
     view would refuse to start a plan that fits the budget: the verdict is then not green (a green "Fits"
     beside "But vllm would refuse to start" read as a go), and the engine's reason follows it. ``model``: the
-    planned model, whose windowed layers the prefill share names (:func:`prefill_share`).
+    planned model, whose windowed layers the prefill share names (:func:`prefill_share`). ``replicas``: the batch
+    over the link's data-parallel replicas (:func:`ui.engine_home.replicas_line`; ``plan`` is one replica's at its
+    share), said after the verdict as the CLI's ``fits`` line says it.
     """
+    said = f" {md_message(replicas[0].upper() + replicas[1:])}." if replicas else ""
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
     if plan.fits:
         figures = (f"{format_int(plan.batch_size)} x {format_tokens(plan.context_len)} of {md_text(plan.model_id)} "
@@ -129,12 +132,12 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
                    f"KV budget per GPU in use{prefill_share(plan, model)}; up to "
                    f"{count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} at this context.")
         if refusing_engine:
-            st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).** {figures}",
+            st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).**{said} {figures}",
                        icon=":material/warning:")
         else:
-            st.success(f"**Fits.** {figures}", icon=":material/check_circle:")
+            st.success(f"**Fits.**{said} {figures}", icon=":material/check_circle:")
     else:
-        lines = [f"**Does not fit** on {md_text(where)}:"]
+        lines = [f"**Does not fit** on {md_text(where)}:{said}"]
         lines += [f"- {md_message(reason)}" for reason in plan.reasons]
         if plan.kv_cache_shortfall_bytes > 0 and plan.kv_cache_budget_bytes > 0:
             lines.append(f"- **{format_bytes(plan.kv_cache_shortfall_bytes)} per GPU short**: the red segment "

@@ -202,10 +202,11 @@ def _run_plans(args: argparse.Namespace):
         serving=cli_serving.serving_from_args(args), **cli_engine.budget_knobs(args),
     )
     scale = cli_scale.run_scale(args, model, gpu)  # None without a data / expert / context parallel flag
+    args.replicas_verdict = ""  # the batch over data-parallel ranks, in one line (cli_scale.rank_plan)
     if scale is None:  # the stages' budget, each stage on its tensor-parallel GPUs (planner/pipeline.py)
         result = plan_pipeline(model, gpu.framework_memory_bytes, request, gpu_id=gpu.id, pipeline_parallel_size=pp)
     else:
-        result = cli_scale.v1_result(cli_scale.v1_plan(model, gpu, replace(request, num_gpus=tp), scale), model, scale)
+        result = cli_scale.rank_plan(args, model, gpu, replace(request, num_gpus=tp), scale)  # its share of the batch
     if scale is not None:  # one rank as its engine plans it, with the launch's figures (planner/cli/scale.py)
         engine = scale.engine_view()
     else:
@@ -281,9 +282,10 @@ def _model_from_args(args: argparse.Namespace):
 
 
 def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None = None, fixes=None,
-                engine: EnginePlan | None = None) -> str:
+                engine: EnginePlan | None = None, replicas: str = "") -> str:
     """``plan``'s table; ``fixes``: :func:`_checked_fixes` (None: the plan's own suggestions, unchecked);
-    ``engine``: the engine section printed below it, whose token count the capacity line compares."""
+    ``engine``: the engine section printed below it, whose token count the capacity line compares; ``replicas``:
+    the batch over data-parallel ranks (:func:`planner.cli.scale.rank_plan`), after the verdict."""
     def g(n: int) -> str:
         return f"{n / GiB:,.2f} GiB"
 
@@ -303,8 +305,10 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"{result.context_len:,} tokens" + _paged_sequence(result),
         _capacity_line(result, engine),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
-        f"max context  {result.max_context_len:,} tokens at batch {result.batch_size} (limited by {result.max_context_len_limited_by})",
-        f"fits         {'yes' if result.fits else 'no'}{_stages_clause(result, engine)}",
+        f"max context  {result.max_context_len:,} tokens at batch {result.batch_size}"
+        f"{' per replica' if replicas else ''} (limited by {result.max_context_len_limited_by})",
+        f"fits         {'yes' if result.fits else 'no'}{_stages_clause(result, engine)}"
+        + (f": {replicas}" if replicas else ""),
     ]
     lines += [f"  reason: {r}" for r in result.reasons]
     tried = try_texts(result, fixes)  # Home's "Try:" list, one rule (planner/fixes.py)
@@ -455,7 +459,8 @@ def _output(args: argparse.Namespace) -> str:
     extra_lines += cli_serving.model_table_lines(args.model_keys)
     extra_lines += cli_scale.scale_table_lines(args)
     custom_name = gpu.name if args.gpu_memory_gib is not None else None
-    return "\n".join([_plan_table(result, custom_name, catalog_id(args), args.checked_fixes, engine), *extra_lines])
+    return "\n".join([_plan_table(result, custom_name, catalog_id(args), args.checked_fixes, engine,
+                                  args.replicas_verdict), *extra_lines])
 
 
 def _fixes_json(fixes) -> list[dict] | None:

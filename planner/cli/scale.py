@@ -49,6 +49,7 @@ from planner.scale import (
     plan_scale,
 )
 from planner.scale.links import TRANSFER_MS_DIGITS
+from planner.scale.replicas import replica_batch, replicas_verdict, spread_plan
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
 from planner.scale.weights import rank_model
 from planner.text import count_noun
@@ -164,6 +165,29 @@ def v1_plan(model, gpu, request, scale: ScalePlan):
         return plan(rank, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
 
 
+def rank_plan(args: argparse.Namespace, model, gpu, request, scale: ScalePlan):
+    """The engine-free plan of one attention data-parallel rank (:func:`v1_plan`, :func:`v1_result`) at its share
+    of the batch: the ranks each hold ``ceil(batch / ranks)`` requests of a batch spread over them
+    (:func:`planner.scale.replicas.replica_batch`; vLLM's API server balances requests over the data-parallel
+    engines), so ``fits`` compares that share with one rank's users and a batch fix names the whole batch. Keeps
+    the one-line verdict on ``args.replicas_verdict`` and the JSON block on ``args.replicas_json`` ("" / None with
+    one rank)."""
+    from dataclasses import replace
+
+    replicas, batch = scale.layout.attention_dp, request.batch_size
+    share = replace(request, batch_size=replica_batch(batch, replicas))
+    result = v1_result(v1_plan(model, gpu, share, scale), model, scale)
+    args.replicas_verdict = replicas_verdict(batch, replicas, result.max_concurrent_sequences, result.context_len)
+    args.replicas_json = None
+    if replicas > 1:
+        result = spread_plan(result, replicas)
+        args.replicas_json = {"replicas": replicas, "batch_size": batch, "batch_size_per_replica": share.batch_size,
+                              "max_concurrent_sequences_per_replica": result.max_concurrent_sequences,
+                              "max_concurrent_sequences_all_replicas": result.max_concurrent_sequences * replicas,
+                              "fits": result.fits, "verdict": args.replicas_verdict}
+    return result
+
+
 def v1_result(result, model, scale: ScalePlan | None):
     """The engine-free plan of a scale launch, with ``params`` and ``weights_bytes`` back at the whole model's
     (the per-GPU keys stay the rank's) and a note saying what the section prices; unchanged without a scale plan.
@@ -207,23 +231,28 @@ def _per_rank_fix(fix, dp: int):
     """A GPU-count fix of the section's one-rank plan under vLLM ``--data-parallel-size dp`` (each rank its own
     ``--tensor-parallel-size`` GPUs, KV pool and scheduler: vllm/config/parallel.py ``world_size_across_dp`` =
     tp x pp x dp), worded as what it is: the tensor-parallel size of each rank, ``dp`` x it GPUs in all, the
-    smallest at which one rank alone holds the section's whole batch, which the ranks share (QA: "use num_gpus 2
-    (tensor parallel; the smallest count that holds this batch)" for Llama 3.1 8B, 20 x 32,768 tokens on 4 ranks of
-    one H100, whose 4 ranks already hold 52); any other suggestion as it is."""
+    smallest at which each rank holds its share of the batch (:func:`rank_plan` plans the rank at
+    ``ceil(batch / dp)``; QA: "use num_gpus 2 (tensor parallel; the smallest count that holds this batch)" for
+    Llama 3.1 8B, 20 x 32,768 tokens on 4 ranks of one H100, whose 4 ranks already hold 52); any other suggestion
+    as it is."""
     if getattr(fix, "key", None) != "num_gpus":
         return fix
     from planner.diagnose import Fix  # noqa: PLC0415
 
     n = fix.value
     return Fix(f"use num_gpus {n} per data-parallel rank (tensor parallel {n} in each of the {dp} ranks, {n * dp} "
-               f"GPUs; the smallest count at which one rank alone holds this batch, which the {dp} ranks share: "
-               "scale users)", "num_gpus", n)
+               f"GPUs; the smallest count at which each rank holds its share, ceil(batch / {dp}): scale users)",
+               "num_gpus", n)
 
 
 def scale_json(args: argparse.Namespace) -> dict:
-    """``{"scale": ...}`` for ``plan`` JSON, or ``{}`` without a scale flag (the JSON stays as it was)."""
+    """``{"scale": ...}`` for ``plan`` JSON, with ``"data_parallel"`` (the batch over the ranks, :func:`rank_plan`)
+    when there are several ranks, or ``{}`` without a scale flag (the JSON stays as it was)."""
     plan = getattr(args, "scale_plan", None)
-    return {} if plan is None else {"scale": plan.to_dict()}
+    if plan is None:
+        return {}
+    replicas = getattr(args, "replicas_json", None)
+    return {"scale": plan.to_dict()} | ({} if replicas is None else {"data_parallel": replicas})
 
 
 def scale_table_lines(args: argparse.Namespace) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from planner.engines.expected_error import expected_error_fields
+from planner.engines.node_split import nodes_problem
 from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_CHOICES, USAGE_CONTEXTS
 from planner.engines.vllm_cudagraph import CUDAGRAPH_MODES, OPTIMIZATION_LEVELS
 from planner.engines.vllm_moe_dispatch import DataParallelMoE
@@ -195,9 +196,8 @@ class EngineRequest:
         if self.distributed_executor_backend not in EXECUTOR_BACKENDS:
             raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}; choose "
                              f"one of {', '.join(EXECUTOR_BACKENDS)}")
-        if self.num_nodes > ranks:
-            raise ValueError(f"{self.num_nodes} nodes for {count_noun(ranks, 'GPU')} per replica; use at most "
-                             f"{count_noun(ranks, 'node')}")
+        if said := nodes_problem(self.engine, ranks, self.num_nodes):  # more nodes than GPUs, or uneven for vLLM
+            raise ValueError(said)
         if self.num_nodes > 1 and self.distributed_executor_backend != "ray":
             raise ValueError(f"{self.num_nodes} nodes need --distributed-executor-backend ray (vLLM's multiprocessing "
                              "executor runs on one node)")

@@ -5,6 +5,7 @@
 * :mod:`~planner.scale.weights`: the fullest GPU's weights under that layout.
 * :mod:`~planner.scale.context`: decode context parallel (KV split along tokens).
 * :mod:`~planner.scale.plan`: :func:`plan_scale`, one attention-DP rank planned by its engine, times the ranks.
+* :mod:`~planner.scale.replicas`: a batch spread over the data-parallel ranks (each judged on its share).
 * :mod:`~planner.scale.links` and :mod:`~planner.scale.disagg`: the prefill / decode pools and the KV
   transfer between them, on the product's roofline.
 * :mod:`~planner.scale.deploy`: llm-d model-service values and launch commands per role.
