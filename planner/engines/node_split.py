@@ -4,7 +4,9 @@ vLLM's multi-node launch (``--nnodes``, vllm/engine/arg_utils.py ``EngineArgs.cr
 asserts that its world size (data x pipeline x tensor parallel) is divisible by the node count, each node then
 running ``world / nnodes`` workers (vllm/config/parallel.py ``ParallelConfig.local_world_size``: the world size over
 the nodes of one data-parallel rank); the planner's Ray launch spreads a replica the same way (each node's share
-prices its process groups, :mod:`planner.engines.replica_layout`). SGLang asserts the same of its ``--nnodes``
+prices its process groups, :mod:`planner.engines.replica_layout`), although Ray itself would place workers
+unevenly (its placement group asserts nothing of the kind), so the refusal says the planner does not plan that.
+SGLang asserts the same of its ``--nnodes``
 (:mod:`planner.engines.sglang_nodes`). A node count that does not divide the GPUs is therefore refused with the
 counts that do, as the planner refuses other invalid layouts ("pipeline_parallel_size 3 does not divide num_gpus
 8", :mod:`planner.pipeline`).
@@ -55,5 +57,6 @@ def nodes_problem(engine: str, num_gpus: int, num_nodes: int) -> str:
                f"{count_noun(num_gpus, 'node')}"
     if not engine.startswith("vllm"):
         return ""
-    return uneven_nodes_text(num_gpus, num_nodes, why="vLLM runs as many workers on every node: world_size must be "
-                             "divisible by nnodes, vllm/engine/arg_utils.py")
+    return uneven_nodes_text(num_gpus, num_nodes, why="the planner prices an even share on every node, as vLLM's "
+                             "--nnodes launch requires: world_size divisible by nnodes, vllm/engine/arg_utils.py; "
+                             "Ray can place workers unevenly, which is not planned")
