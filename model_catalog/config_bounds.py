@@ -286,6 +286,30 @@ def _check_number(value: int | float, key: str, where: str, label: str) -> None:
                          "fix the value")
 
 
+REAL_VALUED_KEYS: frozenset[str] = frozenset({"ffn_mult"})
+"""Keys of :data:`CONFIG_KEY_RANGES` whose value may have a fraction (Llama-Nemotron ``block_configs[].ffn.ffn_mult``
+5.25); every other one is a count or a size, which transformers' strict config classes type ``int``."""
+
+
+def _not_whole(value: bool | float, key: str, path: str, label: str) -> str | None:
+    """Why a bool or a fractional number cannot stand under ``key``, or None (a key without a range, a
+    :data:`REAL_VALUED_KEYS` value, or a whole float such as 32.0, which the range check reads as the number).
+
+    JSON ``true`` under a count is no count: Python's ``bool`` is an ``int`` (``True == 1``), so a class that
+    accepts ``int`` planned one KV head, and transformers' strict classes (huggingface_hub
+    ``StrictDataclassFieldValidationError``) refused it with a 261-character exception text. ``128.5`` is no
+    width either.
+    """
+    bound = CONFIG_KEY_RANGES.get(key)
+    if bound is None:
+        return None
+    if isinstance(value, bool):
+        return (f"{label} {quote(path)} is {str(value).lower()}; expected {bound.what}, a whole number: fix the value")
+    if key in REAL_VALUED_KEYS or not math.isfinite(value) or value.is_integer():
+        return None
+    return f"{label} {quote(path)} is {value:g}; expected {bound.what}, a whole number: fix the value"
+
+
 def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "config key",
                 module_lists: bool = False) -> None:
     """Refuse a config whose numbers, lists or nesting could make the planner loop, overflow or divide by 0.
@@ -296,8 +320,8 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
     lists at most :data:`MAX_LIST_ITEMS` long (:data:`MAX_LAYER_SEQUENCE` for per-layer lists and pattern
     strings, :data:`MAX_MODULE_LIST_ITEMS` in quantization metadata); objects at most :data:`MAX_OBJECT_KEYS`
     keys (:data:`MAX_MODULE_LIST_ITEMS` in quantization metadata); nesting at most :data:`MAX_CONFIG_DEPTH`
-    levels; a name under a key of :data:`NAME_KEYS` at most :data:`MAX_CONFIG_NAME_CHARS` characters. Costs one
-    pass over the config.
+    levels; no ``true`` / ``false`` or fraction under a count or size key (:func:`_not_whole`); a name under a
+    key of :data:`NAME_KEYS` at most :data:`MAX_CONFIG_NAME_CHARS` characters. Costs one pass over the config.
 
     Args:
         config: The config dict.
@@ -314,9 +338,13 @@ def check_sizes(config: Mapping[str, Any], where: str = "", *, label: str = "con
     values: list[tuple[str, str]] = []  # (path, problem) of each bad value, reported together at the end
     while stack:
         node, path, key, depth, in_modules = stack.pop()
-        if isinstance(node, bool) or node is None:
+        if node is None:
             continue
-        if isinstance(node, (int, float)):
+        if isinstance(node, (bool, float)) and (problem := _not_whole(node, key, path, label)):
+            values.append((path, problem))
+        elif isinstance(node, bool):
+            continue
+        elif isinstance(node, (int, float)):
             try:
                 _check_number(node, key, path, label)
             except ValueError as exc:

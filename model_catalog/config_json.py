@@ -3,9 +3,10 @@
 A user's config.json is untrusted: :func:`parse_config_json` reads at most
 :data:`MAX_CONFIG_BYTES`, refuses ``NaN`` and numbers too long to convert, and says where
 JSON is broken; :func:`read_regular_file` refuses devices, FIFOs and folders before it reads
-(with the same cap). :mod:`model_catalog.custom` then reads the dict.
+(with the same cap). A key stated twice in one object is refused (:mod:`planner.json_keys`).
+:mod:`model_catalog.custom` then reads the dict.
 
-Sources: Python :mod:`json` (``parse_constant`` / ``parse_int`` hooks); CPython
+Sources: Python :mod:`json` (``parse_constant`` / ``parse_int`` / ``object_pairs_hook`` hooks); CPython
 ``sys.int_info.default_max_str_digits``.
 """
 
@@ -15,6 +16,8 @@ import json
 import stat
 from pathlib import Path
 from typing import Any
+
+from planner.json_keys import UniqueKeys
 
 MAX_CONFIG_BYTES = 4_000_000
 """Largest config.json accepted [bytes] (4 MB = 4 x 10**6 bytes). Most are a few KB, but ModelOpt
@@ -69,8 +72,8 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
         The JSON object as a dict.
 
     Raises:
-        ValueError: too large, not UTF-8, not JSON (with line and column), or
-            not a JSON object.
+        ValueError: too large, not UTF-8, not JSON (with line and column), a key stated twice in one object
+            (:class:`planner.json_keys.UniqueKeys`: json would keep the last value in silence), or not a JSON object.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > max_bytes:
@@ -84,13 +87,15 @@ def parse_config_json(data: str | bytes, *, max_bytes: int = MAX_CONFIG_BYTES) -
     if not text.strip():
         raise ValueError("config.json is empty; paste the contents of the model's config.json")
     try:
-        parsed = json.loads(text, parse_constant=json_constant, parse_int=json_int)
+        unique = UniqueKeys()
+        parsed = json.loads(text, parse_constant=json_constant, parse_int=json_int, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         # json's messages may end in "at" ("Unterminated string starting at"): one "at" before the place
         where = f"at line {exc.lineno}, column {exc.colno}"
         raise ValueError(f"config.json is not valid JSON: {exc.msg.removesuffix(' at')} {where}") from None
     except RecursionError:
         raise ValueError("config.json nests too deeply to be a model config") from None
+    unique.check("config.json")
     if not isinstance(parsed, dict):
         raise ValueError(f"config.json must be a JSON object ({{...}}), got a JSON {type(parsed).__name__}")
     return parsed

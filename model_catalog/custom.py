@@ -371,6 +371,26 @@ def unstated_core_keys(config: Mapping[str, Any]) -> list[str]:
             and (defaults is None or hasattr(defaults, key))]
 
 
+def defaults_note(missing: list[str], spec: ModelSpec, model_type: str) -> str | None:
+    """The warning that transformers' class defaults stand in for the ``missing`` core keys
+    (:func:`unstated_core_keys`) and, when the config states no ``max_position_embeddings``
+    (:attr:`ModelSpec.max_position_embeddings_default`), for that limit, with the default used: it caps the context
+    length every plan checks (QA: Meta-Llama-3-70B's config without the key was "longer than the model supports
+    (max_position_embeddings 2,048)" with no word of where 2,048 came from). None when the config states them all."""
+    keys = list(missing)
+    limit = ""
+    if spec.max_position_embeddings_default and spec.max_position_embeddings is not None:
+        keys.append("max_position_embeddings")
+        limit = (f" (max_position_embeddings {spec.max_position_embeddings:,} tokens, which caps the context length: "
+                 "add \"max_position_embeddings\", the model's longest context such as 131072, to the config)")
+    if not keys:
+        return None
+    them = "them" if len(keys) > 1 else "it"
+    fix = "; paste the whole config.json for the real model" if missing else ""
+    return (f"config.json does not state {', '.join(keys)}: transformers' {model_type} defaults stand in for "
+            f"{them}{limit}{fix}")
+
+
 def _class_defaults(config_class):
     """An instance of ``config_class`` with its defaults, or None where the class needs arguments."""
     try:
@@ -491,11 +511,9 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     if hf_quant_config is not None and not isinstance(hf_quant_config, Mapping):
         raise ValueError("hf_quant_config.json must be a JSON object with a 'quantization' object")
     if model_type in SUPPORTED_MODEL_TYPES:
-        missing = unstated_core_keys(config)
-        if missing:
-            notes.append(f"config.json does not state {', '.join(missing)}: transformers' {model_type} defaults "
-                         "stand in for them; paste the whole config.json for the real model")
         spec = model_spec_from_config(config, name, hf_quant_config=hf_quant_config)
+        if note := defaults_note(unstated_core_keys(config), spec, model_type):
+            notes.append(note)
         return CustomModel(spec=spec, config=config, reading="family", source=source, notes=tuple(notes),
                            hf_quant_config=hf_quant_config)
     if hf_quant_config is not None:
@@ -504,6 +522,8 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
     text_config = _text_config_reading(config)
     if text_config is not None:
         spec = model_spec_from_config(text_config, name)
+        if note := defaults_note([], spec, text_config["model_type"]):
+            notes.append(note)
         notes.append(f"model_type {quote(model_type)} wraps a {quote(text_config['model_type'])} text model: only the "
                      "text model is planned (vision/audio towers are not counted)")
         return CustomModel(spec=replace(spec, model_type=f"{model_type}/{spec.model_type}"), config=config,
@@ -519,6 +539,8 @@ def _read_custom_config(raw: Mapping[str, Any], name: str = "custom-model", *,
         notes.insert(0, f"model_type {quote(model_type)} has no family adapter here: read through transformers' own "
                         f"{quote(model_type)} config class (generic reading)")
         notes.extend(generic_notes)
+        if note := defaults_note([], spec, model_type):
+            notes.append(note)
         return CustomModel(spec=spec, config=config, reading="generic", source=source, notes=tuple(notes))
     try:
         generic, generic_notes = generic_config(config)

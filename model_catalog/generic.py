@@ -59,7 +59,7 @@ from planner.model.layers import (
 )
 from planner.model.params import ParamGroup, attention, embedding, gated_mlp, linear, merge_groups, mla_attention, norm
 from planner.model.sparse import AttentionWithState, IndexedAttention, IndexedMLAAttention
-from planner.text import quote, reason
+from planner.text import quote
 
 PARAMS_EXPECTED_ERROR = ("median 0.4%, 90th percentile 37% over 227 transformers model types; non-gated MLPs "
                          "read about 25% high, Mamba hybrids up to 2-3x")
@@ -98,7 +98,7 @@ def read_any_config(raw: Mapping[str, Any]) -> tuple[Any, Any]:
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    from model_catalog.hf_config import _quiet_transformers
+    from model_catalog.hf_config import _quiet_transformers, rejection
 
     model_type = raw.get("model_type")
     if model_type not in CONFIG_MAPPING_NAMES:
@@ -108,7 +108,7 @@ def read_any_config(raw: Mapping[str, Any]) -> tuple[Any, Any]:
         with _quiet_transformers():
             config = AutoConfig.for_model(model_type, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the class's own validation, named in one line
-        raise ValueError(f"transformers' {quote(model_type)} config class rejected it: {reason(exc)}") from None
+        raise ValueError(rejection(exc, model_type, kwargs)) from None
     return config.get_text_config(), config
 
 
@@ -285,7 +285,7 @@ def generic_spec(raw: Mapping[str, Any], model_id: str) -> tuple[ModelSpec, tupl
     Raises:
         ValueError: as :func:`read_any_config` and :func:`generic_layers`.
     """
-    from model_catalog.hf_config import _raw_quantization_config, _raw_torch_dtype
+    from model_catalog.hf_config import _raw_quantization_config, _raw_torch_dtype, states_positions
     from model_catalog.quantization import checkpoint_formats
 
     cfg, _ = read_any_config(raw)
@@ -303,6 +303,8 @@ def generic_spec(raw: Mapping[str, Any], model_id: str) -> tuple[ModelSpec, tupl
         num_key_value_heads=attention_layer.num_key_value_heads if attention_layer else heads,
         head_dim=attention_layer.head_dim if attention_layer else max(hidden // heads, 1),
         vocab_size=_int(cfg, "vocab_size") or 1, max_position_embeddings=_int(cfg, "max_position_embeddings"),
+        max_position_embeddings_default=(_int(cfg, "max_position_embeddings") is not None
+                                         and not states_positions(raw, cfg)),
         torch_dtype=_raw_torch_dtype(raw), num_experts=experts, num_experts_per_tok=per_token,
         intermediate_size=_int(cfg, "intermediate_size") or 4 * hidden, display_name=model_id,
         checkpoint_quantization=quantization,

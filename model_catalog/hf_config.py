@@ -48,6 +48,7 @@ Sources: transformers 5 ``AutoConfig.for_model`` (models/auto/configuration_auto
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -139,6 +140,44 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted({*ADAPTERS, *MULTIMODAL_MO
 
 TEXT_SIZE_KEYS: tuple[str, ...] = ("hidden_size", "num_hidden_layers")
 """Keys a ``text_config`` must state; without them transformers' defaults would size another model."""
+
+
+TYPE_WORDS: dict[str, str] = {"int": "a whole number without a decimal point", "float": "a number",
+                              "bool": "true or false", "str": "a text", "dict": "an object", "list": "a list",
+                              "tuple": "a list", "NoneType": "null"}
+"""How a message names the Python types transformers' strict config classes state (huggingface_hub
+``StrictDataclassFieldValidationError``: "Field 'x' expected int, got float")."""
+
+
+def plain_reason(exc: BaseException) -> str:
+    """What a library's exception says, for a message: its last line, at most 60 characters
+    (:func:`planner.text.reason`), without the Python exception class's name."""
+    text, prefix = reason(exc), f"{type(exc).__name__}: "
+    return text.removeprefix(prefix) if text.startswith(prefix) else "a value it does not accept"
+
+
+def _json_text(value: Any) -> str:
+    """A config value as JSON writes it (``true``, ``null``), else as :func:`planner.text.echo` does."""
+    if isinstance(value, bool) or value is None:
+        return "null" if value is None else str(value).lower()
+    return echo(value)
+
+
+def rejection(exc: BaseException, read_as: str, kwargs: Mapping[str, Any]) -> str:
+    """A config class's refusal in plain words: the key, its value and the type the class expects for a strict
+    dataclass field (transformers 5 configs are huggingface_hub strict dataclasses), else the class's own reason
+    (:func:`plain_reason`). Never a Python exception class's name."""
+    text = str(exc)
+    field = re.search(r"[Ff]ield '([^']{1,128})'", text)
+    if isinstance(exc, StrictDataclassError) and field:
+        key = field.group(1)
+        expected = [TYPE_WORDS.get(name, name) for name in dict.fromkeys(re.findall(r"expected (\w+)", text))]
+        text_config = kwargs.get("text_config")
+        source = kwargs if key in kwargs or not isinstance(text_config, Mapping) else text_config
+        value = f" is {_json_text(source[key])}" if key in source else ""
+        return (f"config key {quote(key)}{value}, which transformers' {read_as!r} config class does not take: it "
+                f"expects {' or '.join(expected) or 'another type'}; fix the value")
+    return f"transformers' {read_as!r} config class rejected it: {plain_reason(exc)}"
 
 
 @contextmanager
@@ -258,10 +297,10 @@ def read_config(raw_config: Mapping[str, Any]) -> ConfigReading:
         with _quiet_transformers():
             config = AutoConfig.for_model(read_as, **kwargs)
     except (ValueError, TypeError, KeyError, StrictDataclassError) as exc:
-        raise ValueError(f"transformers' {read_as!r} config class rejected it: {reason(exc)}") from exc
+        raise ValueError(rejection(exc, read_as, kwargs)) from exc
     except ArithmeticError as exc:  # e.g. num_attention_heads 0 -> ZeroDivisionError inside the class
         raise ValueError(
-            f"transformers' {read_as!r} config class could not derive its sizes ({reason(exc)}); check that "
+            f"transformers' {read_as!r} config class could not derive its sizes ({plain_reason(exc)}); check that "
             "hidden_size, num_attention_heads and num_key_value_heads are positive integers") from exc
     return ConfigReading(text=config.get_text_config(), full=config, model_type=raw_type, by_source=by_source)
 
@@ -368,6 +407,22 @@ def layer_specs(cfg: Any, parts: FamilyParts) -> tuple[LayerSpec, ...]:
     return tuple(specs)
 
 
+POSITION_KEYS: tuple[str, ...] = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length",
+                                  "n_ctx", "max_seq_len")
+"""Names configs give the longest context (GPT-2 / GPT-J ``n_positions`` and ``n_ctx``, ChatGLM ``seq_length``,
+MPT ``max_seq_len``)."""
+
+
+def states_positions(raw_config: Mapping[str, Any], cfg: Any) -> bool:
+    """True when the raw config (or its ``text_config``) states the longest context under any name: a key of
+    :data:`POSITION_KEYS` or the name the config class maps ``max_position_embeddings`` to
+    (``PreTrainedConfig.attribute_map``). False means the class's default stands in (``LlamaConfig``: 2,048)."""
+    mapped = (getattr(type(cfg), "attribute_map", None) or {}).get("max_position_embeddings")
+    names = (*POSITION_KEYS, mapped) if isinstance(mapped, str) else POSITION_KEYS
+    text = raw_config.get("text_config")
+    return any(name in raw_config or (isinstance(text, Mapping) and name in text) for name in names)
+
+
 def _activation_width(cfg: Any, parts: FamilyParts) -> int:
     """Widest MLP activation one token produces [elements] (for the overhead estimate).
 
@@ -425,6 +480,7 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
         params += tower_groups(raw_config, reading.full)  # towers vLLM loads by default (families_multimodal)
         layers = layer_specs(cfg, parts)
         max_positions = getattr(cfg, "max_position_embeddings", None)
+        max_positions = max_positions if isinstance(max_positions, int) else None
         return ModelSpec(
             model_id=model_id,
             model_type=reading.model_type if reading.by_source else cfg.model_type,
@@ -435,7 +491,8 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
             num_key_value_heads=parts.num_key_value_heads,
             head_dim=parts.head_dim,
             vocab_size=config_int(cfg, "vocab_size"),
-            max_position_embeddings=max_positions if isinstance(max_positions, int) else None,
+            max_position_embeddings=max_positions,
+            max_position_embeddings_default=max_positions is not None and not states_positions(raw_config, cfg),
             torch_dtype=_raw_torch_dtype(raw_config),
             num_experts=parts.num_experts,
             num_experts_per_tok=parts.num_experts_per_tok,
@@ -447,7 +504,7 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
         raise ValueError(f"{model_id}: {exc}") from exc
     except (TypeError, AttributeError, KeyError) as exc:
         raise ValueError(f"{model_id}: config.json is missing or mistypes a key the planner needs "
-                         f"({reason(exc)})") from exc
+                         f"({plain_reason(exc)})") from exc
     except ArithmeticError as exc:  # a zero divisor or an overflowing size the bounds did not catch
         raise ValueError(f"{model_id}: config.json gives a size the planner cannot compute with "
                          f"({type(exc).__name__}); check for a zero, negative or huge size or count") from exc

@@ -52,6 +52,7 @@ from model_catalog.custom import (
     json_constant,
     read_custom_config,
 )
+from planner.json_keys import UniqueKeys
 from planner.serving.speculative import MTP_CONFIG_KEYS
 from planner.text import quote
 
@@ -175,10 +176,15 @@ def unpack(code: str, param: str) -> dict[str, Any]:
         raise fail(f"expands beyond {MAX_JSON_BYTES:,} bytes")
     if not inflater.eof or inflater.unused_data:
         raise fail("cut short or altered: the compressed data is incomplete")
+    unique = UniqueKeys()  # a hand-made payload stating a key twice: refused, not its last value taken in silence
     try:
-        payload = json.loads(raw.decode("utf-8"), parse_constant=json_constant)
+        payload = json.loads(raw.decode("utf-8"), parse_constant=json_constant, object_pairs_hook=unique)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise fail("the content is not valid JSON") from None
+    try:
+        unique.check("the content")
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     if not isinstance(payload, dict):
         raise fail("the content is not a JSON object")
     return payload

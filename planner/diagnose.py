@@ -73,7 +73,7 @@ def diagnose(model: ModelSpec, request: PlanRequest, *, usable: int, weights_gpu
                                              overhead=overhead, gpu_memory_bytes=gpu_memory_bytes, budget=budget)
     limit = model.max_position_embeddings
     if limit and request.context_len > limit:
-        tail, fix = _context_limit_messages(limit)
+        tail, fix = _context_limit_messages(limit, model.max_position_embeddings_default)
         reasons.append(f"context_len {request.context_len:,}{tail}")
         suggestions.append(fix)
     if context_free.weights is not None:
@@ -135,19 +135,27 @@ def context_free_messages(model: ModelSpec, request: PlanRequest, *, usable: int
 _FP8_KV_FIX = Fix("use kv_cache_dtype fp8 (halves the KV cache)", "kv_cache_dtype", "fp8")
 """The fp8 KV-cache suggestion (one object: it depends on nothing)."""
 
-_CONTEXT_LIMIT_MESSAGES: dict[int, tuple[str, Fix]] = {}
+_CONTEXT_LIMIT_MESSAGES: dict[tuple[int, bool], tuple[str, Fix]] = {}
 
 
-def _context_limit_messages(limit: int) -> tuple[str, Fix]:
+def _context_limit_messages(limit: int, defaulted: bool = False) -> tuple[str, Fix]:
     """The end of the "context_len N is longer than the model supports" reason and the "lower context_len to at
-    most ``limit``" suggestion, made once per model limit [tokens] (neither depends on the context)."""
-    found = _CONTEXT_LIMIT_MESSAGES.get(limit)
+    most ``limit``" suggestion, made once per model limit [tokens] (neither depends on the context).
+
+    ``defaulted``: the config states no ``max_position_embeddings``, so ``limit`` is the default of transformers'
+    config class (:attr:`planner.model.ModelSpec.max_position_embeddings_default`; ``LlamaConfig``: 2,048), which
+    vLLM's ``max_model_len`` check reads too: the reason says so and how to state the model's own limit.
+    """
+    found = _CONTEXT_LIMIT_MESSAGES.get((limit, defaulted))
     if found is None:
         if len(_CONTEXT_LIMIT_MESSAGES) >= 1024:
             _CONTEXT_LIMIT_MESSAGES.clear()
-        found = _CONTEXT_LIMIT_MESSAGES[limit] = (
-            f" is longer than the model supports (max_position_embeddings {limit:,})",
-            Fix(f"lower context_len to at most {limit:,}", "context_len", limit))
+        tail = (f" is longer than {limit:,} tokens, transformers' default max_position_embeddings for this model "
+                "type, which stands in because the config has no max_position_embeddings: add "
+                "\"max_position_embeddings\" (the model's longest context, e.g. 131072) to the config"
+                if defaulted else f" is longer than the model supports (max_position_embeddings {limit:,})")
+        found = _CONTEXT_LIMIT_MESSAGES[limit, defaulted] = (
+            tail, Fix(f"lower context_len to at most {limit:,}", "context_len", limit))
     return found
 
 

@@ -295,3 +295,38 @@ def test_a_long_gguf_upload_name_is_cut_in_the_message():
     assert len(at.error) == 1
     message = at.error[0].value
     assert "q" * 61 not in message and "qqq" in message and "(305 characters)" in message, message
+
+
+BOLD = "**bold** _x_"
+"""A custom GPU / model name with Markdown emphasis (QA: "Custom GPU set" and the Concurrency headline drew it bold)."""
+
+
+def test_a_custom_gpu_name_with_markdown_is_inert_in_the_set_message():
+    from ui.format import md_text
+
+    at = run()
+    at.text_input(key="custom_gpu_name").set_value(BOLD)
+    at.number_input(key="custom_gpu_memory").set_value(48.0)
+    at.button(key="custom_use_gpu").click().run()
+    assert not at.exception and not at.error
+    (said,) = [s.value for s in at.success if "Custom GPU set" in s.value]
+    assert said.startswith(f"Custom GPU set: {md_text(BOLD)},"), said
+
+
+def test_a_custom_model_name_with_markdown_is_inert_in_the_read_message():
+    from ui.format import md_text
+
+    at = run()
+    at.text_input(key="custom_model_name").set_value(BOLD)
+    at.text_area(key="custom_config_text").set_value(json.dumps(LLAMA3_CONFIG))
+    at.button(key="custom_use_pasted").click().run()
+    assert not at.exception and not at.error
+    (said,) = [s.value for s in at.success if "read" in s.value]
+    assert f": {md_text(BOLD)} (" in said, said
+
+
+def test_a_custom_gpu_name_with_markdown_is_the_concurrency_tile_label_as_typed():
+    gpu = encode_gpu(custom_gpu(BOLD, 80, "GiB", 3350))
+    at = run_page("pages/3_Concurrency.py", {"custom_gpu": gpu, "gpus": "custom", "model": LLAMA3})
+    assert not at.exception, at.exception
+    assert BOLD in [t.label for t in metric_tiles(at)], [t.label for t in metric_tiles(at)]

@@ -197,16 +197,21 @@ def gpu_options(catalog_ids: tuple[str, ...]) -> tuple[str, ...]:
 # --------------------------------------------------------------------------
 # Callbacks: run before the next script run, so they may set widget state
 # --------------------------------------------------------------------------
-def _say(kind: str, text: str) -> None:
-    """Leave a message for the panel's next run and open the panel to show it (a callback may set its state)."""
-    st.session_state[_MESSAGE_KEY] = (kind, text)
+def _say(kind: str, text: str, *, markdown: bool = False) -> None:
+    """Leave a message for the panel's next run and open the panel to show it (a callback may set its state).
+
+    ``text`` is made inert (:func:`ui.format.md_message`) unless ``markdown``: a message that already escapes each
+    name the user gave with :func:`ui.format.md_text`, which md_message alone leaves to render (QA: a custom GPU
+    named ``**bold**`` showed in bold in "Custom GPU set")."""
+    st.session_state[_MESSAGE_KEY] = (kind, text if markdown else md_message(text))
     st.session_state[PANEL_KEY] = True
     if kind != "error":
         st.session_state.pop(_FAILED_KEY, None)
 
 
 def _adopt(model: CustomModel, how: str) -> None:
-    """Store ``model`` as the custom model, select it, and match the weight dtype to the checkpoint."""
+    """Store ``model`` as the custom model, select it, and match the weight dtype to the checkpoint; ``how``: the
+    first words of the message, Markdown with every user-given name through :func:`ui.format.md_text`."""
     st.session_state[MODEL_PARAM] = share_codec.encode_model(model)
     if "model" in st.session_state or st.query_params.get("model") is not None:
         st.session_state["model"] = CUSTOM_ID
@@ -214,8 +219,8 @@ def _adopt(model: CustomModel, how: str) -> None:
     if model.weight_dtype_hint:
         st.session_state["weight_dtype"] = model.weight_dtype_hint
         extra = f" Weight dtype set to {model.weight_dtype_hint} ({custom.hint_text(model)})."
-    _say("success", f"{how}: {model.name} ({format_int(model.spec.num_parameters)} parameters, "
-                    f"{model.spec.attention_kind}).{extra}")
+    _say("success", f"{how}: {md_text(model.name)} " + md_message(
+        f"({format_int(model.spec.num_parameters)} parameters, {model.spec.attention_kind}).{extra}"), markdown=True)
 
 
 def _guard(action: Callable[[], None], what: str, thing: str = "model") -> None:
@@ -280,7 +285,7 @@ def _use_uploaded() -> None:
         quant = _quant_config(second.getvalue() if second is not None else None)
         model = custom.read_custom_config(custom.parse_config_json(uploaded.getvalue()), name,
                                           source=f"file:{uploaded.name}", hf_quant_config=quant)
-        _adopt(model, f"{uploaded.name}" + (f" and {second.name}" if quant else "") + " read")
+        _adopt(model, md_text(uploaded.name) + (f" and {md_text(second.name)}" if quant else "") + " read")
     _guard(run, "The uploaded config.json")
 
 
@@ -296,7 +301,7 @@ def _use_hub() -> None:
             secrets = None
         fetched = hub.fetch_model(repo, revision=revision, token=hub.resolve_token(secrets))
         st.session_state["_custom_hub_result"] = fetched
-        _adopt(fetched.model, f"Fetched {fetched.repo_id}@{(fetched.sha or fetched.revision)[:12]}")
+        _adopt(fetched.model, f"Fetched {md_text(fetched.repo_id)}@{md_text((fetched.sha or fetched.revision)[:12])}")
     _guard(run, "The Hugging Face repo")
 
 
@@ -323,7 +328,7 @@ def _use_gguf() -> None:
         finally:
             os.unlink(path)
         st.session_state["_custom_gguf_result"] = read
-        _adopt(read.model, f"{uploaded.name} header read ({format_bytes(read.weight_bytes)} of tensors)")
+        _adopt(read.model, f"{md_text(uploaded.name)} header read ({format_bytes(read.weight_bytes)} of tensors)")
     _guard(run, "The GGUF file")
 
 
@@ -344,8 +349,9 @@ def _use_gpu() -> None:
         state[GPU_PARAM] = share_codec.encode_gpu(made)
         if "gpu" in state or st.query_params.get("gpu") is not None:
             state["gpu"] = CUSTOM_ID
-        _say("success", f"Custom GPU set: {made.name}, {format_bytes(made.framework_memory_bytes)} "
-                        f"framework-visible memory.")
+        _say("success", f"Custom GPU set: {md_text(made.name)}, "
+                        + md_message(f"{format_bytes(made.framework_memory_bytes)} framework-visible memory."),
+             markdown=True)
     _guard(run, "The custom GPU", "GPU")
 
 
@@ -499,9 +505,9 @@ def failed_use_line(model_shown: str | None, gpu_shown: str | None) -> str | Non
         return None
     what, reason, thing = failed
     shown = gpu_shown if thing == "GPU" else model_shown
-    instead = shown if shown else f"the {thing}s it showed before"
-    return md_message(f"{what} could not be used ({shorten(reason, 120)}); the page still shows {instead}: "
-                      "fix it under Custom model & GPU in the sidebar.")
+    instead = md_text(shown) if shown else f"the {thing}s it showed before"  # a name the user may have given
+    return (md_message(f"{what} could not be used ({shorten(reason, 120)}); the page still shows ") + instead
+            + ": fix it under Custom model & GPU in the sidebar.")
 
 
 def render_custom_model_panel(container=None, *, show_problems: bool = True) -> CustomChoice:
@@ -534,7 +540,7 @@ def render_custom_model_panel(container=None, *, show_problems: bool = True) -> 
         message = st.session_state.pop(_MESSAGE_KEY, None)
         if message is not None:
             kind, text = message
-            {"success": st.success, "error": st.error}.get(kind, st.info)(md_message(text))
+            {"success": st.success, "error": st.error}.get(kind, st.info)(text)  # inert already (_say)
         for problem in choice.problems if show_problems else ():
             st.error(md_message(problem), icon=":material/link_off:")
         st.markdown("**Model** (config.json, Hugging Face repo or GGUF)")

@@ -390,14 +390,16 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
                      f"{format_bytes(p.kv_cache_budget_bytes)} KV budget per GPU after "
                      f"{format_bytes(p.weights_bytes_per_gpu)} of weights and {format_bytes(p.overhead_bytes)} of "
                      "overhead" + (f"; {all_of}" if (all_of := replicas_users_text(p.max_concurrent_sequences,
-                                                                                     replicas)) else ""))
+                                                                                     replicas)) else ""),
+                     literal=True)  # the label is a GPU name, maybe the user's: shown as typed
                 for g, p in plans], HEADLINE_PER_ROW)
-    names = {g.id: g.name for g in gpus}
+    names = {g.id: md_text(g.name) for g in gpus}  # inert Markdown: a custom GPU named **x** is not bold
     for inv in profile_inversions([(g.id, g.framework_memory_bytes, p) for g, p in plans], request):
-        st.caption(md_message(
-            f"{names[inv.more_gpu_id]} ({format_bytes(inv.more_memory_bytes)}) holds more users than "
-            f"{names[inv.fewer_gpu_id]} ({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
+        more, fewer = names[inv.more_gpu_id], names[inv.fewer_gpu_id]
+        st.caption(
+            f"{more} ({format_bytes(inv.more_memory_bytes)}) holds more users than {fewer} "
+            f"({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
             f"{format_int(inv.fewer_users)}, because vLLM's profile pass is sized by GPU class "
-            f"({format_int(inv.more_profile_tokens)} tokens on {names[inv.more_gpu_id]}, "
-            f"{format_int(inv.fewer_profile_tokens)} on {names[inv.fewer_gpu_id]}; the rule: {profile_pass_tiers()}): "
-            f"overhead {format_bytes(inv.more_overhead_bytes)} against {format_bytes(inv.fewer_overhead_bytes)}."))
+            f"({format_int(inv.more_profile_tokens)} tokens on {more}, {format_int(inv.fewer_profile_tokens)} on "
+            f"{fewer}; the rule: {md_message(profile_pass_tiers())}): overhead {format_bytes(inv.more_overhead_bytes)} "
+            f"against {format_bytes(inv.fewer_overhead_bytes)}.")

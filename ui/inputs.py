@@ -32,9 +32,10 @@ from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, P
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, KV_CACHE_DTYPES, WEIGHT_DTYPES
 from planner.text import quote
 from ui import catalog, picker_search
-from ui.format import gib_to_bytes, md_message, shorten
+from ui.format import gib_to_bytes, md_message, md_text, shorten
 from ui.number_fields import (  # noqa: F401 - re-exported
-    NUMBER_FIELDS, NumberField, link_default, link_default_problem, link_number_problems, number_problem)
+    NUMBER_FIELDS, NumberField, link_default, link_default_problem, link_number_problems, number_problem,
+    typed_rule_problems)
 
 DTYPE_OPTIONS: dict[str, tuple[str, ...]] = {
     "weight_dtype": tuple(WEIGHT_DTYPES),
@@ -570,6 +571,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
         with bar.expander("Advanced"):
             for key in advanced:
                 values[key] = _number_widget(st, key)
+    problems += typed_rule_problems(values)  # a typed block size vLLM refuses: named, its default planned
     choice = custom_panel.render_custom_model_panel(bar, show_problems=False)
     problems += choice.problems
     if custom_panel.last_use_failed():  # the panel says why in the sidebar; the page kept what it showed
@@ -578,7 +580,7 @@ def sidebar_inputs(*, model: str | None = "one", gpu: str | None = "one",
         st.error(custom_panel.failed_use_line(*shown), icon=":material/error:")
     if choice.model is not None and catalog.CUSTOM_ID in chosen_models:
         for note in custom_panel.warning_notes(choice.model):  # the folded panel would hide them
-            st.warning(md_message(f"Custom model {choice.model.name}: {note}"), icon=":material/warning:")
+            st.warning(f"Custom model {md_text(choice.model.name)}: {md_message(note)}", icon=":material/warning:")
     bar.caption("Every input is in the address bar: copy the URL to share this exact view.")
     from ui import nav  # noqa: PLC0415 - ui.nav -> ui.link_guard -> ui.inputs
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, MAX_CONTEXT_SEARCH_LIMIT
+from planner.engines.block_sizes import VLLM_BLOCK_MULTIPLE, vllm_block_size_problem
+from planner.engines.profiles import DEFAULT_ENGINE, ENGINE_PROFILES, resolve_engine_name
 from ui.format import format_decimal, format_int, shorten
 
 
@@ -144,6 +146,44 @@ def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] 
         if problem:
             out.append((key, f"Link parameter `{key}={shorten(values[-1])}` {problem}",
                         _number_fix(fields[key], (shown or {}).get(key))))
+        elif values and (refused := engine_rule_problem(key, values[-1])):
+            out.append((key, f"Link parameter `{key}={shorten(values[-1])}`: {refused}",
+                        _number_fix(fields[key], (shown or {}).get(key)).split("; enter")[0]
+                        + f"; enter a multiple of {VLLM_BLOCK_MULTIPLE} in \"{fields[key].label}\" in the sidebar."))
+    return out
+
+
+def _engine_family() -> str:
+    """The family of the engine this run plans: the link's ``engine`` (or the widget's), else the default vLLM."""
+    raw = st.query_params.get("engine") or st.session_state.get("engine") or DEFAULT_ENGINE
+    try:
+        return ENGINE_PROFILES[resolve_engine_name(str(raw))].family
+    except ValueError:  # an unknown engine: the link check names it; the pages then plan the default vLLM
+        return ENGINE_PROFILES[DEFAULT_ENGINE].family
+
+
+def engine_rule_problem(key: str, raw: object) -> str | None:
+    """Why the engine this run plans refuses a valid number ``raw`` of ``key``, or None: a ``block_size`` vLLM has
+    no attention kernel for (:func:`planner.engines.block_sizes.vllm_block_size_problem`; QA: ``block_size=7``
+    planned "vllm starts"). Other engines' block sizes (SGLang's page size 1) are theirs."""
+    if key != "block_size" or raw is None or _engine_family() != "vllm":
+        return None
+    try:
+        return vllm_block_size_problem(int(str(raw).strip()), "block_size")
+    except ValueError:  # not a whole number: number_problem says so
+        return None
+
+
+def typed_rule_problems(values: dict) -> list[str]:
+    """The typed values of ``values`` (key -> a sidebar number) the engine refuses (:func:`engine_rule_problem`),
+    each reset to its field's default in ``values``, with one message each saying so and what to enter."""
+    out = []
+    for key, value in values.items():
+        if key in NUMBER_FIELDS and (refused := engine_rule_problem(key, value)):
+            field = NUMBER_FIELDS[key]
+            values[key] = field.default
+            out.append(f"{refused}. Planning the default {_show(field, field.default)} instead; enter a multiple of "
+                       f"{VLLM_BLOCK_MULTIPLE} in \"{field.label}\" in the sidebar.")
     return out
 
 

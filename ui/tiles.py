@@ -41,12 +41,16 @@ class Tile:
         value: The figure as shown (already formatted by :mod:`ui.format`).
         help: Tooltip text (the sources and the exact bytes); ``""`` for none.
         note: A grey line under the value (a cap, an expected error); None for none.
+        literal: The label is text a user may have typed (a GPU name): shown as it is, where our own labels have
+            their Markdown emphasis and code marks dropped (:func:`_plain`); a custom GPU named ``**bold**`` lost
+            its asterisks in the Concurrency headline (QA).
     """
 
     label: str
     value: str
     help: str = ""
     note: str | None = None
+    literal: bool = False
 
 
 def _plain(text: str) -> str:
@@ -58,7 +62,8 @@ def _tile_html(tile: Tile, border: bool, reserve_note: bool = False) -> str:
     """One tile's markup; every field escaped. The label takes the tile's spare height, so in a row whose labels
     wrap to different line counts the values still line up; ``reserve_note``: an empty line where a tile of a
     grid with notes has none, for the same reason."""
-    label, value = html.escape(_plain(tile.label)), html.escape(_plain(tile.value))
+    raw = tile.label if tile.literal else _plain(tile.label)
+    label, value = html.escape(raw), html.escape(_plain(tile.value))
     attrs = f'data-tile="" data-label="{label}" data-value="{value}"'
     box = "padding:calc(1rem - 1px);border-radius:0.5rem;min-width:0;display:flex;flex-direction:column;"
     box += f"border:1px solid {_BORDER};" if border else "padding-left:0;"
@@ -77,7 +82,6 @@ def _tile_html(tile: Tile, border: bool, reserve_note: bool = False) -> str:
         note = (f'<div data-part="note" style="font-size:0.875rem;color:{_MUTED};overflow-wrap:anywhere;'
                 f'margin-top:0.15rem">{html.escape(_plain(tile.note))}</div>')
     if help_mark:  # the "?" kept on the line of the label's last letter (QA: alone on a line at 1,280 px)
-        raw = _plain(tile.label)
         help_mark = f'<span style="white-space:nowrap">{html.escape(raw[-1:])}{help_mark}</span>'
         label = html.escape(raw[:-1])
     return (f'<div {attrs} style="{box}">'

@@ -88,8 +88,15 @@ def require(items: Sequence[str], noun: str) -> None:
 
 
 def context_problem(model: ModelSpec, context_len: int) -> str | None:
-    """Text when ``context_len`` exceeds the model's ``max_position_embeddings``, else None."""
+    """Text when ``context_len`` exceeds the model's ``max_position_embeddings``, else None; where the config
+    states none, the text says the limit is transformers' default and how to fix the config."""
     limit = model.max_position_embeddings
+    if limit and context_len > limit and model.max_position_embeddings_default:
+        return (f"Context length {format_tokens(context_len)} is longer than {format_tokens(limit)}, transformers' "
+                f"default max_position_embeddings for {model.model_type}, which stands in because {model.model_id}'s "
+                "config has no max_position_embeddings: add `max_position_embeddings` (the model's longest context, "
+                f"e.g. 131072) to the config and use it again, or lower `context_len` to at most {format_int(limit)} "
+                "in the sidebar; the numbers below are for the requested length.")
     if limit and context_len > limit:
         return (f"Context length {format_tokens(context_len)} is longer than {model.model_id} supports "
                 f"(max_position_embeddings {format_tokens(limit)}). Lower `context_len` to at most "

@@ -43,7 +43,8 @@ def json_flag(text: str, flag: str, example: str):
         The parsed JSON value (any type: the caller checks the shape).
 
     Raises:
-        ValueError: too long, nested too deeply, or not JSON; the message names the limit or the
+        ValueError: too long, nested too deeply, not JSON, or stating a key twice in one object
+            (:class:`planner.json_keys.UniqueKeys`); the message names the limit, the repeated key or the
             JSON error, quotes at most 60 characters of ``text`` and gives ``example``.
     """
     from planner.text import quote
@@ -61,10 +62,18 @@ def json_flag(text: str, flag: str, example: str):
     if deepest > MAX_JSON_FLAG_DEPTH:
         raise ValueError(f"{flag} nests {deepest:,} levels deep; at most {MAX_JSON_FLAG_DEPTH} are accepted; "
                          f"e.g. {example}")
+    from planner.json_keys import UniqueKeys
+
+    unique = UniqueKeys()
     try:
-        return json.loads(text)
+        parsed = json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:  # within 4,096 characters no integer reaches Python's 4,300-digit limit
         raise ValueError(f"{flag} is not JSON ({exc.msg}): {quote(text)}; e.g. {example}") from None
+    try:
+        unique.check(flag)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; e.g. {example}") from None
+    return parsed
 
 
 def _number(text: str, kind: type, expected: str):

@@ -45,6 +45,7 @@ from planner.cli.args import (
     with_catalog_id,
 )
 from planner.engines import EnginePlan
+from planner.engines.block_sizes import vllm_block_size_problem
 from planner.engines.budget_gap import budget_gap_text
 from planner.engines.launch import node_commands
 from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
@@ -187,6 +188,9 @@ def _run_plans(args: argparse.Namespace):
     The GPU is the catalog's ``--gpu`` or the app's custom GPU for ``--gpu-memory-gib`` (id ``custom``,
     as the app's pages plan it).
     """
+    if args.block_size is not None and getattr(args, "engine", None) is None:  # an --engine checks its own rule
+        if problem := vllm_block_size_problem(args.block_size):  # the budget prices the newest vLLM's blocks
+            raise ValueError(f"{problem}; the budget prices the newest vLLM (pick another --engine for its rule)")
     full_model = _model_from_args(args)
     model = cli_serving.served_model(args, full_model)  # text only: no towers (planner/cli/serving.py)
     gpu = resolve_gpu(args)

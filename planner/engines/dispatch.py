@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 
 from planner.diagnose import tensor_parallel_splits
+from planner.engines.block_sizes import vllm_block_size_problem
 from planner.engines.hf_transformers import plan_transformers
 from planner.engines.llamacpp import plan_llamacpp
 from planner.engines.profiles import (
@@ -166,6 +167,9 @@ def _check_request(model: ModelSpec, gpu_memory_bytes: int, request: EngineReque
                                      or request.max_cudagraph_capture_size is not None):
         raise ValueError(f"--cudagraph-mode, -O and --max-cudagraph-capture-size are vLLM flags; {engine} does not "
                          "take them (drop them, or pick a vLLM engine)")
+    if profile.family == "vllm" and request.block_size is not None and (
+            problem := vllm_block_size_problem(request.block_size)):
+        raise ValueError(problem)  # vLLM finds no attention backend for it (planner.engines.block_sizes)
     if request.kv_cache_dtype not in profile.kv_cache_dtypes or request.kv_cache_dtype_v is not None:
         _check_engine_dtype(profile, request)  # raises for a combination the engine does not offer
     splits = (profile.family not in HEAD_SPLITTING_FAMILIES

@@ -39,6 +39,10 @@ class ModelSpec:
         vocab_size: Config ``vocab_size``.
         max_position_embeddings: Longest context the model supports [tokens], or
             None when the config does not say.
+        max_position_embeddings_default: True when the config states no ``max_position_embeddings`` (under
+            any name) and ``max_position_embeddings`` is the default of transformers' config class for the
+            model type (``LlamaConfig``: 2,048), which vLLM reads as well; messages about the context limit
+            then say so and how to fix it (add the key to the config).
         torch_dtype: Config ``torch_dtype`` (``bfloat16``, ``float16``, ``float32``) or None.
         num_experts: Routed experts per MoE layer (0 for dense models).
         num_experts_per_tok: Experts each token is routed to (0 for dense).
@@ -65,6 +69,7 @@ class ModelSpec:
     head_dim: int
     vocab_size: int
     max_position_embeddings: int | None = None
+    max_position_embeddings_default: bool = False
     torch_dtype: str | None = None
     num_experts: int = 0
     num_experts_per_tok: int = 0
