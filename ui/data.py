@@ -20,6 +20,7 @@ from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
 from planner.context_budget import shard_contexts
 from planner.pipeline import plan_pipeline
@@ -268,16 +269,20 @@ def variant_tag(variant: AttentionVariant) -> str:
     return f"{variant.name} (as built)" if variant.as_built else variant.name
 
 
-def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str) -> str:
+def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str, gpu_ids: tuple[str, ...] = ()) -> str:
     """The KV cache a page's users are priced in, as ``Plan.kv_cache_dtype`` names it (the request's cache, or
-    DeepSeek-V4's fp8_ds_mla pool pages: :func:`planner.engines.vllm_hybrid_profile.budget_kv_name`).
+    DeepSeek-V4's fp8_ds_mla pool pages: :func:`planner.engines.vllm_hybrid_profile.budget_kv_name`); on ``gpu_ids``
+    of both vendors a sparse-MLA model's two caches, NVIDIA's first ("fp8_ds_mla / bf16": an AMD GPU stores no
+    fp8_ds_mla, :mod:`planner.engines.vllm_kv_formats` design note 5).
 
     Raises:
         ValueError: a dtype the model cannot take (from :func:`planner.model.kv.cache_dtypes`).
     """
     from planner.engines.vllm_hybrid_profile import budget_kv_name  # noqa: PLC0415 - engines load on use
 
-    return budget_kv_name(model, cache_dtypes(model, weight_dtype, kv_cache_dtype).kv_name)
+    names = [budget_kv_name(model, cache_dtypes(model, weight_dtype, kv_cache_dtype, gpu_name=g).kv_name)
+             for g in sorted(gpu_ids or ("",), key=is_rocm_gpu)]
+    return " / ".join(dict.fromkeys(names))
 
 
 def sparse_mla_clause(kv_cache_dtype: str) -> str:
