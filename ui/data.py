@@ -168,15 +168,21 @@ def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec],
 
 
 def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
-    """One row per attention variant: KV per token, per sequence (their cache named where that is needed:
-    :func:`ui.kv_tiles.exact_cache_suffix`), users, max context."""
+    """One row per attention variant: KV per token of the whole model, KV per sequence on one GPU (what the users,
+    counted against one GPU's KV budget, hold: in whole blocks as Home's tile, or exact where a cache is named), their
+    cache named where that is needed (:func:`ui.kv_tiles.exact_cache_suffix`), users, max context. QA (stop 46): the
+    column said 2.05 GiB (the whole model) beside Home's 0.97 GiB per GPU, and MHA's 30.18 GiB beside a 28.85 GiB
+    per-GPU budget."""
+    named = any(q.kv_cache_exact_named for _, q in plans)  # DeepSeek-V4: exact figures, blocks in another cache
     return [
         {
             "Variant": v.name,
             "As built": v.as_built,
             "KV heads": "latent" if v.num_key_value_heads is None else format_int(v.num_key_value_heads),
-            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto") + kv_tiles.exact_cache_suffix(plans, p),
-            "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence) + kv_tiles.exact_cache_suffix(plans, p),
+            KV_TOKEN_COLUMN: format_bytes(p.kv_cache_bytes_per_token, "auto") + kv_tiles.exact_cache_suffix(plans, p),
+            KV_SEQUENCE_COLUMN: format_bytes(p.kv_cache_bytes_per_sequence_per_gpu if named else
+                                             p.kv_cache_bytes_per_sequence_paged_per_gpu)
+            + kv_tiles.exact_cache_suffix(plans, p),
             "Max concurrent sequences": format_int(p.max_concurrent_sequences),
             "Max context": format_tokens(p.max_context_len),
             "Design": v.description,
@@ -187,7 +193,11 @@ def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
     ]
 
 
-VARIANT_COLUMNS = ("Variant", "As built", "KV heads", "KV per token", "KV per sequence", "Max concurrent sequences",
+KV_TOKEN_COLUMN, KV_SEQUENCE_COLUMN = "KV per token, whole model", "KV per sequence per GPU"
+"""The GQA table's KV columns: one token over every layer of the whole model (Home's "KV per token"), one sequence
+on one GPU (Home's "KV per sequence per GPU"), what each GPU's KV budget holds the users in."""
+
+VARIANT_COLUMNS = ("Variant", "As built", "KV heads", KV_TOKEN_COLUMN, KV_SEQUENCE_COLUMN, "Max concurrent sequences",
                    "Max context", "Design")
 """The GQA page's table columns, in order (:func:`variant_rows` also keeps the raw figures for the charts)."""
 
