@@ -42,8 +42,9 @@ if savings:
         st.caption(md_message(stored))
 views.variant_metrics(plans)
 left, right = st.columns(2)
-charts.show(left, charts.variant_bars(rows, "kv_bytes_per_token", "KV per token", "KV cache per token",
-                                      "KV per token", byte_axis=True), key="kv_chart")
+charts.show(left, charts.variant_bars(rows, "kv_bytes_per_token", data.KV_TOKEN_COLUMN,
+                                      "KV cache per token, whole model", "KV per token", byte_axis=True),
+            key="kv_chart")
 if nothing_fits:
     right.info("No users chart: not one sequence fits in any variant (see the warning above). The bytes per "
                "token on the left do not depend on the GPU.", icon=":material/info:")

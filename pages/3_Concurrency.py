@@ -33,7 +33,7 @@ if too_long:
 
 st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
-    f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)} KV cache"))
+    f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype, form.gpu_ids)} KV cache"))
 feature_line.show_users_line(features, form.model_id,
                              left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp, models=(model,)))
 feature_line.show_dcp_line(dcp[0])

@@ -351,7 +351,7 @@ def plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu
 def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: str) -> _PlanBase:
     """:func:`plan_base` without the memo (module docstring, first three steps of the chain)."""
     tp = request.num_gpus
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, gpu_name=gpu_id)  # AMD: no fp8_ds_mla
     by_format = model_weight_bytes_by_format(model, request.weight_dtype, tp)
     weights_gpu = sum(by_format.values())
     paged_gpu = _paged_profile(model, dtypes, tp, request, gpu_id)  # vLLM's block size (a hybrid's padded pages)

@@ -89,7 +89,7 @@ def per_gpu_costs(model: ModelSpec, request: PlanRequest, gpu_memory_bytes: int 
     """
     request.validate()
     tp = request.num_gpus
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, gpu_name=gpu_name)
     weights = model_weight_bytes(model, request.weight_dtype, tp)
     paged = paged_kv_profile(model, dtypes, tp, request.block_size, weight_dtype=request.weight_dtype,
                              kv_cache_dtype=request.kv_cache_dtype, gpu_name=gpu_name)  # hybrid, windows: as vLLM

@@ -18,6 +18,7 @@ from planner.budget import PlanRequest
 from tests.lazy_tabs import open_tab
 from ui import traffic
 from ui.format import format_int
+from ui.number_fields import DEFAULT_USERS
 from tests.tiles import metric_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,7 +222,7 @@ def test_find_gpu_types_picker_shows_names_and_keeps_ids_in_the_url():
 
 def test_find_takes_a_plan_links_context_and_batch_only_when_carried():
     """Issue "One link, one answer" item 6: arriving from Home without plan keys, Find shows its own defaults
-    (200 users, 2,000 + 500 tokens); a link with ``context_len`` (and no prompt/output lengths) splits it into
+    (the pages' shared ``DEFAULT_USERS``, 2,000 + 500 tokens); a link with ``context_len`` (and no prompt/output lengths) splits it into
     prompt = context - 500 output, and ``batch_size`` (without ``users``) becomes the users. Find's own keys win."""
     def inputs_of(at):
         return {n.label: n.value for n in at.number_input}
@@ -229,7 +230,7 @@ def test_find_takes_a_plan_links_context_and_batch_only_when_carried():
     at = run_page(FIND, {"model": LLAMA3})
     values = inputs_of(at)
     assert (values["Concurrent users"], values["Prompt length, mean [tokens]"],
-            values["Output length, mean [tokens]"]) == (200, 2000, 500)
+            values["Output length, mean [tokens]"]) == (DEFAULT_USERS, 2000, 500)
     at = run_page(FIND, {"model": LLAMA3, "context_len": "4096", "batch_size": "64"})
     assert not at.exception
     values = inputs_of(at)

@@ -99,10 +99,10 @@ def test_gqa_page_names_the_cache_of_each_variants_bytes():
     built = f"KV per token ({p.kv_cache_exact_dtype}), MQA (as built)"
     assert tiles[built] == format_bytes(p.kv_cache_bytes_per_token, "auto")
     table = at.table[0].value
-    assert all(str(v).endswith(f"({p.kv_cache_exact_dtype})") for v in [*table["KV per token"],
-                                                                       *table["KV per sequence"]])
+    assert all(str(v).endswith(f"({p.kv_cache_exact_dtype})") for v in [*table["KV per token, whole model"],
+                                                                       *table["KV per sequence per GPU"]])
     llama = run("pages/2_GQA_savings.py", {"model": LLAMA, "gpu": H200})
-    assert not any("(" in str(v) for v in llama.table[0].value["KV per token"])  # one cache: the size alone
+    assert not any("(" in str(v) for v in llama.table[0].value["KV per token, whole model"])  # one cache: the size alone
 
 
 def test_home_formula_names_the_cache_of_its_per_token_sum():

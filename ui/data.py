@@ -20,6 +20,7 @@ from planner.budget import Plan, PlanRequest, plan
 from planner.model import ModelSpec
 from planner.plan_types import MAX_CONTEXT_SEARCH_LIMIT
 from planner.model.kv import AttentionVariant, cache_dtypes, kv_cache_bytes_per_token
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES
 from planner.context_budget import shard_contexts
 from planner.pipeline import plan_pipeline
@@ -167,15 +168,21 @@ def fit_table(grid: Mapping[tuple[str, str], Plan], models: Sequence[ModelSpec],
 
 
 def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
-    """One row per attention variant: KV per token, per sequence (their cache named where that is needed:
-    :func:`ui.kv_tiles.exact_cache_suffix`), users, max context."""
+    """One row per attention variant: KV per token of the whole model, KV per sequence on one GPU (what the users,
+    counted against one GPU's KV budget, hold: in whole blocks as Home's tile, or exact where a cache is named), their
+    cache named where that is needed (:func:`ui.kv_tiles.exact_cache_suffix`), users, max context. QA (stop 46): the
+    column said 2.05 GiB (the whole model) beside Home's 0.97 GiB per GPU, and MHA's 30.18 GiB beside a 28.85 GiB
+    per-GPU budget."""
+    named = any(q.kv_cache_exact_named for _, q in plans)  # DeepSeek-V4: exact figures, blocks in another cache
     return [
         {
             "Variant": v.name,
             "As built": v.as_built,
             "KV heads": "latent" if v.num_key_value_heads is None else format_int(v.num_key_value_heads),
-            "KV per token": format_bytes(p.kv_cache_bytes_per_token, "auto") + kv_tiles.exact_cache_suffix(plans, p),
-            "KV per sequence": format_bytes(p.kv_cache_bytes_per_sequence) + kv_tiles.exact_cache_suffix(plans, p),
+            KV_TOKEN_COLUMN: format_bytes(p.kv_cache_bytes_per_token, "auto") + kv_tiles.exact_cache_suffix(plans, p),
+            KV_SEQUENCE_COLUMN: format_bytes(p.kv_cache_bytes_per_sequence_per_gpu if named else
+                                             p.kv_cache_bytes_per_sequence_paged_per_gpu)
+            + kv_tiles.exact_cache_suffix(plans, p),
             "Max concurrent sequences": format_int(p.max_concurrent_sequences),
             "Max context": format_tokens(p.max_context_len),
             "Design": v.description,
@@ -186,7 +193,11 @@ def variant_rows(plans: Sequence[tuple[AttentionVariant, Plan]]) -> list[dict]:
     ]
 
 
-VARIANT_COLUMNS = ("Variant", "As built", "KV heads", "KV per token", "KV per sequence", "Max concurrent sequences",
+KV_TOKEN_COLUMN, KV_SEQUENCE_COLUMN = "KV per token, whole model", "KV per sequence per GPU"
+"""The GQA table's KV columns: one token over every layer of the whole model (Home's "KV per token"), one sequence
+on one GPU (Home's "KV per sequence per GPU"), what each GPU's KV budget holds the users in."""
+
+VARIANT_COLUMNS = ("Variant", "As built", "KV heads", KV_TOKEN_COLUMN, KV_SEQUENCE_COLUMN, "Max concurrent sequences",
                    "Max context", "Design")
 """The GQA page's table columns, in order (:func:`variant_rows` also keeps the raw figures for the charts)."""
 
@@ -268,16 +279,20 @@ def variant_tag(variant: AttentionVariant) -> str:
     return f"{variant.name} (as built)" if variant.as_built else variant.name
 
 
-def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str) -> str:
+def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str, gpu_ids: tuple[str, ...] = ()) -> str:
     """The KV cache a page's users are priced in, as ``Plan.kv_cache_dtype`` names it (the request's cache, or
-    DeepSeek-V4's fp8_ds_mla pool pages: :func:`planner.engines.vllm_hybrid_profile.budget_kv_name`).
+    DeepSeek-V4's fp8_ds_mla pool pages: :func:`planner.engines.vllm_hybrid_profile.budget_kv_name`); on ``gpu_ids``
+    of both vendors a sparse-MLA model's two caches, NVIDIA's first ("fp8_ds_mla / bf16": an AMD GPU stores no
+    fp8_ds_mla, :mod:`planner.engines.vllm_kv_formats` design note 5).
 
     Raises:
         ValueError: a dtype the model cannot take (from :func:`planner.model.kv.cache_dtypes`).
     """
     from planner.engines.vllm_hybrid_profile import budget_kv_name  # noqa: PLC0415 - engines load on use
 
-    return budget_kv_name(model, cache_dtypes(model, weight_dtype, kv_cache_dtype).kv_name)
+    names = [budget_kv_name(model, cache_dtypes(model, weight_dtype, kv_cache_dtype, gpu_name=g).kv_name)
+             for g in sorted(gpu_ids or ("",), key=is_rocm_gpu)]
+    return " / ".join(dict.fromkeys(names))
 
 
 def sparse_mla_clause(kv_cache_dtype: str) -> str:

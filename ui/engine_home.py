@@ -358,7 +358,7 @@ def home_engine_view(model: ModelSpec, form: PlanInputs, engine: str, plan: Engi
         if not kv_dtype_fix(engine, form.kv_cache_dtype, stop=False):
             st.info(md_message(plan), icon=":material/info:")
         return
-    budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype)
+    budget_kv = priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype, form.gpu_ids[:1])  # AMD: no fp8_ds_mla
     line = " ".join(t for t in (feature_line.engine_line(plan, features, form.model_id),
                                 feature_line.users_line(None, left_out=left_out or ())) if t)
     home_panel(plan, line, budget_kv_dtype=budget_kv, command_note=custom_panel.launch_name_note(form.model_id),

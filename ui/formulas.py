@@ -58,7 +58,8 @@ def _stage_words(plan: Plan, held: ModelSpec) -> str:
 def _layer_line(layer, count: int, model: ModelSpec, inputs: PlanInputs, tp: int) -> str:
     """One row of the KV-per-token formula for ``count`` identical layers on a tensor-parallel group of ``tp``."""
     rows = count_noun(count, "layer")  # "1 layer", "31 layers"
-    dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype)
+    dtypes = cache_dtypes(model, inputs.weight_dtype, inputs.kv_cache_dtype,
+                          gpu_name=inputs.gpu_ids[0] if inputs.gpu_ids else "")  # an AMD GPU stores no fp8_ds_mla
     per_layer = format_bytes(layer.bytes_per_token(dtypes, tp), "B")
     special = _new_kind_line(layer, count, dtypes, tp, per_layer)
     if special:

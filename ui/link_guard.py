@@ -12,7 +12,10 @@ fuzzy matching (a 100,000-character ``model=`` once cost 18 s of server CPU):
 2. A key that takes one value (everything but :data:`MULTI_VALUE_KEYS`) and is
    repeated keeps its last value, as Streamlit does, and the message says which
    value was used.
-3. A multi-value key keeps at most :data:`MAX_VALUES_PER_KEY` values, in silence: the page that reads the key
+3. A multi-value key takes its values repeated (``gpus=a&gpus=b``) or comma-separated (``gpus=a,b``), read the same
+   (QA, stop 46: ``gpus=nvidia-h100-sxm-80gb,nvidia-b200`` was one unknown id, and the page showed its default
+   GPUs); a comma list is capped at :data:`MAX_LIST_CHARS`, each id in it at the key's own limit. It keeps at most
+   :data:`MAX_VALUES_PER_KEY` values, in silence: the page that reads the key
    says so once, with the count the link had and its own limit (:func:`ui.inputs.check_link`, from
    :data:`ui.inputs.LISTED_KEY`), and a page that does not read it says nothing (QA, stop 42: two boxes, two
    counts, and "Remove some in the sidebar" on a one-model page).
@@ -54,6 +57,10 @@ MULTI_VALUE_KEYS = frozenset({"models", "gpus", "kv_cache_dtypes", "vendors", "g
 
 MAX_VALUES_PER_KEY = 16
 """Most values one multi-value key keeps (the pages show at most 8 GPUs and 6 models)."""
+
+MAX_LIST_CHARS = MAX_VALUES_PER_KEY * (MAX_ID_CHARS + 1)
+"""Longest comma-separated value of a multi-value key read [characters]: as many ids as the key keeps, each at most
+:data:`MAX_ID_CHARS`, with their commas."""
 
 BOOLEAN_KEYS = frozenset({"log_y", "enable_lora", "language_model_only",
                           "enable_expert_parallel", "enable_dp_attention",  # these two: Disaggregation
@@ -146,6 +153,20 @@ def _bounded(key: str, values: Sequence[str], problems: list[str]) -> list[str]:
     return kept
 
 
+def _split_lists(key: str, values: Sequence[str], problems: list[str]) -> list[str]:
+    """The values of multi-value ``key`` with each comma-separated one read as its ids, in order (blanks dropped),
+    as the key repeated once per id; a value over :data:`MAX_LIST_CHARS` is dropped and reported."""
+    out = []
+    for value in values:
+        if "," not in value:
+            out.append(value)
+        elif len(value) > MAX_LIST_CHARS:
+            problems.append(_too_long(key, value, MAX_LIST_CHARS))
+        else:
+            out += [part.strip() for part in value.split(",") if part.strip()]
+    return out
+
+
 def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
     """Apply the rules of this module to raw query ``params`` (key -> every value, in URL order).
 
@@ -156,7 +177,8 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
     params = _snake_cased(params, result)
     result.problems.extend(_cli_only(params))
     for key, raw in params.items():
-        values = _bounded(key, list(raw), result.problems)
+        listed = _split_lists(key, list(raw), result.problems) if key in MULTI_VALUE_KEYS else list(raw)
+        values = _bounded(key, listed, result.problems)
         if key in MULTI_VALUE_KEYS:
             if len(values) > MAX_VALUES_PER_KEY:  # said by the page that reads the key (module docstring, 3)
                 result.listed[key] = len(values)

@@ -187,6 +187,12 @@ def typed_rule_problems(values: dict) -> list[str]:
     return out
 
 
+DEFAULT_USERS = 256
+"""Concurrent users of every page that reads the URL key ``users`` (Find a GPU setup, Allocation, Disaggregation)
+where the link has none: one default, so one link shows one user count on each (QA, stop 46: Find's field said 200,
+Disaggregation's 256, for the same link)."""
+
+
 LINK_FALLBACKS = {"context_len": "max_model_len"}
 """Sidebar number -> the Engine page's key that gives its value where a link lacks it: a link from the Engine page
 with ``max_model_len=65536`` and no ``context_len`` plans 65,536 tokens on every page (QA: Kimi-K2.5 on 8 H200 showed

@@ -40,6 +40,7 @@ from ui.format import (
     shorten,
 )
 from ui.inputs import NumberField, PlanInputs
+from ui.number_fields import DEFAULT_USERS
 from ui.serving import raw_config
 from ui.tiles import show_tiles, tiles_from_values
 
@@ -53,9 +54,9 @@ _OPTIONAL = "(empty = shared)"
 DISAGG_FIELDS: dict[str, NumberField] = {
     f.key: f
     for f in (
-        NumberField(key="users", label="Concurrent users", min_value=1, max_value=1_000_000, default=256, step=16,
-                    unit="users", help="Requests in flight at once, each user sending the next when one ends "
-                                       "(`--users`)."),
+        NumberField(key="users", label="Concurrent users", min_value=1, max_value=1_000_000, default=DEFAULT_USERS,
+                    step=16, unit="users", help="Requests in flight at once, each user sending the next when one "
+                                                "ends (`--users`)."),
         NumberField(key="prompt_len", label="Prompt length [tokens]", min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT,
                     default=4096, step=512, unit="tokens", help="Tokens the prefill pool computes (`--prompt-len`)."),
         NumberField(key="output_len", label="Output length [tokens]", min_value=1, max_value=MAX_CONTEXT_SEARCH_LIMIT,

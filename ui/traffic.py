@@ -71,6 +71,7 @@ from ui.find_view import (  # noqa: F401 - the Find page's names, re-exported fo
     vendor_filter,
 )
 from ui.inputs import NumberField
+from ui.number_fields import DEFAULT_USERS
 from ui.format import count_noun
 
 # --------------------------------------------------------------------------
@@ -93,8 +94,8 @@ TRAFFIC_FIELDS: dict[str, NumberField] = {
         NumberField(key="prefix_hit_fraction", label="Share of requests with that prefix", min_value=0.0,
                     max_value=1.0, default=1.0, step=0.05, is_float=True,
                     help="Fraction of requests that start with the shared prefix (`--prefix-hit-fraction`)."),
-        NumberField(key="users", label="Concurrent users", min_value=1, max_value=1_000_000, default=200, step=10,
-                    unit="users", help="Requests in flight at once (`--users`)."),
+        NumberField(key="users", label="Concurrent users", min_value=1, max_value=1_000_000, default=DEFAULT_USERS,
+                    step=10, unit="users", help="Requests in flight at once (`--users`)."),
         NumberField(key="prompt_len", label="Prompt length, mean [tokens]", min_value=1,
                     max_value=MAX_CONTEXT_SEARCH_LIMIT, default=2000, step=100, unit="tokens",
                     help="Fixed prompt length, or the mean when a p95 is set (`--prompt-len`)."),
@@ -178,7 +179,7 @@ def users_from_link() -> dict[str, int]:
     """``{"users": N}`` when the link carries a plan's ``batch_size`` but no ``users`` it can use (a link from
     Home or Concurrency), so the Allocation page's traffic is the plan's batch (QA: a link with ``batch_size=8``
     drew 3 sequences and said nothing); else ``{}``. A ``users`` out of range counts as none (QA: ``batch_size=8&
-    users=0`` fell back to 200 users, not 8); its own check says why, and what the page shows instead
+    users=0`` fell back to the default users, not 8); its own check says why, and what the page shows instead
     (:data:`CARRIED_USERS`). A ``batch_size`` that is not a whole number in range is left to the page's own
     default (its ``batch_size`` check says why)."""
     batch = link_whole_number("batch_size", inputs.NUMBER_FIELDS["batch_size"])
@@ -217,7 +218,7 @@ def find_defaults_from_link() -> tuple[dict[str, int], str | None]:
       output default, or a quarter of a short context), prompt = context_len - output;
     * ``batch_size`` without ``users``: users = batch_size.
 
-    Without them the page keeps its defaults (200 users, 2,000 + 500 tokens). Example: ``context_len=2500,
+    Without them the page keeps its defaults (256 users, 2,000 + 500 tokens). Example: ``context_len=2500,
     batch_size=64`` gives 64 users of 2,000 + 500 tokens.
     """
     params, out, said = st.query_params, {}, []

@@ -284,7 +284,10 @@ def variant_metric_values(plans) -> dict[str, tuple[str, str]]:
     for variant, p in plans:
         tag = f"{variant.name} (as built)" if variant.as_built else variant.name
         named = kv_tiles.exact_cache_suffix(plans, p)  # DeepSeek-V4: " (bf16)", its users in fp8_ds_mla pages
-        out[f"KV per token{named}, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "auto"), variant.description)
+        whole = "whole model" if p.num_gpus == 1 else f"whole model across {p.num_gpus} GPUs"
+        out[f"KV per token{named}, {tag}"] = (format_bytes(p.kv_cache_bytes_per_token, "auto"),
+                                             f"{variant.description}; all layers, {whole} (per GPU "
+                                             f"{format_bytes(p.kv_cache_bytes_per_token_per_gpu, 'auto')})")
         where = ("one GPU's KV budget" if p.num_gpus == 1 else
                  f"each GPU's KV budget, a replica of {p.num_gpus} tensor-parallel GPUs")
         out[f"Max sequences, {tag}"] = (format_int(p.max_concurrent_sequences),

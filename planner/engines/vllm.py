@@ -45,8 +45,8 @@ from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, 
 from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
 from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
                                          sampler_bytes_per_logit, speculative_tokens, v2_state_bytes)
-from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, stored_kv_name,
-                                             too_old_for_sparse_mla, uses_fp8_ds_mla)
+from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, sparse_warning,
+                                             stored_kv_name, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -325,8 +325,8 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         "gpu_memory_bytes": gpu_memory_bytes, "tensor_parallel_size": request.tensor_parallel_size,
         "pipeline_parallel_size": pp, "data_parallel_size": request.data_parallel_size,
         "num_gpus": request.num_gpus, "weight_dtype": request.weight_dtype,
-        "kv_cache_dtype": deepseek_v4.stored_name(
-            model, profile.id, stored_kv_name(model, profile.id, request.kv_cache_dtype, dtypes.kv.name)),
+        "kv_cache_dtype": deepseek_v4.stored_name(model, profile.id, stored_kv_name(
+            model, profile.id, request.kv_cache_dtype, dtypes.kv.name, request.gpu_name)),
         "gpu_memory_utilization": util, "block_size": layout.block_size, "max_num_batched_tokens": mnbt,
         "max_num_seqs": seqs, "ranks": tuple(ranks),
         "available_kv_cache_bytes": min(r.available_kv_cache_bytes for r in ranks),
@@ -428,7 +428,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     """
     tp, pp = request.tensor_parallel_size, request.pipeline_parallel_size
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
-    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)
+    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype, request.gpu_name)
     e, last = dtypes.state.bytes_for(1), stage == pp - 1 and role != "others"
     runner = model_runner(model, profile.id, request)
     charged = graphs_charged(profile, runner)
@@ -554,9 +554,9 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
-    warnings += [w for w in (eager_conflict(request), *v4_warnings, too_old_for_sparse_mla(model, profile.id)) if w]
+    warnings += [w for w in (eager_conflict(request), *v4_warnings, sparse_warning(model, profile.id, request)) if w]
     notes += [*v4_notes, *fp8_kv_notes(profile.id, request.gpu_name, request.kv_cache_dtype, request.attention_backend)]
-    if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype):
+    if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype, request.gpu_name):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))
     if layouts[0].padding_layers:
         notes.append(f"hybrid KV groups padded with {count_noun(layouts[0].padding_layers, 'layer')}; vLLM warns about "

@@ -9,8 +9,8 @@ Design notes (assumptions):
        the ``bfloat16`` step there and map ``fp8`` (first in that function, then in the sparse
        attention layer), and the vllm-project/recipes DeepSeek-V3.2 guide states the default is a
        custom fp8 cache with ``kv_cache_dtype=bfloat16`` for bf16. The planner therefore prices
-       ``auto`` and ``fp8`` as ``fp8_ds_mla`` on every v0.11+ profile. The FlashMLA sparse backend
-       stores one token of one layer as the ``kv_lora_rank`` latent in FP8, one fp32 scale per 128
+       ``auto`` and ``fp8`` as ``fp8_ds_mla`` on every v0.11+ profile, on NVIDIA GPUs (note 5). The FlashMLA
+       sparse backend stores one token of one layer as the ``kv_lora_rank`` latent in FP8, one fp32 scale per 128
        latent values, and the ``qk_rope_head_dim`` rope key in bf16: 512 + 4 x 4 + 64 x 2 = 656 B
        (its ``get_kv_cache_shape`` gives such a cache 656 bytes per token). The indexer keys keep their own FP8 format with a
        scale per 128 values (132 B for 128 values, :func:`planner.model.sparse.engine_indexer_bytes`),
@@ -38,12 +38,29 @@ Design notes (assumptions):
        the ``vllm-v0.10`` profile (0.10.0-0.10.1 logs) predates. Worked example: N09's launch with
        ``num_speculative_tokens`` 2 holds 63 + 3 x (2 + 2) = 75 blocks per request instead of 69.
 
+    5. AMD GPUs (vLLM's ROCm platform) never store ``fp8_ds_mla``. The newest trees pick the format in the attention
+       layer, not the model config: ``MLAAttention.__init__`` (vllm/model_executor/layers/attention/mla_attention.py)
+       turns an fp8 ``--kv-cache-dtype`` into ``fp8_ds_mla`` only when the backend is ``FLASHMLA_SPARSE``, a CUDA
+       backend; ROCm's only sparse-MLA backend is ``ROCM_AITER_MLA_SPARSE`` (vllm/platforms/rocm.py
+       ``_get_backend_priorities``), whose cache is ``(num_blocks, block_size, head_size)`` of 576 values in the
+       cache dtype (vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py, ``get_kv_cache_shape``), and the
+       ``fp8_ds_mla`` writer ``concat_and_cache_mla`` has no ROCm path (vLLM's kernel tests skip it on ROCm). So on AMD
+       ``auto`` / ``bf16`` keep a bf16 cache, 61 x (1,152 + 132) = 78,324 B per token for DeepSeek-V3.2 (76.49 KiB,
+       against 48,068 B = 46.94 KiB as fp8_ds_mla on NVIDIA), and ``fp8`` / ``fp8_e4m3`` a plain FP8 latent,
+       61 x (576 + 132) = 43,188 B. What vLLM refuses there (:func:`rocm_sparse_mla_refusal`): the backend lists
+       ``auto``, ``float16``, ``bfloat16``, ``fp8`` and ``fp8_e4m3`` (``supported_kv_cache_dtypes``; its first
+       version had a bf16 path only, ``_forward_bf16_kv``), so ``fp8_e5m2`` finds no valid backend; the v0.11 line's
+       ``RocmPlatform.get_attn_backend_cls`` raised "ROCMAiterMLASparseBackend doesn't support fp8 kv_cache_dtype"
+       for every fp8 name.
+
 Sources: vllm/v1/kv_cache_interface.py (``MambaSpec``, ``mamba_cache_mode``, ``num_speculative_blocks``);
 vllm/model_executor/layers/mamba/abstract.py (``MambaBase.get_kv_cache_spec``); vllm/config/cache.py
 (``CacheConfig.mamba_cache_mode``); vllm/model_executor/models/config.py (``DeepseekV32ForCausalLM``,
 ``verify_and_update_config``); vllm/v1/attention/backends/mla/flashmla_sparse.py
 (``get_kv_cache_shape``); vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` with
-``cache_dtype_str == "fp8_ds_mla"``); vllm-project/recipes DeepSeek/DeepSeek-V3_2.md.
+``cache_dtype_str == "fp8_ds_mla"``); vllm-project/recipes DeepSeek/DeepSeek-V3_2.md; design note 5:
+vllm/model_executor/layers/attention/mla_attention.py, vllm/platforms/rocm.py,
+vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py.
 """
 
 from __future__ import annotations
@@ -53,6 +70,7 @@ from dataclasses import replace
 from planner.engines.pages import FullAttentionPages, MambaPages, PageSpec, layer_page_specs
 from planner.model import ModelSpec
 from planner.model.layers import CacheDtypes, LayerSpec, MLAAttention
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import (  # noqa: F401 - FP8_DS_MLA_SCALE_BLOCK, fp8_ds_mla_bytes re-exported
     FP8_DS_MLA_CACHE_DTYPES,
     FP8_DS_MLA_SCALE_BLOCK,
@@ -97,10 +115,37 @@ def mamba_pages_per_request(profile_id: str, enable_prefix_caching: bool, num_sp
     return base + (num_speculative_tokens if profile_id in SPECULATIVE_STATE_PROFILES else 0)
 
 
-def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str) -> bool:
-    """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla``."""
+def uses_fp8_ds_mla(model: ModelSpec, profile_id: str, kv_cache_dtype: str, gpu_name: str | None = "") -> bool:
+    """True when vLLM (this profile) stores the model's sparse-MLA layers as ``fp8_ds_mla`` on ``gpu_name`` (never
+    on an AMD GPU: design note 5; "" / None = an NVIDIA GPU)."""
     return (profile_id in FP8_DS_MLA_PROFILES and kv_cache_dtype in FP8_DS_MLA_CACHE_DTYPES
-            and indexed_mla_layer(model) is not None)
+            and not is_rocm_gpu(gpu_name) and indexed_mla_layer(model) is not None)
+
+
+ROCM_SPARSE_MLA_KV_DTYPES = frozenset({"auto", "bf16", "bfloat16", "fp16", "float16", "fp8", "fp8_e4m3"})
+"""``--kv-cache-dtype`` values ROCm's sparse-MLA backend takes in the 2026 builds (design note 5)."""
+
+
+def rocm_sparse_mla_refusal(model: ModelSpec, profile_id: str, kv_cache_dtype: str, gpu_name: str | None) -> str:
+    """Why vLLM on an AMD GPU refuses ``--kv-cache-dtype kv_cache_dtype`` for a sparse-MLA model (design note 5),
+    else "": any fp8 name in the v0.11 line, an fp8 name the backend does not list (``fp8_e5m2``) later."""
+    if not is_rocm_gpu(gpu_name) or indexed_mla_layer(model) is None or profile_id not in FP8_DS_MLA_PROFILES:
+        return ""
+    where = "vLLM's ROCm sparse-MLA backend (ROCM_AITER_MLA_SPARSE)"
+    if profile_id == "vllm-v0.11" and kv_cache_dtype.startswith("fp8"):
+        return (f"{where} in v0.11 refuses an fp8 KV cache (vllm/platforms/rocm.py: \"doesn't support fp8 "
+                "kv_cache_dtype\"); use --kv-cache-dtype auto (bf16) or --engine vllm")
+    if kv_cache_dtype.startswith("fp8") and kv_cache_dtype not in ROCM_SPARSE_MLA_KV_DTYPES:
+        return (f"{where} does not take --kv-cache-dtype {kv_cache_dtype} (it lists auto, bfloat16, fp8 and "
+                "fp8_e4m3), so vLLM finds no attention backend; use fp8 or auto")
+    return ""
+
+
+def sparse_warning(model: ModelSpec, profile_id: str, request) -> str:
+    """The vLLM plan's sparse-MLA warning for ``request`` (an :class:`planner.engines.types.EngineRequest`):
+    :func:`too_old_for_sparse_mla`, else :func:`rocm_sparse_mla_refusal`, else ""."""
+    return (too_old_for_sparse_mla(model, profile_id)
+            or rocm_sparse_mla_refusal(model, profile_id, request.kv_cache_dtype, request.gpu_name))
 
 
 def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:
@@ -113,7 +158,8 @@ def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:
             "that release cannot load this model; the figures price a plain MLA cache. Use --engine vllm")
 
 
-def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str, dtype_name: str) -> str:
+def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str, dtype_name: str,
+                   gpu_name: str | None = "") -> str:
     """The name of the KV cache an engine stores for ``--kv-cache-dtype kv_cache_dtype``: ``fp8_ds_mla``
     (:data:`FP8_DS_MLA`) where :func:`uses_fp8_ds_mla` holds (vLLM v0.11+ on a sparse-MLA model with ``auto`` or
     an ``fp8`` choice; design notes 1, 2), else ``dtype_name``, the resolved dtype's own name
@@ -125,8 +171,9 @@ def stored_kv_name(model: ModelSpec, profile_id: str | None, kv_cache_dtype: str
             the newest vLLM (``planner.model.kv.cache_dtypes``). A profile that is not a vLLM one never matches.
         kv_cache_dtype: The ``--kv-cache-dtype`` value as asked (``auto``, ``fp8``, ``bf16`` ...).
         dtype_name: The name of the dtype ``kv_cache_dtype`` resolves to.
+        gpu_name: The GPU (an AMD GPU never stores ``fp8_ds_mla``: design note 5); "" = an NVIDIA GPU.
     """
-    if uses_fp8_ds_mla(model, "vllm" if profile_id is None else profile_id, kv_cache_dtype):
+    if uses_fp8_ds_mla(model, "vllm" if profile_id is None else profile_id, kv_cache_dtype, gpu_name):
         return FP8_DS_MLA
     return dtype_name
 

@@ -44,7 +44,7 @@ def stage_specs(model: ModelSpec, layers: range, request: EngineRequest, profile
     dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False)
     hybrid = profile.hybrid_allocator and not request.disable_hybrid_kv_cache_manager
     tp = request.tensor_parallel_size
-    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype)  # vllm_kv_formats design notes 1, 3
+    ds_mla = uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype, request.gpu_name)  # vllm_kv_formats 1, 3, 5
     mamba = mamba_pages_per_request(profile.id, request.enable_prefix_caching, speculative_tokens(request))
     specs = [spec for i in layers for spec in vllm_layer_page_specs(model.layers[i], dtypes, tp, block_size,
                                                                     hybrid_allocator=hybrid, ds_mla=ds_mla,

@@ -17,13 +17,14 @@ from math import ceil, gcd
 from planner.model.dtypes import activation_dtype, resolve_kv_cache_dtype, weight_dtype
 from planner.model.layers import CacheDtypes, ChunkedLocalAttention, FullAttention, MLAAttention, SlidingWindowAttention
 from planner.model.memo import model_memo, remember
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import FP8_DS_MLA_CACHE_DTYPES, CompressedAttention, indexed_mla_layer
 from planner.model.spec import ModelSpec
 from planner.units import ceil_div
 
 
 def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: str, *,
-                 vllm_storage: bool = True) -> CacheDtypes:
+                 vllm_storage: bool = True, gpu_name: str | None = "") -> CacheDtypes:
     """Resolve the KV and recurrent-state formats for a plan.
 
     Args:
@@ -34,6 +35,9 @@ def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: 
             prices: ``fp8_ds_mla`` (:attr:`CacheDtypes.fp8_ds_mla`) for ``auto`` and the fp8 names on a model
             with such layers (DeepSeek-V3.2, GLM-5). The engine views pass False and apply their own
             engine's and release's rule (:mod:`planner.engines.vllm_kv_formats`).
+        gpu_name: The GPU's name or catalog id: on an AMD GPU vLLM's ROCm sparse-MLA backend keeps the cache in
+            the dtype asked (bf16 for ``auto``), never ``fp8_ds_mla`` (design note 5 of
+            :mod:`planner.engines.vllm_kv_formats`); "" / None = an NVIDIA GPU.
 
     Raises:
         ValueError: an unknown dtype name (the message lists the valid ones).
@@ -47,6 +51,7 @@ def cache_dtypes(model: ModelSpec, weight_dtype_name: str, kv_cache_dtype_name: 
     same :class:`CacheDtypes` object comes back, so caches keyed by its formats hit.
     """
     memo = model_memo(model)
+    vllm_storage = vllm_storage and not is_rocm_gpu(gpu_name)
     key = ("cache_dtypes", weight_dtype_name, kv_cache_dtype_name, vllm_storage)
     dtypes = memo.get(key)
     if dtypes is None:  # the layer walk runs once per model and names, not per call (plan() is microseconds)

@@ -60,6 +60,7 @@ from planner.engines.types import EnginePlan, EngineRequest
 from planner.engines.vllm_kv_formats import uses_fp8_ds_mla
 from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, MLAAttention, NoCache, SlidingWindowAttention
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import indexed_mla_layer
 from planner.units import GiB
 
@@ -125,16 +126,6 @@ def check_dcp_model(model: ModelSpec) -> None:
                          "--decode-context-parallel-size")
 
 
-ROCM_TAGS = ("instinct", "amd-", "amd ", "radeon", "mi250", "mi300", "mi325", "mi350", "mi355")
-"""Name or catalog-id fragments of AMD GPUs (vLLM's ROCm platform)."""
-
-
-def is_rocm_gpu(gpu_name: str) -> bool:
-    """True for an AMD GPU by its display name or catalog id (``Instinct MI300X``, ``amd-mi325x``)."""
-    name = gpu_name.lower()
-    return any(tag in name for tag in ROCM_TAGS)
-
-
 def dcp_backend_refusal(model: ModelSpec, profile_id: str, gpu_name: str, kv_cache_dtype: str) -> str | None:
     """Why the attention backend vLLM picks for ``model`` on ``gpu_name`` stops a ``-dcp`` launch (it returns no
     decode log-sum-exp, so ``check_attention_cp_compatibility`` in vllm/v1/worker/cp_utils.py fails), or None
@@ -161,7 +152,7 @@ def dcp_backend_refusal(model: ModelSpec, profile_id: str, gpu_name: str, kv_cac
     if sparse and major == 12:
         return ("sparse MLA on SM 12.x (RTX 50, RTX PRO 6000) runs on FLASHINFER_MLA_SPARSE_SM120 (vllm/platforms/cuda.py), "
                 f"which returns no decode log-sum-exp (mla/flashinfer_mla_sparse_sm120.py, v0.29-v0.34): {where}")
-    if sparse and major != 10 and not uses_fp8_ds_mla(model, profile_id, kv_cache_dtype):
+    if sparse and major != 10 and not uses_fp8_ds_mla(model, profile_id, kv_cache_dtype, gpu_name):
         return ("a bf16 sparse-MLA cache runs on FLASH_ATTN_MLA_SPARSE on Hopper (vllm/platforms/cuda.py), which returns "
                 f"no decode log-sum-exp (mla/flashattn_mla_sparse.py; v0.34 skips it for -dcp, v0.29-v0.33 do not): "
                 f"{where}; use --kv-cache-dtype auto or fp8 (fp8_ds_mla on FlashMLA-sparse)")

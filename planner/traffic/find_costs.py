@@ -16,6 +16,7 @@ from planner.engines.vllm_deepseek_v4 import stored_name as deepseek_v4_stored_n
 from planner.engines.vllm_kv_formats import FP8_DS_MLA, stored_kv_bytes_per_token, stored_kv_name
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes, kv_profile
+from planner.model.platforms import is_rocm_gpu
 from planner.model.sparse import indexed_mla_layer
 from planner.overhead import OVERHEAD_PROFILE, estimate_overhead, overhead_bytes
 from planner.serving.features import launch_flags as serving_launch_flags, serving_effects
@@ -59,7 +60,11 @@ class CandidateCosts:
 def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                      tp_sizes: tuple[int, ...], gpus) -> dict[tuple[int, str], CandidateCosts]:
     """Per (tp, kv dtype): weights, overhead per GPU size class of ``gpus`` and KV per sequence on
-    one GPU (budget arithmetic of plan()), and the same on each of ``gpus`` (:meth:`CandidateCosts.on`)."""
+    one GPU (budget arithmetic of plan()), and the same on each of ``gpus`` (:meth:`CandidateCosts.on`). The KV
+    format is the one vLLM stores on an NVIDIA GPU unless every one of ``gpus`` is an AMD GPU (a sparse-MLA model
+    keeps bf16 or plain fp8 there, not fp8_ds_mla: :func:`planner.traffic.reverse.platform_groups` searches the two
+    apart)."""
+    platform = gpus[0].id if gpus and all(is_rocm_gpu(g.id) for g in gpus) else ""
     classes = {}
     for gpu in gpus:  # one GPU of each vLLM size class stands for the class
         classes.setdefault(is_large_datacenter_gpu(gpu.framework_memory_bytes, gpu.id), gpu)
@@ -73,11 +78,11 @@ def candidate_costs(model: ModelSpec, request: FindRequest, workload: Workload,
                                        kv_cache_dtype=kv, num_gpus=tp, block_size=request.block_size,
                                        gpu_memory_utilization=request.gpu_memory_utilization,
                                        overhead_bytes=request.overhead_bytes, **dict(request.engine_knobs))
-            c = per_gpu_costs(model, plan_request)
+            c = per_gpu_costs(model, plan_request, gpu_name=platform)
             overheads = {large: overhead_bytes(model, plan_request, gpu.framework_memory_bytes, gpu.id)
                          for large, gpu in classes.items()}
-            dtypes = cache_dtypes(model, request.weight_dtype, kv)
-            name = stored_name(model, request, kv)
+            dtypes = cache_dtypes(model, request.weight_dtype, kv, gpu_name=platform)
+            name = stored_name(model, request, kv, platform)
             if (tp, name) in costs:
                 continue  # "auto" and "bf16" resolve to the same cache (vLLM: "auto" and "fp8" to fp8_ds_mla)
             weights, paged, exact, extra = c.weights_bytes_per_gpu, c.profile_paged, c.profile_exact, ""
@@ -122,13 +127,14 @@ def _on_each_gpu(model: ModelSpec, c: CandidateCosts, plan_request: PlanRequest,
     return replace(c, by_gpu=by_gpu)
 
 
-def stored_name(model: ModelSpec, request: FindRequest, kv: str) -> str:
+def stored_name(model: ModelSpec, request: FindRequest, kv: str, gpu_name: str = "") -> str:
     """The cache a setup of ``request`` with ``--kv-cache-dtype kv`` stores
     (:func:`planner.engines.vllm_kv_formats.stored_kv_name`); under the budget arithmetic (no engine) DeepSeek-V4's
     pool pages are ``fp8_ds_mla`` whatever ``kv`` (:func:`planner.engines.vllm_deepseek_v4.stored_name`, as
-    :func:`planner.budget.plan` names them): one row per tensor-parallel size, as the Engine view's."""
+    :func:`planner.budget.plan` names them): one row per tensor-parallel size, as the Engine view's. ``gpu_name``:
+    an AMD GPU's name stores no fp8_ds_mla ("" = an NVIDIA GPU)."""
     pid = profile_id(request)
-    name = stored_kv_name(model, pid, kv, cache_dtypes(model, request.weight_dtype, kv).kv.name)
+    name = stored_kv_name(model, pid, kv, cache_dtypes(model, request.weight_dtype, kv).kv.name, gpu_name)
     return deepseek_v4_stored_name(model, OVERHEAD_PROFILE, name) if pid is None else name
 
 
@@ -157,7 +163,8 @@ def _serving_costs(model: ModelSpec, request: FindRequest, plan_request: PlanReq
     and token slots, and the vLLM flags for the launch command. The same arithmetic as
     :func:`planner.budget.plan` (its ``_apply_serving``)."""
     features = _vllm(request.serving)  # the setups are vllm serve commands
-    dtypes = cache_dtypes(model, plan_request.weight_dtype, plan_request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, plan_request.weight_dtype, plan_request.kv_cache_dtype,
+                          gpu_name=next(iter(classes.values())).id if classes else "")
     tp = plan_request.num_gpus
     new_overheads, effects = {}, None
     for large, gpu in classes.items():

@@ -141,13 +141,13 @@ def compare_kv_dtypes(
     if not kv_cache_dtypes:
         raise ValueError("give at least one KV dtype to compare")
     rows = {}
-    if cache_dtypes(model, request.weight_dtype, kv_cache_dtypes[0]).fp8_ds_mla:
+    if cache_dtypes(model, request.weight_dtype, kv_cache_dtypes[0], gpu_name=gpu_id).fp8_ds_mla:  # not on AMD
         # vLLM's auto is already fp8 (fp8_ds_mla) for sparse MLA: the 16-bit cache it keeps for --kv-cache-dtype
         # bfloat16 is the baseline, so the gain of its own format shows
         kv_cache_dtypes = (cache_dtypes(model, request.weight_dtype, "auto", vllm_storage=False).kv.name,
                            *kv_cache_dtypes)
     for name in kv_cache_dtypes:
-        resolved = cache_dtypes(model, request.weight_dtype, name).kv_name
+        resolved = cache_dtypes(model, request.weight_dtype, name, gpu_name=gpu_id).kv_name
         if resolved in rows:  # DeepSeek-V3.2's auto and fp8 are both fp8_ds_mla: one row
             continue
         result = plan_pipeline(model, gpu_memory_bytes, replace(request, kv_cache_dtype=name), gpu_id,

@@ -58,6 +58,8 @@ from planner.engines.vllm_fp8_kv import Fp8KvBackend, fp8_kv_backend
 from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
+from planner.model.platforms import is_rocm_gpu
+from planner.model.sparse import indexed_mla_layer
 from planner.overhead import DEFAULT_MAX_NUM_SEQS
 from planner.serving.features import launch_flags as serving_launch_flags
 from planner.text import count_noun
@@ -322,11 +324,27 @@ def _coverage(s: Setup) -> float:
     return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
 
 
+def platform_groups(model: ModelSpec, gpus) -> list[list]:
+    """``gpus`` as one group, or for a sparse-MLA model (DeepSeek-V3.2, GLM-5) with NVIDIA and AMD GPUs the NVIDIA
+    ones and the AMD ones: vLLM stores fp8_ds_mla on the first and bf16 / plain fp8 on the second
+    (:mod:`planner.engines.vllm_kv_formats` design note 5), so one (tp, KV) candidate's costs cannot serve both."""
+    rocm = [g for g in gpus if is_rocm_gpu(g.id)]
+    if not rocm or len(rocm) == len(gpus) or indexed_mla_layer(model) is None:
+        return [list(gpus)]
+    return [[g for g in gpus if not is_rocm_gpu(g.id)], rocm]
+
+
 def _search(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
             costs: dict[tuple[int, str], CandidateCosts], max_gpus: int, engine_caps: dict | None) -> list[Candidate]:
     """Every setup of the kinds asked (:attr:`FindRequest.setup_kinds`) within ``max_gpus``: the TP x replicas
     rows, then for an MoE or MLA model under an engine that has them the DP+EP, DCP and disaggregated rows
-    (:mod:`planner.traffic.find_scale`)."""
+    (:mod:`planner.traffic.find_scale`). A sparse-MLA model's AMD GPUs are searched apart, on their own
+    costs (:func:`platform_groups`)."""
+    groups = platform_groups(model, gpus)
+    if len(groups) > 1:
+        tps = tuple(dict.fromkeys(tp for tp, _ in costs))
+        return [x for group in groups for x in _search(model, group, request, workload, candidate_costs(
+            model, request, workload, tps, group), max_gpus, engine_caps)]
     demand = DemandCache(workload, costs, block_size=request.block_size, num_trials=request.num_trials,
                          seed=request.seed, quantile=1 - request.max_preemption_probability)
     out = _evaluate(model, gpus, request, workload, costs, max_gpus, engine_caps, demand)

@@ -179,7 +179,7 @@ def estimate_throughput(
         raise ValueError(f"need prompt_len >= 1 and output_len >= 0 tokens, got {prompt_len} and {output_len}")
     full = replace(request, context_len=prompt_len + output_len)
     result = plan(model, gpu_memory_bytes, full, gpu_id=gpu_id)
-    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype)
+    dtypes = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, gpu_name=gpu_id)
     decode_ctx = prompt_len + output_len // 2
     kv_seq = (kv_profile(model, dtypes, request.num_gpus, 1).bytes_per_sequence(decode_ctx)
               if kv_bytes_per_sequence_per_gpu is None else kv_bytes_per_sequence_per_gpu)
