@@ -147,13 +147,21 @@ def concurrency_text(plan: EnginePlan) -> str:
 
 def cap_sentence(plan: EnginePlan) -> str:
     """What the bar's dashed line stands for where it is not a share of the whole budget
-    (:func:`planner.engines.rank_bar.rank_bar`): SGLang's static pools, or no cap at all."""
+    (:func:`planner.engines.rank_bar.rank_bar`): SGLang's static pools, TensorRT-LLM's KV cap (a fraction of the free
+    memory, after the terms allocated before it), or no cap at all."""
     bar = rank_bar(plan, plan.limiting_rank, plan.gpu_memory_bytes)
     if bar.line_kind == "static":
         return (f" The dashed line is mem_fraction_static {bar.fraction:g} × the "
                 f"{format_bytes(bar.fraction_base_bytes)} free when SGLang starts = {format_bytes(bar.line_bytes)}: "
                 "it holds the weights and the KV pool; the activation peak, CUDA graphs and the CUDA context and "
                 "process groups sit outside it (model_runner.py profile_max_num_token).")
+    if bar.line_kind == "free":
+        before = bar.line_bytes - plan.limiting_rank.requested_bytes
+        return (f" The dashed line is the KV cap: the {format_bytes(before)} allocated before the KV pool (weights, "
+                f"activation peak, non-torch, CUDA graphs) + {ENGINE_PROFILES[plan.engine].fraction_flag} "
+                f"{bar.fraction:g} × the {format_bytes(bar.fraction_base_bytes)} then free = "
+                f"{format_bytes(bar.line_bytes)}; the rest of the free memory stays unallocated "
+                "(tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory).")
     if bar.line_kind == "none":
         return (f" {plan.engine} has no memory cap: it allocates {format_bytes(bar.allocated_bytes)} (weights, "
                 f"compute buffers, KV cache) and leaves the rest of the card free, less its CUDA context, which is "

@@ -339,14 +339,17 @@ def rank_bar_html(plan, gpu_memory_bytes: int, gpu_label: str, rank=None) -> str
     of it; default the fullest) as a budget bar: the segments and the line of :func:`planner.engines.rank_bar.rank_bar`
     (zero-byte ones and "Over the card" left out: terms that exceed the card run past its line, as Home's bar draws
     them). The dashed line is the engine's cap: vLLM's usable share, SGLang's mem_fraction_static of the free
-    memory (after the weights and KV pool, the terms it caps); none for llama.cpp, whose rest is "Free"."""
+    memory (after the weights and KV pool, the terms it caps), TensorRT-LLM's "KV cap" (what it allocates before the
+    KV pool plus free_gpu_memory_fraction of the memory then free); none for llama.cpp, whose rest is "Free"."""
     rank = rank or plan.limiting_rank
     bar = rank_bar(plan, rank, gpu_memory_bytes)
     # Home's rule (ui/budget_bar.py): the segments stack to their own sum, so what exceeds the card already runs past
     # the card line; an "Over the card" segment after them would count that excess twice
     segments = [(name, size) for name, size in bar.segments if size > 0 and name != OVER_THE_CARD]
-    # SGLang: a fraction of the free memory at startup, not of the card (ui.engine.rank_caption says of what)
-    label = f"mem_fraction_static {format_bytes(bar.line_bytes)}" if bar.line_kind == "static" else None
+    # SGLang: a fraction of the free memory at startup, not of the card (ui.engine_metrics.cap_sentence says of what);
+    # TensorRT-LLM: the terms before its KV pool plus its fraction of the memory free after them
+    words = {"static": "mem_fraction_static", "free": "KV cap"}.get(bar.line_kind)
+    label = f"{words} {format_bytes(bar.line_bytes)}" if words else None
     return segments_bar_html(segments, RANK_COLOURS, usable_bytes=bar.line_bytes, card_bytes=gpu_memory_bytes,
                              gpu_label=gpu_label, usable_label=label)
 
