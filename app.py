@@ -10,12 +10,14 @@ import streamlit as st
 from planner.fixes import checked_fixes, engine_start_fixes
 from planner.context_budget import plan_context_parallel
 from planner.pool_kv import pool_kv
-from ui import budget_bar, budget_knobs, catalog, engine, engine_home, feature_line, formulas, inputs, serving, views
+from ui import (budget_bar, budget_knobs, catalog, engine, engine_home, engine_verdict, feature_line, formulas, inputs,
+                serving, views)
 from ui.format import format_bytes, format_gpus, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
-                 "Weights + KV-cache budget for one model on one GPU type, per GPU, with the newest vLLM's "
-                 "(v0.29+) overhead for that GPU: its weights as loaded, profile pass, CUDA graphs and runner state.")
+                 "Weights + KV-cache budget for one model on one GPU type, per GPU, with "
+                 f"{budget_knobs.overhead_named()} overhead for that GPU: its weights as loaded, profile pass, CUDA "
+                 "graphs and runner state.")
 form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
@@ -59,6 +61,7 @@ views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing
               model=model, replicas=engine_home.replicas_line(result, form.batch_size, layout))
 pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
+engine_verdict.engine_starts_note(result.fits, form.context_len, launch)  # the reverse: "does not fit", it starts
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(

@@ -46,17 +46,18 @@ def curve_chart() -> None:
                "each GPU's usable line is named in the right margin. A triangle on the top edge marks where a curve "
                "leaves the chart (hover for its size; the log axis shows all of it). KV cache is exact (no block "
                "rounding), sliding windows and recurrent states applied. Hover for GiB and exact bytes. Each curve "
-               "carries the overhead of the GPUs it names (the newest vLLM's, as the Engine page prices it; its "
-               f"profile pass: {profile_pass_tiers()}), so it crosses a GPU's line at the context that tab gives for "
-               "that GPU.")
+               f"carries the overhead of the GPUs it names ({budget_knobs.overhead_named()}, as the Engine page "
+               f"prices it; its profile pass: {profile_pass_tiers(request.overhead_profile)}), so it crosses a GPU's "
+               "line at the context that tab gives for that GPU.")
 
 
 def fit_table() -> None:
     """The longest context each model fits at this batch, per GPU."""
     st.markdown(f"**At batch {form.batch_size}**")
     views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
-    st.caption("After weights, the newest vLLM's overhead (profile pass, CUDA graphs, runner state, weights as it "
-               "loads them) and the utilization cap; open a model on the Home page for the full breakdown.")
+    st.caption(f"After weights, {budget_knobs.overhead_named()} overhead (profile pass, CUDA graphs, runner state, "
+               "weights as it loads them) and the utilization cap; open a model on the Home page for the full "
+               "breakdown.")
 
 
 # Only the open tab runs and draws (issue 27 speed: a rerun draws the chart or the table, not both).

@@ -398,6 +398,7 @@ def _build_plan_base(model: ModelSpec, gpu_memory_bytes: int, request: PlanReque
         "kv_cache_budget_bytes": budget, "max_position_embeddings": model.max_position_embeddings,
         "pipeline_parallel_size": 1, "pipeline_stage": 0,  # one stage; planner.pipeline sets them for more
         "decode_context_parallel_size": 1,  # each GPU keeps every token; planner.context_budget sets it for -dcp
+        "overhead_profile": request.overhead_profile,
     }
     fitting = ((), (), ())
     context_free = context_free_messages(model, request, usable=usable, weights_gpu=weights_gpu,
@@ -475,16 +476,17 @@ def hybrid_paged_profile(model: ModelSpec, dtypes, tp: int, request: PlanRequest
 # --- serving features (planner.serving): the one hook; PlanRequest.serving None skips it -------------
 def profile_pass_tokens(request: PlanRequest, gpu_memory_bytes: int, gpu_id: str) -> int:
     """Tokens of the profile pass the overhead estimate assumes: ``max_num_batched_tokens``, else what
-    ``vllm serve`` (or the ``LLM`` class, ``usage_context="llm"``) picks for this GPU, capped at
-    ``max_num_seqs x context_len`` where the newest vLLM caps it (:func:`planner.overhead.budget_max_model_len`,
-    the Engine view's :func:`planner.engines.profiles.vllm_batch_limits`) [tokens]."""
+    ``vllm serve`` (or the ``LLM`` class, ``usage_context="llm"``) of the request's ``overhead_profile`` picks for
+    this GPU, capped at ``max_num_seqs x context_len`` where that vLLM caps it
+    (:func:`planner.overhead.budget_max_model_len`, the Engine view's :func:`planner.engines.profiles.
+    vllm_batch_limits`) [tokens]."""
     if request.max_num_batched_tokens is not None:
         return request.max_num_batched_tokens
     from planner.engines.profiles import engine_profile, vllm_batch_limits  # noqa: PLC0415 - import cycle
-    from planner.overhead import OVERHEAD_PROFILE  # noqa: PLC0415
 
-    return vllm_batch_limits(engine_profile(OVERHEAD_PROFILE), gpu_memory_bytes, gpu_id,
-                             budget_max_model_len(request, gpu_memory_bytes, gpu_id), request.usage_context,
+    profile = request.overhead_profile
+    return vllm_batch_limits(engine_profile(profile), gpu_memory_bytes, gpu_id,
+                             budget_max_model_len(request, gpu_memory_bytes, gpu_id, profile), request.usage_context,
                              max_num_seqs=request.max_num_seqs)[0]
 
 

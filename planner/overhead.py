@@ -4,9 +4,10 @@ What :func:`planner.budget.plan` subtracts besides weights before the KV cache:
 ``max(forward, sampler)`` of a profile pass of ``max_num_batched_tokens`` tokens
 and ``max_num_seqs`` sampled sequences, plus the runtime's non-torch memory. The
 per-engine, per-version chains live in :mod:`planner.engines`; this is the one
-estimate Home, the sweeps and the reverse planner share. It models the newest vLLM
-(:data:`OVERHEAD_PROFILE`, v0.29+, the same profile ``--engine vllm`` uses by default) and
-names that version in its formula.
+estimate Home, the sweeps and the reverse planner share. It models the newest vLLM by default
+(:data:`OVERHEAD_PROFILE`, v0.29+, the same profile ``--engine vllm`` uses), or the vLLM version a request
+names (:attr:`planner.budget.PlanRequest.overhead_profile`, :func:`budget_profile`), and names that version in
+its formula.
 
 Sources: vLLM ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py),
 ``memory_profiling`` (vllm/utils/mem_utils.py); ENGINES.md 1.4-1.5.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.model.memo import model_memo, remember
+from planner.plan_types import DEFAULT_OVERHEAD_PROFILE
 from planner.units import GiB, MiB
 from planner.text import count_noun
 
@@ -36,9 +38,23 @@ DEFAULT_MAX_NUM_SEQS = 1024
 """Sequences sampled in one step: vLLM ``vllm serve``'s ``max_num_seqs`` default on
 datacenter GPUs (vllm/engine/arg_utils.py ``_set_default_args``; ENGINES.md 1.5)."""
 
-OVERHEAD_PROFILE = "vllm"
+OVERHEAD_PROFILE = DEFAULT_OVERHEAD_PROFILE
 """Engine profile whose overhead terms the default plan uses: the newest vLLM, as ``--engine vllm``
-(planner.engines.profiles). Any vLLM profile id can be passed to :func:`estimate_overhead`."""
+(planner.engines.profiles). Any vLLM profile id can be passed to :func:`estimate_overhead`; a plan takes its
+request's :attr:`planner.budget.PlanRequest.overhead_profile` (:func:`plan_overhead`)."""
+
+
+def budget_profile(engine: str) -> str:
+    """The vLLM profile whose overhead the budget prices beside a launch of ``engine`` (a key of
+    :data:`planner.engines.profiles.ENGINE_PROFILES`): ``engine`` itself where it is a vLLM version the budget can
+    price, else :data:`OVERHEAD_PROFILE` (:meth:`planner.budget.PlanRequest.for_engine`).
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    from planner.plan_types import PlanRequest  # noqa: PLC0415 - the one rule, PlanRequest.for_engine's
+
+    return PlanRequest(context_len=1).for_engine(engine)[0].overhead_profile
 
 
 UNCLAMPED_LENGTH = 1 << 24
@@ -56,7 +72,7 @@ def _clamp_below(profile_id: str, gpu_memory_bytes: int, gpu_name: str, usage_co
 
 
 def budget_max_model_len(request: "PlanRequest", gpu_memory_bytes: int | None, gpu_name: str,
-                         profile_id: str = OVERHEAD_PROFILE) -> int:
+                         profile_id: str | None = None) -> int:
     """The ``max_model_len`` the budget's overhead hands :func:`planner.engines.profiles.vllm_batch_limits`, the
     one rule the Engine view applies too [tokens]: the plan's ``context_len`` (the launch's ``--max-model-len``, as
     Home's engine panel and ``plan`` launch it) where it is below the length at which the profile clamps a defaulted
@@ -65,7 +81,8 @@ def budget_max_model_len(request: "PlanRequest", gpu_memory_bytes: int | None, g
 
     Worked example: ``--max-num-seqs 1`` at 2,048 tokens on an H100 under the newest vLLM profiles 1 x 2,048 =
     2,048 tokens, not the 8,192 ``vllm serve`` defaults to (QA: the budget charged an 8,192-token pass, the Engine
-    view 2,048). Profiles without the clamp (``vllm-v0.11`` and older) are left as they are.
+    view 2,048). Profiles without the clamp (``vllm-v0.11`` and older) are left as they are. ``profile_id``: the
+    vLLM profile whose clamp applies (None: the request's ``overhead_profile``, the one its overhead prices).
 
     Sources: vllm/engine/arg_utils.py ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` (2026
     source: only a defaulted token budget is capped by ``max_num_seqs x max_model_len``); the v0.10 / v0.11 source
@@ -74,6 +91,8 @@ def budget_max_model_len(request: "PlanRequest", gpu_memory_bytes: int | None, g
     (:data:`planner.engines.profiles.CLAMPING_PROFILES`).
     """
     memory, name = (80 * GiB, "") if gpu_memory_bytes is None else (gpu_memory_bytes, gpu_name)
+    if profile_id is None:  # the request's vLLM (PlanRequest.overhead_profile), whose clamp its overhead follows
+        profile_id = getattr(request, "overhead_profile", OVERHEAD_PROFILE)
     below = _clamp_below(profile_id, memory, name, request.usage_context, request.max_num_batched_tokens,
                          request.max_num_seqs)
     return request.context_len if request.context_len < below else UNCLAMPED_LENGTH
@@ -359,7 +378,8 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
     :func:`planner.budget.plan` and :func:`overhead_bytes` subtract; ``request.overhead_bytes`` is not read).
 
     Args:
-        model, request: The model and the plan's knobs (dtypes, ``max_num_batched_tokens``).
+        model, request: The model and the plan's knobs (dtypes, ``max_num_batched_tokens``, the vLLM profile
+            ``overhead_profile``).
         gpu_memory_bytes, gpu_name: The GPU (None / "" = a large GPU on one NVLink node).
         tensor_parallel_size: GPUs one layer is split over.
         checkpoint_bytes: The checkpoint's weight bytes on one GPU [bytes].
@@ -372,8 +392,11 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
                                  num_speculative_tokens=0 if spec is None else spec.num_speculative_tokens,
                                  pipeline_parallel_size=getattr(request, "pipeline_parallel_size", 1),
                                  max_num_seqs=request.max_num_seqs, knobs=request.engine_knobs(),
-                                 max_model_len=budget_max_model_len(request, gpu_memory_bytes, gpu_name))
-    loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes)
+                                 max_model_len=budget_max_model_len(request, gpu_memory_bytes, gpu_name,
+                                                                    request.overhead_profile),
+                                 profile_id=request.overhead_profile)
+    loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes,
+                                    request.overhead_profile)
     if not loading:
         return overhead
     return replace(overhead, loading_bytes=loading, formula=f"{overhead.formula} + {loading / MiB:,.0f} MiB of weights "

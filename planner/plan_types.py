@@ -26,6 +26,15 @@ DEFAULT_BLOCK_SIZE = 16
 MAX_CONTEXT_SEARCH_LIMIT = 1 << 24
 """Upper bound of the max-context search when the model states no limit [tokens]."""
 
+CONTEXT_BOUND_OVERHEAD = frozenset({"vllm-v0"})
+"""vLLM profiles whose profile pass grows with ``max_model_len`` (V0 without chunked prefill profiles one whole
+prompt, ``max(max_model_len, 2048)`` tokens: :func:`planner.engines.profiles.vllm_scheduler_defaults`), which the
+budget's context-free overhead cannot price: :meth:`PlanRequest.for_engine` keeps the newest vLLM's for them."""
+
+DEFAULT_OVERHEAD_PROFILE = "vllm"
+"""The vLLM profile whose overhead a request prices by default: the newest vLLM (``--engine vllm``;
+:data:`planner.overhead.OVERHEAD_PROFILE` is this id)."""
+
 
 ENGINE_KNOB_FIELDS = ("usage_context", "enforce_eager", "cudagraph_mode", "optimization_level",
                       "max_cudagraph_capture_size", "warm_compile_cache")
@@ -85,6 +94,12 @@ class PlanRequest:
     """Pipeline stages of the replica whose one stage these ``num_gpus`` GPUs are: :func:`planner.pipeline.
     plan_pipeline` sets it on each stage's request, and only the process groups' memory reads it (a stage's GPUs
     also hold the pipeline group's NCCL buffers, :func:`planner.engines.overheads.vllm_non_torch_bytes`)."""
+    overhead_profile: str = DEFAULT_OVERHEAD_PROFILE
+    """The vLLM profile (:data:`planner.engines.profiles.ENGINE_PROFILES`, family ``vllm``) whose overhead the budget
+    prices: its weights as loaded, profile pass, CUDA graphs and runner state (:func:`planner.overhead.
+    estimate_overhead` ``profile_id``). The newest vLLM by default; :meth:`for_engine` sets the link's or the CLI's
+    vLLM version, so the budget and that version's Engine view size one KV cache (QA: Qwen3-32B on an H100 at 30,000
+    tokens under ``vllm-v0.28`` read "Does not fit, 0 users" beside the Engine page's "starts, 1.05x")."""
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for the first out-of-range field.
@@ -105,6 +120,7 @@ class PlanRequest:
         if not (self.overhead_bytes is None or self.overhead_bytes >= 0):
             raise ValueError(f"overhead must be >= 0 bytes, got {self.overhead_bytes}")
         self.validate_engine_knobs()
+        self.validate_overhead_profile()
         if self.weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"unknown weight dtype {self.weight_dtype!r}; choose one of {', '.join(WEIGHT_DTYPES)}")
         if self.kv_cache_dtype not in KV_CACHE_DTYPE_CHOICES:
@@ -130,6 +146,39 @@ class PlanRequest:
         if not dropped:
             return self, ()
         return replace(self, **{name: _KNOB_DEFAULTS[name] for name in dropped}), dropped
+
+    def for_engine(self, engine: str) -> tuple[PlanRequest, tuple[str, ...]]:
+        """:meth:`for_engine_family` of ``engine``'s family (a key of :data:`planner.engines.profiles.ENGINE_PROFILES`),
+        with the budget's overhead priced as ``engine`` where it is a vLLM version (:attr:`overhead_profile`); another
+        engine, or a vLLM of :data:`CONTEXT_BOUND_OVERHEAD`, keeps the newest vLLM's, whose arithmetic the budget then
+        shows beside that engine's own view. Worked example (Qwen3-32B, one H100, 30,000 tokens): ``vllm-v0.28``
+        prices 7.66 GiB of KV, its Engine view's "available" to the byte, where the newest vLLM's overhead left 6.82.
+
+        Raises:
+            ValueError: unknown engine (:func:`planner.engines.profiles.engine_profile`).
+        """
+        from planner.engines.profiles import engine_profile  # noqa: PLC0415 - planner.engines imports the budget
+
+        profile = engine_profile(engine)
+        request, dropped = self.for_engine_family(profile.family)
+        priced = profile.id if profile.family == "vllm" and profile.id not in CONTEXT_BOUND_OVERHEAD else (
+            DEFAULT_OVERHEAD_PROFILE)
+        return (request if request.overhead_profile == priced else replace(request, overhead_profile=priced)), dropped
+
+    def validate_overhead_profile(self) -> None:
+        """Check that :attr:`overhead_profile` is a vLLM profile (the budget's overhead is a vLLM profile pass).
+
+        Raises:
+            ValueError: naming the value and the vLLM profiles.
+        """
+        if self.overhead_profile == DEFAULT_OVERHEAD_PROFILE:
+            return
+        from planner.engines.profiles import ENGINE_PROFILES  # noqa: PLC0415 - planner.engines imports the budget
+
+        known = [p.id for p in ENGINE_PROFILES.values() if p.family == "vllm"]
+        if self.overhead_profile not in known:
+            raise ValueError(f"overhead_profile must be a vLLM profile ({', '.join(known)}), "
+                             f"got {self.overhead_profile!r}")
 
     def validate_engine_knobs(self) -> None:
         """Check the vLLM knobs (``max_num_seqs`` ... ``usage_context``) against the values vLLM takes
@@ -211,11 +260,11 @@ class Plan:
     :func:`planner.model.params.weight_bytes_by_format`.
 
     ``overhead_bytes`` is the sum of ``activation_bytes`` / ``logits_bytes`` (the profile pass's peak, one of them
-    zero), ``runtime_bytes`` (non-torch), ``cudagraph_bytes`` (the CUDA graphs the newest vLLM estimates before
-    sizing the KV cache), ``runner_bytes`` (Model Runner V2's sampler state and a first launch's compile) and
-    ``loading_bytes`` (the weights as that vLLM loads them beyond the checkpoint's ``weights_bytes_per_gpu``):
-    the Engine view's terms for ``--engine vllm`` (:func:`planner.overhead.estimate_overhead`,
-    :func:`planner.overhead.weights_loading_bytes`).
+    zero), ``runtime_bytes`` (non-torch), ``cudagraph_bytes`` (the CUDA graphs :attr:`overhead_profile`'s vLLM
+    estimates before sizing the KV cache), ``runner_bytes`` (Model Runner V2's sampler state and a first launch's
+    compile) and ``loading_bytes`` (the weights as that vLLM loads them beyond the checkpoint's
+    ``weights_bytes_per_gpu``): the Engine view's terms for ``--engine`` :attr:`overhead_profile`
+    (:func:`planner.overhead.estimate_overhead`, :func:`planner.overhead.weights_loading_bytes`).
 
     ``serving`` (JSON key only when the request has serving features, :mod:`planner.serving`): the
     features' breakdown per GPU. With it on, ``weights_bytes_per_gpu`` includes the LoRA slots and
@@ -299,6 +348,9 @@ class Plan:
     """GPUs of the tensor-parallel group each request's KV is split over along tokens (vLLM ``-dcp``,
     :func:`planner.context_budget.plan_context_parallel`): the per-GPU figures are then those of sequences of
     ``ceil(context_len / decode_context_parallel_size)`` tokens; 1 without it."""
+    overhead_profile: str = DEFAULT_OVERHEAD_PROFILE
+    """The vLLM profile whose overhead the budget priced (:attr:`PlanRequest.overhead_profile`): the newest vLLM's
+    unless the request names an older vLLM version."""
 
     @property
     def kv_cache_bytes_per_sequence_paged_per_gpu(self) -> int:

@@ -224,13 +224,19 @@ def test_context_at_the_search_cap_is_shown_as_a_lower_bound():
 
 def test_home_says_when_the_engine_would_refuse_a_plan_that_fits():
     """QA: gpt-oss-120b on one H100 at 8K said "Fits" while vLLM v0.11 (the Engine page) refuses: MXFP4 experts as
-    its kernels hold them, 64.38 GiB, plus its profile (a 7.3 GiB full-sort sampler) leave nothing. The verdict now
-    carries the refusal. (The 2026 builds' sampler skips top-k / top-p, and they start: issue 25.)"""
+    its kernels hold them, 64.38 GiB, plus its profile (a 7.3 GiB full-sort sampler) leave nothing. The budget now
+    prices vllm-v0.11's own overhead (PlanRequest.for_engine), so it does not fit either; an engine whose overhead the
+    budget does not price (vllm-v0, whose profile pass is the whole 65,536-token prompt) still refuses a plan that
+    fits, and the verdict carries the refusal. (The 2026 builds' sampler skips top-k / top-p, and they start: issue
+    25.)"""
     at = run_page("app.py", {"model": "openai/gpt-oss-120b", "gpu": H100, "context_len": "8192", "engine": "vllm-v0.11"})
-    p = _plan("openai/gpt-oss-120b", H100, context_len=8192)
+    assert any(w.value.startswith("**Does not fit**") for w in at.warning)
+    assert not any("would refuse to start" in w.value for w in at.warning)
+    at = run_page("app.py", {"model": "openai/gpt-oss-120b", "gpu": H100, "context_len": "65536", "engine": "vllm-v0"})
+    p = _plan("openai/gpt-oss-120b", H100, context_len=65536)
     assert p.fits
     warnings = [w.value for w in at.warning]
-    assert any("would refuse to start" in w and "No available memory for the cache blocks" in w for w in warnings)
+    assert any("would refuse to start" in w and "larger than the maximum number of tokens" in w for w in warnings)
     at = run_page("app.py", {"model": LLAMA2, "gpu": H100, "context_len": "4096"})
     assert not any("would refuse to start" in w.value for w in at.warning)
 

@@ -148,30 +148,40 @@ def _fix_buttons(at: AppTest) -> list:
 
 
 OLD_ENGINE_LINK = {"model": OSS, "gpu": H100, "context_len": "65536", "engine": OLD_ENGINE}
+HOME_ENGINE = "vllm-v0"
+"""An engine whose overhead Home's budget does not price (PlanRequest.for_engine: vllm-v0's profile pass is the whole
+prompt), so the budget can fit where it refuses; under vllm-v0.11 the budget now prices that release and does not fit
+gpt-oss-120b at 65,536 tokens either."""
+HOME_ENGINE_LINK = {**OLD_ENGINE_LINK, "engine": HOME_ENGINE}
 
 
 def test_home_page_offers_fixes_under_the_engine_warning():
-    """Home, gpt-oss-120b at 65,536 tokens on one H100 under vllm-v0.11: "Fits the budget" and "But vllm-v0.11 would
-    refuse to start"; under that warning, one-click fixes with vLLM's figures in their help, each value in full on
-    its button."""
-    at = run_page("app.py", OLD_ENGINE_LINK)
+    """Home, gpt-oss-120b at 65,536 tokens on one H100 under vllm-v0 (:data:`HOME_ENGINE`; it was vllm-v0.11 while
+    the budget priced the newest vLLM whatever the link's version): "Fits the budget" and "But vllm-v0 would refuse
+    to start"; under that warning, one-click fixes with vLLM's figures in their help, each value in full on its
+    button."""
+    at = run_page("app.py", HOME_ENGINE_LINK)
     assert not at.exception
     # Not a green "Fits." beside the refusal (seen at 1,280 px in the QA round): the verdict is a warning.
     assert not at.success
-    assert any(w.value.startswith(f"**Fits the budget; {OLD_ENGINE} would not start (below).**") for w in at.warning)
+    assert any(w.value.startswith(f"**Fits the budget; {HOME_ENGINE} would not start (below).**") for w in at.warning)
     assert any("would refuse to start" in w.value for w in at.warning)
     buttons = [b for b in at.button if b.key and b.key.startswith("start_fix_")]
-    assert buttons and all(f"{OLD_ENGINE} starts" in b.help and len(b.label) < 24 for b in buttons)
+    assert buttons and all(f"{HOME_ENGINE} starts" in b.help and len(b.label) < 24 for b in buttons)
     assert "GPUs → 2" in [b.label for b in buttons]
+    # the link's vllm-v0.11 itself: the budget prices its overhead and agrees that it does not fit
+    old = run_page("app.py", OLD_ENGINE_LINK)
+    assert any(w.value.startswith("**Does not fit**") for w in old.warning)
+    assert not any("would refuse to start" in w.value for w in old.warning)
 
 
 def test_home_page_every_fix_button_gives_fits_and_no_refusal():
     """Each of those buttons, clicked (a fresh page each): "Fits." and no "would refuse to start" (the issue's
     "fixes that fix")."""
-    labels = [b.label for b in _fix_buttons(run_page("app.py", OLD_ENGINE_LINK))]
-    assert labels == ["Utilization → 0.95", "GPUs → 2"]  # the figures of test_home_fits_but_engine_refuses_...
+    labels = [b.label for b in _fix_buttons(run_page("app.py", HOME_ENGINE_LINK))]
+    assert "Utilization → 0.95" in labels and "GPUs → 2" in labels
     for index, label in enumerate(labels):
-        at = run_page("app.py", OLD_ENGINE_LINK)
+        at = run_page("app.py", HOME_ENGINE_LINK)
         _fix_buttons(at)[index].click().run()
         assert not at.exception
         assert at.success and "Fits." in at.success[0].value, label
@@ -198,12 +208,16 @@ def test_the_engine_s_refusal_is_shown_as_its_quoted_words():
     ..." read as our sentence with an unbalanced parenthesis. It is vLLM's own error text (the parenthesis is
     vLLM's, vllm/v1/core/kv_cache_utils.py), kept verbatim for the log check and the CLI, so both pages show it
     as a quote of what vLLM would print."""
-    for page, lead in (("pages/5_Engine.py", f"**{OLD_ENGINE} would refuse to start.** It would print:"),
-                       ("app.py", f"**But {OLD_ENGINE} would refuse to start** with these inputs. It would print:")):
-        at = run_page(page, OLD_ENGINE_LINK)
+    for page, link, lead, said in (
+            ("pages/5_Engine.py", OLD_ENGINE_LINK, f"**{OLD_ENGINE} would refuse to start.** It would print:",
+             "No available memory for the cache blocks"),
+            # Home under vllm-v0 (HOME_ENGINE: the budget fits there; under vllm-v0.11 it does not, as the engine)
+            ("app.py", HOME_ENGINE_LINK, f"**But {HOME_ENGINE} would refuse to start** with these inputs. It would "
+             "print:", "The model's max seq len (65536) is larger")):
+        at = run_page(page, link)
         refusal = next(w.value for w in at.warning if "would refuse to start" in w.value)
         assert lead in refusal, refusal
-        assert "It would print:\n“No available memory for the cache blocks" in refusal, refusal
+        assert f"It would print:\n“{said}" in refusal, refusal
 
 
 def test_home_says_no_single_change_fits_instead_of_an_empty_try():

@@ -1,7 +1,7 @@
 """The link's vLLM engine knobs in the budget: one link, one answer on Home and the budget pages.
 
-The budget's overhead is the newest vLLM's profile run, priced with the Engine view's functions
-(:func:`planner.overhead.estimate_overhead`), so the knobs that change vLLM's non-KV memory change it too: the
+The budget's overhead is a vLLM profile run (the link's vLLM version, else the newest), priced with the Engine view's
+functions (:func:`planner.overhead.estimate_overhead`), so the knobs that change vLLM's non-KV memory change it too: the
 scheduler sizes (``max_num_seqs``, ``max_num_batched_tokens``), the start mode (``usage_context``), the CUDA graphs
 (``enforce_eager``, ``cudagraph_mode``, ``optimization_level``) and the compile cache (``warm_compile_cache``). A
 link from the Engine page carries them under its URL keys; Home's engine panel read them (:mod:`ui.disagg_knobs`)
@@ -68,11 +68,12 @@ def with_link_knobs(request: PlanRequest, knobs: dict | None = None, where: str 
     """``request`` with the link's engine knobs (``knobs``: :func:`link_knobs`' values, whose problems the caller
     shows: Home; None: read from the link here, each bad value shown as a link problem and left at the default).
     ``engine``: the page's engine (None: the link's, :func:`link_engine`); under one that is not vLLM the vLLM-only
-    knobs are left out, which the page's "left out" line names (:func:`not_taken`)."""
+    knobs are left out, which the page's "left out" line names (:func:`not_taken`); under a vLLM version the budget
+    prices that version's overhead (:meth:`planner.budget.PlanRequest.for_engine`), as its Engine view does."""
     if knobs is None:
         knobs, problems = link_knobs(where)
         inputs.show_problems(problems)
-    return replace(request, **budget_fields(knobs)).for_engine_family(_family(engine))[0]
+    return replace(request, **budget_fields(knobs)).for_engine(engine or link_engine())[0]
 
 
 def find_knobs(engine: str, where: str = "the setups' sizing") -> tuple[tuple[tuple[str, object], ...], list[str]]:
@@ -99,11 +100,29 @@ def not_taken(knobs: dict | None = None, engine: str | None = None) -> list[tupl
              f"{engine} has no such knob, so the budget leaves it out") for key in dropped]
 
 
+def overhead_named(engine: str | None = None) -> str:
+    """Whose overhead the budget prices under ``engine`` (None: the link's, :func:`link_engine`), for the captions:
+    ``"the newest vLLM's (v0.29+)"``, or ``"vLLM v0.22-v0.28's (`vllm-v0.28`, the link's engine)"`` where the budget
+    prices that vLLM version (:meth:`planner.budget.PlanRequest.for_engine`)."""
+    priced = overhead_profile(engine)
+    version = ENGINE_PROFILES[priced].version
+    if priced == DEFAULT_ENGINE:
+        return f"the newest vLLM's ({version.removeprefix('vLLM ').split(' ')[0]})"
+    return f"{version}'s (`{priced}`, the link's engine)"
+
+
+def overhead_profile(engine: str | None = None) -> str:
+    """The vLLM profile id whose overhead the budget prices under ``engine`` (None: the link's)."""
+    return PlanRequest(context_len=1).for_engine(engine or link_engine())[0].overhead_profile
+
+
 def cli_flags(knobs: dict, engine: str = DEFAULT_ENGINE) -> list[str]:
     """``python -m planner plan``'s flags for the knobs set (``--max-num-seqs 64``, ``--enforce-eager``); the
-    vLLM-only ones only under a vLLM ``engine`` (the CLI refuses them for another, planner/cli/engine.py)."""
-    dropped = set(PlanRequest(context_len=1, **budget_fields(knobs)).for_engine_family(_family(engine))[1])
-    flags = []
+    vLLM-only ones only under a vLLM ``engine`` (the CLI refuses them for another, planner/cli/engine.py); first
+    ``--engine vllm-v0.28`` where the budget prices an older vLLM's overhead (:meth:`planner.budget.PlanRequest.
+    for_engine`), which the CLI's budget then prices too."""
+    priced, dropped = PlanRequest(context_len=1, **budget_fields(knobs)).for_engine(engine)
+    flags = [] if priced.overhead_profile == DEFAULT_ENGINE else [f"--engine {priced.overhead_profile}"]
     for key, value in budget_fields(knobs).items():
         if value is None or value is False or value == _DEFAULTS.get(key) or key in dropped:
             continue

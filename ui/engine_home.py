@@ -23,7 +23,7 @@ from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.replica_layout import node_advice, on_one_node, pipeline_stages_text, stages_apart
 from planner.engines.types import EnginePlan, EngineRequest, stores_another_cache
 from planner.engines.vllm_fp8_kv import fp8_kv_note_of
-from planner.overhead import OVERHEAD_PROFILE
+from planner.overhead import OVERHEAD_PROFILE, budget_profile
 from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.scale.replicas import replica_batch, replicas_verdict, spread_batch_fix, spread_plan
@@ -324,7 +324,7 @@ def _where_said(plan: EnginePlan) -> str:
     """Where the warning sends the reader: the newest vLLM the budget prices (:data:`planner.overhead.
     OVERHEAD_PROFILE`) against another engine's figures, or, for that engine itself, its check before loading
     weights or its own figures (QA, stop 41: "see what this engine version would allocate" under ``vllm``)."""
-    if plan.engine != OVERHEAD_PROFILE:
+    if plan.engine != budget_profile(plan.engine):  # the budget prices a vLLM version's own overhead
         told = ("why this engine version stops before loading weights" if plan.stopped_at_config_check
                 else "what this engine version would allocate and print")
         return f"The budget above prices the newest vLLM; see {told}, at the bottom."
@@ -442,7 +442,7 @@ def stage_kv_text(plan: EnginePlan) -> str:
             f"least of the {plan.pipeline_parallel_size} stages; stage {sizing.stage}'s "
             f"{format_bytes(sizing.available_kv_cache_bytes)} holds the fewest blocks "
             f"({format_int(sizing.num_blocks)}), which {plan.engine} gives every stage, so the tokens are its"
-            + (" and the budget above shows that stage." if plan.engine == OVERHEAD_PROFILE else "."))
+            + (" and the budget above shows that stage." if plan.engine == budget_profile(plan.engine) else "."))
 
 
 def _figures_text(plan: EnginePlan) -> str:
@@ -468,8 +468,9 @@ def _why_text(plan: EnginePlan, budget_kv_dtype: str | None, gap: str) -> str:
     stored = (f"{plan.engine} stores the KV cache as {plan.kv_cache_dtype} where the figures above price "
               f"{budget_kv_dtype}, so its tokens per GiB differ; "
               if stores_another_cache(plan.kv_cache_dtype, budget_kv_dtype) else "")
-    engine_said = bool(gap) and plan.engine != OVERHEAD_PROFILE  # the gap names this engine's own way
-    parts = [f"Why these can differ from the figures above: {stored}the figures above price the newest vLLM under "
+    engine_said = bool(gap) and plan.engine != budget_profile(plan.engine)  # the gap names this engine's own way
+    priced = "the newest vLLM" if budget_profile(plan.engine) == OVERHEAD_PROFILE else plan.engine
+    parts = [f"Why these can differ from the figures above: {stored}the figures above price {priced} under "
              "`vllm serve` (its loaded weights, profile pass, CUDA graphs and runner state), so for such a launch with "
              "its defaults the KV budgets agree"
              + ("." if engine_said else "; another engine or version loads the weights, profiles and captures graphs "

@@ -153,7 +153,10 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
                     "the GPU keeps its whole KV pool, so no user count changes; Home shows its host memory"))
     chosen = st.query_params.get("engine", "")
-    if chosen and chosen != engine:
+    from ui.budget_knobs import link_engine, overhead_profile  # noqa: PLC0415 - ui.budget_knobs reads the sidebar
+
+    if chosen and chosen != engine and not (engine == "vllm" and overhead_profile(link_engine()) != engine):
+        # a vLLM version's own overhead is the budget's (PlanRequest.for_engine): its users are this page's
         priced = ("prices the features" if any(_is_on(k) for k in (*SWITCHES, "speculative_method"))
                   else "counts the users")
         out.append((f"the link's engine ({md_text(chosen)})",
@@ -401,5 +404,5 @@ def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
             f"({format_bytes(inv.fewer_memory_bytes)}): {format_int(inv.more_users)} vs "
             f"{format_int(inv.fewer_users)}, because vLLM's profile pass is sized by GPU class "
             f"({format_int(inv.more_profile_tokens)} tokens on {more}, {format_int(inv.fewer_profile_tokens)} on "
-            f"{fewer}; the rule: {md_message(profile_pass_tiers())}): overhead {format_bytes(inv.more_overhead_bytes)} "
-            f"against {format_bytes(inv.fewer_overhead_bytes)}.")
+            f"{fewer}; the rule: {md_message(profile_pass_tiers(request.overhead_profile))}): overhead "
+            f"{format_bytes(inv.more_overhead_bytes)} against {format_bytes(inv.fewer_overhead_bytes)}.")

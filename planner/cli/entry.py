@@ -46,7 +46,7 @@ from planner.cli.args import (
 )
 from planner.engines import EnginePlan
 from planner.engines.block_sizes import vllm_block_size_problem
-from planner.engines.budget_gap import budget_gap_text
+from planner.engines.budget_gap import budget_gap_text, engine_starts_text
 from planner.engines.launch import node_commands
 from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
 from planner.fixes import no_single_fix_text, try_texts
@@ -205,6 +205,8 @@ def _run_plans(args: argparse.Namespace):
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
         serving=cli_serving.serving_from_args(args), **cli_engine.budget_knobs(args),
     )
+    if getattr(args, "engine", None):  # a vLLM version's own overhead (PlanRequest.for_engine), as its section plans
+        request = request.for_engine(args.engine)[0]
     scale = cli_scale.run_scale(args, model, gpu)  # None without a data / expert / context parallel flag
     args.replicas_verdict = ""  # the batch over data-parallel ranks, in one line (cli_scale.rank_plan)
     if scale is None:  # the stages' budget, each stage on its tensor-parallel GPUs (planner/pipeline.py)
@@ -447,6 +449,9 @@ def _output(args: argparse.Namespace) -> str:
     if args.format == "json":
         out = with_catalog_id(result.to_dict(), catalog_id(args))
         out |= {} if result.fits else {"fixes": _fixes_json(args.checked_fixes)}  # a fitting plan's JSON as before
+        if engine and (said := engine_starts_text(engine, budget_fits=result.fits,
+                                                  budget_context_len=result.context_len)):
+            out["notes"] = [*out["notes"], said]  # the engine starts where the budget (a vLLM's) does not fit
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
                           | cli_scale.scale_json(args) | _node_json(args.node_advice, args.gpus_per_node), indent=2)
     shown = tuple(result.serving["notes"]) if result.serving is not None else ()  # printed by the serving block

@@ -1,8 +1,9 @@
 """Why an engine's users differ from the budget's, in one sentence for Home's engine panel and the CLI.
 
 The budget (:func:`planner.budget.plan`, the headline users of Home and of ``python -m planner plan``) prices the
-newest vLLM under ``vllm serve``: its loaded weights, a profile pass of the scheduler's default
-``max_num_batched_tokens`` for the GPU, CUDA graphs and runner state (:data:`planner.overhead.OVERHEAD_PROFILE`).
+newest vLLM under ``vllm serve``, or the launch's vLLM version (:func:`planner.overhead.budget_profile`): its loaded
+weights, a profile pass of the scheduler's default ``max_num_batched_tokens`` for the GPU, CUDA graphs and runner
+state.
 The engine section prices every flag of the launch. Three causes move the engine's users away from the budget's:
 
 1. Another profile (an older vLLM, SGLang, llama.cpp ...) loads weights, profiles and captures graphs its own way.
@@ -21,7 +22,9 @@ above an engine section in which 20 requests decode at once, and nothing said wh
 from __future__ import annotations
 
 from planner.engines.types import EnginePlan
-from planner.overhead import OVERHEAD_PROFILE
+from planner.engines.profiles import engine_profile
+from planner.overhead import budget_profile
+from planner.text import count_noun
 from planner.units import GiB
 
 
@@ -56,7 +59,7 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
     if staged and not pipeline_said and budget_stages != plan.pipeline_parallel_size:  # the budget's one group
         causes.append(f"its layers are split over {plan.pipeline_parallel_size} pipeline stages of "
                       f"{plan.tensor_parallel_size} GPUs each, which the budget does not model")
-    if plan.engine != OVERHEAD_PROFILE:
+    if plan.engine != budget_profile(plan.engine):  # a vLLM version's own overhead is the budget's
         causes.append(f"{plan.engine} (models {plan.engine_version}) loads the weights, profiles and captures CUDA "
                       "graphs its own way, where the budget prices the newest vLLM")
     if plan.max_num_batched_tokens != budget_batched_tokens:
@@ -79,3 +82,26 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
     outcome = f"decodes {engine_users:,} at once" if plan.starts else "does not start"
     return (f"The budget above holds {budget_users:,} users of {plan.max_model_len:,} tokens; this launch {outcome}: "
             + "; ".join(causes) + ".")
+
+
+def engine_starts_text(plan: EnginePlan, *, budget_fits: bool, budget_context_len: int) -> str:
+    """The sentence beside a budget that does not fit where the chosen engine, whose overhead the budget does not price
+    (another engine, or vllm-v0: :func:`planner.overhead.budget_profile`), starts and holds at least one whole request
+    of the budget's context; "" otherwise (the budget fits, the engine refuses, holds no whole request, stops at a
+    check before loading weights, or plans another length).
+
+    The figures are the engine view's: its KV tokens, its available KV per GPU and its requests held at once
+    (:attr:`EnginePlan.requests_held`, floored to whole users). QA: Qwen3-32B on one H100 at 32,768 tokens under
+    ``trtllm`` read "Does not fit ... budget 6.82 GiB" above an engine panel where TensorRT-LLM starts with 57,152
+    tokens (1.74x, 13.95 GiB available), and nothing said which to believe.
+    """
+    if budget_fits or not plan.starts or plan.stopped_at_config_check or plan.max_model_len != budget_context_len:
+        return ""
+    priced = budget_profile(plan.engine)
+    users = int(plan.requests_held)
+    if plan.engine == priced or users < 1:
+        return ""
+    return (f"{plan.engine} starts with these inputs: {plan.engine_kv_cache_tokens:,} tokens of KV cache "
+            f"({plan.available_kv_cache_bytes / GiB:,.2f} GiB per GPU available), {count_noun(users, 'user')} of "
+            f"{plan.max_model_len:,} tokens at once ({plan.requests_held:,.2f}x); the budget above is vLLM's: it "
+            f"prices the overhead of {engine_profile(priced).version}, not those of {plan.engine}.")
