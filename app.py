@@ -55,7 +55,7 @@ launch = engine_home.dcp_launch(model, gpu, asked, engine_plan, dcp[0])  # under
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
-    what="checking the fixes")
+    what="checking the fixes", scale=engine_home.launch_scale(asked, engine_plan, launch, dcp[0]))  # -dcp too
 shown, shown_fixes = engine_home.whole_batch(result, fixes, layout)  # a batch fix names the whole batch
 views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing_engine(launch, engine_name),
               model=model, replicas=engine_home.replicas_line(result, form.batch_size, layout))

@@ -213,7 +213,7 @@ def _order(fixes: list[CheckedFix]) -> list[CheckedFix]:
 
 
 def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, base: Plan,
-                  engine_request: EngineRequest | None = None, *, gpu_id: str = "") -> list[CheckedFix]:
+                  engine_request: EngineRequest | None = None, *, gpu_id: str = "", scale=None) -> list[CheckedFix]:
     """``base.suggestions`` that name a knob, each applied and checked, in :func:`_order`.
 
     Args:
@@ -224,6 +224,13 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         engine_request: The chosen engine's request for the same inputs (Home's engine view); None = no
             engine check.
         gpu_id: Catalog id, passed to :func:`planner.budget.plan`.
+        scale: The :class:`planner.scale.ScaleRequest` of Home's launch where it plans the link's ``-dcp`` (and
+            ``--enable-expert-parallel``) through :func:`planner.scale.plan_scale`: each fix's engine check is that
+            launch after the fix (:func:`_try_engine` with it), as the Engine page plans it, and the engine's own
+            fixes are searched on it (:func:`engine_start_fixes`). QA: DeepSeek-V3 on 8 H200 under vllm-v0.11 at
+            131,072 tokens, utilization 0.61, ``-dcp 8`` (the budget does not fit): "Utilization → 0.95: starts
+            with 5.56x" where the Engine page then prints 44.45x. None: the launch without it, its figures split
+            by :func:`_dcp_view`.
 
     Returns:
         One :class:`CheckedFix` per fix whose re-planned budget fits and with which the engine starts (a fix
@@ -251,17 +258,15 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         engine_plan, error, outcome, nodes = None, "", ".", ("", ())
         if engine_request is not None:
             field = ENGINE_FIELDS.get(fix.key)
+            changes = {field: _engine_value(engine_request, field, fix.value)} if field else {}  # batch: no change
             if field == "tensor_parallel_size":  # more GPUs: on the nodes that hold them
-                engine_plan, error, count = _try_on_nodes(model, gpu_memory_bytes, engine_request,
-                                                          {field: _engine_value(engine_request, field, fix.value)})
+                engine_plan, error, count = _try_on_nodes(model, gpu_memory_bytes, engine_request, changes, scale)
                 nodes = _nodes_words(count, engine_request.num_nodes)
-            elif field:
-                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request,
-                                                 {field: _engine_value(engine_request, field, fix.value)})
-            else:  # the batch: the engine's startup does not depend on it
-                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, {})
-            engine_plan = _dcp_view(model, gpu_memory_bytes, engine_request, field, fix.value, nodes[1], engine_plan,
-                                    base.decode_context_parallel_size)
+            else:
+                engine_plan, error = _try_engine(model, gpu_memory_bytes, engine_request, changes, scale)
+            if scale is None:  # the launch without the split: its figures as the -dcp launch prints them
+                engine_plan = _dcp_view(model, gpu_memory_bytes, engine_request, field, fix.value, nodes[1],
+                                        engine_plan, base.decode_context_parallel_size)
             engine = resolve_engine_name(engine_request.engine)
             users = fix.value if fix.key == "batch_size" else request.batch_size  # the batch the fix leaves
             outcome = (f": {nodes[0].strip() + ' it ' if nodes[0] else ''}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
@@ -274,14 +279,15 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan,
                                 also=nodes[1]))
     if engine_request is not None:
-        refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {})
-        dcp_view = _dcp_view(model, gpu_memory_bytes, engine_request, None, None, (), refused,
-                             base.decode_context_parallel_size)
+        refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {}, scale)
+        dcp_view = refused if scale is not None else _dcp_view(model, gpu_memory_bytes, engine_request, None, None,
+                                                                (), refused, base.decode_context_parallel_size)
         if refused is not None and not refused.starts and not dcp_view.starts:
             have = {(f.fix.key, f.fix.value) for f in found}
             found += [f for f in engine_start_fixes(
                 model, gpu_memory_bytes, request, engine_request, refused, gpu_id=gpu_id,
-                decode_context_parallel_size=base.decode_context_parallel_size) if (f.fix.key, f.fix.value) not in have]
+                decode_context_parallel_size=base.decode_context_parallel_size, scale=scale)
+                if (f.fix.key, f.fix.value) not in have]
     return _order(found)
 
 

@@ -91,9 +91,6 @@ def test_the_budget_agrees_with_the_refusing_dcp_launch():
     assert not any("would refuse to start" in w.value for w in at.warning)
 
 
-@pytest.mark.xfail(strict=True, reason="planner.fixes.checked_fixes (the 'Does not fit' path V3_REFUSED now takes) "
-                   "re-plans each fix's engine check without the link's -dcp: 'Utilization → 0.95: starts with 5.56x' "
-                   "beside the Engine page's -dcp 8 launch; engine_start_fixes takes the scale request, it does not")
 def test_start_fixes_quote_the_dcp_launch_the_engine_page_plans_after_each():
     """Each fix's quoted concurrency is the Engine page's after that fix is applied (QA: the fixes were
     searched on the launch without ``-dcp``: "Utilization → 0.95: starts with 5.56x", the Engine page then 44.45x)."""
