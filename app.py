@@ -44,7 +44,8 @@ if too_long:
 
 st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, f'{gpu.vendor} {gpu.name}')}"))
 st.caption(md_message(
-    f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · {result.kv_cache_dtype} KV cache"
+    f"`{model.model_id}` · {model.attention_kind} · {result.weights_label} weights · "
+    f"{result.kv_cache_dtype} KV cache"
     f" · {format_bytes(gpu.framework_memory_bytes)} framework memory ({gpu.framework_memory_basis})"),
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named

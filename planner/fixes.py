@@ -269,7 +269,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                                         engine_plan, base.decode_context_parallel_size)
             engine = resolve_engine_name(engine_request.engine)
             users = fix.value if fix.key == "batch_size" else request.batch_size  # the batch the fix leaves
-            outcome = (f": {nodes[0].strip() + ' it ' if nodes[0] else ''}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
+            where = nodes[0].strip() + " it " if nodes[0] else ""
+            outcome = (f": {where}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
                        f"{_kv_tokens(engine, engine_plan)}" if engine_plan is not None
                        else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
         if engine_plan is not None and not engine_plan.starts:
@@ -486,7 +487,8 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
                                 scale)
         if fixed is not None and (fixed.starts or fixed.engine_max_model_len > refused.engine_max_model_len):
             text = (f"utilization {UTILIZATION_FIX:g}: {_starts_at(fixed)}"
-                    if fixed.starts else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
+                    if fixed.starts
+                    else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
             keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
     tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
     if refused.family == "sglang" and request.num_nodes > 1 and (tp * pp) % request.num_nodes:
