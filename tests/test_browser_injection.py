@@ -105,3 +105,17 @@ def test_gguf_general_name_is_text(streamlit_server, browser_page, tmp_path):
     _assert_inert(page, streamlit_server.base_url + "/" + _q(model="custom",
                                                              custom_model=_gguf_model_code(tmp_path, payload)),
                   "[Click to re")
+
+
+def test_streamlit_directives_in_a_custom_name_show_as_typed(streamlit_server, browser_page):
+    """QA (stop 46): a custom model named ``acme :blue[team]`` showed as "acme [team]" in the title, the sidebar and
+    the warnings: Streamlit's Markdown reads ``:name`` as a colour directive or emoji shortcode even with its
+    brackets escaped (ui.format ``_DIRECTIVE_START``). The name must be on the page character for character."""
+    name = "acme :blue[team] :smile: v2"
+    page = browser_page()
+    for path in ("/", "/Engine"):
+        _assert_inert(page, streamlit_server.base_url + path + _q(model="custom", custom_model=_custom_model_code(name)),
+                      name)
+        headings = page.evaluate("() => Array.from(document.querySelectorAll('h1, h2, h3'), h => h.innerText)")
+        shown = [" ".join(h.replace("\u2060", "").split()) for h in headings]
+        assert any(name in h for h in shown), f"{path}: no heading shows {name!r}: {shown}"

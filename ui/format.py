@@ -293,9 +293,17 @@ def _break_autolinks(text: str) -> str:
     return _AUTOLINK_STARTS.sub(joined, text)
 
 
+_DIRECTIVE_START = re.compile(r"(?<![A-Za-z0-9\\]):(?=[A-Za-z])")
+"""A colon that can open a Streamlit text directive or emoji shortcode: ``:blue[team]``, ``:red-background[x]``,
+``:smile:`` (Streamlit's Markdown reads ``:name`` as a directive even without its brackets, and drops it: seen in
+Streamlit 1.67, a custom model named ``acme :blue[team]`` showed as "acme [team]", and ``:smile:`` as an emoji
+even after a backslash). A :data:`_WORD_JOINER` after the colon breaks both. Not after a letter or digit
+(``key:value``, ``12:30`` render as typed), nor one already escaped."""
+
+
 def _escaped(text: str, specials: frozenset[str]) -> str:
     out = "".join("\\" + ch if ch in specials else ch for ch in text.replace("\r", " ").replace("\n", " "))
-    return _break_autolinks(out)
+    return _break_autolinks(_DIRECTIVE_START.sub(":" + _WORD_JOINER, out))
 
 
 def md_text(value: object) -> str:
