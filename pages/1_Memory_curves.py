@@ -5,6 +5,7 @@ import streamlit as st
 from planner.gpu_compare import profile_pass_tiers
 
 from ui import budget_knobs, catalog, charts, data, feature_line, inputs, views
+from ui.format import md_message
 
 views.setup_page("Memory vs context length", "📈",
                  "Weights + overhead + KV cache per GPU as the context grows; the grey lines are each GPU's "
@@ -26,7 +27,10 @@ feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
     num_gpus=form.num_gpus, models=models, knobs=True))
 feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
-request = budget_knobs.with_link_knobs(form.request())  # the link's engine knobs
+request, share_line = feature_line.link_replica_share(  # the link's engine knobs; one replica's share of the batch
+    budget_knobs.with_link_knobs(form.request()), "the curves and the table plan")
+if share_line:
+    st.caption(md_message(share_line))
 contexts = data.curve_contexts(models)
 curves = views.guarded(data.memory_curve_groups, models, gpus, request, contexts, stages, what="sweeping the models")
 grid = views.guarded(data.plan_grid, models, gpus, request, stages, what="planning every model on every GPU")
@@ -38,7 +42,7 @@ log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",
 
 def curve_chart() -> None:
     """Memory per GPU against context length, with each GPU's usable line."""
-    charts.show(st, charts.memory_curves(curves, capacities, form.batch_size, log_y=log_y), key="memory_chart")
+    charts.show(st, charts.memory_curves(curves, capacities, request.batch_size, log_y=log_y), key="memory_chart")
     note = charts.class_note(curves)  # a model priced for two overhead classes: a line per class, told apart by dash
     if note:
         st.caption(note)
@@ -53,7 +57,8 @@ def curve_chart() -> None:
 
 def fit_table() -> None:
     """The longest context each model fits at this batch, per GPU."""
-    st.markdown(f"**At batch {form.batch_size}**")
+    per = f" ({request.batch_size:,} per replica)" if share_line else ""
+    st.markdown(f"**At batch {form.batch_size}{per}**")
     views.static_table(data.fit_table(grid, models, gpus))  # static: "does not fit: ..." cells wrap, not cut
     st.caption(f"After weights, {budget_knobs.overhead_named()} overhead (profile pass, CUDA graphs, runner state, "
                "weights as it loads them) and the utilization cap; open a model on the Home page for the full "

@@ -20,7 +20,8 @@ too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
 variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
-request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features))  # and the engine knobs
+request, share_line = feature_line.link_replica_share(  # and the engine knobs; one replica's share of the batch
+    budget_knobs.with_link_knobs(serving.with_serving(form.request(), features)), "every variant is planned as")
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 plans = [(v, views.guarded(plan_pipeline, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                            pipeline_parallel_size=stages, what=f"planning the {v.name} variant")) for v in variants]
@@ -31,6 +32,8 @@ st.subheader(md_text(f"{model.display_name} on {format_gpus(form.num_gpus, gpu.n
 st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind}; weights "
                       f"{plans[0][1].weights_label}, {data.kv_dtypes_text(plans)}, "
                       f"batch {format_int(form.batch_size)}, {count_noun(form.num_gpus, 'GPU')} per replica."))
+if share_line:
+    st.caption(md_message(share_line))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users",
                              left_out=feature_line.link_left_out(num_gpus=form.num_gpus, models=(model,)))
 feature_line.show_stages_line(stages, form.num_gpus, "every variant's users those of its stage that holds the fewest")

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 
-from planner.diagnose import ContextFreeMessages, context_free_messages, diagnose, gib, tensor_parallel_splits
+from planner.diagnose import ContextFreeMessages, Fix, context_free_messages, diagnose, gib, tensor_parallel_splits
 from planner.model import ModelSpec
 from planner.model.dtypes import weight_dtype
 from planner.model.kv import KVProfile, cache_dtypes, kv_profile
@@ -161,6 +161,9 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         reasons, suggestions, notes = tuple(reasons), tuple(suggestions), tuple(notes)
     else:  # it fits: only the context-free messages (_PlanBase.fitting_messages)
         reasons, suggestions, notes = base.fitting_messages
+    cap = request.max_num_seqs
+    if cap and (max_seqs > cap or batch > cap):
+        reasons, suggestions, notes = _scheduler_cap(cap, batch, max_seqs, context, reasons, suggestions, notes)
     in_use = needed if needed < budget_or_0 else budget_or_0
     if not base.splits:
         # The engine refuses to start: no capacity to report (the reasons say why).
@@ -181,7 +184,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     values["kv_cache_shortfall_bytes"] = needed - budget_or_0 if needed > budget_or_0 else 0
     values["kv_cache_capacity_tokens"] = capacity_tokens
     values["kv_cache_capacity_tokens_at_context"] = at_context
-    values["max_concurrent_sequences"] = max_seqs
+    values["max_concurrent_sequences"] = max_seqs if not cap or max_seqs <= cap else cap
+    values["max_concurrent_sequences_by_memory"] = max_seqs
     values["max_context_len"] = max_ctx
     values["max_context_len_limited_by"] = limited_by
     values["max_context_len_by_memory"] = by_memory
@@ -195,6 +199,33 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
         kv_bytes_per_token_per_gpu=base.paged_gpu.bytes_per_token, block_size=base.paged_gpu.block_size,
         kv_bytes_per_sequence_per_gpu=per_seq_gpu_paged, capacity_tokens=capacity_tokens)
     return Plan._from_dict(values)
+
+
+def _scheduler_cap(cap: int, batch: int, held: int, context: int, reasons: tuple, suggestions: tuple,
+                   notes: tuple) -> tuple[tuple, tuple, tuple]:
+    """The messages of an explicit ``max_num_seqs`` (``cap``): a note where the KV cache holds more than ``cap``
+    requests of ``context`` tokens (``held``), and a reason with its two fixes (raise ``max_num_seqs`` to the batch,
+    lower the batch to what runs at once) where ``batch`` is above ``cap``. A batch fix of the memory diagnosis above
+    ``cap`` is dropped (it would not fit either).
+
+    Source: vLLM's scheduler admits a waiting request only while fewer than ``max_num_seqs`` run
+    (vllm/v1/core/sched/scheduler.py ``Scheduler.schedule``: ``len(self.running) == self.max_num_running_reqs``
+    stops admission), so the users decoding at once are ``min(held, max_num_seqs)``.
+    """
+    said = f"limited by max_num_seqs {cap:,}; the KV cache holds {held:,} of {context:,} tokens"
+    if held > cap:
+        notes = (*notes, f"Users {said} (vLLM runs at most max_num_seqs requests at once).")
+    if batch > cap:
+        reasons = (*reasons, f"batch {batch:,} is more than max_num_seqs {cap:,}: vLLM runs at most {cap:,} "
+                             f"requests at once (the KV cache holds {held:,} of {context:,} tokens)")
+        kept = tuple(s for s in suggestions if not (isinstance(s, Fix) and s.key == "batch_size" and s.value > cap))
+        lower = min(cap, held)
+        batch_fix = ((Fix(f"lower batch_size to {lower:,} (at most max_num_seqs {cap:,} run at once)",
+                          "batch_size", lower),) if lower > 0 and ("batch_size", lower) not in
+                     {(s.key, s.value) for s in kept if isinstance(s, Fix)} else ())
+        suggestions = (*kept, *((Fix(f"raise max_num_seqs to {batch:,} (the KV cache holds {held:,})",
+                                     "max_num_seqs", batch),) if held >= batch else ()), *batch_fix)
+    return reasons, suggestions, notes
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,7 +45,8 @@ from planner.pipeline import plan_pipeline
 SHORT_NAMES = {"batch_size": "Batch", "context_len": "Context", "max_model_len": "Max len", "num_gpus": "GPUs",
                "kv_cache_dtype": "KV dtype", "weight_dtype": "Weights", "gpu_memory_utilization": "Utilization",
                "tensor_parallel_size": "Tensor parallel", "prefill_tensor_parallel_size": "Prefill TP",
-               "decode_tensor_parallel_size": "Decode TP", "num_nodes": "Nodes"}
+               "decode_tensor_parallel_size": "Decode TP", "num_nodes": "Nodes",
+               "max_num_seqs": "Max seqs"}
 """Button names of the knobs a fix sets (the long wording stays in the help text); the tensor-parallel three: the
 Disaggregation page's pools (:attr:`planner.scale.disagg.DisaggPlan.tensor_parallel_fixes`); ``num_nodes``: the
 Engine page's nodes per replica (:mod:`planner.engines.replica_layout`)."""

@@ -328,6 +328,10 @@ class Plan:
     window plus a whole batched chunk (vllm/v1/core/kv_cache_utils.py ``get_max_concurrency_for_kv_cache_config``,
     ``_report_kv_cache_config``; :func:`planner.engines.pages.printed_tokens`), which the engine view gives."""
     max_concurrent_sequences: int
+    """Requests of :attr:`context_len` decoding at once: the KV cache's (:attr:`max_concurrent_sequences_by_memory`),
+    at most an explicit ``max_num_seqs`` (vLLM's scheduler runs no more: vllm/v1/core/sched/scheduler.py)."""
+    max_concurrent_sequences_by_memory: int = 0
+    """Requests of :attr:`context_len` the KV cache holds, whatever ``max_num_seqs`` runs at once."""
     max_context_len: int
     max_context_len_limited_by: str
     max_context_len_by_memory: int

@@ -44,7 +44,9 @@ def test_the_budget_is_the_engine_views_kv_memory_under_each_knob(knobs):
     engine = _engine(LLAMA, H100, 8192, **knobs)
     assert engine.available_kv_cache_bytes != _engine(LLAMA, H100, 8192).available_kv_cache_bytes  # the knob counts
     assert budget.kv_cache_budget_bytes == engine.available_kv_cache_bytes
-    assert budget.max_concurrent_sequences == int(engine.max_concurrency)
+    assert budget.max_concurrent_sequences_by_memory == int(engine.max_concurrency)
+    cap = knobs.get("max_num_seqs")  # an explicit max_num_seqs runs no more at once (vllm/v1/core/sched/scheduler.py)
+    assert budget.max_concurrent_sequences == min(int(engine.max_concurrency), cap or int(engine.max_concurrency))
 
 
 def test_a_bad_knob_is_a_value_error():

@@ -69,7 +69,8 @@ def test_max_num_seqs_caps_a_replica_and_is_the_launch_flag():
     assert found.options and all(s.users_per_replica <= 64 for s in found.options)
     assert all("--max-num-seqs 64" in s.launch_command for s in found.options)
     for s in found.options:
-        assert s.max_concurrent_sequences == _engine_users(s, max_num_seqs=64) * s.data_parallel_size
+        # the requests the pool holds, at most the 64 the scheduler runs (vllm/v1/core/sched/scheduler.py)
+        assert s.max_concurrent_sequences == min(_engine_users(s, max_num_seqs=64), 64) * s.data_parallel_size
 
 
 def test_a_vllm_knob_under_another_engine_is_refused():

@@ -381,7 +381,8 @@ def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, 
         return (f"The budget above splits each request's KV over {count_noun(dcp, 'GPU')} (decode context parallel "
                 f"{dcp}); this launch keeps every token of a request on each GPU. The Engine page plans "
                 f"`--decode-context-parallel-size {dcp}` under vLLM without pipeline stages.")
-    return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences, budget_context_len=budget.context_len,
+    return budget_gap_text(plan, budget_users=budget.max_concurrent_sequences_by_memory,
+                           budget_context_len=budget.context_len,
                            budget_batched_tokens=profile_pass_tokens(request, gpu.framework_memory_bytes, gpu.id),
                            pipeline_said=pipeline_said, budget_kv_bytes=budget.kv_cache_budget_bytes,
                            budget_stages=budget.pipeline_parallel_size)

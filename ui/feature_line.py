@@ -362,6 +362,26 @@ def link_replicas() -> int:
     return int(st.query_params.get("data_parallel_size") or 1)
 
 
+def link_replica_share(request: PlanRequest, what: str) -> tuple[PlanRequest, str]:
+    """``request`` for one of the link's ``data_parallel_size`` replicas (:func:`link_replicas`): its share of the
+    batch, ``ceil(batch / replicas)`` (:func:`planner.scale.replicas.replica_batch`: each data-parallel engine has its
+    own KV cache and the API server spreads the requests over them), as Home and ``python -m planner plan
+    --data-parallel-size`` plan it; with the line that says so (``what``: what is planned at the share). One replica:
+    ``(request, "")``."""
+    from dataclasses import replace  # noqa: PLC0415 - only these pages
+
+    from planner.scale.replicas import replica_batch  # noqa: PLC0415
+
+    replicas = link_replicas()
+    if replicas <= 1:
+        return request, ""
+    share = replica_batch(request.batch_size, replicas)
+    return replace(request, batch_size=share), (
+        f"Batch {request.batch_size:,} over the link's {replicas:,} data-parallel replicas: {what} one replica at its "
+        f"share, {share:,} per replica (ceil({request.batch_size:,} / {replicas:,})), as Home and `plan "
+        "--data-parallel-size` plan it; each replica has its own GPUs and KV cache.")
+
+
 def concurrency_headline(model: ModelSpec, gpus: Sequence, request: PlanRequest,
                          pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1,
                          replicas: int = 1) -> None:

@@ -310,7 +310,10 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"KV/sequence  {human_bytes(result.kv_cache_bytes_per_sequence)}{_exact_cache(result)} at "
         f"{result.context_len:,} tokens" + _paged_sequence(result),
         _capacity_line(result, engine),
-        f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens",
+        f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens" + (
+            f" (limited by max_num_seqs {result.max_concurrent_sequences:,}; the KV cache holds "
+            f"{result.max_concurrent_sequences_by_memory:,})"
+            if result.max_concurrent_sequences < result.max_concurrent_sequences_by_memory else ""),
         f"max context  {result.max_context_len:,} tokens at batch {result.batch_size}"
         f"{' per replica' if replicas else ''} (limited by {result.max_context_len_limited_by})",
         f"fits         {'yes' if result.fits else 'no'}{_stages_clause(result, engine)}"
@@ -457,7 +460,7 @@ def _output(args: argparse.Namespace) -> str:
     shown = tuple(result.serving["notes"]) if result.serving is not None else ()  # printed by the serving block
     extra_lines = cli_engine.engine_table_lines(engine, result.kv_cache_dtype, shown) if engine else []
     extra_lines += _node_lines(args.node_advice, args.gpus_per_node)
-    if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences,
+    if engine and (gap := budget_gap_text(engine, budget_users=result.max_concurrent_sequences_by_memory,
                                           budget_context_len=result.context_len,
                                           budget_batched_tokens=args.budget_batched_tokens,
                                           budget_kv_bytes=result.kv_cache_budget_bytes,

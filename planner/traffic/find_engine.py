@@ -14,8 +14,10 @@ the search reads its figures instead:
     held / replica   = vLLM V1: the requests its pool holds while they decode, beside one prefill chunk
                        (the Engine page's "Requests decoding at once"; its printed concurrency where no
                        sliding-window layer frees blocks: planner.engines.pages design note 6);
-                       other engines: engine tokens // max_model_len (llama.cpp: the longest n_ctx it
-                       accepts // length)
+                       other engines: engine tokens // max_model_len; llama.cpp: the slots (-np) of the
+                       launch Find prints, -c slots x length -np slots -kvu, whose one KV buffer
+                       holds -c cells: --max-num-seqs where set, else the most slots whose -c fits
+                       (:func:`_llamacpp_capacity`)
     users / replica  = floor(held / replica)
     demand per GPU   = users per replica x the KV one max_model_len request needs there   (fixed lengths)
     margin           = 1 - users per replica / held per replica
@@ -44,7 +46,7 @@ each engine from :mod:`planner.engines.launch`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.budget import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION
 from planner.engines import ENGINE_PROFILES, EngineRequest, plan_engine, resolve_engine_name
@@ -65,8 +67,8 @@ class EngineCapacity:
         starts: False when the engine would refuse to start at ``max_model_len``.
         reason: The engine's first reason when it refuses, else "".
         available_kv_bytes: The engine's KV memory per GPU, min over the replica's GPUs [bytes].
-        kv_cache_tokens: Tokens the pool holds: the capacity as the engine prints it (llama.cpp: the longest
-            n_ctx it accepts, which its slots share) [tokens].
+        kv_cache_tokens: Tokens the pool holds: the capacity as the engine prints it (llama.cpp: the cells of
+            the launch's ``-c``, which its slots share) [tokens].
         users_per_replica: Whole requests of ``max_model_len`` the pool holds at once: ``floor(requests_held)``
             (0 when it refuses) [sequences].
         needed_bytes_per_request: KV of one ``max_model_len`` request on one GPU [bytes].
@@ -169,21 +171,67 @@ def engine_capacity(model: ModelSpec, gpu, request, tensor_parallel_size: int, k
 def _capacity(model: ModelSpec, gpu, request, engine_request: EngineRequest) -> EngineCapacity | str:
     """:func:`engine_capacity` without the memo."""
     try:
+        if ENGINE_PROFILES[resolve_engine_name(request.engine)].family == "llama.cpp":
+            return _llamacpp_capacity(model, gpu, engine_request)
         p = plan_engine(model, gpu.framework_memory_bytes, engine_request)
     except ValueError as exc:
         return f"{request.engine}: {exc}"
-    reason = "" if p.starts else (p.reasons[0] if p.reasons else "no room for its KV cache")
-    # llama.cpp's max_model_len is n_ctx, shared by every slot (-np, -kvu): the longest n_ctx it accepts
-    # holds that many requests of this length
-    held = p.engine_max_model_len if p.family == "llama.cpp" else p.engine_kv_cache_tokens
     requests = p.requests_held
-    users = int(requests) if p.starts else 0
+    return _from_plan(p, users=int(requests) if p.starts else 0, requests=requests, held=p.engine_kv_cache_tokens,
+                      max_model_len=p.max_model_len)
+
+
+def _from_plan(p, *, users: int, requests: float, held: int, max_model_len: int) -> EngineCapacity:
+    """The :class:`EngineCapacity` of engine plan ``p`` with these users, requests held, tokens and length."""
+    reason = "" if p.starts else (p.reasons[0] if p.reasons else "no room for its KV cache")
     return EngineCapacity(
         engine=p.engine, family=p.family, starts=p.starts, reason=reason,
         available_kv_bytes=p.available_kv_cache_bytes, kv_cache_tokens=held,
         users_per_replica=users, needed_bytes_per_request=p.kv_cache_bytes_needed_per_request,
-        max_model_len=p.max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
+        max_model_len=max_model_len, gpu_memory_utilization=p.gpu_memory_utilization,
         weights_bytes=p.limiting_rank.weights_bytes, requests_held=requests, kv_cache_dtype=p.kv_cache_dtype)
+
+
+LLAMACPP_MAX_SLOTS = 4096
+"""The most ``-np`` slots Find sizes a llama.cpp replica for (a search bound, far above any Find row's users)."""
+
+
+def _llamacpp_capacity(model: ModelSpec, gpu, engine_request: EngineRequest) -> EngineCapacity:
+    """One llama.cpp replica as Find's launch runs it: ``-c slots x L -np slots -kvu`` (:func:`engine_launch_command`),
+    one unified KV buffer of ``-c`` cells that the ``-np`` slots share, each request of ``L`` tokens in its slot.
+
+    With ``max_num_seqs`` set the slots are that many and the replica is planned at that launch (users: the slots,
+    or none where it does not start). Without it the launch writes one slot per user of the replica, so the users
+    it holds are the most slots whose ``-c`` still fits the GPU (a doubling, then a bisection, over
+    :func:`planner.engines.plan_engine`; the KV buffer grows with ``-c``); the KV figures are those of that launch.
+
+    Sources: llama.cpp src/llama-context.cpp (``n_ctx`` cells for all sequences, ``n_ctx_seq = n_ctx / n_seq``
+    a slot), tools/server (``-np`` slots; ``-kvu`` one unified buffer); :func:`planner.engines.llamacpp.
+    plan_llamacpp` for the bytes.
+    """
+    length = engine_request.max_model_len
+
+    def at(slots: int):
+        return plan_engine(model, gpu.framework_memory_bytes, replace(
+            engine_request, max_model_len=length * slots, max_num_seqs=slots, kv_unified=True))
+
+    def held(p, slots: int) -> EngineCapacity:
+        users = slots if p.starts else 0
+        return _from_plan(p, users=users, requests=float(users), held=p.engine_kv_cache_tokens, max_model_len=length)
+
+    if engine_request.max_num_seqs:
+        return held(at(engine_request.max_num_seqs), engine_request.max_num_seqs)
+    first = at(1)
+    if not first.starts:
+        return held(first, 1)
+    low, high = 1, 2  # low starts; find a high that does not
+    while high <= LLAMACPP_MAX_SLOTS and at(high).starts:
+        low, high = high, high * 2
+    high = min(high, LLAMACPP_MAX_SLOTS + 1)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if at(mid).starts else (low, mid)
+    return held(at(low), low)
 
 
 LAUNCH_KNOBS = ("max_num_batched_tokens", "enforce_eager", "cudagraph_mode", "optimization_level",

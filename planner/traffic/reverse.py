@@ -457,7 +457,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
         kv_cache_dtype=engine.kv_cache_dtype if by_engine and engine.kv_cache_dtype else c.kv_name,
         kv_cache_dtype_flag=c.kv_flag, weight_dtype=request.weight_dtype, price_per_hour=round(price * num_gpus, 6),
         price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
-        max_concurrent_sequences=per_replica_max * dp, kv_cache_budget_bytes_per_gpu=budget,
+        max_concurrent_sequences=_scheduled(per_replica_max, scheduler) * dp, kv_cache_budget_bytes_per_gpu=budget,
         kv_demand_bytes_per_gpu=demand,
         margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
         time_per_output_token_s=tpot, max_model_len=launch_max_model_len(request, workload.max_model_len),
@@ -540,5 +540,11 @@ def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequ
     c = c.by_gpu.get(s.gpu_id, c)  # its GPU's paged profile
     sim = simulate_concurrency(c.profile, s.kv_cache_budget_bytes_per_gpu, workload,
                                num_trials=min(request.num_trials, 500), seed=request.seed)
-    users = sim.users_at_risk(request.max_preemption_probability) * s.data_parallel_size
-    return replace(s, max_concurrent_sequences=users)
+    users = _scheduled(sim.users_at_risk(request.max_preemption_probability), request.knob("max_num_seqs"))
+    return replace(s, max_concurrent_sequences=users * s.data_parallel_size)
+
+
+def _scheduled(held: int, max_num_seqs: int | None) -> int:
+    """Users one replica runs at once: the ``held`` its KV cache holds, at most an explicit ``max_num_seqs``
+    (vLLM's scheduler admits no more running requests: vllm/v1/core/sched/scheduler.py); ``held`` without one."""
+    return held if max_num_seqs is None or held <= max_num_seqs else max_num_seqs
