@@ -173,7 +173,10 @@ def concurrency_curve(
 ) -> tuple[int, ...]:
     """Max concurrent sequences at each context length (paged, per GPU budget).
 
-    Same arithmetic as ``plan(..., gpu_id=gpu_name).max_concurrent_sequences``; with ``pipeline_parallel_size``
+    Same arithmetic as ``plan(..., gpu_id=gpu_name).max_concurrent_sequences``, an explicit ``request.max_num_seqs``
+    included (each point at most that many: vLLM's scheduler runs at most ``max_num_seqs`` requests at once,
+    vllm/v1/core/sched/scheduler.py; :func:`planner.budget.plan` caps its users the same way); with
+    ``pipeline_parallel_size``
     stages, as :func:`planner.pipeline.plan_pipeline`'s: each stage's curve on its tensor-parallel GPUs
     (:func:`planner.pipeline.pipeline_stages`), the replica's users at each context the fewest of any stage (vLLM
     sizes every stage's cache to the smallest worker's KV blocks: ``get_kv_cache_configs`` in
@@ -190,7 +193,9 @@ def concurrency_curve(
         raise ValueError(f"gpu_memory_bytes must be > 0, got {gpu_memory_bytes}")
     costs = per_gpu_costs(model, request, gpu_memory_bytes, gpu_name)
     budget = int(gpu_memory_bytes * request.gpu_memory_utilization) - costs.weights_bytes_per_gpu - costs.overhead_bytes
-    return concurrency_for_budget(costs.profile_paged, budget, contexts, prefill_tokens=costs.prefill_tokens)
+    held = concurrency_for_budget(costs.profile_paged, budget, contexts, prefill_tokens=costs.prefill_tokens)
+    cap = request.max_num_seqs
+    return tuple(min(users, cap) for users in held) if cap else held
 
 
 def concurrency_for_budget(profile, budget_bytes: int, contexts: tuple[int, ...], *,
