@@ -1,4 +1,4 @@
-"""Home's engine panel plans the Engine page's data / expert parallel launch without ``-dcp`` too (one link, one answer).
+"""Home's engine panel plans the Engine page's data / expert parallel launch without ``-dcp`` too (one answer).
 
 QA: ``/?model=deepseek-ai/DeepSeek-V3&gpu=nvidia-h200-sxm&num_gpus=1&data_parallel_size=8&enable_expert_parallel=true``
 at 8,192 tokens: Home's panel said vLLM "would refuse to start (505.09 GiB short)" with no
