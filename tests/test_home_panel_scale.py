@@ -64,3 +64,12 @@ def test_the_verdicts_fixes_quote_the_expert_parallel_launch_the_engine_page_pla
         concurrency, command = _engine_page(params)
         assert "--enable-expert-parallel" in command, (button.label, command)
         assert concurrency == quoted, (button.label, params, concurrency, quoted)
+
+
+def test_the_left_out_line_does_not_say_the_budget_keeps_the_whole_kv_where_it_splits_it():
+    """With a valid ``-dcp`` the budget splits each request's KV (its DCP caption says so); the Left out line for the
+    expert-parallel switch said it "keeps each request's whole KV"."""
+    at = _home(V32_EP_DCP)
+    left_out = [c.value for c in at.caption if c.value.startswith("Left out")]
+    assert left_out and not any("whole KV" in c for c in left_out), left_out
+    assert any("every expert" in c for c in left_out), left_out
