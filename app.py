@@ -52,7 +52,7 @@ st.caption(serving.weights_source_note(model))  # exact / by source / estimate (
 asked = engine_home.home_request(form, engine_name, gpu.name, engine.reported_memory_bytes(gpu), features,
                                  knobs, layout)
 engine_plan = engine_home.home_engine_plan(model, gpu, asked)  # the Engine page's view of the link, without -dcp
-launch = engine_home.dcp_launch(model, gpu, asked, engine_plan, dcp[0])  # under the link's -dcp, as the Engine page
+launch = engine_home.link_launch(model, gpu, asked, engine_plan, dcp[0])  # -dp/EP/-dcp, as the Engine page
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
     checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
@@ -62,7 +62,8 @@ views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing
               model=model, replicas=engine_home.replicas_line(result, form.batch_size, layout))
 pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
-engine_verdict.engine_starts_note(result.fits, form.context_len, launch)  # the reverse: "does not fit", it starts
+engine_verdict.engine_starts_note(result.fits, form.context_len, launch,  # the reverse: "does not fit", it starts
+                                  engine_home.plans_left_out_experts(engine_plan, launch))  # EP: the budget leaves out
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(

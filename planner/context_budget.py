@@ -10,10 +10,12 @@ overhead, KV budget) is the one :func:`planner.budget.plan` sizes. So, per GPU:
     max context       = d x the longest shard the batch fits, capped by max_position_embeddings
     tokens held       = d x one GPU's tokens (the group keeps d different shards of each request)
 
-Which ``d`` vLLM accepts: ``d`` divides the tensor-parallel size (a stage's, with pipeline stages) and
+Which ``d`` vLLM accepts: ``d`` divides the tensor-parallel size and
 ``1 <= d <= tp / kv_heads`` (1 KV head for MLA's latent); the model's cached layers are full attention or MLA
 (:func:`planner.scale.context.check_dcp_model`), and the attention backend the newest vLLM picks on the GPU returns
-the decode log-sum-exp (:func:`planner.scale.context.dcp_backend_refusal`). Anything else raises ValueError.
+the decode log-sum-exp (:func:`planner.scale.context.dcp_backend_refusal`). Pipeline stages beside ``d`` > 1 are
+refused as the Engine page's and the CLI's launch refuses them (:data:`planner.scale.layout.PIPELINE_NOT_MODELLED`).
+Anything else raises ValueError.
 
 Sources: vllm/v1/kv_cache_interface.py (``FullAttentionSpec.max_memory_usage_bytes``: ``cdiv(L, dcp)`` tokens per
 GPU), vllm/v1/core/kv_cache_utils.py (``_report_kv_cache_config``: the token print multiplied by the DCP size),
@@ -56,7 +58,10 @@ def check_dcp_budget(model: ModelSpec, num_gpus: int, decode_context_parallel_si
     if dcp == 1:
         return
     from planner.scale.context import check_dcp_model, dcp_backend_refusal  # noqa: PLC0415 - engines load lazily
+    from planner.scale.layout import PIPELINE_NOT_MODELLED  # noqa: PLC0415 - as the line above
 
+    if pp > 1:  # as the Engine page's and the CLI's launch (planner.scale.plan_scale) refuse it
+        raise ValueError(PIPELINE_NOT_MODELLED)
     check_dcp_model(model)  # the layers first: no size fixes a sliding window
     tp = num_gpus // pp if pp >= 1 and num_gpus % pp == 0 else num_gpus
     group = "each stage's tensor-parallel GPUs" if pp > 1 else "the tensor-parallel size"

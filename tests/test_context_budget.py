@@ -13,7 +13,7 @@ import json
 import pytest
 
 from model_catalog import get_gpu, model_spec
-from planner import PlanRequest, plan, plan_pipeline
+from planner import PlanRequest, plan
 from planner.cli import main
 from planner.engines.types import EngineRequest
 from planner.scale import ScaleRequest, plan_scale
@@ -103,18 +103,14 @@ def test_past_the_models_limit_is_refused_as_the_plain_plan_refuses_it():
     assert not split.fits and any("max_position_embeddings" in r for r in split.reasons)
 
 
-def test_composes_with_pipeline_stages_on_each_stages_tensor_parallel_group():
-    """The range is checked on a stage's tensor-parallel group: Llama 3.1 405B on 16 GPUs in 2 stages of 8 has
-    tp / kv_heads = 8 / 8 = 1, so -dcp 2 is refused; DeepSeek-V3.2 (one MLA latent) on 16 in 2 stages of 8 with
-    -dcp 8 holds the stages' users at ceil(L / 8) tokens."""
-    with pytest.raises(ValueError, match="tp / KV heads"):
-        _dcp(LLAMA_405B, 16, 2, pp=2)
-    split = _dcp(V32, 16, 8, pp=2, kv_cache_dtype="fp8")
-    staged = plan_pipeline(V32, H200.framework_memory_bytes, PlanRequest(context_len=LENGTH // 8, num_gpus=16,
-                                                                         kv_cache_dtype="fp8"), H200.id,
-                           pipeline_parallel_size=2)
-    assert split.max_concurrent_sequences == staged.max_concurrent_sequences
-    assert split.pipeline_parallel_size == 2 and split.decode_context_parallel_size == 8
+def test_pipeline_stages_beside_dcp_are_refused_as_the_engine_pages_launch():
+    """Pipeline stages with ``-dcp`` are not planned, as :func:`planner.scale.plan_scale` (the Engine page, the CLI)
+    does not plan them: DeepSeek-V3.2 on 16 GPUs in 2 stages of 8 with -dcp 8 used to hold the stages' users at
+    ceil(L / 8) tokens on Home while the Engine page said "not modelled"."""
+    for model, gpus, dcp in ((LLAMA_405B, 16, 2), (V32, 16, 8)):
+        with pytest.raises(ValueError, match="pipeline parallel together with .* is not modelled"):
+            _dcp(model, gpus, dcp, pp=2, kv_cache_dtype="fp8")
+    assert _dcp(V32, 16, 1, pp=2, kv_cache_dtype="fp8").pipeline_parallel_size == 2  # stages alone: planned
 
 
 @pytest.mark.parametrize(("model", "gpus", "dcp", "more", "fragment"), [

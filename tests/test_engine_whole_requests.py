@@ -70,3 +70,26 @@ def test_the_decoding_count_tile_names_its_whole_requests_as_home_counts_them():
     home = run("app.py", link)
     (said,) = [s.value for s in home.success if s.value.startswith("**Fits.**")]
     assert re.search(rf"up to {whole:,} concurrent sequences", said), said
+
+
+def test_the_queue_under_data_parallel_counts_each_replicas_share():
+    """QA: Llama 3.1 8B on an H100, ``data_parallel_size=4``, 200 requests of 32,768 tokens: "more than the 13 ...
+    one replica holds: 187 requests would wait", where vLLM's front end spreads the 200 over the 4 replicas
+    (vllm/v1/engine/core_client.py, DP load balancing): 50 each, 13 held by each, so 4 x 37 = 148 wait. Expected
+    figures: the page's engine plan of one replica (its whole requests), the batch split evenly here."""
+    from model_catalog import get_gpu, model_spec
+    from planner.engines import plan_engine
+    from planner.engines.types import EngineRequest
+
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    link = {"model": "meta-llama/Meta-Llama-3.1-8B", "gpu": gpu.id, "data_parallel_size": "4",
+            "context_len": "32768", "batch_size": "200"}
+    one = plan_engine(model_spec(link["model"]), gpu.framework_memory_bytes,
+                      EngineRequest(engine="vllm", tensor_parallel_size=1, data_parallel_size=4, max_model_len=32768,
+                                    gpu_name=gpu.name, gpu_memory_reported_bytes=None))
+    held = int(one.requests_held)
+    shares = [200 // 4 + (i < 200 % 4) for i in range(4)]
+    waiting = sum(max(0, share - held) for share in shares)
+    said = _batch_warnings(run("pages/5_Engine.py", link))
+    assert len(said) == 1, said
+    assert f"{waiting} requests would wait" in said[0] and "4 replicas" in said[0], (said, held, waiting)

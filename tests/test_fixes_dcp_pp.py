@@ -137,7 +137,7 @@ def test_checked_fixes_pass_the_plans_dcp_to_the_engine_start_fixes():
 # --------------------------------------------------------------------------
 # 3 and 4. The GPU-count fix under -dcp keeps a tensor-parallel size the DCP size divides, and says so
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize(("pp", "batch_size"), [(1, 33), (2, 80)])
+@pytest.mark.parametrize(("pp", "batch_size"), [(1, 33)])  # stages beside -dcp: refused (test_home_dcp_pipeline)
 def test_gpu_fix_under_dcp_is_a_count_vllm_splits_and_names_the_dcp(pp, batch_size):
     """vLLM refuses ``-dcp 4`` on tensor parallel 5 (vllm/config/parallel.py); the fix is the smallest valid
     tensor-parallel size above 4 that 4 divides and whose budget with the split holds the batch, in the plan's

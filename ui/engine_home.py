@@ -41,6 +41,7 @@ from ui.format import (
     quoted,
 )
 from ui.inputs import PlanInputs
+from ui.scale_view import vllm_scale_request
 
 
 def link_knobs() -> tuple[dict, list[str]]:
@@ -247,22 +248,21 @@ def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePla
         return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
-def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | str, dcp: int) -> EnginePlan | str:
-    """The launch the Engine page plans for the link's valid decode context parallel size ``dcp``
-    (:func:`ui.feature_line.link_dcp`, the size Home's budget applies): :func:`planner.scale.plan_scale` of
-    ``request`` with ``-dcp dcp`` (its printed tokens and concurrency under the split, the command with
-    ``--decode-context-parallel-size``), as :func:`ui.scale_view.plan_launch` plans it there. ``plan``
-    (:func:`home_engine_plan` of ``request``) as it is for ``dcp`` 1, an engine other than vLLM (the Engine page
-    offers ``-dcp`` to vLLM only), pipeline stages, or what the planner refuses (the Engine page then plans one
-    tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with ``-dcp 8``: 57 users in Home's
-    tiles beside 7.21x in its panel, 57.67x on the Engine page. The link's ``enable_expert_parallel`` joins the
-    split as the Engine page's request has it (:func:`ui.scale_view.engine_scale_inputs`: ``-dp`` from the replicas,
-    ``--enable-expert-parallel``, ``-dcp``; QA: ``-tp 4 -dp 2 -dcp 4`` with expert parallel printed 25.54x here,
-    25.42x on the Engine page, and the command lacked the flag)."""
-    scale = dcp_scale(request, dcp)
+def link_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | str, dcp: int) -> EnginePlan | str:
+    """The launch the Engine page plans for the link's data / expert / context parallel flags (:func:`link_scale`:
+    ``-dp`` from the replicas, ``--enable-expert-parallel``, and ``-dcp dcp``, the valid size Home's budget applies,
+    :func:`ui.feature_line.link_dcp`): :func:`planner.scale.plan_scale` of ``request`` (one attention data-parallel
+    rank's printed tokens and concurrency, the command with those flags), as :func:`ui.scale_view.plan_launch` plans
+    it there. ``plan`` (:func:`home_engine_plan` of ``request``) as it is where the Engine page plans plain replicas
+    (no such flag, ``-dp`` alone), for an engine other than vLLM, pipeline stages, or what the planner refuses (the
+    Engine page then plans one tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with
+    ``-dcp 8``: 57 users in Home's tiles beside 7.21x in its panel, 57.67x on the Engine page; DeepSeek-V3 with
+    ``-dp 8 --enable-expert-parallel`` and no ``-dcp``: "would refuse to start (505.09 GiB short)" and no
+    ``--enable-expert-parallel`` in Home's panel, where the Engine page's launch starts with 25 per rank x 8."""
+    scale = link_scale(request, dcp)
     if isinstance(plan, str) or scale is None:
         return plan
-    from planner.scale import plan_scale  # noqa: PLC0415 - only a link with -dcp needs it
+    from planner.scale import plan_scale  # noqa: PLC0415 - only a link with scale flags needs it
 
     try:
         return plan_scale(model, gpu.framework_memory_bytes, request, scale).engine_view()
@@ -270,28 +270,32 @@ def dcp_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan |
         return plan
 
 
-def dcp_scale(request: EngineRequest, dcp: int):
-    """The :class:`planner.scale.ScaleRequest` :func:`dcp_launch` plans ``request`` with (the Engine page's for the
-    link's ``-dcp``, ``-dp`` and expert parallel), or None where it plans none (``dcp`` 1, an engine other than
-    vLLM, pipeline stages)."""
-    if dcp <= 1 or ENGINE_PROFILES[request.engine].family != "vllm" or request.pipeline_parallel_size > 1:
+def link_scale(request: EngineRequest, dcp: int):
+    """The :class:`planner.scale.ScaleRequest` :func:`link_launch` plans ``request`` with: the Engine page's
+    (:func:`ui.scale_view.vllm_scale_request` of the link's replicas, expert parallel switch and ``dcp``), or None
+    where it plans none (plain replicas, an engine other than vLLM, pipeline stages)."""
+    if ENGINE_PROFILES[request.engine].family != "vllm" or request.pipeline_parallel_size > 1:
         return None
-    from planner.scale import ScaleRequest  # noqa: PLC0415 - only a link with -dcp needs it
-
-    return ScaleRequest(data_parallel_size=request.data_parallel_size, enable_expert_parallel=link_expert_parallel(),
-                        decode_context_parallel_size=dcp)
+    return vllm_scale_request(request.data_parallel_size, link_expert_parallel(), dcp)
 
 
 def launch_scale(request: EngineRequest, plain: EnginePlan | str, launch: EnginePlan | str, dcp: int):
-    """The scale request behind ``launch`` (:func:`dcp_launch` of ``plain``, :func:`home_engine_plan`'s), for
+    """The scale request behind ``launch`` (:func:`link_launch` of ``plain``, :func:`home_engine_plan`'s), for
     :func:`planner.fixes.engine_start_fixes` to search its fixes on the same launch; None where ``launch`` is
-    ``plain`` (no split planned)."""
-    return None if launch is plain else dcp_scale(request, dcp)
+    ``plain`` (no scale launch planned)."""
+    return None if launch is plain else link_scale(request, dcp)
 
 
 def link_expert_parallel() -> bool:
     """The link's ``enable_expert_parallel`` switch as the Engine page's bound toggle reads it (``true``)."""
     return (st.query_params.get("enable_expert_parallel") or "").lower() == "true"
+
+
+def plans_left_out_experts(plain: EnginePlan | str, launch: EnginePlan | str) -> bool:
+    """True where ``launch`` (:func:`link_launch` of ``plain``) plans the link's ``--enable-expert-parallel``, which
+    Home's budget leaves out (:func:`ui.feature_line.link_scale_left_out` names it), for
+    :func:`ui.engine_verdict.engine_starts_note`."""
+    return launch is not plain and link_expert_parallel()
 
 
 def refusing_engine(plan: EnginePlan | str, engine: str) -> str | None:
@@ -370,7 +374,7 @@ def budget_gap(plan: EnginePlan | str, budget: Plan, request: PlanRequest, gpu, 
     """Why the engine's whole requests differ from the budget's users (the CLI's note:
     :func:`planner.engines.budget_gap.budget_gap_text`), "" when they agree or the engine cannot plan the inputs;
     ``gpu``: the catalog GPU; ``pipeline_said``: :func:`pipeline_note` said the stages already; ``plain``: the
-    launch without ``-dcp`` (:func:`home_engine_plan`), which ``plan`` is unless :func:`dcp_launch` split it.
+    launch without ``-dcp`` (:func:`home_engine_plan`), which ``plan`` is unless :func:`link_launch` split it.
     Where the budget splits each request's KV by the link's decode context parallel size
     (:func:`ui.feature_line.link_dcp`) and this launch does not (an engine without ``-dcp``, or pipeline stages),
     that is the difference, and the sentence says so."""

@@ -11,6 +11,7 @@ from planner.engines.expected_error import expected_error_reason
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.rank_bar import rank_bar
 from planner.engines.types import EnginePlan
+from planner.scale.replicas import queued_requests, replica_batch
 from ui.expected_error import AVAILABLE_KV_LABEL, available_kv_delta, available_kv_help, available_kv_value
 from ui.format import count_noun, format_bytes, format_bytes_exact, format_int, format_tokens, md_message
 from ui.tiles import Tile, show_tiles
@@ -123,16 +124,25 @@ def batch_short_text(plan: EnginePlan, batch_size: int | None) -> str:
     cannot hold at once, or "" (no batch, a pool that holds it, or an engine that does not start: its verdict
     speaks). This page plans no batch, so it said "starts" in green where Home said "Does not fit" for the same
     link (QA: Qwen3.5-27B + MTP k=3 with 2 images, 8 x 32,768 tokens on an H100: 5.72x). Whole requests are
-    :attr:`~planner.engines.types.EnginePlan.requests_held` floored (vLLM: its decoding concurrency)."""
+    :attr:`~planner.engines.types.EnginePlan.requests_held` floored (vLLM: its decoding concurrency). Over
+    ``data_parallel_size`` replicas the batch is spread, ``ceil(batch / replicas)`` at most on one, as Home and the
+    CLI judge it (:mod:`planner.scale.replicas`; QA: 200 over 4 replicas holding 13 each said 187 would wait, not
+    4 x 37 = 148)."""
     if not batch_size or not plan.starts or plan.family == "transformers":
         return ""
-    held = int(plan.requests_held)
-    if held >= batch_size:
+    held, replicas = int(plan.requests_held), max(plan.data_parallel_size, 1)
+    share = replica_batch(batch_size, replicas)
+    if held >= share:
         return ""
+    spread = (f" spread over {count_noun(replicas, 'replica')} (up to {format_int(share)} on one, "
+              f"ceil({format_int(batch_size)} / {replicas}))" if replicas > 1 else "")
+    in_all = f" ({format_int(held * replicas)} in all)" if replicas > 1 else ""
+    waiting = queued_requests(batch_size, replicas, held)
     return (f"The link's batch of {count_noun(batch_size, 'sequence')} (`batch_size`, Home's 'Concurrent "
-            f"sequences') is more than the {count_noun(held, 'request')} of {format_int(plan.max_model_len)} tokens "
-            f"one replica's pool holds at once: {plan.engine} starts, but {count_noun(batch_size - held, 'request')} "
-            f"would wait in its queue. Add GPUs, or lower the batch or the context on Home.")
+            f"sequences'){spread} is more than the {count_noun(held, 'request')} of {format_int(plan.max_model_len)} "
+            f"tokens one replica's pool holds at once{in_all}: {plan.engine} starts, but "
+            f"{count_noun(waiting, 'request')} would wait in {'their queues' if replicas > 1 else 'its queue'}. Add "
+            "GPUs, or lower the batch or the context on Home.")
 
 
 def concurrency_text(plan: EnginePlan) -> str:

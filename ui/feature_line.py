@@ -234,10 +234,11 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
             out.append((named, f"this page's budget does not split the KV: {md_text(dcp[1])}"))
             continue
         carried.append(named)
-    if carried:
+    if carried:  # a -dcp the page applies splits the KV (show_dcp_line): only the experts stay whole
+        kept = ("its share of every expert" if dcp is not None and dcp[0] > 1
+                else "each request's whole KV and its share of every expert")
         out.insert(0, (", ".join(carried), "the Engine page's data / expert / context parallel section and Find plan "
-                       "them; this page's budget keeps each request's whole KV and its share of every expert on each "
-                       "GPU"))
+                       f"them; this page's budget keeps {kept} on each GPU"))
     return out
 
 

@@ -459,15 +459,23 @@ def engine_scale_inputs(engine: str, data_parallel_size: int | None) -> tuple[Sc
             label, help_text = _SWITCH_LABELS[key]
             values[key] = st.toggle(label, key=key, bind="query-params", help=help_text)
     if family == "vllm":
-        request = ScaleRequest(data_parallel_size=data_parallel_size or 1,
-                               enable_expert_parallel=bool(values["enable_expert_parallel"]),
-                               decode_context_parallel_size=values["decode_context_parallel_size"] or 1)
-    else:
-        request = ScaleRequest(data_parallel_size=values["dp_size"] or 1,
-                               enable_dp_attention=bool(values["enable_dp_attention"]),
-                               expert_parallel_size=values["ep_size"] or 1)
-    plain_dp = replace(request, data_parallel_size=1).is_plain  # vLLM -dp alone: the page's replicas, as before
-    return (None if request.is_plain or (family == "vllm" and plain_dp) else request), problems
+        return vllm_scale_request(data_parallel_size or 1, bool(values["enable_expert_parallel"]),
+                                  values["decode_context_parallel_size"] or 1), problems
+    request = ScaleRequest(data_parallel_size=values["dp_size"] or 1,
+                           enable_dp_attention=bool(values["enable_dp_attention"]),
+                           expert_parallel_size=values["ep_size"] or 1)
+    return (None if request.is_plain else request), problems
+
+
+def vllm_scale_request(data_parallel_size: int, enable_expert_parallel: bool,
+                       decode_context_parallel_size: int) -> ScaleRequest | None:
+    """The vLLM launch the Engine page plans with :func:`planner.scale.plan_scale` (``-dp``,
+    ``--enable-expert-parallel``, ``-dcp``: vllm/engine/arg_utils.py), or None where it plans plain replicas
+    (no flag, or ``-dp`` alone: each replica its own engine). Home's engine panel plans the same request
+    (:func:`ui.engine_home.link_scale`)."""
+    request = ScaleRequest(data_parallel_size=data_parallel_size, enable_expert_parallel=enable_expert_parallel,
+                           decode_context_parallel_size=decode_context_parallel_size)
+    return None if replace(request, data_parallel_size=1).is_plain else request
 
 
 def _decoding_aside(plan) -> str:

@@ -46,6 +46,12 @@ from dataclasses import dataclass
 DEFAULT_GPUS_PER_NODE = 8
 """GPUs in one node when the request does not say (an HGX / DGX board) [GPUs]."""
 
+PIPELINE_NOT_MODELLED = ("pipeline parallel together with data / expert / context parallel is not modelled; drop "
+                         "--pipeline-parallel-size")
+"""Why :func:`planner.scale.plan_scale` (the Engine page's and the CLI's scale launch) and
+:func:`planner.context_budget.check_dcp_budget` (the budget pages' ``-dcp``) refuse pipeline stages beside these
+flags: the stage split (vllm/distributed/utils.py ``get_pp_indices``) is not composed with the rank layout here."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ScaleRequest:

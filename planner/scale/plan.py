@@ -37,7 +37,7 @@ from planner.engines.vllm_moe_dispatch import DataParallelMoE, MoeDispatchPeak, 
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
 from planner.scale.context import ContextParallelResult, apply_dcp
-from planner.scale.layout import RankLayout, ScaleRequest, rank_layout
+from planner.scale.layout import PIPELINE_NOT_MODELLED, RankLayout, ScaleRequest, rank_layout
 from planner.scale.weights import RankWeights, rank_weight_bytes
 from planner.text import count_noun
 
@@ -246,8 +246,7 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
     """
     profile = engine_profile(engine_request.engine)
     if engine_request.pipeline_parallel_size > 1 and not request.is_plain:
-        raise ValueError("pipeline parallel together with data / expert / context parallel is not modelled; drop "
-                         "--pipeline-parallel-size")
+        raise ValueError(PIPELINE_NOT_MODELLED)
     layout = rank_layout(request, family=profile.family, tensor_parallel_size=engine_request.tensor_parallel_size,
                          num_experts=model.num_experts, num_kv_heads=_kv_heads(model))
     weights = rank_weight_bytes(model, layout, engine=profile.id, weight_dtype_name=engine_request.weight_dtype,

@@ -31,6 +31,17 @@ def replica_batch(batch_size: int, replicas: int) -> int:
     return -(-batch_size // max(replicas, 1))
 
 
+def queued_requests(batch_size: int, replicas: int, held_per_replica: int) -> int:
+    """The requests of ``batch_size`` that wait in a queue when the front end spreads them over ``replicas``
+    data-parallel replicas, each holding ``held_per_replica`` at once (module docstring: vLLM's DP load balancing,
+    vllm/v1/engine/core_client.py ``DPLBAsyncMPClient.get_core_engine_for_request``): the batch split as evenly as
+    it goes (``batch % replicas`` replicas take one more), each replica's excess summed. Example: 200 over 4, 13
+    held by each -> 4 x (50 - 13) = 148; with one replica, ``batch_size - held``."""
+    n = max(replicas, 1)
+    base, extra = divmod(batch_size, n)
+    return sum(max(0, base + (i < extra) - held_per_replica) for i in range(n))
+
+
 def replicas_verdict(batch_size: int, replicas: int, per_replica_users: int, context_len: int) -> str:
     """One line: the batch, its share per replica against what one replica holds at ``context_len``, and the
     total (``per_replica_users``: the budget's users of one replica; "" with one replica).
