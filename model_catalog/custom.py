@@ -183,8 +183,8 @@ def load_config_file(path: str | Path, *, name: str | None = None,
     default = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     try:
         model = read_custom_config(raw, name or default, source=f"file:{path.name}", hf_quant_config=quant, cli=True)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    except ValueError as exc:  # the spec builder names the model (the file stem): the path names it here, once
+        raise ValueError(f"{path}: {str(exc).removeprefix(f'{name or default}: ')}") from None
     if quant is not None:
         model = replace(model, notes=(*model.notes, f"read {quant_path.name} beside {path.name}: the checkpoint's "
                                                     "per-layer weight formats (weight dtype auto)"))

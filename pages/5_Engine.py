@@ -8,7 +8,8 @@ from planner.engines.logparse import MAX_LOG_CHARS
 from planner.engines.replica_layout import on_one_node
 from planner.fixes import engine_fixes
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
-from ui import catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving, traffic, views
+from ui import budget_knobs, catalog, custom_panel, engine, engine_graphs, feature_line, inputs, scale_view, serving
+from ui import traffic, views
 from ui import engine_home  # the node warning, one wording with Home's engine panel
 from ui import engine_nodes
 from ui.engine_metrics import batch_short_text
@@ -26,6 +27,8 @@ problems.extend(more)
 scale_request, more = scale_view.engine_scale_inputs(knobs.engine, knobs.data_parallel_size)  # -dp / EP / DCP
 problems.extend(more)
 inputs.show_problems(problems)
+if ignored := budget_knobs.ignored_text(knobs.engine):  # vLLM's own knobs under another engine
+    st.caption(ignored)
 engine.kv_dtype_fix(knobs.engine, form.kv_cache_dtype, stop=True)  # an engine/dtype mismatch: a one-click fix
 
 model = views.guarded(catalog.model_spec, form.model_id, what=f"loading {form.model_id}")

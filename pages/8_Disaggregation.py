@@ -22,7 +22,8 @@ inputs.show_problems(problems)
 feature_line.show_users_line(None, left_out=disagg_knobs.left_out([*feature_line.link_features_left_out(
     "this page sizes the pools for the bare model; `python -m planner disagg` takes the serving flags, and Home, "
     "Concurrency and Allocation apply them", applied=("language_model_only",),  # the pools serve text only
-    scale=False), *scale_view.prefill_dcp_left_out(knobs)]))  # the sidebar reads the parallel flags
+    scale=False), *scale_view.prefill_dcp_left_out(knobs),  # the sidebar reads the parallel flags
+    *disagg_knobs.not_taken(engine_values, knobs.engine)]))  # vLLM's own knobs under another engine
 if carried := scale_view.load_defaults_from_link()[1]:
     st.caption(carried)
 

@@ -10,6 +10,8 @@ So ``auto`` is a bf16 cache there and ``fp8`` a plain FP8 latent (planner/engine
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from model_catalog import get_gpu, model_spec
 from model_catalog.gpus import load_gpus
 from planner import PlanRequest, plan
@@ -64,7 +66,7 @@ def test_engine_view_on_amd_stores_bf16_and_v011_refuses_fp8():
     assert not any("fp8_ds_mla" in n for n in (*viewed.notes, *viewed.warnings))
     old = plan_engine(V32, MI300X.framework_memory_bytes, EngineRequest(
         engine="vllm-v0.11", tensor_parallel_size=8, max_model_len=LENGTH, kv_cache_dtype="fp8", gpu_name=MI300X.name))
-    assert any("doesn't support fp8" in w for w in old.warnings)
+    assert any("doesn't support fp8" in r for r in old.reasons)
 
 
 def test_find_names_what_each_vendor_stores():
@@ -96,3 +98,40 @@ def test_allocation_kv_quantization_rows_on_amd_are_what_rocm_stores():
                              gpu_id=MI300X.id)
     assert [r.kv_cache_dtype for r in rows[:2]] == ["bf16", "fp8"]
     assert rows[1].kv_cache_bytes_per_token_per_gpu == _bytes_per_token(1)
+
+
+def _v011_fp8() -> EngineRequest:
+    return EngineRequest(engine="vllm-v0.11", tensor_parallel_size=8, max_model_len=LENGTH, kv_cache_dtype="fp8",
+                         gpu_name=MI300X.name)
+
+
+def test_v011_fp8_on_amd_does_not_start():
+    """vLLM v0.11 raises while picking the attention backend (vllm/platforms/rocm.py ``get_attn_backend_cls``), so the
+    launch never starts: a refusal (starts False, the reason), not a warning beside "starts yes" (QA, stop 46)."""
+    refused = plan_engine(V32, MI300X.framework_memory_bytes, _v011_fp8())
+    assert not refused.starts
+    assert any("doesn't support fp8" in r for r in refused.reasons)
+    assert not any("doesn't support fp8" in w for w in refused.warnings)
+    assert refused.max_concurrency == 0 and refused.engine_kv_cache_tokens == 0  # stopped before loading
+    bf16 = plan_engine(V32, MI300X.framework_memory_bytes, replace(_v011_fp8(), kv_cache_dtype="auto"))
+    assert bf16.starts  # the bf16 cache still starts
+    nvidia = plan_engine(V32, H200.framework_memory_bytes, replace(_v011_fp8(), gpu_name=H200.name))
+    assert nvidia.starts
+
+
+def test_cli_plan_says_v011_fp8_on_amd_does_not_start():
+    from tests.test_cli import run_cli
+
+    out = run_cli("plan", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", MI300X.id, "--num-gpus", "8",
+                  "--context-len", str(LENGTH), "--engine", "vllm-v0.11", "--kv-cache-dtype", "fp8").stdout
+    starts = next(line for line in out.splitlines() if line.startswith("starts"))
+    assert starts.split()[1] == "no", out
+    assert "doesn't support fp8" in out
+
+
+def test_find_under_v011_ranks_no_fp8_mi300x_setup():
+    gpus = [g for g in load_gpus().values() if g.id == MI300X.id]
+    found = find_setups(V32, gpus, FindRequest(users=4, prompt_len=4000, output_len=1000, top=50,
+                                               setup_kinds=("TP",), engine="vllm-v0.11"))
+    assert found.options
+    assert all(s.kv_cache_dtype != "fp8" for s in found.options if s.fits)

@@ -34,10 +34,10 @@ _DEFAULTS = {"usage_context": "serve"}
 """Knob values that are the budget's default (left off the command line)."""
 
 
-def link_knobs(where: str) -> tuple[dict, list[str]]:
+def link_knobs(where: str, engine: str | None = None) -> tuple[dict, list[str]]:
     """The link's knobs (:func:`ui.disagg_knobs.link_values`) and one message per bad value, which ``where`` (the
-    page's budget, in words) then plans at the engine's default."""
-    return disagg_knobs.link_values(where)
+    page's budget, in words) then plans at the engine's default (a vLLM-only one under another ``engine``: ignored)."""
+    return disagg_knobs.link_values(where, engine)
 
 
 def budget_fields(knobs: dict) -> dict:
@@ -82,7 +82,7 @@ def find_knobs(engine: str, where: str = "the setups' sizing") -> tuple[tuple[tu
     and one message per bad value, which ``where`` plans at the engine's default. QA:
     ``/Find_a_GPU_setup?enforce_eager=true`` ranked setups by the default CUDA-graph memory while Home and the
     Engine page applied the flag."""
-    knobs, problems = link_knobs(where)
+    knobs, problems = link_knobs(where, engine)
     request = with_link_knobs(PlanRequest(context_len=1), knobs, engine=engine)
     sizes = tuple((name, getattr(request, name)) for name in ("max_num_seqs", "max_num_batched_tokens")
                   if getattr(request, name) is not None)
@@ -98,6 +98,17 @@ def not_taken(knobs: dict | None = None, engine: str | None = None) -> list[tupl
     _, dropped = PlanRequest(context_len=1, **budget_fields(knobs)).for_engine_family(_family(engine))
     return [(f"`{key}={shorten(st.query_params.get(key) or '').replace('`', chr(39))}`",
              f"{engine} has no such knob, so the budget leaves it out") for key in dropped]
+
+
+def ignored_text(engine: str) -> str:
+    """The Engine page's line for the link's vLLM-only knobs (:func:`not_taken`) under an ``engine`` that does not
+    take them, which its launch and figures leave out (the CLI refuses the flags there); "" where none is set."""
+    names = [what for what, _ in not_taken(engine=engine)]
+    if not names:
+        return ""
+    many = len(names) > 1
+    return (f"{engine} ignores {', '.join(names)}: {'vLLM knobs' if many else 'a vLLM knob'} it has no flag for, "
+            f"which its launch command and these figures leave out.")
 
 
 def overhead_named(engine: str | None = None) -> str:

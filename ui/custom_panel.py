@@ -53,7 +53,7 @@ from model_catalog.custom import CustomGPU, CustomModel
 from planner.model import ModelSpec
 from planner.text import plain_or_quoted
 from ui import catalog
-from ui.format import format_bytes, format_int, md_message, md_text, shorten
+from ui.format import format_bytes, format_int, md_message, md_text, shorten_words
 
 CUSTOM_ID = catalog.CUSTOM_ID
 """Option id of the custom model and of the custom GPU in the sidebar selectboxes and the URL."""
@@ -506,8 +506,8 @@ def failed_use_line(model_shown: str | None, gpu_shown: str | None) -> str | Non
     what, reason, thing = failed
     shown = gpu_shown if thing == "GPU" else model_shown
     instead = md_text(shown) if shown else f"the {thing}s it showed before"  # a name the user may have given
-    return (md_message(f"{what} could not be used ({shorten(reason, 120)}); the page still shows ") + instead
-            + ": fix it under Custom model & GPU in the sidebar.")
+    return (md_message(f"{what} could not be used ({shorten_words(reason)}); the page still shows ") + instead
+            + ": fix it under Custom model & GPU in the sidebar, which shows the whole reason.")
 
 
 def render_custom_model_panel(container=None, *, show_problems: bool = True) -> CustomChoice:

@@ -295,10 +295,11 @@ def priced_kv_name(model: ModelSpec, weight_dtype: str, kv_cache_dtype: str, gpu
     return " / ".join(dict.fromkeys(names))
 
 
-def sparse_mla_clause(kv_cache_dtype: str) -> str:
+def sparse_mla_clause(kv_cache_dtype: str, gpu_name: str | None = "") -> str:
     """``"; sparse-MLA models ... fp8_ds_mla"`` when ``kv_cache_dtype`` is one vLLM stores sparse-MLA layers as
-    ``fp8_ds_mla`` for (``auto``, the fp8 names: :data:`planner.model.sparse.FP8_DS_MLA_CACHE_DTYPES`), else ""."""
-    if kv_cache_dtype not in FP8_DS_MLA_CACHE_DTYPES:
+    ``fp8_ds_mla`` for (``auto``, the fp8 names: :data:`planner.model.sparse.FP8_DS_MLA_CACHE_DTYPES`) on
+    ``gpu_name`` (an AMD GPU stores none: :mod:`planner.engines.vllm_kv_formats` design note 5), else ""."""
+    if kv_cache_dtype not in FP8_DS_MLA_CACHE_DTYPES or is_rocm_gpu(gpu_name):
         return ""
     return "; the sparse-MLA models (DeepSeek-V3.2, GLM-5) in vLLM's fp8_ds_mla, as vLLM stores them"
 
@@ -313,7 +314,7 @@ def kv_dtypes_text(plans: Sequence[tuple[AttentionVariant, Plan]]) -> str:
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)  # keyed by the two dtypes (a few dozen pairs)
-def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:
+def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str, gpu_name: str | None = "") -> list[dict]:
     """Every catalog model: parameters, KV bytes per token (whole model, one GPU) and attention kind.
 
     Kept per (``weight_dtype``, ``kv_cache_dtype``): the rows read nothing else (the catalog is fixed
@@ -323,6 +324,7 @@ def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:
     Args:
         weight_dtype: The sidebar's weight dtype (``planner.model.kv.cache_dtypes``).
         kv_cache_dtype: The sidebar's KV cache dtype (``auto`` = each model's compute dtype).
+        gpu_name: The sidebar's GPU: on an AMD one, sparse-MLA models store no fp8_ds_mla (as the table prices).
 
     Raises:
         ValueError: a dtype the planner does not know (from ``cache_dtypes``).
@@ -332,7 +334,7 @@ def catalog_kv_rows(weight_dtype: str, kv_cache_dtype: str) -> list[dict]:
     rows = []
     for model_id in catalog.model_ids():
         spec = catalog.model_spec(model_id)
-        per_token = kv_cache_bytes_per_token(spec, cache_dtypes(spec, weight_dtype, kv_cache_dtype))
+        per_token = kv_cache_bytes_per_token(spec, cache_dtypes(spec, weight_dtype, kv_cache_dtype, gpu_name=gpu_name))
         rows.append({"model_id": model_id, "params": spec.num_parameters, "kv_bytes_per_token": per_token,
                      "attention": spec.attention_kind})
     return rows

@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from planner.budget import PlanRequest
 from planner.engines.profiles import ENGINE_PROFILES, USAGE_CONTEXTS
+from planner.plan_types import ENGINE_KNOB_FIELDS
 from ui import engine_graphs, inputs
 from ui.engine import ENGINE_FIELDS
 from ui.format import gib_to_bytes, shorten
@@ -50,14 +52,41 @@ HOME_NOT_APPLIED = {
 }
 """Carried Engine-page keys Home's engine panel does not take, and why (:func:`left_out`)."""
 
+_DEFAULT_KNOBS = {"usage_context": "serve", "enforce_eager": False, "warm_compile_cache": False}
+"""The defaults of the vLLM-only knobs :func:`knob_inputs` shows (the CUDA-graph ones' is None)."""
+
 GRAPH_KEYS = engine_graphs.GRAPH_KEYS
 """vLLM's CUDA-graph knobs (:mod:`ui.engine_graphs`): no other engine takes them."""
 
 
-def link_values(where: str = "Home's engine panel") -> tuple[dict, list[str]]:
+def link_values(where: str = "Home's engine panel", engine: str | None = None) -> tuple[dict, list[str]]:
     """:func:`knob_inputs`' values read from the link alone, for a page without those widgets (Home): a switch is
     on for ``true`` (Streamlit's reading of a bound toggle), a number in its Engine-page range, else the engine's
-    default; and one message per bad value, which ``where`` (the part of the page that reads them) leaves out."""
+    default; and one message per bad value, which ``where`` (the part of the page that reads them) leaves out. Under
+    an ``engine`` that is not vLLM (None: not known here) a bad value of a vLLM-only knob is named as ignored instead
+    (:func:`_ignored`): that engine takes no such knob, so there is nothing to set (QA: Find under SGLang said of
+    ``cudagraph_mode=BOGUS`` "set it on the Engine page")."""
+    values, problems = _link_values(where)
+    if engine is None or ENGINE_PROFILES[engine].family == "vllm":
+        return values, problems
+    return values, [_ignored(p, engine) for p in problems]
+
+
+_VLLM_ONLY_KEYS = ("usage_context", "enforce_eager", "warm_compile_cache", *engine_graphs.GRAPH_KEYS)
+"""The vLLM-only knobs :func:`link_values` reads (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`)."""
+
+
+def _ignored(problem: str, engine: str) -> str:
+    """``problem`` (one of :func:`_link_values`' messages), or, where it is about a vLLM-only knob, the sentence
+    that ``engine`` ignores that knob."""
+    key = next((k for k in _VLLM_ONLY_KEYS if problem.startswith(f"Link parameter `{k}=")), None)
+    if key is None:
+        return problem
+    return f"{problem[:problem.index('` ') + 1]} is a vLLM knob; {engine} has no such knob and ignores it."
+
+
+def _link_values(where: str) -> tuple[dict, list[str]]:
+    """:func:`link_values` under vLLM."""
     params, problems = st.query_params, []
     values: dict = {"usage_context": params.get("usage_context") or "serve"}
     if values["usage_context"] not in USAGE_CONTEXTS:
@@ -111,9 +140,26 @@ def knob_inputs(engine: str) -> tuple[dict, list[str]]:
     return values | graphs, problems + more
 
 
+def vllm_only(values: dict, engine: str) -> tuple[str, ...]:
+    """The vLLM-only knobs of ``values`` (:data:`planner.plan_types.ENGINE_KNOB_FIELDS`: ``usage_context``,
+    ``enforce_eager``, ``warm_compile_cache``, ...) set off their default under an ``engine`` that does not take them
+    (:meth:`planner.budget.PlanRequest.for_engine_family`); ``()`` under vLLM. ``disagg`` refuses these flags there
+    (planner/cli/scale.py), so the pools leave them out (:func:`request_fields`) and :func:`not_taken` names them."""
+    given = {key: values[key] for key in ENGINE_KNOB_FIELDS if values.get(key) not in (None, False)}
+    return PlanRequest(context_len=1, **given).for_engine_family(ENGINE_PROFILES[engine].family)[1]
+
+
+def not_taken(values: dict, engine: str) -> list[tuple[str, str]]:
+    """``(what, why)`` for each of :func:`vllm_only`, for the page's "Left out" line."""
+    return [(f"`{key}={shorten(st.query_params.get(key) or str(values[key]).lower()).replace('`', chr(39))}`",
+             f"{engine} has no such knob, so the pools leave it out") for key in vllm_only(values, engine)]
+
+
 def request_fields(form: inputs.PlanInputs, values: dict, engine: str) -> dict:
     """The :class:`planner.engines.types.EngineRequest` fields of the knobs, as ``engine_request`` of the CLI sets
-    them from the flags: the shared utilization and block size only when the link or sidebar sets them."""
+    them from the flags: the shared utilization and block size only when the link or sidebar sets them; the vLLM-only
+    knobs only under vLLM (:func:`vllm_only`)."""
+    values = values | {key: _DEFAULT_KNOBS.get(key) for key in vllm_only(values, engine)}
     explicit = st.query_params
     fields = {"gpu_memory_utilization": form.gpu_memory_utilization if SHARED[0] in explicit else None,
               "block_size": form.block_size if SHARED[1] in explicit else None,
@@ -171,6 +217,7 @@ def cli_command(form: inputs.PlanInputs, engine: str, numbers: dict, switches: d
     parts += [f"{_flag(k)} {v}" for k, v in numbers.items()
               if k.endswith(("parallel_size", "dp_size", "ep_size")) and v is not None and (v != 1 or "tensor" in k)]
     parts += [_flag(k) for k, on in switches.items() if on]
+    values = values | {key: _DEFAULT_KNOBS.get(key) for key in vllm_only(values, engine)}  # as the pools plan
     knobs = {k: fields[k] for k in SHARED} | {k: values[k] for k in (*NUMBERS, *SWITCHES)}
     knobs |= {k: fields.get(k) for k in ("cudagraph_mode", "optimization_level")}  # vLLM's only
     if values["usage_context"] != "serve":

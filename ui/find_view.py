@@ -9,6 +9,7 @@ import streamlit as st
 
 from model_catalog.gpus import GPU
 from planner.model import ModelSpec
+from planner.text import quote
 from planner.traffic.find_types import FindRequest, FindResult, Setup
 from planner.traffic.lengths_csv import LengthTable
 from planner.traffic.reverse import find_setups
@@ -89,10 +90,23 @@ def setup_throughput(model: ModelSpec, gpu, setup: Setup, request: FindRequest,
 def vendor_filter(gpus) -> tuple[list, list[str]]:
     """The "Vendors" multiselect (URL key ``vendors``; empty = every vendor) and the GPUs it keeps."""
     vendors = sorted({g.vendor for g in gpus})
-    problems = inputs.check_link({}, {"vendors": (tuple(vendors), None, "vendor", len(vendors))}, ())
+    problems = inputs.check_link({}, {"vendors": (tuple(vendors), _vendor_resolver(vendors), "vendor",
+                                                  len(vendors))}, ())
     chosen = st.sidebar.multiselect("Vendors", vendors, default=[], key="vendors", bind="query-params",
                                     help="Search only these vendors' GPUs (empty = all).")
     return [g for g in gpus if not chosen or g.vendor in chosen], problems
+
+
+def _vendor_resolver(vendors: list[str]):
+    """A link's vendor name in any case -> the catalog's spelling (``nvidia`` -> ``NVIDIA``, as GPU ids ignore case;
+    QA: ``vendors=nvidia,amd`` was refused as unknown vendor 'nvidia'); ValueError for an unknown one."""
+    by_lower = {v.lower(): v for v in vendors}
+
+    def resolve(raw: str) -> str:
+        if (found := by_lower.get(raw.strip().lower())) is None:
+            raise ValueError(f"unknown vendor {quote(raw)}; choose one of {', '.join(vendors)}")
+        return found
+    return resolve
 
 
 def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:

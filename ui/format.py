@@ -204,6 +204,16 @@ def shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def shorten_words(text: str, limit: int = 200) -> str:
+    """``text`` whole when it fits ``limit`` characters, else cut after its last whole word that fits, with an
+    ellipsis: for a sentence quoted in a one-line banner whose full text is shown elsewhere (QA: "would keep t…")."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut and not text[limit - 1].isspace() else cut
+    return head.rstrip(" ,;:") + "…"
+
+
 def format_command(command: str, width: int | None = None) -> str:
     """A shell command one flag per line, continued with `` \\``, for a code block that is read and copied.
 

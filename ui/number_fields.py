@@ -153,13 +153,18 @@ def link_number_problems(keys: Sequence[str], fields: Mapping[str, NumberField] 
     return out
 
 
-def _engine_family() -> str:
-    """The family of the engine this run plans: the link's ``engine`` (or the widget's), else the default vLLM."""
+def _engine_id() -> str:
+    """The engine this run plans: the link's ``engine`` (or the widget's), else the default vLLM."""
     raw = st.query_params.get("engine") or st.session_state.get("engine") or DEFAULT_ENGINE
     try:
-        return ENGINE_PROFILES[resolve_engine_name(str(raw))].family
+        return resolve_engine_name(str(raw))
     except ValueError:  # an unknown engine: the link check names it; the pages then plan the default vLLM
-        return ENGINE_PROFILES[DEFAULT_ENGINE].family
+        return DEFAULT_ENGINE
+
+
+def _engine_family() -> str:
+    """The family of :func:`_engine_id`."""
+    return ENGINE_PROFILES[_engine_id()].family
 
 
 def engine_rule_problem(key: str, raw: object) -> str | None:
@@ -169,7 +174,7 @@ def engine_rule_problem(key: str, raw: object) -> str | None:
     if key != "block_size" or raw is None or _engine_family() != "vllm":
         return None
     try:
-        return vllm_block_size_problem(int(str(raw).strip()), "block_size")
+        return vllm_block_size_problem(int(str(raw).strip()), "block_size", profile_id=_engine_id())
     except ValueError:  # not a whole number: number_problem says so
         return None
 

@@ -427,10 +427,11 @@ def run(args: argparse.Namespace) -> str | None:
     """The text of ``disagg`` or ``deploy``, or None for another command.
 
     Raises:
-        ValueError: unknown ids or invalid values (exit code 2).
+        ValueError: unknown ids or invalid values, a vLLM-only flag under another engine (exit code 2).
     """
     if args.command not in ("disagg", "deploy"):
         return None
+    cli_engine.budget_knobs(args)  # a vLLM-only flag under another --engine is refused, as `plan` refuses it
     model = _model(args)
     gpu = resolve_gpu(args)
     if args.command == "deploy":

@@ -57,6 +57,8 @@ from planner.cli.args import (
 from planner.cli.engine import add_budget_knob_arguments, budget_knobs, engine_name
 from planner.cli.serving import add_serving_arguments, serving_from_args
 from planner.engines import DEFAULT_ENGINE, ENGINE_CHOICES
+from planner.engines.block_sizes import vllm_block_size_problem
+from planner.engines.profiles import ENGINE_PROFILES, resolve_engine_name
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pipeline import plan_pipeline
 from planner.traffic.allocation import allocation_for_model
@@ -239,6 +241,8 @@ def run(args: argparse.Namespace) -> str | None:
     Raises:
         ValueError: unknown ids or invalid values (the caller prints them, exit 2).
     """
+    if args.command in ("allocation", "find"):
+        _check_block_size(args)
     if args.command == "allocation":
         result = run_allocation(args)
         if args.format == "json":
@@ -253,6 +257,22 @@ def run(args: argparse.Namespace) -> str | None:
                 print(f"note: {note}", file=sys.stderr)
         return json.dumps(found.rows(), indent=2)
     return None
+
+
+def _check_block_size(args: argparse.Namespace) -> None:
+    """Refuse a ``--block-size`` the vLLM that sizes the setups refuses (``--engine``'s version; the newest for
+    ``allocation`` and ``--engine budget``), before any search, as ``plan`` refuses it (QA: ``find --block-size 24``
+    exited 0 with "nothing fits", the refusal as a reason and unrelated "try" lines). Another engine's block size
+    (SGLang's page size) is its own (:func:`planner.engines.block_sizes.vllm_block_size_problem`).
+
+    Raises:
+        ValueError: the refusal, in one line.
+    """
+    engine = getattr(args, "engine", None)
+    engine = DEFAULT_ENGINE if engine in (None, BUDGET_ONLY) else resolve_engine_name(engine)
+    if args.block_size is not None and ENGINE_PROFILES[engine].family == "vllm" and (
+            problem := vllm_block_size_problem(args.block_size, profile_id=engine)):
+        raise ValueError(problem)
 
 
 CUSTOM_UNPRICED_NOTE_START = "the --gpu-memory-gib GPU"

@@ -168,7 +168,7 @@ def _check_request(model: ModelSpec, gpu_memory_bytes: int, request: EngineReque
         raise ValueError(f"--cudagraph-mode, -O and --max-cudagraph-capture-size are vLLM flags; {engine} does not "
                          "take them (drop them, or pick a vLLM engine)")
     if profile.family == "vllm" and request.block_size is not None and (
-            problem := vllm_block_size_problem(request.block_size)):
+            problem := vllm_block_size_problem(request.block_size, profile_id=profile.id)):
         raise ValueError(problem)  # vLLM finds no attention backend for it (planner.engines.block_sizes)
     if request.kv_cache_dtype not in profile.kv_cache_dtypes or request.kv_cache_dtype_v is not None:
         _check_engine_dtype(profile, request)  # raises for a combination the engine does not offer

@@ -322,8 +322,8 @@ class RankBudget:
 def stopped_before_load(values: dict) -> dict:
     """The fields of an :class:`EnginePlan` (field dict ``values``) whose engine stops before loading weights: no
     blocks, tokens, concurrency, accepted length or print (the per-rank arithmetic stays). Refusals that stop there:
-    heads tensor parallelism cannot split (:mod:`~planner.engines.dispatch`), a shared GPU short of free memory
-    (:mod:`~planner.engines.shared_gpu` note 1), no DeepSeek-V4 kernel (:mod:`~planner.engines.vllm_deepseek_v4`)."""
+    heads TP cannot split (:mod:`~.dispatch`), a shared GPU short of memory (:mod:`~.shared_gpu` note 1), no
+    DeepSeek-V4 kernel (:mod:`~.vllm_deepseek_v4`), no ROCm sparse MLA for the dtype (:mod:`~.vllm_kv_formats`)."""
     return {"stopped_at_config_check": True, "engine_log_lines": (), "num_gpu_blocks": 0, "engine_kv_cache_tokens": 0,
             "max_concurrency": 0.0, "max_concurrency_all_replicas": 0.0, "engine_max_model_len": 0,
             "max_concurrency_decoding": None if values.get("max_concurrency_decoding") is None else 0.0,

@@ -45,8 +45,8 @@ from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, 
 from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
 from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
                                          sampler_bytes_per_logit, speculative_tokens, v2_state_bytes)
-from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, sparse_warning,
-                                             stored_kv_name, uses_fp8_ds_mla)
+from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, sparse_refusal,
+                                             stored_kv_name, too_old_for_sparse_mla, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -287,9 +287,9 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
         engine_max_len = min(max_model_len_that_fits(lay, r.available_kv_cache_bytes, mnbt, limit, padded=padded)
                              for lay, r in zip(layouts, ranks))
     shared = (shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
-              or deepseek_v4.gpu_refusal(model, profile.id, request.gpu_name or ""))  # its design note 9
-    if shared:
-        engine_max_len = 0  # the worker stops before profiling: no length starts
+              or deepseek_v4.gpu_refusal(model, profile.id, request.gpu_name or "")  # its design note 9
+              or sparse_refusal(model, profile.id, request))  # vllm_kv_formats design note 5 (ROCm)
+    engine_max_len = 0 if shared else engine_max_len  # the worker stops before profiling: no length starts
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
                                        gpu_memory_bytes=gpu_memory_bytes)
     notes[:0] = block_notes  # vllm_block_size: the asked block size vLLM changed
@@ -554,7 +554,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
             f"must fit in the 1 - gpu_memory_utilization headroom ({gib2(headroom)} GiB); lower "
             "gpu_memory_utilization or pass --enforce-eager")
     v4_warnings, v4_notes = deepseek_v4.messages(model, profile.id, request.kv_cache_dtype, layouts[0].padded_estimate)
-    warnings += [w for w in (eager_conflict(request), *v4_warnings, sparse_warning(model, profile.id, request)) if w]
+    warnings += [w for w in (eager_conflict(request), *v4_warnings, too_old_for_sparse_mla(model, profile.id)) if w]
     notes += [*v4_notes, *fp8_kv_notes(profile.id, request.gpu_name, request.kv_cache_dtype, request.attention_backend)]
     if uses_fp8_ds_mla(model, profile.id, request.kv_cache_dtype, request.gpu_name):
         notes.append(FP8_DS_MLA_NOTE.format(kv_cache_dtype=request.kv_cache_dtype))

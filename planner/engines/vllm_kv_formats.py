@@ -141,11 +141,11 @@ def rocm_sparse_mla_refusal(model: ModelSpec, profile_id: str, kv_cache_dtype: s
     return ""
 
 
-def sparse_warning(model: ModelSpec, profile_id: str, request) -> str:
-    """The vLLM plan's sparse-MLA warning for ``request`` (an :class:`planner.engines.types.EngineRequest`):
-    :func:`too_old_for_sparse_mla`, else :func:`rocm_sparse_mla_refusal`, else ""."""
-    return (too_old_for_sparse_mla(model, profile_id)
-            or rocm_sparse_mla_refusal(model, profile_id, request.kv_cache_dtype, request.gpu_name))
+def sparse_refusal(model: ModelSpec, profile_id: str, request) -> str:
+    """Why the vLLM launch ``request`` (an :class:`planner.engines.types.EngineRequest`) stops before loading
+    weights on a sparse-MLA model (:func:`rocm_sparse_mla_refusal`: vLLM raises while it picks the attention backend,
+    when the model's layers are built), else ""."""
+    return rocm_sparse_mla_refusal(model, profile_id, request.kv_cache_dtype, request.gpu_name)
 
 
 def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:
