@@ -214,7 +214,8 @@ def _order(fixes: list[CheckedFix]) -> list[CheckedFix]:
 
 
 def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, base: Plan,
-                  engine_request: EngineRequest | None = None, *, gpu_id: str = "", scale=None) -> list[CheckedFix]:
+                  engine_request: EngineRequest | None = None, *, gpu_id: str = "", scale=None,
+                  budget_model: ModelSpec | None = None) -> list[CheckedFix]:
     """``base.suggestions`` that name a knob, each applied and checked, in :func:`_order`.
 
     Args:
@@ -232,6 +233,9 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             131,072 tokens, utilization 0.61, ``-dcp 8`` (the budget does not fit): "Utilization → 0.95: starts
             with 5.56x" where the Engine page then prints 44.45x. None: the launch without it, its figures split
             by :func:`_dcp_view`.
+        budget_model: The model ``base`` prices where it is not ``model``: one data-parallel rank's share of the
+            routed experts (:func:`planner.rank_budget.v1_model`, Home's budget of a scale launch); each fix's
+            budget is re-planned with it, its engine check with ``model`` (the launch splits the experts itself).
 
     Returns:
         One :class:`CheckedFix` per fix whose re-planned budget fits and with which the engine starts (a fix
@@ -246,7 +250,7 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
     for fix in base.suggestions:
         if not isinstance(fix, Fix) or not hasattr(request, fix.key):
             continue
-        fixed = _budget_with(model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix,
+        fixed = _budget_with(budget_model or model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix,
                              base.decode_context_parallel_size)
         if not fixed.fits:
             continue
@@ -288,7 +292,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             have = {(f.fix.key, f.fix.value) for f in found}
             found += [f for f in engine_start_fixes(
                 model, gpu_memory_bytes, request, engine_request, refused, gpu_id=gpu_id,
-                decode_context_parallel_size=base.decode_context_parallel_size, scale=scale)
+                decode_context_parallel_size=base.decode_context_parallel_size, scale=scale,
+                budget_model=budget_model)
                 if (f.fix.key, f.fix.value) not in have]
     return _order(found)
 
@@ -371,7 +376,8 @@ def no_single_fix_text(base: Plan) -> str:
 
 def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
                        refused: EnginePlan, *, gpu_id: str = "",
-                       decode_context_parallel_size: int = 1, scale=None) -> list[CheckedFix]:
+                       decode_context_parallel_size: int = 1, scale=None,
+                       budget_model: ModelSpec | None = None) -> list[CheckedFix]:
     """Home's fixes for a plan whose budget fits (or not) while the engine refuses: :func:`engine_fixes` with
     the Home page's context key, kept when the engine starts with it *and* the budget re-planned with it fits.
 
@@ -394,6 +400,7 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
             (:func:`engine_fixes`), so its figures are the Engine page's after the fix (QA: DeepSeek-V3 on 8 H200
             under vllm-v0.11 at 131,072 tokens, utilization 0.61, ``-dcp 8``: "Utilization → 0.95: starts with
             5.56x", the launch without the split). None: ``engine_request`` as it is.
+        budget_model: As for :func:`checked_fixes`: the model the budget re-plans (default ``model``).
 
     Returns:
         :class:`CheckedFix` list in :func:`_order` (every ``starts`` True). Example: gpt-oss-120b at 131,072
@@ -406,7 +413,7 @@ def engine_start_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanReq
     dcp, out = decode_context_parallel_size, []
     for f in engine_fixes(model, gpu_memory_bytes, engine_request, refused, context_key="context_len", scale=scale):
         if f.starts and hasattr(request, f.fix.key) and _budget_with(
-                model, gpu_memory_bytes, request, stages, gpu_id, f.fix, dcp).fits:
+                budget_model or model, gpu_memory_bytes, request, stages, gpu_id, f.fix, dcp).fits:
             out.append(_drops_dcp(f, dcp, stages) if f.fix.key == "num_gpus" else f)
     return out
 

@@ -248,26 +248,17 @@ def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePla
         return f"{request.engine}: {exc}. Change the engine or the dtype in the sidebar to see its figures."
 
 
-def link_launch(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan | str, dcp: int) -> EnginePlan | str:
-    """The launch the Engine page plans for the link's data / expert / context parallel flags (:func:`link_scale`:
-    ``-dp`` from the replicas, ``--enable-expert-parallel``, and ``-dcp dcp``, the valid size Home's budget applies,
-    :func:`ui.feature_line.link_dcp`): :func:`planner.scale.plan_scale` of ``request`` (one attention data-parallel
-    rank's printed tokens and concurrency, the command with those flags), as :func:`ui.scale_view.plan_launch` plans
-    it there. ``plan`` (:func:`home_engine_plan` of ``request``) as it is where the Engine page plans plain replicas
-    (no such flag, ``-dp`` alone), for an engine other than vLLM, pipeline stages, or what the planner refuses (the
-    Engine page then plans one tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at 131,072 tokens with
-    ``-dcp 8``: 57 users in Home's tiles beside 7.21x in its panel, 57.67x on the Engine page; DeepSeek-V3 with
-    ``-dp 8 --enable-expert-parallel`` and no ``-dcp``: "would refuse to start (505.09 GiB short)" and no
-    ``--enable-expert-parallel`` in Home's panel, where the Engine page's launch starts with 25 per rank x 8."""
-    scale = link_scale(request, dcp)
-    if isinstance(plan, str) or scale is None:
-        return plan
-    from planner.scale import plan_scale  # noqa: PLC0415 - only a link with scale flags needs it
-
-    try:
-        return plan_scale(model, gpu.framework_memory_bytes, request, scale).engine_view()
-    except ValueError:
-        return plan
+def link_launch(plan: EnginePlan | str, scale) -> EnginePlan | str:
+    """The launch the Engine page plans for the link's data / expert / context parallel flags: the engine view of
+    ``scale`` (:func:`ui.home_scale.link_scale_plan`: ``-dp`` from the replicas, ``--enable-expert-parallel``, and
+    the ``-dcp`` Home's budget applies; one attention data-parallel rank's printed tokens and concurrency, the command
+    with those flags), as :func:`ui.scale_view.plan_launch` plans it there. ``plan`` (:func:`home_engine_plan`) as it
+    is where ``scale`` is None (no such flag, ``-dp`` alone, an engine other than vLLM, pipeline stages, or what the
+    planner refuses: the Engine page then plans one tensor-parallel replica too). QA: DeepSeek-V3.2 on 8 H200 at
+    131,072 tokens with ``-dcp 8``: 57 users in Home's tiles beside 7.21x in its panel, 57.67x on the Engine page;
+    DeepSeek-V3 with ``-dp 8 --enable-expert-parallel`` and no ``-dcp``: "would refuse to start (505.09 GiB short)"
+    and no ``--enable-expert-parallel`` in Home's panel, where the Engine page's launch starts with 25 per rank x 8."""
+    return plan if scale is None else scale.engine_view()
 
 
 def link_scale(request: EngineRequest, dcp: int):
@@ -291,11 +282,12 @@ def link_expert_parallel() -> bool:
     return (st.query_params.get("enable_expert_parallel") or "").lower() == "true"
 
 
-def plans_left_out_experts(plain: EnginePlan | str, launch: EnginePlan | str) -> bool:
-    """True where ``launch`` (:func:`link_launch` of ``plain``) plans the link's ``--enable-expert-parallel``, which
-    Home's budget leaves out (:func:`ui.feature_line.link_scale_left_out` names it), for
-    :func:`ui.engine_verdict.engine_starts_note`."""
-    return launch is not plain and link_expert_parallel()
+def plans_left_out_experts(plain: EnginePlan | str, launch: EnginePlan | str, budget_applies: bool = False) -> bool:
+    """True where ``launch`` (:func:`link_launch` of ``plain``) plans the link's ``--enable-expert-parallel`` and
+    Home's budget leaves it out (:func:`ui.feature_line.link_scale_left_out` names it), for
+    :func:`ui.engine_verdict.engine_starts_note`; False where ``budget_applies`` (the budget prices the launch's rank,
+    :func:`ui.home_scale.rank_budget`)."""
+    return launch is not plain and link_expert_parallel() and not budget_applies
 
 
 def refusing_engine(plan: EnginePlan | str, engine: str) -> str | None:

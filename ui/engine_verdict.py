@@ -23,7 +23,8 @@ def engine_starts_note(fits: bool, context_len: int, plan: EnginePlan | str, exp
     engine (``plan``: Home's engine view of the link; a sentence where the engine cannot plan the inputs) starts and
     holds at least one whole request of ``context_len`` tokens; nothing otherwise. ``expert_parallel``: ``plan`` is
     the link's ``--enable-expert-parallel`` launch (:func:`ui.engine_home.plans_left_out_experts`), which the budget
-    leaves out: where it starts, :func:`expert_parallel_text` says so instead."""
+    leaves out (only where it cannot price that launch's rank, :func:`ui.home_scale.rank_budget`): where it starts,
+    :func:`expert_parallel_text` says so instead."""
     if isinstance(plan, str):
         return
     if expert_parallel:

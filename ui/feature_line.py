@@ -175,7 +175,8 @@ FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request"
 SCALE_KEYS = ("decode_context_parallel_size", "enable_expert_parallel", "dp_size", "ep_size", "enable_dp_attention")
 """Link keys of the Engine page's data / expert / context parallel section (ui/scale_view.py) that change what one
 GPU holds; the budget pages do not apply them (:func:`link_scale_left_out`), except Home and Concurrency, which
-apply a valid ``decode_context_parallel_size`` (:func:`link_dcp`)."""
+apply a valid ``decode_context_parallel_size`` (:func:`link_dcp`), and Home, whose budget prices one rank of a vLLM
+expert-parallel launch (:mod:`ui.home_scale`)."""
 
 DCP_KEY = "decode_context_parallel_size"
 """The link key of vLLM's ``-dcp`` (the Engine page's context parallel size)."""
@@ -213,7 +214,7 @@ def show_dcp_line(dcp: int) -> None:
             "users are those of that share in the same KV budget."))
 
 
-def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, str]]:
+def link_scale_left_out(dcp: tuple[int, str] | None = None, expert_parallel: bool = False) -> list[tuple[str, str]]:
     """``[(the carried keys, why)]`` when the link sets data / expert / context parallel flags (:data:`SCALE_KEYS`)
     that this page's budget does not apply: QA (stop 44), DeepSeek-V3.2 with ``decode_context_parallel_size=8``
     held 57 users on the Engine page (each request's KV split along tokens over 8 GPUs, vLLM ``-dcp``) and 7 on
@@ -221,6 +222,8 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
 
     ``dcp``: :func:`link_dcp` on a page that applies the size: one it applies is not named (:func:`show_dcp_line`
     says so), one it cannot apply is named with the planner's reason; None (the other pages): named as left out.
+    ``expert_parallel``: the page's budget applies the link's ``enable_expert_parallel`` (Home's rank budget,
+    :func:`ui.home_scale.rank_budget`), so it is not named.
     """
     carried, out = [], []
     for key in SCALE_KEYS:
@@ -229,6 +232,8 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None) -> list[tuple[str, s
             continue
         named = f"`{key}={value[:60].replace('`', chr(39))}`"  # a code span: no Markdown inside
         if key == DCP_KEY and dcp is not None and dcp[0] > 1:
+            continue
+        if key == "enable_expert_parallel" and expert_parallel:  # the budget spreads the experts as the launch does
             continue
         if key == DCP_KEY and dcp is not None and dcp[1]:
             out.append((named, f"this page's budget does not split the KV: {md_text(dcp[1])}"))

@@ -103,12 +103,13 @@ class PlanInputs:
         )
 
     def cli_command(self, pipeline_parallel_size: int = 1, decode_context_parallel_size: int = 1,
-                    num_nodes: int = 1, data_parallel_size: int = 1) -> str:
+                    num_nodes: int = 1, data_parallel_size: int = 1, expert_parallel: bool = False) -> str:
         """The equivalent ``python -m planner plan`` command line (first model and GPU; a custom model or GPU as
         the CLI takes it, with a comment line on the file to save: :mod:`ui.cli_line`); with the pipeline stages
         and the decode context parallel size Home's budget planned (:func:`planner.context_budget.
         plan_context_parallel`) and the link's nodes (over Ray), where they are more than one, so the copied command
-        gives Home's figures (QA, stop 44: without ``--num-nodes 2`` it refused a launch Home said starts)."""
+        gives Home's figures (QA, stop 44: without ``--num-nodes 2`` it refused a launch Home said starts), and
+        ``--enable-expert-parallel`` where Home's budget prices one rank's experts (:mod:`ui.home_scale`)."""
         from ui.cli_line import source_flags  # noqa: PLC0415 - reads the custom panel, which imports this module
 
         model, gpu, comments = source_flags(self.model_id, self.gpu_id)
@@ -128,6 +129,8 @@ class PlanInputs:
             parts.append(f"--num-nodes {num_nodes} --distributed-executor-backend ray")
         if data_parallel_size > 1:  # the link's replicas: the CLI splits the batch over them as Home does
             parts.append(f"--data-parallel-size {data_parallel_size}")
+        if expert_parallel:
+            parts.append("--enable-expert-parallel")
         return "".join(f"{c}\n" for c in comments) + " \\\n  ".join(parts)
 
 

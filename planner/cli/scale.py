@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner import rank_budget
 from planner.cli import engine as cli_engine
 from planner.cli import serving as cli_serving
 from planner.cli.args import (
@@ -49,9 +50,7 @@ from planner.scale import (
     plan_scale,
 )
 from planner.scale.links import TRANSFER_MS_DIGITS
-from planner.scale.replicas import replica_batch, replicas_verdict, spread_plan
 from planner.scale.deploy import disagg_roles, role_commands, roles_yaml, start_refusal
-from planner.scale.weights import rank_model
 from planner.text import count_noun
 from planner.units import GiB
 
@@ -145,104 +144,13 @@ def run_scale(args: argparse.Namespace, model, gpu) -> ScalePlan | None:
     return args.scale_plan
 
 
-def v1_model(model, scale: ScalePlan | None):
-    """The model the engine-free plan prices: one rank's share of the experts under a scale plan."""
-    return model if scale is None else rank_model(model, scale.layout)
-
-
-def v1_plan(model, gpu, request, scale: ScalePlan):
-    """The engine-free plan of one rank of a scale launch (:func:`v1_model`), with the launch's decode context
-    parallel size applied (:func:`planner.context_budget.plan_context_parallel`: each GPU keeps ``ceil(L / dcp)``
-    tokens of a request) where the budget can apply it, else without it (:func:`v1_result` then says so)."""
-    from planner.budget import plan
-    from planner.context_budget import plan_context_parallel
-
-    rank = v1_model(model, scale)
-    try:
-        return plan_context_parallel(rank, gpu.framework_memory_bytes, request, gpu.id,
-                                     decode_context_parallel_size=scale.layout.decode_context_parallel_size)
-    except ValueError:  # a size the launch refuses (its reasons say why): the cache without the split
-        return plan(rank, gpu.framework_memory_bytes, request, gpu_id=gpu.id)
-
-
 def rank_plan(args: argparse.Namespace, model, gpu, request, scale: ScalePlan):
-    """The engine-free plan of one attention data-parallel rank (:func:`v1_plan`, :func:`v1_result`) at its share
-    of the batch: the ranks each hold ``ceil(batch / ranks)`` requests of a batch spread over them
-    (:func:`planner.scale.replicas.replica_batch`; vLLM's API server balances requests over the data-parallel
-    engines), so ``fits`` compares that share with one rank's users and a batch fix names the whole batch. Keeps
-    the one-line verdict on ``args.replicas_verdict`` and the JSON block on ``args.replicas_json`` ("" / None with
-    one rank)."""
-    from dataclasses import replace
-
-    replicas, batch = scale.layout.attention_dp, request.batch_size
-    share = replace(request, batch_size=replica_batch(batch, replicas))
-    result = v1_result(v1_plan(model, gpu, share, scale), model, scale)
-    args.replicas_verdict = replicas_verdict(batch, replicas, result.max_concurrent_sequences, result.context_len)
-    args.replicas_json = None
-    if replicas > 1:
-        result = spread_plan(result, replicas)
-        args.replicas_json = {"replicas": replicas, "batch_size": batch, "batch_size_per_replica": share.batch_size,
-                              "max_concurrent_sequences_per_replica": result.max_concurrent_sequences,
-                              "max_concurrent_sequences_all_replicas": result.max_concurrent_sequences * replicas,
-                              "fits": result.fits, "verdict": args.replicas_verdict}
-    return result
-
-
-def v1_result(result, model, scale: ScalePlan | None):
-    """The engine-free plan of a scale launch, with ``params`` and ``weights_bytes`` back at the whole model's
-    (the per-GPU keys stay the rank's) and a note saying what the section prices; unchanged without a scale plan.
-
-    Under decode context parallel the section's users are those of a cache that keeps every token of a request
-    on each GPU of the group; ``-dcp N`` keeps 1/N of them (vllm/v1/worker/cp_utils.py), so the note points to
-    the launch's count (QA: Kimi-K2.5 on 8 x H200 with -dcp 8 printed "max users 46" above "scale users 375").
-    A data-parallel MoE launch's profile pass gathers every rank's tokens into each MoE layer
-    (:class:`planner.engines.vllm_moe_dispatch.MoeDispatchPeak`), which the section leaves out; where that leaves
-    the launch fewer users per rank, the note says so (DeepSeek-V3.2 on a B200 at 32K: 40 against 21)."""
-    if scale is None:
-        return result
-    from dataclasses import replace
-
-    layout, notes = scale.layout, []
-    if scale.context is not None and result.decode_context_parallel_size == 1:
-        notes.append(f"this section prices the cache without decode context parallel (each GPU keeps every token "
-                     f"of its requests); -dcp {layout.decode_context_parallel_size} keeps 1/"
-                     f"{layout.decode_context_parallel_size} of them: "
-                     f"{count_noun(scale.requests_all_ranks, 'user')}, as the scale section counts them")
-    if model.num_experts and (layout.attention_dp > 1 or layout.expert_parallel_size > 1):
-        from planner.model.params import model_weight_bytes
-
-        notes.append(f"this section prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
-                     f"of {layout.global_experts} routed experts per MoE layer; users are per rank, x "
-                     f"{layout.attention_dp} ranks in scale.max_concurrency")
-        per_rank = int(scale.max_concurrency_per_rank)
-        if scale.moe_dispatch is not None and per_rank < result.max_concurrent_sequences:
-            peak = scale.moe_dispatch.peak_bytes / 2**30
-            notes.append(f"this section leaves out the data-parallel MoE layer's profile peak ({peak:.2f} GiB per "
-                         f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the scale "
-                         "section counts them")
-        result = replace(result, params=model.num_parameters,
-                         weights_bytes=model_weight_bytes(model, result.weight_dtype))
-    if layout.family == "vllm" and layout.attention_dp > 1:
-        result = replace(result, suggestions=tuple(_per_rank_fix(s, layout.attention_dp) for s in result.suggestions))
-    return replace(result, notes=(*result.notes, *notes)) if notes else result
-
-
-def _per_rank_fix(fix, dp: int):
-    """A GPU-count fix of the section's one-rank plan under vLLM ``--data-parallel-size dp`` (each rank its own
-    ``--tensor-parallel-size`` GPUs, KV pool and scheduler: vllm/config/parallel.py ``world_size_across_dp`` =
-    tp x pp x dp), worded as what it is: the tensor-parallel size of each rank, ``dp`` x it GPUs in all, the
-    smallest at which each rank holds its share of the batch (:func:`rank_plan` plans the rank at
-    ``ceil(batch / dp)``; QA: "use num_gpus 2 (tensor parallel; the smallest count that holds this batch)" for
-    Llama 3.1 8B, 20 x 32,768 tokens on 4 ranks of one H100, whose 4 ranks already hold 52); any other suggestion
-    as it is."""
-    if getattr(fix, "key", None) != "num_gpus":
-        return fix
-    from planner.diagnose import Fix  # noqa: PLC0415
-
-    n = fix.value
-    return Fix(f"use num_gpus {n} per data-parallel rank (tensor parallel {n} in each of the {dp} ranks, {n * dp} "
-               f"GPUs; the smallest count at which each rank holds its share, ceil(batch / {dp}): scale users)",
-               "num_gpus", n)
+    """The engine-free plan of one attention data-parallel rank at its share of the batch
+    (:func:`planner.rank_budget.rank_plan`, which Home's budget calls too). Keeps the one-line verdict on
+    ``args.replicas_verdict`` and the JSON block on ``args.replicas_json`` ("" / None with one rank)."""
+    budget = rank_budget.rank_plan(model, gpu.framework_memory_bytes, gpu.id, request, scale)
+    args.replicas_verdict, args.replicas_json = budget.verdict, budget.data_parallel
+    return budget.result
 
 
 def scale_json(args: argparse.Namespace) -> dict:
