@@ -112,22 +112,22 @@ def v1_result(result, model, scale: ScalePlan | None):
         return result
     layout, notes = scale.layout, []
     if scale.context is not None and result.decode_context_parallel_size == 1:
-        notes.append(f"this section prices the cache without decode context parallel (each GPU keeps every token "
+        notes.append(f"this budget prices the cache without decode context parallel (each GPU keeps every token "
                      f"of its requests); -dcp {layout.decode_context_parallel_size} keeps 1/"
                      f"{layout.decode_context_parallel_size} of them: "
-                     f"{count_noun(scale.requests_all_ranks, 'user')}, as the scale section counts them")
+                     f"{count_noun(scale.requests_all_ranks, 'user')}, as the launch counts them")
     if model.num_experts and (layout.attention_dp > 1 or layout.expert_parallel_size > 1):
         from planner.model.params import model_weight_bytes
 
-        notes.append(f"this section prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
-                     f"of {layout.global_experts} routed experts per MoE layer; users are per rank, x "
-                     f"{layout.attention_dp} ranks in scale.max_concurrency")
+        notes.append(f"this budget prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
+                     f"of {layout.global_experts} routed experts per MoE layer; users are per rank, of the launch's "
+                     f"{layout.attention_dp} ranks")
         per_rank = int(scale.max_concurrency_per_rank)
         if scale.moe_dispatch is not None and per_rank < result.max_concurrent_sequences:
             peak = scale.moe_dispatch.peak_bytes / 2**30
-            notes.append(f"this section leaves out the data-parallel MoE layer's profile peak ({peak:.2f} GiB per "
-                         f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the scale "
-                         "section counts them")
+            notes.append(f"this budget leaves out the data-parallel MoE layer's profile peak ({peak:.2f} GiB per "
+                         f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the engine "
+                         "view counts them")
         result = replace(result, params=model.num_parameters,
                          weights_bytes=model_weight_bytes(model, result.weight_dtype))
     if layout.family == "vllm" and layout.attention_dp > 1:

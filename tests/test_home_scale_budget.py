@@ -78,3 +78,15 @@ def test_the_command_line_plans_the_same_rank(name):
     home, cli = _plan_json(args), _plan_json(CLI[name])
     keys = ("weights_bytes_per_gpu", "max_concurrent_sequences", "fits", "kv_cache_budget_bytes", "data_parallel")
     assert {k: home[k] for k in keys} == {k: cli[k] for k in keys}
+
+
+def test_home_words_the_rank_budget_notes_for_a_reader_not_the_cli_json():
+    """QA (stop 46): Home showed the CLI's notes as they were, "this section prices one attention data-parallel rank
+    ... x 8 ranks in scale.max_concurrency" and "... as the scale section counts them": words for the CLI's JSON,
+    not for the page. The notes name the budget, the launch's ranks and the engine view."""
+    at = run("app.py", V3_EP)
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [e.value for e in at.info]
+    ranks = [t for t in shown if "attention data-parallel rank" in t]
+    assert ranks and all("section" not in t and "scale." not in t for t in shown), shown
+    assert any("of the launch's 8 ranks" in t for t in ranks), ranks

@@ -283,9 +283,9 @@ def test_cli_plan_with_dp_ep_says_its_budget_leaves_out_the_moe_workspace(capsys
     per_rank, peak = int(scale["max_concurrency_per_rank"]), scale["moe_dispatch"]["peak_bytes"]
     assert per_rank < out["max_concurrent_sequences"]
     said = [n for n in out["notes"] if "data-parallel MoE" in n]
-    assert said == [f"this section leaves out the data-parallel MoE layer's profile peak ({peak / 2**30:.2f} GiB per "
-                    f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the scale "
-                    "section counts them"]
+    assert said == [f"this budget leaves out the data-parallel MoE layer's profile peak ({peak / 2**30:.2f} GiB per "
+                    f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the engine "
+                    "view counts them"]
 
 
 @pytest.mark.parametrize(("flags", "match"), [
