@@ -67,7 +67,8 @@ views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing
 pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
 engine_verdict.engine_starts_note(result.fits, form.context_len, launch,  # the reverse: "does not fit", it starts
-                                  engine_home.plans_left_out_experts(engine_plan, launch, rank is not None))  # EP
+                                  engine_home.plans_left_out_experts(engine_plan, launch, rank is not None),  # EP
+                                  model_limit=result.max_position_embeddings)
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(

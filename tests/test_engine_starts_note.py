@@ -81,3 +81,16 @@ def test_home_says_nothing_under_the_budgets_own_vllm():
     at = run_page("app.py", {"model": MODEL, "gpu": GPU, "context_len": str(CONTEXT)})
     assert not at.exception, [e.value for e in at.exception]
     assert not [i.value for i in at.info if "starts" in i.value and "But" in i.value]
+
+
+def test_no_starts_line_where_the_context_is_past_the_models_limit():
+    """QA (stop 46): Meta-Llama-3-8B (max_position_embeddings 8,192) at 32,768 tokens on 2 L40S under sglang read
+    "Does not fit ... longer than the model supports" above "But sglang starts ... 14 users of 32,768 tokens": the
+    budget refuses the length, not the memory, so no engine's overhead changes that."""
+    from tests.test_app import run_page
+
+    at = run_page("app.py", {"model": "meta-llama/Meta-Llama-3-8B", "gpu": "nvidia-l40s", "num_gpus": "2",
+                             "context_len": "32768", "engine": "sglang"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert [e.value for e in at.error if "longer than" in e.value], [e.value for e in at.error]
+    assert not [e.value for e in at.info if "starts" in e.value and "But" in e.value], [e.value for e in at.info]

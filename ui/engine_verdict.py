@@ -18,20 +18,22 @@ from planner.engines.types import EnginePlan
 from ui.format import format_bytes, md_message
 
 
-def engine_starts_note(fits: bool, context_len: int, plan: EnginePlan | str, expert_parallel: bool = False) -> None:
+def engine_starts_note(fits: bool, context_len: int, plan: EnginePlan | str, expert_parallel: bool = False,
+                       model_limit: int | None = None) -> None:
     """Under the verdict: "**But trtllm starts** with these inputs: ..." where the budget does not fit and the chosen
     engine (``plan``: Home's engine view of the link; a sentence where the engine cannot plan the inputs) starts and
     holds at least one whole request of ``context_len`` tokens; nothing otherwise. ``expert_parallel``: ``plan`` is
     the link's ``--enable-expert-parallel`` launch (:func:`ui.engine_home.plans_left_out_experts`), which the budget
     leaves out (only where it cannot price that launch's rank, :func:`ui.home_scale.rank_budget`): where it starts,
-    :func:`expert_parallel_text` says so instead."""
+    :func:`expert_parallel_text` says so instead. ``model_limit``: the budget's ``max_position_embeddings`` (a context
+    past it does not fit for a reason no engine's memory changes: no sentence)."""
     if isinstance(plan, str):
         return
     if expert_parallel:
         if said := expert_parallel_text(fits, plan):
             st.info(said, icon=":material/info:")
         return
-    said = engine_starts_text(plan, budget_fits=fits, budget_context_len=context_len)
+    said = engine_starts_text(plan, budget_fits=fits, budget_context_len=context_len, budget_model_limit=model_limit)
     if said:
         lead, _, rest = said.partition(" starts ")
         st.info(f"**But {md_message(lead)} starts** {md_message(rest)} Its launch is at the bottom.",

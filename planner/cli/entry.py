@@ -453,7 +453,8 @@ def _output(args: argparse.Namespace) -> str:
         out = with_catalog_id(result.to_dict(), catalog_id(args))
         out |= {} if result.fits else {"fixes": _fixes_json(args.checked_fixes)}  # a fitting plan's JSON as before
         if engine and (said := engine_starts_text(engine, budget_fits=result.fits,
-                                                  budget_context_len=result.context_len)):
+                                                  budget_context_len=result.context_len,
+                                                  budget_model_limit=result.max_position_embeddings)):
             out["notes"] = [*out["notes"], said]  # the engine starts where the budget (a vLLM's) does not fit
         return json.dumps(out | args.model_keys | (cli_engine.engine_json(engine) if engine else {})
                           | cli_scale.scale_json(args) | _node_json(args.node_advice, args.gpus_per_node), indent=2)

@@ -84,7 +84,8 @@ def budget_gap_text(plan: EnginePlan, *, budget_users: int, budget_context_len: 
             + "; ".join(causes) + ".")
 
 
-def engine_starts_text(plan: EnginePlan, *, budget_fits: bool, budget_context_len: int) -> str:
+def engine_starts_text(plan: EnginePlan, *, budget_fits: bool, budget_context_len: int,
+                       budget_model_limit: int | None = None) -> str:
     """The sentence beside a budget that does not fit where the chosen engine, whose overhead the budget does not price
     (another engine, or vllm-v0: :func:`planner.overhead.budget_profile`), starts and holds at least one whole request
     of the budget's context; "" otherwise (the budget fits, the engine refuses, holds no whole request, stops at a
@@ -93,9 +94,14 @@ def engine_starts_text(plan: EnginePlan, *, budget_fits: bool, budget_context_le
     The figures are the engine view's: its KV tokens, its available KV per GPU and its requests held at once
     (:attr:`EnginePlan.requests_held`, floored to whole users). QA: Qwen3-32B on one H100 at 32,768 tokens under
     ``trtllm`` read "Does not fit ... budget 6.82 GiB" above an engine panel where TensorRT-LLM starts with 57,152
-    tokens (1.74x, 13.95 GiB available), and nothing said which to believe.
+    tokens (1.74x, 13.95 GiB available), and nothing said which to believe. ``budget_model_limit``: the model's
+    ``max_position_embeddings`` as the budget reads it; a budget that does not fit because the context is past it is
+    not a matter of memory, so no sentence (QA, stop 46: Meta-Llama-3-8B at 32,768 tokens, limit 8,192, under sglang
+    read "Does not fit ... longer than the model supports" above "But sglang starts ... 14 users").
     """
     if budget_fits or not plan.starts or plan.stopped_at_config_check or plan.max_model_len != budget_context_len:
+        return ""
+    if budget_model_limit and budget_context_len > budget_model_limit:
         return ""
     priced = budget_profile(plan.engine)
     users = int(plan.requests_held)
