@@ -93,3 +93,17 @@ def test_find_reports_the_users_its_max_num_seqs_runs(capsys):
         if kv is not None:
             assert s["max_concurrent_sequences"] == min(kv, 64 * s["data_parallel_size"])
         assert s["headroom_users"] == s["max_concurrent_sequences"] - s["users"]
+
+
+def test_allocation_quotes_homes_capped_users():
+    """QA (stop 46): with ``max_num_seqs=64`` Home showed 64 users for Llama 3.1 8B on an H100 at 2,500 tokens while
+    Allocation said "The plan (Home's users) counts 178": it now quotes 64 and says the cap holds it there, and its
+    schemes keep counting what memory holds."""
+    from tests.test_app import run_page
+
+    link = {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "nvidia-h100-sxm-80gb", "context_len": "2500",
+            "batch_size": "32", "max_num_seqs": "64"}
+    at = run_page("pages/6_Allocation.py", link)
+    assert not at.exception, [e.value for e in at.exception]
+    said = [x.value for x in [*at.caption, *at.markdown, *at.info] if "Home's users" in x.value]
+    assert said and all("counts 64: max_num_seqs 64 caps the 178" in t for t in said), said

@@ -48,7 +48,7 @@ DOMAIN.md section 4; seed write-up 000 (section 2.3, the 90% and 31-of-32 figure
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
@@ -353,12 +353,28 @@ def allocation_for_model(
         fix = next((f for f in result.suggestions if f.startswith("use num_gpus")), "")
         raise ValueError(f"{reason}; {fix}" if fix else reason)
     exact, paged = sequence_profiles(model, gpu_memory_bytes, request, gpu_id)  # serving features applied
-    return compare_allocation(
+    return _scheduler_capped(compare_allocation(
         exact, paged, result.kv_cache_budget_bytes, max_model_len=request.context_len, mean_len=mean_len,
         num_sequences=num_sequences, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
         model_id=model.model_id, gpu_id=gpu_id,
         prefill_tokens=plan_base(model, gpu_memory_bytes, request, gpu_id).prefill_tokens,
-    )
+    ), request.max_num_seqs)
+
+
+def _scheduler_capped(c: AllocationComparison, cap: int | None) -> AllocationComparison:
+    """``c`` with the plan's users (Home's) at most an explicit ``max_num_seqs`` ``cap``, as
+    :func:`planner.budget.plan` counts them (vLLM's scheduler runs at most that many requests at once,
+    vllm/v1/core/sched/scheduler.py), and the naive note saying so: QA (stop 46), Llama 3.1 8B on an H100 at
+    2,500 tokens with ``max_num_seqs=64``: Home 64 users, Allocation "The plan (Home's users) counts 178". The
+    schemes' own counts stay what memory holds: the page compares allocation schemes, not schedulers."""
+    if not cap or c.max_concurrent_sequences <= cap:
+        return c
+    held = c.max_concurrent_sequences
+    said = (f"The plan (Home's users) counts {cap:,}: max_num_seqs {cap:,} caps the {held:,} requests of "
+            f"{c.max_model_len:,} tokens its KV cache holds (vLLM runs at most max_num_seqs at once).")
+    note = c.naive_note.replace(f"The plan (Home's users) counts {held:,} of", "Paged memory holds "
+                                f"{held:,} of") if c.naive_note else ""
+    return replace(c, max_concurrent_sequences=cap, naive_note=f"{note} {said}".strip())
 
 
 @dataclass(frozen=True, kw_only=True)
