@@ -37,6 +37,7 @@ if share_line:
 feature_line.show_users_line(features, form.model_id, what="Every variant's users",
                              left_out=feature_line.link_left_out(num_gpus=form.num_gpus, models=(model,)))
 feature_line.show_stages_line(stages, form.num_gpus, "every variant's users those of its stage that holds the fewest")
+feature_line.show_seqs_cap_line(request.max_num_seqs)  # the scheduler's limit, where the link sets one
 nothing_fits = views.variant_fit_warning(plans)
 savings = data.savings_sentence(plans)
 if savings:

@@ -37,6 +37,7 @@ st.subheader(md_text(
 feature_line.show_users_line(features, form.model_id,
                              left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp, models=(model,)))
 feature_line.show_dcp_line(dcp[0])
+feature_line.show_seqs_cap_line(request.max_num_seqs)  # the scheduler's limit, where the link sets one
 feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
                               "holds the fewest")
 views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, dcp[0],

@@ -41,3 +41,17 @@ def test_concurrency_table_says_what_the_headline_says():
     frame = at.table[0].value
     cells = [int(str(v).replace(",", "")) for v in frame.iloc[0, 1:] if str(v).replace(",", "").isdigit()]
     assert cells and max(cells) == 64, frame
+
+
+def test_gqa_and_concurrency_say_the_users_stop_at_max_num_seqs():
+    """QA (stop 46): GQA savings showed GQA and MQA at the same 64 users (178 and 1,427 without the cap) beside
+    "MQA stores 32x less", and Concurrency's line ran flat at 64, with no word of the link's max_num_seqs."""
+    from tests.test_app import run_page
+
+    for page, gpus in (("pages/2_GQA_savings.py", "gpu"), ("pages/3_Concurrency.py", "gpus")):
+        base = {"model": MODEL, gpus: GPU, "context_len": "2500", "batch_size": "32"}
+        for cap, expected in ((None, False), ("64", True)):
+            at = run_page(page, base | ({"max_num_seqs": cap} if cap else {}))
+            assert not at.exception, [e.value for e in at.exception]
+            said = [c.value for c in at.caption if "max_num_seqs=64" in c.value]
+            assert bool(said) == expected, (page, cap, said)

@@ -204,6 +204,18 @@ def link_dcp(model: ModelSpec, num_gpus: int, stages: int = 1, gpu_ids: Sequence
     return int(raw), ""
 
 
+def show_seqs_cap_line(max_num_seqs: int | None) -> None:
+    """Under a page's users line, where the request carries an explicit ``max_num_seqs``: a caption saying that its
+    users stop there (:func:`planner.budget.plan` and :func:`planner.sweep.concurrency_curve` count at most that many:
+    vLLM's scheduler runs at most ``max_num_seqs`` requests at once, vllm/v1/core/sched/scheduler.py). QA (stop 46):
+    GQA savings showed GQA and MQA at the same 64 users beside "MQA stores 32x less", with no word why."""
+    if max_num_seqs:
+        st.caption(md_message(
+            f"Users at most {format_int(max_num_seqs)} (the link's `max_num_seqs={max_num_seqs}`): vLLM runs at most "
+            "that many requests at once, whatever more the KV cache holds; a line or bar that stops there is the "
+            "scheduler's limit, not memory's."))
+
+
 def show_dcp_line(dcp: int) -> None:
     """Under a page's users line, where its budget applies the link's decode context parallel size (:func:`link_dcp`
     > 1): a caption saying so; nothing for 1."""
