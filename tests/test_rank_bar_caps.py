@@ -94,3 +94,18 @@ def test_engine_page_draws_the_trtllm_line_after_the_kv_segment(model_id):
     assert line_pct / 100 * scale >= ends["KV cache"] - scale * 1e-5  # the % is printed to 3 decimals
     assert re.search(r'data-label="usable"[^>]*>KV cap ', body)
     assert any("The dashed line is the KV cap" in c.value for c in at.caption)
+
+
+def test_trtllm_table_row_and_bar_line_do_not_share_a_name_for_two_figures():
+    """The Engine page under TensorRT-LLM showed a table row "KV cap (free_gpu_memory_fraction)" of 55.93 GiB beside
+    a dashed bar line "KV cap 72.98 GiB" (Llama 3 8B, one H100): two figures, one name. The row is the KV pool the
+    fraction allows; the line is where that pool ends."""
+    from planner.engines.rank_bar import allocated_row_name
+    from planner.engines import plan_engine
+    from planner.engines.types import EngineRequest
+    from model_catalog import get_gpu, model_spec
+
+    gpu = get_gpu("nvidia-h100-sxm-80gb")
+    plan = plan_engine(model_spec("meta-llama/Meta-Llama-3-8B"), gpu.framework_memory_bytes,
+                       EngineRequest(engine="trtllm", max_model_len=8192, gpu_name=gpu.id))
+    assert allocated_row_name(plan).startswith("KV pool ("), allocated_row_name(plan)

@@ -109,11 +109,12 @@ def _static_names(rank: RankBudget) -> frozenset[str]:
 
 def allocated_row_name(plan: EnginePlan) -> str:
     """The per-GPU table's name for ``RankBudget.requested_bytes``: ``Usable`` under a fraction of the whole
-    budget, ``Static (mem_fraction_static)`` for SGLang (weights + KV pools), ``KV cap (free_gpu_memory_fraction)``
-    for TensorRT-LLM (the fraction of the free memory its KV pool may take), ``Allocated`` without a cap."""
+    budget, ``Static (mem_fraction_static)`` for SGLang (weights + KV pools), ``KV pool (free_gpu_memory_fraction x
+    free)`` for TensorRT-LLM (the fraction of the free memory its KV pool may take; the bar's dashed "KV cap" line is
+    where that pool ends, after what was allocated before it), ``Allocated`` without a cap."""
     if plan.gpu_memory_utilization is None:
         return "Allocated"
     profile = engine_profile(plan.engine)
     if profile.budget_base == "free_after_profile":
-        return f"KV cap ({profile.fraction_flag})"
+        return f"KV pool ({profile.fraction_flag} x free)"
     return "Static (mem_fraction_static)" if plan.family == "sglang" else "Usable"
