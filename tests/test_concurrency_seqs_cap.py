@@ -55,3 +55,12 @@ def test_gqa_and_concurrency_say_the_users_stop_at_max_num_seqs():
             assert not at.exception, [e.value for e in at.exception]
             said = [c.value for c in at.caption if "max_num_seqs=64" in c.value]
             assert bool(said) == expected, (page, cap, said)
+
+
+def test_concurrency_axis_labels_a_curve_that_stays_under_a_hundred():
+    """QA (stop 46): the curve capped at 64 users had one y label ("10"): a log axis ticked at powers of ten only."""
+    from ui.charts import concurrency_lines
+
+    fig = concurrency_lines((128, 1024, 8192, 65536), {"H100": (64, 64, 40, 3)})
+    shown = [t for t in fig.layout.yaxis.tickvals if 3 <= t <= 64]
+    assert len(shown) >= 3, fig.layout.yaxis.tickvals

@@ -464,8 +464,19 @@ def concurrency_lines(contexts: Sequence[int], series: Mapping[str, Sequence[int
                       dash=SERIES_DASHES[i % len(SERIES_DASHES)]),
             hovertext=[f"<b>{plotly_text(label)}</b><br>{format_tokens(c)}: {count_noun(u, 'sequence')}" for c, u in pts],
             hovertemplate="%{hovertext}<extra></extra>")
+    top = max((u for users in series.values() for u in users), default=1)
     fig.update_layout(height=500, xaxis=TOKEN_AXIS, showlegend=True,
-                      yaxis=dict(type="log", title="Max concurrent sequences per replica", dtick=1,
+                      yaxis=dict(type="log", title="Max concurrent sequences per replica", tickvals=log_ticks(top),
                                  tickformat=",d"), **_LAYOUT)
     fig.update_layout(margin=dict(l=100, r=24, t=52, b=80))  # what automargin grows to: drawn once (ui.chart_look)
     return fig
+
+
+def log_ticks(top: int) -> list[int]:
+    """Tick values 1, 2, 5, 10, 20, 50, ... up to the first at or above ``top``, for a log axis of counts: powers of
+    ten alone left a curve between 1 and 64 (a link's ``max_num_seqs=64``) with the one label "10" (QA, stop 46)."""
+    ticks, decade = [], 1
+    while not ticks or ticks[-1] < top:
+        ticks += [decade * m for m in (1, 2, 5)]
+        decade *= 10
+    return ticks
