@@ -9,11 +9,13 @@ from ui.link_guard import MAX_ID_CHARS
 views.setup_page("Catalog", "📚",
                  "Every model and GPU the planner knows, with where each figure comes from.")
 views.navigation()
-inputs.show_problems(engine_graphs.link_graph_problems("the pages that plan use the version's default"))
 query = st.text_input("Search models and GPUs (any part of the id, name, an alias or the release date)",
                       key="search", bind="query-params",
                       placeholder="e.g. llama 70b, qwen3.6, nvfp4, 2026, h100, mi300",
                       max_chars=MAX_ID_CHARS)
+# after the page's one input, as every page shows its problems once its inputs are drawn (scripts/perf_floor.py
+# stops a page's floor there)
+inputs.show_problems(engine_graphs.link_graph_problems("the pages that plan use the version's default"))
 
 words = data.search_words(query)
 
