@@ -48,7 +48,7 @@ DOMAIN.md section 4; seed write-up 000 (section 2.3, the 90% and 31-of-32 figure
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from planner.budget import PlanRequest, plan, plan_base, sequence_profiles
 from planner.model import ModelSpec
@@ -190,6 +190,7 @@ def compare_allocation(
     model_id: str = "",
     gpu_id: str = "",
     prefill_tokens: int = 0,
+    max_num_seqs: int | None = None,
 ) -> AllocationComparison:
     """Reserved, used and wasted KV, and sequences that fit, under each scheme.
 
@@ -221,6 +222,10 @@ def compare_allocation(
             (``planner.budget._PlanBase.prefill_tokens``): the paged and prefix counts set its extra window
             blocks aside first (``paged.prefill_extra_bytes``), as :func:`planner.budget.plan` counts users;
             0 = none (a model without windows gets 0 from the plan too).
+        max_num_seqs: An explicit ``max_num_seqs``: the plan's users are at most that many, as
+            :func:`planner.budget.plan` counts them (vLLM's scheduler runs at most that many requests at once,
+            vllm/v1/core/sched/scheduler.py), and the naive note says so; the schemes keep counting what memory
+            holds. None = no cap.
 
     Raises:
         ValueError: lengths out of range (the message says what would fit).
@@ -263,7 +268,8 @@ def compare_allocation(
                          max_sequences=prefix_max)
     at_limit = paged.bytes_per_sequence(max_model_len)
     limit_room = max(budget - (paged.prefill_extra_bytes(max_model_len, prefill_tokens) if prefill_tokens else 0), 0)
-    engine_max = limit_room // at_limit if at_limit else 0  # planner.budget.plan's users at max_model_len
+    held = limit_room // at_limit if at_limit else 0  # what the KV cache holds at max_model_len
+    engine_max = min(held, max_num_seqs) if max_num_seqs else held  # planner.budget.plan's users there
     notes = []
     if budget_bytes <= 0:
         notes.append("the KV budget is not positive: weights and overhead fill the GPU")
@@ -288,21 +294,26 @@ def compare_allocation(
         kv_cache_bytes_per_token_per_gpu=bytes_per_token, prefix_len=prefix_len, pooled=pooled,
         prefix_hit_fraction=prefix_hit_fraction, naive=naive, paged=paged_usage, prefix=prefix,
         notes=tuple(notes), prefill_tokens=prefill_tokens, max_concurrent_sequences=engine_max,
-        naive_note=_naive_note(naive_max, engine_max, naive_per_seq, at_limit, max_model_len, paged.block_size,
-                               exact.bytes_per_token, limit_room < budget),
+        naive_note=_naive_note(naive_max, held, naive_per_seq, at_limit, max_model_len, paged.block_size,
+                               exact.bytes_per_token, limit_room < budget, max_num_seqs),
     )
 
 
 def _naive_note(naive_max: int, engine_max: int, naive_per_seq: int, paged_per_seq: int, max_model_len: int,
-                block_size: int, bytes_per_token: int, chunk_aside: bool) -> str:
-    """Why naive reservation holds ``naive_max`` sequences of ``max_model_len`` where :func:`planner.budget.plan`
-    counts ``engine_max`` (design note 2); empty when they agree.
+                block_size: int, bytes_per_token: int, chunk_aside: bool, cap: int | None = None) -> str:
+    """Why naive reservation holds ``naive_max`` sequences of ``max_model_len`` where the paged KV cache holds
+    ``engine_max`` (design note 2), and where an explicit ``max_num_seqs`` ``cap`` below that is the plan's users
+    (QA, stop 46: Llama 3.1 8B on an H100 at 2,500 tokens with ``max_num_seqs=64``, Home 64 users beside "The plan
+    (Home's users) counts 178"); empty when they agree and no cap applies.
 
     Sources: vllm/v1/core/kv_cache_utils.py (whole blocks per request, page-size unification of a hybrid's
     groups); :meth:`planner.model.kv.KVProfile.prefill_extra_bytes` (the prefill chunk of a windowed model).
     """
+    capped = (f"The plan (Home's users) counts {cap:,}: max_num_seqs {cap:,} caps the {engine_max:,} requests of "
+              f"{max_model_len:,} tokens its KV cache holds (vLLM runs at most max_num_seqs at once)."
+              if cap and cap < engine_max else "")
     if naive_max == engine_max:
-        return ""
+        return capped
     rounded = ceil_div(max_model_len, block_size) * block_size
     causes = [f"whole {block_size:,}-token blocks" + (f" ({rounded:,} tokens)" if rounded != max_model_len else "")]
     if chunk_aside:
@@ -310,10 +321,11 @@ def _naive_note(naive_max: int, engine_max: int, naive_per_seq: int, paged_per_s
                       "blocks set aside")
     elif paged_per_seq > naive_per_seq + (rounded - max_model_len) * bytes_per_token:  # more than the rounding
         causes.append("each recurrent state padded to a whole page")
+    who = "Paged memory holds" if capped else "The plan (Home's users) counts"
     return (f"Naive reservation holds {count_noun(naive_max, 'sequence')}: each reserves the exact bytes of "
-            f"{max_model_len:,} tokens, {naive_per_seq / MiB:,.1f} MiB. The plan (Home's users) counts "
+            f"{max_model_len:,} tokens, {naive_per_seq / MiB:,.1f} MiB. {who} "
             f"{engine_max:,} of {max_model_len:,} tokens, as vLLM pages them: {paged_per_seq / MiB:,.1f} MiB each in "
-            + ", ".join(causes) + " (Paged's count when mean_len = max_model_len).")
+            + ", ".join(causes) + " (Paged's count when mean_len = max_model_len)." + (f" {capped}" if capped else ""))
 
 
 def allocation_for_model(
@@ -353,28 +365,13 @@ def allocation_for_model(
         fix = next((f for f in result.suggestions if f.startswith("use num_gpus")), "")
         raise ValueError(f"{reason}; {fix}" if fix else reason)
     exact, paged = sequence_profiles(model, gpu_memory_bytes, request, gpu_id)  # serving features applied
-    return _scheduler_capped(compare_allocation(
+    return compare_allocation(
         exact, paged, result.kv_cache_budget_bytes, max_model_len=request.context_len, mean_len=mean_len,
         num_sequences=num_sequences, prefix_len=prefix_len, prefix_hit_fraction=prefix_hit_fraction,
         model_id=model.model_id, gpu_id=gpu_id,
         prefill_tokens=plan_base(model, gpu_memory_bytes, request, gpu_id).prefill_tokens,
-    ), request.max_num_seqs)
-
-
-def _scheduler_capped(c: AllocationComparison, cap: int | None) -> AllocationComparison:
-    """``c`` with the plan's users (Home's) at most an explicit ``max_num_seqs`` ``cap``, as
-    :func:`planner.budget.plan` counts them (vLLM's scheduler runs at most that many requests at once,
-    vllm/v1/core/sched/scheduler.py), and the naive note saying so: QA (stop 46), Llama 3.1 8B on an H100 at
-    2,500 tokens with ``max_num_seqs=64``: Home 64 users, Allocation "The plan (Home's users) counts 178". The
-    schemes' own counts stay what memory holds: the page compares allocation schemes, not schedulers."""
-    if not cap or c.max_concurrent_sequences <= cap:
-        return c
-    held = c.max_concurrent_sequences
-    said = (f"The plan (Home's users) counts {cap:,}: max_num_seqs {cap:,} caps the {held:,} requests of "
-            f"{c.max_model_len:,} tokens its KV cache holds (vLLM runs at most max_num_seqs at once).")
-    note = c.naive_note.replace(f"The plan (Home's users) counts {held:,} of", "Paged memory holds "
-                                f"{held:,} of") if c.naive_note else ""
-    return replace(c, max_concurrent_sequences=cap, naive_note=f"{note} {said}".strip())
+        max_num_seqs=request.max_num_seqs,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
