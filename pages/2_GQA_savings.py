@@ -64,7 +64,7 @@ st.caption("Only the attention's KV heads change between variants; layers, windo
 
 st.subheader("Across the catalog: KV cache per token vs parameters")
 charts.show(st, charts.kv_vs_params(data.catalog_kv_rows(form.weight_dtype, form.kv_cache_dtype, gpu.id),
-                                    highlight=model.model_id), key="catalog_chart")
+                                    highlight=catalog.entry_id(model.model_id)), key="catalog_chart")
 st.caption(f"KV dtype {form.kv_cache_dtype} (auto = each model's compute dtype with {form.weight_dtype} "
            f"weights){data.sparse_mla_clause(form.kv_cache_dtype, gpu.id)}. Every KV-holding layer counted, windows "
            "not applied; the ringed point is the chosen model. 1 KiB = 2^10 bytes, 1 MiB = 2^20 bytes.")

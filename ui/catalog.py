@@ -108,6 +108,16 @@ def resolve_model_id(text: str) -> str:
     return model_entry(text).id
 
 
+def entry_id(model_id: str) -> str | None:
+    """The catalog entry's id for an id or alias (``meta-llama/Llama-3.1-8B-Instruct`` ->
+    ``meta-llama/Meta-Llama-3.1-8B``), where the catalog's own tables and charts list it; None for a model the
+    catalog does not hold (a pasted config)."""
+    try:
+        return resolve_model_id(model_id)
+    except (ValueError, KeyError):
+        return None
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def hub_model_id(text: str) -> str:
     """The id or alias ``text`` names, as the catalog spells it (``meta-llama/llama-3.1-8b-instruct`` ->
