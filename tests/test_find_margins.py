@@ -9,9 +9,37 @@
    its fits line, as the one-node pipeline refusal does.
 """
 
+import json
+
 import pytest
 
+from model_catalog import model_spec
+from model_catalog.gpus import load_gpus
 from planner.cli import main
+from planner.traffic.find_types import FindRequest, kind_label
+from planner.traffic.reverse import find_setups
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+
+
+def test_find_json_carries_the_tables_kind_text(capsys):
+    argv = ["find", "--model", LLAMA3, "--users", "600", "--prompt-len", "1000", "--output-len", "500",
+            "--gpu-types", "nvidia-h100-sxm-80gb", "--max-gpus", "4", "--kv-cache-dtypes", "auto", "--top", "20"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    printed = [line.split()[4] for line in table.splitlines() if " x nvidia-h100" in line]
+    assert main([*argv, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kind_label"] for r in rows] == printed
+    replicas = [r for r in rows if r["data_parallel_size"] > 1]
+    assert replicas and all(r["kind"] == "TP" and r["kind_label"] == "TP+DP" for r in replicas)  # kind kept
+
+
+def test_kind_label_key_is_the_kind_label_of_the_setup():
+    request = FindRequest(users=600, prompt_len=1000, output_len=500, gpu_ids=("nvidia-h100-sxm-80gb",), max_gpus=4,
+                          kv_cache_dtypes=("auto",), top=20)
+    found = find_setups(model_spec(LLAMA3), list(load_gpus().values()), request)
+    assert [r["kind_label"] for r in found.rows()] == [kind_label(s) for s in found.options]
 
 
 @pytest.mark.parametrize("argv", [

@@ -290,6 +290,9 @@ class Setup:
         kv_cache_dtype_flag: The ``--kv-cache-dtype`` value its launch command passes (``auto``, ``fp8`` ...); ""
             where the setup was not built from one.
 
+    ``to_dict`` adds ``headroom_users`` and ``kind_label`` (:func:`kind_label`: the kind as Find's tables print it,
+    ``TP+DP`` for a TP row of more than one replica; ``kind`` keeps the :data:`SETUP_KINDS` id).
+
     ``to_dict`` keys are a CLI contract (``python -m planner find``): later fields are added, none renamed.
     """
 
@@ -338,6 +341,7 @@ class Setup:
         """Plain dict for JSON."""
         out = dict(self.__dict__)
         out["headroom_users"] = self.headroom_users
+        out["kind_label"] = kind_label(self)
         out["reasons"] = list(self.reasons)
         out["notes"] = list(self.notes)
         out["deploy_commands"] = list(self.deploy_commands)
