@@ -18,8 +18,22 @@ from model_catalog.gpus import load_gpus
 from planner.cli import main
 from planner.traffic.find_types import FindRequest, kind_label
 from planner.traffic.reverse import find_setups
+from planner.traffic.workload import Fixed, LogNormal, Workload
 
 LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+
+
+@pytest.mark.parametrize("engine", [None, "vllm"])
+def test_a_fitting_row_of_a_length_distribution_holds_the_users_wanted(engine):
+    # QA: 41 users on 2 x T4 (bf16 KV) fit by the search's demand quantile and listed 40 max users (headroom -1)
+    workload = Workload(prompt=LogNormal(mean=1000, p95=3000), output=Fixed(tokens=500), max_model_len=8192)
+    request = FindRequest(users=41, workload=workload, gpu_ids=("nvidia-t4",), max_gpus=2, kv_cache_dtypes=("auto",),
+                          engine=engine, top=50)
+    found = find_setups(model_spec(LLAMA3), list(load_gpus().values()), request)
+    assert found.options
+    for s in found.options:
+        assert s.headroom_users >= 0, (s.tensor_parallel_size, s.data_parallel_size, s.max_concurrent_sequences)
+        assert s.margin is not None and s.margin >= 0
 
 
 def test_find_json_carries_the_tables_kind_text(capsys):
