@@ -36,6 +36,27 @@ def test_a_fitting_row_of_a_length_distribution_holds_the_users_wanted(engine):
         assert s.margin is not None and s.margin >= 0
 
 
+@pytest.mark.parametrize("engine", [None, "vllm"])
+def test_margin_follows_an_explicit_max_num_seqs_cap(engine):
+    cap = 32
+    request = FindRequest(users=20, prompt_len=1000, output_len=500, gpu_ids=("nvidia-h100-sxm-80gb",), max_gpus=2,
+                          kv_cache_dtypes=("auto",), engine=engine, top=50, engine_knobs=(("max_num_seqs", cap),))
+    uncapped = find_setups(model_spec(LLAMA3), list(load_gpus().values()), FindRequest(
+        **{**request.__dict__, "engine_knobs": ()}))
+    found = find_setups(model_spec(LLAMA3), list(load_gpus().values()), request)
+    assert found.options
+    held = {s.num_gpus: s for s in uncapped.options}
+    for s in found.options:
+        free = held[s.num_gpus]
+        assert free.max_concurrent_sequences > cap * free.data_parallel_size  # the cap binds on these GPUs
+        assert s.max_concurrent_sequences == cap * s.data_parallel_size
+        assert s.margin == pytest.approx(1 - s.users_per_replica / cap)
+        assert s.max_num_seqs_cap == cap
+        assert s.to_dict()["max_num_seqs_cap"] == cap
+        assert any("--max-num-seqs 32" in n and "margin" in n for n in s.notes), s.notes
+    assert all(s.max_num_seqs_cap is None for s in uncapped.options)
+
+
 def test_find_json_carries_the_tables_kind_text(capsys):
     argv = ["find", "--model", LLAMA3, "--users", "600", "--prompt-len", "1000", "--output-len", "500",
             "--gpu-types", "nvidia-h100-sxm-80gb", "--max-gpus", "4", "--kv-cache-dtypes", "auto", "--top", "20"]
@@ -70,3 +91,26 @@ def test_plan_names_an_engine_refusal_on_its_fits_line(capsys, argv):
     assert fits.startswith("fits         yes")
     assert "the engine section: " in fits and "would refuse to start" in fits, fits
     assert "before it loads the weights" in fits, fits
+
+
+def test_the_pages_sentences_name_the_cap_the_margin_counts():
+    from ui.find_scale_view import chosen_text
+    from ui.find_view import best_text
+
+    request = FindRequest(users=20, prompt_len=1000, output_len=500, gpu_ids=("nvidia-h100-sxm-80gb",), max_gpus=1,
+                          kv_cache_dtypes=("auto",), engine="vllm", engine_knobs=(("max_num_seqs", 32),))
+    found = find_setups(model_spec(LLAMA3), list(load_gpus().values()), request)
+    assert f"({found.options[0].margin:.0%} of the --max-num-seqs 32 cap to spare)" in best_text(found)
+    assert "of the --max-num-seqs 32 cap to spare" in chosen_text(found.options[0])
+
+
+def test_a_disaggregated_rows_margin_follows_the_cap_too():
+    cap = 64
+    request = FindRequest(users=100, prompt_len=2000, output_len=500, gpu_ids=("nvidia-h100-sxm-80gb",), max_gpus=8,
+                          engine="vllm", top=50, setup_kinds=("disaggregated",), engine_knobs=(("max_num_seqs", cap),))
+    found = find_setups(model_spec("Qwen/Qwen3-30B-A3B"), list(load_gpus().values()), request)
+    capped = [s for s in found.options if s.max_num_seqs_cap == cap]
+    assert capped  # the decode ranks' pools hold more than 64 requests
+    for s in capped:
+        assert s.margin == pytest.approx(1 - s.users_per_replica / cap)
+        assert any(n.startswith("max users and margin count --max-num-seqs 64") for n in s.notes)
