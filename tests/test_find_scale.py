@@ -157,7 +157,8 @@ def test_setup_kinds_spellings_and_the_cli_flag(capsys):
                 "time_per_output_token_s", "max_model_len", "fits", "launch_command", "time_to_first_token_s",
                 "output_tokens_per_s", "usd_per_million_output_tokens", "reasons", "notes", "headroom_users"}
     new_keys = {"kind", "expert_parallel_size", "decode_context_parallel_size", "nodes", "weights_bytes_per_gpu",
-                "deploy_commands", "llm_d_values", "prefill", "decode", "kv_bytes_per_sequence_per_gpu", "kv_cache_dtype_flag"}
+                "deploy_commands", "llm_d_values", "prefill", "decode", "kv_bytes_per_sequence_per_gpu",
+                "kv_cache_dtype_flag", "kind_label", "max_num_seqs_cap"}  # stop 47: kind text, a binding cap
     assert set(rows[0]) == old_keys | new_keys
     text = _cli_text(capsys, ["find", "--model", V32, "--users", "500", "--prompt-len", "2000", "--output-len", "500",
                               "--gpu-types", H200, "--max-gpus", "8", "--setup-kinds", "tp,dp-ep"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.scale import DEFAULT_LINK, LINKS
-from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, setup_kind
+from planner.traffic.find_types import SETUP_KINDS, FindResult, Setup, margin_of, setup_kind
 from ui import inputs
 from ui.find_table import FIND_PAGE_ROWS, gpu_cell
 from ui.format import count_noun, format_bytes, format_command, format_int, md_text, shorten
@@ -138,7 +138,7 @@ def _write_choice(setup: str | None) -> None:
 
 def chosen_text(s: Setup) -> str:
     """One paragraph on the chosen setup: kind, layout, users per rank x ranks, margin."""
-    margin = "" if s.margin is None else f", {s.margin:.0%} of the KV pool to spare"
+    margin = "" if s.margin is None else f", {s.margin:.0%} of {margin_of(s, 'the KV pool')} to spare"
     replicas, tp = count_noun(s.data_parallel_size, "replica"), s.tensor_parallel_size
     layout = {"TP": f"{replicas} of tensor parallel {tp}",
               "DP+EP": f"{count_noun(s.data_parallel_size, 'data-parallel rank')} of {count_noun(tp, 'GPU')}, "

@@ -10,7 +10,7 @@ import streamlit as st
 from model_catalog.gpus import GPU
 from planner.model import ModelSpec
 from planner.text import quote
-from planner.traffic.find_types import FindRequest, FindResult, Setup
+from planner.traffic.find_types import FindRequest, FindResult, Setup, margin_of
 from planner.traffic.lengths_csv import LengthTable
 from planner.traffic.reverse import find_setups
 from planner.traffic.throughput import ThroughputEstimate
@@ -159,7 +159,7 @@ def best_text(result: FindResult) -> str:
     return (f"**Cheapest: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}** ({layout_text(s)}, "
             f"{s.kv_cache_dtype} KV) at "
             f"**${s.price_per_hour:,.2f}/h**: holds {count_noun(s.max_concurrent_sequences, 'user')} for "
-            f"{format_int(s.users)} wanted ({s.margin:.0%} of the KV budget to spare).")
+            f"{format_int(s.users)} wanted ({s.margin:.0%} of {margin_of(s)} to spare).")
 
 
 def throughput_rows(est: ThroughputEstimate) -> list[dict]:

@@ -48,7 +48,13 @@ from planner.engines import EnginePlan
 from planner.engines.block_sizes import vllm_block_size_problem
 from planner.engines.budget_gap import budget_gap_text, engine_starts_text
 from planner.engines.launch import node_commands
-from planner.engines.replica_layout import NodeAdvice, node_advice, pipeline_stages_text, refused_on_one_node
+from planner.engines.replica_layout import (
+    NodeAdvice,
+    node_advice,
+    pipeline_stages_text,
+    refused_on_one_node,
+    starts_text,
+)
 from planner.fixes import no_single_fix_text, try_texts
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pipeline import plan_pipeline
@@ -333,12 +339,21 @@ def _stages_clause(result: Plan, engine: EnginePlan | None) -> str:
     section: vllm starts with 81.71x at 8,192 tokens (81 requests at once)``: where the engine section splits the
     layers into stages, the fits line says the budget plans the same stages (:mod:`planner.pipeline`) and gives the
     engine's verdict beside its own, so a "no" above a launch that starts, or the reverse (a replica wider than a
-    node), names both; "" without stages."""
+    node), names both. Without stages, a budget that fits beside a launch the engine refuses names the refusal the
+    same way (QA, stop 47: DeepSeek-V3.2 with an fp8 cache on MI300X under vllm-v0.11 printed "fits yes" above
+    "starts no"; the exit code stays 0, as for every plan that does not fit or start), with the check before the
+    weights load where that is the stop (:attr:`planner.engines.types.EnginePlan.stopped_at_config_check`, which the
+    budget does not make); "" otherwise."""
     stages = pipeline_stages_text(engine) if engine is not None else ""
+    before_load = " (it stops at a check before it loads the weights, which the budget does not make)"
     if not stages:
-        return ""
+        if engine is None or engine.starts or not result.fits:
+            return ""
+        return (f"; the engine section: {engine.engine} {starts_text(engine)}"
+                + (before_load if engine.stopped_at_config_check else ""))
     count, _, verdict = stages.partition(": ")
-    return f" for {count} (the budget plans each stage on its tensor-parallel GPUs); the engine section: {verdict}"
+    return (f" for {count} (the budget plans each stage on its tensor-parallel GPUs); the engine section: {verdict}"
+            + (before_load if engine.stopped_at_config_check else ""))
 
 
 def _node_lines(advice: NodeAdvice | None, given: int | None) -> list[str]:

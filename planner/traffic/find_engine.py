@@ -20,7 +20,8 @@ the search reads its figures instead:
                        (:func:`_llamacpp_capacity`)
     users / replica  = floor(held / replica)
     demand per GPU   = users per replica x the KV one max_model_len request needs there   (fixed lengths)
-    margin           = 1 - users per replica / held per replica
+    margin           = 1 - users per replica / held per replica   (or / max_num_seqs where an explicit
+                       --max-num-seqs is lower: planner.traffic.reverse)
     fits             = the engine starts and users per replica <= that floor
 
 Design notes (assumptions):

@@ -65,7 +65,7 @@ from planner.traffic.find_engine import (
     launch_max_model_len,
     launch_max_num_seqs,
 )
-from planner.traffic.find_types import FindRequest, Setup
+from planner.traffic.find_types import FindRequest, Setup, capped_note
 from planner.traffic.throughput import cost_per_million_tokens
 from planner.traffic.workload import Workload
 from planner.units import ceil_div
@@ -358,6 +358,9 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
     tpot = decode_step_seconds(plan, model, decode_engine, prompt_len=result.prompt_len, output_len=result.output_len,
                                batch=per_rank, bandwidth_gb_s=gpu.bandwidth_gb_s)
     kv_seq = decode_kv_per_sequence(plan, model, decode_engine, result.prompt_len + result.output_len // 2)
+    cap, held = request.knob("max_num_seqs"), plan.requests_held_per_rank  # a binding cap sets the margin (reverse)
+    capped = cap is not None and 0 < cap < int(held)
+    margin = 1 - per_rank / cap if capped else 1 - per_rank / held if held > 0 else None
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=gpus, tensor_parallel_size=layout.attention_tp,
         data_parallel_size=layout.attention_dp, kv_cache_dtype=plan.engine.kv_cache_dtype or kv_name,
@@ -366,13 +369,14 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         users_per_replica=per_rank, max_concurrent_sequences=decode.replicas * decode.max_concurrency,
         kv_cache_budget_bytes_per_gpu=plan.engine.available_kv_cache_bytes,
         kv_demand_bytes_per_gpu=per_rank * plan.engine.kv_cache_bytes_needed_per_request,
-        margin=1 - per_rank / plan.requests_held_per_rank if plan.requests_held_per_rank > 0 else None,
+        margin=margin, max_num_seqs_cap=cap if capped else None,
         time_per_output_token_s=tpot, time_to_first_token_s=result.ttft_ms / 1000,
         output_tokens_per_s=request.users / tpot if tpot > 0 else None,
         usd_per_million_output_tokens=cost_per_million_tokens(price, 1, request.users / tpot) if tpot > 0 else None,
         max_model_len=launch_max_model_len(request, workload.max_model_len), fits=not reasons, launch_command="",
         reasons=tuple(reasons),
-        notes=(DISAGG_NOTE,), kind="disaggregated", expert_parallel_size=layout.expert_parallel_size,
+        notes=(DISAGG_NOTE, *((capped_note(cap),) if capped else ())), kind="disaggregated",
+        expert_parallel_size=layout.expert_parallel_size,
         decode_context_parallel_size=layout.decode_context_parallel_size,
         nodes=max(layout.nodes, prefill.plan.layout.nodes),
         weights_bytes_per_gpu=plan.engine.limiting_rank.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq)

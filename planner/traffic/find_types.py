@@ -71,6 +71,27 @@ def kind_label(setup) -> str:
     return KIND_LABELS.get(setup.kind, setup.kind)
 
 
+CAPPED_NOTE_START = "max users and margin count --max-num-seqs"
+"""How :func:`capped_note` begins."""
+
+
+def capped_note(max_num_seqs: int) -> str:
+    """The note of a row whose replica (or rank) its explicit ``--max-num-seqs`` caps below the users its KV cache
+    holds: its max users are ``max_num_seqs x replicas`` and its margin ``1 - users per replica / max_num_seqs``
+    (:attr:`Setup.max_num_seqs_cap`), since vLLM's scheduler runs at most ``max_num_seqs`` requests a step
+    (vllm/v1/core/sched/scheduler.py); QA: 20 users on one H100 with ``--max-num-seqs 32`` read 93% margin, 32 max
+    users."""
+    return (f"{CAPPED_NOTE_START} {max_num_seqs:,}, below what a replica's KV cache holds: the engine runs at most "
+            f"{max_num_seqs:,} requests at once (vllm/v1/core/sched/scheduler.py)")
+
+
+def margin_of(setup, kv_words: str = "the KV budget") -> str:
+    """What a row's margin is a share of, in words: ``the --max-num-seqs 32 cap`` where that cap bounds its users
+    (:attr:`Setup.max_num_seqs_cap`), else ``kv_words``."""
+    cap = getattr(setup, "max_num_seqs_cap", None)
+    return kv_words if cap is None else f"the --max-num-seqs {cap:,} cap"
+
+
 KV_QUALITY_RANK = {"fp32": 0, "bf16": 0, "fp16": 0, "fp8": 1, "fp8_ds_mla": 1, "int8": 2, "q8_0": 2, "int4": 3,
                    "q4_0": 3}
 """Ties on price prefer the less quantized cache."""
@@ -289,6 +310,12 @@ class Setup:
         prefill, decode: A disaggregated setup's pools (:meth:`planner.scale.disagg.Pool.to_dict`), else None.
         kv_cache_dtype_flag: The ``--kv-cache-dtype`` value its launch command passes (``auto``, ``fp8`` ...); ""
             where the setup was not built from one.
+        max_num_seqs_cap: The explicit ``max_num_seqs`` (``FindRequest.engine_knobs``) where it, not the KV cache,
+            bounds a replica's (rank's) users: ``max_concurrent_sequences`` is ``cap x replicas`` and ``margin``
+            ``1 - users_per_replica / cap`` (:func:`capped_note`); None where the KV cache bounds them.
+
+    ``to_dict`` adds ``headroom_users`` and ``kind_label`` (:func:`kind_label`: the kind as Find's tables print it,
+    ``TP+DP`` for a TP row of more than one replica; ``kind`` keeps the :data:`SETUP_KINDS` id).
 
     ``to_dict`` keys are a CLI contract (``python -m planner find``): later fields are added, none renamed.
     """
@@ -328,6 +355,7 @@ class Setup:
     prefill: dict | None = field(default=None, hash=False, compare=False)
     decode: dict | None = field(default=None, hash=False, compare=False)
     kv_cache_dtype_flag: str = ""
+    max_num_seqs_cap: int | None = None
 
     @property
     def headroom_users(self) -> int:
@@ -338,6 +366,7 @@ class Setup:
         """Plain dict for JSON."""
         out = dict(self.__dict__)
         out["headroom_users"] = self.headroom_users
+        out["kind_label"] = kind_label(self)
         out["reasons"] = list(self.reasons)
         out["notes"] = list(self.notes)
         out["deploy_commands"] = list(self.deploy_commands)

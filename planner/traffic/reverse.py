@@ -15,6 +15,8 @@ parallel replicas ``dp`` (``tp x dp <= max_gpus``), KV dtype:
                        = quantile_(1 - p) of the KV of that many sampled requests (distribution)
     fits               = demand <= budget  (and time per output token <= limit)
     margin             = 1 - demand / budget
+                       = 1 - users per replica / max_num_seqs   (an explicit --max-num-seqs below what the
+                         replica holds: max users are then max_num_seqs x dp)
     price per hour     = catalog price per GPU x tp x dp
 
 The budget arithmetic is :func:`planner.budget.plan`'s on each GPU (:mod:`planner.traffic.find_costs`: once per
@@ -83,7 +85,15 @@ from planner.traffic.find_scale import (
     scale_searched,
     scale_shapes,
 )
-from planner.traffic.find_types import FindRequest, FindResult, GPULike, Setup, setup_rank
+from planner.traffic.find_types import (
+    CAPPED_NOTE_START,
+    FindRequest,
+    FindResult,
+    GPULike,
+    Setup,
+    capped_note,
+    setup_rank,
+)
 from planner.traffic.simulation import DemandCache, simulate_concurrency
 from planner.traffic.throughput import (
     cost_per_million_tokens,
@@ -447,11 +457,16 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
     scheduler = request.knob("max_num_seqs")  # the link's or the flag's: a replica runs at most that many at once
+    margin = engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None
+    capped = scheduler is not None and 0 < scheduler < per_replica_max  # the cap, not the KV cache, bounds the users
     if scheduler is not None and per_replica > scheduler:
         reasons.append(f"{count_noun(per_replica, 'user')} per replica; --max-num-seqs {scheduler:,} runs at most "
                        f"{count_noun(scheduler, 'sequence')} at once")
     elif scheduler is None and per_replica > DEFAULT_MAX_NUM_SEQS:
         notes.append(f"--max-num-seqs raised above vLLM's default {DEFAULT_MAX_NUM_SEQS}")
+    if capped:
+        margin = 1 - per_replica / scheduler
+        notes.append(capped_note(scheduler))
     return Setup(
         gpu_id=gpu.id, gpu_name=gpu.name, num_gpus=num_gpus, tensor_parallel_size=tp, data_parallel_size=dp,
         kv_cache_dtype=engine.kv_cache_dtype if by_engine and engine.kv_cache_dtype else c.kv_name,
@@ -459,7 +474,7 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
         price_per_gpu_hour=price, users=request.users, users_per_replica=per_replica,
         max_concurrent_sequences=_scheduled(per_replica_max, scheduler) * dp, kv_cache_budget_bytes_per_gpu=budget,
         kv_demand_bytes_per_gpu=demand,
-        margin=engine.margin(per_replica) if by_engine else (1 - demand / budget) if budget > 0 else None,
+        margin=margin, max_num_seqs_cap=scheduler if capped else None,
         time_per_output_token_s=tpot, max_model_len=launch_max_model_len(request, workload.max_model_len),
         fits=not reasons,
         launch_command="", reasons=tuple(reasons), notes=tuple(notes),
@@ -535,13 +550,33 @@ def _speed_and_cost(c: CandidateCosts, gpu, request: FindRequest, workload: Work
 
 
 def _with_simulated_users(s: Setup, costs, workload: Workload, request: FindRequest) -> Setup:
-    """Replace a distribution setup's user count by the Monte-Carlo figure at the target probability."""
+    """Replace a distribution setup's user count by the Monte-Carlo figure at the target probability.
+
+    The figure never falls below the users the row was found to hold: a row fits when the ``1 - p`` quantile of
+    its replica's demand (``request.num_trials`` draws, :class:`DemandCache`) is within the budget, while the
+    figure comes from a second, shorter simulation (500 streams) that can land a user or two lower (QA: 41 users
+    on 2 x T4 fit and listed 40, a negative spare). Below them, the figure is counted up from them by the same
+    demand quantile that let the row fit. An explicit ``max_num_seqs`` below the figure caps it and sets the
+    margin (:func:`planner.traffic.find_types.capped_note`)."""
     c = costs[(s.tensor_parallel_size, s.kv_cache_dtype)]
     c = c.by_gpu.get(s.gpu_id, c)  # its GPU's paged profile
-    sim = simulate_concurrency(c.profile, s.kv_cache_budget_bytes_per_gpu, workload,
-                               num_trials=min(request.num_trials, 500), seed=request.seed)
-    users = _scheduled(sim.users_at_risk(request.max_preemption_probability), request.knob("max_num_seqs"))
-    return replace(s, max_concurrent_sequences=users * s.data_parallel_size)
+    budget, per_replica, scheduler = s.kv_cache_budget_bytes_per_gpu, s.users_per_replica, request.knob("max_num_seqs")
+    sim = simulate_concurrency(c.profile, budget, workload, num_trials=min(request.num_trials, 500), seed=request.seed)
+    held = sim.users_at_risk(request.max_preemption_probability)
+    if s.fits and held < per_replica:  # the search's own quantile held per_replica: count on from there
+        demand = DemandCache(workload, costs, block_size=request.block_size, num_trials=request.num_trials,
+                             seed=request.seed, quantile=1 - request.max_preemption_probability)
+        held = per_replica
+        while (scheduler is None or held < scheduler) and demand(s.tensor_parallel_size, c.kv_name, held + 1,
+                                                                 c) <= budget:
+            held += 1
+    notes = tuple(n for n in s.notes if not n.startswith(CAPPED_NOTE_START))  # the rough count's verdict
+    if scheduler is not None and 0 < scheduler < held:
+        return replace(s, max_concurrent_sequences=scheduler * s.data_parallel_size, max_num_seqs_cap=scheduler,
+                       margin=1 - per_replica / scheduler, notes=(*notes, capped_note(scheduler)))
+    margin = 1 - s.kv_demand_bytes_per_gpu / budget if budget > 0 else None
+    return replace(s, max_concurrent_sequences=held * s.data_parallel_size, max_num_seqs_cap=None, margin=margin,
+                   notes=notes)
 
 
 def _scheduled(held: int, max_num_seqs: int | None) -> int:
