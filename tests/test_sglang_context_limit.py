@@ -20,6 +20,7 @@ from model_catalog.gpus import get_gpu
 from planner.cli import main
 from planner.engines import plan_engine
 from planner.engines.types import EngineRequest
+from planner.scale import PoolRequest, ScaleRequest, plan_disagg
 from tests.test_app import run_page
 
 LLAMA2, LLAMA3, H100 = "meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-8B", "nvidia-h100-sxm-80gb"
@@ -68,5 +69,20 @@ def test_disaggregation_page_under_sglang_names_the_limit():
     assert not at.exception
     said = " ".join(w.value for w in at.warning) + " ".join(e.value for e in at.error)
     assert "Would not start" in said and ENV in said and str(limit) in said
+    assert "more memory" not in said  # no size, weight format or GPU lifts a length limit
     assert not any(m.label == "KV pool per GPU" for m in at.get("metric"))
 
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_disagg_pools_past_the_limit_name_the_length_not_memory(engine):
+    """Both pools refuse at every size; their notes say the length is the cause and how to lower it."""
+    model, gpu = model_spec(LLAMA3), get_gpu(H100)
+    limit = model.max_position_embeddings
+    pool = PoolRequest(engine=EngineRequest(engine=engine, gpu_name=gpu.name), scale=ScaleRequest(),
+                       auto_tensor_parallel=True)
+    result = plan_disagg(model, gpu_memory_bytes=gpu.framework_memory_bytes, bandwidth_gb_s=gpu.bandwidth_gb_s,
+                         bf16_dense_tflops=gpu.bf16_dense_tflops, prefill=pool, decode=pool, users=8,
+                         prompt_len=limit, output_len=1, ttft_ms=2000.0, tpot_ms=50.0)
+    assert not result.starts and len(result.pool_notes) == 2
+    for note in result.pool_notes:
+        assert f"{limit + 1:,}" in note and f"{limit:,}" in note and "more memory" not in note
