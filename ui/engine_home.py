@@ -53,7 +53,7 @@ def home_budget_features(features: ServingFeatures | None, engine: str,
     engine panel plans, or the profile a non-vLLM engine's features leave out. ``features``: the page's
     (:func:`ui.serving.serving_inputs` under ``engine``), which the engine panel keeps."""
     raw = serving.raw_config(model_id)
-    text_only = serving._is_on(serving.TEXT_ONLY_KEY) and serving._has_tower(model_id)
+    text_only = serving.text_only_on(model_id)
     budget = budget_features(features, engine=engine, raw_config=raw, text_only=text_only)
     family = engine_family(engine)
     if family == "vllm":
