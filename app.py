@@ -22,10 +22,11 @@ form, problems = inputs.sidebar_inputs(model="one", gpu="one")
 engine_name, engine_problems = engine.engine_selector()
 features, serving_problems = serving.serving_inputs(engine_name, form.model_id, offload=True,
                                                     gpu=serving.page_gpu(form.gpu_id))
+budget_features, budget_left_out = engine_home.home_budget_features(features, engine_name, form.model_id)
 knobs, knob_problems = engine_home.link_knobs()  # the Engine page's knobs, if carried
 layout, layout_problems = engine_home.link_layout(form.num_gpus)  # and its pipeline stages, replicas and nodes
 inputs.show_problems([*problems, *engine_problems, *serving_problems, *knob_problems, *layout_problems])
-whole = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features), knobs,  # as the panel plans
+whole = budget_knobs.with_link_knobs(serving.with_serving(form.request(), budget_features), knobs,  # as the panel
                                      engine=engine_name)
 request = engine_home.replica_request(whole, layout)  # one replica's share of the batch (data_parallel_size)
 
@@ -85,8 +86,9 @@ views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), launch)
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
-feature_line.show_users_line(features, form.model_id, same_as="", left_out=[  # and the vLLM knobs it leaves out
-    *feature_line.link_scale_left_out(dcp, rank is not None), *budget_knobs.not_taken(knobs, engine_name)])
+feature_line.show_users_line(budget_features, form.model_id, same_as="", left_out=[  # and the vLLM knobs it leaves
+    *budget_left_out, *feature_line.link_scale_left_out(dcp, rank is not None),
+    *budget_knobs.not_taken(knobs, engine_name)])
 feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,
               what="planning the text-only variant")

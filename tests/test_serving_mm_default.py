@@ -63,11 +63,15 @@ def test_language_model_only_gives_the_text_only_figure(capsys):
     assert text["available_kv_cache_bytes"] > default["available_kv_cache_bytes"]
 
 
-def test_a_text_model_and_sglang_are_unchanged(capsys):
+def test_a_text_model_is_unchanged_and_sglang_s_engine_view_charges_no_profile(capsys):
     text_model = _plan(capsys, "--engine", "vllm", "--model", "meta-llama/Meta-Llama-3-8B")
     assert "serving" not in text_model and "encoder" not in text_model["engine_plan"]["overhead_formula"]
     sglang = _plan(capsys, "--engine", "sglang", "--model", VL)
-    assert "serving" not in sglang  # SGLang profiles no encoder: nothing is charged unasked
+    # SGLang runs no encoder profile pass: its engine view charges none; the budget (the newest vLLM's) keeps
+    # vLLM's default, as without --engine (planner.serving.features.budget_features; tests/test_sglang_users_agree.py)
+    assert "serving" not in sglang["engine_plan"]
+    assert sglang["serving"]["multimodal"]["encoder_profile_default"]
+    assert sglang["kv_cache_budget_bytes"] == _plan(capsys, "--model", VL)["kv_cache_budget_bytes"]
 
 
 def test_the_shared_default_only_for_vllm_and_a_vision_config():

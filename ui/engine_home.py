@@ -28,7 +28,8 @@ from planner.model import ModelSpec
 from planner.scale.layout import DEFAULT_GPUS_PER_NODE
 from planner.scale.replicas import replica_batch, replicas_verdict, spread_batch_fix, spread_plan
 from planner.serving import ServingFeatures
-from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, views
+from planner.serving.features import budget_encoder_left_out, budget_features, engine_family
+from ui import budget_knobs, custom_panel, disagg_knobs, engine_nodes, feature_line, inputs, nav, serving, views
 from ui.data import priced_kv_name
 from ui.engine import ENGINE_FIELDS, kv_dtype_fix, log_note
 from ui.expected_error import available_kv_text
@@ -42,6 +43,32 @@ from ui.format import (
 )
 from ui.inputs import PlanInputs
 from ui.scale_view import vllm_scale_request
+
+
+def home_budget_features(features: ServingFeatures | None, engine: str,
+                         model_id: str | None) -> tuple[ServingFeatures | None, list[tuple[str, str]]]:
+    """The features Home's budget prices for the link's ``engine`` (:func:`planner.serving.features.budget_features`:
+    vLLM's default encoder profile under any engine when nothing is asked, as GQA savings, Concurrency and
+    Allocation count the users) and ``(what, why)`` for its "Left out" line: the link's engine, whose own pool the
+    engine panel plans, or the profile a non-vLLM engine's features leave out. ``features``: the page's
+    (:func:`ui.serving.serving_inputs` under ``engine``), which the engine panel keeps."""
+    raw = serving.raw_config(model_id)
+    text_only = serving.text_only_on(model_id)
+    budget = budget_features(features, engine=engine, raw_config=raw, text_only=text_only)
+    family = engine_family(engine)
+    if family == "vllm":
+        return budget, []
+    own = (f"{engine} runs no encoder profile pass but lowers mem_fraction_static for a vision tower "
+           "(adjust_mem_fraction_for_vlm), which its panel below does not model" if family == "sglang" else
+           f"its panel below plans {engine}'s own pool")
+    if budget is not features:
+        return budget, [(f"the link's engine ({engine})", "this budget counts the users under the newest vLLM's rules, "
+                         f"its default encoder profile included, as GQA savings, Concurrency and Allocation; {own}")]
+    if budget_encoder_left_out(features, engine=engine, raw_config=raw, text_only=text_only):
+        return budget, [("vLLM's default encoder profile", f"this budget prices the features under {engine}'s rules, "
+                         "which run no encoder profile pass; GQA savings, Concurrency and Allocation count it under "
+                         f"the newest vLLM's; {own}")]
+    return budget, []
 
 
 def link_knobs() -> tuple[dict, list[str]]:

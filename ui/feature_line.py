@@ -19,7 +19,7 @@ from planner.model import ModelSpec
 from planner.serving import ServingFeatures
 from planner.serving.summary import sequence_extras
 from ui.format import count_noun, format_bytes, format_int, md_message, md_text
-from ui.serving import OFF, SWITCHES, TEXT_ONLY_KEY, _has_tower, _is_on
+from ui.serving import OFF, SWITCHES, _is_on, text_only_on
 from ui.tiles import Tile, show_tiles
 
 
@@ -56,7 +56,7 @@ def feature_phrases(features: ServingFeatures | None, model_id: str | None = Non
         out.append(f"KV offload to host ({off.kv_offloading_size:g} GiB)")
     if off is not None and off.swap_space is not None:
         out.append(f"swap space ({off.swap_space:g} GiB per GPU)")
-    if _is_on(TEXT_ONLY_KEY) and _has_tower(model_id):
+    if text_only_on(model_id):
         out.append("text only (no vision tower)")
     return out
 

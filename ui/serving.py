@@ -148,6 +148,11 @@ def _number(container, key: str, disabled: bool = False):
         help=field.help, bind="query-params", disabled=disabled)
 
 
+def text_only_on(model_id: str | None) -> bool:
+    """Whether the link serves ``model_id`` text only (``language_model_only``) and it has a tower to leave out."""
+    return _is_on(TEXT_ONLY_KEY) and _has_tower(model_id)
+
+
 def _has_tower(model_id: str | None) -> bool:
     """Whether the page's model carries vision / audio tower weights (:func:`is_multimodal`); False when it
     cannot be loaded (the page reports that itself)."""

@@ -209,7 +209,7 @@ def _run_plans(args: argparse.Namespace):
         kv_cache_dtype=args.kv_cache_dtype, num_gpus=num_gpus,
         gpu_memory_utilization=args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         block_size=args.block_size or DEFAULT_BLOCK_SIZE, overhead_bytes=overhead, **extra,
-        serving=cli_serving.serving_from_args(args), **cli_engine.budget_knobs(args),
+        serving=cli_serving.budget_serving_from_args(args), **cli_engine.budget_knobs(args),
     )
     if getattr(args, "engine", None):  # a vLLM version's own overhead (PlanRequest.for_engine), as its section plans
         request = request.for_engine(args.engine)[0]

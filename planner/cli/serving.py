@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 from planner.cli.args import gib_amount, human_bytes, json_flag, non_negative_int, positive_float, positive_int
 from planner.serving import LoRAConfig, ServingFeatures
-from planner.serving.features import engine_family, with_engine_defaults
+from planner.serving.features import budget_features, engine_family, with_engine_defaults
 from planner.serving.lora import MAX_TARGET_MODULES
 from planner.serving.multimodal import MultimodalConfig, video_frames, vision_from_config
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
@@ -466,6 +466,15 @@ def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
     if features is not None:
         features.validate()
     return features
+
+
+def budget_serving_from_args(args: argparse.Namespace) -> ServingFeatures | None:
+    """What ``plan``'s budget prices: :func:`serving_from_args` under ``args.engine``, with vLLM's default encoder
+    profile under another engine too when no feature is asked (:func:`planner.serving.features.budget_features`,
+    as Home's budget); the engine section keeps :func:`serving_from_args`."""
+    raw_config = raw_model_config(args)
+    return budget_features(serving_from_args(args, raw_config=raw_config), engine=getattr(args, "engine", None)
+                           or "vllm", raw_config=raw_config, text_only=text_only_requested(args, raw_config))
 
 
 def serving_table_lines(serving: dict) -> list[str]:

@@ -264,6 +264,18 @@ def sglang_non_torch_bytes(profile: EngineProfile, request: EngineRequest, c: Kn
     return groups + CUDA_CONTEXT_BYTES
 
 
+def context_limit_reason(context_length: int, derived: int) -> str:
+    """SGLang's refusal of a ``--context-length`` above the one it derives from the config (every release):
+    ``ModelConfig._derive_context_length`` (python/sglang/srt/configs/model_config.py) raises a ValueError unless
+    the env var ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN`` is set, before any weight loads. ``derived``: the
+    model's ``max_position_embeddings``, standing in for SGLang's ``get_context_length``
+    (python/sglang/srt/utils/hf_transformers_utils.py), which reads the first length key of the text config and
+    scales it by a rope factor where the config states no original length: as vLLM's limit here (vllm.py)."""
+    return (f"User-specified context_length ({context_length}) is greater than the derived context_length "
+            f"({derived}); lower --context-length, or set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to allow it "
+            "(outputs may be wrong past the model's length)")
+
+
 def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
     """SGLang: ``max_total_num_tokens = (free_before x mem_fraction_static - weights) // cell``.
 
@@ -343,6 +355,8 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         seqs = max(1, min(seqs, min(mamba_slots) // MAMBA_SLOTS_PER_RUNNING_REQUEST))
     concurrency = min(tokens / c.max_model_len, seqs) if hybrid_mamba else tokens / c.max_model_len
     reasons, warnings, notes = [], [], []
+    if model.max_position_embeddings and c.max_model_len > model.max_position_embeddings:
+        reasons.append(context_limit_reason(c.max_model_len, model.max_position_embeddings))
     if tokens <= 0:
         reasons.append("Not enough memory. Please try to increase --mem-fraction-static "
                        f"(weights {gib2(ranks[0].weights_bytes)} GiB leave no room in "

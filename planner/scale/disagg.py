@@ -360,9 +360,20 @@ def _launch_pool(model: ModelSpec, gpu_memory_bytes: int, role: str, pool: PoolR
     engine = replace(pool.engine, max_model_len=length)
     plan = plan_scale(model, gpu_memory_bytes, engine, pool.scale)
     tp = None if plan.starts else starting_tensor_parallel(model, gpu_memory_bytes, engine, pool.scale)
+    limit = model.max_position_embeddings
     note = ("" if plan.starts or tp is not None or _shared_gpu_short(gpu_memory_bytes, engine)
+            else length_note(role, length, limit) if limit and length > limit  # no size or memory lifts it
             else refusal_note(model, role, pool.scale.gpus_per_node, pool.engine.weight_dtype))
     return engine, plan, note, tp
+
+
+def length_note(role: str, length: int, limit: int) -> str:
+    """The note of a pool launched past the model's length (design note 3: ``--max-model-len`` = prompt + output):
+    vLLM (vllm/config/model.py ``_get_and_verify_max_len``) and SGLang (python/sglang/srt/configs/model_config.py
+    ``_derive_context_length``) refuse it at every size before loading, so no size, weight format or GPU helps."""
+    return (f"{role}: prompt + output = {length:,} tokens, past the model's {limit:,} (max_position_embeddings), "
+            "which the engine refuses at every tensor-parallel size; lower the prompt or output length so they "
+            f"sum to at most {limit:,}")
 
 
 def _check_one_node(role: str, pool: PoolRequest) -> None:

@@ -131,6 +131,41 @@ def with_engine_defaults(features: ServingFeatures | None, *, engine: str, raw_c
     return replace(features, multimodal=engine_default_media(vision))
 
 
+def budget_features(features: ServingFeatures | None, *, engine: str, raw_config: Mapping,
+                    text_only: bool = False) -> ServingFeatures | None:
+    """The features the budget (:func:`planner.budget.plan`, the newest vLLM's overhead) prices for a link or a
+    ``plan`` run under ``engine``: :func:`with_engine_defaults` under ``engine``, and under another family with no
+    feature asked (``features`` None) vLLM's default encoder profile all the same, as GQA savings, Concurrency,
+    Allocation and ``plan`` without ``--engine`` charge it. QA: Gemma 4 26B-A4B on an H100 at 32,768 tokens under
+    ``engine=sglang`` had 22 users on Home and 17 on those pages. That engine's own view keeps ``features`` as
+    :func:`with_engine_defaults` gives them, without the profile. SGLang runs no encoder profile pass, but it does hold memory
+    back for a vision tower: ``adjust_mem_fraction_for_vlm`` scales ``mem_fraction_static`` by 0.95 x a factor
+    of 0.8 to 1.05 from the tower's layers x hidden size squared (python/sglang/srt/server_args.py
+    ``_handle_gpu_memory_settings``; later builds python/sglang/srt/arg_groups/memory_hook.py), so a budget with
+    no encoder term would overstate its users. Features asked under another family keep that family's rules and
+    carry no profile (:func:`budget_encoder_left_out` says so).
+
+    Args:
+        features: The features for ``engine`` (:func:`with_engine_defaults` applied or not; None = none).
+        engine: The link's or the run's engine profile id.
+        raw_config: The model's config.json (its vision config).
+        text_only: The server loads no tower.
+    """
+    features = with_engine_defaults(features, engine=engine, raw_config=raw_config, text_only=text_only)
+    if features is None and engine_family(engine) != "vllm":
+        return with_engine_defaults(None, engine="vllm", raw_config=raw_config, text_only=text_only)
+    return features
+
+
+def budget_encoder_left_out(features: ServingFeatures | None, *, engine: str, raw_config: Mapping,
+                            text_only: bool = False) -> bool:
+    """True when the budget under ``engine`` leaves vLLM's default encoder profile out although the model has a
+    tower the planner reads: features asked under another family, priced by its rules (:func:`budget_features`)."""
+    if text_only or engine_family(engine) == "vllm" or features is None or features.multimodal is not None:
+        return False
+    return vision_from_config(raw_config) is not None
+
+
 def for_engine(features: ServingFeatures | None, engine: str) -> ServingFeatures | None:
     """``features`` priced under ``engine``: its id swapped in, and vLLM's default encoder profile
     (:func:`with_engine_defaults`) left out for another family, which profiles none (None when nothing is left)."""
