@@ -17,7 +17,7 @@ import pytest
 from model_catalog import get_gpu, model_spec
 from planner import PlanRequest, plan
 from planner.cli import main
-from planner.scale.replicas import replica_batch
+from planner.scale.replicas import replica_batch, replicas_verdict
 from tests.test_app import run_page
 from tests.tiles import metric_tiles
 
@@ -86,3 +86,10 @@ def test_concurrency_names_what_the_links_replicas_hold():
     at = run_page("pages/3_Concurrency.py", {**{k: v for k, v in LINK.items() if k != "gpu"}, "gpus": H100})
     tiles = [t for t in metric_tiles(at) if t.value == f"{per_replica:,}"]
     assert tiles and f"{4 * per_replica:,} over 4 data-parallel replicas" in tiles[0].help
+
+
+def test_the_verdict_counts_sequences_per_replica_not_tokens():
+    """QA (stop 47): "each holds 19 of 32,768 tokens, 152 in all" read as 19 tokens; it is 19 sequences."""
+    line = replicas_verdict(200, 4, 64, 32_768)
+    assert "each holds 64 sequences of 32,768 tokens, 256 in all" in line
+    assert "each holds only 1 sequence of 32,768 tokens, 4 in all" in replicas_verdict(200, 4, 1, 32_768)

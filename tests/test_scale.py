@@ -313,3 +313,17 @@ def test_dcp_decoding_count_is_the_shards_not_the_whole_lengths():
     assert not view.decodes_more_than_printed
     assert view.max_concurrency_decoding is None or \
         view.max_concurrency_decoding == pytest.approx(dcp.max_concurrency_per_rank, abs=0.01)
+
+
+def test_dcp_words_the_mla_note_for_the_token_split():
+    """QA (stop 47): under -dcp the Engine page said the MLA latent "is replicated on every tensor-parallel GPU" beside
+    the note that -dcp splits it along tokens."""
+    from planner.engines.vllm_kv_formats import MLA_REPLICATED_NOTE  # noqa: PLC0415
+
+    model, gpu = model_spec(KIMI_DCP["model"]), get_gpu(KIMI_DCP["gpu"])
+    request = _request(KIMI_DCP)
+    plain = plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest())
+    dcp = plan_scale(model, gpu.framework_memory_bytes, request, ScaleRequest(decode_context_parallel_size=8))
+    assert MLA_REPLICATED_NOTE in plain.engine_view().notes
+    assert MLA_REPLICATED_NOTE not in dcp.engine_view().notes
+    assert any("-dcp 8 splits each request's latent along tokens" in n for n in dcp.engine_view().notes)

@@ -45,8 +45,8 @@ from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, 
 from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
 from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
                                          sampler_bytes_per_logit, speculative_tokens, v2_state_bytes)
-from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, layer_bytes_per_token, sparse_refusal,
-                                             stored_kv_name, too_old_for_sparse_mla, uses_fp8_ds_mla)
+from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, MLA_REPLICATED_NOTE, layer_bytes_per_token,
+                                             sparse_refusal, stored_kv_name, too_old_for_sparse_mla, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -565,7 +565,7 @@ def _static_messages(model: ModelSpec, request: EngineRequest, profile: EnginePr
         notes.append(f"tensor_parallel_size {tp} > {model.num_key_value_heads} KV heads: each GPU keeps one "
                      "replicated KV head, so KV per GPU stops shrinking")
     if model.attention_kind == "MLA" and tp > 1:
-        notes.append("MLA latent cache is replicated on every tensor-parallel GPU (not divided by TP)")
+        notes.append(MLA_REPLICATED_NOTE)
     if request.available_kv_memory_bytes is None:
         notes.append("available KV memory is the overhead model's estimate; paste the engine log or pass "
                      "--available-kv-memory-gib to use the engine's own figure")

@@ -91,6 +91,10 @@ FP8_DS_MLA_NOTE = ("vLLM stores the sparse-attention (DSA) layers in its fp8_ds_
                    "indexer key; --kv-cache-dtype bf16 keeps a bf16 cache")
 """The plan's note when :func:`uses_fp8_ds_mla` (``{kv_cache_dtype}``: the request's value)."""
 
+MLA_REPLICATED_NOTE = "MLA latent cache is replicated on every tensor-parallel GPU (not divided by TP)"
+"""The plan's note for an MLA model at tensor parallel > 1: the latent has no head axis to split (DeepSeek-V2 report;
+planner/model/layers.py). Under ``-dcp`` :func:`planner.scale.plan.plan_scale` words it for the token split."""
+
 
 
 ALIGN_MODE_PROFILES = frozenset({"vllm-v0.28", "vllm"})

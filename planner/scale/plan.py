@@ -33,6 +33,7 @@ from planner.engines import plan_engine
 from planner.engines.profiles import engine_profile
 from planner.engines.types import EnginePlan, EngineRequest
 from planner.engines.launch import without_node_flags
+from planner.engines.vllm_kv_formats import MLA_REPLICATED_NOTE
 from planner.engines.vllm_moe_dispatch import DataParallelMoE, MoeDispatchPeak, moe_dispatch_peak
 from planner.model import ModelSpec
 from planner.model.kv import cache_dtypes
@@ -228,6 +229,16 @@ def append_flags(command: str, flags: list[str]) -> str:
     return f"{body} {' '.join(flags)}{mark}{comment}"
 
 
+def _dcp_worded(note: str, dcp: int) -> str:
+    """An engine note restated under ``-dcp``: the MLA latent, replicated over the tensor-parallel heads, is split
+    along tokens over ``dcp`` of those GPUs (vLLM's decode context parallel, :mod:`planner.scale.context`); QA: the
+    Engine page said "replicated on every tensor-parallel GPU" beside the note that the latent is split."""
+    if note != MLA_REPLICATED_NOTE:
+        return note
+    return (f"MLA latent cache is not divided by TP's heads; -dcp {dcp} splits each request's latent along tokens "
+            f"over {dcp} of the tensor-parallel GPUs instead")
+
+
 def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRequest,
                request: ScaleRequest) -> ScalePlan:
     """Plan a data / expert / context parallel launch (module docstring).
@@ -284,6 +295,7 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
         context = apply_dcp(model, gpu_memory_bytes, rank_request, engine, layout.decode_context_parallel_size)
         tokens, per_rank, accepted = context.engine_kv_cache_tokens, context.max_concurrency, context.engine_max_model_len
         starts, reasons = context.starts, context.reasons
+        engine = replace(engine, notes=tuple(_dcp_worded(n, layout.decode_context_parallel_size) for n in engine.notes))
     return ScalePlan(
         request=request, layout=layout, weights=weights, engine=engine, context=context,
         engine_kv_cache_tokens=tokens, max_concurrency_per_rank=per_rank,

@@ -47,15 +47,15 @@ def replicas_verdict(batch_size: int, replicas: int, per_replica_users: int, con
     total (``per_replica_users``: the budget's users of one replica; "" with one replica).
 
     Example: "200 sequences over 4 data-parallel replicas: up to 50 per replica (ceil(200 / 4)), each holds 64
-    of 32,768 tokens, 256 in all".
+    sequences of 32,768 tokens, 256 in all".
     """
     if replicas <= 1:
         return ""
     share = replica_batch(batch_size, replicas)
     holds = "holds" if share <= per_replica_users else "holds only"
     return (f"{count_noun(batch_size, 'sequence')} over {replicas:,} data-parallel replicas: up to {share:,} per "
-            f"replica (ceil({batch_size:,} / {replicas:,})), each {holds} {per_replica_users:,} of "
-            f"{context_len:,} tokens, {per_replica_users * replicas:,} in all")
+            f"replica (ceil({batch_size:,} / {replicas:,})), each {holds} {count_noun(per_replica_users, 'sequence')} "
+            f"of {context_len:,} tokens, {per_replica_users * replicas:,} in all")
 
 
 def spread_batch_fix(fix, replicas: int):
