@@ -82,28 +82,31 @@ def test_a_sliding_window_moves_its_window_not_the_prefill_peak(capsys, model, t
 # alternating), sliding_window, num_key_value_heads, head_dim; bf16 KV, vLLM's 16-token blocks.
 SLIDING_CASES = [
     ("google/gemma-3-27b-it", 2, 32_000, 10, 52, 1_024, 16, 128),
-    ("openai/gpt-oss-120b", 2, 32_000, 18, 18, 128, 8, 64),
-    ("openai/gpt-oss-120b", 2, 130, 18, 18, 128, 8, 64),  # past the window by 2 tokens: 9 blocks, not 8
+    ("openai/gpt-oss-120b", 2, 32_000, 18, 18, 128, 8, 64),  # 2,000 - floor(31,873 / 16) = 8 blocks, not the clip's 9
+    ("openai/gpt-oss-120b", 2, 130, 18, 18, 128, 8, 64),  # past the window by 2 tokens: nothing skipped, 9 blocks
     ("openai/gpt-oss-120b", 2, 100, 18, 18, 128, 8, 64),  # inside the window: the prompt's own 7 blocks
 ]
 
 
 @pytest.mark.parametrize(("model", "tp", "prompt", "full", "sliding", "window", "heads", "head_dim"),
                          SLIDING_CASES)
-def test_a_sliding_window_group_moves_one_block_past_its_window(capsys, model, tp, prompt, full, sliding, window,
-                                                               heads, head_dim):
-    """vLLM's NIXL connector keeps the last ``cdiv(window, block) + 1`` block ids of a sliding-window group (the
-    ``+ 1`` for a window that does not start on a block boundary;
-    vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py, ``blocks_per_sw`` and
-    ``get_exchange_clipped_blocks``, formerly ``get_sw_clipped_blocks`` in nixl_connector.py), at most the prompt's
-    own blocks. The plan sent ``ceil(min(prompt, window) / block)``, one block short: Gemma 3 27B at tp 2 and 32,000
-    tokens 3,057,647,616 B where the connector moves 3,064,463,360 B."""
+def test_a_sliding_window_group_moves_the_blocks_the_decode_side_holds(capsys, model, tp, prompt, full, sliding,
+                                                                       window, heads, head_dim):
+    """vLLM's NIXL connector clips a sliding-window group to its last ``cdiv(window, block) + 1`` block ids on both
+    sides (vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py, ``blocks_per_sw`` and
+    ``get_exchange_clipped_blocks``), and the decode side reads as many of them as it allocated itself: its
+    ``allocate_new_computed_blocks`` leaves the ``floor((prompt - window + 1) / block)`` blocks the window has
+    skipped null (vllm/v1/core/single_type_kv_cache_manager.py, ``SlidingWindowManager.get_num_skipped_tokens``),
+    ``get_unhashed_block_ids_all_groups`` leaves the nulls out, and nixl/base_worker.py ``_apply_prefix_caching``
+    end-trims the prefill's list to that count. Gemma 3 27B at tp 2 and 32,000 tokens: 2,000 - floor(30,977 / 16)
+    = 64 blocks a sliding layer, 3,057,647,616 B; the plan moved the clip's 65 (3,064,463,360 B)."""
     out = _json(capsys, ["disagg", "--model", model, "--gpu", "nvidia-h100-sxm-80gb", "--tensor-parallel-size",
                          str(tp), "--users", "8", "--prompt-len", str(prompt), "--output-len", "100", "--format",
                          "json"])
     per_token = 2 * heads * head_dim * 2  # K and V of one layer, bf16 [bytes]
     blocks = -(-prompt // 16)
-    moved = 16 * per_token * (full * blocks + sliding * min(blocks, -(-window // 16) + 1))
+    held = blocks - max(0, prompt - window + 1) // 16  # the decode side's blocks of the window
+    moved = 16 * per_token * (full * blocks + sliding * min(held, -(-window // 16) + 1))
     assert out["kv_transfer_bytes_per_request"] == moved
     assert out["kv_transfer_bytes_per_gpu"] == moved // tp  # each GPU sends its heads' share
 
