@@ -244,7 +244,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
         fits = plan.starts
         text = (f"**{count_noun(plan.num_gpu_blocks, 'sequence')} of {format_int(plan.max_model_len)} tokens fit** "
                 f"in generate() at once" if fits else
-                f"**{plan.engine} would run out of memory:**\n" + "\n".join(f"- {md_message(r)}" for r in plan.reasons))
+                f"**{plan.engine} would fail:**\n" + "\n".join(f"- {md_message(r)}" for r in plan.reasons))
         (st.success if fits else st.warning)(text, icon=":material/check_circle:" if fits else ":material/warning:")
         st.caption(f"Sized for a prompt pass of {format_int(plan.max_num_batched_tokens)} tokens in all "
                    "(max_num_batched_tokens; empty = the whole length): right after the prefill, sliding-window "

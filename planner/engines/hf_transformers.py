@@ -73,6 +73,7 @@ from typing import Literal
 
 from planner.engines.common import engine_plan, non_torch_memory, rank_budget, resolve_knobs
 from planner.engines.launch import LaunchSpec
+from planner.engines.length_limits import over_limit, transformers_message
 from planner.engines.overheads import activation_estimate, loaded_weight_bytes, pipeline_layer_ranges
 from planner.engines.profiles import EngineProfile
 from planner.engines.types import EnginePlan, EngineRequest
@@ -416,9 +417,13 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
         reasons.append(f"{count_noun(seqs_wanted, 'sequence')} of {c.max_model_len:,} tokens need "
                        f"{gib2(seqs_wanted * ranks[0].bytes_per_block)} GiB of cache; {gib2(max(budgets[0], 0))} GiB "
                        f"is free after weights and activations; at most {fit} fit")
+    limit = over_limit(model, c.max_model_len)  # past the model's length: an IndexError, or a warning
+    reason, warning = transformers_message(model, c.max_model_len, limit) if limit else ("", "")
+    reasons += [reason] if reason else []
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=None, block_size=1,
                  mnbt=prompt, seqs=seqs_wanted, tokens=fit * c.max_model_len, num_blocks=fit, concurrency=float(fit),
-                 engine_max_len=lo, needed=ranks[0].bytes_per_block, reasons=reasons, warnings=[],
+                 engine_max_len=lo, needed=ranks[0].bytes_per_block, reasons=reasons,
+                 warnings=[warning] if warning else [],
                  notes=["transformers allocates the cache as it grows; no fraction of memory is reserved"],
                  log=[], formula="budget = total - weights - forward(prompt) - non-torch" + (
                      f"; sliding layers keep window - 1 tokens while decoding but pin the whole "

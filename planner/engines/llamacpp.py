@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from planner.engines.common import engine_plan, kv_row_bytes, rank_budget, resolve_knobs
 from planner.engines.launch import LaunchSpec
+from planner.engines.length_limits import llamacpp_warning, over_limit
 from planner.engines.overheads import (
     forward_peak_bytes,
     loaded_weight_bytes,
@@ -210,9 +211,11 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
     x streams``. Worked example (case L06, Qwen3-4B, q8_0, ``-c 32768``): 36 x
     (1088 + 1088) B x 32,768 = 2,448.00 MiB. Concurrency is the slot count
     (``-np``); the fit check adds weights and a compute-buffer estimate
-    (``n_ubatch x vocab x 4 B`` of logits + an fp32 forward pass; not calibrated).
+    (``n_ubatch x vocab x 4 B`` of logits + an fp32 forward pass; not calibrated). A slot past the
+    model's training context keeps its cells, with llama.cpp's warning, and serves at most the training context
+    (llama-server's cap; :mod:`planner.engines.length_limits`).
 
-    Sources: module docstring.
+    Sources: module docstring; tools/server/server-context.cpp (slot cap).
     """
     kv_name = "fp16" if request.kv_cache_dtype == "auto" else request.kv_cache_dtype
     v_name = kv_name if request.kv_cache_dtype_v in (None, "auto") else request.kv_cache_dtype_v
@@ -249,12 +252,16 @@ def plan_llamacpp(model: ModelSpec, gpu_memory_bytes: int, request: EngineReques
                for r in ranks if r.requested_bytes + r.non_torch_bytes > gpu_memory_bytes][:1]
     notes = ["quantized V cache needs flash attention (-fa on)"] if v_dtypes.kv.name in ("q8_0", "q4_0") else []
     total_cells = cells.full_cells * cells.streams
+    n_ctx_seq = cells.n_ctx if unified else cells.full_cells  # llama_context's n_ctx_seq
+    limit = over_limit(model, n_ctx_seq)
+    warnings = [llamacpp_warning(n_ctx_seq, limit)] if limit else []
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=None, block_size=1,
                  mnbt=request.n_ubatch, seqs=n_seq, tokens=total_cells, num_blocks=total_cells,
-                 concurrency=float(n_seq), engine_max_len=cells.n_ctx if unified else cells.full_cells,
-                 needed=ranks[0].available_kv_cache_bytes // n_seq, reasons=reasons, warnings=[], notes=notes,
-                 log=lines, formula="KV = rows x cells (no fraction); compute buffer ~ n_ubatch x (vocab x 4 B "
-                                     "+ fp32 forward pass)",
+                 concurrency=float(n_seq), engine_max_len=min(n_ctx_seq, limit or n_ctx_seq),
+                 needed=ranks[0].available_kv_cache_bytes // n_seq, reasons=reasons, warnings=warnings,
+                 notes=notes, log=lines,
+                 formula="KV = rows x cells (no fraction); compute buffer ~ n_ubatch x (vocab x 4 B "
+                         "+ fp32 forward pass)",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
                                    weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,

@@ -20,6 +20,7 @@ from planner.engines.common import (
     stage_weights,
 )
 from planner.engines.launch import LaunchSpec
+from planner.engines.length_limits import over_limit, tgi_warning
 from planner.engines.overheads import (
     pipeline_layer_ranges,
 )
@@ -59,8 +60,11 @@ def tgi_bytes_per_token(model: ModelSpec, layers: range, dtypes: CacheDtypes, tp
 def plan_tgi(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, profile: EngineProfile) -> EnginePlan:
     """TGI: KV = ``total x CUDA_MEMORY_FRACTION x 0.9 - used after warm-up``, in ``BLOCK_SIZE`` blocks.
 
+    A ``--max-total-tokens`` past the model's limit starts with no word from TGI; the plan warns
+    (:func:`planner.engines.length_limits.tgi_warning`).
+
     Sources: flash_causal_lm.py ``FlashCausalLM.warmup``; globals.py
-    (``TGI_WIGGLE_ROOM`` 0.9, ``BLOCK_SIZE``); ENGINES.md 3.
+    (``TGI_WIGGLE_ROOM`` 0.9, ``BLOCK_SIZE``); ENGINES.md 3; launcher/src/main.rs.
     """
     c = resolve_knobs(model, request)
     fraction = request.gpu_memory_utilization or profile.default_memory_fraction
@@ -92,12 +96,14 @@ def plan_tgi(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest, pr
         reasons.append(f"max_total_tokens {c.max_model_len} exceeds the {tokens} tokens of KV cache; lower "
                        "--max-total-tokens or raise --cuda-memory-fraction")
     log = [f"KV-cache blocks: {blocks}, size: {block}", f"Setting max batch total tokens to {tokens}"]
+    limit = over_limit(model, c.max_model_len)
+    warnings = [tgi_warning(model, c.max_model_len, limit)] if limit else []
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
                  block_size=block, mnbt=mnbt, seqs=seqs, tokens=tokens, num_blocks=blocks,
                  concurrency=tokens / c.max_model_len, engine_max_len=min(tokens, c.limit),
-                 needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=[], notes=[],
-                 log=log, formula=f"kv = total x {fraction:g} x 0.9 - weights - warm-up activation ({mnbt} tokens) "
-                                  "- non-torch",
+                 needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=warnings,
+                 notes=[], log=log,
+                 formula=f"kv = total x {fraction:g} x 0.9 - weights - warm-up activation ({mnbt} tokens) - non-torch",
                  launch=LaunchSpec(engine=profile.id, family=profile.family, model_id=model.model_id,
                                    weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, max_model_len=c.max_model_len,

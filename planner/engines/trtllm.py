@@ -11,6 +11,8 @@ resource_manager.py (``get_cache_size_per_token``); ENGINES.md 4.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.engines.common import (
     engine_plan,
     non_torch_memory,
@@ -20,6 +22,7 @@ from planner.engines.common import (
     stage_weights,
 )
 from planner.engines.launch import LaunchSpec
+from planner.engines.length_limits import over_limit, trtllm_build_warning, trtllm_clamp_warning
 from planner.engines.overheads import (
     pipeline_layer_ranges,
 )
@@ -68,10 +71,21 @@ def plan_trtllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     4.53 GiB -> 395,837 tokens -> 6,184 blocks -> 395,776 tokens, printed as
     "Allocated 4.53 GiB for max tokens in paged KV cache (395776)".
 
+    A length past the model's: the PyTorch backend plans at the model's length, trtllm-build at the one asked,
+    each with the engine's warning (:mod:`planner.engines.length_limits`).
+
     Sources: _util.py ``KvCacheCreator._cal_max_memory``; kvCacheManager.cpp
-    ``calculateMaxNumBlocks``; ENGINES.md 4.
+    ``calculateMaxNumBlocks``; ENGINES.md 4; model_engine.py ``_init_max_seq_len``; builder.py
+    ``_init_max_seq_len``.
     """
     c = resolve_knobs(model, request)
+    warnings = []
+    if limit := over_limit(model, c.max_model_len):
+        if profile.id == "trtllm":  # PyTorchModelEngine clamps max_seq_len to the model's
+            warnings.append(trtllm_clamp_warning(c.max_model_len, limit))
+            c = replace(c, max_model_len=limit)
+        else:  # trtllm-build warns and builds at the length asked
+            warnings.append(trtllm_build_warning(c.max_model_len, limit))
     fraction = request.gpu_memory_utilization or profile.default_memory_fraction
     tpb = request.block_size or default_block_size(profile, is_mla=False)
     mnbt = request.max_num_batched_tokens or 8192
@@ -108,7 +122,7 @@ def plan_trtllm(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     return engine_plan(model, request, profile, c, ranks, gpu_memory_bytes=gpu_memory_bytes, fraction=fraction,
                  block_size=tpb, mnbt=mnbt, seqs=seqs, tokens=tokens, num_blocks=blocks,
                  concurrency=tokens / c.max_model_len, engine_max_len=min(tokens, c.limit),
-                 needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=[],
+                 needed=c.max_model_len * ranks[0].kv_cache_bytes_per_token, reasons=reasons, warnings=warnings,
                  notes=notes, log=log,
                  formula=f"kv = (total - weights - activation - non-torch - graphs) x {fraction:g}; "
                          f"tokens = kv // per_token in {tpb}-token blocks",
