@@ -324,6 +324,27 @@ def _raw_torch_dtype(raw_config: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _architecture(raw_config: Mapping[str, Any]) -> str:
+    """config.json ``architectures[0]``, empty when the config names none (``ModelSpec.architecture``)."""
+    archs = raw_config.get("architectures")
+    return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+
+
+def _vision_config_sizes(raw_config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+    """``(num_hidden_layers, hidden_size)`` of the raw ``vision_config`` (None for a key it omits or states as no
+    positive whole number), or None without a ``vision_config`` object: the two keys SGLang's
+    ``adjust_mem_fraction_for_vlm`` reads (python/sglang/srt/server_args.py; :mod:`planner.engines.sglang_vlm`)."""
+    vision = raw_config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+
+    def stated(key: str) -> int | None:
+        value = vision.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    return stated("num_hidden_layers"), stated("hidden_size")
+
+
 def _raw_quantization_config(raw_config: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The raw config's ``quantization_config`` (or its ``text_config``'s); None when absent.
 
@@ -499,6 +520,8 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
             intermediate_size=_activation_width(cfg, parts),
             display_name=display_name or model_id,
             checkpoint_quantization=quantization,
+            architecture=_architecture(raw_config),
+            vision_config_sizes=_vision_config_sizes(raw_config),
         )
     except ValueError as exc:
         raise ValueError(f"{model_id}: {exc}") from exc

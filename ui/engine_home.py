@@ -59,7 +59,7 @@ def home_budget_features(features: ServingFeatures | None, engine: str,
     if family == "vllm":
         return budget, []
     own = (f"{engine} runs no encoder profile pass but lowers mem_fraction_static for a vision tower "
-           "(adjust_mem_fraction_for_vlm), which its panel below does not model" if family == "sglang" else
+           "(adjust_mem_fraction_for_vlm), as its panel below does" if family == "sglang" else
            f"its panel below plans {engine}'s own pool")
     if budget is not features:
         return budget, [(f"the link's engine ({engine})", "this budget counts the users under the newest vLLM's rules, "

@@ -26,7 +26,9 @@ the CUDA context and the process groups' buffers but not the cuBLAS workspace or
 vLLM's non-torch figure holds: ``ModelRunner.init_cublas`` runs after ``init_memory_pool``
 (:func:`sglang_non_torch_bytes`). The default ``mem_fraction_static`` of both profiles is computed from
 nvidia-smi's ``memory.total`` (``get_device_memory_capacity`` -> ``get_nvgpu_memory_capacity``), which callers
-pass as ``EngineRequest.gpu_memory_reported_bytes``.
+pass as ``EngineRequest.gpu_memory_reported_bytes``. For a vision-language model that default is then scaled down
+by the tower's size (``adjust_mem_fraction_for_vlm``: :mod:`planner.engines.sglang_vlm`); a fraction the user sets
+is kept as given.
 
 Sources: SGLang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
 (``profile_max_num_token``, ``get_cell_size_per_token``, ``handle_max_mamba_cache``,
@@ -62,6 +64,7 @@ from planner.engines.profiles import (
 )
 from planner.engines.serving import DRAFT_KV, DRAFT_WEIGHTS, LORA_SLOTS, serving_terms
 from planner.engines.sglang_nodes import nodes_refusal
+from planner.engines.sglang_vlm import sglang_vlm_fraction
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
 from planner.engines.weight_tensors import vllm_weight_tensors
@@ -298,6 +301,9 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         chunk, graph_bs, default_fraction = sglang_2025_memory_defaults(capacity, c.tp, c.pp, spec is not None)
     else:
         chunk, graph_bs, default_fraction = sglang_memory_defaults(capacity, c.tp, c.pp, reserve)
+    vlm_note = None
+    if request.gpu_memory_utilization is None:  # adjust_mem_fraction_for_vlm: the default only (sglang_vlm.py)
+        default_fraction, vlm_note = sglang_vlm_fraction(model, profile.id, default_fraction)
     fraction = request.gpu_memory_utilization or default_fraction
     default_page = DSA_PAGE_SIZE if indexer is not None else default_block_size(profile, is_mla=False)
     page = request.block_size or default_page
@@ -354,7 +360,8 @@ def plan_sglang(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
     if hybrid_mamba:  # init_memory: max_num_reqs = min(max_num_reqs, max_mamba_cache_size // 3)
         seqs = max(1, min(seqs, min(mamba_slots) // MAMBA_SLOTS_PER_RUNNING_REQUEST))
     concurrency = min(tokens / c.max_model_len, seqs) if hybrid_mamba else tokens / c.max_model_len
-    reasons, warnings, notes = [], [], []
+    reasons, warnings = [], []
+    notes = [] if vlm_note is None else [vlm_note]
     if model.max_position_embeddings and c.max_model_len > model.max_position_embeddings:
         reasons.append(context_limit_reason(c.max_model_len, model.max_position_embeddings))
     if tokens <= 0:

@@ -57,6 +57,12 @@ class ModelSpec:
         language_model_only: The server leaves the model's vision / audio towers unloaded (vLLM
             ``--language-model-only``; set by :func:`planner.serving.vision_towers.text_only`), so launch
             commands must say so.
+        architecture: Config ``architectures[0]`` (``Gemma4ForConditionalGeneration``), empty when the config
+            names none; engines that key behaviour on it read it (SGLang's multimodal list,
+            :mod:`planner.engines.sglang_vlm`).
+        vision_config_sizes: ``(num_hidden_layers, hidden_size)`` as config.json's ``vision_config`` states them
+            (None for a key it omits: Qwen-VL configs state ``depth`` instead), or None without a
+            ``vision_config`` object. SGLang's ``adjust_mem_fraction_for_vlm`` reads these two keys.
     """
 
     model_id: str
@@ -77,6 +83,8 @@ class ModelSpec:
     display_name: str = ""
     checkpoint_quantization: str = ""
     language_model_only: bool = False
+    architecture: str = ""
+    vision_config_sizes: tuple[int | None, int | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:

@@ -138,12 +138,13 @@ def budget_features(features: ServingFeatures | None, *, engine: str, raw_config
     feature asked (``features`` None) vLLM's default encoder profile all the same, as GQA savings, Concurrency,
     Allocation and ``plan`` without ``--engine`` charge it. QA: Gemma 4 26B-A4B on an H100 at 32,768 tokens under
     ``engine=sglang`` had 22 users on Home and 17 on those pages. That engine's own view keeps ``features`` as
-    :func:`with_engine_defaults` gives them, without the profile. SGLang runs no encoder profile pass, but it does hold memory
-    back for a vision tower: ``adjust_mem_fraction_for_vlm`` scales ``mem_fraction_static`` by 0.95 x a factor
-    of 0.8 to 1.05 from the tower's layers x hidden size squared (python/sglang/srt/server_args.py
-    ``_handle_gpu_memory_settings``; later builds python/sglang/srt/arg_groups/memory_hook.py), so a budget with
-    no encoder term would overstate its users. Features asked under another family keep that family's rules and
-    carry no profile (:func:`budget_encoder_left_out` says so).
+    :func:`with_engine_defaults` gives them, without the profile. SGLang runs no encoder profile pass, but it does
+    hold memory back for a vision tower: ``adjust_mem_fraction_for_vlm`` scales ``mem_fraction_static`` by 0.95 x a
+    factor of 0.8 to 1.05 from the tower's layers x hidden size squared (python/sglang/srt/server_args.py
+    ``_handle_gpu_memory_settings``; later builds python/sglang/srt/arg_groups/memory_hook.py; its engine view
+    applies it: :mod:`planner.engines.sglang_vlm`), so a budget with no encoder term would overstate its users.
+    Features asked under another family keep that family's rules and carry no profile
+    (:func:`budget_encoder_left_out` says so).
 
     Args:
         features: The features for ``engine`` (:func:`with_engine_defaults` applied or not; None = none).
