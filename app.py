@@ -57,9 +57,10 @@ st.caption(md_message(
     help=md_message(f"Framework memory source: {gpu.framework_memory_source}"))
 st.caption(serving.weights_source_note(model))  # exact / by source / estimate (+-N%), towers named
 budget_model = rank.model if rank else model  # what the budget prices: one rank's share of the experts
+budget_request = rank.request if rank else request  # and its request: the MoE layers' data-parallel profile peak
 engine_request = None if isinstance(engine_plan, str) else asked  # None: the engine cannot plan these inputs
 fixes = None if result.fits else views.guarded(  # each fix re-planned, kept when the engine starts, least change first
-    checked_fixes, model, gpu.framework_memory_bytes, request, result, engine_request, gpu_id=gpu.id,
+    checked_fixes, model, gpu.framework_memory_bytes, budget_request, result, engine_request, gpu_id=gpu.id,
     what="checking the fixes", scale=engine_home.launch_scale(asked, engine_plan, launch, dcp[0]),  # -dcp too
     budget_model=budget_model)  # re-planned as the budget prices it: one rank's share of the experts
 shown, shown_fixes = engine_home.whole_batch(result, fixes, layout)  # a batch fix names the whole batch
@@ -73,7 +74,7 @@ engine_verdict.engine_starts_note(result.fits, form.context_len, launch,  # the 
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
 start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(
-    engine_start_fixes, model, gpu.framework_memory_bytes, request, engine_request, launch, gpu_id=gpu.id,
+    engine_start_fixes, model, gpu.framework_memory_bytes, budget_request, engine_request, launch, gpu_id=gpu.id,
     decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes",  # as planned,
     scale=engine_home.launch_scale(asked, engine_plan, launch, dcp[0]),  # on the launch that refused (-dcp too)
     budget_model=budget_model)

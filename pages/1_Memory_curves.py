@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.gpu_compare import profile_pass_tiers
 
-from ui import budget_knobs, catalog, charts, data, feature_line, inputs, views
+from ui import budget_knobs, catalog, charts, data, feature_line, inputs, link_rank, views
 from ui.format import md_message
 
 views.setup_page("Memory vs context length", "📈",
@@ -23,17 +23,19 @@ views.require(form.gpu_ids, "GPU")
 models = [views.guarded(catalog.model_spec, m, what=f"loading {m}") for m in form.model_ids]
 gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids]
 stages = feature_line.link_stages(form.num_gpus, models)  # the link's pipeline stages, planned as Home plans them
+whole = budget_knobs.with_link_knobs(form.request())  # the link's engine knobs
+request, share_line = feature_line.link_replica_share(whole, "the curves and the table plan")  # a replica's share
+contexts = data.curve_contexts(models)
+curves, grid, rank = views.guarded(link_rank.memory_views, models, gpus, whole, request, contexts, stages,
+                                   what="sweeping the models")  # each model as Home plans it: the link's -dp + EP rank
 feature_line.show_users_line(None, left_out=feature_line.link_features_left_out(
     "these curves and the table are the bare models' memory; Home, Concurrency and Allocation apply them",
-    num_gpus=form.num_gpus, models=models, knobs=True))
+    num_gpus=form.num_gpus, models=models, knobs=True, expert_parallel=rank is not None))
 feature_line.show_stages_line(stages, form.num_gpus, "each curve the GPU of the stage that holds the most bytes")
-request, share_line = feature_line.link_replica_share(  # the link's engine knobs; one replica's share of the batch
-    budget_knobs.with_link_knobs(form.request()), "the curves and the table plan")
+if rank:
+    request, share_line = rank.request, link_rank.rank_line(rank, form.batch_size, "the curves and the table plan")
 if share_line:
     st.caption(md_message(share_line))
-contexts = data.curve_contexts(models)
-curves = views.guarded(data.memory_curve_groups, models, gpus, request, contexts, stages, what="sweeping the models")
-grid = views.guarded(data.plan_grid, models, gpus, request, stages, what="planning every model on every GPU")
 capacities = [(g.name, grid[(models[0].model_id, g.id)].usable_memory_bytes) for g in gpus]
 
 log_y = st.toggle("Log memory axis", key="log_y", bind="query-params",

@@ -4,7 +4,7 @@ import streamlit as st
 
 from planner.pipeline import plan_pipeline
 from planner.model.kv import attention_variants
-from ui import budget_knobs, catalog, charts, data, feature_line, inputs, serving, views
+from ui import budget_knobs, catalog, charts, data, feature_line, inputs, link_rank, serving, views
 from ui.format import count_noun, format_gpus, format_int, format_tokens, md_message, md_text
 
 views.setup_page("GQA savings", "🗜️",
@@ -19,10 +19,13 @@ gpu = views.guarded(catalog.gpu, form.gpu_id, what=f"loading {form.gpu_id}")
 too_long = views.context_problem(model, form.context_len)
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")
-variants = views.guarded(attention_variants, model, what=f"building attention variants of {model.model_id}")
-request, share_line = feature_line.link_replica_share(  # and the engine knobs; one replica's share of the batch
-    budget_knobs.with_link_knobs(serving.with_serving(form.request(), features)), "every variant is planned as")
+whole = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features))  # and the engine knobs
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
+rank = link_rank.link_rank(model, whole, stages)  # the link's -dp + expert parallel rank, as Home prices it
+request, share_line = ((rank.request, link_rank.rank_line(rank, form.batch_size, "every variant is planned as"))
+                       if rank else feature_line.link_replica_share(whole, "every variant is planned as"))  # a share
+variants = views.guarded(attention_variants, rank.model if rank else model,  # the rank's experts, where it has one
+                         what=f"building attention variants of {model.model_id}")
 plans = [(v, views.guarded(plan_pipeline, v.model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,
                            pipeline_parallel_size=stages, what=f"planning the {v.name} variant")) for v in variants]
 rows = data.variant_rows(plans)
@@ -35,7 +38,8 @@ st.caption(md_message(f"`{model.model_id}` is built with {model.attention_kind};
 if share_line:
     st.caption(md_message(share_line))
 feature_line.show_users_line(features, form.model_id, what="Every variant's users",
-                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, models=(model,)))
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, models=(model,),
+                                                                 expert_parallel=rank is not None))
 feature_line.show_stages_line(stages, form.num_gpus, "every variant's users those of its stage that holds the fewest")
 feature_line.show_seqs_cap_line(request.max_num_seqs)  # the scheduler's limit, where the link sets one
 nothing_fits = views.variant_fit_warning(plans)

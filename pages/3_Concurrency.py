@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.budget import weights_label
-from ui import budget_knobs, catalog, charts, data, downloads, feature_line, inputs, serving, views
+from ui import budget_knobs, catalog, charts, data, downloads, feature_line, inputs, link_rank, serving, views
 from ui.format import md_message, md_text
 
 views.setup_page("Concurrency", "👥",
@@ -23,8 +23,10 @@ gpus = [views.guarded(catalog.gpu, g, what=f"loading {g}") for g in form.gpu_ids
 request = budget_knobs.with_link_knobs(serving.with_serving(form.request(), features))  # the link's engine knobs
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 dcp = feature_line.link_dcp(model, form.num_gpus, stages, form.gpu_ids, request.kv_cache_dtype)  # -dcp, why not
+rank = link_rank.link_rank(model, request, stages)  # the link's -dp + expert parallel rank, as Home prices it
+planned, request = (rank.model, rank.request) if rank else (model, request)  # its experts, batch share, MoE peak
 contexts = data.concurrency_contexts(model)
-series = views.guarded(data.concurrency_series, model, gpus, request, contexts, stages, dcp[0],
+series = views.guarded(data.concurrency_series, planned, gpus, request, contexts, stages, dcp[0],
                        what="sweeping the GPUs")
 holds_nothing = views.no_fit_warnings(series, model.model_id)  # True: no chart to draw
 too_long = views.context_problem(model, form.context_len)
@@ -35,12 +37,15 @@ st.subheader(md_text(
     f"{model.display_name}, {views.guarded(weights_label, model, form.weight_dtype, what='reading the weight dtype')} "
     f"weights, {data.priced_kv_name(model, form.weight_dtype, form.kv_cache_dtype, form.gpu_ids)} KV cache"))
 feature_line.show_users_line(features, form.model_id,
-                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp, models=(model,)))
+                             left_out=feature_line.link_left_out(num_gpus=form.num_gpus, dcp=dcp, models=(model,),
+                                                                 expert_parallel=rank is not None))
+if rank:
+    st.caption(md_message(link_rank.rank_line(rank, form.batch_size, "every user count here plans")))
 feature_line.show_dcp_line(dcp[0])
 feature_line.show_seqs_cap_line(request.max_num_seqs)  # the scheduler's limit, where the link sets one
 feature_line.show_stages_line(stages, form.num_gpus, "each GPU's users at each length those of the stage that "
                               "holds the fewest")
-views.guarded(feature_line.concurrency_headline, model, gpus, request, stages, dcp[0],
+views.guarded(feature_line.concurrency_headline, planned, gpus, request, stages, dcp[0],
               feature_line.link_replicas(), what="planning at the plan's context")  # per replica, x the link's
 
 
@@ -62,8 +67,8 @@ def table() -> None:
     """The same sweep at round context lengths, with its CSV."""
     columns = data.table_contexts(model)
     frame = data.concurrency_table(
-        views.guarded(data.concurrency_series, model, gpus, request, columns, stages, dcp[0], what="tabulating"), gpus,
-        columns)
+        views.guarded(data.concurrency_series, planned, gpus, request, columns, stages, dcp[0], what="tabulating"),
+        gpus, columns)
     views.static_table(data.concurrency_display(frame))  # static: no data-grid chunk to load (issue 27 speed)
     st.download_button("Download CSV", downloads.deferred_csv(frame), file_name="max_concurrent_sequences.csv",
                        mime="text/csv", key="download_csv", icon=":material/download:", on_click="ignore")

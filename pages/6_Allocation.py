@@ -3,7 +3,7 @@ KV quantization and swap, for one model on one GPU type."""
 
 import streamlit as st
 
-from ui import budget_knobs, catalog, charts, feature_line, inputs, serving, traffic, views
+from ui import budget_knobs, catalog, charts, feature_line, inputs, link_rank, serving, traffic, views
 from ui.format import format_bytes, format_int, format_tokens, md_message, md_text
 
 views.setup_page("Allocation", "🧱",
@@ -40,9 +40,10 @@ lengths = views.guarded(traffic.read_upload, upload, what="reading the uploaded 
 stages = feature_line.link_stages(form.num_gpus, (model,))  # the link's pipeline stages, planned as Home plans them
 workload = views.guarded(traffic.build_workload, load["prompt_len"], load["prompt_p95"], load["output_len"],
                          load["output_p95"], alloc["max_model_len"], lengths, what="building the workload")
+request = budget_knobs.with_link_knobs(serving.with_serving(form.request(context_len=alloc["max_model_len"]), features))
+rank = link_rank.link_rank(model, request, stages)  # the link's -dp + expert parallel rank, as Home prices it
 view = views.guarded(
-    traffic.allocation_view, model, gpu,
-    budget_knobs.with_link_knobs(serving.with_serving(form.request(context_len=alloc["max_model_len"]), features)),
+    traffic.allocation_view, rank.model if rank else model, gpu, rank.request if rank else request,  # its experts
     mean_len=alloc["mean_len"], prefix_len=alloc["prefix_len"], prefix_hit_fraction=alloc["prefix_hit_fraction"],
     workload=workload, users=load["users"], seed=load["seed"], num_samples=extra["num_samples"],
     swap_space_gib=extra["swap_space_gib"], host_link_gb_s=extra["host_link_gb_s"], pipeline_parallel_size=stages,
@@ -52,10 +53,12 @@ c = view.comparison
 st.subheader(f"{md_text(model.display_name)} on {md_text(gpu.name)}: naive vs paged vs paged + prefix")
 feature_line.show_users_line(features, form.model_id, what="Every user count on this page",
                              left_out=feature_line.link_left_out(read_keys=("swap_space_gib",), num_gpus=form.num_gpus,
-                                                                 models=(model,)),
+                                                                 models=(model,), expert_parallel=rank is not None),
                              same_as=traffic.users_same_as(c))
 feature_line.show_stages_line(stages, form.num_gpus, "every figure per GPU those of the stage that holds the fewest "
                               "users")
+if rank:
+    st.caption(md_message(link_rank.rank_line(rank, form.batch_size, "every figure here plans")))
 too_long = views.context_problem(model, alloc["max_model_len"])
 if too_long:
     st.error(md_message(too_long), icon=":material/error:")

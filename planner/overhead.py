@@ -194,6 +194,8 @@ def estimate_overhead(
     pipeline_parallel_size: int = 1,
     knobs: tuple[tuple[str, object], ...] = (),
     max_model_len: int = UNCLAMPED_LENGTH,
+    moe_data_parallel=None,
+    weight_dtype_name: str = "auto",
 ) -> OverheadEstimate:
     """Activation + runtime overhead per GPU, as vLLM's profile run measures it (an estimate).
 
@@ -247,6 +249,17 @@ def estimate_overhead(
             before the budget took the knobs.
         max_model_len: The launch's ``max_model_len`` for vLLM's cap of a defaulted token budget
             (:func:`budget_max_model_len`); the default is past every cap.
+        moe_data_parallel: The :class:`planner.engines.vllm_moe_dispatch.DataParallelMoE` of a data-parallel MoE
+            launch whose one rank this is (:attr:`planner.budget.PlanRequest.moe_data_parallel`), or None. vLLM's
+            profile run then gathers every rank's ``max_num_batched_tokens`` into each MoE layer
+            (vllm/model_executor/layers/fused_moe/prepare_finalize/naive_dp_ep.py, the ``allgather_reducescatter``
+            default of vllm/config/parallel.py; v0.10 / v0.11: vllm/distributed/device_communicators/all2all.py):
+            the forward peak is the larger of the plain one and that layer's
+            (:func:`planner.engines.vllm_moe_dispatch.moe_dispatch_peak`, as the Engine view charges it in
+            planner/engines/vllm.py ``_rank_budget``), and the DP group's NCCL buffers join the non-torch memory.
+            QA: DeepSeek-V3.2 on an H200 at 32,768 tokens under ``-dp 8 --enable-expert-parallel``: 15.81 GiB of
+            peak, the budget's 19 users per rank against the launch's 9 before it was charged.
+        weight_dtype_name: The request's weight dtype (the experts' format sets that peak's fp8 copies).
 
     Returns:
         An :class:`OverheadEstimate` [bytes].
@@ -263,13 +276,14 @@ def estimate_overhead(
     memo = model_memo(model)
     key = ("estimate_overhead", activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens,
            max_num_seqs, gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-           pipeline_parallel_size, knobs, max_model_len)
+           pipeline_parallel_size, knobs, max_model_len, moe_data_parallel,
+           weight_dtype_name if moe_data_parallel else "")
     estimate = memo.get(key)
     if estimate is None:
         estimate = remember(memo, key, _estimate_overhead(
             model, activation_bytes_per_element, tensor_parallel_size, max_num_batched_tokens, max_num_seqs,
             gpu_memory_bytes, gpu_name, profile_id, speculative_method, num_speculative_tokens,
-            pipeline_parallel_size, knobs, max_model_len))
+            pipeline_parallel_size, knobs, max_model_len, moe_data_parallel, weight_dtype_name))
     return estimate
 
 
@@ -278,13 +292,15 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
                        gpu_name: str, profile_id: str = OVERHEAD_PROFILE,
                        speculative_method: str | None = None, num_speculative_tokens: int = 0,
                        pipeline_parallel_size: int = 1, knobs: tuple[tuple[str, object], ...] = (),
-                       max_model_len: int = UNCLAMPED_LENGTH) -> OverheadEstimate:
+                       max_model_len: int = UNCLAMPED_LENGTH, moe_data_parallel=None,
+                       weight_dtype_name: str = "auto") -> OverheadEstimate:
     """:func:`estimate_overhead` without the memo."""
     from planner.engines.overheads import activation_estimate, vllm_non_torch_bytes  # noqa: PLC0415
     from planner.scale.layout import DEFAULT_GPUS_PER_NODE  # noqa: PLC0415
     from planner.engines.profiles import engine_profile, vllm_batch_limits  # noqa: PLC0415 - import cycle
     from planner.engines.types import EngineRequest  # noqa: PLC0415
     from planner.engines.vllm_cudagraph import request_cudagraphs  # noqa: PLC0415
+    from planner.engines.vllm_moe_dispatch import moe_dispatch_peak  # noqa: PLC0415
     from planner.serving.features import ServingFeatures  # noqa: PLC0415
     from planner.serving.speculative import SpeculativeConfig  # noqa: PLC0415
     from planner.engines.vllm_runner import (  # noqa: PLC0415
@@ -321,6 +337,11 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
         model, num_tokens=tokens, num_seqs=seqs,
         bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
         tensor_parallel_size=tp, last_stage=last)
+    moe = moe_data_parallel and moe_dispatch_peak(model, moe_data_parallel, profile.id, num_tokens=tokens,
+                                                  activation_bytes=e, weight_dtype_name=weight_dtype_name,
+                                                  gpu_name=gpu_name)
+    if moe:  # every DP rank's tokens in each MoE layer: the Engine view's charge (planner/engines/vllm.py _rank_budget)
+        act = replace(act, forward_bytes=max(act.forward_bytes, moe.peak_bytes))
     if gpu_name:  # the Engine view's rule by topology (NVLink or PCIe, NVLS on NVSwitch boards), on the fewest
         # nodes of DEFAULT_GPUS_PER_NODE that hold the replica: one wider than a node runs only across nodes
         # (planner.engines.replica_layout), where its groups use the network (DeepSeek-V3 on 16 H100: 26.48 GiB of
@@ -332,6 +353,8 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     else:  # no GPU named: one NVLink node's process group
         runtime = profile.non_torch_bytes + (profile.non_torch_multi_gpu_bytes if tp * pipeline_parallel_size > 1
                                              else 0)
+    if moe:
+        runtime += moe.group_bytes
     runner_bytes = first_compile_bytes(engine_request, runner) + (
         v2_state_bytes(model, max_num_seqs=seqs, max_num_batched_tokens=tokens, last_stage=last,
                        num_speculative_tokens=num_speculative_tokens) if runner == "v2" else 0)
@@ -339,7 +362,10 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     graphs = request_cudagraphs(model, engine_request, profile.id, num_layers=model.num_layers,
                                 max_num_batched_tokens=tokens, max_num_seqs=seqs, activation_bytes=e,
                                 estimated=charged).total_bytes if charged else 0
-    formula = (f"{act.formula} + {runtime / MiB:,.0f} MiB non-torch"
+    dispatch = (f" (the data-parallel MoE layer's profile peak, {moe.peak_bytes / MiB:,.0f} MiB for "
+                f"{moe.gathered_tokens:,} gathered tokens, with {moe.group_bytes / MiB:,.0f} MiB of DP-group NCCL "
+                "buffers in the non-torch term)" if moe else "")
+    formula = (f"{act.formula}{dispatch} + {runtime / MiB:,.0f} MiB non-torch"
                + (f" + {graphs / MiB:,.0f} MiB CUDA graphs" if graphs else "")
                + (f" + {runner_bytes / MiB:,.0f} MiB model runner V2 state and first compile" if runner_bytes else "")
                + f" ({profile.version} profile run: {count_noun(tokens, 'token')}, {count_noun(seqs, 'sequence')})")
@@ -394,7 +420,9 @@ def plan_overhead(model: ModelSpec, request: "PlanRequest", gpu_memory_bytes: in
                                  max_num_seqs=request.max_num_seqs, knobs=request.engine_knobs(),
                                  max_model_len=budget_max_model_len(request, gpu_memory_bytes, gpu_name,
                                                                     request.overhead_profile),
-                                 profile_id=request.overhead_profile)
+                                 profile_id=request.overhead_profile,
+                                 moe_data_parallel=getattr(request, "moe_data_parallel", None),
+                                 weight_dtype_name=request.weight_dtype)
     loading = weights_loading_bytes(model, request.weight_dtype, tensor_parallel_size, gpu_name, checkpoint_bytes,
                                     request.overhead_profile)
     if not loading:

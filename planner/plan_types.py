@@ -12,10 +12,14 @@ the result fields are :func:`planner.budget.plan`'s, whose docstring gives the c
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.model.fastinit import fast_frozen_init
 from planner.serving.features import ServingFeatures
+
+if TYPE_CHECKING:  # annotations only
+    from planner.engines.vllm_moe_dispatch import DataParallelMoE
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` (vllm/config/cache.py)."""
@@ -100,6 +104,12 @@ class PlanRequest:
     estimate_overhead` ``profile_id``). The newest vLLM by default; :meth:`for_engine` sets the link's or the CLI's
     vLLM version, so the budget and that version's Engine view size one KV cache (QA: Qwen3-32B on an H100 at 30,000
     tokens under ``vllm-v0.28`` read "Does not fit, 0 users" beside the Engine page's "starts, 1.05x")."""
+    moe_data_parallel: DataParallelMoE | None = None
+    """The data-parallel MoE layout of a vLLM ``--data-parallel-size`` launch of an MoE model whose one attention
+    data-parallel rank this request plans (:func:`planner.rank_budget.rank_plan` sets it; None = a lone rank): vLLM's
+    profile run then gathers every rank's tokens into each MoE layer, and the overhead charges that peak and the DP
+    group's NCCL buffers as the Engine view does (:func:`planner.overhead.estimate_overhead`,
+    :mod:`planner.engines.vllm_moe_dispatch`)."""
 
     def validate(self) -> None:
         """Raise ValueError with an actionable message for the first out-of-range field.

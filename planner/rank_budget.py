@@ -39,6 +39,8 @@ class RankBudget:
         share_result: ``result`` before its batch fixes are restated for the whole batch (the plan of the rank at
             its share, whose fixes a caller re-plans on that share: Home's :func:`planner.fixes.checked_fixes`).
         model: The model that plan prices (:func:`v1_model`: the GPU's share of the routed experts).
+        request: The request that plan prices (:func:`rank_request`: the rank's share of the batch and its MoE
+            layers' data-parallel layout), which a caller's fixes re-plan (Home's :func:`planner.fixes.checked_fixes`).
     """
 
     result: object
@@ -46,6 +48,7 @@ class RankBudget:
     data_parallel: dict | None
     share_result: object
     model: object
+    request: object = None
 
 
 def v1_model(model, scale: ScalePlan | None):
@@ -84,18 +87,51 @@ def rank_plan(model, gpu_memory_bytes: int, gpu_id: str, request, scale: ScalePl
         scale: :func:`planner.scale.plan_scale` of the launch.
     """
     replicas, batch = scale.layout.attention_dp, request.batch_size
-    share = replace(request, batch_size=replica_batch(batch, replicas))
+    share = rank_request(model, request, scale.layout)
     priced = v1_model(model, scale)
     result = v1_result(v1_plan(model, gpu_memory_bytes, gpu_id, share, scale), model, scale)
     verdict = replicas_verdict(batch, replicas, result.max_concurrent_sequences, result.context_len)
     if replicas <= 1:
-        return RankBudget(result, verdict, None, result, priced)
+        return RankBudget(result, verdict, None, result, priced, share)
     spread = spread_plan(result, replicas)
     return RankBudget(spread, verdict, {
         "replicas": replicas, "batch_size": batch, "batch_size_per_replica": share.batch_size,
         "max_concurrent_sequences_per_replica": spread.max_concurrent_sequences,
         "max_concurrent_sequences_all_replicas": spread.max_concurrent_sequences * replicas,
-        "fits": spread.fits, "verdict": verdict}, result, priced)
+        "fits": spread.fits, "verdict": verdict}, result, priced, share)
+
+
+def rank_request(model, request, layout):
+    """``request`` (the whole batch) as one attention data-parallel rank of ``layout`` plans it: its share of the
+    batch, ``ceil(batch / ranks)`` (:func:`planner.scale.replicas.replica_batch`), and under vLLM the MoE layers'
+    data-parallel layout (:func:`planner.scale.plan.moe_data_parallel_of`): vLLM's profile run gathers every rank's
+    tokens into each MoE layer (vllm/model_executor/layers/fused_moe/prepare_finalize/naive_dp_ep.py), a peak the
+    overhead charges as the Engine view does (:attr:`planner.budget.PlanRequest.moe_data_parallel`). QA:
+    DeepSeek-V3.2 on an H200 at 32,768 tokens under ``-dp 8 --enable-expert-parallel``: 19 users per rank in the
+    budget without it, 9 in the launch; 9 with it."""
+    from planner.scale.plan import moe_data_parallel_of  # noqa: PLC0415
+
+    return replace(request, batch_size=replica_batch(request.batch_size, layout.attention_dp),
+                   moe_data_parallel=moe_data_parallel_of(model, layout))
+
+
+def rank_inputs(model, request, scale_request, family: str = "vllm"):
+    """``(rank model, rank request, layout)`` of one attention data-parallel rank of the launch ``scale_request``
+    (a :class:`planner.scale.ScaleRequest`) without planning its engine: the layout
+    (:func:`planner.scale.layout.rank_layout`, ``request.num_gpus`` the launch's tensor-parallel size), the model
+    with the GPU's share of the routed experts (:func:`v1_model`) and the request of :func:`rank_request`. What
+    :func:`rank_plan` prices at each context, for the pages that sweep it (Concurrency, Allocation, GQA savings,
+    Memory curves: ui/link_rank.py).
+
+    Raises:
+        ValueError: a layout the flags cannot make (:func:`planner.scale.layout.rank_layout` names the flag).
+    """
+    from planner.scale.layout import rank_layout  # noqa: PLC0415
+    from planner.scale.plan import dcp_kv_heads  # noqa: PLC0415
+
+    layout = rank_layout(scale_request, family=family, tensor_parallel_size=request.num_gpus,
+                         num_experts=model.num_experts, num_kv_heads=dcp_kv_heads(model))
+    return rank_model(model, layout), rank_request(model, request, layout), layout
 
 
 def v1_result(result, model, scale: ScalePlan | None):
@@ -106,8 +142,8 @@ def v1_result(result, model, scale: ScalePlan | None):
     on each GPU of the group; ``-dcp N`` keeps 1/N of them (vllm/v1/worker/cp_utils.py), so the note points to
     the launch's count (QA: Kimi-K2.5 on 8 x H200 with -dcp 8 printed "max users 46" above "scale users 375").
     A data-parallel MoE launch's profile pass gathers every rank's tokens into each MoE layer
-    (:class:`planner.engines.vllm_moe_dispatch.MoeDispatchPeak`), which the section leaves out; where that leaves
-    the launch fewer users per rank, the note says so (DeepSeek-V3.2 on a B200 at 32K: 40 against 21)."""
+    (:class:`planner.engines.vllm_moe_dispatch.MoeDispatchPeak`); the section charges it (:func:`rank_request`) and
+    the note says so (DeepSeek-V3.2 on a B200 at 32K once read 40 users here against the launch's 21)."""
     if scale is None:
         return result
     layout, notes = scale.layout, []
@@ -122,12 +158,10 @@ def v1_result(result, model, scale: ScalePlan | None):
         notes.append(f"this budget prices one attention data-parallel rank: each GPU holds {layout.local_experts} "
                      f"of {layout.global_experts} routed experts per MoE layer; users are per rank, of the launch's "
                      f"{layout.attention_dp} ranks")
-        per_rank = int(scale.max_concurrency_per_rank)
-        if scale.moe_dispatch is not None and per_rank < result.max_concurrent_sequences:
+        if scale.moe_dispatch is not None:
             peak = scale.moe_dispatch.peak_bytes / 2**30
-            notes.append(f"this budget leaves out the data-parallel MoE layer's profile peak ({peak:.2f} GiB per "
-                         f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the engine "
-                         "view counts them")
+            notes.append(f"this budget charges the data-parallel MoE layer's profile peak ({peak:.2f} GiB per GPU, "
+                         "every rank's tokens gathered into each MoE layer) as the engine view does")
         result = replace(result, params=model.num_parameters,
                          weights_bytes=model_weight_bytes(model, result.weight_dtype))
     if layout.family == "vllm" and layout.attention_dp > 1:

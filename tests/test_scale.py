@@ -270,22 +270,31 @@ def test_cli_plan_with_dcp_budget_holds_the_scale_sections_users(capsys):
     assert not [n for n in out["notes"] if "without decode context parallel" in n]
 
 
-def test_cli_plan_with_dp_ep_says_its_budget_leaves_out_the_moe_workspace(capsys):
-    """``plan -dp 8 --enable-expert-parallel`` for DeepSeek-V3.2 on a B200 at 32K printed "max users 40" above
-    "scale users 21 per rank" with only "users are per rank" between them (QA): the budget section leaves out the
-    data-parallel MoE layer's profile peak that the scale section charges (vllm_moe_dispatch), and now says so,
-    with that peak and the launch's per-rank count, both the scale section's own figures."""
-    args = ["plan", "--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-b200", "--context-len", "32768",
-            "--engine", "vllm", "--data-parallel-size", "8", "--enable-expert-parallel", "--format", "json"]
+DP_EP_LINKS = {  # QA: one shared -dp 8 --enable-expert-parallel link, the budget's users against the launch's
+    "V3.2-H200": ["--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-h200-sxm", "--context-len", "32768",
+                  "--kv-cache-dtype", "fp8", "--max-num-seqs", "64"],
+    "K2.5-B200": ["--model", "moonshotai/Kimi-K2.5", "--gpu", "nvidia-b200", "--context-len", "65536"],
+    "V3.2-B200": ["--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "nvidia-b200", "--context-len", "32768"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DP_EP_LINKS))
+def test_cli_plan_with_dp_ep_budget_charges_the_moe_profile_peak(capsys, name):
+    """``plan -dp 8 --enable-expert-parallel`` printed "max users 19" above "scale users 9 per rank" for
+    DeepSeek-V3.2 on an H200 at 32K (QA; 40 against 21 on a B200): the budget left out the data-parallel MoE layer's
+    profile peak (every rank's tokens gathered, vllm_moe_dispatch), which vLLM's profile run holds. The budget now
+    charges it: its users are the launch's per rank (within one), its overhead holds the scale section's peak, and
+    no note says the budget leaves it out."""
+    args = ["plan", *DP_EP_LINKS[name], "--engine", "vllm", "--data-parallel-size", "8", "--enable-expert-parallel",
+            "--format", "json"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     scale = out["scale"]
     per_rank, peak = int(scale["max_concurrency_per_rank"]), scale["moe_dispatch"]["peak_bytes"]
-    assert per_rank < out["max_concurrent_sequences"]
-    said = [n for n in out["notes"] if "data-parallel MoE" in n]
-    assert said == [f"this budget leaves out the data-parallel MoE layer's profile peak ({peak / 2**30:.2f} GiB per "
-                    f"GPU, every rank's tokens gathered): the launch holds {per_rank:,} per rank, as the engine "
-                    "view counts them"]
+    assert abs(out["max_concurrent_sequences"] - per_rank) <= 1, (out["max_concurrent_sequences"], per_rank)
+    assert out["overhead_bytes"] > peak, (out["overhead_bytes"], peak)
+    assert not [n for n in out["notes"] if "leaves out" in n and "MoE" in n], out["notes"]
+    assert out["data_parallel"]["max_concurrent_sequences_per_replica"] == out["max_concurrent_sequences"]
 
 
 @pytest.mark.parametrize(("flags", "match"), [

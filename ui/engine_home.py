@@ -42,6 +42,7 @@ from ui.format import (
     quoted,
 )
 from ui.inputs import PlanInputs
+from ui.link_rank import link_expert_parallel  # noqa: F401 - Home reads it here
 from ui.scale_view import vllm_scale_request
 
 
@@ -302,11 +303,6 @@ def launch_scale(request: EngineRequest, plain: EnginePlan | str, launch: Engine
     :func:`planner.fixes.engine_start_fixes` to search its fixes on the same launch; None where ``launch`` is
     ``plain`` (no scale launch planned)."""
     return None if launch is plain else link_scale(request, dcp)
-
-
-def link_expert_parallel() -> bool:
-    """The link's ``enable_expert_parallel`` switch as the Engine page's bound toggle reads it (``true``)."""
-    return (st.query_params.get("enable_expert_parallel") or "").lower() == "true"
 
 
 def plans_left_out_experts(plain: EnginePlan | str, launch: EnginePlan | str, budget_applies: bool = False) -> bool:

@@ -132,7 +132,7 @@ def link_pipeline_left_out(num_gpus: int, models: Sequence = ()) -> list[tuple[s
 
 def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
                   num_gpus: int | None = None, scale: bool = True, models: Sequence = (),
-                  dcp: tuple[int, str] | None = None) -> list[tuple[str, str]]:
+                  dcp: tuple[int, str] | None = None, expert_parallel: bool = False) -> list[tuple[str, str]]:
     """``(what, why)`` for the serving inputs the link carries that this page does not apply.
 
     Args:
@@ -145,9 +145,10 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
         scale: Name the link's data / expert / context parallel flags (:func:`link_scale_left_out`); Find, which
             searches those layouts itself, passes False.
         dcp: :func:`link_dcp` on a page that applies the link's decode context parallel size (Concurrency).
+        expert_parallel: The page plans the link's expert-parallel rank (:func:`ui.link_rank.link_rank`).
     """
     out: list[tuple[str, str]] = [] if num_gpus is None else link_pipeline_left_out(num_gpus, models)
-    out += link_scale_left_out(dcp) if scale else []
+    out += link_scale_left_out(dcp, expert_parallel) if scale else []
     carried = [k for k in HOST_TIER_KEYS if k not in read_keys and st.query_params.get(k, "")]
     if carried:
         out.append(("the host tier " + ", ".join(f"`{k}`" for k in carried),
@@ -175,8 +176,9 @@ FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request"
 SCALE_KEYS = ("decode_context_parallel_size", "enable_expert_parallel", "dp_size", "ep_size", "enable_dp_attention")
 """Link keys of the Engine page's data / expert / context parallel section (ui/scale_view.py) that change what one
 GPU holds; the budget pages do not apply them (:func:`link_scale_left_out`), except Home and Concurrency, which
-apply a valid ``decode_context_parallel_size`` (:func:`link_dcp`), and Home, whose budget prices one rank of a vLLM
-expert-parallel launch (:mod:`ui.home_scale`)."""
+apply a valid ``decode_context_parallel_size`` (:func:`link_dcp`), and Home, Concurrency, Allocation, GQA savings and
+Memory curves, whose budgets price one rank of a vLLM expert-parallel launch (:mod:`ui.home_scale`,
+:mod:`ui.link_rank`)."""
 
 DCP_KEY = "decode_context_parallel_size"
 """The link key of vLLM's ``-dcp`` (the Engine page's context parallel size)."""
@@ -261,7 +263,8 @@ def link_scale_left_out(dcp: tuple[int, str] | None = None, expert_parallel: boo
 
 def link_features_left_out(why: str, applied: Sequence[str] = (),
                            num_gpus: int | None = None, models: Sequence = (),
-                           scale: bool = True, knobs: bool = False) -> list[tuple[str, str]]:
+                           scale: bool = True, knobs: bool = False,
+                           expert_parallel: bool = False) -> list[tuple[str, str]]:
     """``[(the carried features, why)]`` for a page that applies none of them (Memory curves), so its line names
     them; empty when the link switches none on.
 
@@ -275,6 +278,7 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
             while its decode pool ran ``-dcp 8``.
         knobs: Name the link's vLLM-only knobs its engine does not take (:func:`ui.budget_knobs.not_taken`): a page
             whose budget takes the link's knobs (Memory curves).
+        expert_parallel: As :func:`link_left_out`.
     """
     carried = []
     for key in (k for k in FEATURE_SWITCH_KEYS if k not in applied):
@@ -282,7 +286,7 @@ def link_features_left_out(why: str, applied: Sequence[str] = (),
         if value and value.lower() not in ("false", OFF, "0"):
             carried.append(f"`{key}={value[:60].replace('`', chr(39))}`")  # a code span: no Markdown inside
     stages = [*([] if num_gpus is None else link_pipeline_left_out(num_gpus, models)),
-              *(link_scale_left_out() if scale else [])]
+              *(link_scale_left_out(expert_parallel=expert_parallel) if scale else [])]
     if knobs:
         from ui.budget_knobs import not_taken  # noqa: PLC0415 - ui.budget_knobs reads the sidebar, which imports this
 

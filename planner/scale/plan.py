@@ -151,9 +151,13 @@ class ScalePlan:
         }
 
 
-def _kv_heads(model: ModelSpec) -> int:
+def dcp_kv_heads(model: ModelSpec) -> int:
     """KV heads one token keeps per layer for the DCP range: 1 for MLA's latent."""
     return 1 if model.attention_kind == "MLA" else max(1, model.num_key_value_heads)
+
+
+_kv_heads = dcp_kv_heads
+"""The former name (planner/scale/transfer.py imports it)."""
 
 
 def _weights_as_plain_tp(model: ModelSpec, layout: RankLayout) -> bool:
@@ -165,9 +169,10 @@ def _weights_as_plain_tp(model: ModelSpec, layout: RankLayout) -> bool:
     return same_dense and experts_plain
 
 
-def _moe_data_parallel(model: ModelSpec, layout: RankLayout) -> DataParallelMoE | None:
+def moe_data_parallel_of(model: ModelSpec, layout: RankLayout) -> DataParallelMoE | None:
     """What vLLM's MoE layers gather under this layout (design note 1), or None (one rank, a dense model,
-    SGLang)."""
+    SGLang). The engine view's rank request and the budget of one rank (:func:`planner.rank_budget.rank_plan`) both
+    take it, so both charge the same profile peak."""
     if layout.family != "vllm" or layout.attention_dp < 2 or not model.num_experts:
         return None
     return DataParallelMoE(data_parallel_size=layout.attention_dp, expert_tp=layout.expert_tp, nodes=layout.nodes,
@@ -259,7 +264,7 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
     if engine_request.pipeline_parallel_size > 1 and not request.is_plain:
         raise ValueError(PIPELINE_NOT_MODELLED)
     layout = rank_layout(request, family=profile.family, tensor_parallel_size=engine_request.tensor_parallel_size,
-                         num_experts=model.num_experts, num_kv_heads=_kv_heads(model))
+                         num_experts=model.num_experts, num_kv_heads=dcp_kv_heads(model))
     weights = rank_weight_bytes(model, layout, engine=profile.id, weight_dtype_name=engine_request.weight_dtype,
                                 gpu_name=engine_request.gpu_name)
     notes = [f"{count_noun(layout.attention_dp, 'attention data-parallel rank')} of "
@@ -275,7 +280,7 @@ def plan_scale(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRe
         notes.append("weights per GPU: the given measured figure, not the placement's estimate")
     rank_request = replace(engine_request, engine=profile.id, tensor_parallel_size=layout.attention_tp,
                            data_parallel_size=layout.attention_dp, weights_bytes=pinned,
-                           moe_data_parallel=_moe_data_parallel(model, layout))
+                           moe_data_parallel=moe_data_parallel_of(model, layout))
     engine = plan_engine(model, gpu_memory_bytes, rank_request)
     if engine_request.weights_bytes is None and pinned is not None:  # the placement's figure, not a measured one
         engine = replace(engine, ranks=tuple(replace(r, overridden=tuple(x for x in r.overridden if x != "weights"))
