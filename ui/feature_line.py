@@ -168,8 +168,8 @@ def link_left_out(read_keys: Sequence[str] = (), engine: str = "vllm",
     return out + not_taken()  # vLLM's knobs under another link engine: no budget takes them
 
 
-FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "images_per_request", "videos_per_request",
-                       "language_model_only", *HOST_TIER_KEYS)
+FEATURE_SWITCH_KEYS = ("enable_lora", "speculative_method", "speculative_config", "images_per_request",
+                       "videos_per_request", "language_model_only", *HOST_TIER_KEYS)
 """Link keys that switch a serving feature on (:func:`link_features_left_out`)."""
 
 

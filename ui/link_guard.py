@@ -21,6 +21,8 @@ fuzzy matching (a 100,000-character ``model=`` once cost 18 s of server CPU):
    counts, and "Remove some in the sidebar" on a one-model page).
 4. Switches (:data:`BOOLEAN_KEYS`) take ``true`` / ``false``; anything else is
    dropped with a message (Streamlit would drop it silently).
+5. A key no page reads (not in :data:`LINK_KEYS`: a typo such as ``context_length`` or vLLM's ``tp``) is named
+   with the closest keys (:func:`unknown_key_problems`) and removed from the link; the rest of the link stays.
 
 :func:`guard` is pure (a mapping of key -> values in, changes and messages out)
 so the rules are unit-tested without Streamlit; :func:`apply` reads and rewrites
@@ -29,10 +31,12 @@ so the rules are unit-tested without Streamlit; :func:`apply` reads and rewrites
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.runtime.state.query_params import PROTECTED_QUERY_PARAMS
 
 from model_catalog.share_codec import MAX_CODE_CHARS
 from ui.format import shorten
@@ -103,8 +107,31 @@ SECTION_KEYS = frozenset({"memory_curves_section", "concurrency_section", "catal
 view, not a plan: the navigation does not carry them to other pages, and they have no CLI spelling (so they are
 not in :data:`KNOWN_KEYS`)."""
 
-KNOWN_KEYS = NUMBER_KEYS | SELECT_KEYS | BOOLEAN_KEYS | MULTI_VALUE_KEYS | CODE_KEYS | PAGE_KEYS
+JSON_KEYS = frozenset({"speculative_config"})
+"""Keys holding a CLI flag's JSON as typed (``--speculative-config``: ui/speculative_link.py), read by the CLI's
+parser, whose length limit they take (:func:`value_limit`)."""
+
+KNOWN_KEYS = NUMBER_KEYS | SELECT_KEYS | BOOLEAN_KEYS | MULTI_VALUE_KEYS | CODE_KEYS | PAGE_KEYS | JSON_KEYS
 """Every key a page reads that a CLI-style spelling (``context-len``, ``--context-len``) is mapped to."""
+
+OTHER_READ_KEYS = frozenset({"num_nodes",  # Home's engine panel and the Engine page (ui/engine_home.py)
+                             "prompt_p95", "output_p95",  # Allocation's traffic (ui/traffic.py)
+                             "find_setup"})  # Find's chosen setup (ui/find_scale_view.py)
+"""Keys pages read that are in none of the sets above (no length rule of their own, not carried by the
+navigation)."""
+
+LINK_KEYS = KNOWN_KEYS | OTHER_READ_KEYS | SECTION_KEYS | PROTECTED_QUERY_PARAMS
+"""Every key some page or Streamlit itself (``embed``, ``embed_options``) reads: the union over all pages, so a
+key the navigation carries to a page that does not read it is not flagged there (rule 5). A test runs every page
+and checks that each key it reads is here (tests/test_link_spec_config.py)."""
+
+SHORT_FLAGS = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+               "dcp": "decode_context_parallel_size"}
+"""vLLM's short flags (``-tp``, ``-pp``, ``-dp``, ``-dcp``: vllm/engine/arg_utils.py ``add_cli_args``) -> the
+URL key, suggested for a link that uses one as a key (too short for difflib to match)."""
+
+TRACKER_KEYS = frozenset({"fbclid", "gclid", "msclkid"})
+"""Keys that sites and mail clients add to a shared link (and ``utm_*``): unread, never flagged."""
 
 ECHO_CHARS = 60
 """Most characters of a bad value quoted back in a message."""
@@ -112,6 +139,10 @@ ECHO_CHARS = 60
 
 def value_limit(key: str) -> int:
     """Longest value accepted for query ``key`` [characters]."""
+    if key in JSON_KEYS:
+        from planner.cli.args import MAX_JSON_FLAG_CHARS  # noqa: PLC0415 - the CLI's limit on a JSON flag
+
+        return MAX_JSON_FLAG_CHARS
     if key in CODE_KEYS:
         return MAX_CODE_VALUE_CHARS
     if key in NUMBER_KEYS:
@@ -176,6 +207,10 @@ def guard(params: Mapping[str, Sequence[str]]) -> LinkGuard:
     result = LinkGuard()
     params = _snake_cased(params, result)
     result.problems.extend(_cli_only(params))
+    unknown = unknown_key_problems(params)
+    result.problems.extend(unknown.values())
+    result.changes.update(dict.fromkeys(unknown))  # removed from the link (rule 5)
+    params = {key: values for key, values in params.items() if key not in unknown}
     for key, raw in params.items():
         listed = _split_lists(key, list(raw), result.problems) if key in MULTI_VALUE_KEYS else list(raw)
         values = _bounded(key, listed, result.problems)
@@ -219,6 +254,26 @@ def _cli_only(params: Mapping[str, Sequence[str]]) -> list[str]:
     return [f"Link parameter `{key}` is a flag of the command line (`--{key.replace('_', '-')}`) that no page "
             f"reads from a link, so it was ignored. For {what}, open Custom model & GPU in the sidebar; its share "
             "code goes into the link." for key, what in CLI_ONLY_KEYS.items() if key in params]
+
+
+def unknown_key_problems(params: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Key -> its message, for each key of ``params`` no page reads (not in :data:`LINK_KEYS`; not a flag of
+    :data:`CLI_ONLY_KEYS`, which has its own message, nor a tracker's): the key, the closest known keys
+    (``difflib.get_close_matches``, vLLM's short flags by :data:`SHORT_FLAGS`), and that the rest of the link was
+    kept. QA, stop 47: ``context_length=`` and ``tp=`` were dropped in silence."""
+    out = {}
+    for key in params:
+        if key in LINK_KEYS or key in CLI_ONLY_KEYS or key in TRACKER_KEYS or key.startswith("utm_"):
+            continue
+        name = key.strip().lstrip("-").replace("-", "_").lower()
+        near = [SHORT_FLAGS[name]] if name in SHORT_FLAGS else []
+        close = difflib.get_close_matches(name, sorted(KNOWN_KEYS | OTHER_READ_KEYS), n=3, cutoff=0.6)
+        near += [k for k in close if k not in near]
+        hint = (f" Did you mean {' or '.join(f'`{k}`' for k in near)}?" if near
+                else " The URL keys are the command line's flag names with underscores (`context_len`, `num_gpus`).")
+        out[key] = (f"Link parameter `{shorten(key, ECHO_CHARS)}` is not a key any page reads, so it was removed from "
+                    f"the link; the rest of the link was kept.{hint}")
+    return out
 
 
 MM_LIMIT_KEY = "limit_mm_per_prompt"

@@ -33,7 +33,8 @@ from streamlit.errors import StreamlitPageNotFoundError
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.inputs import rewrite_link
-from ui.link_guard import BOOLEAN_KEYS, CODE_KEYS, ENGINE_PAGE_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS, SELECT_KEYS
+from ui.link_guard import (BOOLEAN_KEYS, CODE_KEYS, ENGINE_PAGE_KEYS, JSON_KEYS, MULTI_VALUE_KEYS, NUMBER_KEYS,
+                           SELECT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ PAGES: tuple[PageLink, ...] = (
 
 PLAN_KEYS: frozenset[str] = frozenset({
     "model", "models", "gpu", "gpus", "weight_dtype", "kv_cache_dtype", "engine", "search", "link",
-}) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS | SELECT_KEYS | ENGINE_PAGE_KEYS
+}) | NUMBER_KEYS | MULTI_VALUE_KEYS | BOOLEAN_KEYS | CODE_KEYS | SELECT_KEYS | ENGINE_PAGE_KEYS | JSON_KEYS
 """Query keys the links carry: every input some page binds to the URL (the Engine page's switches and CUDA-graph
 selects too, :data:`ui.link_guard.ENGINE_PAGE_KEYS`: Home's engine panel and budget read them from the link)."""
 

@@ -38,7 +38,7 @@ from planner.serving.multimodal import (
 )
 from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import SPECULATIVE_METHODS, SpeculativeConfig, mtp_layers_from_config
-from ui import catalog, inputs
+from ui import catalog, inputs, speculative_link
 from ui.format import (
     count_noun,
     format_budget,
@@ -225,8 +225,8 @@ def raw_config(model_id: str | None) -> dict:
 def _is_on(key: str) -> bool:
     """Whether the widget state (else the link) switches ``key`` on: a toggle at true, a method not off."""
     value = st.session_state.get(key, st.query_params.get(key, ""))
-    if key == "speculative_method":
-        return value not in ("", OFF, None)
+    if key == "speculative_method":  # or the JSON of --speculative-config (ui/speculative_link.py)
+        return value not in ("", OFF, None) or speculative_link.in_link()
     return value is True or str(value).lower() == "true"
 
 
@@ -263,8 +263,8 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
                               bind="query-params",
                               help="vLLM `--speculative-config` method: a draft model, an EAGLE / EAGLE-3 head, "
                                    "the model's own MTP layers, or n-gram lookup.")
-        draft_id = None
-        if method != OFF:
+        spec_text, draft_id = speculative_link.json_input(st), None
+        if method != OFF or spec_text:
             values["num_speculative_tokens"] = _number(st, "num_speculative_tokens")
             if method == "draft_model":
                 draft_id = st.selectbox("Draft model", model_options, index=0, key="speculative_model",
@@ -287,7 +287,10 @@ def serving_inputs(engine: str = "vllm", model_id: str | None = None,
     if lora_on:
         lora = LoRAConfig(max_loras=values["max_loras"], max_lora_rank=values["max_lora_rank"],
                           max_cpu_loras=values["max_cpu_loras"])
-    if method != OFF:
+    if spec_text:  # the CLI's reading of --speculative-config with its part flags
+        speculative = speculative_link.from_link(spec_text, None if method == OFF else method,
+                                                 values["num_speculative_tokens"], draft_id, raw, problems)
+    elif method != OFF:
         layers = mtp_layers_from_config(raw)
         tokens = values["num_speculative_tokens"] or (layers if method == "mtp" and layers else 1)
         try:
@@ -347,9 +350,7 @@ def cli_flags(features: ServingFeatures) -> str:
             parts.append(f"--max-cpu-loras {lora.max_cpu_loras}")
     spec = features.speculative
     if spec is not None:
-        parts.append(f"--speculative-method {spec.method} --num-speculative-tokens {spec.num_speculative_tokens}")
-        if spec.draft_model_id:
-            parts.append(f"--speculative-model {spec.draft_model_id}")
+        parts.append(speculative_link.cli_flags(spec))
     off = features.offload
     if off is not None:
         if off.kv_offloading_size is not None:

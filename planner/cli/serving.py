@@ -221,7 +221,7 @@ def params_source(args: argparse.Namespace, model) -> dict:
     return {"params_source": source, "params_expected_error": PARAMS_EXPECTED_ERROR if source == "estimate" else None}
 
 
-def _speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None) -> SpeculativeConfig | None:
+def speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None) -> SpeculativeConfig | None:
     """The speculative request of ``--speculative-config`` and its part flags, or None.
 
     Raises:
@@ -444,7 +444,7 @@ def serving_from_args(args: argparse.Namespace, *, engine: str | None = None,
         *VIDEO_FLAGS))
     if raw_config is None:  # also for vLLM's default encoder profile (with_engine_defaults)
         raw_config = raw_model_config(args)
-    speculative = _speculative_from_args(args, raw_config) if wants_spec else None
+    speculative = speculative_from_args(args, raw_config) if wants_spec else None
     multimodal = _multimodal_from_args(args, raw_config or {}) if wants_images else None
     offload = None
     if getattr(args, "kv_offloading_size", None) is not None or getattr(args, "swap_space", None) is not None:
