@@ -10,8 +10,8 @@ import streamlit as st
 from planner.fixes import checked_fixes, engine_start_fixes
 from planner.context_budget import plan_context_parallel
 from planner.pool_kv import pool_kv
-from ui import (budget_bar, budget_knobs, catalog, engine, engine_home, engine_verdict, feature_line, formulas,
-                home_scale, inputs, serving, views)
+from ui import (budget_bar, budget_knobs, catalog, engine, engine_home, engine_pool, engine_verdict, feature_line,
+                formulas, home_scale, inputs, serving, views)
 from ui.format import format_bytes, format_gpus, md_message, md_text
 
 views.setup_page("GPU memory plan", "🧮",
@@ -65,15 +65,18 @@ fixes = None if result.fits else views.guarded(  # each fix re-planned, kept whe
     budget_model=budget_model)  # re-planned as the budget prices it: one rank's share of the experts
 shown, shown_fixes = engine_home.whole_batch(result, fixes, layout)  # a batch fix names the whole batch
 views.verdict(shown, gpu.name, shown_fixes, refusing_engine=engine_home.refusing_engine(launch, engine_name),
+              engine_caps=engine_pool.headline(launch),  # SGLang's pool shorter than one request: not a plain Fits
               model=model, replicas=engine_home.replicas_line(result, form.batch_size, layout))
 pipeline_said = engine_home.pipeline_note(result, model, launch, stages)  # the stages: the engine's figure
 engine_home.engine_start_warning(result.fits, launch)  # "fits" here, but the engine view would refuse
+engine_pool.short_pool_warning(result.fits, launch, request.batch_size)  # or SGLang caps each request at its pool
 engine_verdict.engine_starts_note(result.fits, form.context_len, launch,  # the reverse: "does not fit", it starts
                                   engine_home.plans_left_out_experts(engine_plan, launch, rank is not None),  # EP
                                   model_limit=result.max_position_embeddings)
 engine_home.backend_note(launch)  # fp8 KV on Ampere: the backend its launch command sets, or why none
 node_text, node_count = engine_home.node_note(model, gpu, asked, launch)  # wider than a node: only nodes fix it
-start_fixes = [] if engine_request is None or not result.fits or node_count or launch.starts else views.guarded(
+held = engine_pool.holds(launch)  # it starts, and (SGLang) its pool holds one whole request
+start_fixes = [] if engine_request is None or not result.fits or node_count or held else views.guarded(
     engine_start_fixes, model, gpu.framework_memory_bytes, budget_request, engine_request, launch, gpu_id=gpu.id,
     decode_context_parallel_size=result.decode_context_parallel_size, what="checking the fixes",  # as planned,
     scale=engine_home.launch_scale(asked, engine_plan, launch, dcp[0]),  # on the launch that refused (-dcp too)
@@ -81,7 +84,7 @@ start_fixes = [] if engine_request is None or not result.fits or node_count or l
 if node_count:  # wider than its nodes: one click sets the nodes it needs (Home reads num_nodes from the link)
     engine_home.node_button(node_count)
 if start_fixes:  # under that warning: each one starts the engine and keeps the budget fitting
-    st.caption(f"One click each; with any of these {md_text(engine_name)} starts and the budget still fits:")
+    st.caption(engine_pool.start_fixes_caption(engine_name, launch))
     views.fix_buttons(start_fixes, key_prefix="start_fix")
 views.seed_answer(result, model, format_gpus(form.num_gpus, gpu.name), launch)
 pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id=gpu.id,  # DeepSeek-V4's pool

@@ -37,6 +37,7 @@ from planner.budget import Plan, PlanRequest, plan
 from planner.diagnose import Fix, valid_tensor_parallel_sizes
 from planner.engines import ENGINE_PROFILES, EnginePlan, EngineRequest, plan_engine, resolve_engine_name
 from planner.engines.loaded import gpu_capability
+from planner.engines.sglang_request_cap import holds_one_request, pool_context_len
 from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
@@ -146,8 +147,9 @@ def _engine_outcome(engine: str, fixed: EnginePlan | None, error: str = "") -> s
     """The help's second sentence: whether ``engine`` starts with the fix, with its figures."""
     if fixed is None:
         return f"{engine} cannot plan it: {error}" if error else ""
-    if fixed.starts:
-        return f"{engine} starts: {fixed.engine_kv_cache_tokens:,} tokens of KV cache, {concurrency_text(fixed)}."
+    if fixed.starts:  # an SGLang pool shorter than one request starts and rejects it (sglang_request_cap)
+        return (f"{engine} starts: {fixed.engine_kv_cache_tokens:,} tokens of KV cache, {concurrency_text(fixed)}."
+                + ("" if holds_one_request(fixed) else " Its pool is shorter than one request."))
     reach = (f" It would start with max_model_len up to {fixed.engine_max_model_len:,}."
              if fixed.engine_max_model_len > 0 else "")
     return f"Not enough for {engine}: it would still refuse to start.{reach}"
@@ -252,7 +254,10 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             continue
         fixed = _budget_with(budget_model or model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, fix,
                              base.decode_context_parallel_size)
-        if not fixed.fits:
+        if engine_request is not None and fix.key == "context_len":  # SGLang: a context its pool holds the batch of
+            fix, fixed = _pool_context_fix(model, gpu_memory_bytes, request, engine_request, base, fix, fixed, scale,
+                                           budget_model or model, gpu_id)
+        if fix is None or not fixed.fits:
             continue
         if fix.key == "kv_cache_dtype":
             change = 1 - fixed.kv_cache_bytes_per_token / base.kv_cache_bytes_per_token
@@ -278,8 +283,8 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
             outcome = (f": {where}{_starts_at(engine_plan)}{_peak_reason(engine_plan, users)}; "
                        f"{_kv_tokens(engine, engine_plan)}" if engine_plan is not None
                        else f". {_engine_outcome(engine, engine_plan, error)}")  # the engine fixes' wording
-        if engine_plan is not None and not engine_plan.starts:
-            continue  # the budget fits, the engine would refuse: not a fix
+        if engine_plan is not None and not holds_one_request(engine_plan):
+            continue  # the budget fits, the engine would refuse (or SGLang reject the request): not a fix
         found.append(CheckedFix(fix=fix, label=_fix_label(fix.key, fix.value, nodes[1]),
                                 help=f"{fix}{outcome}".rstrip(), change=max(change, 0.0),
                                 starts=None if engine_plan is None else engine_plan.starts, engine_plan=engine_plan,
@@ -288,7 +293,7 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
         refused, _ = _try_engine(model, gpu_memory_bytes, engine_request, {}, scale)
         dcp_view = refused if scale is not None else _dcp_view(model, gpu_memory_bytes, engine_request, None, None,
                                                                 (), refused, base.decode_context_parallel_size)
-        if refused is not None and not refused.starts and not dcp_view.starts:
+        if refused is not None and not holds_one_request(refused) and not holds_one_request(dcp_view):
             have = {(f.fix.key, f.fix.value) for f in found}
             found += [f for f in engine_start_fixes(
                 model, gpu_memory_bytes, request, engine_request, refused, gpu_id=gpu_id,
@@ -296,6 +301,28 @@ def checked_fixes(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest,
                 budget_model=budget_model)
                 if (f.fix.key, f.fix.value) not in have]
     return _order(found)
+
+
+def _pool_context_fix(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, engine_request: EngineRequest,
+                      base: Plan, fix: Fix, fixed: Plan, scale, budget_model: ModelSpec,
+                      gpu_id: str) -> tuple[Fix | None, Plan]:
+    """A context fix as SGLang holds it: where its pool at ``fix.value`` holds fewer than the batch of whole requests
+    (it caps each request at the pool, :mod:`planner.engines.sglang_request_cap`), the longest context it holds the
+    batch at (:func:`~planner.engines.sglang_request_cap.pool_context_len`), with the budget re-planned there; QA:
+    Qwen3-32B on one H100 SXM at 32,768 tokens offered "Context → 27,904 (fits this batch)" where the pool held
+    18,754 tokens. ``(fix, fixed)`` as they are under any other engine or where the pool holds the batch."""
+    if ENGINE_PROFILES[resolve_engine_name(engine_request.engine)].family != "sglang" or not fixed.fits:
+        return fix, fixed
+    at, _ = _try_engine(model, gpu_memory_bytes, engine_request, {"max_model_len": fix.value}, scale)
+    if at is None or not at.starts or at.engine_kv_cache_tokens >= fix.value * request.batch_size:
+        return fix, fixed
+    context = pool_context_len(at, request.batch_size)
+    if context <= 0:
+        return None, fixed
+    held = Fix(f"lower context_len to {context:,} (fits this batch in {at.engine}'s KV pool of "
+               f"{at.engine_kv_cache_tokens:,} tokens)", "context_len", context)
+    return held, _budget_with(budget_model, gpu_memory_bytes, request, base.pipeline_parallel_size, gpu_id, held,
+                              base.decode_context_parallel_size)
 
 
 def _dcp_view(model: ModelSpec, gpu_memory_bytes: int, engine_request: EngineRequest, field: str | None, value,
@@ -475,7 +502,7 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     Returns:
         :class:`CheckedFix` list; ``num_gpus`` fixes carry GPUs per replica (tensor parallel x pipeline stages).
     """
-    if refused.starts:
+    if holds_one_request(refused):  # an SGLang pool shorter than one request starts, and rejects it
         return []
     engine = refused.engine
     found: list[CheckedFix] = []
@@ -483,19 +510,20 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     def keep(key: str, value, text: str, change: float, fixed: EnginePlan, nodes=("", ())) -> None:
         fix = Fix(text, key, value)
         # the text already gives the length and concurrency it starts with: the help adds only the KV tokens
-        help_text = (f"{text}; {_kv_tokens(engine, fixed)}" if fixed.starts
+        help_text = (f"{text}; {_kv_tokens(engine, fixed)}" if holds_one_request(fixed)
                      else f"{text}. {_engine_outcome(engine, fixed)}")
-        found.append(CheckedFix(fix=fix, label=_fix_label(key, value, nodes[1]),
-                                help=help_text, change=max(change, 0.0), starts=fixed.starts, engine_plan=fixed,
+        found.append(CheckedFix(fix=fix, label=_fix_label(key, value, nodes[1]), help=help_text,
+                                change=max(change, 0.0), starts=holds_one_request(fixed), engine_plan=fixed,
                                 also=nodes[1]))
 
     util = refused.gpu_memory_utilization
     if util is not None and util < UTILIZATION_FIX:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"gpu_memory_utilization": UTILIZATION_FIX},
                                 scale)
-        if fixed is not None and (fixed.starts or fixed.engine_max_model_len > refused.engine_max_model_len):
+        longer = fixed is not None and fixed.engine_max_model_len > refused.engine_max_model_len
+        if fixed is not None and (holds_one_request(fixed) or longer):
             text = (f"utilization {UTILIZATION_FIX:g}: {_starts_at(fixed)}"
-                    if fixed.starts
+                    if holds_one_request(fixed)
                     else f"utilization {UTILIZATION_FIX:g}: starts up to {fixed.engine_max_model_len:,} tokens")
             keep("gpu_memory_utilization", UTILIZATION_FIX, text, _relative(util, UTILIZATION_FIX), fixed)
     tp, pp = refused.tensor_parallel_size, refused.pipeline_parallel_size
@@ -507,12 +535,12 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
 
         nodes = nodes_needed(tp, pp, DEFAULT_GPUS_PER_NODE)
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"num_nodes": nodes})
-        if fixed is not None and fixed.starts:
+        if fixed is not None and holds_one_request(fixed):
             keep("num_nodes", nodes, f"{nodes} nodes (--nnodes {nodes}): {_starts_at(fixed)}",
                  _relative(request.num_nodes, nodes), fixed)
     for size in [n for n in valid_tensor_parallel_sizes(model, 64) if n > tp][:MAX_GPU_STEPS]:
         fixed, _, count = _try_on_nodes(model, gpu_memory_bytes, request, {"tensor_parallel_size": size}, scale)
-        if fixed is not None and fixed.starts:
+        if fixed is not None and holds_one_request(fixed):
             nodes = _nodes_words(count, request.num_nodes)
             keep("num_gpus", size * pp, f"{size * pp} GPUs (tensor parallel {size}){nodes[0]}: {_starts_at(fixed)}",
                  _relative(tp, size), fixed, nodes)
@@ -520,13 +548,13 @@ def engine_fixes(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest
     shorter = refused.engine_max_model_len
     if 0 < shorter < refused.max_model_len:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"max_model_len": shorter}, scale)
-        if fixed is not None and fixed.starts:
+        if fixed is not None and holds_one_request(fixed):
             keep(context_key, shorter, f"max_model_len {shorter:,}: {_starts_at(fixed)}",
                  _relative(refused.max_model_len, shorter), fixed)
     offered = ENGINE_PROFILES[resolve_engine_name(request.engine)].kv_cache_dtypes
     if refused.kv_cache_dtype in ("auto", "bf16", "fp16") and "fp8" in offered:
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"kv_cache_dtype": "fp8"}, scale)
-        if fixed is not None and fixed.starts and refused.ranks and fixed.ranks:
+        if fixed is not None and holds_one_request(fixed) and refused.ranks and fixed.ranks:
             old, new = refused.ranks[0].kv_cache_bytes_per_token, fixed.ranks[0].kv_cache_bytes_per_token
             keep("kv_cache_dtype", "fp8", f"KV dtype fp8: {_starts_at(fixed)}", 1 - new / old if old else 1.0, fixed)
     weight = _weight_fix(model, gpu_memory_bytes, request, scale)
@@ -552,6 +580,6 @@ def _weight_fix(model: ModelSpec, gpu_memory_bytes: int, request: EngineRequest,
         if saving < MIN_WEIGHT_SAVING:
             continue
         fixed, _ = _try_engine(model, gpu_memory_bytes, request, {"weight_dtype": name}, scale)
-        if fixed is not None and fixed.starts:
+        if fixed is not None and holds_one_request(fixed):
             return name, saving, fixed
     return None

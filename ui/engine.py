@@ -42,7 +42,7 @@ from planner.engines.shared_gpu import reported_memory_bytes  # noqa: F401 - the
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.model import ModelSpec
 from planner.serving import ServingFeatures
-from ui import inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len field first
+from ui import engine_pool, inputs, traffic, views  # noqa: F401 - traffic registers the shared max_model_len first
 from ui.engine_metrics import (  # noqa: F401 - the page and tests read them here
     cap_sentence,
     concurrency_text,
@@ -250,13 +250,12 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
                    "(max_num_batched_tokens; empty = the whole length): right after the prefill, sliding-window "
                    "layers still hold the whole prompt. transformers has no startup check; it runs out of memory "
                    "during generate() instead.")
-        for warning in plan.warnings:
-            st.warning(md_message(warning), icon=":material/warning:")
-        for note in plan.notes:
-            st.info(md_message(note), icon=":material/info:")
+        engine_pool.warnings_and_notes(plan)
         return
     caveat = close_call(plan)  # the margin is inside the estimate's expected error
-    if plan.starts:
+    if engine_pool.engine_verdict(plan, fixes):  # SGLang starts with a pool shorter than one request: not "starts"
+        pass
+    elif plan.starts:
         decoding = (f", {plan.max_concurrency_decoding:,.2f} requests decoding at once"
                     if plan.decodes_more_than_printed else "")
         st.success(f"**{plan.engine} starts** with max_model_len {format_int(plan.max_model_len)}: "
@@ -278,10 +277,7 @@ def engine_verdict(plan: EnginePlan, fixes=()) -> None:
             lines += ["\n**Try:**", *[f"- {md_message(str(f.fix))}" for f in fixes]]
         st.warning("\n".join(lines), icon=":material/warning:")
         views.fix_buttons(fixes, key_prefix="engine_fix")
-    for warning in plan.warnings:
-        st.warning(md_message(warning), icon=":material/warning:")
-    for note in plan.notes:
-        st.info(md_message(note), icon=":material/info:")
+    engine_pool.warnings_and_notes(plan)
 
 
 ROLE_LABELS = {"all": "every GPU of the stage", "driver": "TP rank 0 (driver, samples)",

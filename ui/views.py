@@ -119,7 +119,7 @@ def prefill_share(plan: Plan, model: ModelSpec | None = None) -> str:
 
 
 def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None = None,
-            model: ModelSpec | None = None, replicas: str = "") -> None:
+            model: ModelSpec | None = None, replicas: str = "", engine_caps: str = "") -> None:
     """Fits (``st.success``) or does not fit (``st.warning`` with reasons and fixes); notes as ``st.info``.
 
     ``fixes``: :func:`planner.fixes.checked_fixes` of ``plan`` (checked against the chosen engine and
@@ -128,7 +128,9 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
     beside "But vllm would refuse to start" read as a go), and the engine's reason follows it. ``model``: the
     planned model, whose windowed layers the prefill share names (:func:`prefill_share`). ``replicas``: the batch
     over the link's data-parallel replicas (:func:`ui.engine_home.replicas_line`; ``plan`` is one replica's at its
-    share), said after the verdict as the CLI's ``fits`` line says it.
+    share), said after the verdict as the CLI's ``fits`` line says it. ``engine_caps``: what the chosen engine does
+    with a request of this length where it starts but caps it (:func:`ui.engine_pool.headline`: SGLang's pool shorter
+    than one request), said in a verdict that is then not green either.
     """
     said = f" {md_message(replicas[0].upper() + replicas[1:])}." if replicas else ""
     where = f"{gpu_label} x {plan.num_gpus}" if plan.num_gpus > 1 else gpu_label
@@ -138,9 +140,9 @@ def verdict(plan: Plan, gpu_label: str, fixes=None, refusing_engine: str | None 
                    f"{format_bytes(plan.kv_cache_bytes_in_use)} of the {format_bytes(plan.kv_cache_budget_bytes)} "
                    f"KV budget per GPU in use{prefill_share(plan, model)}; up to "
                    f"{count_noun(plan.max_concurrent_sequences, 'concurrent sequence')} at this context.")
-        if refusing_engine:
-            st.warning(f"**Fits the budget; {md_text(refusing_engine)} would not start (below).**{said} {figures}",
-                       icon=":material/warning:")
+        if refusing_engine or engine_caps:
+            why = f"{md_text(refusing_engine)} would not start" if refusing_engine else md_message(engine_caps)
+            st.warning(f"**Fits the budget; {why} (below).**{said} {figures}", icon=":material/warning:")
         else:
             st.success(f"**Fits.**{said} {figures}", icon=":material/check_circle:")
     else:
@@ -225,6 +227,9 @@ def _engine_limit(plan: Plan, engine_plan) -> str:
     accepted = getattr(engine_plan, "engine_max_model_len", None)
     if not accepted or accepted >= plan.max_context_len:
         return ""
+    if engine_plan.family == "sglang":  # it starts with any pool and caps each request there (sglang_request_cap)
+        return (f" But {md_text(engine_plan.engine)}'s KV pool holds **{format_tokens(accepted)}**: it caps each "
+                "request there and rejects a longer prompt (see what it would allocate, at the bottom).")
     return (f" But {md_text(engine_plan.engine)}'s startup check accepts at most **{format_tokens(accepted)}** as "
             "`--max-model-len` (one request's KV at its prefill peak, from its own memory figures: see what it "
             "would allocate, at the bottom).")

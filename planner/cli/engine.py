@@ -23,6 +23,7 @@ import argparse
 
 from planner.cli.args import gib_amount, positive_int, token_count
 from planner.cli.serving import serving_from_args
+from planner.engines.sglang_request_cap import cap_text, pool_fix_text
 from planner.engines import plan_engine
 from planner.engines.replica_layout import stage_log_note
 from planner.engines.expected_error import close_call, expected_error_bytes, expected_error_reason
@@ -270,8 +271,10 @@ def engine_table_lines(result: EnginePlan, budget_kv_cache_dtype: str | None = N
          if result.stopped_at_config_check else
          f"max len      {result.engine_max_model_len:,} tokens: the largest --max-model-len the engine would accept "
          f"with this memory (this launch: {result.max_model_len:,})"),
-        f"starts       {'yes' if result.starts else 'no'}",
+        f"starts       {'yes' if result.starts else 'no'}" + (f"; but {cap}" if (cap := cap_text(result)) else ""),
     ]
+    if cap:  # an SGLang pool shorter than one request: the way out, with numbers (sglang_request_cap)
+        lines.append(f"  fix: {pool_fix_text(result)}")
     if reason := expected_error_reason(result):  # why the +- on the engine KV line is that large
         lines.insert(2, f"KV error     {reason}")
     if stage_note := stage_log_note(result):  # pipeline stages: which stage each printed line describes
