@@ -57,6 +57,7 @@ from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, resolve_engine_name
 from planner.engines.vllm_fp8_kv import Fp8KvBackend, fp8_kv_backend
+from planner.engines.vllm_rocm_fp4 import rocm_nvfp4_note
 from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
@@ -458,6 +459,10 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
         notes += [n for n in (_fp8_backend(request, gpu, cap, c.kv_name).note,) if n]
     elif c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
         notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+    profile = engine.engine if engine else resolve_engine_name(request.engine or "vllm")  # the kernel of NVFP4 on ROCm
+    if engine_profile(profile).family == "vllm" and (fp4 := rocm_nvfp4_note(model, profile, request.weight_dtype,
+                                                                             gpu.name)):
+        notes.append(fp4)
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
