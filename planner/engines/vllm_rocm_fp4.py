@@ -12,7 +12,7 @@ Design notes (assumptions):
        the checkpoint's bytes, and needs the petit-kernel package.
     2. The 2026 trees run NVFP4 on ROCm through emulation instead: vLLM PR 35733 makes the linear emulation
        backend (``NvFp4LinearBackend.EMULATION``, quantization/utils/nvfp4_utils.py) ROCm's default and PR 35737
-       (merged again as PR 40033 after a revert) adds the NVFP4 MoE emulation experts for MI300 / MI350; PR 44667
+       and its follow-up PR 40033 add the NVFP4 MoE emulation experts for MI300 / MI350; PR 44667
        fuses the dequantization into the Triton MoE GEMM, reading each packed byte once. The weights stay packed as
        the checkpoint stores them (no Blackwell swizzle: :func:`planner.engines.loaded.nvfp4_swizzles` is False on
        an AMD GPU), so the loaded bytes are the checkpoint's; each GEMM dequantizes to bf16, so a step is slower
