@@ -184,7 +184,8 @@ def plan(model: ModelSpec, gpu_memory_bytes: int, request: PlanRequest, gpu_id: 
     values["kv_cache_shortfall_bytes"] = needed - budget_or_0 if needed > budget_or_0 else 0
     values["kv_cache_capacity_tokens"] = capacity_tokens
     values["kv_cache_capacity_tokens_at_context"] = at_context
-    values["max_concurrent_sequences"] = max_seqs if not cap or max_seqs <= cap else cap
+    past_limit = bool(model_limit and context > model_limit)  # no request of context_len is taken: no user
+    values["max_concurrent_sequences"] = 0 if past_limit else max_seqs if not cap or max_seqs <= cap else cap
     values["max_concurrent_sequences_by_memory"] = max_seqs
     values["max_context_len"] = max_ctx
     values["max_context_len_limited_by"] = limited_by

@@ -339,9 +339,11 @@ class Plan:
     ``_report_kv_cache_config``; :func:`planner.engines.pages.printed_tokens`), which the engine view gives."""
     max_concurrent_sequences: int
     """Requests of :attr:`context_len` decoding at once: the KV cache's (:attr:`max_concurrent_sequences_by_memory`),
-    at most an explicit ``max_num_seqs`` (vLLM's scheduler runs no more: vllm/v1/core/sched/scheduler.py)."""
+    at most an explicit ``max_num_seqs`` (vLLM's scheduler runs no more: vllm/v1/core/sched/scheduler.py); 0 when
+    :attr:`context_len` is past :attr:`max_position_embeddings` (the engine takes no such request)."""
     max_concurrent_sequences_by_memory: int = 0
-    """Requests of :attr:`context_len` the KV cache holds, whatever ``max_num_seqs`` runs at once."""
+    """Requests of :attr:`context_len` the KV cache holds, whatever ``max_num_seqs`` runs at once (and past the
+    model's limit too: what the memory would hold)."""
     max_context_len: int
     max_context_len_limited_by: str
     max_context_len_by_memory: int

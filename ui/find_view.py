@@ -128,7 +128,8 @@ def gpu_type_filter(gpus) -> tuple[tuple[str, ...], list[str]]:
 
 def nothing_fits_text(result: FindResult, max_gpus: int) -> str:
     """The "nothing fits" warning with the closest option, reasons and fixes."""
-    lines = [f"**Nothing fits** within {count_noun(max_gpus, 'GPU')}."]
+    lines = [f"**Nothing fits** within {count_noun(max_gpus, 'GPU')}."
+             + (f" {md_message(result.nothing_fits_cause)}." if result.nothing_fits_cause else "")]
     c = result.closest
     if c is not None:
         lines.append(f"Closest: {format_int(c.num_gpus)} x {md_text(c.gpu_name)} ({layout_text(c)}, "

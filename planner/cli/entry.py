@@ -317,6 +317,8 @@ def _plan_table(result: Plan, gpu_name: str | None = None, catalog: str | None =
         f"{result.context_len:,} tokens" + _paged_sequence(result),
         _capacity_line(result, engine),
         f"max users    {result.max_concurrent_sequences:,} at {result.context_len:,} tokens" + (
+            f" (n/a: past the model's {result.max_position_embeddings:,}-token limit)"
+            if result.max_position_embeddings and result.context_len > result.max_position_embeddings else
             f" (limited by max_num_seqs {result.max_concurrent_sequences:,}; the KV cache holds "
             f"{result.max_concurrent_sequences_by_memory:,})"
             if result.max_concurrent_sequences < result.max_concurrent_sequences_by_memory else ""),

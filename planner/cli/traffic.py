@@ -460,6 +460,8 @@ def _find_table(found: FindResult) -> str:
     lines = []
     if not found.fits:
         lines.append("nothing fits within the limits.")
+        if found.nothing_fits_cause:
+            lines.append(f"cause: {found.nothing_fits_cause}")
         if found.closest:
             c = found.closest
             lines.append(f"closest: {c.num_gpus} x {c.gpu_id} ({kind_label(c)}, tp {c.tensor_parallel_size}, "

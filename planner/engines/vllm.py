@@ -39,14 +39,14 @@ from planner.engines.pages import (FullAttentionPages, KVLayout, concurrency_rat
 from planner.engines.profiles import EngineProfile, batch_limits_clamp_below, vllm_batch_limits
 from planner.engines.serving import vllm_rank_budget
 from planner.engines.shared_gpu import shared_gpu_refusal
-from planner.engines import vllm_deepseek_v4 as deepseek_v4
+from planner.engines import vllm_deepseek_v4 as deepseek_v4, vllm_rocm_fp4 as rocm_fp4
 from planner.engines.types import EnginePlan, EngineRequest, RankBudget, stopped_before_load
 from planner.engines.vllm_cudagraph import cudagraph_log_lines, cudagraph_note, eager_conflict, request_cudagraphs
 from planner.engines.vllm_fp8_kv import fp8_kv_env_backend, fp8_kv_notes
 from planner.engines.vllm_runner import (first_compile_bytes, graphs_charged, model_runner, runner_note,
                                          sampler_bytes_per_logit, speculative_tokens, v2_state_bytes)
 from planner.engines.vllm_kv_formats import (FP8_DS_MLA_NOTE, MLA_REPLICATED_NOTE, layer_bytes_per_token,
-                                             sparse_refusal, stored_kv_name, too_old_for_sparse_mla, uses_fp8_ds_mla)
+                                             stored_kv_name, too_old_for_sparse_mla, uses_fp8_ds_mla)
 from planner.engines.vllm_moe_dispatch import moe_dispatch_peak
 from planner.engines.vllm_specs import (  # re-exported: the block-size rules lived here before the split
     mamba_block_alignment, mla_forced_block_size, stage_layout, stage_specs, vllm_block_size)
@@ -288,7 +288,7 @@ def _build_static_plan(model: ModelSpec, gpu_memory_bytes: int, request: EngineR
                              for lay, r in zip(layouts, ranks))
     shared = (shared_gpu_refusal(gpu_memory_bytes, request.memory_in_use_bytes, util, requested)  # shared_gpu note 1
               or deepseek_v4.gpu_refusal(model, profile.id, request.gpu_name or "")  # its design note 9
-              or sparse_refusal(model, profile.id, request))  # vllm_kv_formats design note 5 (ROCm)
+              or rocm_fp4.rocm_refusal(model, profile.id, request))  # ROCm: sparse MLA, NVFP4 experts
     engine_max_len = 0 if shared else engine_max_len  # the worker stops before profiling: no length starts
     warnings, notes = _static_messages(model, request, profile, ranks, layouts, util=util,
                                        gpu_memory_bytes=gpu_memory_bytes)

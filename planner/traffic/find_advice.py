@@ -14,6 +14,11 @@ same search (the same GPUs, GPU-type filter, engine view and setup kinds) up to 
        ``WEIGHT_ALTERNATIVE_MIN_SAVING`` of the dtype asked (:func:`planner.model.params.model_weight_bytes`: not fp8
        for a checkpoint already in fp8, such as DeepSeek-V3.2's).
     5. The time-per-output-token limit, when one is set; fewer users or shorter requests, always.
+    6. "raise max_num_seqs to M": with an explicit ``max_num_seqs``, M is the users per replica (rank) of the cheapest
+       setup the same search finds without the cap, checked by a search with ``max_num_seqs`` M (the knob moves the
+       engine's profile pass, so the setup named is the cheapest that fits with it). First when the cap alone rules
+       out every setup (:func:`cap_cause`: ceil(users / cap) replicas of one GPU each exceed ``max_gpus``); rules 3 and
+       4 are then left out, since no memory freed lets a replica run more sequences.
 
 Sources: :mod:`planner.traffic.reverse` (the search), :mod:`planner.traffic.find_scale` (the kinds beside TP).
 """
@@ -27,6 +32,7 @@ from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 from planner.traffic.find_types import SETUP_KINDS, FindRequest, Setup, setup_rank
 from planner.text import count_noun
+from planner.units import ceil_div
 
 WIDER_LIMITS = (4, 8, 16, 32, 64)
 """GPU counts tried above ``max_gpus`` for rule 1."""
@@ -49,6 +55,37 @@ def _cheapest(setups: list[Setup]) -> Setup | None:
     return min(fitting, key=setup_rank) if fitting else None
 
 
+def cap_cause(request: FindRequest) -> str:
+    """Why nothing can fit whatever the memory, when an explicit ``max_num_seqs`` is the cause (rule 6), else "".
+
+    Each replica (vLLM: each data-parallel rank; the decode rank of a disaggregated setup) runs at most
+    ``max_num_seqs`` requests at once (vllm/v1/core/sched/scheduler.py), so ``N`` users need at least
+    ``ceil(N / max_num_seqs)`` of them, each of at least one GPU. Example: 256 users with ``--max-num-seqs 4`` need
+    64 replicas, more than ``max_gpus`` 8.
+    """
+    cap = request.knob("max_num_seqs")
+    if not cap or ceil_div(request.users, cap) <= request.max_gpus:
+        return ""
+    replicas = ceil_div(request.users, cap)
+    return (f"--max-num-seqs {cap:,} runs at most {count_noun(cap, 'sequence')} per replica at once: "
+            f"{count_noun(request.users, 'user')} need at least {replicas:,} replicas of one GPU or more, beyond "
+            f"max_gpus {request.max_gpus:,}. No memory change helps: raise max_num_seqs or max_gpus")
+
+
+def _raised_cap(request: FindRequest, search: Callable[[FindRequest, int], list[Setup]]) -> str | None:
+    """Rule 6's suggestion, or None when no setup fits within ``max_gpus`` without the cap either."""
+    cap = request.knob("max_num_seqs")
+    free = tuple((k, v) for k, v in request.engine_knobs if k != "max_num_seqs")
+    best = _cheapest(search(replace(request, engine_knobs=free), request.max_gpus))
+    if best is None or best.users_per_replica <= cap:
+        return None
+    value = best.users_per_replica
+    again = _cheapest(search(replace(request, engine_knobs=(*free, ("max_num_seqs", value))), request.max_gpus))
+    if again is None:
+        return None
+    return f"raise max_num_seqs to {value:,}: {setup_words(again)} fits within {request.max_gpus} GPUs"
+
+
 def suggestions(model: ModelSpec, request: FindRequest, search: Callable[[FindRequest, int], list[Setup]], *,
                 stored_kv: Callable[[str], str], offers_kv: Callable[[str], bool], min_weight_saving: float) -> list[str]:
     """When nothing fits: the changes that would make a setup fit (module docstring).
@@ -64,6 +101,10 @@ def suggestions(model: ModelSpec, request: FindRequest, search: Callable[[FindRe
         min_weight_saving: Share of the weight bytes a dtype must remove to be named [fraction].
     """
     out = []
+    binds = bool(cap_cause(request))
+    raised = _raised_cap(request, search) if request.knob("max_num_seqs") else None
+    if raised and binds:
+        out.append(raised)
     for limit in (n for n in WIDER_LIMITS if n > request.max_gpus):
         best = _cheapest([s for s in search(request, limit) if s.num_gpus > request.max_gpus])
         if best is not None:
@@ -75,13 +116,15 @@ def suggestions(model: ModelSpec, request: FindRequest, search: Callable[[FindRe
         if best is not None:
             out.append(f"allow setup kind {best.kind} (the setup kinds filter): {setup_words(best)} fits within "
                        f"{request.max_gpus} GPUs")
+    if raised and not binds:
+        out.append(raised)
     asked = {stored_kv(kv) for kv in request.kv_cache_dtypes}
-    if "fp8" not in request.kv_cache_dtypes and offers_kv("fp8") and stored_kv("fp8") not in asked:
+    if not binds and "fp8" not in request.kv_cache_dtypes and offers_kv("fp8") and stored_kv("fp8") not in asked:
         out.append(f"allow kv_cache_dtype fp8 (stores {stored_kv('fp8')} instead of {', '.join(sorted(asked))})")
     weights = model_weight_bytes(model, request.weight_dtype)
     smaller = [d for d in SMALLER_WEIGHTS if d != request.weight_dtype
                and model_weight_bytes(model, d) <= (1 - min_weight_saving) * weights]
-    if smaller:
+    if smaller and not binds:
         out.append(f"use weight_dtype {' or '.join(smaller)} (frees memory for KV)")
     if request.max_time_per_output_token_s is not None:
         out.append("relax the time-per-output-token limit")

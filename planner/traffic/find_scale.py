@@ -48,6 +48,7 @@ from functools import partial
 from typing import Callable, NamedTuple
 
 from planner.engines.profiles import engine_profile
+from planner.engines.vllm_rocm_fp4 import rocm_nvfp4_note
 from planner.model import ModelSpec
 from planner.model.memo import model_memo, remember
 from planner.scale.context import DCP_PROFILES, check_dcp_model, dcp_backend_refusal
@@ -375,7 +376,10 @@ def _disagg_setup(model: ModelSpec, gpu, request: FindRequest, workload: Workloa
         usd_per_million_output_tokens=cost_per_million_tokens(price, 1, request.users / tpot) if tpot > 0 else None,
         max_model_len=launch_max_model_len(request, workload.max_model_len), fits=not reasons, launch_command="",
         reasons=tuple(reasons),
-        notes=(DISAGG_NOTE, *((capped_note(cap),) if capped else ())), kind="disaggregated",
+        notes=(DISAGG_NOTE, *((capped_note(cap),) if capped else ()),
+               *filter(None, (plan.engine.family == "vllm"  # the kernel of NVFP4 on ROCm (vllm_rocm_fp4)
+                              and rocm_nvfp4_note(model, plan.engine.engine, request.weight_dtype, gpu.name),))),
+        kind="disaggregated",
         expert_parallel_size=layout.expert_parallel_size,
         decode_context_parallel_size=layout.decode_context_parallel_size,
         nodes=max(layout.nodes, prefill.plan.layout.nodes),

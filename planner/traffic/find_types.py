@@ -381,7 +381,9 @@ class FindResult:
         options: Fitting setups, cheapest first (at most ``top``).
         fits: True when at least one setup fits.
         closest: When nothing fits, the setup covering the largest share of the
-            demand (cheapest on ties); None otherwise.
+            demand (cheapest on ties; a setup within ``max_gpus`` before one beyond it, such as a disaggregated
+            setup whose pools were sized past the limit; an explicit ``max_num_seqs`` caps a replica's share);
+            None otherwise.
         skipped_gpus: GPU ids left out for lack of a catalog price.
         num_evaluated: Setups evaluated.
         suggestions: What to change when nothing fits.
@@ -389,6 +391,9 @@ class FindResult:
         weight_alternative: The cheapest setup with :attr:`FindRequest.alternative_weight_dtype` weights when
             it is cheaper than the cheapest answer (or fits where nothing else does); None otherwise.
         engine: The engine whose view sized the setups (resolved id), None for the budget arithmetic.
+        nothing_fits_cause: When nothing fits because one limit alone rules out every setup, whatever the memory: that
+            limit in a sentence (an explicit ``max_num_seqs`` whose ``ceil(users / cap)`` replicas exceed
+            ``max_gpus``: :func:`planner.traffic.find_advice.cap_cause`); "" otherwise.
     """
 
     options: tuple[Setup, ...]
@@ -400,11 +405,14 @@ class FindResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
     weight_alternative: Setup | None = None
     engine: str | None = None
+    nothing_fits_cause: str = ""
 
     def rows(self) -> list[dict]:
-        """The CLI's JSON list: fitting setups, or the closest one (``fits`` false, with ``suggestions``)."""
+        """The CLI's JSON list: fitting setups, or the closest one (``fits`` false, with ``suggestions`` and
+        ``nothing_fits_cause``)."""
         if self.options:
             return [s.to_dict() for s in self.options]
         if self.closest is None:
             return []
-        return [{**self.closest.to_dict(), "suggestions": list(self.suggestions)}]
+        return [{**self.closest.to_dict(), "suggestions": list(self.suggestions),
+                 "nothing_fits_cause": self.nothing_fits_cause}]

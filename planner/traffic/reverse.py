@@ -57,6 +57,7 @@ from planner.engines.launch import LaunchSpec, launch_command
 from planner.engines.loaded import gpu_capability
 from planner.engines.profiles import engine_profile, resolve_engine_name
 from planner.engines.vllm_fp8_kv import Fp8KvBackend, fp8_kv_backend
+from planner.engines.vllm_rocm_fp4 import rocm_nvfp4_note
 from planner.engines.types import PREFILL_PEAK_REASON
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
@@ -226,7 +227,9 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     suggestions: list[str] = []
     if not options:
         if candidates:
-            near = max(candidates, key=lambda x: (_coverage(x.setup), -x.setup.price_per_hour))
+            cap = request.knob("max_num_seqs")
+            near = max(candidates, key=lambda x: (x.setup.num_gpus <= request.max_gpus, _coverage(x.setup, cap),
+                                                  -x.setup.price_per_hour))
             closest = near.finish(near.setup)
         suggestions = find_advice.suggestions(
             model, request, partial(_search_up_to, model, priced, workload, tp_sizes, engine_caps),
@@ -239,7 +242,8 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     return FindResult(options=tuple(options), fits=bool(options), closest=closest, skipped_gpus=skipped,
                       num_evaluated=len(setups), suggestions=tuple(suggestions), notes=tuple(notes),
                       weight_alternative=alternative,
-                      engine=None if request.engine is None else resolve_engine_name(request.engine))
+                      engine=None if request.engine is None else resolve_engine_name(request.engine),
+                      nothing_fits_cause="" if options else find_advice.cap_cause(request))
 
 
 LEAN_KINDS = ("TP", "DP+EP")
@@ -329,9 +333,11 @@ def _chosen_gpus(gpus, gpu_ids: tuple[str, ...]) -> list:
     return [g for g in gpus if g.id in wanted]
 
 
-def _coverage(s: Setup) -> float:
-    """Share of the per-GPU demand the budget covers (negative when weights do not fit)."""
-    return s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
+def _coverage(s: Setup, max_num_seqs: int | None = None) -> float:
+    """Share of the demand a setup covers: of the per-GPU KV demand its budget holds (negative when weights do not
+    fit), at most ``max_num_seqs / users per replica`` (an explicit cap runs no more at once)."""
+    held = s.kv_cache_budget_bytes_per_gpu / s.kv_demand_bytes_per_gpu if s.kv_demand_bytes_per_gpu else 0.0
+    return held if not max_num_seqs or s.users_per_replica <= 0 else min(held, max_num_seqs / s.users_per_replica)
 
 
 def platform_groups(model: ModelSpec, gpus) -> list[list]:
@@ -397,7 +403,7 @@ def _evaluate(model: ModelSpec, gpus, request: FindRequest, workload: Workload,
                 need = demand(tp, kv_name, per_replica, on)
                 cap = None
                 if engine_caps is not None:
-                    key = (gpu.id, gpu.framework_memory_bytes, tp, c.kv_flag)
+                    key = (gpu.id, gpu.framework_memory_bytes, tp, c.kv_flag, request.engine_knobs)
                     if key not in engine_caps:
                         engine_caps[key] = engine_capacity(model, gpu, request, tp, c.kv_flag, workload.max_model_len)
                     cap = engine_caps[key]
@@ -453,6 +459,10 @@ def _setup(model: ModelSpec, gpu, request: FindRequest, workload: Workload, c: C
         notes += [n for n in (_fp8_backend(request, gpu, cap, c.kv_name).note,) if n]
     elif c.kv_name == "fp8" and not getattr(gpu, "fp8_native", True):
         notes.append("no native fp8 on this GPU: fp8 KV relies on software conversion in the attention backend")
+    profile = engine.engine if engine else resolve_engine_name(request.engine or "vllm")  # the kernel of NVFP4 on ROCm
+    if engine_profile(profile).family == "vllm" and (fp4 := rocm_nvfp4_note(model, profile, request.weight_dtype,
+                                                                             gpu.name)):
+        notes.append(fp4)
     num_gpus = tp * dp
     price = float(gpu.price_usd_per_hour)
     ttft, tokens_per_s, usd_per_mtok = _speed_and_cost(c, gpu, request, workload, tp, tpot, price * num_gpus)
