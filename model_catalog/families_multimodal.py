@@ -29,12 +29,8 @@ and ``lm_head``, in the order and with the shapes of the transformers 5.24 model
   without bias, ``pre_layrnorm``, CLIP-style layers with biased q / k / v / out_proj and fc1 / fc2; the
   projector's ``linear_1`` h -> ``projector_hidden_size``, ``linear_2`` to the text hidden size, and
   ``merge_linear_1`` / ``merge_linear_2`` from ``merged_hidden_size``).
-* Llama 4 (``llama4``): ``model.vision_model`` + ``model.multi_modal_projector`` (models/llama4/modeling_llama4.py
-  ``Llama4VisionModel``: an unfold patch embedding ``linear`` of ``3 p^2 -> h`` without bias, a
-  ``class_embedding`` of h, ``positional_embedding_vlm`` of ``(image_size / p)^2 + 1`` x h, ``layernorm_pre`` /
-  ``layernorm_post``, per layer biased q / k / v / o_proj, ``fc1`` / ``fc2`` with biases and two LayerNorms;
-  the ``vision_adapter`` MLP ``fc1`` intermediate -> ``projector_input_dim`` and ``fc2`` ``projector_output_dim``
-  square, both without bias; ``Llama4MultiModalProjector.linear_1`` ``vision_output_dim`` -> text hidden, no bias).
+* Llama 4 (``llama4``): ``model.vision_model`` + ``model.multi_modal_projector``
+  (:func:`planner.serving.multimodal.vision_tower_groups`; the layout is in :mod:`planner.serving.vision_towers`).
   A tower is counted only where the catalog copy states its ``vision_config`` (transformers' defaults would
   size one for a copy that omits it).
 
@@ -60,14 +56,15 @@ from planner.text import reason
 QWEN_VISION_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"})
 """Wrapper ``model_type``s whose ``model.visual`` :func:`planner.serving.multimodal.vision_tower_groups` builds."""
 
-GEMMA_VISION_TYPES = frozenset({"gemma3", "gemma4"})
+FIELD_TOWER_TYPES = frozenset({"gemma3", "gemma4", "llama4"})
 """Wrapper ``model_type``s whose tower :func:`planner.serving.multimodal.vision_tower_groups` builds from the
-vision fields (:mod:`planner.serving.vision_towers` holds the Gemma 3 / Gemma 4 builders)."""
+vision fields (:mod:`planner.serving.vision_towers` holds the Gemma 3 / Gemma 4 / Llama 4 builders), so the tower
+the spec counts and the images the planner prices read the same fields."""
 
 
-def _gemma_vision(model_type: str, full: Any) -> tuple[ParamGroup, ...]:
-    """The Gemma 3 / Gemma 4 tower groups, from the wrapper config as transformers read it (its class defaults
-    fill what a copy omits)."""
+def _tower_from_fields(model_type: str, full: Any) -> tuple[ParamGroup, ...]:
+    """The Gemma 3 / Gemma 4 / Llama 4 tower groups, from the wrapper config as transformers read it (its class
+    defaults fill what a copy omits)."""
     wrapper = {"model_type": model_type, "vision_config": full.vision_config.to_dict(),
                "text_config": {"hidden_size": full.get_text_config().hidden_size}}
     for key in ("mm_tokens_per_image", "vision_soft_tokens_per_image"):
@@ -124,31 +121,7 @@ def _minimax_m3_vision(full: Any) -> list[ParamGroup]:
     return groups
 
 
-def _llama4_vision(full: Any) -> list[ParamGroup]:
-    """``model.vision_model`` + ``model.multi_modal_projector`` of Llama4ForConditionalGeneration (module
-    docstring)."""
-    v = full.vision_config
-    h, inter, n, p = v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.patch_size
-    groups = [*tower_linear("vision_model.patch_embedding.linear", v.num_channels * p * p, h),
-              ParamGroup(name="vision_model.class_embedding", shape=(h,), kind="norm"),
-              ParamGroup(name="vision_model.positional_embedding_vlm", shape=((v.image_size // p) ** 2 + 1, h),
-                         kind="norm"),
-              *tower_norm("vision_model.layernorm_pre", h, bias=True),
-              *tower_norm("vision_model.layernorm_post", h, bias=True)]
-    layer = "vision_model.model.layers.*"
-    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-        groups += tower_linear(f"{layer}.self_attn.{name}", h, h, bias=True, count=n)
-    groups += [*tower_linear(f"{layer}.mlp.fc1", h, inter, bias=True, count=n),
-               *tower_linear(f"{layer}.mlp.fc2", inter, h, bias=True, count=n),
-               *tower_norm(f"{layer}.input_layernorm", h, bias=True, count=n),
-               *tower_norm(f"{layer}.post_attention_layernorm", h, bias=True, count=n),
-               *tower_linear("vision_model.vision_adapter.mlp.fc1", inter, v.projector_input_dim),
-               *tower_linear("vision_model.vision_adapter.mlp.fc2", v.projector_output_dim, v.projector_output_dim),
-               *tower_linear("multi_modal_projector.linear_1", v.vision_output_dim, full.get_text_config().hidden_size)]
-    return groups
-
-
-TOWER_BUILDERS = {"kimi_k25": _kimi_k25_vision, "llama4": _llama4_vision, "minimax_m3_vl": _minimax_m3_vision}
+TOWER_BUILDERS = {"kimi_k25": _kimi_k25_vision, "minimax_m3_vl": _minimax_m3_vision}
 """Wrapper ``model_type`` -> builder of its towers from the transformers wrapper config."""
 
 
@@ -174,8 +147,8 @@ def tower_groups(raw_config: Mapping[str, Any], full: Any) -> tuple[ParamGroup, 
         return () if vision is None else vision_tower_groups(vision)
     if getattr(full, "vision_config", None) is None or not raw_config.get("vision_config"):
         return ()  # no tower stated: transformers' defaults would size one the checkpoint may not have
-    if model_type in GEMMA_VISION_TYPES:
-        return _gemma_vision(model_type, full)
+    if model_type in FIELD_TOWER_TYPES:
+        return _tower_from_fields(model_type, full)
     builder = TOWER_BUILDERS.get(model_type)
     if builder is None:
         return ()

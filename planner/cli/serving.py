@@ -355,8 +355,8 @@ def _multimodal_from_args(args: argparse.Namespace, raw_config: Mapping) -> Mult
     vision = vision_from_config(raw_config)
     if vision is None:
         raise ValueError("image and video flags need a vision-language model whose config.json has a vision_config "
-                         "the planner reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3, Gemma 4); this one "
-                         "has none (Gemma 3 4B / 12B catalog copies are the text model only: use "
+                         "the planner reads (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Gemma 3, Gemma 4, Llama 4); "
+                         "this one has none (Gemma 3 4B / 12B catalog copies are the text model only: use "
                          "google/gemma-3-27b-it)")
     if getattr(args, "video_frames", None) is not None and getattr(args, "video_seconds", None) is not None:
         raise ValueError("give --video-frames or --video-seconds, not both")

@@ -34,6 +34,19 @@ at most (280), pool k (3), patch p (16) and unit = k x p (48):
 Worked example: 1,024 x 1,024: scale = sqrt(2,520 / 4,096) = 0.784, 803.2 px -> 16 x 48 = 768; 48 x 48 patches /
 9 = 256 soft tokens + 2 = **258**. 1,920 x 1,080: scale 0.558, 1,056 x 576 px, 66 x 36 / 9 = 264 + 2 = 266.
 
+Llama 4 (transformers models/llama4/image_processing_llama4_fast.py ``find_supported_resolutions``,
+``get_best_fit``; processing_llama4.py ``_prompt_split_image``; vLLM vllm/model_executor/models/mllama4.py the same
+functions): the canvases are every ``rows x cols`` grid of at most ``max_tiles`` (16) tiles of ``image_size``
+(336) px; the image takes the one whose limiting side scales it least upward (``min(rows x 336 / h, cols x 336 /
+w) >= 1``), else the one that shrinks it least, the smallest grid on a tie (``resize_to_max_canvas`` off). With
+T = tokens per tile (144) and N = rows x cols:
+
+    tokens = 1 (<|image_start|>) + [N x (T + 1): each tile's patches and a x / y separator, only when N > 1]
+             + 1 (<|image|>) + T (the global tile) + 1 (<|image_end|>)
+
+Worked example: 1,024 x 1,024: only 4 x 4 tiles (1,344 px a side) reach 1,024, so N = 16 and tokens = 1 + 16 x 145
++ 147 = **2,467**; a 336 x 336 image is one tile: 147.
+
 Tokens per video (:func:`tokens_per_video`, Qwen only). Frames: ``--video-frames`` as given, or
 ``--video-seconds x fps`` with fps 2, clamped to [4, 768] frames (``Qwen3VLVideoProcessor.sample_frames``:
 ``fps = 2``, ``min_frames = 4``, ``max_frames = 768``, transformers models/qwen3_vl/video_processing_qwen3_vl.py);
@@ -68,12 +81,18 @@ model's ``get_mm_max_tokens_per_item`` or, without one, by the dummy item's embe
         2,496 tokens), else an image (280). The dummies are 224 x 224 (``Gemma4DummyInputsBuilder``: the image
         processor states no size): an image fills 256 soft tokens, a frame 64 (70-token budget: 384 x 384 px),
         and the tower runs every patch slot, padding included (280 x 9 = 2,520 an image, 70 x 9 = 630 a frame).
+    Llama 4: no ``get_mm_max_tokens_per_item``, so vLLM counts its dummy's embeddings (vllm/multimodal/
+        encoder_budget.py ``get_mm_max_toks_per_item``: ``get_num_embeds``, the ``<|patch|>`` tokens only, mllama4.py
+        ``select_text``). The dummy is ``image_size`` wide and ``max_tiles x image_size`` tall
+        (``get_image_size_with_most_features``): 16 x 1 tiles + the global = 17 chunks x 144 = 2,448 embeddings,
+        from 17 x (24^2 + 1 class token) = 9,809 patches.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from planner.serving.vision_config import FAMILY_NAMES, VisionConfig
 
@@ -123,9 +142,32 @@ def gemma4_soft_tokens(vision: VisionConfig, width: int, height: int, max_tokens
     return min((w // vision.patch_size) * (h // vision.patch_size) // vision.spatial_merge_size ** 2, budget)
 
 
+def llama4_grid(vision: VisionConfig, width: int, height: int) -> tuple[int, int]:
+    """``(rows, cols)`` of the tile canvas Llama 4's processor fits a ``width x height`` image onto (module
+    docstring: ``get_best_fit`` over ``find_supported_resolutions``, in exact fractions where transformers divides
+    in float32). Ties in scale go to the smallest grid, the first listed on equal area."""
+    grids = [(rows, tiles // rows) for tiles in range(vision.max_tiles, 0, -1)
+             for rows in range(1, tiles + 1) if tiles % rows == 0]
+    by_ratio: dict[Fraction, list[tuple[int, int]]] = {}
+    for rows, cols in grids:  # transformers groups the grids by aspect ratio, in first-seen order
+        by_ratio.setdefault(Fraction(rows, cols), []).append((rows, cols))
+    ordered = [grid for group in by_ratio.values() for grid in group]
+    side = vision.image_size
+    scales = [min(Fraction(rows * side, height), Fraction(cols * side, width)) for rows, cols in ordered]
+    up = [s for s in scales if s >= 1]
+    chosen = min(up) if up else max(scales)
+    return min((g for g, s in zip(ordered, scales, strict=True) if s == chosen), key=lambda g: g[0] * g[1])
+
+
+def llama4_image_tokens(vision: VisionConfig, tiles: int) -> int:
+    """Prompt tokens of a Llama 4 image cut into ``tiles`` tiles (module docstring)."""
+    per_tile = vision.tokens_per_tile
+    return (tiles * (per_tile + 1) if tiles > 1 else 0) + per_tile + 3
+
+
 def resized(vision: VisionConfig, width: int, height: int) -> tuple[int, int]:
     """``(width, height)`` the processor resizes an image to [pixels] (module docstring: ``smart_resize``;
-    Gemma 3 its fixed square; Gemma 4 the soft-token budget).
+    Gemma 3 its fixed square; Gemma 4 the soft-token budget; Llama 4 its tile canvas, padding included).
 
     Raises:
         ValueError: a side under 1 pixel.
@@ -136,6 +178,9 @@ def resized(vision: VisionConfig, width: int, height: int) -> tuple[int, int]:
         return vision.image_size, vision.image_size
     if vision.family == "gemma4":
         return _gemma4_resized(vision, width, height, vision.max_tokens_per_image)
+    if vision.family == "llama4":
+        rows, cols = llama4_grid(vision, width, height)
+        return cols * vision.image_size, rows * vision.image_size
     f = vision.factor
     h = max(f, round(height / f) * f)
     w = max(f, round(width / f) * f)
@@ -162,6 +207,8 @@ def tokens_per_image(vision: VisionConfig, width: int, height: int) -> int:
         return vision.max_tokens_per_image + GEMMA3_WRAPPER_TOKENS
     if vision.family == "gemma4":
         return gemma4_soft_tokens(vision, width, height) + DELIMITER_TOKENS
+    if vision.family == "llama4":
+        return llama4_image_tokens(vision, w * h // vision.image_size ** 2)
     patches = (w // vision.patch_size) * (h // vision.patch_size)
     return patches // (vision.spatial_merge_size ** 2) + DELIMITER_TOKENS
 
@@ -264,6 +311,12 @@ def profile_item(vision: VisionConfig, *, videos_allowed: bool, video_tokens: in
                                frames * per_frame * merge2, frames)
         tokens = vision.max_tokens_per_image
         return ProfileItem("image", tokens, gemma4_soft_tokens(vision, side, side), tokens * merge2)
+    if vision.family == "llama4":
+        rows, cols = llama4_grid(vision, vision.image_size, vision.max_tiles * vision.image_size)
+        chunks = rows * cols + 1 if rows * cols > 1 else 1  # the tiles and the global tile (mllama4.py)
+        embeddings = chunks * vision.tokens_per_tile
+        patches = chunks * ((vision.image_size // vision.patch_size) ** 2 + 1)  # and a class token a chunk
+        return ProfileItem("image", embeddings, embeddings, patches)
     largest = max(vision.max_tokens_per_image, video_tokens)
     return ProfileItem("video" if video_tokens > vision.max_tokens_per_image else "image", largest, largest,
                        largest * merge2)

@@ -298,6 +298,12 @@ def multimodal_cost(config: MultimodalConfig, *, activation: StorageFormat, num_
     if vision.family.startswith("qwen"):
         notes = [f"min_pixels {vision.min_pixels:,} / max_pixels {vision.max_pixels:,}: the {vision.family} "
                  "processor defaults"]
+    elif vision.family == "llama4":
+        tiles = width * height // vision.image_size ** 2
+        notes = [f"Llama 4: {config.image_width} x {config.image_height} px on {count_noun(tiles, 'tile')} of "
+                 f"{vision.image_size} px ({width} x {height}){' and a global tile' if tiles > 1 else ''}, "
+                 f"{vision.tokens_per_tile:,} tokens a tile; at most {vision.max_tiles} tiles, "
+                 f"{vision.max_tokens_per_image:,} tokens (the image processor's max_patches default)"]
     else:
         notes = [f"{FAMILY_NAMES[vision.family]}: at most {vision.max_tokens_per_image:,} image tokens, images "
                  f"resized to {width} x {height} px (pan-and-scan off)"]

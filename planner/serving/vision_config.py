@@ -22,10 +22,22 @@ Families (``family``), from the wrapper's ``model_type``:
   vllm/model_executor/models/gemma4_mm.py ``get_mm_max_tokens_per_item``). Stored as ``spatial_merge_size`` =
   ``pooling_kernel_size``, so ``factor`` = 48 px and ``max_pixels`` = 280 x 9 x 16^2 = 645,120.
 
-For every family ``max_pixels // factor^2`` is the most tokens one image yields (Qwen3-VL 16,384; Gemma 3
-256; Gemma 4 280). The bounds (:data:`VISION_FIELD_LIMITS`) keep a config that reached the planner another way
-from building a tower of a billion blocks or dividing by a zero patch; the catalog checks the same keys with
-the same bounds (``model_catalog.config_bounds.CONFIG_KEY_RANGES``).
+* ``llama4`` (Llama4ForConditionalGeneration: Scout, Maverick): a tiling tower. The processor fits the image
+  onto a canvas of up to ``max_patches`` (16) square tiles of ``image_size`` (336) px, each tile a ``(image_size /
+  patch_size)^2`` patch grid (576) that the pixel shuffle (``pixel_shuffle_ratio`` 0.5) folds into 576 x 0.5^2 =
+  144 tokens; an image of more than one tile adds a global tile of the whole image (transformers
+  models/llama4/image_processing_llama4_fast.py ``max_patches = 16``, processing_llama4.py ``_prompt_split_image``;
+  vLLM vllm/model_executor/models/mllama4.py ``get_patch_per_chunk``, ``get_max_num_tiles``). Stored as
+  ``spatial_merge_size`` = 1 / ``pixel_shuffle_ratio`` (2), so ``factor`` = 28 px; ``max_tiles`` = 16 (the
+  processor's default: the catalog does not copy preprocessor_config.json), ``min_pixels`` one tile and
+  ``max_pixels`` 16 tiles. Missing fields take transformers' ``Llama4VisionConfig`` defaults
+  (models/llama4/configuration_llama4.py); the text width ``Llama4TextConfig.hidden_size`` 5,120.
+
+For the other families ``max_pixels // factor^2`` is the most tokens one image yields (Qwen3-VL 16,384; Gemma 3
+256; Gemma 4 280); Llama 4's is its largest tiling's prompt, 16 x (144 + 1) + 144 + 3 = 2,467
+(:attr:`VisionConfig.max_tokens_per_image`). The bounds (:data:`VISION_FIELD_LIMITS`) keep a config that
+reached the planner another way from building a tower of a billion blocks or dividing by a zero patch; the
+catalog checks the same keys with the same bounds (``model_catalog.config_bounds.CONFIG_KEY_RANGES``).
 """
 
 from __future__ import annotations
@@ -38,12 +50,12 @@ QWEN2_VL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
 QWEN3_VL_TYPES = frozenset({"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision",
                             "qwen3_5_moe_vision"})
 GEMMA_TYPES = frozenset({"gemma3", "gemma4"})
-"""Wrapper ``model_type``s whose family is their own name."""
+"""Wrapper ``model_type``s whose family is their own name (``llama4`` too, :func:`vision_from_config`)."""
 
-VISION_FAMILIES = ("qwen2_vl", "qwen3_vl", "gemma3", "gemma4")
+VISION_FAMILIES = ("qwen2_vl", "qwen3_vl", "gemma3", "gemma4", "llama4")
 
 FAMILY_NAMES = {"qwen2_vl": "Qwen2-VL / Qwen2.5-VL", "qwen3_vl": "Qwen3-VL / Qwen3.5", "gemma3": "Gemma 3",
-                "gemma4": "Gemma 4"}
+                "gemma4": "Gemma 4", "llama4": "Llama 4"}
 """Family -> the models it covers, for messages."""
 
 VIDEO_FAMILIES = frozenset({"qwen2_vl", "qwen3_vl"})
@@ -66,6 +78,19 @@ GEMMA3_TOKENS_PER_IMAGE = 256
 
 GEMMA4_TOKENS_PER_IMAGE = 280
 """transformers ``Gemma4ImageProcessor.max_soft_tokens`` / the vision config's ``default_output_length``."""
+
+LLAMA4_MAX_TILES = 16
+"""transformers ``Llama4ImageProcessorFast.max_patches`` (image_processing_llama4_fast.py), the tiles of one image at
+most; vLLM reads the processor's (mllama4.py ``get_max_num_tiles``)."""
+
+LLAMA4_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_heads": 16, "num_channels": 3,
+                   "intermediate_size": 5632, "vision_output_dim": 7680, "image_size": 448, "patch_size": 14,
+                   "pixel_shuffle_ratio": 0.5, "projector_input_dim": 4096, "projector_output_dim": 4096}
+"""transformers ``Llama4VisionConfig`` defaults (models/llama4/configuration_llama4.py), for a ``vision_config``
+that omits a field."""
+
+LLAMA4_TEXT_WIDTH = 5120
+"""transformers ``Llama4TextConfig.hidden_size`` default."""
 
 SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                    "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16}
@@ -129,6 +154,8 @@ VISION_FIELD_LIMITS: dict[str, tuple[int, int]] = {
     "pooling_kernel_size": (1, MAX_MERGE_SIZE), "position_embedding_size": (1, MAX_VISION_POSITIONS),
     "output_proj_dims": (1, MAX_TOWER_WIDTH), "mm_tokens_per_image": (1, MAX_TOKENS_PER_IMAGE),
     "vision_soft_tokens_per_image": (1, MAX_TOKENS_PER_IMAGE), "default_output_length": (1, MAX_TOKENS_PER_IMAGE),
+    "projector_input_dim": (1, MAX_TOWER_WIDTH), "projector_output_dim": (1, MAX_TOWER_WIDTH),
+    "vision_output_dim": (1, MAX_TOWER_WIDTH),
 }
 """Accepted range of each config field :func:`vision_from_config` reads (inclusive; ``deepstack_visual_indexes``:
 its length), under ``vision_config`` except ``mm_tokens_per_image`` / ``vision_soft_tokens_per_image`` (top
@@ -182,6 +209,9 @@ class VisionConfig:
         head_dim, num_kv_heads: Gemma 4's tower heads (0 for the others).
         output_proj_dims: Gemma 4's pooled width before ``embed_vision`` (0 = ``hidden_size``).
         use_head: Gemma 3's SigLIP attention-pooling head (``vision_use_head``).
+        max_tiles: Llama 4's tiles per image at most (0 for the others).
+        projector_input_dim, projector_output_dim, vision_output_dim: Llama 4's pixel-shuffle adapter MLP widths
+            and its projector's input width (0 for the others).
     """
 
     family: str
@@ -203,6 +233,10 @@ class VisionConfig:
     num_kv_heads: int = 0
     output_proj_dims: int = 0
     use_head: bool = False
+    max_tiles: int = 0
+    projector_input_dim: int = 0
+    projector_output_dim: int = 0
+    vision_output_dim: int = 0
 
     @property
     def factor(self) -> int:
@@ -215,8 +249,16 @@ class VisionConfig:
         return self.out_hidden_size * (1 + self.deepstack_levels)
 
     @property
+    def tokens_per_tile(self) -> int:
+        """Llama 4: the tokens of one tile, ``(image_size / patch_size)^2 / spatial_merge_size^2`` (144)."""
+        return (self.image_size // self.patch_size) ** 2 // self.spatial_merge_size ** 2
+
+    @property
     def max_tokens_per_image(self) -> int:
-        """Tokens of the largest image the processor produces (``max_pixels`` worth of patches, merged)."""
+        """Tokens of the largest image the processor produces (``max_pixels`` worth of patches, merged; Llama 4:
+        the prompt of ``max_tiles`` tiles, their separators, the global tile and 3 delimiters, module docstring)."""
+        if self.family == "llama4":
+            return self.max_tiles * (self.tokens_per_tile + 1) + self.tokens_per_tile + 3
         return self.max_pixels // (self.factor * self.factor)
 
     @property
@@ -256,14 +298,16 @@ def _qwen_vision(family: str, vision: Mapping) -> VisionConfig:
         min_pixels=field("min_pixels", low), max_pixels=field("max_pixels", high))
 
 
-def _text_width(config: Mapping) -> int:
-    """The text model's ``hidden_size`` (``text_config.hidden_size``), the Gemma projectors' output width.
+def _text_width(config: Mapping, default: int | None = None) -> int:
+    """The text model's ``hidden_size`` (``text_config.hidden_size``), the Gemma / Llama 4 projectors' output width
+    (``default`` where the config states none).
 
     Raises:
-        ValueError: the config states none.
+        ValueError: the config states none and there is no default.
     """
     text = config.get("text_config")
     width = text.get("hidden_size") if isinstance(text, Mapping) else None
+    width = default if width is None else width
     if width is None:
         raise ValueError("config key 'text_config.hidden_size' is missing; a Gemma 3 / 4 vision config needs the "
                          "text model's width (its projector's output): paste the whole config.json")
@@ -309,8 +353,38 @@ def _gemma_vision(family: str, config: Mapping, vision: Mapping) -> VisionConfig
         output_proj_dims=0 if width is None else _vision_field("output_proj_dims", width))
 
 
+def _llama4_vision(config: Mapping, vision: Mapping) -> VisionConfig:
+    """:class:`VisionConfig` of a Llama 4 config (module docstring; missing fields take :data:`LLAMA4_DEFAULTS`).
+
+    Raises:
+        ValueError: a field out of bounds, a ``pixel_shuffle_ratio`` that is not 1 / a whole number, or a tile
+            whose patches do not fold evenly under it.
+    """
+    def field(key: str) -> int:
+        value = vision.get(key)
+        return _vision_field(key, LLAMA4_DEFAULTS[key] if value is None else value)
+
+    ratio = vision.get("pixel_shuffle_ratio")
+    ratio = LLAMA4_DEFAULTS["pixel_shuffle_ratio"] if ratio is None else ratio
+    merge = round(1 / ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 else 0
+    patch, side = field("patch_size"), field("image_size")
+    if not 1 <= merge <= MAX_MERGE_SIZE or abs(merge * ratio - 1) > 1e-9 or side % patch or (side // patch) % merge:
+        raise ValueError(f"config key 'vision_config.pixel_shuffle_ratio' is {str(ratio)[:30]!r} with image_size "
+                         f"{side:,} and patch_size {patch:,}: Llama 4 folds each tile's patch grid by 1 / the ratio "
+                         "a side, so it must be 1 / a whole number (0.5) that divides image_size / patch_size")
+    return VisionConfig(
+        family="llama4", patch_size=patch, spatial_merge_size=merge, temporal_patch_size=1,
+        hidden_size=field("hidden_size"), depth=field("num_hidden_layers"),
+        intermediate_size=field("intermediate_size"),
+        num_heads=field("num_attention_heads"), in_channels=field("num_channels"),
+        out_hidden_size=_text_width(config, LLAMA4_TEXT_WIDTH), min_pixels=side * side,
+        max_pixels=LLAMA4_MAX_TILES * side * side, image_size=side, max_tiles=LLAMA4_MAX_TILES,
+        projector_input_dim=field("projector_input_dim"), projector_output_dim=field("projector_output_dim"),
+        vision_output_dim=field("vision_output_dim"))
+
+
 def vision_from_config(config: Mapping) -> VisionConfig | None:
-    """The :class:`VisionConfig` of a Qwen-VL or Gemma 3 / 4 config.json, or None for text-only and other
+    """The :class:`VisionConfig` of a Qwen-VL, Gemma 3 / 4 or Llama 4 config.json, or None for text-only and other
     families.
 
     Reads ``vision_config`` and the top-level ``model_type`` (Gemma: also ``text_config.hidden_size`` and
@@ -328,6 +402,8 @@ def vision_from_config(config: Mapping) -> VisionConfig | None:
     kind = str(config.get("model_type", "")) or str(vision.get("model_type", ""))
     if kind in GEMMA_TYPES:
         return _gemma_vision(kind, config, vision) if vision.get("patch_size") else None
+    if kind == "llama4":
+        return _llama4_vision(config, vision) if vision else None
     family = "qwen2_vl" if kind in QWEN2_VL_TYPES else "qwen3_vl" if kind in QWEN3_VL_TYPES else None
     if family is None or not vision.get("patch_size"):
         return None

@@ -28,6 +28,12 @@ transformers 5.24 builds it (so ``sum(numel)`` equals transformers' meta-device 
   q / k / v / o through ``Gemma4ClippableLinear`` (no bias), q_norm / k_norm of ``head_dim``, a gated MLP, four
   RMSNorms; the pooler has no parameters) and ``model.embed_vision`` (``Gemma4MultimodalEmbedder``: one
   bias-free ``embedding_projection`` vision h -> text hidden; its pre-projection norm has no scale).
+* Llama 4: ``model.vision_model`` + ``model.multi_modal_projector`` (models/llama4/modeling_llama4.py
+  ``Llama4VisionModel``: an unfold patch embedding ``linear`` of ``3 p^2 -> h`` without bias, a ``class_embedding``
+  of h, ``positional_embedding_vlm`` of ``(image_size / p)^2 + 1`` x h, ``layernorm_pre`` / ``layernorm_post``,
+  per layer biased q / k / v / o_proj, ``fc1`` / ``fc2`` with biases and two LayerNorms; the ``vision_adapter`` MLP
+  ``fc1`` intermediate -> ``projector_input_dim`` and ``fc2`` ``projector_output_dim`` square, both without bias;
+  ``Llama4MultiModalProjector.linear_1`` ``vision_output_dim`` -> text hidden, no bias).
 """
 
 from __future__ import annotations
@@ -225,10 +231,36 @@ def _gemma4_tower_groups(vision: VisionConfig) -> tuple[ParamGroup, ...]:
     return tuple(groups)
 
 
+def _llama4_tower_groups(vision: VisionConfig) -> tuple[ParamGroup, ...]:
+    """``model.vision_model`` + ``model.multi_modal_projector`` of Llama4ForConditionalGeneration (module docstring;
+    Scout's 871,932,416 parameters by hand in tests/test_serving_multimodal_llama4.py)."""
+    h, inter, n, p = vision.hidden_size, vision.intermediate_size, vision.depth, vision.patch_size
+    groups = [*tower_linear("vision_model.patch_embedding.linear", vision.in_channels * p * p, h),
+              ParamGroup(name="vision_model.class_embedding", shape=(h,), kind="norm"),
+              ParamGroup(name="vision_model.positional_embedding_vlm", shape=((vision.image_size // p) ** 2 + 1, h),
+                         kind="norm"),
+              *tower_norm("vision_model.layernorm_pre", h, bias=True),
+              *tower_norm("vision_model.layernorm_post", h, bias=True)]
+    layer = "vision_model.model.layers.*"
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        groups += tower_linear(f"{layer}.self_attn.{name}", h, h, bias=True, count=n)
+    adapter_out = vision.projector_output_dim
+    groups += [*tower_linear(f"{layer}.mlp.fc1", h, inter, bias=True, count=n),
+               *tower_linear(f"{layer}.mlp.fc2", inter, h, bias=True, count=n),
+               *tower_norm(f"{layer}.input_layernorm", h, bias=True, count=n),
+               *tower_norm(f"{layer}.post_attention_layernorm", h, bias=True, count=n),
+               *tower_linear("vision_model.vision_adapter.mlp.fc1", inter, vision.projector_input_dim),
+               *tower_linear("vision_model.vision_adapter.mlp.fc2", adapter_out, adapter_out),
+               *tower_linear("multi_modal_projector.linear_1", vision.vision_output_dim, vision.out_hidden_size)]
+    return tuple(groups)
+
+
 def vision_tower_groups(vision: VisionConfig) -> tuple[ParamGroup, ...]:
     """The vision tower's (and projector's) parameter groups for ``vision``'s family (module docstring)."""
     if vision.family == "gemma3":
         return _gemma3_tower_groups(vision)
     if vision.family == "gemma4":
         return _gemma4_tower_groups(vision)
+    if vision.family == "llama4":
+        return _llama4_tower_groups(vision)
     return _qwen_tower_groups(vision)
