@@ -137,8 +137,9 @@ def _write_choice(setup: str | None) -> None:
 
 
 def chosen_text(s: Setup) -> str:
-    """One paragraph on the chosen setup: kind, layout, users per rank x ranks, margin."""
-    margin = "" if s.margin is None else f", {s.margin:.0%} of {margin_of(s, 'the KV pool')} to spare"
+    """One paragraph on the chosen setup: kind, layout, users per rank x ranks, and what it holds: its margin, or for
+    a setup short of the users (the closest when nothing fits), how many of them it holds and how many short (QA:
+    "the setup holds 16, -300% of the --max-num-seqs 2 cap to spare" for 64 users)."""
     replicas, tp = count_noun(s.data_parallel_size, "replica"), s.tensor_parallel_size
     layout = {"TP": f"{replicas} of tensor parallel {tp}",
               "DP+EP": f"{count_noun(s.data_parallel_size, 'data-parallel rank')} of {count_noun(tp, 'GPU')}, "
@@ -149,9 +150,19 @@ def chosen_text(s: Setup) -> str:
                                "replica, beside a prefill pool"}[s.kind]
     nodes = f" on {format_int(s.nodes)} nodes" if s.nodes > 1 else ""
     return (f"**{s.kind}**: {format_int(s.num_gpus)} x {md_text(s.gpu_name)}{nodes}, {layout}. "
-            f"{_users_per_rank(s)}; the setup holds "
-            f"{format_int(s.max_concurrent_sequences)}{margin}. Weights per GPU: "
+            f"{_users_per_rank(s)}; the setup holds {_held_text(s)}. Weights per GPU: "
             f"{'n/a' if s.weights_bytes_per_gpu is None else format_bytes(s.weights_bytes_per_gpu)}.")
+
+
+def _held_text(s: Setup) -> str:
+    """``"16 of 64, 48 short"`` for a setup that holds fewer than the users (:attr:`Setup.headroom_users` < 0),
+    else ``"80, 20% of the KV pool to spare"`` (the margin, when it has one and it is not negative)."""
+    held = format_int(s.max_concurrent_sequences)
+    if s.headroom_users < 0:
+        return f"{held} of {format_int(s.users)}, {format_int(-s.headroom_users)} short"
+    if s.margin is None or s.margin < 0:
+        return held
+    return f"{held}, {s.margin:.0%} of {margin_of(s, 'the KV pool')} to spare"
 
 
 def _users_per_rank(s: Setup) -> str:

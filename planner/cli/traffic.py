@@ -63,6 +63,8 @@ from planner.model.dtypes import KV_CACHE_DTYPE_CHOICES, WEIGHT_DTYPES
 from planner.pipeline import plan_pipeline
 from planner.traffic.allocation import allocation_for_model
 from planner.scale.links import DEFAULT_LINK, LINKS
+from planner.traffic.find_advice import length_limit_error
+from planner.traffic.find_engine import launch_media_tokens
 from planner.traffic.find_types import (
     DEFAULT_FIND_KV_DTYPES,
     FIND_KNOB_FIELDS,
@@ -402,6 +404,10 @@ def run_find(args: argparse.Namespace) -> FindResult:
         engine=None if args.engine == BUDGET_ONLY else args.engine,
         alternative_weight_dtype="fp8" if args.weight_hint else None, setup_kinds=args.setup_kinds, link=args.link,
         engine_knobs=find_knobs(args))
+    request.validate()  # then the length check, naming the flag (find_setups names the page's max_model_len)
+    if too_long := length_limit_error(model, request.resolved_workload(), launch_media_tokens(request),
+                                      "--max-model-len"):
+        raise ValueError(too_long)
     found = find_setups(model, [*_catalog_gpus(), *([custom] if custom is not None else [])], request)
     ignored = [flag for flag, value in (("--prompt-len", args.prompt_len), ("--output-len", args.output_len),
                                         ("--prompt-p95", args.prompt_p95), ("--output-p95", args.output_p95))

@@ -20,6 +20,9 @@ same search (the same GPUs, GPU-type filter, engine view and setup kinds) up to 
        out every setup (:func:`cap_cause`: ceil(users / cap) replicas of one GPU each exceed ``max_gpus``); rules 3 and
        4 are then left out, since no memory freed lets a replica run more sequences.
 
+Before any search, :func:`length_limit_error` says why the model refuses the requests' ``--max-model-len``: the
+requests themselves, or only the limit the user set.
+
 Sources: :mod:`planner.traffic.reverse` (the search), :mod:`planner.traffic.find_scale` (the kinds beside TP).
 """
 
@@ -31,6 +34,7 @@ from dataclasses import replace
 from planner.model import ModelSpec
 from planner.model.params import model_weight_bytes
 from planner.traffic.find_types import SETUP_KINDS, FindRequest, Setup, setup_rank
+from planner.traffic.workload import Workload
 from planner.text import count_noun
 from planner.units import ceil_div
 
@@ -39,6 +43,39 @@ WIDER_LIMITS = (4, 8, 16, 32, 64)
 
 SMALLER_WEIGHTS = ("fp8", "int4")
 """Weight dtypes rule 4 may name."""
+
+
+def _long_tokens(lengths) -> int | None:
+    """A length distribution's long end [tokens]: its p95 where it has one (a log-normal, whose draws are unbounded
+    before the workload's clip), else its longest (fixed, uniform, a CSV's lengths); None where it has neither."""
+    p95 = getattr(lengths, "p95", None)
+    return round(p95) if p95 is not None else lengths.max_tokens
+
+
+def length_limit_error(model: ModelSpec, workload: Workload, media_tokens: int = 0,
+                       setting: str = "max_model_len") -> str:
+    """Why the model refuses the search's ``--max-model-len`` (the workload's limit + ``media_tokens``), or "".
+
+    An engine refuses a ``--max-model-len`` above the model's ``max_position_embeddings`` (vLLM:
+    ``_get_and_verify_max_len`` in vllm/config/model.py). Where the requests themselves are longer (prompt + output,
+    each side at its p95 or longest: :func:`_long_tokens`), the message says to shorten them; where only the limit
+    the user set is (``setting``: ``max_model_len`` on the page, ``--max-model-len`` in the CLI), it names that
+    setting and the largest value that starts, ``max_position_embeddings - media_tokens``. QA: Llama-2-7b (4,096),
+    requests of 2,000 + 500 tokens and ``max_model_len`` 8,192 read "requests of up to 8,192 tokens exceed ...;
+    shorten the prompt or output"."""
+    limit, asked = model.max_position_embeddings, workload.max_model_len
+    if not limit or asked + media_tokens <= limit:
+        return ""
+    longest = [_long_tokens(workload.prompt), _long_tokens(workload.output)]
+    requests = min(sum(longest), asked) if None not in longest else asked
+    media = f" ({{:,}} text + {media_tokens:,} image and video tokens)" if media_tokens else ""
+    fewer_media = ", or send fewer or smaller images or videos" if media_tokens else ""
+    lower = f"lower {setting} to at most {limit - media_tokens:,}" if limit > media_tokens else ""
+    if requests + media_tokens > limit:
+        text = (f"requests of up to {requests + media_tokens:,} tokens{media.format(requests)} exceed what "
+                f"{model.model_id} supports ({limit:,}); shorten the prompt or output{fewer_media}")
+        return f"{text}, and {lower}" if requests < asked and lower else text
+    return f"{setting} {asked:,}{media.format(asked)} exceeds what {model.model_id} supports ({limit:,}); {lower}"
 
 
 def setup_words(s: Setup) -> str:

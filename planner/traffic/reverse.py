@@ -167,14 +167,9 @@ def find_setups(model: ModelSpec, gpus: list[GPULike] | tuple[GPULike, ...], req
     """
     request.validate()
     workload = request.resolved_workload()
-    limit = model.max_position_embeddings
-    media = launch_media_tokens(request)  # the launch's --max-model-len holds them too (QA: Gemma 4 with images)
-    if limit and workload.max_model_len + media > limit:
-        raise ValueError(
-            f"requests of up to {workload.max_model_len + media:,} tokens"
-            + (f" ({workload.max_model_len:,} text + {media:,} image and video tokens)" if media else "")
-            + f" exceed what {model.model_id} supports ({limit:,}); shorten the prompt or output"
-            + (", or send fewer or smaller images or videos" if media else ""))
+    # the launch's --max-model-len holds the media tokens too (QA: Gemma 4 with images)
+    if too_long := find_advice.length_limit_error(model, workload, launch_media_tokens(request)):
+        raise ValueError(too_long)
     gpus = _chosen_gpus(gpus, request.gpu_ids)
     priced = [g for g in gpus if g.price_usd_per_hour is not None]
     skipped = tuple(g.id for g in gpus if g.price_usd_per_hour is None)
