@@ -66,6 +66,7 @@ from model_catalog.families_sparse import SPARSE_FAMILIES
 from model_catalog.quantization import checkpoint_formats
 from planner.model import ModelSpec
 from planner.model.layers import ChunkedLocalAttention, FullAttention, LayerSpec, NoCache, SlidingWindowAttention
+from planner.serving.vision_towers import is_tower_group
 from planner.text import echo, quote, reason
 
 LEGACY_MODEL_TYPES: dict[str, str] = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
@@ -345,6 +346,17 @@ def _vision_config_sizes(raw_config: Mapping[str, Any]) -> tuple[int | None, int
     return stated("num_hidden_layers"), stated("hidden_size")
 
 
+def _tower_fields(raw_config: Mapping[str, Any], params) -> dict[str, Any]:
+    """``architecture`` and ``vision_config_sizes`` of a spec whose tower the planner counts (its ``params`` hold
+    a tower group: :func:`planner.serving.vision_towers.is_tower_group`), for SGLang's vision-model fraction
+    (:mod:`planner.engines.sglang_vlm`), the only reader; empty for any other model, so a shared link of a text
+    model (or of Kimi-K3, whose tower is not counted) need not carry ``architectures`` or vision sizes
+    (:func:`model_catalog.share_codec.minimal_config` keeps every key the spec depends on)."""
+    if not any(is_tower_group(g) for g in params):
+        return {}
+    return {"architecture": _architecture(raw_config), "vision_config_sizes": _vision_config_sizes(raw_config)}
+
+
 def _raw_quantization_config(raw_config: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The raw config's ``quantization_config`` (or its ``text_config``'s); None when absent.
 
@@ -520,8 +532,7 @@ def model_spec_from_config(raw_config: Mapping[str, Any], model_id: str, *, disp
             intermediate_size=_activation_width(cfg, parts),
             display_name=display_name or model_id,
             checkpoint_quantization=quantization,
-            architecture=_architecture(raw_config),
-            vision_config_sizes=_vision_config_sizes(raw_config),
+            **_tower_fields(raw_config, params),
         )
     except ValueError as exc:
         raise ValueError(f"{model_id}: {exc}") from exc

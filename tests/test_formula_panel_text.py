@@ -23,7 +23,7 @@ def _plan(model_id: str, context_len: int, num_gpus: int, batch_size: int = 1):
 
 def _evaluate(text: str) -> int:
     """The figures after the ``=`` of a users row, evaluated: ``⌊(A B − E B) ÷ P B⌋`` or ``⌊A B ÷ P B⌋``."""
-    figures = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) B", text.split(" = ", 1)[1])]
+    figures = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) B", text.split(" = ")[1])]
     *room, per_seq = figures
     return (room[0] - (room[1] if len(room) > 1 else 0)) // per_seq
 
@@ -42,7 +42,10 @@ def test_deepseek_v4_users_row_subtracts_the_prefill_extra_it_sets_aside():
 def test_users_row_arithmetic_gives_the_plans_users(model_id):
     p = _plan(model_id, 32768, 1)
     text = kv_tiles.users_formula_text(p, p.kv_cache_bytes_per_sequence_paged_per_gpu)
-    assert _evaluate(text) == p.max_concurrent_sequences
+    assert _evaluate(text) == p.max_concurrent_sequences_by_memory
+    past = p.max_position_embeddings and p.context_len > p.max_position_embeddings
+    assert p.max_concurrent_sequences == (0 if past else p.max_concurrent_sequences_by_memory)
+    assert ("past the model's" in text) == bool(past)  # Llama 3 8B: 32,768 > 8,192, so the value is 0
     assert ("prefill extra" in text) == bool(p.kv_cache_prefill_extra_bytes)
 
 
@@ -59,3 +62,12 @@ def test_a_split_cache_is_divided_by_the_gpus():
     assert p.kv_cache_bytes_per_token_per_gpu * 4 == p.kv_cache_bytes_per_token
     assert kv_tiles.kv_split_text(p) == " ÷ 4 GPUs (tensor parallel splits the KV heads)"
     assert kv_tiles.kv_split_text(_plan("meta-llama/Llama-3.1-70B", 8192, 1)) == ""
+
+
+def test_a_max_num_seqs_cap_is_named_after_the_arithmetic():
+    request = PlanRequest(context_len=4096, num_gpus=1, max_num_seqs=8)
+    p = plan(model_spec("Qwen/Qwen3-8B"), H200.framework_memory_bytes, request, gpu_id=H200.id)
+    assert p.max_concurrent_sequences == 8 < p.max_concurrent_sequences_by_memory
+    text = kv_tiles.users_formula_text(p, p.kv_cache_bytes_per_sequence_paged_per_gpu)
+    assert _evaluate(text) == p.max_concurrent_sequences_by_memory
+    assert text.endswith("the KV cache holds, at most max_num_seqs 8")

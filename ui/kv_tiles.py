@@ -86,11 +86,19 @@ def kv_split_text(plan: Plan) -> str:
 def users_formula_text(plan: Plan, per_seq_paged: int) -> str:
     """The users row's formula on Home's panel: ``⌊(budget − prefill extra) ÷ KV per sequence⌋`` with the numbers,
     as :func:`planner.budget.plan` counts them (``Plan.kv_cache_prefill_extra_bytes``, one prefill chunk's window
-    blocks set aside first; no term where it is 0)."""
+    blocks set aside first; no term where it is 0). Where the users the row's value shows are not the KV cache's (a
+    context past the model's limit: 0; an explicit ``max_num_seqs`` below it), the text says why after the arithmetic
+    (QA: Llama 3 8B at 32,768 tokens read ⌊... ÷ ...⌋ beside a value of 0)."""
     pool = "" if plan.kv_cache_pool_bytes_per_token is None else f" {plan.kv_cache_dtype} pool"
     extra = plan.kv_cache_prefill_extra_bytes
     budget = f"{format_int(plan.kv_cache_budget_bytes)} B"
     room, figures = (("(budget − prefill extra)", f"({budget} − {format_int(extra)} B)") if extra else
                      ("budget", budget))
+    held, users = plan.max_concurrent_sequences_by_memory, plan.max_concurrent_sequences
+    limit = plan.max_position_embeddings
+    after = ("" if users == held else
+             f" = {format_int(held)} the KV cache holds; 0 at {format_int(plan.context_len)} tokens, past the model's "
+             f"{format_int(limit)} (max_position_embeddings)" if limit and plan.context_len > limit and users == 0 else
+             f" = {format_int(held)} the KV cache holds, at most max_num_seqs {format_int(users)}")
     return (f"⌊{room} ÷ KV per sequence in whole {format_int(plan.block_size)}-token{pool} blocks⌋ = "
-            f"⌊{figures} ÷ {format_int(per_seq_paged)} B⌋")
+            f"⌊{figures} ÷ {format_int(per_seq_paged)} B⌋{after}")
