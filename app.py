@@ -91,7 +91,8 @@ pool = views.guarded(pool_kv, model, gpu.framework_memory_bytes, request, gpu_id
                      what="pricing the KV pool")
 views.plan_metrics(result, pool)  # the KV tiles in the cache the users are counted in
 feature_line.show_users_line(budget_features, form.model_id, same_as="", left_out=[  # and the vLLM knobs it leaves
-    *budget_left_out, *feature_line.link_scale_left_out(dcp, rank is not None),
+    *budget_left_out, *feature_line.link_scale_left_out(  # EP on a dense model: the refusal above names it
+        dcp, rank is not None or bool(engine_home.expert_parallel_refusal(model, engine_name))),
     *budget_knobs.not_taken(knobs, engine_name)])
 feature_line.show_dcp_line(dcp[0])
 views.guarded(serving.tower_panel, full_model, gpu, request, result, engine_name,

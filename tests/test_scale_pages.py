@@ -98,11 +98,14 @@ def test_engine_page_headline_describes_the_dp_ep_launch():
 
 
 def test_engine_page_bad_scale_flags_fall_back_to_one_replica_with_a_message():
-    at = _run(ENGINE_PAGE, {"model": "meta-llama/Llama-3.1-70B", "data_parallel_size": "2",
-                            "enable_expert_parallel": "true"})
+    """A -dcp that does not divide tp is the planner's to refuse: one tensor-parallel replica is planned instead.
+    (Expert parallel on a dense model, the former case here, is vLLM's own refusal:
+    tests/test_dense_expert_parallel.py.)"""
+    at = _run(ENGINE_PAGE, {"model": "meta-llama/Llama-3.1-70B", "num_gpus": "2", "data_parallel_size": "2",
+                            "decode_context_parallel_size": "3"})
     assert not at.exception
     assert any("Could not plan the data / expert / context parallel launch" in e.value for e in at.error)
-    assert any("tensor parallel 1 × pipeline 1 × 2 replicas" in c.value for c in at.caption)
+    assert any("tensor parallel 2 × pipeline 1 × 2 replicas" in c.value for c in at.caption)
 
 
 def test_engine_page_dp_ep_rank_table_measures_nothing_without_a_log():

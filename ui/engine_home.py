@@ -265,10 +265,22 @@ def node_warning(model: ModelSpec, gpu, request: EngineRequest, plan: EnginePlan
                           key_prefix="node_fix")
 
 
+def expert_parallel_refusal(model: ModelSpec, engine: str) -> str:
+    """vLLM's refusal of the link's ``enable_expert_parallel=true`` on a dense model (:func:`planner.scale.layout.
+    vllm_dense_expert_parallel_refusal`: the CLI's and the Engine page's sentence), "" otherwise."""
+    from planner.scale.layout import vllm_dense_expert_parallel_refusal  # noqa: PLC0415
+
+    if ENGINE_PROFILES[engine].family != "vllm":
+        return ""
+    return vllm_dense_expert_parallel_refusal(model.num_experts, link_expert_parallel())
+
+
 def home_engine_plan(model: ModelSpec, gpu, request: EngineRequest) -> EnginePlan | str:
     """The Home page's engine plan of ``request`` (:func:`home_request`: the page's inputs and serving features)
     on ``gpu``, or the sentence saying why the engine cannot plan it (an engine/dtype mismatch is a message, not
-    an error)."""
+    an error; expert parallel on a dense model, :func:`expert_parallel_refusal`: the verdict is then not green)."""
+    if refusal := expert_parallel_refusal(model, request.engine):
+        return f"{request.engine} would refuse to start: {refusal}."
     try:  # one replica wider than a node does not start on one (the Engine page's verdict; node_note says how)
         return on_one_node(model, gpu.framework_memory_bytes, request,
                            plan_engine(model, gpu.framework_memory_bytes, request), DEFAULT_GPUS_PER_NODE)

@@ -522,9 +522,16 @@ def scale_metric_values(plan) -> dict[str, tuple[str, str]]:
 
 def plan_launch(model, gpu, request: EngineRequest, scale: ScaleRequest):
     """The Engine page's data / expert / context parallel launch (:func:`planner.scale.plan_scale`), or None with
-    an error message when the flags cannot be planned (the page then plans one tensor-parallel replica)."""
+    an error message when the flags cannot be planned (the page then plans one tensor-parallel replica). Expert
+    parallel on a dense model, which vLLM itself refuses (:func:`planner.scale.layout.
+    vllm_dense_expert_parallel_refusal`), stops the page there: no replica's figures or command under it."""
     from planner.scale import plan_scale  # noqa: PLC0415 - only pages that show the block need it
+    from planner.scale.layout import vllm_dense_expert_parallel_refusal  # noqa: PLC0415
 
+    if ENGINE_PROFILES[request.engine].family == "vllm" and (refusal := vllm_dense_expert_parallel_refusal(
+            model.num_experts, scale.enable_expert_parallel or scale.enable_eplb)):
+        st.error(md_message(f"{request.engine} would refuse to start: {refusal}."), icon=":material/error:")
+        st.stop()
     try:
         return plan_scale(model, gpu.framework_memory_bytes, request, scale)
     except ValueError as exc:

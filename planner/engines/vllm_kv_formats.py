@@ -52,6 +52,17 @@ Design notes (assumptions):
        version had a bf16 path only, ``_forward_bf16_kv``), so ``fp8_e5m2`` finds no valid backend; the v0.11 line's
        ``RocmPlatform.get_attn_backend_cls`` raised "ROCMAiterMLASparseBackend doesn't support fp8 kv_cache_dtype"
        for every fp8 name.
+    6. NVIDIA GPUs before Hopper (compute capability 8.x: A100, A10, L40S; older) have no sparse-MLA backend, so
+       vLLM stops while it builds the attention layers (``get_attn_backend_cls`` in vllm/platforms/cuda.py raises
+       "No valid attention backend found"): FLASHMLA_SPARSE takes majors 9 and 10 only
+       (``FlashMLASparseBackend.supports_compute_capability``, vllm/v1/attention/backends/mla/flashmla_sparse.py),
+       FLASH_ATTN_MLA_SPARSE major 9 (mla/flashattn_mla_sparse.py), FlashInfer's sparse MLA SM100 / SM120
+       (mla/flashinfer_mla_sparse.py, flashinfer_mla_sparse_sm120.py), and the indexer's logits kernels are
+       DeepGEMM's ``fp8_mqa_logits`` (vllm/model_executor/layers/sparse_attn_indexer.py), built for SM90+. A
+       Triton sparse-MLA backend for SM80 (``TRITON_MLA_SPARSE``, mla/triton_mla_sparse.py: a bf16 cache of
+       576 values, no ``fp8_ds_mla``) is proposed in vllm-project/vllm PRs #38476 / #47629 (issue #38006), not
+       in a release the profiles model; :func:`cuda_sparse_mla_refusal` refuses the launch on every v0.11+
+       profile. Older profiles could not load the model at all (:func:`too_old_for_sparse_mla`).
 
 Sources: vllm/v1/kv_cache_interface.py (``MambaSpec``, ``mamba_cache_mode``, ``num_speculative_blocks``);
 vllm/model_executor/layers/mamba/abstract.py (``MambaBase.get_kv_cache_spec``); vllm/config/cache.py
@@ -60,7 +71,9 @@ vllm/model_executor/layers/mamba/abstract.py (``MambaBase.get_kv_cache_spec``); 
 (``get_kv_cache_shape``); vllm/v1/kv_cache_interface.py (``MLAAttentionSpec`` with
 ``cache_dtype_str == "fp8_ds_mla"``); vllm-project/recipes DeepSeek/DeepSeek-V3_2.md; design note 5:
 vllm/model_executor/layers/attention/mla_attention.py, vllm/platforms/rocm.py,
-vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py.
+vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py; design note 6: vllm/platforms/cuda.py
+(``_get_backend_priorities``, ``get_attn_backend_cls``), vllm/v1/attention/backends/mla/flashmla_sparse.py,
+flashattn_mla_sparse.py, flashinfer_mla_sparse.py, triton_mla_sparse.py.
 """
 
 from __future__ import annotations
@@ -145,11 +158,36 @@ def rocm_sparse_mla_refusal(model: ModelSpec, profile_id: str, kv_cache_dtype: s
     return ""
 
 
+SPARSE_MLA_MIN_MAJOR = 9
+"""The lowest NVIDIA compute capability major with a vLLM sparse-MLA backend (design note 6)."""
+
+
+def cuda_sparse_mla_refusal(model: ModelSpec, profile_id: str, gpu_name: str | None) -> str:
+    """Why vLLM (a v0.11+ profile) finds no attention backend for a sparse-MLA model on an NVIDIA GPU older than
+    Hopper (design note 6), else "" (another model, profile or vendor; a GPU name the capability table does not
+    know, :func:`planner.engines.loaded.nvidia_capability`)."""
+    from planner.engines.loaded import nvidia_capability  # noqa: PLC0415 - loaded imports the model layer only
+
+    if (not gpu_name or profile_id not in FP8_DS_MLA_PROFILES or is_rocm_gpu(gpu_name)
+            or indexed_mla_layer(model) is None):
+        return ""
+    capability = nvidia_capability(gpu_name)
+    if capability is None or capability[0] >= SPARSE_MLA_MIN_MAJOR:
+        return ""
+    return (f"vLLM has no sparse-MLA attention backend (DeepSeek Sparse Attention) for compute capability "
+            f"{capability[0]}.{capability[1]} ({gpu_name}): FLASHMLA_SPARSE needs 9.x or 10.x, FLASH_ATTN_MLA_SPARSE "
+            "9.x, FlashInfer's sparse MLA 10.x / 12.x, and the indexer's DeepGEMM kernels SM90 "
+            "(vllm/v1/attention/backends/mla/flashmla_sparse.py), so vLLM stops with \"No valid attention backend "
+            "found\" (vllm/platforms/cuda.py); use a Hopper or Blackwell GPU")
+
+
 def sparse_refusal(model: ModelSpec, profile_id: str, request) -> str:
     """Why the vLLM launch ``request`` (an :class:`planner.engines.types.EngineRequest`) stops before loading
-    weights on a sparse-MLA model (:func:`rocm_sparse_mla_refusal`: vLLM raises while it picks the attention backend,
-    when the model's layers are built), else ""."""
-    return rocm_sparse_mla_refusal(model, profile_id, request.kv_cache_dtype, request.gpu_name)
+    weights on a sparse-MLA model, else "": vLLM raises while it picks the attention backend, when the model's
+    layers are built, on an AMD GPU for a cache its backend refuses (:func:`rocm_sparse_mla_refusal`) and on an
+    NVIDIA GPU before Hopper (:func:`cuda_sparse_mla_refusal`)."""
+    return (rocm_sparse_mla_refusal(model, profile_id, request.kv_cache_dtype, request.gpu_name)
+            or cuda_sparse_mla_refusal(model, profile_id, request.gpu_name))
 
 
 def too_old_for_sparse_mla(model: ModelSpec, profile_id: str) -> str:

@@ -163,6 +163,24 @@ def _placed_experts(num_experts: int, redundant: int, ep: int, *, eplb: bool, fl
     return total, -(-total // ep)
 
 
+VLLM_DENSE_EP_ERROR = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+"""What vLLM raises for ``--enable-expert-parallel`` on a model without routed experts:
+``ModelConfig.verify_with_parallel_config`` calls ``_verify_with_expert_parallelism`` whenever
+``parallel_config.enable_expert_parallel`` is set (vllm/config/model.py; vllm/config.py before the split), before
+any weight loads. ``--enable-eplb`` without it is refused by ``ParallelConfig`` (vllm/config/parallel.py)."""
+
+
+def vllm_dense_expert_parallel_refusal(num_experts: int, expert_flag: bool) -> str:
+    """Why vLLM refuses ``--enable-expert-parallel`` (or ``--enable-eplb``, ``expert_flag``) on a model with
+    ``num_experts`` routed experts per MoE layer (0: a dense model, :data:`VLLM_DENSE_EP_ERROR`), else "". The one
+    sentence the CLI, Home and the Engine page give (QA: a dense model read "Fits" on Home)."""
+    if not expert_flag or num_experts:
+        return ""
+    return ("--enable-expert-parallel / --enable-eplb need an MoE model; this model has no routed experts, and "
+            f"vLLM stops before loading weights with \"{VLLM_DENSE_EP_ERROR}\" (vllm/config/model.py "
+            "_verify_with_expert_parallelism); drop the flag and use --data-parallel-size alone for replicas")
+
+
 def rank_layout(request: ScaleRequest, *, family: str, tensor_parallel_size: int, num_experts: int,
                 num_kv_heads: int) -> RankLayout:
     """The :class:`RankLayout` of a launch (design notes 1-4).
@@ -197,9 +215,9 @@ def _vllm_layout(request: ScaleRequest, tp: int, num_experts: int, kv_heads: int
                          "--data-parallel-size with --enable-expert-parallel (the EP group is then dp x tp)")
     dp, dcp = request.data_parallel_size, request.decode_context_parallel_size
     world = dp * tp
-    if (request.enable_expert_parallel or request.enable_eplb) and not num_experts:
-        raise ValueError("--enable-expert-parallel / --enable-eplb need an MoE model; this model has no routed "
-                         "experts (use --data-parallel-size alone for replicas)")
+    if refusal := vllm_dense_expert_parallel_refusal(num_experts, request.enable_expert_parallel or
+                                                     request.enable_eplb):
+        raise ValueError(refusal)
     if request.enable_eplb and not request.enable_expert_parallel:
         raise ValueError("--enable-eplb balances experts over an expert-parallel group: add --enable-expert-parallel")
     if tp % dcp:
