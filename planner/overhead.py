@@ -335,7 +335,7 @@ def _estimate_overhead(model: ModelSpec, activation_bytes_per_element: int, tens
     last = pipeline_parallel_size == 1 or any(g.kind == "lm_head" for g in model.params)
     act = activation_estimate(
         model, num_tokens=tokens, num_seqs=seqs,
-        bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), activation_bytes=e,
+        bytes_per_logit=sampler_bytes_per_logit(profile, runner, e, engine_request), activation_bytes=e,
         tensor_parallel_size=tp, last_stage=last)
     moe = moe_data_parallel and moe_dispatch_peak(model, moe_data_parallel, profile.id, num_tokens=tokens,
                                                   activation_bytes=e, weight_dtype_name=weight_dtype_name,

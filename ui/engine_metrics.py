@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engines.expected_error import expected_error_reason
+from planner.engines.hf_transformers import generate_allocated_bytes
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.rank_bar import rank_bar
 from planner.engines.types import EnginePlan
@@ -172,8 +173,26 @@ def cap_sentence(plan: EnginePlan) -> str:
                 f"{bar.fraction:g} × the {format_bytes(bar.fraction_base_bytes)} then free = "
                 f"{format_bytes(bar.line_bytes)}; the rest of the free memory stays unallocated "
                 "(tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory).")
+    if bar.line_kind == "none" and plan.family == "transformers":
+        return transformers_cap_sentence(plan)
     if bar.line_kind == "none":
         return (f" {plan.engine} has no memory cap: it allocates {format_bytes(bar.allocated_bytes)} (weights, "
                 f"compute buffers, KV cache) and leaves the rest of the card free, less its CUDA context, which is "
                 "not priced here.")
     return ""
+
+
+def transformers_cap_sentence(plan: EnginePlan) -> str:
+    """transformers' caption: what ``generate()`` allocates for the batch asked
+    (:func:`planner.engines.hf_transformers.generate_allocated_bytes`), and apart how many sequences would fit.
+    QA, stop 47: it gave the whole card at the largest batch that fits (79.19 GiB for 65 sequences of Llama-2-7b
+    on an H100) as the allocation, then said the rest of the card stays free."""
+    rank = plan.limiting_rank
+    seqs = plan.max_num_seqs
+    allocated = generate_allocated_bytes(rank, seqs)
+    return (f" transformers has no memory cap: generate() allocates {format_bytes(allocated)} for the "
+            f"{count_noun(seqs, 'sequence')} of {plan.max_model_len:,} tokens asked (weights "
+            f"{format_bytes(rank.weights_bytes)}, compute buffers {format_bytes(rank.activation_bytes)}, KV cache "
+            f"{format_bytes(seqs * rank.bytes_per_block)}), "
+            f"plus {format_bytes(rank.non_torch_bytes)} of CUDA context and other non-torch memory, and leaves the "
+            f"rest of the card free: room for {count_noun(plan.num_gpu_blocks, 'sequence')} of that length at once.")

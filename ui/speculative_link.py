@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from planner.serving.speculative import EAGLE3_DRAFT_VOCAB_SIZE, SpeculativeConfig
+from planner.serving.speculative import EAGLE3_DRAFT_VOCAB_SIZE, MODEL_FREE_METHODS, SpeculativeConfig
 from ui.format import shorten
 
 KEY = "speculative_config"
@@ -78,12 +78,14 @@ def from_link(text: str, method: str | None, tokens: int | None, draft_id: str |
         problems.append(f"{shown}: {exc}. The command line refuses it too, so this plan has no speculative "
                         "decoding; fix the JSON in the sidebar's Serving features (the text is kept).")
         return None
-    problems.extend(_overridden(text, args))
+    problems.extend(_overridden(text, args, spec))
     return spec
 
 
-def _overridden(text: str, args: Namespace) -> list[str]:
-    """One message naming the part keys that override a different value of the JSON (empty when none does)."""
+def _overridden(text: str, args: Namespace, spec: SpeculativeConfig | None = None) -> list[str]:
+    """One message naming the part keys that override a different value of the JSON (empty when none does); when
+    the method that wins takes no draft model (:data:`planner.serving.speculative.MODEL_FREE_METHODS`), it says
+    the JSON's ``model`` is dropped, as the CLI drops it (:func:`planner.cli.serving.speculative_from_args`)."""
     parsed = json.loads(text)  # the CLI's reader accepted it: a JSON object within its limits
     clashes = [(flag, getattr(args, flag), key, parsed[key]) for key, flag in PARTS.items()
                if getattr(args, flag) is not None and key in parsed and parsed[key] != getattr(args, flag)]
@@ -91,9 +93,13 @@ def _overridden(text: str, args: Namespace) -> list[str]:
         return []
     named = "; ".join(f"`{flag}={value}` overrides the JSON's `\"{key}\": {json.dumps(mine)}`"
                       for flag, value, key, mine in clashes)
+    dropped = ""
+    if spec is not None and spec.method in MODEL_FREE_METHODS and parsed.get("model"):
+        dropped = (f" {spec.method} takes no draft model, so the JSON's `\"model\": {json.dumps(parsed['model'])}` "
+                   "is dropped from the plan and the launch commands.")
     return [f"Link parameters `{KEY}` and {', '.join(f'`{c[0]}`' for c in clashes)} disagree: {named}. The part "
-            f"wins, as `--{clashes[0][0].replace('_', '-')}` overrides `--speculative-config` on the command line. "
-            "Keep one of them in the sidebar's Serving features."]
+            f"wins, as `--{clashes[0][0].replace('_', '-')}` overrides `--speculative-config` on the command line."
+            f"{dropped} Keep one of them in the sidebar's Serving features."]
 
 
 def cli_flags(spec: SpeculativeConfig) -> str:

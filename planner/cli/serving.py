@@ -39,6 +39,7 @@ from planner.serving.offload import OFFLOAD_BACKENDS, OffloadConfig, link_of_gpu
 from planner.serving.speculative import (
     DRAFT_PLACEHOLDERS,
     PASSTHROUGH_KEYS,
+    MODEL_FREE_METHODS,
     SPECULATIVE_METHODS,
     SpeculativeConfig,
     infer_method,
@@ -263,6 +264,8 @@ def speculative_from_args(args: argparse.Namespace, raw_config: Mapping | None) 
                          "tokens was provided but without speculative model\" (vllm/config/speculative.py); add "
                          "\"model\": the head's repo (for example yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), or plan the "
                          "head from the target's shapes with --speculative-method " + method)
+    if method in MODEL_FREE_METHODS:
+        model_id = ""  # n-gram loads no draft: a JSON's head under --speculative-method ngram is dropped
     if method == "deepseek_mtp" or (isinstance(method, str) and method.endswith("_mtp")):
         method = "mtp"  # vLLM folds the per-family MTP names into "mtp"
     layers = mtp_layers_from_config(raw_config or {})

@@ -76,7 +76,7 @@ from planner.engines.launch import LaunchSpec
 from planner.engines.length_limits import over_limit, transformers_message
 from planner.engines.overheads import activation_estimate, loaded_weight_bytes, pipeline_layer_ranges
 from planner.engines.profiles import EngineProfile
-from planner.engines.types import EnginePlan, EngineRequest
+from planner.engines.types import EnginePlan, EngineRequest, RankBudget
 from planner.engines.vllm import gib2
 from planner.model import ModelSpec
 from planner.model.dtypes import FP32, StorageFormat, weight_dtype
@@ -434,3 +434,19 @@ def plan_transformers(model: ModelSpec, gpu_memory_bytes: int, request: EngineRe
                                    weight_dtype=request.weight_dtype,
                                    tensor_parallel_size=c.tp, pipeline_parallel_size=c.pp,
                                    max_model_len=c.max_model_len, max_num_seqs=seqs_wanted))
+
+
+def generate_allocated_bytes(rank: RankBudget, num_seqs: int) -> int:
+    """What ``generate()`` allocates on ``rank`` for a batch of ``num_seqs`` sequences [bytes]: the weights, the
+    compute buffers of the prompt pass (the rank's activation peak, sized by :func:`plan_transformers` for the
+    asked ``max_num_seqs``) and ``num_seqs`` caches of ``max_model_len`` tokens (``bytes_per_block``: this view's
+    "block" is one sequence's peak cache). Non-torch memory (the CUDA context) is apart. Not the rank's budget bar,
+    whose KV segment is all the free memory, enough for ``num_blocks`` sequences: transformers allocates the cache
+    as it grows (``DynamicCache``, transformers cache_utils.py), only for the sequences it runs.
+
+        allocated = weights + activation peak + num_seqs x one sequence's cache
+
+    Worked example: Llama-2-7b-hf on an H100 at 2,048 tokens, one sequence: 12.55 GiB of fp16 weights + 0.17 GiB
+    of activation + 1.00 GiB of cache (32 layers x 2 x 4,096 x 2 B x 2,048 tokens) = 13.72 GiB.
+    """
+    return rank.weights_bytes + rank.activation_bytes + num_seqs * rank.bytes_per_block

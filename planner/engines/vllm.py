@@ -433,7 +433,7 @@ def _rank_budget(model: ModelSpec, request: EngineRequest, profile: EngineProfil
     runner = model_runner(model, profile.id, request)
     charged = graphs_charged(profile, runner)
     act = activation_estimate(model, num_tokens=mnbt, num_seqs=seqs, activation_bytes=e, tensor_parallel_size=tp,
-                              bytes_per_logit=sampler_bytes_per_logit(profile, runner, e), last_stage=last)
+                              bytes_per_logit=sampler_bytes_per_logit(profile, runner, e, request), last_stage=last)
     moe = request.moe_data_parallel and moe_dispatch_peak(model, request.moe_data_parallel, profile.id, num_tokens=mnbt,
                                                           activation_bytes=e, weight_dtype_name=request.weight_dtype,
                                                           gpu_name=request.gpu_name, deep_gemm=request.use_deep_gemm)
@@ -483,7 +483,7 @@ def _formula(model: ModelSpec, request: EngineRequest, profile: EngineProfile, r
     """The overhead model's arithmetic as one line of text (``rank``: the first GPU's budget)."""
     graphs = " - cudagraph" if rank.cudagraph_charged else ""
     e = cache_dtypes(model, request.weight_dtype, request.kv_cache_dtype, vllm_storage=False).state.bytes_for(1)
-    logit = sampler_bytes_per_logit(profile, model_runner(model, profile.id, request), e)
+    logit = sampler_bytes_per_logit(profile, model_runner(model, profile.id, request), e, request)
     state = f" + model runner V2 state {rank.runner_state_bytes:,} B" if rank.runner_state_bytes else ""
     if rank.first_compile_bytes:
         state += f" + first torch.compile {rank.first_compile_bytes:,} B"

@@ -26,7 +26,19 @@ Design notes (assumptions):
        ``gumbel_sample`` adds ``rows x ceil(V / 1024)`` maxima and indices, negligible: ``e`` bytes per logit
        (:func:`sampler_bytes_per_logit`; vllm/v1/worker/gpu/sample/sampler.py, gumbel.py). v0.22-v0.25
        copied the logits to FP32 first (6 B per bf16 logit): not modelled. The V1 runner keeps the
-       profile's constant (not re-derived here).
+       profile's constant (not re-derived here), except with speculative decoding on the 2026 profiles
+       (:data:`V2_RUNNER_PROFILES`, where n-gram puts a model back on V1): V1's ``_dummy_sampler_run``
+       (vllm/v1/worker/gpu_model_runner.py) then also runs the rejection sampler on a dummy batch of one draft
+       token a request, ``logits = randn(2 x rows, V)`` in the model dtype (``e`` bytes) replacing the first
+       logits, and ``RejectionSampler.forward`` (vllm/v1/sample/rejection_sampler.py) first samples the bonus
+       rows, copied out of it (the plain sampler's peak over ``rows``), then casts the target rows to FP32,
+       clones them and takes their FP32 softmax while the bonus copy is still referenced. Per row and
+       vocabulary entry that peaks at ``max(2 e + s, 3 e + 3 x 4)`` bytes (``s`` the profile's constant;
+       top-k / top-p temporaries of ``apply_sampling_constraints`` not counted): 18 B for bf16, 3x the plain
+       6 B, and independent of ``num_speculative_tokens`` (the dummy batch drafts one token a request). Without
+       it n-gram on ``vllm`` charged less than no speculation on V2 (QA: Llama-3.1-8B on an H100, activation
+       1.79 -> 0.84 GiB). :func:`sampler_bytes_per_logit`. Older profiles' V1 spec branch (a ``num_reqs``-row
+       ``target_logits`` and ``compute_probs``) is not re-derived: they keep the constant.
     4. Persistent V2 state: from v0.27.0 ``memory_profiling`` (vllm/utils/mem_utils.py) charges the drop of
        free memory since the worker's init snapshot (``total_consumed``), so buffers a runner allocates
        after it and keeps are charged; v0.22-v0.26 charged only the torch peak above what was allocated
@@ -143,10 +155,24 @@ def graphs_charged(profile: EngineProfile, runner: Runner) -> bool:
     return profile.subtracts_cudagraph and not (runner == "v2" and profile.id in NON_ESTIMATING_V2_PROFILES)
 
 
-def sampler_bytes_per_logit(profile: EngineProfile, runner: Runner, activation_bytes: int) -> int:
+REJECTION_FP32_ROWS = 3
+"""FP32 ``rows x V`` tensors the rejection sampler's dummy run holds at its peak: the target rows cast to FP32,
+their clone and their softmax (design note 3; vllm/v1/sample/rejection_sampler.py ``RejectionSampler.forward``)."""
+
+
+def sampler_bytes_per_logit(profile: EngineProfile, runner: Runner, activation_bytes: int,
+                            request: EngineRequest | None = None) -> int:
     """Peak bytes per logit of the dummy sampler run (design note 3): the model-dtype logits
-    (``activation_bytes``) on V2, the profile's constant on V1."""
-    return activation_bytes if runner == "v2" else profile.sampler_bytes_per_logit
+    (``activation_bytes``) on V2, the profile's constant on V1, or on a 2026 profile's V1 with speculative
+    decoding the rejection sampler's ``max(2 e + s, 3 e + 3 x 4)`` (``e`` = ``activation_bytes``, ``s`` the
+    constant), whichever is larger."""
+    if runner == "v2":
+        return activation_bytes
+    plain = profile.sampler_bytes_per_logit
+    if not plain or request is None or not speculative_tokens(request) or profile.id not in V2_RUNNER_PROFILES:
+        return plain
+    e = activation_bytes
+    return max(plain, 2 * e + plain, 3 * e + 4 * REJECTION_FP32_ROWS)
 
 
 def v2_state_bytes(model: ModelSpec, *, max_num_seqs: int, max_num_batched_tokens: int,

@@ -92,6 +92,13 @@ none for NGRAM (python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``
 larger cuda graph buffers")."""
 
 
+MODEL_FREE_METHODS = frozenset({"ngram"})
+"""Methods that take no draft model: vLLM's ``SpeculativeConfig.__post_init__`` (vllm/config/speculative.py) makes
+the n-gram proposer's draft config the target's own (the ``model`` key is never loaded); SGLang's NGRAM algorithm
+draws from its n-gram cache (python/sglang/srt/speculative/cpp_ngram/), not a draft. A ``model`` given with such a
+method (a JSON naming an EAGLE head, overridden by ``--speculative-method ngram``) is dropped
+(planner/cli/serving.py), never written into a launch command (:func:`launch_flags`)."""
+
 NGRAM_MODEL_NAMES = frozenset({"ngram", "[ngram]"})
 """``model`` values vLLM reads as the n-gram proposer when no method is given (vllm/config/speculative.py)."""
 
@@ -500,7 +507,7 @@ def launch_flags(config: SpeculativeConfig, engine: str) -> str:
     (python/sglang/srt/server_args.py); llama.cpp ``--model-draft --draft-max`` (common/arg.cpp).
     """
     k = config.num_speculative_tokens
-    draft = config.draft_model_id
+    draft = "" if config.method in MODEL_FREE_METHODS else config.draft_model_id
     if engine == "vllm":  # an EAGLE head without its repo names DRAFT_PLACEHOLDERS' name (vLLM needs a model)
         draft = draft or draft_placeholder(config)
         model = f', "model": "{draft}"' if draft else ""
