@@ -40,11 +40,7 @@ def model_flag(model: CustomModel) -> tuple[str, str | None]:
                                        "enough), then:")
     if source.startswith("hf:"):
         repo, _, revision = source.removeprefix("hf:").partition("@")
-        try:
-            in_catalog = catalog.resolve_model_id(repo) is not None
-        except ValueError:
-            in_catalog = False
-        if in_catalog:
+        if catalog.entry_id(repo) is not None:
             return f"--model {repo}", None
         at = f" (revision {revision})" if revision else ""
         return (f"--config {CONFIG_FILE}", f"# Save {repo}'s config.json{at} as {CONFIG_FILE}{beside}, then:")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engines.expected_error import expected_error_reason
-from planner.engines.hf_transformers import generate_allocated_bytes
+from planner.engines.hf_transformers import generate_allocated_bytes, generate_cache_bytes
 from planner.engines.profiles import ENGINE_PROFILES
 from planner.engines.rank_bar import rank_bar
 from planner.engines.types import EnginePlan
@@ -193,6 +193,6 @@ def transformers_cap_sentence(plan: EnginePlan) -> str:
     return (f" transformers has no memory cap: generate() allocates {format_bytes(allocated)} for the "
             f"{count_noun(seqs, 'sequence')} of {plan.max_model_len:,} tokens asked (weights "
             f"{format_bytes(rank.weights_bytes)}, compute buffers {format_bytes(rank.activation_bytes)}, KV cache "
-            f"{format_bytes(seqs * rank.bytes_per_block)}), "
+            f"{format_bytes(generate_cache_bytes(rank, seqs))}), "
             f"plus {format_bytes(rank.non_torch_bytes)} of CUDA context and other non-torch memory, and leaves the "
             f"rest of the card free: room for {count_noun(plan.num_gpu_blocks, 'sequence')} of that length at once.")

@@ -449,4 +449,9 @@ def generate_allocated_bytes(rank: RankBudget, num_seqs: int) -> int:
     Worked example: Llama-2-7b-hf on an H100 at 2,048 tokens, one sequence: 12.55 GiB of fp16 weights + 0.17 GiB
     of activation + 1.00 GiB of cache (32 layers x 2 x 4,096 x 2 B x 2,048 tokens) = 13.72 GiB.
     """
-    return rank.weights_bytes + rank.activation_bytes + num_seqs * rank.bytes_per_block
+    return rank.weights_bytes + rank.activation_bytes + generate_cache_bytes(rank, num_seqs)
+
+
+def generate_cache_bytes(rank: RankBudget, num_seqs: int) -> int:
+    """The cache part of :func:`generate_allocated_bytes` [bytes]: ``num_seqs`` caches of ``max_model_len`` tokens."""
+    return num_seqs * rank.bytes_per_block
